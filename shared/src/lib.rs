@@ -10,3 +10,11 @@ pub mod pb {
     pub const FILE_DESCRIPTOR_SET: &[u8] =
         include_bytes!(concat!(env!("OUT_DIR"), "/mesh_descriptor.bin"));
 }
+
+pub mod auth;
+pub mod error;
+pub mod grant;
+pub mod names;
+pub mod plan;
+pub mod policy;
+pub mod protocol;

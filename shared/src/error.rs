@@ -1,0 +1,36 @@
+//! Input errors that name the field at fault; they become INVALID_ARGUMENT.
+
+use std::fmt;
+
+/// One field of a request is missing or malformed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field's path in the request, e.g. `plan.files[2]`.
+    pub field: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl FieldError {
+    /// `field`: `problem`.
+    pub fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            problem: problem.into(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.problem)
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+impl From<FieldError> for tonic::Status {
+    fn from(err: FieldError) -> Self {
+        tonic::Status::invalid_argument(err.to_string())
+    }
+}

@@ -1,0 +1,227 @@
+//! Permission modes and grants: what a teammate may do, as the lead grants it.
+
+use std::fmt;
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::{error::FieldError, pb};
+
+/// How much a teammate may do without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
+    /// Read-only tools only.
+    Plan,
+    /// Each write or command needs a `PermissionRequest`.
+    Default,
+    /// File edits inside the grant's paths run; commands still ask.
+    AcceptEdits,
+    /// Every tool runs.
+    Bypass,
+}
+
+impl Mode {
+    /// The mode as `lead` prints and parses it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Plan => "plan",
+            Mode::Default => "default",
+            Mode::AcceptEdits => "accept-edits",
+            Mode::Bypass => "bypass",
+        }
+    }
+
+    /// Parses `plan`, `default`, `accept-edits` or `bypass`.
+    pub fn parse(field: &str, value: &str) -> Result<Self, FieldError> {
+        match value {
+            "plan" => Ok(Mode::Plan),
+            "default" => Ok(Mode::Default),
+            "accept-edits" => Ok(Mode::AcceptEdits),
+            "bypass" => Ok(Mode::Bypass),
+            other => Err(FieldError::new(
+                field,
+                format!("{other:?} is not one of plan, default, accept-edits, bypass"),
+            )),
+        }
+    }
+
+    /// From the wire; UNSPECIFIED is `None`.
+    pub fn from_pb(field: &str, value: i32) -> Result<Option<Self>, FieldError> {
+        match pb::PermissionMode::try_from(value) {
+            Ok(pb::PermissionMode::Unspecified) => Ok(None),
+            Ok(pb::PermissionMode::Plan) => Ok(Some(Mode::Plan)),
+            Ok(pb::PermissionMode::Default) => Ok(Some(Mode::Default)),
+            Ok(pb::PermissionMode::AcceptEdits) => Ok(Some(Mode::AcceptEdits)),
+            Ok(pb::PermissionMode::Bypass) => Ok(Some(Mode::Bypass)),
+            Err(_) => Err(FieldError::new(field, format!("{value} is not a PermissionMode"))),
+        }
+    }
+
+    /// To the wire.
+    pub fn to_pb(self) -> pb::PermissionMode {
+        match self {
+            Mode::Plan => pb::PermissionMode::Plan,
+            Mode::Default => pb::PermissionMode::Default,
+            Mode::AcceptEdits => pb::PermissionMode::AcceptEdits,
+            Mode::Bypass => pb::PermissionMode::Bypass,
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A permission grant, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    /// What the teammate may do.
+    pub mode: Mode,
+    /// Globs, relative to the teammate's workspace, that ACCEPT_EDITS may write;
+    /// empty means the approved plan's files.
+    pub write_paths: Vec<String>,
+    /// When the grant lapses, if ever.
+    pub expires_at_unix_ms: Option<i64>,
+}
+
+impl Grant {
+    /// The grant every teammate starts with.
+    pub fn plan() -> Self {
+        Self {
+            mode: Mode::Plan,
+            write_paths: Vec::new(),
+            expires_at_unix_ms: None,
+        }
+    }
+
+    /// Validates a grant from the wire. `default_mode` stands in for UNSPECIFIED.
+    pub fn from_pb(field: &str, grant: &pb::PermissionGrant, default_mode: Mode) -> Result<Self, FieldError> {
+        let mode = Mode::from_pb(&format!("{field}.mode"), grant.mode)?.unwrap_or(default_mode);
+        for (i, path) in grant.write_paths.iter().enumerate() {
+            check_relative_glob(&format!("{field}.write_paths[{i}]"), path)?;
+        }
+        if grant.expires_at_unix_ms < 0 {
+            return Err(FieldError::new(format!("{field}.expires_at_unix_ms"), "is negative"));
+        }
+        Ok(Self {
+            mode,
+            write_paths: grant.write_paths.clone(),
+            expires_at_unix_ms: (grant.expires_at_unix_ms > 0).then_some(grant.expires_at_unix_ms),
+        })
+    }
+
+    /// To the wire.
+    pub fn to_pb(&self) -> pb::PermissionGrant {
+        pb::PermissionGrant {
+            mode: self.mode.to_pb() as i32,
+            write_paths: self.write_paths.clone(),
+            expires_at_unix_ms: self.expires_at_unix_ms.unwrap_or(0),
+        }
+    }
+}
+
+/// Checks that `path` is a glob relative to a workspace: not absolute, no `..`.
+pub fn check_relative_glob(field: &str, path: &str) -> Result<(), FieldError> {
+    if path.is_empty() {
+        return Err(FieldError::new(field, "is empty"));
+    }
+    if path.starts_with('/') || path.starts_with('\\') {
+        return Err(FieldError::new(field, format!("{path:?} is absolute; paths are relative to the workspace")));
+    }
+    if path.split(['/', '\\']).any(|part| part == "..") {
+        return Err(FieldError::new(field, format!("{path:?} leaves the workspace (\"..\")")));
+    }
+    Glob::new(path).map_err(|e| FieldError::new(field, format!("{path:?} is not a glob: {e}")))?;
+    Ok(())
+}
+
+/// A compiled set of write globs.
+#[derive(Debug, Clone)]
+pub struct PathSet {
+    /// The globs as given, for messages.
+    patterns: Vec<String>,
+    /// The globs compiled; `*` does not cross `/`.
+    set: GlobSet,
+}
+
+impl PathSet {
+    /// Compiles `patterns`, each checked with [`check_relative_glob`].
+    pub fn new(field: &str, patterns: &[String]) -> Result<Self, FieldError> {
+        let mut builder = GlobSetBuilder::new();
+        for (i, pattern) in patterns.iter().enumerate() {
+            let item = format!("{field}[{i}]");
+            check_relative_glob(&item, pattern)?;
+            let glob = globset::GlobBuilder::new(pattern.trim_start_matches("./"))
+                .literal_separator(true)
+                .build()
+                .map_err(|e| FieldError::new(item, e.to_string()))?;
+            builder.add(glob);
+        }
+        let set = builder
+            .build()
+            .map_err(|e| FieldError::new(field, e.to_string()))?;
+        Ok(Self {
+            patterns: patterns.to_vec(),
+            set,
+        })
+    }
+
+    /// Whether the workspace-relative `path` (with `/` separators) matches.
+    pub fn matches(&self, path: &str) -> bool {
+        self.set.is_match(path.trim_start_matches("./"))
+    }
+
+    /// The first pattern `path` matches, if any.
+    pub fn first_match(&self, path: &str) -> Option<&str> {
+        self.set
+            .matches(path.trim_start_matches("./"))
+            .first()
+            .map(|&i| self.patterns[i].as_str())
+    }
+
+    /// The globs as given.
+    pub fn patterns(&self) -> &[String] {
+        &self.patterns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_sets_match_within_the_workspace() {
+        let set = PathSet::new("w", &["src/*.rs".into(), "docs/**".into(), "README.md".into()]).expect("valid");
+        assert!(set.matches("src/auth.rs"));
+        assert!(set.matches("./src/auth.rs"));
+        assert!(!set.matches("src/deep/auth.rs"));
+        assert!(set.matches("docs/a/b.md"));
+        assert!(set.matches("README.md"));
+        assert!(!set.matches("db/schema.sql"));
+        assert_eq!(set.first_match("docs/x"), Some("docs/**"));
+    }
+
+    #[test]
+    fn globs_outside_the_workspace_are_refused() {
+        for bad in ["/etc/passwd", "../x", "a/../../b", "", "a[", "\\x"] {
+            let err = PathSet::new("grant.write_paths", &[bad.to_string()]).expect_err(bad);
+            assert_eq!(err.field, "grant.write_paths[0]");
+        }
+    }
+
+    #[test]
+    fn grants_round_trip_and_default_their_mode() {
+        let wire = pb::PermissionGrant {
+            mode: 0,
+            write_paths: vec!["src/**".into()],
+            expires_at_unix_ms: 0,
+        };
+        let grant = Grant::from_pb("grant", &wire, Mode::AcceptEdits).expect("valid");
+        assert_eq!(grant.mode, Mode::AcceptEdits);
+        assert_eq!(grant.expires_at_unix_ms, None);
+        assert_eq!(grant.to_pb().mode, pb::PermissionMode::AcceptEdits as i32);
+        let bad = pb::PermissionGrant { mode: 99, ..wire };
+        assert_eq!(Grant::from_pb("grant", &bad, Mode::Plan).expect_err("bad").field, "grant.mode");
+    }
+}

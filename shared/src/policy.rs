@@ -1,0 +1,162 @@
+//! Review policies: criteria an operator writes down once, in TOML, so that
+//! the lead can approve or reject plans without a person at the keyboard.
+//!
+//! ```toml
+//! require_tests = true          # "only approve plans that include test coverage"
+//! deny_write = ["db/schema/**"] # "reject plans that touch the database schema"
+//! max_files = 10
+//! mode = "accept-edits"         # the grant an approved plan gets (the default)
+//! ```
+
+use serde::Deserialize;
+
+use crate::{
+    error::FieldError,
+    grant::{Grant, Mode, PathSet},
+    pb,
+};
+
+/// The policy file, as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    /// Plans must list at least one test.
+    #[serde(default)]
+    require_tests: bool,
+    /// No planned file may match one of these globs.
+    #[serde(default)]
+    deny_write: Vec<String>,
+    /// Plans may write at most this many files.
+    max_files: Option<usize>,
+    /// The grant's mode for approved plans.
+    mode: Option<String>,
+}
+
+/// A validated policy.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// Plans must list at least one test.
+    require_tests: bool,
+    /// Paths no plan (and no permission request) may write.
+    deny_write: PathSet,
+    /// Plans may write at most this many files.
+    max_files: Option<usize>,
+    /// The grant's mode for approved plans.
+    mode: Mode,
+}
+
+/// What a policy says of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Every criterion holds: approve with this grant.
+    Approve(Grant),
+    /// These criteria do not hold; each line names one.
+    Reject(Vec<String>),
+}
+
+impl Policy {
+    /// Parses a policy file's text.
+    pub fn parse(text: &str) -> Result<Self, FieldError> {
+        let file: PolicyFile =
+            toml::from_str(text).map_err(|e| FieldError::new("policy", e.message().to_owned()))?;
+        let mode = match file.mode.as_deref() {
+            None => Mode::AcceptEdits,
+            Some(mode) => Mode::parse("policy.mode", mode)?,
+        };
+        if mode == Mode::Plan {
+            return Err(FieldError::new("policy.mode", "an approval cannot grant plan mode"));
+        }
+        Ok(Self {
+            require_tests: file.require_tests,
+            deny_write: PathSet::new("policy.deny_write", &file.deny_write)?,
+            max_files: file.max_files,
+            mode,
+        })
+    }
+
+    /// Reviews a plan against every criterion.
+    pub fn review(&self, plan: &pb::Plan) -> Verdict {
+        let mut unmet = Vec::new();
+        if self.require_tests && plan.tests.is_empty() {
+            unmet.push("require_tests: the plan lists no tests; add the tests it adds or runs".to_owned());
+        }
+        for file in &plan.files {
+            if let Some(glob) = self.deny_write.first_match(file) {
+                unmet.push(format!("deny_write: the plan writes {file:?}, which matches {glob:?}"));
+            }
+        }
+        if let Some(max) = self.max_files {
+            if plan.files.len() > max {
+                unmet.push(format!("max_files: the plan writes {} files; at most {max} are allowed", plan.files.len()));
+            }
+        }
+        if unmet.is_empty() {
+            Verdict::Approve(Grant {
+                mode: self.mode,
+                write_paths: Vec::new(),
+                expires_at_unix_ms: None,
+            })
+        } else {
+            Verdict::Reject(unmet)
+        }
+    }
+
+    /// Whether a gated tool call may run without a person: file writes outside
+    /// `deny_write` may; commands never do (they wait for an operator).
+    pub fn allows_call(&self, tool: &str, path: Option<&str>) -> Option<bool> {
+        match (tool, path) {
+            ("write_file" | "edit_file", Some(path)) => Some(!self.deny_write.matches(path)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(files: &[&str], tests: &[&str]) -> pb::Plan {
+        pb::Plan {
+            summary: "s".into(),
+            files: files.iter().map(|s| s.to_string()).collect(),
+            tests: tests.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_rejection_names_every_unmet_criterion() {
+        let policy = Policy::parse("require_tests = true\ndeny_write = [\"db/**\"]\nmax_files = 1\n").expect("valid");
+        match policy.review(&plan(&["db/schema.sql", "src/a.rs"], &[])) {
+            Verdict::Reject(unmet) => {
+                assert_eq!(unmet.len(), 3, "{unmet:?}");
+                assert!(unmet[0].starts_with("require_tests"));
+                assert!(unmet[1].contains("db/schema.sql") && unmet[1].contains("db/**"));
+                assert!(unmet[2].starts_with("max_files"));
+            }
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+        assert_eq!(
+            policy.review(&plan(&["src/a.rs"], &["tests/a.rs"])),
+            Verdict::Approve(Grant { mode: Mode::AcceptEdits, write_paths: vec![], expires_at_unix_ms: None })
+        );
+    }
+
+    #[test]
+    fn the_grant_mode_is_configurable_but_never_plan() {
+        let policy = Policy::parse("mode = \"bypass\"").expect("valid");
+        assert!(matches!(policy.review(&plan(&[], &[])), Verdict::Approve(g) if g.mode == Mode::Bypass));
+        assert_eq!(Policy::parse("mode = \"plan\"").expect_err("plan").field, "policy.mode");
+        assert_eq!(Policy::parse("mode = \"fast\"").expect_err("bad").field, "policy.mode");
+        assert_eq!(Policy::parse("require_test = true").expect_err("typo").field, "policy");
+        assert_eq!(Policy::parse("deny_write = [\"/abs\"]").expect_err("abs").field, "policy.deny_write[0]");
+    }
+
+    #[test]
+    fn permission_calls_follow_deny_write() {
+        let policy = Policy::parse("deny_write = [\"db/**\"]").expect("valid");
+        assert_eq!(policy.allows_call("write_file", Some("src/a.rs")), Some(true));
+        assert_eq!(policy.allows_call("edit_file", Some("db/x.sql")), Some(false));
+        assert_eq!(policy.allows_call("run_command", None), None);
+    }
+}

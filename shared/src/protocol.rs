@@ -1,0 +1,402 @@
+//! One state machine for every protocol: plan approval, shutdown, permission.
+//!
+//! ```text
+//!                 answer(approve)        +----------+
+//!            +-------------------------->| APPROVED |
+//!            |                           +----------+
+//!  open  +---------+  answer(reject)     +----------+
+//! ------>| PENDING |-------------------->| REJECTED |
+//!        +---------+                     +----------+
+//!            |  expire (deadline passed, +----------+
+//!            +-------------------------->| EXPIRED  |
+//!               or the answering party left)  +-----+
+//! ```
+//!
+//! Terminal states never change. Every answer is checked in the contract's
+//! order: unknown id, wrong type, wrong party, already resolved (a retry of the
+//! same answer is `Ok` with `fresh == false`: the caller sends nothing twice).
+//!
+//! The [`Tracker`] is a pure type: no I/O, no clock (`now` comes in as an
+//! argument), no async. The lead's hub owns one.
+
+use std::{collections::HashMap, fmt};
+
+use crate::{grant::Grant, names::RequestId, pb};
+
+/// Which protocol a request belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A teammate asks the operator to approve its plan.
+    PlanApproval,
+    /// The operator asks a teammate to shut down.
+    Shutdown,
+    /// A teammate asks the operator to run one gated tool call.
+    Permission,
+}
+
+impl Kind {
+    /// To the wire.
+    pub fn to_pb(self) -> pb::RequestType {
+        match self {
+            Kind::PlanApproval => pb::RequestType::PlanApproval,
+            Kind::Shutdown => pb::RequestType::Shutdown,
+            Kind::Permission => pb::RequestType::Permission,
+        }
+    }
+
+    /// From the wire; UNSPECIFIED (and unknown numbers) are `None`.
+    pub fn from_pb(value: i32) -> Option<Self> {
+        match pb::RequestType::try_from(value) {
+            Ok(pb::RequestType::PlanApproval) => Some(Kind::PlanApproval),
+            Ok(pb::RequestType::Shutdown) => Some(Kind::Shutdown),
+            Ok(pb::RequestType::Permission) => Some(Kind::Permission),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.to_pb().as_str_name())
+    }
+}
+
+/// Where a request stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Status {
+    /// Waiting for its answer.
+    Pending,
+    /// Answered yes.
+    Approved,
+    /// Answered no.
+    Rejected,
+    /// The deadline passed, or the party that must answer left.
+    Expired,
+}
+
+impl Status {
+    /// Whether the request is resolved for good.
+    pub fn is_terminal(self) -> bool {
+        self != Status::Pending
+    }
+
+    /// To the wire.
+    pub fn to_pb(self) -> pb::RequestStatus {
+        match self {
+            Status::Pending => pb::RequestStatus::Pending,
+            Status::Approved => pb::RequestStatus::Approved,
+            Status::Rejected => pb::RequestStatus::Rejected,
+            Status::Expired => pb::RequestStatus::Expired,
+        }
+    }
+
+    /// From the wire; UNSPECIFIED (and unknown numbers) are `None`.
+    pub fn from_pb(value: i32) -> Option<Self> {
+        match pb::RequestStatus::try_from(value) {
+            Ok(pb::RequestStatus::Pending) => Some(Status::Pending),
+            Ok(pb::RequestStatus::Approved) => Some(Status::Approved),
+            Ok(pb::RequestStatus::Rejected) => Some(Status::Rejected),
+            Ok(pb::RequestStatus::Expired) => Some(Status::Expired),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.to_pb().as_str_name())
+    }
+}
+
+/// Who answers a request: the operator (for plans and permissions) or one
+/// member (for a shutdown).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Party {
+    /// Whoever holds the operator token.
+    Operator,
+    /// The member of that name.
+    Member(String),
+}
+
+impl fmt::Display for Party {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Party::Operator => f.write_str("the operator"),
+            Party::Member(name) => write!(f, "member {name:?}"),
+        }
+    }
+}
+
+/// An answer to a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Yes or no.
+    pub approve: bool,
+    /// Feedback on a plan or permission; the reason of a shutdown answer.
+    pub feedback: String,
+    /// The grant an approved plan carries.
+    pub grant: Option<Grant>,
+}
+
+/// What a new request says; the tracker adds its state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opening {
+    /// The id the sender chose or the lead made.
+    pub id: RequestId,
+    /// The protocol.
+    pub kind: Kind,
+    /// Who asks (a member name, or `lead`).
+    pub sender: String,
+    /// Who is asked (a member name, or `lead`).
+    pub target: String,
+    /// The request as JSON, for operators; also what a reused id is compared on.
+    pub payload_json: String,
+    /// When the request expires unanswered, if ever.
+    pub deadline_unix_ms: Option<i64>,
+}
+
+/// One request and where it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// What was asked.
+    pub opening: Opening,
+    /// Where it stands.
+    pub status: Status,
+    /// The answer, once there is one (none for EXPIRED).
+    pub decision: Option<Decision>,
+    /// Feedback or reason: the answer's, or why it expired.
+    pub feedback: String,
+    /// When it was opened.
+    pub created_at_unix_ms: i64,
+    /// When it was resolved.
+    pub resolved_at_unix_ms: Option<i64>,
+}
+
+impl Request {
+    /// The request id.
+    pub fn id(&self) -> &RequestId {
+        &self.opening.id
+    }
+
+    /// The party that must answer it.
+    pub fn answerer(&self) -> Party {
+        match self.opening.kind {
+            Kind::PlanApproval | Kind::Permission => Party::Operator,
+            Kind::Shutdown => Party::Member(self.opening.target.clone()),
+        }
+    }
+
+    /// To the wire.
+    pub fn to_pb(&self) -> pb::ProtocolState {
+        pb::ProtocolState {
+            request_id: self.opening.id.to_string(),
+            r#type: self.opening.kind.to_pb() as i32,
+            sender: self.opening.sender.clone(),
+            target: self.opening.target.clone(),
+            status: self.status.to_pb() as i32,
+            payload_json: self.opening.payload_json.clone(),
+            feedback: self.feedback.clone(),
+            created_at_unix_ms: self.created_at_unix_ms,
+            resolved_at_unix_ms: self.resolved_at_unix_ms.unwrap_or(0),
+        }
+    }
+}
+
+/// A transition the contract forbids.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransitionError {
+    /// No request has this id.
+    #[error("request_id: no request {0}")]
+    NotFound(RequestId),
+    /// The answer's protocol is not the request's.
+    #[error("request {id} is a {request} request; a {answer} answer does not apply to it")]
+    WrongType {
+        /// The request.
+        id: RequestId,
+        /// Its protocol.
+        request: Kind,
+        /// The answer's protocol.
+        answer: Kind,
+    },
+    /// Someone other than the answering party answered.
+    #[error("request {id} must be answered by {answerer}, not by {caller}")]
+    NotTheAnswerer {
+        /// The request.
+        id: RequestId,
+        /// Who must answer.
+        answerer: Party,
+        /// Who tried.
+        caller: Party,
+    },
+    /// The request is resolved and this answer differs from the one it has.
+    #[error("request {id} is already {status}; a different answer cannot change it")]
+    AlreadyResolved {
+        /// The request.
+        id: RequestId,
+        /// Its terminal status.
+        status: Status,
+    },
+    /// A client-chosen id was reused for a different request.
+    #[error("request_id: {0} is already used by a different request")]
+    IdReused(RequestId),
+}
+
+/// What an accepted event did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The request as it now stands.
+    pub request: Request,
+    /// `false` for a retry that changed nothing: send nothing again.
+    pub fresh: bool,
+}
+
+/// Every protocol request the lead knows, by id.
+#[derive(Debug, Default, Clone)]
+pub struct Tracker {
+    /// The requests, in the order they were opened.
+    requests: Vec<Request>,
+    /// Index into `requests` by id.
+    by_id: HashMap<RequestId, usize>,
+}
+
+impl Tracker {
+    /// An empty tracker.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A request by id.
+    pub fn get(&self, id: &RequestId) -> Option<&Request> {
+        self.by_id.get(id).map(|&i| &self.requests[i])
+    }
+
+    /// Every request, oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = &Request> {
+        self.requests.iter()
+    }
+
+    /// A new request arrives. The same id with the same request again is a
+    /// retry (`fresh == false`); with a different one, `IdReused`.
+    pub fn open(&mut self, opening: Opening, now: i64) -> Result<Outcome, TransitionError> {
+        if let Some(existing) = self.get(&opening.id) {
+            return if same_request(&existing.opening, &opening) {
+                Ok(Outcome {
+                    request: existing.clone(),
+                    fresh: false,
+                })
+            } else {
+                Err(TransitionError::IdReused(opening.id))
+            };
+        }
+        let request = Request {
+            opening,
+            status: Status::Pending,
+            decision: None,
+            feedback: String::new(),
+            created_at_unix_ms: now,
+            resolved_at_unix_ms: None,
+        };
+        self.by_id.insert(request.id().clone(), self.requests.len());
+        self.requests.push(request.clone());
+        Ok(Outcome { request, fresh: true })
+    }
+
+    /// `caller` answers request `id` with a `kind` answer.
+    pub fn answer(
+        &mut self,
+        id: &RequestId,
+        kind: Kind,
+        caller: &Party,
+        decision: Decision,
+        now: i64,
+    ) -> Result<Outcome, TransitionError> {
+        let request = self
+            .by_id
+            .get(id)
+            .map(|&i| &mut self.requests[i])
+            .ok_or_else(|| TransitionError::NotFound(id.clone()))?;
+        if request.opening.kind != kind {
+            return Err(TransitionError::WrongType {
+                id: id.clone(),
+                request: request.opening.kind,
+                answer: kind,
+            });
+        }
+        let answerer = request.answerer();
+        if &answerer != caller {
+            return Err(TransitionError::NotTheAnswerer {
+                id: id.clone(),
+                answerer,
+                caller: caller.clone(),
+            });
+        }
+        match request.status {
+            Status::Pending => {
+                request.status = if decision.approve { Status::Approved } else { Status::Rejected };
+                request.feedback = decision.feedback.clone();
+                request.decision = Some(decision);
+                request.resolved_at_unix_ms = Some(now);
+                Ok(Outcome {
+                    request: request.clone(),
+                    fresh: true,
+                })
+            }
+            status if request.decision.as_ref() == Some(&decision) => {
+                debug_assert!(status.is_terminal());
+                Ok(Outcome {
+                    request: request.clone(),
+                    fresh: false,
+                })
+            }
+            status => Err(TransitionError::AlreadyResolved { id: id.clone(), status }),
+        }
+    }
+
+    /// Request `id` expires, if it is still pending; `None` otherwise.
+    pub fn expire(&mut self, id: &RequestId, reason: &str, now: i64) -> Option<Request> {
+        let request = self.by_id.get(id).map(|&i| &mut self.requests[i])?;
+        if request.status != Status::Pending {
+            return None;
+        }
+        request.status = Status::Expired;
+        request.feedback = reason.to_owned();
+        request.resolved_at_unix_ms = Some(now);
+        Some(request.clone())
+    }
+
+    /// The pending requests whose deadline is at or before `now`.
+    pub fn due(&self, now: i64) -> Vec<RequestId> {
+        self.pending()
+            .filter(|r| r.opening.deadline_unix_ms.is_some_and(|d| d <= now))
+            .map(|r| r.id().clone())
+            .collect()
+    }
+
+    /// The earliest deadline of a pending request.
+    pub fn next_deadline(&self) -> Option<i64> {
+        self.pending().filter_map(|r| r.opening.deadline_unix_ms).min()
+    }
+
+    /// The pending requests that `name` sends or must answer.
+    pub fn pending_involving(&self, name: &str) -> Vec<RequestId> {
+        self.pending()
+            .filter(|r| r.opening.sender == name || r.opening.target == name)
+            .map(|r| r.id().clone())
+            .collect()
+    }
+
+    /// Requests still waiting.
+    fn pending(&self) -> impl Iterator<Item = &Request> {
+        self.requests.iter().filter(|r| r.status == Status::Pending)
+    }
+}
+
+/// Whether two openings are the same request. The deadline is left out: it is
+/// derived from the payload and the clock (a shutdown retried without a
+/// deadline of its own gets a new default one, and is still the same request).
+fn same_request(a: &Opening, b: &Opening) -> bool {
+    a.id == b.id && a.kind == b.kind && a.sender == b.sender && a.target == b.target && a.payload_json == b.payload_json
+}
+
+#[cfg(test)]
+mod tests;
