@@ -1,0 +1,134 @@
+//! Teammate processes the lead starts (`lead spawn`, `lead demo`), and how
+//! they are stopped: SIGTERM, then SIGKILL after a grace period.
+
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+    time::Duration,
+};
+
+use nix::{sys::signal::Signal, unistd::Pid};
+use tokio::{process::Command, sync::mpsc, task::JoinHandle};
+
+/// What the lead needs to start a teammate.
+#[derive(Debug, Clone)]
+pub struct Spawner {
+    /// The `teammate` executable.
+    pub teammate_bin: PathBuf,
+    /// The URL the teammate dials (`http://127.0.0.1:PORT`).
+    pub lead_url: String,
+    /// Passed in `MESH_JOIN_TOKEN`, never on the command line.
+    pub join_token: String,
+    /// Logs go to `<state_dir>/logs/<name>.log`; default workspaces under `<state_dir>/workspaces`.
+    pub state_dir: PathBuf,
+    /// Between SIGTERM and SIGKILL.
+    pub kill_grace: Duration,
+}
+
+/// A running child, as the hub holds it.
+#[derive(Debug)]
+pub(crate) struct Child {
+    /// The process id.
+    pub(crate) pid: u32,
+    /// Asks the child's task to stop it (TERM, then KILL).
+    stop: mpsc::Sender<()>,
+    /// The task that waits for the child; it ends when the child is reaped.
+    pub(crate) task: JoinHandle<()>,
+}
+
+impl Child {
+    /// Sends SIGTERM now and SIGKILL after the grace period if it still runs.
+    pub(crate) fn stop(&self) {
+        // A full channel means a stop is already on its way.
+        let _ = self.stop.try_send(());
+    }
+}
+
+impl Spawner {
+    /// The workspace a teammate gets when none is named.
+    pub(crate) fn default_workspace(&self, name: &str) -> PathBuf {
+        self.state_dir.join("workspaces").join(name)
+    }
+
+    /// Starts `teammate` for `name`; `on_exit` hears how it ended, once it is reaped.
+    pub(crate) fn spawn(
+        &self,
+        name: &str,
+        role: &str,
+        script: &Path,
+        workspace: &Path,
+        on_exit: impl FnOnce(String) + Send + 'static,
+    ) -> std::io::Result<Child> {
+        std::fs::create_dir_all(workspace)?;
+        let logs = self.state_dir.join("logs");
+        std::fs::create_dir_all(&logs)?;
+        let log = std::fs::File::create(logs.join(format!("{name}.log")))?;
+        let mut command = Command::new(&self.teammate_bin);
+        command
+            .arg("--lead")
+            .arg(&self.lead_url)
+            .arg("--name")
+            .arg(name)
+            .arg("--role")
+            .arg(role)
+            .arg("--workspace")
+            .arg(workspace)
+            .arg("--script")
+            .arg(script)
+            .env("MESH_JOIN_TOKEN", &self.join_token)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .kill_on_drop(true);
+        let mut child = command.spawn()?;
+        let pid = child.id().unwrap_or(0);
+        let (stop, mut stop_rx) = mpsc::channel(1);
+        let grace = self.kill_grace;
+        let name = name.to_owned();
+        let task = tokio::spawn(async move {
+            let status = tokio::select! {
+                status = child.wait() => status,
+                _ = stop_rx.recv() => {
+                    signal(pid, Signal::SIGTERM);
+                    match tokio::time::timeout(grace, child.wait()).await {
+                        Ok(status) => status,
+                        Err(_) => {
+                            tracing::warn!(member = %name, pid, "did not stop after SIGTERM; sending SIGKILL");
+                            let _ = child.start_kill();
+                            child.wait().await
+                        }
+                    }
+                }
+            };
+            let how = match status {
+                Ok(status) => describe(status),
+                Err(e) => format!("could not be waited for: {e}"),
+            };
+            tracing::info!(member = %name, pid, how = %how, "teammate process ended");
+            on_exit(how);
+        });
+        Ok(Child { pid, stop, task })
+    }
+}
+
+/// Sends `sig` to `pid`, if it is a real pid.
+fn signal(pid: u32, sig: Signal) {
+    if let Ok(raw) = i32::try_from(pid) {
+        if raw > 0 {
+            let _ = nix::sys::signal::kill(Pid::from_raw(raw), sig);
+        }
+    }
+}
+
+/// "exited with status 0", "killed by SIGTERM".
+fn describe(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exited with status {code}"),
+        (None, Some(sig)) => match Signal::try_from(sig) {
+            Ok(sig) => format!("killed by {}", sig.as_str()),
+            Err(_) => format!("killed by signal {sig}"),
+        },
+        (None, None) => "ended".to_owned(),
+    }
+}

@@ -1,0 +1,68 @@
+//! The lead's errors, and the one place they become gRPC statuses.
+
+use shared::{error::FieldError, protocol::TransitionError};
+
+/// Why the lead refused a call.
+#[derive(Debug, thiserror::Error)]
+pub enum HubError {
+    /// No token, or one the lead does not know.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// A known token that may not make this call.
+    #[error("{0}")]
+    PermissionDenied(String),
+    /// A field is missing or malformed.
+    #[error(transparent)]
+    Invalid(#[from] FieldError),
+    /// A named thing (member, request) does not exist.
+    #[error("{0}")]
+    NotFound(String),
+    /// The name or id is taken.
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// The call does not fit the current state.
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// A limit was reached (an inbox is full).
+    #[error("{0}")]
+    ResourceExhausted(String),
+    /// A value is past the valid range (`after_seq` beyond the newest envelope).
+    #[error("{0}")]
+    OutOfRange(String),
+    /// The protocol state machine refused the transition.
+    #[error(transparent)]
+    Transition(#[from] TransitionError),
+    /// The lead is stopping.
+    #[error("the lead is shutting down")]
+    ShuttingDown,
+    /// Something on the lead's side failed (spawning a process, say).
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl From<HubError> for tonic::Status {
+    fn from(err: HubError) -> Self {
+        use tonic::Status;
+        let message = err.to_string();
+        match err {
+            HubError::Unauthenticated(_) => Status::unauthenticated(message),
+            HubError::PermissionDenied(_) => Status::permission_denied(message),
+            HubError::Invalid(_) => Status::invalid_argument(message),
+            HubError::NotFound(_) => Status::not_found(message),
+            HubError::AlreadyExists(_) => Status::already_exists(message),
+            HubError::FailedPrecondition(_) => Status::failed_precondition(message),
+            HubError::ResourceExhausted(_) => Status::resource_exhausted(message),
+            HubError::OutOfRange(_) => Status::out_of_range(message),
+            HubError::ShuttingDown => Status::unavailable(message),
+            HubError::Internal(_) => Status::internal(message),
+            HubError::Transition(t) => match t {
+                TransitionError::NotFound(_) => Status::not_found(message),
+                TransitionError::WrongType { .. } | TransitionError::AlreadyResolved { .. } => {
+                    Status::failed_precondition(message)
+                }
+                TransitionError::NotTheAnswerer { .. } => Status::permission_denied(message),
+                TransitionError::IdReused(_) => Status::already_exists(message),
+            },
+        }
+    }
+}
