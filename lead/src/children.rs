@@ -50,14 +50,14 @@ impl Spawner {
         self.state_dir.join("workspaces").join(name)
     }
 
-    /// Starts `teammate` for `name`; `on_exit` hears how it ended, once it is reaped.
+    /// Starts `teammate` for `name`; `on_exit` hears its pid and how it ended, once it is reaped.
     pub(crate) fn spawn(
         &self,
         name: &str,
         role: &str,
         script: &Path,
         workspace: &Path,
-        on_exit: impl FnOnce(String) + Send + 'static,
+        on_exit: impl FnOnce(u32, String) + Send + 'static,
     ) -> std::io::Result<Child> {
         std::fs::create_dir_all(workspace)?;
         let logs = self.state_dir.join("logs");
@@ -105,7 +105,7 @@ impl Spawner {
                 Err(e) => format!("could not be waited for: {e}"),
             };
             tracing::info!(member = %name, pid, how = %how, "teammate process ended");
-            on_exit(how);
+            on_exit(pid, how);
         });
         Ok(Child { pid, stop, task })
     }

@@ -1,0 +1,413 @@
+//! The hub's protocol commands: plans, shutdowns and permissions, each one a
+//! request in the [`Tracker`](shared::protocol::Tracker), and the approval mode
+//! that may answer plans and permissions without a person.
+
+use serde_json::json;
+use shared::{
+    auth::now_unix_ms,
+    error::FieldError,
+    grant::{Grant, Mode},
+    names::{Name, RequestId, LEAD},
+    pb::{self, envelope::Body},
+    plan,
+    policy::Verdict,
+    protocol::{Decision, Kind, Opening, Party, Request, Status},
+};
+
+use super::{Approval, Hub};
+use crate::error::HubError;
+
+/// The longest free text (reason, feedback) the lead takes.
+const MAX_REASON_BYTES: usize = 16 * 1024;
+
+impl Hub {
+    /// `SubmitPlan`: opens a plan-approval request, then lets the approval mode
+    /// answer it if it can.
+    pub(super) fn submit_plan(
+        &mut self,
+        token: &str,
+        request: pb::PlanApprovalRequest,
+    ) -> Result<pb::SubmitPlanResponse, HubError> {
+        let sender = self.caller(token)?;
+        plan::validate("plan", request.plan.as_ref())?;
+        let id = RequestId::for_new("request_id", &request.request_id)?;
+        let superseded = self.check_supersedes(&sender, &request.supersedes)?;
+        let plan = request.plan.clone().unwrap_or_default();
+        let payload = json!({
+            "plan": {
+                "summary": plan.summary,
+                "steps": plan.steps,
+                "files": plan.files,
+                "tests": plan.tests,
+                "body": plan.body,
+            },
+            "supersedes": request.supersedes,
+        });
+        let outcome = self.tracker.open(
+            Opening {
+                id: id.clone(),
+                kind: Kind::PlanApproval,
+                sender: sender.clone(),
+                target: LEAD.to_owned(),
+                payload_json: payload.to_string(),
+                deadline_unix_ms: None,
+            },
+            now_unix_ms(),
+        )?;
+        if outcome.fresh {
+            tracing::info!(request_id = %id, member = %sender, "plan submitted");
+            if let Some(old) = superseded {
+                if let Some(expired) = self.tracker.expire(&old, &format!("superseded by {id}"), now_unix_ms()) {
+                    self.emit(pb::event::Kind::Request(expired.to_pb()));
+                }
+            }
+            self.mark_busy(&sender);
+            let body = pb::PlanApprovalRequest {
+                request_id: id.to_string(),
+                ..request
+            };
+            self.deliver(&sender, LEAD, None, Body::PlanApprovalRequest(body));
+            self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
+            self.auto_review_plan(&id, &plan)?;
+        }
+        Ok(pb::SubmitPlanResponse { request_id: id.to_string() })
+    }
+
+    /// `supersedes` must name one of the caller's own plans that is not approved.
+    /// Returns it if it is still pending (it expires once the new plan is open).
+    fn check_supersedes(&self, sender: &str, supersedes: &str) -> Result<Option<RequestId>, HubError> {
+        if supersedes.is_empty() {
+            return Ok(None);
+        }
+        let old = RequestId::existing("supersedes", supersedes)?;
+        let request = self
+            .tracker
+            .get(&old)
+            .ok_or_else(|| FieldError::new("supersedes", format!("no request {old}")))?;
+        if request.opening.kind != Kind::PlanApproval || request.opening.sender != sender {
+            return Err(FieldError::new("supersedes", format!("{old} is not a plan of {sender:?}")).into());
+        }
+        match request.status {
+            Status::Approved => Err(HubError::FailedPrecondition(format!(
+                "supersedes: {old} is already APPROVED; there is nothing to revise"
+            ))),
+            Status::Pending => Ok(Some(old)),
+            Status::Rejected | Status::Expired => Ok(None),
+        }
+    }
+
+    /// Answers a fresh plan request when the approval mode decides on its own.
+    fn auto_review_plan(&mut self, id: &RequestId, plan: &pb::Plan) -> Result<(), HubError> {
+        let decision = match &self.config.approval {
+            Approval::Manual => return Ok(()),
+            Approval::Auto => Decision {
+                approve: true,
+                feedback: "approved automatically (--approval auto)".into(),
+                grant: Some(default_grant(Mode::AcceptEdits)),
+            },
+            Approval::Policy(policy) => match policy.review(plan) {
+                Verdict::Approve(grant) => Decision {
+                    approve: true,
+                    feedback: "approved by policy: every criterion holds".into(),
+                    grant: Some(grant),
+                },
+                Verdict::Reject(unmet) => Decision {
+                    approve: false,
+                    feedback: format!("rejected by policy: {}", unmet.join("; ")),
+                    grant: None,
+                },
+            },
+        };
+        self.decide_plan(id, decision).map(|_| ())
+    }
+
+    /// `ReviewPlan`: the operator approves (with a grant) or rejects (with feedback).
+    pub(super) fn review_plan(&mut self, review: pb::PlanReview) -> Result<pb::PlanApprovalResponse, HubError> {
+        let id = RequestId::existing("request_id", &review.request_id)?;
+        check_text("feedback", &review.feedback)?;
+        let decision = if review.approve {
+            let grant = match &review.grant {
+                Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits)?,
+                None => default_grant(Mode::AcceptEdits),
+            };
+            Decision { approve: true, feedback: review.feedback, grant: Some(grant) }
+        } else {
+            if review.feedback.trim().is_empty() {
+                return Err(FieldError::new("feedback", "is required when rejecting, so the teammate can revise").into());
+            }
+            Decision { approve: false, feedback: review.feedback, grant: None }
+        };
+        self.decide_plan(&id, decision)
+    }
+
+    /// Records a plan decision and, the first time, tells the teammate.
+    fn decide_plan(&mut self, id: &RequestId, decision: Decision) -> Result<pb::PlanApprovalResponse, HubError> {
+        let outcome = self.tracker.answer(id, Kind::PlanApproval, &Party::Operator, decision, now_unix_ms())?;
+        let response = plan_response(&outcome.request);
+        if outcome.fresh {
+            let teammate = outcome.request.opening.sender.clone();
+            tracing::info!(request_id = %id, member = %teammate, approve = response.approve, "plan reviewed");
+            if let Some(grant) = outcome.request.decision.as_ref().and_then(|d| d.grant.as_ref()) {
+                if let Some(member) = self.roster.get_mut(&teammate) {
+                    member.mode = grant.mode;
+                }
+                self.emit_member(&teammate);
+            }
+            self.deliver(LEAD, &teammate, None, Body::PlanApprovalResponse(response.clone()));
+            self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
+        }
+        Ok(response)
+    }
+
+    /// `RequestShutdown`: asks a teammate to shut down by a deadline.
+    pub(super) fn request_shutdown(&mut self, request: pb::ShutdownRequest) -> Result<pb::ShutdownTicket, HubError> {
+        let target = Name::parse("target", &request.target)?;
+        check_text("reason", &request.reason)?;
+        match self.roster.get(target.as_str()) {
+            None => return Err(FieldError::new("target", format!("no member {target:?}")).into()),
+            Some(m) if m.terminated => {
+                return Err(HubError::FailedPrecondition(format!("target: {target:?} has already terminated")))
+            }
+            Some(_) => {}
+        }
+        let now = now_unix_ms();
+        let deadline = match request.deadline_unix_ms {
+            0 => now + i64::try_from(self.config.shutdown_deadline.as_millis()).unwrap_or(i64::MAX / 2),
+            d if d <= now => {
+                return Err(FieldError::new("deadline_unix_ms", format!("{d} is in the past (now is {now})")).into())
+            }
+            d => d,
+        };
+        let id = RequestId::for_new("request_id", &request.request_id)?;
+        let payload = json!({
+            "target": request.target,
+            "reason": request.reason,
+            "deadline_unix_ms": request.deadline_unix_ms,
+        });
+        let outcome = self.tracker.open(
+            Opening {
+                id: id.clone(),
+                kind: Kind::Shutdown,
+                sender: LEAD.to_owned(),
+                target: target.to_string(),
+                payload_json: payload.to_string(),
+                deadline_unix_ms: Some(deadline),
+            },
+            now,
+        )?;
+        if outcome.fresh {
+            tracing::info!(request_id = %id, member = %target, deadline, "shutdown requested");
+            if let Some(member) = self.roster.get_mut(target.as_str()) {
+                member.shutting_down = true;
+            }
+            let body = pb::ShutdownRequest {
+                request_id: id.to_string(),
+                target: target.to_string(),
+                reason: request.reason,
+                deadline_unix_ms: deadline,
+            };
+            self.deliver(LEAD, target.as_str(), None, Body::ShutdownRequest(body));
+            self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
+            self.emit_member(target.as_str());
+        }
+        Ok(pb::ShutdownTicket { request_id: id.to_string() })
+    }
+
+    /// `RespondShutdown`: the target agrees (and is TERMINATED) or refuses.
+    pub(super) fn respond_shutdown(&mut self, token: &str, response: pb::ShutdownResponse) -> Result<(), HubError> {
+        let name = self.caller(token)?;
+        let id = RequestId::existing("request_id", &response.request_id)?;
+        check_text("reason", &response.reason)?;
+        let decision = Decision { approve: response.approve, feedback: response.reason.clone(), grant: None };
+        let outcome = self
+            .tracker
+            .answer(&id, Kind::Shutdown, &Party::Member(name.clone()), decision, now_unix_ms())?;
+        if outcome.fresh {
+            tracing::info!(request_id = %id, member = %name, approve = response.approve, "shutdown answered");
+            self.deliver(&name, LEAD, None, Body::ShutdownResponse(response.clone()));
+            self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
+            if response.approve {
+                let why = if response.reason.is_empty() {
+                    "shut down on request".to_owned()
+                } else {
+                    format!("shut down on request: {}", response.reason)
+                };
+                self.terminate(&name, &why);
+            } else {
+                self.refresh_shutting_down(&name);
+            }
+        }
+        Ok(())
+    }
+
+    /// `RequestPermission`: a teammate in DEFAULT (or ACCEPT_EDITS, for
+    /// commands) asks to run one gated tool call.
+    pub(super) fn request_permission(
+        &mut self,
+        token: &str,
+        request: pb::PermissionRequest,
+    ) -> Result<pb::RequestPermissionResponse, HubError> {
+        let sender = self.caller(token)?;
+        if self.roster.get(&sender).is_some_and(|m| m.mode == Mode::Plan) {
+            return Err(HubError::FailedPrecondition(format!(
+                "{sender:?} is in plan mode: gated tools wait for an approved plan, not a permission"
+            )));
+        }
+        if request.tool.is_empty() {
+            return Err(FieldError::new("tool", "is required").into());
+        }
+        check_text("args_json", &request.args_json)?;
+        let args: serde_json::Value = if request.args_json.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::from_str(&request.args_json)
+                .map_err(|e| FieldError::new("args_json", format!("is not JSON: {e}")))?
+        };
+        let id = RequestId::for_new("request_id", &request.request_id)?;
+        let payload = json!({ "tool": request.tool, "args_json": request.args_json });
+        let outcome = self.tracker.open(
+            Opening {
+                id: id.clone(),
+                kind: Kind::Permission,
+                sender: sender.clone(),
+                target: LEAD.to_owned(),
+                payload_json: payload.to_string(),
+                deadline_unix_ms: None,
+            },
+            now_unix_ms(),
+        )?;
+        if outcome.fresh {
+            let body = pb::PermissionRequest { request_id: id.to_string(), ..request.clone() };
+            self.deliver(&sender, LEAD, None, Body::PermissionRequest(body));
+            self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
+            let verdict = match &self.config.approval {
+                Approval::Manual => None,
+                Approval::Auto => Some(true),
+                Approval::Policy(policy) => policy.allows_call(&request.tool, args.get("path").and_then(|p| p.as_str())),
+            };
+            if let Some(approve) = verdict {
+                let feedback = if approve { "allowed by the approval mode" } else { "denied by policy: deny_write" };
+                self.decide_permission(&id, Decision { approve, feedback: feedback.into(), grant: None })?;
+            }
+        }
+        Ok(pb::RequestPermissionResponse { request_id: id.to_string() })
+    }
+
+    /// `ReviewPermission`: the operator answers one permission request.
+    pub(super) fn review_permission(&mut self, review: pb::PermissionReview) -> Result<pb::PermissionResponse, HubError> {
+        let id = RequestId::existing("request_id", &review.request_id)?;
+        check_text("feedback", &review.feedback)?;
+        self.decide_permission(&id, Decision { approve: review.approve, feedback: review.feedback, grant: None })
+    }
+
+    /// Records a permission decision and, the first time, tells the teammate.
+    fn decide_permission(&mut self, id: &RequestId, decision: Decision) -> Result<pb::PermissionResponse, HubError> {
+        let outcome = self.tracker.answer(id, Kind::Permission, &Party::Operator, decision, now_unix_ms())?;
+        let request = &outcome.request;
+        let response = pb::PermissionResponse {
+            request_id: id.to_string(),
+            approve: request.status == Status::Approved,
+            feedback: request.feedback.clone(),
+        };
+        if outcome.fresh {
+            let teammate = request.opening.sender.clone();
+            self.deliver(LEAD, &teammate, None, Body::PermissionResponse(response.clone()));
+            self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
+        }
+        Ok(response)
+    }
+
+    /// `ListRequests`, filtered by status and type (UNSPECIFIED matches any).
+    pub(super) fn list_requests(&self, filter: &pb::ListRequestsRequest) -> Result<pb::ListRequestsResponse, HubError> {
+        let status = match filter.status {
+            0 => None,
+            n => Some(Status::from_pb(n).ok_or_else(|| FieldError::new("status", format!("{n} is not a RequestStatus")))?),
+        };
+        let kind = match filter.r#type {
+            0 => None,
+            n => Some(Kind::from_pb(n).ok_or_else(|| FieldError::new("type", format!("{n} is not a RequestType")))?),
+        };
+        let requests = self
+            .tracker
+            .iter()
+            .filter(|r| status.is_none_or(|s| r.status == s) && kind.is_none_or(|k| r.opening.kind == k))
+            .map(Request::to_pb)
+            .collect();
+        Ok(pb::ListRequestsResponse { requests })
+    }
+
+    /// `GetRequest`.
+    pub(super) fn get_request(&self, request_id: &str) -> Result<pb::ProtocolState, HubError> {
+        let id = RequestId::existing("request_id", request_id)?;
+        self.tracker
+            .get(&id)
+            .map(Request::to_pb)
+            .ok_or_else(|| HubError::NotFound(format!("request_id: no request {id}")))
+    }
+
+    /// Expires every request whose deadline passed; a spawned teammate that
+    /// let its shutdown deadline pass is stopped by signal.
+    pub(super) fn expire_due(&mut self) {
+        let now = now_unix_ms();
+        for id in self.tracker.due(now) {
+            let Some(request) = self.tracker.expire(&id, "deadline passed with no answer", now) else { continue };
+            tracing::info!(request_id = %id, "request expired");
+            self.emit(pb::event::Kind::Request(request.to_pb()));
+            if request.opening.kind == Kind::Shutdown {
+                let target = request.opening.target;
+                self.refresh_shutting_down(&target);
+                if let Some(child) = self.children.get(&target) {
+                    tracing::warn!(member = %target, pid = child.pid, "shutdown deadline passed; stopping the process");
+                    child.stop();
+                }
+            }
+        }
+    }
+
+    /// Expires every pending request `name` sends or must answer.
+    pub(super) fn expire_involving(&mut self, name: &str, reason: &str) {
+        let now = now_unix_ms();
+        for id in self.tracker.pending_involving(name) {
+            if let Some(request) = self.tracker.expire(&id, reason, now) {
+                self.emit(pb::event::Kind::Request(request.to_pb()));
+            }
+        }
+    }
+
+    /// SHUTTING_DOWN holds while a shutdown request for the member is pending.
+    fn refresh_shutting_down(&mut self, name: &str) {
+        let pending = self
+            .tracker
+            .pending_involving(name)
+            .iter()
+            .filter_map(|id| self.tracker.get(id))
+            .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name);
+        if let Some(member) = self.roster.get_mut(name) {
+            member.shutting_down = pending;
+        }
+        self.emit_member(name);
+    }
+}
+
+/// The grant an approval without one carries: the plan's files, in `mode`.
+fn default_grant(mode: Mode) -> Grant {
+    Grant { mode, write_paths: Vec::new(), expires_at_unix_ms: None }
+}
+
+/// The answer to a plan request, as the teammate and the operator see it.
+fn plan_response(request: &Request) -> pb::PlanApprovalResponse {
+    pb::PlanApprovalResponse {
+        request_id: request.id().to_string(),
+        approve: request.status == Status::Approved,
+        feedback: request.feedback.clone(),
+        grant: request.decision.as_ref().and_then(|d| d.grant.as_ref()).map(Grant::to_pb),
+    }
+}
+
+/// Free text within the size limit.
+fn check_text(field: &str, text: &str) -> Result<(), FieldError> {
+    if text.len() > MAX_REASON_BYTES {
+        return Err(FieldError::new(field, format!("is longer than {MAX_REASON_BYTES} bytes")));
+    }
+    Ok(())
+}

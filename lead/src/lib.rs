@@ -1,0 +1,12 @@
+//! The mesh lead: the gRPC server that owns the roster, the inboxes and every
+//! protocol request; the operator commands that talk to it; and the demo.
+
+pub mod children;
+pub mod cli;
+pub mod demo;
+pub mod error;
+pub mod hub;
+mod roster;
+pub mod server;
+pub mod service;
+pub mod state;

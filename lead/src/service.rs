@@ -1,0 +1,282 @@
+//! The gRPC services: thin. Each RPC checks the caller's token, validates
+//! what it can alone, sends a command to the hub and maps the reply.
+
+use std::{
+    pin::Pin,
+    task::{Context, Poll},
+};
+
+use shared::{auth::bearer, names::Name, pb};
+use tokio::sync::mpsc;
+use tokio_stream::{wrappers::ReceiverStream, Stream};
+use tonic::{Request, Response, Status};
+
+use crate::hub::{Command, HubHandle, Reply};
+
+/// Room in an inbox or watch stream before the hub drops a slow reader. An
+/// inbox reader that is dropped reconnects and resumes; nothing is lost.
+const STREAM_BUFFER: usize = 16 * 1024;
+
+/// The tokens the lead accepts, fixed at start.
+#[derive(Clone)]
+pub struct Tokens {
+    /// For `Join`.
+    pub join: String,
+    /// For every `Operator` call.
+    pub operator: String,
+}
+
+impl std::fmt::Debug for Tokens {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tokens(..)")
+    }
+}
+
+/// `mesh.v1.Lead`, for teammates.
+#[derive(Debug, Clone)]
+pub(crate) struct LeadService {
+    /// The hub.
+    pub(crate) hub: HubHandle,
+    /// The join and operator tokens.
+    pub(crate) tokens: Tokens,
+}
+
+/// `mesh.v1.Operator`, for operators.
+#[derive(Debug, Clone)]
+pub(crate) struct OperatorService {
+    /// The hub.
+    pub(crate) hub: HubHandle,
+    /// The join and operator tokens.
+    pub(crate) tokens: Tokens,
+}
+
+/// The token a request carries, or UNAUTHENTICATED.
+fn token_of<T>(request: &Request<T>) -> Result<String, Status> {
+    match bearer(request) {
+        Some(token) if !token.is_empty() => Ok(token.to_owned()),
+        _ => Err(Status::unauthenticated("authorization: expected \"Bearer <token>\" metadata")),
+    }
+}
+
+impl LeadService {
+    /// The session token of a teammate call; the operator and join tokens are
+    /// known but do not belong here.
+    fn session<T>(&self, request: &Request<T>, rpc: &str) -> Result<String, Status> {
+        let token = token_of(request)?;
+        if token == self.tokens.operator {
+            return Err(Status::permission_denied(format!(
+                "authorization: the operator token cannot call Lead.{rpc}; teammates use their session token"
+            )));
+        }
+        if token == self.tokens.join {
+            return Err(Status::permission_denied(format!(
+                "authorization: the join token only calls Lead.Join; Lead.{rpc} takes the session token Join returned"
+            )));
+        }
+        Ok(token)
+    }
+}
+
+/// An inbox stream that tells the hub when the client goes away.
+struct InboxStream {
+    /// Envelopes from the hub.
+    inner: ReceiverStream<Result<pb::Envelope, Status>>,
+    /// Whom to tell, and about which stream.
+    hub: HubHandle,
+    /// The member.
+    name: String,
+    /// This stream's id.
+    stream_id: u64,
+}
+
+impl Stream for InboxStream {
+    type Item = Result<pb::Envelope, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.inner).poll_next(cx)
+    }
+}
+
+impl Drop for InboxStream {
+    fn drop(&mut self) {
+        self.hub.notify(Command::StreamClosed {
+            name: std::mem::take(&mut self.name),
+            stream_id: self.stream_id,
+        });
+    }
+}
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl pb::lead_server::Lead for LeadService {
+    async fn join(&self, request: Request<pb::JoinRequest>) -> Result<Response<pb::JoinResponse>, Status> {
+        let token = token_of(&request)?;
+        if token != self.tokens.join {
+            return Err(Status::unauthenticated("authorization: Join needs the lead's join token"));
+        }
+        let request = request.into_inner();
+        let name = Name::parse("name", &request.name)?;
+        if request.role.trim().is_empty() {
+            return Err(Status::invalid_argument("role: is required"));
+        }
+        let reply = self.hub.call(|reply| Command::Join { name, role: request.role, reply }).await?;
+        Ok(Response::new(reply))
+    }
+
+    type InboxStream = BoxStream<pb::Envelope>;
+
+    async fn inbox(&self, request: Request<pb::InboxRequest>) -> Result<Response<Self::InboxStream>, Status> {
+        let token = self.session(&request, "Inbox")?;
+        let after_seq = request.into_inner().after_seq;
+        let (sink, rx) = mpsc::channel(STREAM_BUFFER);
+        let (name, stream_id) = self.hub.call(|reply| Command::Inbox { token, after_seq, sink, reply }).await?;
+        let stream = InboxStream { inner: ReceiverStream::new(rx), hub: self.hub.clone(), name, stream_id };
+        Ok(Response::new(Box::pin(stream)))
+    }
+
+    async fn ack(&self, request: Request<pb::AckRequest>) -> Result<Response<pb::AckResponse>, Status> {
+        let token = self.session(&request, "Ack")?;
+        let seq = request.into_inner().seq;
+        self.hub.call(|reply| Command::Ack { token, seq, reply }).await?;
+        Ok(Response::new(pb::AckResponse {}))
+    }
+
+    async fn send(&self, request: Request<pb::SendRequest>) -> Result<Response<pb::SendResponse>, Status> {
+        let token = self.session(&request, "Send")?;
+        let request = request.into_inner();
+        Ok(Response::new(self.hub.call(|reply| Command::Send { token, request, reply }).await?))
+    }
+
+    async fn submit_plan(
+        &self,
+        request: Request<pb::PlanApprovalRequest>,
+    ) -> Result<Response<pb::SubmitPlanResponse>, Status> {
+        let token = self.session(&request, "SubmitPlan")?;
+        let request = request.into_inner();
+        Ok(Response::new(self.hub.call(|reply| Command::SubmitPlan { token, request, reply }).await?))
+    }
+
+    async fn respond_shutdown(
+        &self,
+        request: Request<pb::ShutdownResponse>,
+    ) -> Result<Response<pb::RespondShutdownResponse>, Status> {
+        let token = self.session(&request, "RespondShutdown")?;
+        let response = request.into_inner();
+        self.hub.call(|reply| Command::RespondShutdown { token, response, reply }).await?;
+        Ok(Response::new(pb::RespondShutdownResponse {}))
+    }
+
+    async fn request_permission(
+        &self,
+        request: Request<pb::PermissionRequest>,
+    ) -> Result<Response<pb::RequestPermissionResponse>, Status> {
+        let token = self.session(&request, "RequestPermission")?;
+        let request = request.into_inner();
+        Ok(Response::new(self.hub.call(|reply| Command::RequestPermission { token, request, reply }).await?))
+    }
+
+    async fn report_idle(
+        &self,
+        request: Request<pb::IdleNotification>,
+    ) -> Result<Response<pb::ReportIdleResponse>, Status> {
+        let token = self.session(&request, "ReportIdle")?;
+        let idle = request.into_inner();
+        if idle.reason.len() > 16 * 1024 {
+            return Err(Status::invalid_argument("reason: is longer than 16384 bytes"));
+        }
+        self.hub.call(|reply| Command::ReportIdle { token, idle, reply }).await?;
+        Ok(Response::new(pb::ReportIdleResponse {}))
+    }
+
+    async fn report_tool_call(
+        &self,
+        request: Request<pb::ToolCallReport>,
+    ) -> Result<Response<pb::ReportToolCallResponse>, Status> {
+        let token = self.session(&request, "ReportToolCall")?;
+        let report = request.into_inner();
+        if report.args_json.len() + report.outcome.len() > 64 * 1024 {
+            return Err(Status::invalid_argument("args_json: with outcome, longer than 65536 bytes"));
+        }
+        self.hub.call(|reply| Command::ReportToolCall { token, report, reply }).await?;
+        Ok(Response::new(pb::ReportToolCallResponse {}))
+    }
+}
+
+impl OperatorService {
+    /// Only the operator token passes; a teammate's session token or the join
+    /// token is PERMISSION_DENIED, anything else UNAUTHENTICATED.
+    async fn operator<T>(&self, request: &Request<T>) -> Result<(), Status> {
+        let token = token_of(request)?;
+        if token == self.tokens.operator {
+            return Ok(());
+        }
+        if token == self.tokens.join {
+            return Err(Status::permission_denied("authorization: the join token cannot call Operator"));
+        }
+        let member = self.hub.call(|reply| Command::Identify { token, reply }).await?;
+        match member {
+            Some(name) => Err(Status::permission_denied(format!(
+                "authorization: {name:?} is a teammate; only the operator token calls Operator"
+            ))),
+            None => Err(Status::unauthenticated("authorization: unknown token")),
+        }
+    }
+
+    /// Runs an operator command after the token check.
+    async fn run<T, R>(&self, request: Request<T>, make: impl FnOnce(T, Reply<R>) -> Command) -> Result<Response<R>, Status> {
+        self.operator(&request).await?;
+        let body = request.into_inner();
+        let reply = self.hub.call(|reply| make(body, reply)).await.map_err(Status::from)?;
+        Ok(Response::new(reply))
+    }
+}
+
+#[tonic::async_trait]
+impl pb::operator_server::Operator for OperatorService {
+    async fn review_plan(&self, request: Request<pb::PlanReview>) -> Result<Response<pb::PlanApprovalResponse>, Status> {
+        self.run(request, |review, reply| Command::ReviewPlan { review, reply }).await
+    }
+
+    async fn request_shutdown(&self, request: Request<pb::ShutdownRequest>) -> Result<Response<pb::ShutdownTicket>, Status> {
+        self.run(request, |request, reply| Command::RequestShutdown { request, reply }).await
+    }
+
+    async fn review_permission(
+        &self,
+        request: Request<pb::PermissionReview>,
+    ) -> Result<Response<pb::PermissionResponse>, Status> {
+        self.run(request, |review, reply| Command::ReviewPermission { review, reply }).await
+    }
+
+    async fn list_team(&self, request: Request<pb::ListTeamRequest>) -> Result<Response<pb::ListTeamResponse>, Status> {
+        self.run(request, |_, reply| Command::ListTeam { reply }).await
+    }
+
+    async fn list_requests(
+        &self,
+        request: Request<pb::ListRequestsRequest>,
+    ) -> Result<Response<pb::ListRequestsResponse>, Status> {
+        self.run(request, |filter, reply| Command::ListRequests { filter, reply }).await
+    }
+
+    async fn get_request(&self, request: Request<pb::GetRequestRequest>) -> Result<Response<pb::ProtocolState>, Status> {
+        self.run(request, |r, reply| Command::GetRequest { request_id: r.request_id, reply }).await
+    }
+
+    type WatchStream = BoxStream<pb::Event>;
+
+    async fn watch(&self, request: Request<pb::WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+        self.operator(&request).await?;
+        let (sink, rx) = mpsc::channel(STREAM_BUFFER);
+        self.hub.call(|reply| Command::Watch { sink, reply }).await?;
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn spawn_teammate(
+        &self,
+        request: Request<pb::SpawnTeammateRequest>,
+    ) -> Result<Response<pb::SpawnTeammateResponse>, Status> {
+        self.run(request, |request, reply| Command::Spawn { request, reply }).await
+    }
+}
