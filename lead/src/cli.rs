@@ -1,1 +1,236 @@
+//! Operator commands: `lead team`, `requests`, `approve`, `reject`, `allow`,
+//! `deny`, `shutdown`, `watch`, `spawn`. Each talks to a running lead over gRPC.
 
+use std::{io::Write, path::PathBuf, time::Duration};
+
+use shared::{
+    auth::{now_unix_ms, BearerToken},
+    grant::{check_relative_glob, Mode},
+    pb::{self, operator_client::OperatorClient},
+};
+use tokio_stream::StreamExt;
+use tonic::{service::interceptor::InterceptedService, transport::Channel};
+
+use crate::{
+    render,
+    state::{StateDir, OPERATOR_TOKEN_FILE},
+};
+
+/// An operator client with its token attached.
+pub type Operator = OperatorClient<InterceptedService<Channel, BearerToken>>;
+
+/// Why an operator command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The lead could not be found or reached.
+    #[error("{0}")]
+    Connect(String),
+    /// The lead refused the call.
+    #[error("{}: {}", .0.code().description(), .0.message())]
+    Status(#[from] tonic::Status),
+    /// Bad input on the command line.
+    #[error("{0}")]
+    Usage(String),
+    /// Writing the output failed.
+    #[error("output: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Where the lead is and how to authenticate to it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `--lead URL`; otherwise read from the state dir.
+    pub lead: Option<String>,
+    /// `--operator-token`; otherwise read from the state dir.
+    pub operator_token: Option<String>,
+    /// The lead's state dir.
+    pub state_dir: PathBuf,
+}
+
+/// Connects to the lead named by `target`.
+pub async fn connect(target: &Target) -> Result<Operator, CliError> {
+    let state = StateDir::open(&target.state_dir);
+    let url = match &target.lead {
+        Some(url) => url.clone(),
+        None => {
+            let addr = state.read_addr().map_err(|e| {
+                CliError::Connect(format!("no running lead found ({e}); start one with `lead serve` or pass --lead URL"))
+            })?;
+            format!("http://{addr}")
+        }
+    };
+    let token = match &target.operator_token {
+        Some(token) => token.clone(),
+        None => state.read_token(OPERATOR_TOKEN_FILE).map_err(|e| {
+            CliError::Connect(format!("no operator token ({e}); pass --operator-token or MESH_OPERATOR_TOKEN"))
+        })?,
+    };
+    let channel = Channel::from_shared(url.clone())
+        .map_err(|e| CliError::Connect(format!("--lead {url:?}: {e}")))?
+        .connect_timeout(Duration::from_secs(5))
+        .connect()
+        .await
+        .map_err(|e| CliError::Connect(format!("cannot reach the lead at {url}: {e}")))?;
+    Ok(OperatorClient::with_interceptor(channel, BearerToken::new(&token)?))
+}
+
+/// `lead team`.
+pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError> {
+    let members = client.list_team(pb::ListTeamRequest {}).await?.into_inner().members;
+    if json {
+        return Ok(serde_json::Value::Array(members.iter().map(render::member_json).collect()).to_string() + "\n");
+    }
+    let mut rows = vec![vec!["NAME".into(), "ROLE".into(), "STATUS".into(), "MODE".into(), "MEMBER ID".into()]];
+    rows.extend(members.iter().map(|m| {
+        vec![m.name.clone(), m.role.clone(), render::member_status(m.status), render::mode(m.mode), m.member_id.clone()]
+    }));
+    Ok(render::table(&rows))
+}
+
+/// `lead requests`.
+pub async fn requests(client: &mut Operator, pending: bool, json: bool) -> Result<String, CliError> {
+    let status = if pending { pb::RequestStatus::Pending as i32 } else { 0 };
+    let requests = client
+        .list_requests(pb::ListRequestsRequest { status, r#type: 0 })
+        .await?
+        .into_inner()
+        .requests;
+    if json {
+        return Ok(serde_json::Value::Array(requests.iter().map(render::request_json).collect()).to_string() + "\n");
+    }
+    let mut rows = vec![vec!["REQUEST ID".into(), "TYPE".into(), "FROM".into(), "TO".into(), "STATUS".into(), "DETAIL".into()]];
+    rows.extend(requests.iter().map(|r| {
+        let detail = if r.feedback.is_empty() { summary(&r.payload_json) } else { r.feedback.clone() };
+        vec![
+            r.request_id.clone(),
+            render::request_type(r.r#type),
+            r.sender.clone(),
+            r.target.clone(),
+            render::request_status(r.status),
+            detail,
+        ]
+    }));
+    Ok(render::table(&rows))
+}
+
+/// A request's payload in a few words.
+fn summary(payload_json: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(payload_json).unwrap_or_default();
+    if let Some(summary) = value.pointer("/plan/summary").and_then(|s| s.as_str()) {
+        return summary.to_owned();
+    }
+    for key in ["reason", "tool"] {
+        if let Some(text) = value.get(key).and_then(|s| s.as_str()) {
+            return text.to_owned();
+        }
+    }
+    String::new()
+}
+
+/// `lead approve`.
+pub async fn approve(
+    client: &mut Operator,
+    request_id: String,
+    mode: &str,
+    write: Vec<String>,
+    feedback: String,
+) -> Result<String, CliError> {
+    let mode = Mode::parse("--mode", mode).map_err(|e| CliError::Usage(e.to_string()))?;
+    for path in &write {
+        check_relative_glob("--write", path).map_err(|e| CliError::Usage(e.to_string()))?;
+    }
+    let review = pb::PlanReview {
+        request_id,
+        approve: true,
+        feedback,
+        grant: Some(pb::PermissionGrant { mode: mode.to_pb() as i32, write_paths: write, expires_at_unix_ms: 0 }),
+    };
+    let response = client.review_plan(review).await?.into_inner();
+    Ok(format!("approved {} with mode {}\n", response.request_id, render::mode(response.grant.map_or(0, |g| g.mode))))
+}
+
+/// `lead reject`.
+pub async fn reject(client: &mut Operator, request_id: String, feedback: String) -> Result<String, CliError> {
+    let review = pb::PlanReview { request_id, approve: false, feedback, grant: None };
+    let response = client.review_plan(review).await?.into_inner();
+    Ok(format!("rejected {}: {}\n", response.request_id, response.feedback))
+}
+
+/// `lead allow` / `lead deny`: answers a permission request.
+pub async fn permit(client: &mut Operator, request_id: String, approve: bool, feedback: String) -> Result<String, CliError> {
+    let review = pb::PermissionReview { request_id, approve, feedback };
+    let response = client.review_permission(review).await?.into_inner();
+    let verdict = if response.approve { "allowed" } else { "denied" };
+    Ok(format!("{verdict} {}\n", response.request_id))
+}
+
+/// `lead shutdown`: asks, then (unless `wait` is false) waits for the answer
+/// or the deadline and says how it ended.
+pub async fn shutdown(
+    client: &mut Operator,
+    name: String,
+    reason: String,
+    deadline_secs: Option<u64>,
+    wait: bool,
+) -> Result<String, CliError> {
+    let deadline_unix_ms = match deadline_secs {
+        Some(secs) => now_unix_ms() + i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX / 2),
+        None => 0,
+    };
+    // Watch first, so the answer cannot slip by between the request and the wait.
+    let mut events = if wait { Some(client.watch(pb::WatchRequest {}).await?.into_inner()) } else { None };
+    let ticket = client
+        .request_shutdown(pb::ShutdownRequest { request_id: String::new(), target: name.clone(), reason, deadline_unix_ms })
+        .await?
+        .into_inner();
+    let Some(events) = events.as_mut() else {
+        return Ok(format!("asked {name} to shut down: request {}\n", ticket.request_id));
+    };
+    while let Some(event) = events.next().await {
+        if let Some(pb::event::Kind::Request(r)) = event?.kind {
+            if r.request_id != ticket.request_id || r.status == pb::RequestStatus::Pending as i32 {
+                continue;
+            }
+            let how = match pb::RequestStatus::try_from(r.status) {
+                Ok(pb::RequestStatus::Approved) => format!("{name} agreed to shut down"),
+                Ok(pb::RequestStatus::Rejected) => format!("{name} refused to shut down"),
+                _ => format!("{name} did not answer in time (expired)"),
+            };
+            let reason = if r.feedback.is_empty() { String::new() } else { format!(": {}", r.feedback) };
+            return Ok(format!("{how}{reason} [request {}]\n", r.request_id));
+        }
+    }
+    Err(CliError::Connect("the lead closed the event stream before the answer came".into()))
+}
+
+/// `lead watch`: prints every event until the lead stops.
+pub async fn watch(client: &mut Operator, json: bool) -> Result<(), CliError> {
+    let mut events = client.watch(pb::WatchRequest {}).await?.into_inner();
+    let mut out = std::io::stdout().lock();
+    while let Some(event) = events.next().await {
+        let event = event?;
+        let line = if json { render::event_json(&event).to_string() } else { render::event_line(&event) };
+        writeln!(out, "{line}")?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+/// `lead spawn`.
+pub async fn spawn(
+    client: &mut Operator,
+    name: String,
+    role: String,
+    script: PathBuf,
+    workspace: Option<PathBuf>,
+) -> Result<String, CliError> {
+    let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p).to_string_lossy().into_owned();
+    let request = pb::SpawnTeammateRequest {
+        name: name.clone(),
+        role,
+        script_path: absolute(script),
+        workspace: workspace.map(absolute).unwrap_or_default(),
+    };
+    let response = client.spawn_teammate(request).await?.into_inner();
+    Ok(format!("spawned {name} (pid {})\n", response.pid))
+}

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod demo;
 pub mod error;
 pub mod hub;
+pub mod render;
 mod roster;
 pub mod server;
 pub mod service;

@@ -1,1 +1,274 @@
-fn main() {}
+//! `lead`: parses the command line, sets up logging and runs a subcommand.
+
+use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
+
+use clap::{Args, Parser, Subcommand};
+use lead::{
+    children::Spawner,
+    cli::{self, CliError, Target},
+    hub::{Approval, HubConfig},
+    server,
+    service::Tokens,
+    state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
+};
+use shared::policy::Policy;
+
+/// The mesh lead: serves the team, and the operator commands that steer it.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the lead's gRPC server.
+    Serve(ServeArgs),
+    /// List every member: name, role, status, permission mode.
+    Team {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List protocol requests.
+    Requests {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Only pending ones.
+        #[arg(long)]
+        pending: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve a plan, with a permission grant.
+    Approve {
+        request_id: String,
+        /// The grant's mode: accept-edits, default or bypass.
+        #[arg(long, default_value = "accept-edits")]
+        mode: String,
+        /// A glob the teammate may write (repeatable); none means the plan's files.
+        #[arg(long = "write")]
+        write: Vec<String>,
+        /// A note for the teammate.
+        #[arg(long, default_value = "")]
+        feedback: String,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Reject a plan, with feedback the teammate revises against.
+    Reject {
+        request_id: String,
+        #[arg(long)]
+        feedback: String,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Allow one gated tool call (a permission request).
+    Allow {
+        request_id: String,
+        #[arg(long, default_value = "")]
+        feedback: String,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Deny one gated tool call (a permission request).
+    Deny {
+        request_id: String,
+        #[arg(long, default_value = "")]
+        feedback: String,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Ask a teammate to shut down, and wait for its answer.
+    Shutdown {
+        name: String,
+        #[arg(long, default_value = "")]
+        reason: String,
+        /// Seconds it has to answer (default: the lead's, 30).
+        #[arg(long)]
+        deadline: Option<u64>,
+        /// Return once asked, without waiting for the answer.
+        #[arg(long)]
+        no_wait: bool,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Print every message, request change, member change and tool call, live.
+    Watch {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// One JSON object per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start a teammate as a child process of the running lead.
+    Spawn {
+        name: String,
+        #[arg(long)]
+        role: String,
+        /// The teammate's script (TOML).
+        #[arg(long)]
+        script: PathBuf,
+        /// Its workspace (default: <state-dir>/workspaces/<name>).
+        #[arg(long)]
+        workspace: Option<PathBuf>,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Run the whole mission once: a lead and two teammates, with a transcript.
+    Demo {
+        /// Where the demo keeps its state and workspaces (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The `teammate` executable (default: beside `lead`).
+        #[arg(long)]
+        teammate_bin: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Args)]
+struct ServeArgs {
+    /// Address to listen on; port 0 picks a free one.
+    #[arg(long, default_value = "127.0.0.1:7447")]
+    listen: SocketAddr,
+    /// Where tokens and the address are kept.
+    #[arg(long, env = "MESH_STATE_DIR", default_value = ".mesh")]
+    state_dir: PathBuf,
+    /// The token `Join` needs (default: generated into <state-dir>/join.token).
+    #[arg(long, env = "MESH_JOIN_TOKEN", hide_env_values = true)]
+    join_token: Option<String>,
+    /// The token operators use (default: generated into <state-dir>/operator.token).
+    #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
+    operator_token: Option<String>,
+    /// Who approves plans: manual, auto, or policy:FILE.
+    #[arg(long, default_value = "manual")]
+    approval: String,
+    /// Seconds a shutdown request waits for its answer when it names no deadline.
+    #[arg(long, default_value_t = 30)]
+    shutdown_deadline: u64,
+    /// Seconds between SIGTERM and SIGKILL for a child that will not stop.
+    #[arg(long, default_value_t = 3)]
+    kill_grace: u64,
+    /// The `teammate` executable for `lead spawn` (default: beside `lead`).
+    #[arg(long)]
+    teammate_bin: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct TargetArgs {
+    /// The lead's state dir, where its address and operator token are.
+    #[arg(long, env = "MESH_STATE_DIR", default_value = ".mesh")]
+    state_dir: PathBuf,
+    /// The lead's URL (instead of <state-dir>/lead.addr).
+    #[arg(long)]
+    lead: Option<String>,
+    /// The operator token (instead of <state-dir>/operator.token).
+    #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
+    operator_token: Option<String>,
+}
+
+impl From<TargetArgs> for Target {
+    fn from(args: TargetArgs) -> Self {
+        Target { lead: args.lead, operator_token: args.operator_token, state_dir: args.state_dir }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lead: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let output = match cli.command {
+        Command::Serve(args) => return serve(args).await,
+        Command::Demo { dir, teammate_bin } => {
+            let bin = teammate_bin.map_or_else(lead::demo::teammate_beside_lead, Ok)?;
+            return lead::demo::run(dir, bin).await;
+        }
+        Command::Watch { target, json } => {
+            let mut client = cli::connect(&target.into()).await?;
+            return Ok(cli::watch(&mut client, json).await?);
+        }
+        Command::Team { target, json } => cli::team(&mut cli::connect(&target.into()).await?, json).await,
+        Command::Requests { target, pending, json } => {
+            cli::requests(&mut cli::connect(&target.into()).await?, pending, json).await
+        }
+        Command::Approve { request_id, mode, write, feedback, target } => {
+            cli::approve(&mut cli::connect(&target.into()).await?, request_id, &mode, write, feedback).await
+        }
+        Command::Reject { request_id, feedback, target } => {
+            cli::reject(&mut cli::connect(&target.into()).await?, request_id, feedback).await
+        }
+        Command::Allow { request_id, feedback, target } => {
+            cli::permit(&mut cli::connect(&target.into()).await?, request_id, true, feedback).await
+        }
+        Command::Deny { request_id, feedback, target } => {
+            cli::permit(&mut cli::connect(&target.into()).await?, request_id, false, feedback).await
+        }
+        Command::Shutdown { name, reason, deadline, no_wait, target } => {
+            cli::shutdown(&mut cli::connect(&target.into()).await?, name, reason, deadline, !no_wait).await
+        }
+        Command::Spawn { name, role, script, workspace, target } => {
+            cli::spawn(&mut cli::connect(&target.into()).await?, name, role, script, workspace).await
+        }
+    };
+    print!("{}", output.map_err(|e: CliError| anyhow::anyhow!(e))?);
+    Ok(())
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let approval = match args.approval.as_str() {
+        "manual" => Approval::Manual,
+        "auto" => Approval::Auto,
+        other => match other.strip_prefix("policy:") {
+            Some(file) => {
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| anyhow::anyhow!("--approval policy:{file}: {e}"))?;
+                Approval::Policy(Policy::parse(&text).map_err(|e| anyhow::anyhow!("--approval policy:{file}: {e}"))?)
+            }
+            None => anyhow::bail!("--approval: {other:?} is not manual, auto or policy:FILE"),
+        },
+    };
+    let state = StateDir::create(&args.state_dir)?;
+    let tokens = Tokens {
+        join: state.token(args.join_token, JOIN_TOKEN_FILE)?,
+        operator: state.token(args.operator_token, OPERATOR_TOKEN_FILE)?,
+    };
+    let listener = server::bind(args.listen)?;
+    let addr = listener.local_addr()?;
+    let connect_ip = if addr.ip().is_unspecified() { "127.0.0.1".to_owned() } else { addr.ip().to_string() };
+    let connect_addr = SocketAddr::new(connect_ip.parse()?, addr.port());
+    let teammate_bin = args.teammate_bin.map_or_else(lead::demo::teammate_beside_lead, Ok)?;
+    let config = HubConfig {
+        approval,
+        shutdown_deadline: Duration::from_secs(args.shutdown_deadline),
+        spawner: Some(Spawner {
+            teammate_bin,
+            lead_url: format!("http://{connect_addr}"),
+            join_token: tokens.join.clone(),
+            state_dir: std::path::absolute(&state.root)?,
+            kill_grace: Duration::from_secs(args.kill_grace),
+        }),
+        ..HubConfig::default()
+    };
+    state.write_addr(&addr.to_string())?;
+    println!("listening on {addr}");
+    server::run(listener, config, tokens, lead::demo::stop_signal()).await?;
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! How operators see things: one line per event, rows for tables, and JSON
+//! objects for scripts.
+
+use serde_json::{json, Value};
+use shared::pb::{self, envelope::Body, event::Kind};
+
+/// A member status without its prefix: `working`, `idle`, ...
+pub fn member_status(status: i32) -> String {
+    pb::MemberStatus::try_from(status)
+        .map(|s| s.as_str_name().trim_start_matches("MEMBER_STATUS_").to_lowercase())
+        .unwrap_or_else(|_| status.to_string())
+}
+
+/// A permission mode as the CLI spells it: `plan`, `accept-edits`, ...
+pub fn mode(mode: i32) -> String {
+    pb::PermissionMode::try_from(mode)
+        .map(|m| m.as_str_name().trim_start_matches("PERMISSION_MODE_").to_lowercase().replace('_', "-"))
+        .unwrap_or_else(|_| mode.to_string())
+}
+
+/// `plan_approval`, `shutdown`, `permission`.
+pub fn request_type(kind: i32) -> String {
+    pb::RequestType::try_from(kind)
+        .map(|k| k.as_str_name().trim_start_matches("REQUEST_TYPE_").to_lowercase())
+        .unwrap_or_else(|_| kind.to_string())
+}
+
+/// `pending`, `approved`, `rejected`, `expired`.
+pub fn request_status(status: i32) -> String {
+    pb::RequestStatus::try_from(status)
+        .map(|s| s.as_str_name().trim_start_matches("REQUEST_STATUS_").to_lowercase())
+        .unwrap_or_else(|_| status.to_string())
+}
+
+/// One member as JSON.
+pub fn member_json(m: &pb::Member) -> Value {
+    json!({
+        "member_id": m.member_id, "name": m.name, "role": m.role,
+        "status": member_status(m.status), "mode": mode(m.mode),
+    })
+}
+
+/// One request as JSON.
+pub fn request_json(r: &pb::ProtocolState) -> Value {
+    json!({
+        "request_id": r.request_id, "type": request_type(r.r#type), "sender": r.sender,
+        "target": r.target, "status": request_status(r.status),
+        "payload": serde_json::from_str::<Value>(&r.payload_json).unwrap_or(Value::Null),
+        "feedback": r.feedback, "created_at_unix_ms": r.created_at_unix_ms,
+        "resolved_at_unix_ms": r.resolved_at_unix_ms,
+    })
+}
+
+/// What an envelope carries, in a few words.
+pub fn body(body: Option<&Body>) -> String {
+    match body {
+        None => "(empty)".into(),
+        Some(Body::Text(t)) => format!("text {:?}", t.content),
+        Some(Body::PlanApprovalRequest(r)) => {
+            let plan = r.plan.clone().unwrap_or_default();
+            let mut line = format!(
+                "plan_approval_request {} {:?} files={:?} tests={:?}",
+                r.request_id, plan.summary, plan.files, plan.tests
+            );
+            if !r.supersedes.is_empty() {
+                line.push_str(&format!(" supersedes={}", r.supersedes));
+            }
+            line
+        }
+        Some(Body::PlanApprovalResponse(r)) => {
+            let verdict = if r.approve { "approved" } else { "rejected" };
+            let grant = r.grant.as_ref().map(|g| format!(" grant={}", mode(g.mode))).unwrap_or_default();
+            format!("plan_approval_response {} {verdict}{grant} {:?}", r.request_id, r.feedback)
+        }
+        Some(Body::ShutdownRequest(r)) => format!("shutdown_request {} {:?}", r.request_id, r.reason),
+        Some(Body::ShutdownResponse(r)) => {
+            let verdict = if r.approve { "agrees" } else { "refuses" };
+            format!("shutdown_response {} {verdict} {:?}", r.request_id, r.reason)
+        }
+        Some(Body::PermissionRequest(r)) => format!("permission_request {} {} {}", r.request_id, r.tool, r.args_json),
+        Some(Body::PermissionResponse(r)) => {
+            let verdict = if r.approve { "allowed" } else { "denied" };
+            format!("permission_response {} {verdict} {:?}", r.request_id, r.feedback)
+        }
+        Some(Body::IdleNotification(i)) => format!("idle {:?}", i.reason),
+        Some(Body::TeammateTerminated(t)) => format!("teammate_terminated {} {:?}", t.name, t.reason),
+    }
+}
+
+/// One event as one line.
+pub fn event_line(event: &pb::Event) -> String {
+    match &event.kind {
+        Some(Kind::Envelope(e)) => format!("message  {} -> {}: {}", e.from, e.to, body(e.body.as_ref())),
+        Some(Kind::Request(r)) => {
+            let mut line = format!(
+                "request  {} {} {} -> {}: {}",
+                request_type(r.r#type),
+                r.request_id,
+                r.sender,
+                r.target,
+                request_status(r.status)
+            );
+            if !r.feedback.is_empty() {
+                line.push_str(&format!(" ({})", r.feedback));
+            }
+            line
+        }
+        Some(Kind::Member(m)) => format!("member   {} ({}) is {}, mode {}", m.name, m.role, member_status(m.status), mode(m.mode)),
+        Some(Kind::ToolCall(t)) => {
+            let verdict = if t.allowed { "ran" } else { "REFUSED" };
+            format!("tool     {} {verdict} {} {}: {}", t.member, t.tool, t.args_json, t.outcome)
+        }
+        None => "(empty event)".into(),
+    }
+}
+
+/// One event as JSON.
+pub fn event_json(event: &pb::Event) -> Value {
+    let kind = match &event.kind {
+        Some(Kind::Envelope(e)) => json!({
+            "envelope": { "seq": e.seq, "message_id": e.message_id, "from": e.from, "to": e.to,
+                          "sent_at_unix_ms": e.sent_at_unix_ms, "body": body(e.body.as_ref()) }
+        }),
+        Some(Kind::Request(r)) => json!({ "request": request_json(r) }),
+        Some(Kind::Member(m)) => json!({ "member": member_json(m) }),
+        Some(Kind::ToolCall(t)) => json!({
+            "tool_call": { "member": t.member, "tool": t.tool, "args_json": t.args_json,
+                           "allowed": t.allowed, "outcome": t.outcome }
+        }),
+        None => Value::Null,
+    };
+    json!({ "at_unix_ms": event.at_unix_ms, "event": kind })
+}
+
+/// Lays rows out in columns, the first row a header.
+pub fn table(rows: &[Vec<String>]) -> String {
+    let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, cell)| format!("{cell:<width$}", width = widths[c]))
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
