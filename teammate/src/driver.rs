@@ -1,0 +1,327 @@
+//! What decides a teammate's next step: a [`Driver`]. The script driver reads
+//! a TOML file; a language-model driver can take its place later. Either sees
+//! only the tools of the current mode.
+
+use serde::Deserialize;
+use shared::pb;
+
+use crate::tools::ToolCall;
+
+/// The teammate's next move.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Run one tool.
+    Call(ToolCall),
+    /// Submit a plan for approval (after a rejection, it supersedes the last one).
+    Submit(pb::Plan),
+    /// Nothing to do: report idle and wait for a message.
+    Idle(String),
+}
+
+/// What happened since the last step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observation {
+    /// The teammate just joined.
+    Started,
+    /// A tool ran (or was refused).
+    ToolResult {
+        /// The call.
+        call: ToolCall,
+        /// Its output, or why it failed or was refused.
+        result: Result<String, String>,
+    },
+    /// The plan was rejected; revise against the feedback.
+    PlanRejected {
+        /// Why.
+        feedback: String,
+    },
+    /// The plan was approved; the gated tools of the grant's mode are available.
+    PlanApproved,
+    /// A message from another member.
+    Message {
+        /// Who sent it.
+        from: String,
+        /// What it says.
+        text: String,
+    },
+}
+
+/// How the teammate answers a shutdown request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownAnswer {
+    /// Agree (and exit) or refuse (and keep working).
+    pub approve: bool,
+    /// Said to the lead.
+    pub reason: String,
+}
+
+/// Decides the teammate's steps.
+pub trait Driver: Send {
+    /// The next step, given what just happened and the tools of the current mode.
+    fn next_step(&mut self, tools: &[&'static str], seen: Observation) -> Step;
+    /// The answer to a shutdown request.
+    fn answer_shutdown(&mut self, request: &pb::ShutdownRequest) -> ShutdownAnswer;
+}
+
+/// A script, as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    /// Submitted in order: the first, then the next after each rejection.
+    #[serde(default)]
+    pub plans: Vec<PlanSpec>,
+    /// Run in order within their phase.
+    #[serde(default)]
+    pub actions: Vec<Action>,
+    /// How to answer a shutdown request.
+    #[serde(default)]
+    pub shutdown: ShutdownSpec,
+}
+
+/// One plan of a script.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlanSpec {
+    pub summary: String,
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub tests: Vec<String>,
+    #[serde(default)]
+    pub steps: Vec<String>,
+    #[serde(default)]
+    pub body: String,
+}
+
+/// When an action runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Before the first plan is submitted (plan mode).
+    Plan,
+    /// After approval.
+    Work,
+}
+
+/// One tool call of a script.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Action {
+    pub phase: Phase,
+    pub tool: String,
+    pub path: Option<String>,
+    pub content: Option<String>,
+    pub old: Option<String>,
+    pub new: Option<String>,
+    pub command: Option<String>,
+    pub pattern: Option<String>,
+}
+
+/// How a script answers a shutdown request.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShutdownSpec {
+    #[serde(default = "yes")]
+    pub approve: bool,
+    #[serde(default)]
+    pub reason: String,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for ShutdownSpec {
+    fn default() -> Self {
+        Self { approve: true, reason: String::new() }
+    }
+}
+
+impl Action {
+    /// The tool call it describes; the error names the missing argument.
+    fn to_call(&self, index: usize) -> Result<ToolCall, String> {
+        let arg = |name: &str, value: &Option<String>| {
+            value.clone().ok_or_else(|| format!("actions[{index}]: {} needs `{name}`", self.tool))
+        };
+        Ok(match self.tool.as_str() {
+            "read_file" => ToolCall::ReadFile { path: arg("path", &self.path)? },
+            "list_dir" => ToolCall::ListDir { path: self.path.clone().unwrap_or_else(|| ".".into()) },
+            "search" => ToolCall::Search { pattern: arg("pattern", &self.pattern)? },
+            "write_file" => ToolCall::WriteFile { path: arg("path", &self.path)?, content: arg("content", &self.content)? },
+            "edit_file" => ToolCall::EditFile {
+                path: arg("path", &self.path)?,
+                old: arg("old", &self.old)?,
+                new: arg("new", &self.new)?,
+            },
+            "run_command" => ToolCall::RunCommand { command: arg("command", &self.command)? },
+            other => return Err(format!("actions[{index}]: unknown tool {other:?}")),
+        })
+    }
+}
+
+/// Runs a script: plan-phase actions, then plans until one is approved, then
+/// work actions, then idle.
+#[derive(Debug)]
+pub struct ScriptDriver {
+    /// Plan-phase calls, in order.
+    plan_calls: Vec<ToolCall>,
+    /// Work-phase calls, in order.
+    work_calls: Vec<ToolCall>,
+    /// Plans to submit, in order.
+    plans: Vec<pb::Plan>,
+    /// The shutdown answer.
+    shutdown: ShutdownSpec,
+    /// Where the script is.
+    cursor: Cursor,
+}
+
+/// The script driver's position.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cursor {
+    /// Running plan-phase call `n`.
+    Planning(usize),
+    /// Plan `n` was submitted and awaits review.
+    Reviewing(usize),
+    /// Running work call `n`.
+    Working(usize),
+    /// Done.
+    Idle,
+}
+
+impl ScriptDriver {
+    /// Parses and checks a script.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let script: Script = toml::from_str(text).map_err(|e| format!("script: {e}"))?;
+        let mut plan_calls = Vec::new();
+        let mut work_calls = Vec::new();
+        for (i, action) in script.actions.iter().enumerate() {
+            let call = action.to_call(i)?;
+            match action.phase {
+                Phase::Plan => plan_calls.push(call),
+                Phase::Work => work_calls.push(call),
+            }
+        }
+        let plans = script
+            .plans
+            .into_iter()
+            .map(|p| pb::Plan { summary: p.summary, steps: p.steps, files: p.files, tests: p.tests, body: p.body })
+            .collect();
+        Ok(Self { plan_calls, work_calls, plans, shutdown: script.shutdown, cursor: Cursor::Planning(0) })
+    }
+
+    /// The step at the cursor, moving it on.
+    fn advance(&mut self) -> Step {
+        loop {
+            match self.cursor {
+                Cursor::Planning(n) if n < self.plan_calls.len() => {
+                    self.cursor = Cursor::Planning(n + 1);
+                    return Step::Call(self.plan_calls[n].clone());
+                }
+                Cursor::Planning(_) => match self.plans.first() {
+                    Some(plan) => {
+                        self.cursor = Cursor::Reviewing(0);
+                        return Step::Submit(plan.clone());
+                    }
+                    None => self.cursor = Cursor::Working(0),
+                },
+                Cursor::Reviewing(_) => return Step::Idle("waiting for the plan's review".into()),
+                Cursor::Working(n) if n < self.work_calls.len() => {
+                    self.cursor = Cursor::Working(n + 1);
+                    return Step::Call(self.work_calls[n].clone());
+                }
+                Cursor::Working(_) => {
+                    self.cursor = Cursor::Idle;
+                    return Step::Idle("work done".into());
+                }
+                Cursor::Idle => return Step::Idle("nothing to do".into()),
+            }
+        }
+    }
+}
+
+impl Driver for ScriptDriver {
+    fn next_step(&mut self, _tools: &[&'static str], seen: Observation) -> Step {
+        match (seen, self.cursor) {
+            (Observation::PlanRejected { .. }, Cursor::Reviewing(n)) => match self.plans.get(n + 1) {
+                Some(plan) => {
+                    self.cursor = Cursor::Reviewing(n + 1);
+                    Step::Submit(plan.clone())
+                }
+                None => {
+                    self.cursor = Cursor::Idle;
+                    Step::Idle("every plan in the script was rejected".into())
+                }
+            },
+            (Observation::PlanApproved, Cursor::Reviewing(_)) => {
+                self.cursor = Cursor::Working(0);
+                self.advance()
+            }
+            _ => self.advance(),
+        }
+    }
+
+    fn answer_shutdown(&mut self, _request: &pb::ShutdownRequest) -> ShutdownAnswer {
+        ShutdownAnswer { approve: self.shutdown.approve, reason: self.shutdown.reason.clone() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCRIPT: &str = r#"
+[[plans]]
+summary = "one"
+[[plans]]
+summary = "two"
+files = ["a.rs"]
+[[actions]]
+phase = "plan"
+tool = "write_file"
+path = "a.rs"
+content = "x"
+[[actions]]
+phase = "work"
+tool = "run_command"
+command = "true"
+[shutdown]
+approve = false
+reason = "busy"
+"#;
+
+    #[test]
+    fn a_script_plans_revises_works_and_idles() {
+        let mut d = ScriptDriver::parse(SCRIPT).expect("valid");
+        let tools = crate::tools::READ_TOOLS;
+        let write = ToolCall::WriteFile { path: "a.rs".into(), content: "x".into() };
+        assert_eq!(d.next_step(&tools, Observation::Started), Step::Call(write.clone()));
+        let refused = Observation::ToolResult { call: write, result: Err("refused".into()) };
+        assert!(matches!(d.next_step(&tools, refused), Step::Submit(p) if p.summary == "one"));
+        let rejected = Observation::PlanRejected { feedback: "no tests".into() };
+        assert!(matches!(d.next_step(&tools, rejected), Step::Submit(p) if p.summary == "two"));
+        assert_eq!(d.next_step(&tools, Observation::PlanApproved), Step::Call(ToolCall::RunCommand { command: "true".into() }));
+        let ran = Observation::ToolResult { call: ToolCall::RunCommand { command: "true".into() }, result: Ok(String::new()) };
+        assert_eq!(d.next_step(&tools, ran), Step::Idle("work done".into()));
+        let message = Observation::Message { from: "bob".into(), text: "hi".into() };
+        assert!(matches!(d.next_step(&tools, message), Step::Idle(_)));
+        let answer = d.answer_shutdown(&pb::ShutdownRequest::default());
+        assert_eq!(answer, ShutdownAnswer { approve: false, reason: "busy".into() });
+    }
+
+    #[test]
+    fn running_out_of_plans_idles() {
+        let mut d = ScriptDriver::parse("[[plans]]\nsummary = \"only\"\n").expect("valid");
+        assert!(matches!(d.next_step(&[], Observation::Started), Step::Submit(_)));
+        let rejected = Observation::PlanRejected { feedback: "no".into() };
+        assert!(matches!(d.next_step(&[], rejected), Step::Idle(r) if r.contains("rejected")));
+    }
+
+    #[test]
+    fn bad_scripts_say_what_is_wrong() {
+        let missing = "[[actions]]\nphase = \"work\"\ntool = \"write_file\"\npath = \"a\"\n";
+        assert!(ScriptDriver::parse(missing).expect_err("missing content").contains("actions[0]: write_file needs `content`"));
+        assert!(ScriptDriver::parse("[[actions]]\nphase = \"work\"\ntool = \"rm\"\n").expect_err("unknown").contains("unknown tool"));
+        assert!(ScriptDriver::parse("bogus = 1").is_err());
+        assert!(ScriptDriver::parse("[shutdown]\n").is_ok_and(|d| d.shutdown.approve));
+    }
+}

@@ -1,0 +1,266 @@
+//! The gate: write and command tools exist only behind a [`Writer`], which
+//! only a grant of a mode other than PLAN creates, and each call runs only
+//! with a [`Ticket`], which only the writer issues. Code in plan mode holds no
+//! writer, so it cannot reach `write_file`, `edit_file` or `run_command` at all.
+//!
+//! ```text
+//! Grant (mode != PLAN) --Writer::unlock--> Writer --clear(call)--> Ticket --run--> effect
+//!                                                  \--> NeedsPermission --permit(response)--> Ticket
+//! ```
+
+use std::{io::Write, path::Path, time::Duration};
+
+use shared::{
+    auth::now_unix_ms,
+    grant::{Grant, Mode, PathSet},
+    pb,
+};
+
+use crate::tools::{truncate, ToolCall, ToolError, Workspace};
+
+/// How long `run_command` may run.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What the teammate may do, as its current grant says.
+#[derive(Debug)]
+pub enum Gate {
+    /// Plan mode: no writer exists.
+    Plan,
+    /// A grant unlocked the gated tools.
+    Unlocked(Writer),
+}
+
+impl Gate {
+    /// The tools a driver may ask for in this mode.
+    pub fn tools(&self) -> Vec<&'static str> {
+        let mut tools = crate::tools::READ_TOOLS.to_vec();
+        if matches!(self, Gate::Unlocked(_)) {
+            tools.extend(crate::tools::GATED_TOOLS);
+        }
+        tools
+    }
+}
+
+/// The capability to run gated tools, within a grant.
+#[derive(Debug)]
+pub struct Writer {
+    /// Where files are written.
+    workspace: Workspace,
+    /// The grant's mode (never PLAN).
+    mode: Mode,
+    /// ACCEPT_EDITS: the paths edits may touch.
+    paths: PathSet,
+    /// When the grant lapses.
+    expires_at_unix_ms: Option<i64>,
+}
+
+/// Leave to run exactly one gated call.
+#[derive(Debug)]
+pub struct Ticket {
+    /// The call it allows.
+    call: ToolCall,
+}
+
+/// What the gate says of a gated call.
+#[derive(Debug)]
+pub enum Clearance {
+    /// Run it.
+    Run(Ticket),
+    /// Ask the lead first (`RequestPermission`).
+    NeedsPermission,
+    /// It may not run; the reason says why.
+    Refused(String),
+}
+
+impl Writer {
+    /// The writer a grant creates; `None` in plan mode. Empty `write_paths`
+    /// mean the approved plan's files.
+    pub fn unlock(grant: &Grant, plan_files: &[String], workspace: &Workspace) -> Result<Option<Self>, shared::error::FieldError> {
+        if grant.mode == Mode::Plan {
+            return Ok(None);
+        }
+        let patterns = if grant.write_paths.is_empty() { plan_files } else { &grant.write_paths };
+        Ok(Some(Self {
+            workspace: workspace.clone(),
+            mode: grant.mode,
+            paths: PathSet::new("grant.write_paths", patterns)?,
+            expires_at_unix_ms: grant.expires_at_unix_ms,
+        }))
+    }
+
+    /// The grant's mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Decides whether a gated call runs now, needs the lead's permission, or is refused.
+    pub fn clear(&self, call: &ToolCall) -> Clearance {
+        if !call.is_gated() {
+            return Clearance::Refused(format!("{} is not a gated tool", call.name()));
+        }
+        if self.expires_at_unix_ms.is_some_and(|at| now_unix_ms() >= at) {
+            return Clearance::Refused("the grant has expired; submit a new plan".into());
+        }
+        match (self.mode, call.write_path()) {
+            (Mode::Bypass, _) => Clearance::Run(Ticket { call: call.clone() }),
+            (Mode::AcceptEdits, Some(path)) => match self.workspace.relative(path) {
+                Ok(rel) if self.paths.matches(&rel) => Clearance::Run(Ticket { call: call.clone() }),
+                Ok(rel) => Clearance::Refused(format!(
+                    "{rel} is outside the grant's write paths {:?}",
+                    self.paths.patterns()
+                )),
+                Err(e) => Clearance::Refused(e.to_string()),
+            },
+            (Mode::AcceptEdits | Mode::Default, _) => Clearance::NeedsPermission,
+            (Mode::Plan, _) => Clearance::Refused("plan mode has no write tools".into()),
+        }
+    }
+
+    /// Turns the lead's answer to a permission request into a ticket.
+    pub fn permit(&self, call: &ToolCall, response: &pb::PermissionResponse) -> Result<Ticket, String> {
+        if response.approve {
+            Ok(Ticket { call: call.clone() })
+        } else if response.feedback.is_empty() {
+            Err("the lead denied permission".into())
+        } else {
+            Err(format!("the lead denied permission: {}", response.feedback))
+        }
+    }
+
+    /// Runs the call a ticket allows.
+    pub async fn run(&self, ticket: Ticket) -> Result<String, ToolError> {
+        match ticket.call {
+            ToolCall::WriteFile { path, content } => {
+                let target = self.workspace.writable(&path)?;
+                write_atomically(&target, content.as_bytes()).map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+                Ok(format!("wrote {} bytes to {path}", content.len()))
+            }
+            ToolCall::EditFile { path, old, new } => {
+                let target = self.workspace.writable(&path)?;
+                let text = std::fs::read_to_string(&target).map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+                match text.matches(old.as_str()).count() {
+                    1 => {}
+                    0 => return Err(ToolError::Failed(format!("{path}: the text to replace is not there"))),
+                    n => return Err(ToolError::Failed(format!("{path}: the text to replace occurs {n} times; make it unique"))),
+                }
+                let edited = text.replacen(old.as_str(), &new, 1);
+                write_atomically(&target, edited.as_bytes()).map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+                Ok(format!("edited {path}"))
+            }
+            ToolCall::RunCommand { command } => self.run_command(&command).await,
+            other => Err(ToolError::Refused(format!("{} is not a gated tool", other.name()))),
+        }
+    }
+
+    /// `run_command`: `sh -c` in the workspace, with a time limit.
+    async fn run_command(&self, command: &str) -> Result<String, ToolError> {
+        let child = tokio::process::Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(self.workspace.root())
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(COMMAND_TIMEOUT, child)
+            .await
+            .map_err(|_| ToolError::Failed(format!("timed out after {COMMAND_TIMEOUT:?}")))?
+            .map_err(|e| ToolError::Failed(format!("could not run sh: {e}")))?;
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let summary = format!("{}; stdout: {}; stderr: {}", output.status, truncate(stdout.trim(), 2000), truncate(stderr.trim(), 2000));
+        if output.status.success() {
+            Ok(summary)
+        } else {
+            Err(ToolError::Failed(summary))
+        }
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `target`, syncs it, and renames
+/// it over `target`: readers see the old file or the new one, never a part.
+fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = target.parent().ok_or_else(|| std::io::Error::other("no parent directory"))?;
+    let mut temp = tempfile::Builder::new().prefix(".mesh-write-").tempfile_in(dir)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    temp.persist(target).map_err(|e| e.error)?;
+    if let Ok(dir) = std::fs::File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(mode: Mode, write_paths: &[&str]) -> (tempfile::TempDir, Workspace, Option<Writer>) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(dir.path()).expect("workspace");
+        let grant = Grant { mode, write_paths: write_paths.iter().map(|s| s.to_string()).collect(), expires_at_unix_ms: None };
+        let writer = Writer::unlock(&grant, &["src/plan.rs".to_owned()], &ws).expect("valid grant");
+        (dir, ws, writer)
+    }
+
+    fn write(path: &str) -> ToolCall {
+        ToolCall::WriteFile { path: path.into(), content: "x".into() }
+    }
+
+    #[test]
+    fn plan_mode_creates_no_writer() {
+        let (_dir, _ws, writer) = setup(Mode::Plan, &[]);
+        assert!(writer.is_none());
+        assert_eq!(Gate::Plan.tools(), vec!["read_file", "list_dir", "search"]);
+    }
+
+    #[tokio::test]
+    async fn accept_edits_writes_inside_its_paths_only() {
+        let (_dir, ws, writer) = setup(Mode::AcceptEdits, &["src/**"]);
+        let writer = writer.expect("unlocked");
+        match writer.clear(&write("src/a/b.rs")) {
+            Clearance::Run(ticket) => assert!(writer.run(ticket).await.is_ok()),
+            other => panic!("expected to run, got {other:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(ws.root().join("src/a/b.rs")).ok().as_deref(), Some("x"));
+        assert!(matches!(writer.clear(&write("db/schema.sql")), Clearance::Refused(r) if r.contains("db/schema.sql")));
+        assert!(!ws.root().join("db").exists());
+        assert!(matches!(writer.clear(&ToolCall::RunCommand { command: "true".into() }), Clearance::NeedsPermission));
+    }
+
+    #[test]
+    fn empty_write_paths_mean_the_plan_files() {
+        let (_dir, _ws, writer) = setup(Mode::AcceptEdits, &[]);
+        let writer = writer.expect("unlocked");
+        assert!(matches!(writer.clear(&write("src/plan.rs")), Clearance::Run(_)));
+        assert!(matches!(writer.clear(&write("src/other.rs")), Clearance::Refused(_)));
+    }
+
+    #[tokio::test]
+    async fn default_asks_and_bypass_runs_everything() {
+        let (_dir, _ws, writer) = setup(Mode::Default, &[]);
+        let writer = writer.expect("unlocked");
+        assert!(matches!(writer.clear(&write("anything.rs")), Clearance::NeedsPermission));
+        let denied = pb::PermissionResponse { request_id: "r".into(), approve: false, feedback: "no".into() };
+        assert_eq!(writer.permit(&write("a"), &denied).map(|_| ()), Err("the lead denied permission: no".into()));
+
+        let (_dir, _ws, bypass) = setup(Mode::Bypass, &[]);
+        let bypass = bypass.expect("unlocked");
+        match bypass.clear(&ToolCall::RunCommand { command: "echo hi".into() }) {
+            Clearance::Run(ticket) => assert!(bypass.run(ticket).await.is_ok_and(|out| out.contains("hi"))),
+            other => panic!("expected to run, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn edits_replace_exactly_one_occurrence() {
+        let (_dir, ws, writer) = setup(Mode::Bypass, &[]);
+        let writer = writer.expect("unlocked");
+        std::fs::write(ws.root().join("f"), "a b a").expect("write");
+        let edit = |old: &str| ToolCall::EditFile { path: "f".into(), old: old.into(), new: "c".into() };
+        for (old, ok) in [("a", false), ("z", false), ("b", true)] {
+            let Clearance::Run(ticket) = writer.clear(&edit(old)) else { panic!("bypass runs") };
+            assert_eq!(writer.run(ticket).await.is_ok(), ok, "{old}");
+        }
+        assert_eq!(std::fs::read_to_string(ws.root().join("f")).ok().as_deref(), Some("a c a"));
+    }
+}

@@ -1,0 +1,117 @@
+//! The inbox reader: keeps one `Inbox` stream open, resumes after the last
+//! envelope it passed on when the stream or the lead goes away, and hands
+//! envelopes to the session in `seq` order.
+
+use std::time::{Duration, Instant};
+
+use shared::{
+    auth::BearerToken,
+    pb::{self, lead_client::LeadClient},
+};
+use tokio::sync::mpsc;
+use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, Status};
+
+/// What the reader hands the session.
+#[derive(Debug)]
+pub enum Incoming {
+    /// The next envelope.
+    Envelope(pb::Envelope),
+    /// The reader stopped: the lead refused the stream (`Some`), or was
+    /// unreachable for longer than the limit (`None`).
+    Gone(Option<Status>),
+}
+
+/// Capped exponential backoff with jitter, within an overall limit.
+#[derive(Debug)]
+pub struct Backoff {
+    /// The next delay before jitter.
+    delay: Duration,
+    /// When the current run of failures began.
+    since: Instant,
+    /// How long failures may go on.
+    limit: Duration,
+}
+
+impl Backoff {
+    /// The shortest and longest delays.
+    const FIRST: Duration = Duration::from_millis(50);
+    const CAP: Duration = Duration::from_secs(2);
+
+    /// Starts a run of failures.
+    pub fn new(limit: Duration) -> Self {
+        Self { delay: Self::FIRST, since: Instant::now(), limit }
+    }
+
+    /// Sleeps before the next try; `false` once failures have lasted past the limit.
+    pub async fn wait(&mut self) -> bool {
+        if self.since.elapsed() >= self.limit {
+            return false;
+        }
+        // Full jitter: between half the delay and the delay.
+        let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * self.delay.as_millis() as u64 / 512;
+        tokio::time::sleep(self.delay / 2 + Duration::from_millis(jitter)).await;
+        self.delay = (self.delay * 2).min(Self::CAP);
+        true
+    }
+
+    /// A success ends the run of failures.
+    pub fn reset(&mut self) {
+        self.delay = Self::FIRST;
+        self.since = Instant::now();
+    }
+}
+
+/// Starts the reader; envelopes after `after_seq` arrive on the returned channel.
+pub fn start(
+    client: LeadClient<InterceptedService<Channel, BearerToken>>,
+    after_seq: u64,
+    limit: Duration,
+) -> mpsc::Receiver<Incoming> {
+    let (tx, rx) = mpsc::channel(1024);
+    tokio::spawn(read(client, after_seq, limit, tx));
+    rx
+}
+
+async fn read(
+    mut client: LeadClient<InterceptedService<Channel, BearerToken>>,
+    mut after_seq: u64,
+    limit: Duration,
+    tx: mpsc::Sender<Incoming>,
+) {
+    let mut backoff = Backoff::new(limit);
+    loop {
+        match client.inbox(pb::InboxRequest { after_seq }).await {
+            Ok(stream) => {
+                backoff.reset();
+                let mut stream = stream.into_inner();
+                loop {
+                    match stream.message().await {
+                        Ok(Some(envelope)) => {
+                            after_seq = after_seq.max(envelope.seq);
+                            if tx.send(Incoming::Envelope(envelope)).await.is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(status) => {
+                            tracing::warn!(error = %status, "inbox stream broke; resuming");
+                            break;
+                        }
+                    }
+                }
+            }
+            Err(status) if matches!(status.code(), Code::Unauthenticated | Code::PermissionDenied | Code::OutOfRange) => {
+                let _ = tx.send(Incoming::Gone(Some(status))).await;
+                return;
+            }
+            Err(status) => tracing::warn!(error = %status, "cannot open the inbox; retrying"),
+        }
+        if tx.is_closed() {
+            return;
+        }
+        if !backoff.wait().await {
+            let _ = tx.send(Incoming::Gone(None)).await;
+            return;
+        }
+    }
+}

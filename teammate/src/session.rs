@@ -1,0 +1,411 @@
+//! A teammate's life on the mesh: join, read the inbox as a stream, take steps
+//! from the driver, run tools through the gate, answer the lead.
+
+use std::{
+    collections::{HashSet, VecDeque},
+    future::Future,
+    path::PathBuf,
+    time::Duration,
+};
+
+use shared::{
+    auth::BearerToken,
+    grant::{Grant, Mode},
+    pb::{self, envelope::Body, lead_client::LeadClient},
+};
+use tokio::sync::{mpsc, watch};
+use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, Status};
+
+use crate::{
+    driver::{Driver, Observation, Step},
+    gate::{Clearance, Gate, Writer},
+    inbox::{self, Backoff, Incoming},
+    tools::{ToolCall, ToolError, Workspace},
+};
+
+type Client = LeadClient<InterceptedService<Channel, BearerToken>>;
+
+/// How a teammate is set up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `http://HOST:PORT` of the lead.
+    pub lead_url: String,
+    /// The member name to join as.
+    pub name: String,
+    /// The role to join with.
+    pub role: String,
+    /// Where tools read and write.
+    pub workspace: PathBuf,
+    /// The lead's join token.
+    pub join_token: String,
+    /// How long the lead may be unreachable before the teammate gives up.
+    pub lead_gone_limit: Duration,
+}
+
+/// Why a teammate stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// It agreed to a shutdown request.
+    Shutdown,
+    /// A signal asked it to stop; it finished the tool call in progress.
+    Signal,
+}
+
+/// Why a teammate failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// The lead refused a call.
+    #[error("{rpc}: {}: {}", .status.code().description(), .status.message())]
+    Rpc { rpc: &'static str, status: Status },
+    /// The lead could not be reached for longer than the limit.
+    #[error("the lead at {0} has been unreachable for longer than the limit")]
+    LeadGone(String),
+    /// The setup is wrong (URL, token, workspace, grant).
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// A joined teammate.
+pub struct Session {
+    /// Settings.
+    config: Config,
+    /// The lead, with the session token attached.
+    client: Client,
+    /// Decides the steps.
+    driver: Box<dyn Driver>,
+    /// Envelopes from the inbox reader.
+    inbox: mpsc::Receiver<Incoming>,
+    /// The last `seq` processed (and acknowledged).
+    last_seq: u64,
+    /// Message ids processed, so that a redelivery is not acted on twice.
+    seen: HashSet<String>,
+    /// The same ids, oldest first.
+    seen_order: VecDeque<String>,
+    /// Where tools work.
+    workspace: Workspace,
+    /// Plan mode, or the writer a grant created.
+    gate: Gate,
+    /// The last plan submitted: its id and files.
+    last_plan: Option<(String, Vec<String>)>,
+    /// Messages that arrived while the driver was busy.
+    messages: VecDeque<Observation>,
+    /// Turns true when a signal asks the teammate to stop.
+    stop: watch::Receiver<bool>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("name", &self.config.name).field("last_seq", &self.last_seq).finish()
+    }
+}
+
+/// What an envelope meant for the step in progress.
+enum Handled {
+    /// Nothing the step waits for.
+    Nothing,
+    /// Stop: a shutdown was agreed, or a signal came while nothing ran.
+    Exit(Exit),
+    /// The answer to a plan.
+    Plan(pb::PlanApprovalResponse),
+    /// The answer to a permission request.
+    Permission(pb::PermissionResponse),
+}
+
+/// The most message ids remembered for deduplication.
+const REMEMBERED_IDS: usize = 4_096;
+
+impl Session {
+    /// Joins the lead (retrying while it is unreachable) and opens the inbox.
+    pub async fn join(
+        config: Config,
+        driver: Box<dyn Driver>,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<Self, SessionError> {
+        let workspace = Workspace::open(&config.workspace)
+            .map_err(|e| SessionError::Setup(format!("--workspace {}: {e}", config.workspace.display())))?;
+        let channel = tonic::transport::Endpoint::from_shared(config.lead_url.clone())
+            .map_err(|e| SessionError::Setup(format!("--lead {:?}: {e}", config.lead_url)))?
+            .connect_timeout(Duration::from_secs(5))
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_timeout(Duration::from_secs(10))
+            .keep_alive_while_idle(true)
+            .connect_lazy();
+        let join_token = BearerToken::new(&config.join_token).map_err(|e| SessionError::Setup(e.message().to_owned()))?;
+        let mut joiner = LeadClient::with_interceptor(channel.clone(), join_token);
+        let request = pb::JoinRequest { name: config.name.clone(), role: config.role.clone() };
+        let mut backoff = Backoff::new(config.lead_gone_limit);
+        let joined = loop {
+            match joiner.join(request.clone()).await {
+                Ok(response) => break response.into_inner(),
+                Err(status) if status.code() == Code::Unavailable => {
+                    if !backoff.wait().await {
+                        return Err(SessionError::LeadGone(config.lead_url.clone()));
+                    }
+                }
+                Err(status) => return Err(SessionError::Rpc { rpc: "Join", status }),
+            }
+        };
+        tracing::info!(member = %config.name, member_id = %joined.member_id, "joined the team in plan mode");
+        let session_token = BearerToken::new(&joined.session_token).map_err(|e| SessionError::Setup(e.message().to_owned()))?;
+        let client = LeadClient::with_interceptor(channel, session_token);
+        let inbox = inbox::start(client.clone(), 0, config.lead_gone_limit);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        tokio::spawn(async move {
+            stop.await;
+            let _ = stop_tx.send(true);
+        });
+        Ok(Self {
+            config,
+            client,
+            driver,
+            inbox,
+            last_seq: 0,
+            seen: HashSet::new(),
+            seen_order: VecDeque::new(),
+            workspace,
+            gate: Gate::Plan,
+            last_plan: None,
+            messages: VecDeque::new(),
+            stop: stop_rx,
+        })
+    }
+
+    /// Takes steps until a shutdown is agreed or a signal arrives.
+    pub async fn run(mut self) -> Result<Exit, SessionError> {
+        let mut seen = Observation::Started;
+        loop {
+            // Between steps, everything that arrived is handled: a shutdown
+            // request is answered only after the tool call in progress ended.
+            while let Ok(incoming) = self.inbox.try_recv() {
+                if let Handled::Exit(exit) = self.on_incoming(incoming).await? {
+                    return Ok(exit);
+                }
+            }
+            let tools = self.gate.tools();
+            seen = match self.driver.next_step(&tools, seen) {
+                Step::Call(call) => self.run_tool(call).await?,
+                Step::Submit(plan) => match self.submit(plan).await? {
+                    Ok(observation) => observation,
+                    Err(exit) => return Ok(exit),
+                },
+                Step::Idle(reason) => match self.idle(reason).await? {
+                    Ok(observation) => observation,
+                    Err(exit) => return Ok(exit),
+                },
+            };
+            if *self.stop.borrow() {
+                return Ok(Exit::Signal);
+            }
+        }
+    }
+
+    /// Runs one tool through the gate and reports it to the lead.
+    async fn run_tool(&mut self, call: ToolCall) -> Result<Observation, SessionError> {
+        let (allowed, result) = if let Some(result) = self.workspace.run_read(&call) {
+            (true, result)
+        } else {
+            let clearance = match &self.gate {
+                Gate::Plan => Clearance::Refused(format!(
+                    "{} is not available in plan mode: submit a plan and wait for its approval",
+                    call.name()
+                )),
+                Gate::Unlocked(writer) => writer.clear(&call),
+            };
+            match clearance {
+                Clearance::Run(ticket) => (true, self.writer()?.run(ticket).await),
+                Clearance::Refused(reason) => (false, Err(ToolError::Refused(reason))),
+                Clearance::NeedsPermission => match self.ask_permission(&call).await? {
+                    Err(_) => (false, Err(ToolError::Refused("stopping before permission came".into()))),
+                    Ok(response) => match self.writer()?.permit(&call, &response) {
+                        Ok(ticket) => (true, self.writer()?.run(ticket).await),
+                        Err(reason) => (false, Err(ToolError::Refused(reason))),
+                    },
+                },
+            }
+        };
+        let outcome = match &result {
+            Ok(output) => crate::tools::truncate(output, 300).to_owned(),
+            Err(e) => e.to_string(),
+        };
+        tracing::info!(member = %self.config.name, tool = call.name(), args = %call.args_json(), allowed, outcome = %outcome, "tool call");
+        let report = pb::ToolCallReport {
+            tool: call.name().to_owned(),
+            args_json: call.args_json(),
+            allowed,
+            outcome,
+            member: String::new(),
+        };
+        if let Err(status) = self.client.report_tool_call(report).await {
+            tracing::warn!(error = %status, "could not report a tool call");
+        }
+        Ok(Observation::ToolResult { call, result: result.map_err(|e| e.to_string()) })
+    }
+
+    /// The writer, which exists whenever a gated call was cleared.
+    fn writer(&self) -> Result<&Writer, SessionError> {
+        match &self.gate {
+            Gate::Unlocked(writer) => Ok(writer),
+            Gate::Plan => Err(SessionError::Setup("internal: a gated call was cleared in plan mode".into())),
+        }
+    }
+
+    /// Asks the lead to allow one call; `Err(exit)` if a stop came first.
+    async fn ask_permission(&mut self, call: &ToolCall) -> Result<Result<pb::PermissionResponse, Exit>, SessionError> {
+        let request = pb::PermissionRequest {
+            request_id: uuid::Uuid::new_v4().to_string(),
+            tool: call.name().to_owned(),
+            args_json: call.args_json(),
+        };
+        let id = request.request_id.clone();
+        self.client
+            .request_permission(request)
+            .await
+            .map_err(|status| SessionError::Rpc { rpc: "RequestPermission", status })?;
+        tracing::info!(request_id = %id, tool = call.name(), "asked the lead for permission");
+        loop {
+            match self.next_incoming().await? {
+                Handled::Exit(exit) => return Ok(Err(exit)),
+                Handled::Permission(response) if response.request_id == id => return Ok(Ok(response)),
+                _ => {}
+            }
+        }
+    }
+
+    /// Submits a plan (superseding the last, rejected one) and waits for the
+    /// review; `Err(exit)` if a stop came first.
+    async fn submit(&mut self, plan: pb::Plan) -> Result<Result<Observation, Exit>, SessionError> {
+        let request = pb::PlanApprovalRequest {
+            request_id: uuid::Uuid::new_v4().to_string(),
+            supersedes: self.last_plan.as_ref().map(|(id, _)| id.clone()).unwrap_or_default(),
+            plan: Some(plan.clone()),
+        };
+        let id = request.request_id.clone();
+        self.client
+            .submit_plan(request)
+            .await
+            .map_err(|status| SessionError::Rpc { rpc: "SubmitPlan", status })?;
+        tracing::info!(request_id = %id, summary = %plan.summary, "submitted a plan");
+        self.last_plan = Some((id.clone(), plan.files.clone()));
+        let response = loop {
+            match self.next_incoming().await? {
+                Handled::Exit(exit) => return Ok(Err(exit)),
+                Handled::Plan(response) if response.request_id == id => break response,
+                _ => {}
+            }
+        };
+        if !response.approve {
+            tracing::info!(request_id = %id, feedback = %response.feedback, "plan rejected; revising");
+            return Ok(Ok(Observation::PlanRejected { feedback: response.feedback }));
+        }
+        let grant = match &response.grant {
+            Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits),
+            None => Ok(Grant { mode: Mode::AcceptEdits, write_paths: Vec::new(), expires_at_unix_ms: None }),
+        }
+        .map_err(|e| SessionError::Setup(format!("the lead sent a bad grant: {e}")))?;
+        let writer = Writer::unlock(&grant, &plan.files, &self.workspace)
+            .map_err(|e| SessionError::Setup(format!("the lead sent a bad grant: {e}")))?;
+        self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);
+        tracing::info!(request_id = %id, mode = %grant.mode, "plan approved");
+        Ok(Ok(Observation::PlanApproved))
+    }
+
+    /// Reports idle and waits for a message; `Err(exit)` if a stop came first.
+    async fn idle(&mut self, reason: String) -> Result<Result<Observation, Exit>, SessionError> {
+        if let Some(message) = self.messages.pop_front() {
+            return Ok(Ok(message));
+        }
+        tracing::info!(member = %self.config.name, reason = %reason, "idle");
+        self.client
+            .report_idle(pb::IdleNotification { reason })
+            .await
+            .map_err(|status| SessionError::Rpc { rpc: "ReportIdle", status })?;
+        loop {
+            if let Handled::Exit(exit) = self.next_incoming().await? {
+                return Ok(Err(exit));
+            }
+            if let Some(message) = self.messages.pop_front() {
+                return Ok(Ok(message));
+            }
+        }
+    }
+
+    /// Waits for the next envelope and handles it. A signal while waiting
+    /// counts as agreeing to stop: there is no tool call in progress.
+    async fn next_incoming(&mut self) -> Result<Handled, SessionError> {
+        let incoming = tokio::select! {
+            incoming = self.inbox.recv() => incoming,
+            _ = self.stop.wait_for(|s| *s) => return Ok(Handled::Exit(Exit::Signal)),
+        };
+        match incoming {
+            Some(incoming) => self.on_incoming(incoming).await,
+            None => Err(SessionError::LeadGone(self.config.lead_url.clone())),
+        }
+    }
+
+    /// Handles one item from the inbox reader.
+    async fn on_incoming(&mut self, incoming: Incoming) -> Result<Handled, SessionError> {
+        let envelope = match incoming {
+            Incoming::Envelope(envelope) => envelope,
+            Incoming::Gone(status) => {
+                return Err(match status {
+                    Some(status) => SessionError::Rpc { rpc: "Inbox", status },
+                    None => SessionError::LeadGone(self.config.lead_url.clone()),
+                })
+            }
+        };
+        if envelope.seq <= self.last_seq || !self.remember(&envelope.message_id) {
+            return Ok(Handled::Nothing);
+        }
+        let handled = match envelope.body {
+            Some(Body::ShutdownRequest(request)) => {
+                let answer = self.driver.answer_shutdown(&request);
+                tracing::info!(request_id = %request.request_id, approve = answer.approve, reason = %answer.reason, "answering a shutdown request");
+                let response = pb::ShutdownResponse { request_id: request.request_id, approve: answer.approve, reason: answer.reason };
+                self.client
+                    .respond_shutdown(response)
+                    .await
+                    .map_err(|status| SessionError::Rpc { rpc: "RespondShutdown", status })?;
+                if answer.approve { Handled::Exit(Exit::Shutdown) } else { Handled::Nothing }
+            }
+            Some(Body::PlanApprovalResponse(response)) => Handled::Plan(response),
+            Some(Body::PermissionResponse(response)) => Handled::Permission(response),
+            Some(Body::Text(text)) => {
+                self.messages.push_back(Observation::Message { from: envelope.from.clone(), text: text.content });
+                Handled::Nothing
+            }
+            Some(Body::TeammateTerminated(t)) => {
+                tracing::info!(member = %t.name, reason = %t.reason, "a teammate terminated");
+                Handled::Nothing
+            }
+            other => {
+                tracing::debug!(body = ?other, "envelope with nothing to do");
+                Handled::Nothing
+            }
+        };
+        self.last_seq = envelope.seq;
+        if matches!(handled, Handled::Exit(_)) {
+            return Ok(handled);
+        }
+        if let Err(status) = self.client.ack(pb::AckRequest { seq: envelope.seq }).await {
+            tracing::warn!(seq = envelope.seq, error = %status, "ack failed; the envelope may come again and will be skipped");
+        }
+        Ok(handled)
+    }
+
+    /// Records a message id; `false` if it was processed before.
+    fn remember(&mut self, id: &str) -> bool {
+        if id.is_empty() {
+            return true;
+        }
+        if !self.seen.insert(id.to_owned()) {
+            return false;
+        }
+        self.seen_order.push_back(id.to_owned());
+        if self.seen_order.len() > REMEMBERED_IDS {
+            if let Some(old) = self.seen_order.pop_front() {
+                self.seen.remove(&old);
+            }
+        }
+        true
+    }
+}
