@@ -108,7 +108,7 @@ pub fn event_line(event: &pb::Event) -> String {
         Some(Kind::Member(m)) => format!("member   {} ({}) is {}, mode {}", m.name, m.role, member_status(m.status), mode(m.mode)),
         Some(Kind::ToolCall(t)) => {
             let verdict = if t.allowed { "ran" } else { "REFUSED" };
-            format!("tool     {} {verdict} {} {}: {}", t.member, t.tool, t.args_json, t.outcome)
+            format!("tool     {} {verdict} {} {}: {}", t.member, t.tool, t.args_json, t.outcome.replace('\n', " | "))
         }
         None => "(empty event)".into(),
     }
