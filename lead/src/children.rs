@@ -79,6 +79,9 @@ impl Spawner {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
+            // Its own process group, so that stopping it also stops the
+            // commands it runs.
+            .process_group(0)
             .kill_on_drop(true);
         let mut child = command.spawn()?;
         let pid = child.id().unwrap_or(0);
@@ -89,17 +92,19 @@ impl Spawner {
             let status = tokio::select! {
                 status = child.wait() => status,
                 _ = stop_rx.recv() => {
-                    signal(pid, Signal::SIGTERM);
+                    signal_group(pid, Signal::SIGTERM);
                     match tokio::time::timeout(grace, child.wait()).await {
                         Ok(status) => status,
                         Err(_) => {
                             tracing::warn!(member = %name, pid, "did not stop after SIGTERM; sending SIGKILL");
-                            let _ = child.start_kill();
+                            signal_group(pid, Signal::SIGKILL);
                             child.wait().await
                         }
                     }
                 }
             };
+            // Whatever it started and left behind goes with it.
+            signal_group(pid, Signal::SIGKILL);
             let how = match status {
                 Ok(status) => describe(status),
                 Err(e) => format!("could not be waited for: {e}"),
@@ -111,11 +116,11 @@ impl Spawner {
     }
 }
 
-/// Sends `sig` to `pid`, if it is a real pid.
-fn signal(pid: u32, sig: Signal) {
+/// Sends `sig` to the process group `pid` leads, if it is a real pid.
+fn signal_group(pid: u32, sig: Signal) {
     if let Ok(raw) = i32::try_from(pid) {
         if raw > 0 {
-            let _ = nix::sys::signal::kill(Pid::from_raw(raw), sig);
+            let _ = nix::sys::signal::killpg(Pid::from_raw(raw), sig);
         }
     }
 }

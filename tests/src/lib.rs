@@ -1,1 +1,315 @@
+//! The harness for process-level tests: starts the real `lead` and `teammate`
+//! binaries over loopback and talks to them with real gRPC clients. Every wait
+//! is on an event (a line on stdout, an envelope, a process exit) under a
+//! timeout; nothing sleeps in place of synchronisation.
 
+#![allow(clippy::unwrap_used, unreachable_pub, missing_debug_implementations)]
+
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+    sync::OnceLock,
+    time::Duration,
+};
+
+use shared::{
+    auth::BearerToken,
+    pb::{self, lead_client::LeadClient, operator_client::OperatorClient},
+};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+use tokio_stream::StreamExt;
+use tonic::{service::interceptor::InterceptedService, transport::Channel};
+
+/// The longest any single wait in a test may take.
+pub const TIMEOUT: Duration = Duration::from_secs(30);
+
+pub type Operator = OperatorClient<InterceptedService<Channel, BearerToken>>;
+pub type LeadApi = LeadClient<InterceptedService<Channel, BearerToken>>;
+
+/// `await`s `future` under [`TIMEOUT`], panicking with `what` if it takes longer.
+pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(TIMEOUT, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("timed out after {TIMEOUT:?} waiting for {what}"),
+    }
+}
+
+/// The directory holding the built `lead` and `teammate` binaries, building
+/// them first if they are missing or older than this test binary's build.
+pub fn bin_dir() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        // target/<profile>/deps/<test-binary>
+        let exe = std::env::current_exe().expect("test binary path");
+        let dir = exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf();
+        let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug").to_owned();
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut build = std::process::Command::new(cargo);
+        build.args(["build", "--quiet", "-p", "lead", "-p", "teammate", "--manifest-path"]).arg(&manifest);
+        if profile == "release" {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo build");
+        assert!(status.success(), "cargo build -p lead -p teammate failed");
+        dir
+    })
+}
+
+/// The path of one of the workspace's binaries.
+pub fn bin(name: &str) -> PathBuf {
+    bin_dir().join(name)
+}
+
+/// A running `lead serve`.
+pub struct Lead {
+    /// The process.
+    pub child: Child,
+    /// `HOST:PORT`.
+    pub addr: String,
+    /// `http://HOST:PORT`.
+    pub url: String,
+    /// Its state directory (and room for workspaces and scripts).
+    pub dir: tempfile::TempDir,
+    pub join_token: String,
+    pub operator_token: String,
+}
+
+impl Lead {
+    /// Starts `lead serve` on a free port with `extra` flags; returns once it
+    /// printed its address.
+    pub async fn start(extra: &[&str]) -> Lead {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let join_token = shared::auth::new_token();
+        let operator_token = shared::auth::new_token();
+        let mut command = Command::new(bin("lead"));
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(dir.path().join("state"))
+            .args(["--join-token", &join_token, "--operator-token", &operator_token])
+            .args(extra)
+            .env("RUST_LOG", "warn");
+        Self::spawn(command, dir, join_token, operator_token).await
+    }
+
+    /// Starts `command` (a `lead serve`) and reads its first line.
+    pub async fn spawn(mut command: Command, dir: tempfile::TempDir, join_token: String, operator_token: String) -> Lead {
+        let mut child = command.stdout(Stdio::piped()).kill_on_drop(true).spawn().expect("start lead");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let first = within("the lead's first line", lines.next_line()).await.expect("read").expect("a line");
+        let addr = first.strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {first:?}")).to_owned();
+        // Keep draining stdout so the lead never blocks on a full pipe.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Lead { child, url: format!("http://{addr}"), addr, dir, join_token, operator_token }
+    }
+
+    /// The state directory.
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// A channel to the lead.
+    pub async fn channel(&self) -> Channel {
+        within("connecting", Channel::from_shared(self.url.clone()).expect("url").connect()).await.expect("connect")
+    }
+
+    /// An operator client.
+    pub async fn operator(&self) -> Operator {
+        OperatorClient::with_interceptor(self.channel().await, BearerToken::new(&self.operator_token).expect("token"))
+    }
+
+    /// A `Lead` client carrying `token`.
+    pub async fn lead_api(&self, token: &str) -> LeadApi {
+        LeadClient::with_interceptor(self.channel().await, BearerToken::new(token).expect("token"))
+    }
+
+    /// Joins as `name` with a raw client.
+    pub async fn join(&self, name: &str) -> Member {
+        let mut joiner = self.lead_api(&self.join_token).await;
+        let joined = joiner
+            .join(pb::JoinRequest { name: name.into(), role: "tester".into() })
+            .await
+            .expect("join")
+            .into_inner();
+        let api = self.lead_api(&joined.session_token).await;
+        Member { name: name.into(), token: joined.session_token, api, inbox: None }
+    }
+
+    /// Writes `script` and starts a `teammate` process for `name` with it.
+    pub fn teammate(&self, name: &str, script: &str) -> Teammate {
+        let script_path = self.dir.path().join(format!("{name}.toml"));
+        std::fs::write(&script_path, script).expect("write script");
+        let workspace = self.dir.path().join("ws").join(name);
+        let child = Command::new(bin("teammate"))
+            .args(["--lead", &self.url, "--name", name, "--role", "coder", "--workspace"])
+            .arg(&workspace)
+            .arg("--script")
+            .arg(&script_path)
+            .env("MESH_JOIN_TOKEN", &self.join_token)
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start teammate");
+        Teammate { child, workspace }
+    }
+
+    /// Writes `script` to a file and returns its path (for `lead spawn`).
+    pub fn script(&self, name: &str, script: &str) -> PathBuf {
+        let path = self.dir.path().join(format!("{name}.toml"));
+        std::fs::write(&path, script).expect("write script");
+        path
+    }
+
+    /// Runs `lead ARGS --state-dir DIR` (an operator command); returns (success, stdout, stderr).
+    pub async fn cli(&self, args: &[&str]) -> (bool, String, String) {
+        let output = within(
+            &format!("lead {args:?}"),
+            Command::new(bin("lead")).args(args).arg("--state-dir").arg(self.state_dir()).env("MESH_OPERATOR_TOKEN", &self.operator_token).output(),
+        )
+        .await
+        .expect("run lead cli");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// Sends SIGTERM and waits for the exit status.
+    pub async fn terminate(mut self) -> std::process::ExitStatus {
+        signal(&self.child, nix::sys::signal::Signal::SIGTERM);
+        within("the lead to exit", self.child.wait()).await.expect("wait")
+    }
+}
+
+/// Sends `sig` to a child.
+pub fn signal(child: &Child, sig: nix::sys::signal::Signal) {
+    let pid = child.id().expect("running child") as i32;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).expect("signal");
+}
+
+/// A running `teammate` process.
+pub struct Teammate {
+    pub child: Child,
+    pub workspace: PathBuf,
+}
+
+impl Teammate {
+    /// Waits for the process to exit.
+    pub async fn exit(&mut self) -> std::process::ExitStatus {
+        within("the teammate to exit", self.child.wait()).await.expect("wait")
+    }
+}
+
+/// A member joined with a raw client.
+pub struct Member {
+    pub name: String,
+    pub token: String,
+    pub api: LeadApi,
+    pub inbox: Option<tonic::Streaming<pb::Envelope>>,
+}
+
+impl Member {
+    /// Opens the inbox stream after `after_seq`.
+    pub async fn open_inbox(&mut self, after_seq: u64) {
+        let stream = self.api.inbox(pb::InboxRequest { after_seq }).await.expect("inbox").into_inner();
+        self.inbox = Some(stream);
+    }
+
+    /// The next envelope on the open stream.
+    pub async fn next(&mut self) -> pb::Envelope {
+        if self.inbox.is_none() {
+            self.open_inbox(0).await;
+        }
+        let stream = self.inbox.as_mut().expect("open inbox");
+        within(&format!("an envelope for {}", self.name), stream.message()).await.expect("stream").expect("an envelope")
+    }
+
+    /// Envelopes until one matches `pred`, which is returned.
+    pub async fn next_matching(&mut self, mut pred: impl FnMut(&pb::Envelope) -> bool) -> pb::Envelope {
+        loop {
+            let envelope = self.next().await;
+            if pred(&envelope) {
+                return envelope;
+            }
+        }
+    }
+
+    /// Submits a plan; returns its request id.
+    pub async fn submit(&mut self, request_id: &str, summary: &str, files: &[&str]) -> Result<String, tonic::Status> {
+        let plan = pb::Plan { summary: summary.into(), files: files.iter().map(|s| s.to_string()).collect(), ..Default::default() };
+        self.api
+            .submit_plan(pb::PlanApprovalRequest { request_id: request_id.into(), plan: Some(plan), supersedes: String::new() })
+            .await
+            .map(|r| r.into_inner().request_id)
+    }
+}
+
+/// A live `Watch` stream.
+pub struct Events(pub tonic::Streaming<pb::Event>);
+
+impl Events {
+    /// Opens one.
+    pub async fn open(operator: &mut Operator) -> Events {
+        Events(operator.watch(pb::WatchRequest {}).await.expect("watch").into_inner())
+    }
+
+    /// Events until `pick` returns something.
+    pub async fn find<T>(&mut self, what: &str, mut pick: impl FnMut(&pb::event::Kind) -> Option<T>) -> T {
+        within(what, async {
+            while let Some(event) = self.0.next().await {
+                if let Some(found) = event.expect("event").kind.as_ref().and_then(&mut pick) {
+                    return found;
+                }
+            }
+            panic!("the event stream ended while waiting for {what}");
+        })
+        .await
+    }
+
+    /// The next request state that matches.
+    pub async fn request(&mut self, what: &str, mut pred: impl FnMut(&pb::ProtocolState) -> bool) -> pb::ProtocolState {
+        self.find(what, |kind| match kind {
+            pb::event::Kind::Request(r) if pred(r) => Some(r.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    /// The next tool-call report that matches.
+    pub async fn tool_call(&mut self, what: &str, mut pred: impl FnMut(&pb::ToolCallReport) -> bool) -> pb::ToolCallReport {
+        self.find(what, |kind| match kind {
+            pb::event::Kind::ToolCall(t) if pred(t) => Some(t.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    /// The next member state that matches.
+    pub async fn member(&mut self, what: &str, mut pred: impl FnMut(&pb::Member) -> bool) -> pb::Member {
+        self.find(what, |kind| match kind {
+            pb::event::Kind::Member(m) if pred(m) => Some(m.clone()),
+            _ => None,
+        })
+        .await
+    }
+}
+
+/// `status` as an int for comparisons with the generated enums.
+pub fn is(status: i32, expected: pb::RequestStatus) -> bool {
+    status == expected as i32
+}
+
+/// Whether any process's command line contains `needle` as one argument.
+pub fn process_running(needle: &str) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries.filter_map(Result::ok).any(|entry| {
+        std::fs::read(entry.path().join("cmdline"))
+            .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).any(|arg| arg == needle.as_bytes()))
+    })
+}
