@@ -206,6 +206,8 @@ pub async fn shutdown(
 /// `lead watch`: prints every event until the lead stops.
 pub async fn watch(client: &mut Operator, json: bool) -> Result<(), CliError> {
     let mut events = client.watch(pb::WatchRequest {}).await?.into_inner();
+    // The lead registers a watcher before it answers, so from here on nothing is missed.
+    eprintln!("watching the lead; one line per event (Ctrl-C to stop)");
     let mut out = std::io::stdout().lock();
     while let Some(event) = events.next().await {
         let event = event?;

@@ -1,0 +1,163 @@
+"""A mesh teammate in Python, written only from PROTOCOL.md and mesh.proto.
+
+It joins, streams its inbox (resuming from the last envelope it processed when
+the stream or the lead goes away), submits a plan, revises it once if it is
+rejected, reports idle, and answers a shutdown request.
+
+    python teammate.py --lead 127.0.0.1:7447 --name py --stubs gen
+    (join token from --join-token or MESH_JOIN_TOKEN)
+"""
+import argparse
+import os
+import queue
+import random
+import sys
+import threading
+import time
+import uuid
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--lead", required=True, help="HOST:PORT of the lead")
+    p.add_argument("--name", required=True)
+    p.add_argument("--role", default="python")
+    p.add_argument("--join-token", default=os.environ.get("MESH_JOIN_TOKEN", ""))
+    p.add_argument("--stubs", default="gen", help="directory of the generated stubs")
+    p.add_argument("--refuse-shutdown", action="store_true", help="say no to shutdown requests")
+    p.add_argument("--lead-gone-limit", type=float, default=60.0,
+                   help="seconds the lead may be unreachable before giving up")
+    return p.parse_args()
+
+
+args = parse_args()
+sys.path.insert(0, os.path.abspath(args.stubs))
+
+import grpc  # noqa: E402
+from mesh.v1 import mesh_pb2 as pb  # noqa: E402
+from mesh.v1 import mesh_pb2_grpc as rpc  # noqa: E402
+
+
+def say(*words):
+    print(f"[{args.name}]", *words, flush=True)
+
+
+def auth(token):
+    return (("authorization", f"Bearer {token}"),)
+
+
+class Inbox(threading.Thread):
+    """Keeps one Inbox stream open and resumes after the last seq it passed on.
+
+    Reconnects with capped exponential backoff and jitter. Envelopes go to a
+    queue in seq order; the consumer deduplicates by message_id."""
+
+    def __init__(self, stub, token, limit):
+        super().__init__(daemon=True)
+        self.stub, self.token, self.limit = stub, token, limit
+        self.queue = queue.Queue()
+        self.after_seq = 0
+        self.stopped = False
+        self.call = None
+
+    def run(self):
+        delay, since = 0.05, time.monotonic()
+        while not self.stopped:
+            try:
+                self.call = self.stub.Inbox(pb.InboxRequest(after_seq=self.after_seq), metadata=auth(self.token))
+                for envelope in self.call:
+                    delay, since = 0.05, time.monotonic()
+                    self.after_seq = max(self.after_seq, envelope.seq)
+                    self.queue.put(envelope)
+            except grpc.RpcError as e:
+                if self.stopped:
+                    return
+                if e.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED):
+                    self.queue.put(e)
+                    return
+            if time.monotonic() - since > self.limit:
+                self.queue.put(TimeoutError("the lead has been unreachable for too long"))
+                return
+            time.sleep(delay / 2 + random.random() * delay / 2)
+            delay = min(delay * 2, 2.0)
+
+    def stop(self):
+        self.stopped = True
+        if self.call is not None:
+            self.call.cancel()
+
+
+def main():
+    channel = grpc.insecure_channel(args.lead)
+    stub = rpc.LeadStub(channel)
+    joined = stub.Join(pb.JoinRequest(name=args.name, role=args.role), metadata=auth(args.join_token))
+    token = joined.session_token
+    say("joined; mode", pb.PermissionMode.Name(joined.grant.mode))
+    inbox = Inbox(stub, token, args.lead_gone_limit)
+    inbox.start()
+    seen = set()
+
+    def next_envelope():
+        """The next envelope not seen before; acknowledges it."""
+        while True:
+            item = inbox.queue.get()
+            if isinstance(item, Exception):
+                raise item
+            if item.message_id in seen:
+                continue
+            seen.add(item.message_id)
+            stub.Ack(pb.AckRequest(seq=item.seq), metadata=auth(token))
+            return item
+
+    def answer_shutdown(request):
+        approve = not args.refuse_shutdown
+        reason = "python teammate done" if approve else "still busy"
+        stub.RespondShutdown(
+            pb.ShutdownResponse(request_id=request.request_id, approve=approve, reason=reason),
+            metadata=auth(token))
+        say("shutdown", "agreed" if approve else "refused", request.request_id)
+        return approve
+
+    plans = [
+        pb.Plan(summary="Add hello.py", files=["hello.py"], steps=["write hello.py"]),
+        pb.Plan(summary="Add hello.py with a test", files=["hello.py", "test_hello.py"],
+                tests=["test_hello.py"], steps=["write hello.py", "write test_hello.py"]),
+    ]
+    supersedes = ""
+    for plan in plans:
+        request_id = str(uuid.uuid4())
+        stub.SubmitPlan(pb.PlanApprovalRequest(request_id=request_id, plan=plan, supersedes=supersedes),
+                        metadata=auth(token))
+        say("submitted plan", request_id, repr(plan.summary))
+        while True:
+            envelope = next_envelope()
+            kind = envelope.WhichOneof("body")
+            if kind == "plan_approval_response" and envelope.plan_approval_response.request_id == request_id:
+                break
+            if kind == "shutdown_request" and answer_shutdown(envelope.shutdown_request):
+                return 0
+        response = envelope.plan_approval_response
+        if response.approve:
+            say("plan approved; mode", pb.PermissionMode.Name(response.grant.mode))
+            break
+        say("plan rejected:", response.feedback)
+        supersedes = request_id
+    else:
+        say("every plan was rejected")
+
+    stub.ReportIdle(pb.IdleNotification(reason="plan done"), metadata=auth(token))
+    say("idle")
+    while True:
+        envelope = next_envelope()
+        kind = envelope.WhichOneof("body")
+        if kind == "shutdown_request" and answer_shutdown(envelope.shutdown_request):
+            inbox.stop()
+            return 0
+        if kind == "teammate_terminated":
+            say("heard that", envelope.teammate_terminated.name, "terminated")
+        elif kind == "text":
+            say("message from", envelope.__getattribute__("from"), repr(envelope.text.content))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

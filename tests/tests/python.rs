@@ -1,0 +1,87 @@
+//! The Python example teammate (grpcio, stubs generated from proto/) against
+//! a real lead: it joins, streams its inbox, has a plan rejected by policy,
+//! revises it, is approved, and agrees to shut down.
+
+#![allow(clippy::unwrap_used)]
+
+use std::{path::{Path, PathBuf}, process::Stdio};
+
+use mesh_tests::{bin_dir, is, within, Events, Lead};
+use shared::pb::{self, envelope::Body, RequestStatus};
+use tokio::process::Command;
+
+/// A virtual environment with grpcio and grpcio-tools, made once under target/.
+fn python() -> PathBuf {
+    let venv = bin_dir().parent().expect("target dir").join("py-venv");
+    let python = venv.join("bin/python");
+    let ready = std::process::Command::new(&python).args(["-c", "import grpc, grpc_tools"]).status().is_ok_and(|s| s.success());
+    if !ready {
+        let made = std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv).status().expect("python3 -m venv");
+        assert!(made.success(), "python3 -m venv failed");
+        let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python/requirements.txt");
+        let installed = std::process::Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(requirements)
+            .status()
+            .expect("pip install");
+        assert!(installed.success(), "pip install grpcio grpcio-tools failed");
+    }
+    python
+}
+
+#[tokio::test]
+async fn the_python_teammate_plans_revises_and_shuts_down() {
+    let python = python();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python");
+    let scratch = tempfile::tempdir().unwrap();
+    let stubs = scratch.path().join("gen");
+    let generated = std::process::Command::new(&python).arg(example.join("gen_stubs.py")).arg(&stubs).status().unwrap();
+    assert!(generated.success(), "generating the stubs failed");
+    let policy = scratch.path().join("policy.toml");
+    std::fs::write(&policy, "require_tests = true\n").unwrap();
+
+    let lead = Lead::start(&["--approval", &format!("policy:{}", policy.display())]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let mut observer = lead.join("observer").await;
+    observer.open_inbox(0).await;
+
+    let mut py = Command::new(&python)
+        .arg(example.join("teammate.py"))
+        .args(["--lead", &lead.addr, "--name", "py", "--stubs"])
+        .arg(&stubs)
+        .env("MESH_JOIN_TOKEN", &lead.join_token)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+
+    let plan = |status: RequestStatus| move |r: &pb::ProtocolState| r.sender == "py" && is(r.status, status);
+    let rejected = events.request("py's first plan rejected", plan(RequestStatus::Rejected)).await;
+    assert!(rejected.feedback.contains("require_tests"), "{}", rejected.feedback);
+    let approved = events.request("py's revised plan approved", plan(RequestStatus::Approved)).await;
+    let payload: serde_json::Value = serde_json::from_str(&approved.payload_json).unwrap();
+    assert_eq!(payload["supersedes"], rejected.request_id.as_str());
+    events.member("py idle", |m| m.name == "py" && m.status == pb::MemberStatus::Idle as i32).await;
+
+    let ticket = operator
+        .request_shutdown(pb::ShutdownRequest { target: "py".into(), reason: "test over".into(), ..Default::default() })
+        .await
+        .unwrap()
+        .into_inner();
+    let output = within("the python teammate to exit", async {
+        let status = py.wait().await.unwrap();
+        let mut out = String::new();
+        tokio::io::AsyncReadExt::read_to_string(py.stdout.as_mut().unwrap(), &mut out).await.unwrap();
+        (status, out)
+    })
+    .await;
+    assert!(output.0.success(), "{output:?}");
+    for line in ["plan rejected:", "plan approved; mode PERMISSION_MODE_ACCEPT_EDITS", "shutdown agreed"] {
+        assert!(output.1.contains(line), "{line:?} missing from:\n{}", output.1);
+    }
+    let state = operator.get_request(pb::GetRequestRequest { request_id: ticket.request_id }).await.unwrap().into_inner();
+    assert!(is(state.status, RequestStatus::Approved));
+    let notice = observer.next_matching(|e| matches!(e.body, Some(Body::TeammateTerminated(_)))).await;
+    assert!(matches!(notice.body, Some(Body::TeammateTerminated(t)) if t.name == "py"));
+}
