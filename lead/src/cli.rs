@@ -54,7 +54,9 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
         Some(url) => url.clone(),
         None => {
             let addr = state.read_addr().map_err(|e| {
-                CliError::Connect(format!("no running lead found ({e}); start one with `lead serve` or pass --lead URL"))
+                CliError::Connect(format!(
+                    "no running lead found ({e}); start one with `lead serve` or pass --lead URL"
+                ))
             })?;
             format!("http://{addr}")
         }
@@ -62,7 +64,9 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
     let token = match &target.operator_token {
         Some(token) => token.clone(),
         None => state.read_token(OPERATOR_TOKEN_FILE).map_err(|e| {
-            CliError::Connect(format!("no operator token ({e}); pass --operator-token or MESH_OPERATOR_TOKEN"))
+            CliError::Connect(format!(
+                "no operator token ({e}); pass --operator-token or MESH_OPERATOR_TOKEN"
+            ))
         })?,
     };
     let channel = Channel::from_shared(url.clone())
@@ -71,36 +75,81 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
         .connect()
         .await
         .map_err(|e| CliError::Connect(format!("cannot reach the lead at {url}: {e}")))?;
-    Ok(OperatorClient::with_interceptor(channel, BearerToken::new(&token)?))
+    Ok(OperatorClient::with_interceptor(
+        channel,
+        BearerToken::new(&token)?,
+    ))
 }
 
 /// `lead team`.
 pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError> {
-    let members = client.list_team(pb::ListTeamRequest {}).await?.into_inner().members;
+    let members = client
+        .list_team(pb::ListTeamRequest {})
+        .await?
+        .into_inner()
+        .members;
     if json {
-        return Ok(serde_json::Value::Array(members.iter().map(render::member_json).collect()).to_string() + "\n");
+        return Ok(
+            serde_json::Value::Array(members.iter().map(render::member_json).collect()).to_string()
+                + "\n",
+        );
     }
-    let mut rows = vec![vec!["NAME".into(), "ROLE".into(), "STATUS".into(), "MODE".into(), "MEMBER ID".into()]];
+    let mut rows = vec![vec![
+        "NAME".into(),
+        "ROLE".into(),
+        "STATUS".into(),
+        "MODE".into(),
+        "MEMBER ID".into(),
+    ]];
     rows.extend(members.iter().map(|m| {
-        vec![m.name.clone(), m.role.clone(), render::member_status(m.status), render::mode(m.mode), m.member_id.clone()]
+        vec![
+            m.name.clone(),
+            m.role.clone(),
+            render::member_status(m.status),
+            render::mode(m.mode),
+            m.member_id.clone(),
+        ]
     }));
     Ok(render::table(&rows))
 }
 
 /// `lead requests`.
-pub async fn requests(client: &mut Operator, pending: bool, json: bool) -> Result<String, CliError> {
-    let status = if pending { pb::RequestStatus::Pending as i32 } else { 0 };
+pub async fn requests(
+    client: &mut Operator,
+    pending: bool,
+    json: bool,
+) -> Result<String, CliError> {
+    let status = if pending {
+        pb::RequestStatus::Pending as i32
+    } else {
+        0
+    };
     let requests = client
         .list_requests(pb::ListRequestsRequest { status, r#type: 0 })
         .await?
         .into_inner()
         .requests;
     if json {
-        return Ok(serde_json::Value::Array(requests.iter().map(render::request_json).collect()).to_string() + "\n");
+        return Ok(
+            serde_json::Value::Array(requests.iter().map(render::request_json).collect())
+                .to_string()
+                + "\n",
+        );
     }
-    let mut rows = vec![vec!["REQUEST ID".into(), "TYPE".into(), "FROM".into(), "TO".into(), "STATUS".into(), "DETAIL".into()]];
+    let mut rows = vec![vec![
+        "REQUEST ID".into(),
+        "TYPE".into(),
+        "FROM".into(),
+        "TO".into(),
+        "STATUS".into(),
+        "DETAIL".into(),
+    ]];
     rows.extend(requests.iter().map(|r| {
-        let detail = if r.feedback.is_empty() { summary(&r.payload_json) } else { r.feedback.clone() };
+        let detail = if r.feedback.is_empty() {
+            summary(&r.payload_json)
+        } else {
+            r.feedback.clone()
+        };
         vec![
             r.request_id.clone(),
             render::request_type(r.r#type),
@@ -143,24 +192,57 @@ pub async fn approve(
         request_id,
         approve: true,
         feedback,
-        grant: Some(pb::PermissionGrant { mode: mode.to_pb() as i32, write_paths: write, expires_at_unix_ms: 0 }),
+        grant: Some(pb::PermissionGrant {
+            mode: mode.to_pb() as i32,
+            write_paths: write,
+            expires_at_unix_ms: 0,
+        }),
     };
     let response = client.review_plan(review).await?.into_inner();
-    Ok(format!("approved {} with mode {}\n", response.request_id, render::mode(response.grant.map_or(0, |g| g.mode))))
+    Ok(format!(
+        "approved {} with mode {}\n",
+        response.request_id,
+        render::mode(response.grant.map_or(0, |g| g.mode))
+    ))
 }
 
 /// `lead reject`.
-pub async fn reject(client: &mut Operator, request_id: String, feedback: String) -> Result<String, CliError> {
-    let review = pb::PlanReview { request_id, approve: false, feedback, grant: None };
+pub async fn reject(
+    client: &mut Operator,
+    request_id: String,
+    feedback: String,
+) -> Result<String, CliError> {
+    let review = pb::PlanReview {
+        request_id,
+        approve: false,
+        feedback,
+        grant: None,
+    };
     let response = client.review_plan(review).await?.into_inner();
-    Ok(format!("rejected {}: {}\n", response.request_id, response.feedback))
+    Ok(format!(
+        "rejected {}: {}\n",
+        response.request_id, response.feedback
+    ))
 }
 
 /// `lead allow` / `lead deny`: answers a permission request.
-pub async fn permit(client: &mut Operator, request_id: String, approve: bool, feedback: String) -> Result<String, CliError> {
-    let review = pb::PermissionReview { request_id, approve, feedback };
+pub async fn permit(
+    client: &mut Operator,
+    request_id: String,
+    approve: bool,
+    feedback: String,
+) -> Result<String, CliError> {
+    let review = pb::PermissionReview {
+        request_id,
+        approve,
+        feedback,
+    };
     let response = client.review_permission(review).await?.into_inner();
-    let verdict = if response.approve { "allowed" } else { "denied" };
+    let verdict = if response.approve {
+        "allowed"
+    } else {
+        "denied"
+    };
     Ok(format!("{verdict} {}\n", response.request_id))
 }
 
@@ -174,17 +256,31 @@ pub async fn shutdown(
     wait: bool,
 ) -> Result<String, CliError> {
     let deadline_unix_ms = match deadline_secs {
-        Some(secs) => now_unix_ms() + i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX / 2),
+        Some(secs) => {
+            now_unix_ms() + i64::try_from(secs.saturating_mul(1000)).unwrap_or(i64::MAX / 2)
+        }
         None => 0,
     };
     // Watch first, so the answer cannot slip by between the request and the wait.
-    let mut events = if wait { Some(client.watch(pb::WatchRequest {}).await?.into_inner()) } else { None };
+    let mut events = if wait {
+        Some(client.watch(pb::WatchRequest {}).await?.into_inner())
+    } else {
+        None
+    };
     let ticket = client
-        .request_shutdown(pb::ShutdownRequest { request_id: String::new(), target: name.clone(), reason, deadline_unix_ms })
+        .request_shutdown(pb::ShutdownRequest {
+            request_id: String::new(),
+            target: name.clone(),
+            reason,
+            deadline_unix_ms,
+        })
         .await?
         .into_inner();
     let Some(events) = events.as_mut() else {
-        return Ok(format!("asked {name} to shut down: request {}\n", ticket.request_id));
+        return Ok(format!(
+            "asked {name} to shut down: request {}\n",
+            ticket.request_id
+        ));
     };
     while let Some(event) = events.next().await {
         if let Some(pb::event::Kind::Request(r)) = event?.kind {
@@ -196,11 +292,17 @@ pub async fn shutdown(
                 Ok(pb::RequestStatus::Rejected) => format!("{name} refused to shut down"),
                 _ => format!("{name} did not answer in time (expired)"),
             };
-            let reason = if r.feedback.is_empty() { String::new() } else { format!(": {}", r.feedback) };
+            let reason = if r.feedback.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", r.feedback)
+            };
             return Ok(format!("{how}{reason} [request {}]\n", r.request_id));
         }
     }
-    Err(CliError::Connect("the lead closed the event stream before the answer came".into()))
+    Err(CliError::Connect(
+        "the lead closed the event stream before the answer came".into(),
+    ))
 }
 
 /// `lead watch`: prints every event until the lead stops.
@@ -211,7 +313,11 @@ pub async fn watch(client: &mut Operator, json: bool) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     while let Some(event) = events.next().await {
         let event = event?;
-        let line = if json { render::event_json(&event).to_string() } else { render::event_line(&event) };
+        let line = if json {
+            render::event_json(&event).to_string()
+        } else {
+            render::event_line(&event)
+        };
         writeln!(out, "{line}")?;
         out.flush()?;
     }
@@ -226,7 +332,12 @@ pub async fn spawn(
     script: PathBuf,
     workspace: Option<PathBuf>,
 ) -> Result<String, CliError> {
-    let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p).to_string_lossy().into_owned();
+    let absolute = |p: PathBuf| {
+        std::path::absolute(&p)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .into_owned()
+    };
     let request = pb::SpawnTeammateRequest {
         name: name.clone(),
         role,

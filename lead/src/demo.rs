@@ -124,16 +124,24 @@ pub async fn stop_signal() {
 /// only `lead` was built, it is built first with the same profile.
 pub fn teammate_beside_lead() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find the lead's own executable")?;
-    let dir = exe.parent().context("the lead's executable has no directory")?;
+    let dir = exe
+        .parent()
+        .context("the lead's executable has no directory")?;
     let bin = dir.join("teammate");
     if bin.is_file() {
         return Ok(bin);
     }
-    if let (Ok(cargo), Ok(manifest)) = (std::env::var("CARGO"), std::env::var("CARGO_MANIFEST_DIR")) {
+    if let (Ok(cargo), Ok(manifest)) = (std::env::var("CARGO"), std::env::var("CARGO_MANIFEST_DIR"))
+    {
         let release = dir.file_name().is_some_and(|n| n == "release");
-        eprintln!("lead: building the teammate binary beside {} ...", exe.display());
+        eprintln!(
+            "lead: building the teammate binary beside {} ...",
+            exe.display()
+        );
         let mut build = std::process::Command::new(cargo);
-        build.args(["build", "-p", "teammate", "--manifest-path"]).arg(Path::new(&manifest).join("Cargo.toml"));
+        build
+            .args(["build", "-p", "teammate", "--manifest-path"])
+            .arg(Path::new(&manifest).join("Cargo.toml"));
         if release {
             build.arg("--release");
         }
@@ -164,7 +172,10 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
         std::fs::write(dir.join(format!("{name}.toml")), script)?;
     }
 
-    let tokens = Tokens { join: shared::auth::new_token(), operator: shared::auth::new_token() };
+    let tokens = Tokens {
+        join: shared::auth::new_token(),
+        operator: shared::auth::new_token(),
+    };
     let listener = server::bind("127.0.0.1:0".parse()?)?;
     let addr = listener.local_addr()?;
     let config = HubConfig {
@@ -199,7 +210,9 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
 
 /// Spawns the teammates and steers them, printing every event.
 async fn drive(url: &str, operator_token: &str, dir: &Path) -> anyhow::Result<()> {
-    let channel = tonic::transport::Channel::from_shared(url.to_owned())?.connect().await?;
+    let channel = tonic::transport::Channel::from_shared(url.to_owned())?
+        .connect()
+        .await?;
     let mut client = OperatorClient::with_interceptor(channel, BearerToken::new(operator_token)?);
     let mut events = client.watch(pb::WatchRequest {}).await?.into_inner();
     let start = Instant::now();
@@ -210,36 +223,63 @@ async fn drive(url: &str, operator_token: &str, dir: &Path) -> anyhow::Result<()
             .spawn_teammate(pb::SpawnTeammateRequest {
                 name: name.into(),
                 role: "coder".into(),
-                script_path: dir.join(format!("{name}.toml")).to_string_lossy().into_owned(),
+                script_path: dir
+                    .join(format!("{name}.toml"))
+                    .to_string_lossy()
+                    .into_owned(),
                 workspace: dir.join(name).to_string_lossy().into_owned(),
             })
             .await?;
     }
 
     let mut idle = std::collections::HashSet::new();
-    wait_for(&mut events, start, "alice and bob to finish their work", |kind| {
-        if let Kind::Member(m) = kind {
-            if m.status == pb::MemberStatus::Idle as i32 {
-                idle.insert(m.name.clone());
+    wait_for(
+        &mut events,
+        start,
+        "alice and bob to finish their work",
+        |kind| {
+            if let Kind::Member(m) = kind {
+                if m.status == pb::MemberStatus::Idle as i32 {
+                    idle.insert(m.name.clone());
+                }
             }
-        }
-        idle.contains("alice") && idle.contains("bob")
-    })
+            idle.contains("alice") && idle.contains("bob")
+        },
+    )
     .await?;
 
-    println!("{:>6}  operator asks bob to shut down", start.elapsed().as_millis());
+    println!(
+        "{:>6}  operator asks bob to shut down",
+        start.elapsed().as_millis()
+    );
     client
-        .request_shutdown(pb::ShutdownRequest { target: "bob".into(), reason: "demo is done with bob".into(), ..Default::default() })
+        .request_shutdown(pb::ShutdownRequest {
+            target: "bob".into(),
+            reason: "demo is done with bob".into(),
+            ..Default::default()
+        })
         .await?;
-    wait_for(&mut events, start, "alice to hear that bob terminated", |kind| {
-        matches!(kind, Kind::Envelope(e) if e.to == "alice"
+    wait_for(
+        &mut events,
+        start,
+        "alice to hear that bob terminated",
+        |kind| {
+            matches!(kind, Kind::Envelope(e) if e.to == "alice"
             && matches!(&e.body, Some(Body::TeammateTerminated(t)) if t.name == "bob"))
-    })
+        },
+    )
     .await?;
 
-    println!("{:>6}  operator asks alice to shut down", start.elapsed().as_millis());
+    println!(
+        "{:>6}  operator asks alice to shut down",
+        start.elapsed().as_millis()
+    );
     client
-        .request_shutdown(pb::ShutdownRequest { target: "alice".into(), reason: "demo over".into(), ..Default::default() })
+        .request_shutdown(pb::ShutdownRequest {
+            target: "alice".into(),
+            reason: "demo over".into(),
+            ..Default::default()
+        })
         .await?;
     wait_for(&mut events, start, "alice to terminate", |kind| {
         matches!(kind, Kind::Member(m) if m.name == "alice" && m.status == pb::MemberStatus::Terminated as i32)
@@ -261,7 +301,11 @@ async fn wait_for(
             .await
             .with_context(|| format!("waited {STEP_TIMEOUT:?} for {what}"))?
             .with_context(|| format!("the event stream ended while waiting for {what}"))??;
-        println!("{:>6}  {}", start.elapsed().as_millis(), render::event_line(&event));
+        println!(
+            "{:>6}  {}",
+            start.elapsed().as_millis(),
+            render::event_line(&event)
+        );
         if event.kind.as_ref().is_some_and(&mut done) {
             return Ok(());
         }
@@ -279,9 +323,15 @@ fn check_files(dir: &Path) -> anyhow::Result<()> {
     ] {
         let exists = dir.join(path).is_file();
         let mark = if exists == expected { "ok " } else { "BAD" };
-        println!("  {mark} {path}: {}", if exists { "written" } else { "absent" });
+        println!(
+            "  {mark} {path}: {}",
+            if exists { "written" } else { "absent" }
+        );
         if exists != expected {
-            bail!("{path} should be {}", if expected { "written" } else { "absent" });
+            bail!(
+                "{path} should be {}",
+                if expected { "written" } else { "absent" }
+            );
         }
     }
     Ok(())

@@ -67,26 +67,96 @@ pub(crate) type EventSink = mpsc::Sender<Result<pb::Event, tonic::Status>>;
 /// session token; the hub resolves it to a member.
 #[derive(Debug)]
 pub(crate) enum Command {
-    Join { name: Name, role: String, reply: Reply<pb::JoinResponse> },
-    Identify { token: String, reply: Reply<Option<String>> },
-    Inbox { token: String, after_seq: u64, sink: InboxSink, reply: Reply<(String, u64)> },
-    StreamClosed { name: String, stream_id: u64 },
-    Ack { token: String, seq: u64, reply: Reply<()> },
-    Send { token: String, request: pb::SendRequest, reply: Reply<pb::SendResponse> },
-    SubmitPlan { token: String, request: pb::PlanApprovalRequest, reply: Reply<pb::SubmitPlanResponse> },
-    RespondShutdown { token: String, response: pb::ShutdownResponse, reply: Reply<()> },
-    RequestPermission { token: String, request: pb::PermissionRequest, reply: Reply<pb::RequestPermissionResponse> },
-    ReportIdle { token: String, idle: pb::IdleNotification, reply: Reply<()> },
-    ReportToolCall { token: String, report: pb::ToolCallReport, reply: Reply<()> },
-    ReviewPlan { review: pb::PlanReview, reply: Reply<pb::PlanApprovalResponse> },
-    RequestShutdown { request: pb::ShutdownRequest, reply: Reply<pb::ShutdownTicket> },
-    ReviewPermission { review: pb::PermissionReview, reply: Reply<pb::PermissionResponse> },
-    ListTeam { reply: Reply<pb::ListTeamResponse> },
-    ListRequests { filter: pb::ListRequestsRequest, reply: Reply<pb::ListRequestsResponse> },
-    GetRequest { request_id: String, reply: Reply<pb::ProtocolState> },
-    Watch { sink: EventSink, reply: Reply<()> },
-    Spawn { request: pb::SpawnTeammateRequest, reply: Reply<pb::SpawnTeammateResponse> },
-    ChildExited { name: String, pid: u32, how: String },
+    Join {
+        name: Name,
+        role: String,
+        reply: Reply<pb::JoinResponse>,
+    },
+    Identify {
+        token: String,
+        reply: Reply<Option<String>>,
+    },
+    Inbox {
+        token: String,
+        after_seq: u64,
+        sink: InboxSink,
+        reply: Reply<(String, u64)>,
+    },
+    StreamClosed {
+        name: String,
+        stream_id: u64,
+    },
+    Ack {
+        token: String,
+        seq: u64,
+        reply: Reply<()>,
+    },
+    Send {
+        token: String,
+        request: pb::SendRequest,
+        reply: Reply<pb::SendResponse>,
+    },
+    SubmitPlan {
+        token: String,
+        request: pb::PlanApprovalRequest,
+        reply: Reply<pb::SubmitPlanResponse>,
+    },
+    RespondShutdown {
+        token: String,
+        response: pb::ShutdownResponse,
+        reply: Reply<()>,
+    },
+    RequestPermission {
+        token: String,
+        request: pb::PermissionRequest,
+        reply: Reply<pb::RequestPermissionResponse>,
+    },
+    ReportIdle {
+        token: String,
+        idle: pb::IdleNotification,
+        reply: Reply<()>,
+    },
+    ReportToolCall {
+        token: String,
+        report: pb::ToolCallReport,
+        reply: Reply<()>,
+    },
+    ReviewPlan {
+        review: pb::PlanReview,
+        reply: Reply<pb::PlanApprovalResponse>,
+    },
+    RequestShutdown {
+        request: pb::ShutdownRequest,
+        reply: Reply<pb::ShutdownTicket>,
+    },
+    ReviewPermission {
+        review: pb::PermissionReview,
+        reply: Reply<pb::PermissionResponse>,
+    },
+    ListTeam {
+        reply: Reply<pb::ListTeamResponse>,
+    },
+    ListRequests {
+        filter: pb::ListRequestsRequest,
+        reply: Reply<pb::ListRequestsResponse>,
+    },
+    GetRequest {
+        request_id: String,
+        reply: Reply<pb::ProtocolState>,
+    },
+    Watch {
+        sink: EventSink,
+        reply: Reply<()>,
+    },
+    Spawn {
+        request: pb::SpawnTeammateRequest,
+        reply: Reply<pb::SpawnTeammateResponse>,
+    },
+    ChildExited {
+        name: String,
+        pid: u32,
+        how: String,
+    },
 }
 
 /// A cheap handle RPC handlers use to reach the hub.
@@ -98,9 +168,15 @@ pub(crate) struct HubHandle {
 
 impl HubHandle {
     /// Sends the command `make` builds and waits for its reply.
-    pub(crate) async fn call<T>(&self, make: impl FnOnce(Reply<T>) -> Command) -> Result<T, HubError> {
+    pub(crate) async fn call<T>(
+        &self,
+        make: impl FnOnce(Reply<T>) -> Command,
+    ) -> Result<T, HubError> {
         let (reply, rx) = oneshot::channel();
-        self.tx.send(make(reply)).await.map_err(|_| HubError::ShuttingDown)?;
+        self.tx
+            .send(make(reply))
+            .await
+            .map_err(|_| HubError::ShuttingDown)?;
         rx.await.map_err(|_| HubError::ShuttingDown)?
     }
 
@@ -136,7 +212,10 @@ pub(crate) struct Hub {
 
 /// Starts the hub; it runs until `stop` turns true, then ends every stream,
 /// stops every child it started and returns.
-pub(crate) fn start(config: HubConfig, mut stop: watch::Receiver<bool>) -> (HubHandle, tokio::task::JoinHandle<()>) {
+pub(crate) fn start(
+    config: HubConfig,
+    mut stop: watch::Receiver<bool>,
+) -> (HubHandle, tokio::task::JoinHandle<()>) {
     let (tx, mut rx) = mpsc::channel(1024);
     let handle = HubHandle { tx };
     let mut hub = Hub {
@@ -184,29 +263,54 @@ impl Hub {
             Command::Identify { token, reply } => {
                 let _ = reply.send(Ok(self.roster.by_token(&token).map(str::to_owned)));
             }
-            Command::Inbox { token, after_seq, sink, reply } => {
+            Command::Inbox {
+                token,
+                after_seq,
+                sink,
+                reply,
+            } => {
                 let _ = reply.send(self.open_inbox(&token, after_seq, sink));
             }
             Command::StreamClosed { name, stream_id } => self.stream_closed(&name, stream_id),
             Command::Ack { token, seq, reply } => {
                 let _ = reply.send(self.ack(&token, seq));
             }
-            Command::Send { token, request, reply } => {
+            Command::Send {
+                token,
+                request,
+                reply,
+            } => {
                 let _ = reply.send(self.send_text(&token, request));
             }
-            Command::SubmitPlan { token, request, reply } => {
+            Command::SubmitPlan {
+                token,
+                request,
+                reply,
+            } => {
                 let _ = reply.send(self.submit_plan(&token, request));
             }
-            Command::RespondShutdown { token, response, reply } => {
+            Command::RespondShutdown {
+                token,
+                response,
+                reply,
+            } => {
                 let _ = reply.send(self.respond_shutdown(&token, response));
             }
-            Command::RequestPermission { token, request, reply } => {
+            Command::RequestPermission {
+                token,
+                request,
+                reply,
+            } => {
                 let _ = reply.send(self.request_permission(&token, request));
             }
             Command::ReportIdle { token, idle, reply } => {
                 let _ = reply.send(self.report_idle(&token, idle));
             }
-            Command::ReportToolCall { token, report, reply } => {
+            Command::ReportToolCall {
+                token,
+                report,
+                reply,
+            } => {
                 let _ = reply.send(self.report_tool_call(&token, report));
             }
             Command::ReviewPlan { review, reply } => {
@@ -248,12 +352,19 @@ impl Hub {
             at_unix_ms: now_unix_ms(),
             kind: Some(kind),
         };
-        self.watchers.retain(|w| w.try_send(Ok(event.clone())).is_ok());
+        self.watchers
+            .retain(|w| w.try_send(Ok(event.clone())).is_ok());
     }
 
     /// Puts an envelope from `from` to `to` in `to`'s inbox (or, for `lead`,
     /// only in the event stream) and tells the watchers.
-    fn deliver(&mut self, from: &str, to: &str, message_id: Option<String>, body: Body) -> pb::Envelope {
+    fn deliver(
+        &mut self,
+        from: &str,
+        to: &str,
+        message_id: Option<String>,
+        body: Body,
+    ) -> pb::Envelope {
         let envelope = pb::Envelope {
             seq: 0,
             message_id: message_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
@@ -282,7 +393,11 @@ impl Hub {
         self.roster
             .by_token(token)
             .map(str::to_owned)
-            .ok_or_else(|| HubError::Unauthenticated("authorization: unknown session token; call Join first".into()))
+            .ok_or_else(|| {
+                HubError::Unauthenticated(
+                    "authorization: unknown session token; call Join first".into(),
+                )
+            })
     }
 
     /// Ends every stream and stops every child, waiting for them to be reaped.

@@ -173,7 +173,11 @@ struct TargetArgs {
 
 impl From<TargetArgs> for Target {
     fn from(args: TargetArgs) -> Self {
-        Target { lead: args.lead, operator_token: args.operator_token, state_dir: args.state_dir }
+        Target {
+            lead: args.lead,
+            operator_token: args.operator_token,
+            state_dir: args.state_dir,
+        }
     }
 }
 
@@ -181,10 +185,15 @@ impl From<TargetArgs> for Target {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     // The server logs what it does; the other commands print their own output.
-    let default_filter = if matches!(cli.command, Command::Serve(_)) { "info" } else { "warn" };
+    let default_filter = if matches!(cli.command, Command::Serve(_)) {
+        "info"
+    } else {
+        "warn"
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| default_filter.into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| default_filter.into()),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -208,27 +217,99 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let mut client = cli::connect(&target.into()).await?;
             return Ok(cli::watch(&mut client, json).await?);
         }
-        Command::Team { target, json } => cli::team(&mut cli::connect(&target.into()).await?, json).await,
-        Command::Requests { target, pending, json } => {
-            cli::requests(&mut cli::connect(&target.into()).await?, pending, json).await
+        Command::Team { target, json } => {
+            cli::team(&mut cli::connect(&target.into()).await?, json).await
         }
-        Command::Approve { request_id, mode, write, feedback, target } => {
-            cli::approve(&mut cli::connect(&target.into()).await?, request_id, &mode, write, feedback).await
+        Command::Requests {
+            target,
+            pending,
+            json,
+        } => cli::requests(&mut cli::connect(&target.into()).await?, pending, json).await,
+        Command::Approve {
+            request_id,
+            mode,
+            write,
+            feedback,
+            target,
+        } => {
+            cli::approve(
+                &mut cli::connect(&target.into()).await?,
+                request_id,
+                &mode,
+                write,
+                feedback,
+            )
+            .await
         }
-        Command::Reject { request_id, feedback, target } => {
-            cli::reject(&mut cli::connect(&target.into()).await?, request_id, feedback).await
+        Command::Reject {
+            request_id,
+            feedback,
+            target,
+        } => {
+            cli::reject(
+                &mut cli::connect(&target.into()).await?,
+                request_id,
+                feedback,
+            )
+            .await
         }
-        Command::Allow { request_id, feedback, target } => {
-            cli::permit(&mut cli::connect(&target.into()).await?, request_id, true, feedback).await
+        Command::Allow {
+            request_id,
+            feedback,
+            target,
+        } => {
+            cli::permit(
+                &mut cli::connect(&target.into()).await?,
+                request_id,
+                true,
+                feedback,
+            )
+            .await
         }
-        Command::Deny { request_id, feedback, target } => {
-            cli::permit(&mut cli::connect(&target.into()).await?, request_id, false, feedback).await
+        Command::Deny {
+            request_id,
+            feedback,
+            target,
+        } => {
+            cli::permit(
+                &mut cli::connect(&target.into()).await?,
+                request_id,
+                false,
+                feedback,
+            )
+            .await
         }
-        Command::Shutdown { name, reason, deadline, no_wait, target } => {
-            cli::shutdown(&mut cli::connect(&target.into()).await?, name, reason, deadline, !no_wait).await
+        Command::Shutdown {
+            name,
+            reason,
+            deadline,
+            no_wait,
+            target,
+        } => {
+            cli::shutdown(
+                &mut cli::connect(&target.into()).await?,
+                name,
+                reason,
+                deadline,
+                !no_wait,
+            )
+            .await
         }
-        Command::Spawn { name, role, script, workspace, target } => {
-            cli::spawn(&mut cli::connect(&target.into()).await?, name, role, script, workspace).await
+        Command::Spawn {
+            name,
+            role,
+            script,
+            workspace,
+            target,
+        } => {
+            cli::spawn(
+                &mut cli::connect(&target.into()).await?,
+                name,
+                role,
+                script,
+                workspace,
+            )
+            .await
         }
     };
     print!("{}", output.map_err(|e: CliError| anyhow::anyhow!(e))?);
@@ -243,7 +324,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Some(file) => {
                 let text = std::fs::read_to_string(file)
                     .map_err(|e| anyhow::anyhow!("--approval policy:{file}: {e}"))?;
-                Approval::Policy(Policy::parse(&text).map_err(|e| anyhow::anyhow!("--approval policy:{file}: {e}"))?)
+                Approval::Policy(
+                    Policy::parse(&text)
+                        .map_err(|e| anyhow::anyhow!("--approval policy:{file}: {e}"))?,
+                )
             }
             None => anyhow::bail!("--approval: {other:?} is not manual, auto or policy:FILE"),
         },
@@ -255,9 +339,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let listener = server::bind(args.listen)?;
     let addr = listener.local_addr()?;
-    let connect_ip = if addr.ip().is_unspecified() { "127.0.0.1".to_owned() } else { addr.ip().to_string() };
+    let connect_ip = if addr.ip().is_unspecified() {
+        "127.0.0.1".to_owned()
+    } else {
+        addr.ip().to_string()
+    };
     let connect_addr = SocketAddr::new(connect_ip.parse()?, addr.port());
-    let teammate_bin = args.teammate_bin.map_or_else(lead::demo::teammate_beside_lead, Ok)?;
+    let teammate_bin = args
+        .teammate_bin
+        .map_or_else(lead::demo::teammate_beside_lead, Ok)?;
     let config = HubConfig {
         approval,
         shutdown_deadline: Duration::from_secs(args.shutdown_deadline),

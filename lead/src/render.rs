@@ -7,28 +7,45 @@ use shared::pb::{self, envelope::Body, event::Kind};
 /// A member status without its prefix: `working`, `idle`, ...
 pub fn member_status(status: i32) -> String {
     pb::MemberStatus::try_from(status)
-        .map(|s| s.as_str_name().trim_start_matches("MEMBER_STATUS_").to_lowercase())
+        .map(|s| {
+            s.as_str_name()
+                .trim_start_matches("MEMBER_STATUS_")
+                .to_lowercase()
+        })
         .unwrap_or_else(|_| status.to_string())
 }
 
 /// A permission mode as the CLI spells it: `plan`, `accept-edits`, ...
 pub fn mode(mode: i32) -> String {
     pb::PermissionMode::try_from(mode)
-        .map(|m| m.as_str_name().trim_start_matches("PERMISSION_MODE_").to_lowercase().replace('_', "-"))
+        .map(|m| {
+            m.as_str_name()
+                .trim_start_matches("PERMISSION_MODE_")
+                .to_lowercase()
+                .replace('_', "-")
+        })
         .unwrap_or_else(|_| mode.to_string())
 }
 
 /// `plan_approval`, `shutdown`, `permission`.
 pub fn request_type(kind: i32) -> String {
     pb::RequestType::try_from(kind)
-        .map(|k| k.as_str_name().trim_start_matches("REQUEST_TYPE_").to_lowercase())
+        .map(|k| {
+            k.as_str_name()
+                .trim_start_matches("REQUEST_TYPE_")
+                .to_lowercase()
+        })
         .unwrap_or_else(|_| kind.to_string())
 }
 
 /// `pending`, `approved`, `rejected`, `expired`.
 pub fn request_status(status: i32) -> String {
     pb::RequestStatus::try_from(status)
-        .map(|s| s.as_str_name().trim_start_matches("REQUEST_STATUS_").to_lowercase())
+        .map(|s| {
+            s.as_str_name()
+                .trim_start_matches("REQUEST_STATUS_")
+                .to_lowercase()
+        })
         .unwrap_or_else(|_| status.to_string())
 }
 
@@ -69,28 +86,50 @@ pub fn body(body: Option<&Body>) -> String {
         }
         Some(Body::PlanApprovalResponse(r)) => {
             let verdict = if r.approve { "approved" } else { "rejected" };
-            let grant = r.grant.as_ref().map(|g| format!(" grant={}", mode(g.mode))).unwrap_or_default();
-            format!("plan_approval_response {} {verdict}{grant} {:?}", r.request_id, r.feedback)
+            let grant = r
+                .grant
+                .as_ref()
+                .map(|g| format!(" grant={}", mode(g.mode)))
+                .unwrap_or_default();
+            format!(
+                "plan_approval_response {} {verdict}{grant} {:?}",
+                r.request_id, r.feedback
+            )
         }
-        Some(Body::ShutdownRequest(r)) => format!("shutdown_request {} {:?}", r.request_id, r.reason),
+        Some(Body::ShutdownRequest(r)) => {
+            format!("shutdown_request {} {:?}", r.request_id, r.reason)
+        }
         Some(Body::ShutdownResponse(r)) => {
             let verdict = if r.approve { "agrees" } else { "refuses" };
-            format!("shutdown_response {} {verdict} {:?}", r.request_id, r.reason)
+            format!(
+                "shutdown_response {} {verdict} {:?}",
+                r.request_id, r.reason
+            )
         }
-        Some(Body::PermissionRequest(r)) => format!("permission_request {} {} {}", r.request_id, r.tool, r.args_json),
+        Some(Body::PermissionRequest(r)) => format!(
+            "permission_request {} {} {}",
+            r.request_id, r.tool, r.args_json
+        ),
         Some(Body::PermissionResponse(r)) => {
             let verdict = if r.approve { "allowed" } else { "denied" };
-            format!("permission_response {} {verdict} {:?}", r.request_id, r.feedback)
+            format!(
+                "permission_response {} {verdict} {:?}",
+                r.request_id, r.feedback
+            )
         }
         Some(Body::IdleNotification(i)) => format!("idle {:?}", i.reason),
-        Some(Body::TeammateTerminated(t)) => format!("teammate_terminated {} {:?}", t.name, t.reason),
+        Some(Body::TeammateTerminated(t)) => {
+            format!("teammate_terminated {} {:?}", t.name, t.reason)
+        }
     }
 }
 
 /// One event as one line.
 pub fn event_line(event: &pb::Event) -> String {
     match &event.kind {
-        Some(Kind::Envelope(e)) => format!("message  {} -> {}: {}", e.from, e.to, body(e.body.as_ref())),
+        Some(Kind::Envelope(e)) => {
+            format!("message  {} -> {}: {}", e.from, e.to, body(e.body.as_ref()))
+        }
         Some(Kind::Request(r)) => {
             let mut line = format!(
                 "request  {} {} {} -> {}: {}",
@@ -105,10 +144,22 @@ pub fn event_line(event: &pb::Event) -> String {
             }
             line
         }
-        Some(Kind::Member(m)) => format!("member   {} ({}) is {}, mode {}", m.name, m.role, member_status(m.status), mode(m.mode)),
+        Some(Kind::Member(m)) => format!(
+            "member   {} ({}) is {}, mode {}",
+            m.name,
+            m.role,
+            member_status(m.status),
+            mode(m.mode)
+        ),
         Some(Kind::ToolCall(t)) => {
             let verdict = if t.allowed { "ran" } else { "REFUSED" };
-            format!("tool     {} {verdict} {} {}: {}", t.member, t.tool, t.args_json, t.outcome.replace('\n', " | "))
+            format!(
+                "tool     {} {verdict} {} {}: {}",
+                t.member,
+                t.tool,
+                t.args_json,
+                t.outcome.replace('\n', " | ")
+            )
         }
         None => "(empty event)".into(),
     }
@@ -136,7 +187,13 @@ pub fn event_json(event: &pb::Event) -> Value {
 pub fn table(rows: &[Vec<String>]) -> String {
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
-        .map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for row in rows {

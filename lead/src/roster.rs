@@ -212,12 +212,18 @@ mod tests {
     use super::*;
 
     fn member(name: &str) -> Member {
-        Member::new(Name::parse("name", name).expect("valid"), "coder".into(), format!("t-{name}"))
+        Member::new(
+            Name::parse("name", name).expect("valid"),
+            "coder".into(),
+            format!("t-{name}"),
+        )
     }
 
     fn text(content: &str) -> pb::Envelope {
         pb::Envelope {
-            body: Some(pb::envelope::Body::Text(pb::Text { content: content.into() })),
+            body: Some(pb::envelope::Body::Text(pb::Text {
+                content: content.into(),
+            })),
             ..Default::default()
         }
     }

@@ -51,20 +51,29 @@ pub async fn run(
     let (hub, hub_task) = hub::start(config, stop_rx);
 
     let (health, health_service) = tonic_health::server::health_reporter();
-    health.set_serving::<pb::lead_server::LeadServer<LeadService>>().await;
-    health.set_serving::<pb::operator_server::OperatorServer<OperatorService>>().await;
+    health
+        .set_serving::<pb::lead_server::LeadServer<LeadService>>()
+        .await;
+    health
+        .set_serving::<pb::operator_server::OperatorServer<OperatorService>>()
+        .await;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
 
-    let lead = LeadService { hub: hub.clone(), tokens: tokens.clone() };
+    let lead = LeadService {
+        hub: hub.clone(),
+        tokens: tokens.clone(),
+    };
     let operator = OperatorService { hub, tokens };
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
     let signal = async {
         shutdown.await;
         tracing::info!("shutting down");
-        health.set_not_serving::<pb::lead_server::LeadServer<LeadService>>().await;
+        health
+            .set_not_serving::<pb::lead_server::LeadServer<LeadService>>()
+            .await;
         // The hub ends every inbox and watch stream, so graceful shutdown can finish.
         let _ = stop_tx.send(true);
     };

@@ -54,7 +54,9 @@ pub(crate) struct OperatorService {
 fn token_of<T>(request: &Request<T>) -> Result<String, Status> {
     match bearer(request) {
         Some(token) if !token.is_empty() => Ok(token.to_owned()),
-        _ => Err(Status::unauthenticated("authorization: expected \"Bearer <token>\" metadata")),
+        _ => Err(Status::unauthenticated(
+            "authorization: expected \"Bearer <token>\" metadata",
+        )),
     }
 }
 
@@ -110,42 +112,86 @@ type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 #[tonic::async_trait]
 impl pb::lead_server::Lead for LeadService {
-    async fn join(&self, request: Request<pb::JoinRequest>) -> Result<Response<pb::JoinResponse>, Status> {
+    async fn join(
+        &self,
+        request: Request<pb::JoinRequest>,
+    ) -> Result<Response<pb::JoinResponse>, Status> {
         let token = token_of(&request)?;
         if token != self.tokens.join {
-            return Err(Status::unauthenticated("authorization: Join needs the lead's join token"));
+            return Err(Status::unauthenticated(
+                "authorization: Join needs the lead's join token",
+            ));
         }
         let request = request.into_inner();
         let name = Name::parse("name", &request.name)?;
         if request.role.trim().is_empty() {
             return Err(Status::invalid_argument("role: is required"));
         }
-        let reply = self.hub.call(|reply| Command::Join { name, role: request.role, reply }).await?;
+        let reply = self
+            .hub
+            .call(|reply| Command::Join {
+                name,
+                role: request.role,
+                reply,
+            })
+            .await?;
         Ok(Response::new(reply))
     }
 
     type InboxStream = BoxStream<pb::Envelope>;
 
-    async fn inbox(&self, request: Request<pb::InboxRequest>) -> Result<Response<Self::InboxStream>, Status> {
+    async fn inbox(
+        &self,
+        request: Request<pb::InboxRequest>,
+    ) -> Result<Response<Self::InboxStream>, Status> {
         let token = self.session(&request, "Inbox")?;
         let after_seq = request.into_inner().after_seq;
         let (sink, rx) = mpsc::channel(STREAM_BUFFER);
-        let (name, stream_id) = self.hub.call(|reply| Command::Inbox { token, after_seq, sink, reply }).await?;
-        let stream = InboxStream { inner: ReceiverStream::new(rx), hub: self.hub.clone(), name, stream_id };
+        let (name, stream_id) = self
+            .hub
+            .call(|reply| Command::Inbox {
+                token,
+                after_seq,
+                sink,
+                reply,
+            })
+            .await?;
+        let stream = InboxStream {
+            inner: ReceiverStream::new(rx),
+            hub: self.hub.clone(),
+            name,
+            stream_id,
+        };
         Ok(Response::new(Box::pin(stream)))
     }
 
-    async fn ack(&self, request: Request<pb::AckRequest>) -> Result<Response<pb::AckResponse>, Status> {
+    async fn ack(
+        &self,
+        request: Request<pb::AckRequest>,
+    ) -> Result<Response<pb::AckResponse>, Status> {
         let token = self.session(&request, "Ack")?;
         let seq = request.into_inner().seq;
-        self.hub.call(|reply| Command::Ack { token, seq, reply }).await?;
+        self.hub
+            .call(|reply| Command::Ack { token, seq, reply })
+            .await?;
         Ok(Response::new(pb::AckResponse {}))
     }
 
-    async fn send(&self, request: Request<pb::SendRequest>) -> Result<Response<pb::SendResponse>, Status> {
+    async fn send(
+        &self,
+        request: Request<pb::SendRequest>,
+    ) -> Result<Response<pb::SendResponse>, Status> {
         let token = self.session(&request, "Send")?;
         let request = request.into_inner();
-        Ok(Response::new(self.hub.call(|reply| Command::Send { token, request, reply }).await?))
+        Ok(Response::new(
+            self.hub
+                .call(|reply| Command::Send {
+                    token,
+                    request,
+                    reply,
+                })
+                .await?,
+        ))
     }
 
     async fn submit_plan(
@@ -154,7 +200,15 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::SubmitPlanResponse>, Status> {
         let token = self.session(&request, "SubmitPlan")?;
         let request = request.into_inner();
-        Ok(Response::new(self.hub.call(|reply| Command::SubmitPlan { token, request, reply }).await?))
+        Ok(Response::new(
+            self.hub
+                .call(|reply| Command::SubmitPlan {
+                    token,
+                    request,
+                    reply,
+                })
+                .await?,
+        ))
     }
 
     async fn respond_shutdown(
@@ -163,7 +217,13 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::RespondShutdownResponse>, Status> {
         let token = self.session(&request, "RespondShutdown")?;
         let response = request.into_inner();
-        self.hub.call(|reply| Command::RespondShutdown { token, response, reply }).await?;
+        self.hub
+            .call(|reply| Command::RespondShutdown {
+                token,
+                response,
+                reply,
+            })
+            .await?;
         Ok(Response::new(pb::RespondShutdownResponse {}))
     }
 
@@ -173,7 +233,15 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::RequestPermissionResponse>, Status> {
         let token = self.session(&request, "RequestPermission")?;
         let request = request.into_inner();
-        Ok(Response::new(self.hub.call(|reply| Command::RequestPermission { token, request, reply }).await?))
+        Ok(Response::new(
+            self.hub
+                .call(|reply| Command::RequestPermission {
+                    token,
+                    request,
+                    reply,
+                })
+                .await?,
+        ))
     }
 
     async fn report_idle(
@@ -183,9 +251,13 @@ impl pb::lead_server::Lead for LeadService {
         let token = self.session(&request, "ReportIdle")?;
         let idle = request.into_inner();
         if idle.reason.len() > 16 * 1024 {
-            return Err(Status::invalid_argument("reason: is longer than 16384 bytes"));
+            return Err(Status::invalid_argument(
+                "reason: is longer than 16384 bytes",
+            ));
         }
-        self.hub.call(|reply| Command::ReportIdle { token, idle, reply }).await?;
+        self.hub
+            .call(|reply| Command::ReportIdle { token, idle, reply })
+            .await?;
         Ok(Response::new(pb::ReportIdleResponse {}))
     }
 
@@ -196,9 +268,17 @@ impl pb::lead_server::Lead for LeadService {
         let token = self.session(&request, "ReportToolCall")?;
         let report = request.into_inner();
         if report.args_json.len() + report.outcome.len() > 64 * 1024 {
-            return Err(Status::invalid_argument("args_json: with outcome, longer than 65536 bytes"));
+            return Err(Status::invalid_argument(
+                "args_json: with outcome, longer than 65536 bytes",
+            ));
         }
-        self.hub.call(|reply| Command::ReportToolCall { token, report, reply }).await?;
+        self.hub
+            .call(|reply| Command::ReportToolCall {
+                token,
+                report,
+                reply,
+            })
+            .await?;
         Ok(Response::new(pb::ReportToolCallResponse {}))
     }
 }
@@ -212,9 +292,14 @@ impl OperatorService {
             return Ok(());
         }
         if token == self.tokens.join {
-            return Err(Status::permission_denied("authorization: the join token cannot call Operator"));
+            return Err(Status::permission_denied(
+                "authorization: the join token cannot call Operator",
+            ));
         }
-        let member = self.hub.call(|reply| Command::Identify { token, reply }).await?;
+        let member = self
+            .hub
+            .call(|reply| Command::Identify { token, reply })
+            .await?;
         match member {
             Some(name) => Err(Status::permission_denied(format!(
                 "authorization: {name:?} is a teammate; only the operator token calls Operator"
@@ -224,52 +309,98 @@ impl OperatorService {
     }
 
     /// Runs an operator command after the token check.
-    async fn run<T, R>(&self, request: Request<T>, make: impl FnOnce(T, Reply<R>) -> Command) -> Result<Response<R>, Status> {
+    async fn run<T, R>(
+        &self,
+        request: Request<T>,
+        make: impl FnOnce(T, Reply<R>) -> Command,
+    ) -> Result<Response<R>, Status> {
         self.operator(&request).await?;
         let body = request.into_inner();
-        let reply = self.hub.call(|reply| make(body, reply)).await.map_err(Status::from)?;
+        let reply = self
+            .hub
+            .call(|reply| make(body, reply))
+            .await
+            .map_err(Status::from)?;
         Ok(Response::new(reply))
     }
 }
 
 #[tonic::async_trait]
 impl pb::operator_server::Operator for OperatorService {
-    async fn review_plan(&self, request: Request<pb::PlanReview>) -> Result<Response<pb::PlanApprovalResponse>, Status> {
-        self.run(request, |review, reply| Command::ReviewPlan { review, reply }).await
+    async fn review_plan(
+        &self,
+        request: Request<pb::PlanReview>,
+    ) -> Result<Response<pb::PlanApprovalResponse>, Status> {
+        self.run(request, |review, reply| Command::ReviewPlan {
+            review,
+            reply,
+        })
+        .await
     }
 
-    async fn request_shutdown(&self, request: Request<pb::ShutdownRequest>) -> Result<Response<pb::ShutdownTicket>, Status> {
-        self.run(request, |request, reply| Command::RequestShutdown { request, reply }).await
+    async fn request_shutdown(
+        &self,
+        request: Request<pb::ShutdownRequest>,
+    ) -> Result<Response<pb::ShutdownTicket>, Status> {
+        self.run(request, |request, reply| Command::RequestShutdown {
+            request,
+            reply,
+        })
+        .await
     }
 
     async fn review_permission(
         &self,
         request: Request<pb::PermissionReview>,
     ) -> Result<Response<pb::PermissionResponse>, Status> {
-        self.run(request, |review, reply| Command::ReviewPermission { review, reply }).await
+        self.run(request, |review, reply| Command::ReviewPermission {
+            review,
+            reply,
+        })
+        .await
     }
 
-    async fn list_team(&self, request: Request<pb::ListTeamRequest>) -> Result<Response<pb::ListTeamResponse>, Status> {
-        self.run(request, |_, reply| Command::ListTeam { reply }).await
+    async fn list_team(
+        &self,
+        request: Request<pb::ListTeamRequest>,
+    ) -> Result<Response<pb::ListTeamResponse>, Status> {
+        self.run(request, |_, reply| Command::ListTeam { reply })
+            .await
     }
 
     async fn list_requests(
         &self,
         request: Request<pb::ListRequestsRequest>,
     ) -> Result<Response<pb::ListRequestsResponse>, Status> {
-        self.run(request, |filter, reply| Command::ListRequests { filter, reply }).await
+        self.run(request, |filter, reply| Command::ListRequests {
+            filter,
+            reply,
+        })
+        .await
     }
 
-    async fn get_request(&self, request: Request<pb::GetRequestRequest>) -> Result<Response<pb::ProtocolState>, Status> {
-        self.run(request, |r, reply| Command::GetRequest { request_id: r.request_id, reply }).await
+    async fn get_request(
+        &self,
+        request: Request<pb::GetRequestRequest>,
+    ) -> Result<Response<pb::ProtocolState>, Status> {
+        self.run(request, |r, reply| Command::GetRequest {
+            request_id: r.request_id,
+            reply,
+        })
+        .await
     }
 
     type WatchStream = BoxStream<pb::Event>;
 
-    async fn watch(&self, request: Request<pb::WatchRequest>) -> Result<Response<Self::WatchStream>, Status> {
+    async fn watch(
+        &self,
+        request: Request<pb::WatchRequest>,
+    ) -> Result<Response<Self::WatchStream>, Status> {
         self.operator(&request).await?;
         let (sink, rx) = mpsc::channel(STREAM_BUFFER);
-        self.hub.call(|reply| Command::Watch { sink, reply }).await?;
+        self.hub
+            .call(|reply| Command::Watch { sink, reply })
+            .await?;
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
@@ -277,6 +408,7 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::SpawnTeammateRequest>,
     ) -> Result<Response<pb::SpawnTeammateResponse>, Status> {
-        self.run(request, |request, reply| Command::Spawn { request, reply }).await
+        self.run(request, |request, reply| Command::Spawn { request, reply })
+            .await
     }
 }

@@ -27,12 +27,16 @@ impl StateDir {
     pub fn create(root: &Path) -> std::io::Result<Self> {
         fs::create_dir_all(root)?;
         fs::set_permissions(root, fs::Permissions::from_mode(0o700))?;
-        Ok(Self { root: root.to_path_buf() })
+        Ok(Self {
+            root: root.to_path_buf(),
+        })
     }
 
     /// An existing directory, for operator commands.
     pub fn open(root: &Path) -> Self {
-        Self { root: root.to_path_buf() }
+        Self {
+            root: root.to_path_buf(),
+        }
     }
 
     /// The token given (by flag or environment), else the one in `file`, else
@@ -96,10 +100,18 @@ mod tests {
         let state = StateDir::create(dir.path()).expect("create");
         let first = state.token(None, JOIN_TOKEN_FILE).expect("token");
         assert_eq!(first.len(), 64);
-        let mode = fs::metadata(dir.path().join(JOIN_TOKEN_FILE)).expect("file").permissions().mode();
+        let mode = fs::metadata(dir.path().join(JOIN_TOKEN_FILE))
+            .expect("file")
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
         assert_eq!(state.token(None, JOIN_TOKEN_FILE).expect("again"), first);
-        assert_eq!(state.token(Some("given".into()), JOIN_TOKEN_FILE).expect("given"), "given");
+        assert_eq!(
+            state
+                .token(Some("given".into()), JOIN_TOKEN_FILE)
+                .expect("given"),
+            "given"
+        );
         state.write_addr("127.0.0.1:5").expect("addr");
         assert_eq!(state.read_addr().expect("read"), "127.0.0.1:5");
     }

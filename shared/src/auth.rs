@@ -38,7 +38,9 @@ impl BearerToken {
 
 impl Interceptor for BearerToken {
     fn call(&mut self, mut request: Request<()>) -> Result<Request<()>, Status> {
-        request.metadata_mut().insert("authorization", self.value.clone());
+        request
+            .metadata_mut()
+            .insert("authorization", self.value.clone());
         Ok(request)
     }
 }
@@ -52,5 +54,9 @@ pub fn now_unix_ms() -> i64 {
 
 /// A fresh secret token: 244 random bits from the OS generator, as 64 hex digits.
 pub fn new_token() -> String {
-    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+    format!(
+        "{}{}",
+        uuid::Uuid::new_v4().simple(),
+        uuid::Uuid::new_v4().simple()
+    )
 }

@@ -52,7 +52,10 @@ impl Mode {
             Ok(pb::PermissionMode::Default) => Ok(Some(Mode::Default)),
             Ok(pb::PermissionMode::AcceptEdits) => Ok(Some(Mode::AcceptEdits)),
             Ok(pb::PermissionMode::Bypass) => Ok(Some(Mode::Bypass)),
-            Err(_) => Err(FieldError::new(field, format!("{value} is not a PermissionMode"))),
+            Err(_) => Err(FieldError::new(
+                field,
+                format!("{value} is not a PermissionMode"),
+            )),
         }
     }
 
@@ -96,13 +99,20 @@ impl Grant {
     }
 
     /// Validates a grant from the wire. `default_mode` stands in for UNSPECIFIED.
-    pub fn from_pb(field: &str, grant: &pb::PermissionGrant, default_mode: Mode) -> Result<Self, FieldError> {
+    pub fn from_pb(
+        field: &str,
+        grant: &pb::PermissionGrant,
+        default_mode: Mode,
+    ) -> Result<Self, FieldError> {
         let mode = Mode::from_pb(&format!("{field}.mode"), grant.mode)?.unwrap_or(default_mode);
         for (i, path) in grant.write_paths.iter().enumerate() {
             check_relative_glob(&format!("{field}.write_paths[{i}]"), path)?;
         }
         if grant.expires_at_unix_ms < 0 {
-            return Err(FieldError::new(format!("{field}.expires_at_unix_ms"), "is negative"));
+            return Err(FieldError::new(
+                format!("{field}.expires_at_unix_ms"),
+                "is negative",
+            ));
         }
         Ok(Self {
             mode,
@@ -127,10 +137,16 @@ pub fn check_relative_glob(field: &str, path: &str) -> Result<(), FieldError> {
         return Err(FieldError::new(field, "is empty"));
     }
     if path.starts_with('/') || path.starts_with('\\') {
-        return Err(FieldError::new(field, format!("{path:?} is absolute; paths are relative to the workspace")));
+        return Err(FieldError::new(
+            field,
+            format!("{path:?} is absolute; paths are relative to the workspace"),
+        ));
     }
     if path.split(['/', '\\']).any(|part| part == "..") {
-        return Err(FieldError::new(field, format!("{path:?} leaves the workspace (\"..\")")));
+        return Err(FieldError::new(
+            field,
+            format!("{path:?} leaves the workspace (\"..\")"),
+        ));
     }
     Glob::new(path).map_err(|e| FieldError::new(field, format!("{path:?} is not a glob: {e}")))?;
     Ok(())
@@ -192,7 +208,11 @@ mod tests {
 
     #[test]
     fn path_sets_match_within_the_workspace() {
-        let set = PathSet::new("w", &["src/*.rs".into(), "docs/**".into(), "README.md".into()]).expect("valid");
+        let set = PathSet::new(
+            "w",
+            &["src/*.rs".into(), "docs/**".into(), "README.md".into()],
+        )
+        .expect("valid");
         assert!(set.matches("src/auth.rs"));
         assert!(set.matches("./src/auth.rs"));
         assert!(!set.matches("src/deep/auth.rs"));
@@ -222,6 +242,11 @@ mod tests {
         assert_eq!(grant.expires_at_unix_ms, None);
         assert_eq!(grant.to_pb().mode, pb::PermissionMode::AcceptEdits as i32);
         let bad = pb::PermissionGrant { mode: 99, ..wire };
-        assert_eq!(Grant::from_pb("grant", &bad, Mode::Plan).expect_err("bad").field, "grant.mode");
+        assert_eq!(
+            Grant::from_pb("grant", &bad, Mode::Plan)
+                .expect_err("bad")
+                .field,
+            "grant.mode"
+        );
     }
 }

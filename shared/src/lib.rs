@@ -3,7 +3,12 @@
 
 pub mod pb {
     //! Generated from `proto/mesh/v1/mesh.proto`.
-    #![allow(missing_docs, unreachable_pub, missing_debug_implementations, clippy::all)]
+    #![allow(
+        missing_docs,
+        unreachable_pub,
+        missing_debug_implementations,
+        clippy::all
+    )]
     tonic::include_proto!("mesh.v1");
 
     /// The encoded file descriptor set, for server reflection.

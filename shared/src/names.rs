@@ -22,7 +22,8 @@ impl Name {
         let first_ok = chars
             .next()
             .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-        let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
+        let rest_ok =
+            chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-');
         if value.is_empty() {
             return Err(FieldError::new(field, "is required"));
         }
@@ -104,7 +105,17 @@ mod tests {
         for ok in ["a", "alice", "0", "bob-2", "x_y", &"a".repeat(64)] {
             assert!(Name::parse("name", ok).is_ok(), "{ok}");
         }
-        for bad in ["", "Alice", "-a", "_a", "a b", "a.b", "é", &"a".repeat(65), "lead"] {
+        for bad in [
+            "",
+            "Alice",
+            "-a",
+            "_a",
+            "a b",
+            "a.b",
+            "é",
+            &"a".repeat(65),
+            "lead",
+        ] {
             let err = Name::parse("name", bad).expect_err(bad);
             assert_eq!(err.field, "name");
         }
@@ -114,7 +125,10 @@ mod tests {
     fn request_ids_are_uuids_or_generated() {
         assert!(RequestId::for_new("request_id", "").is_ok());
         let id = "2f1c0e9a-7d2b-4c1e-9a4b-3f9d8e7c6b5a";
-        assert_eq!(RequestId::for_new("request_id", id).map(|r| r.0), Ok(id.to_owned()));
+        assert_eq!(
+            RequestId::for_new("request_id", id).map(|r| r.0),
+            Ok(id.to_owned())
+        );
         assert!(RequestId::for_new("request_id", "abc").is_err());
         assert!(RequestId::existing("request_id", "").is_err());
         assert!(RequestId::existing("request_id", "anything").is_ok());

@@ -21,7 +21,11 @@ pub fn validate(field: &str, plan: Option<&pb::Plan>) -> Result<(), FieldError> 
     if plan.summary.trim().is_empty() {
         return Err(FieldError::new(format!("{field}.summary"), "is required"));
     }
-    for (name, list) in [("steps", &plan.steps), ("files", &plan.files), ("tests", &plan.tests)] {
+    for (name, list) in [
+        ("steps", &plan.steps),
+        ("files", &plan.files),
+        ("tests", &plan.tests),
+    ] {
         if list.len() > MAX_PLAN_ITEMS {
             return Err(FieldError::new(
                 format!("{field}.{name}"),
@@ -50,14 +54,41 @@ mod tests {
     #[test]
     fn a_plan_needs_a_summary_and_relative_files_within_limits() {
         assert_eq!(validate("plan", Some(&plan())), Ok(()));
-        assert_eq!(validate("plan", None).map_err(|e| e.field), Err("plan".into()));
-        let no_summary = pb::Plan { summary: " ".into(), ..plan() };
-        assert_eq!(validate("plan", Some(&no_summary)).map_err(|e| e.field), Err("plan.summary".into()));
-        let escaping = pb::Plan { files: vec!["ok.rs".into(), "../etc".into()], ..plan() };
-        assert_eq!(validate("plan", Some(&escaping)).map_err(|e| e.field), Err("plan.files[1]".into()));
-        let huge = pb::Plan { body: "x".repeat(MAX_PLAN_BYTES), ..plan() };
-        assert_eq!(validate("plan", Some(&huge)).map_err(|e| e.field), Err("plan".into()));
-        let long = pb::Plan { steps: vec!["s".into(); MAX_PLAN_ITEMS + 1], ..plan() };
-        assert_eq!(validate("plan", Some(&long)).map_err(|e| e.field), Err("plan.steps".into()));
+        assert_eq!(
+            validate("plan", None).map_err(|e| e.field),
+            Err("plan".into())
+        );
+        let no_summary = pb::Plan {
+            summary: " ".into(),
+            ..plan()
+        };
+        assert_eq!(
+            validate("plan", Some(&no_summary)).map_err(|e| e.field),
+            Err("plan.summary".into())
+        );
+        let escaping = pb::Plan {
+            files: vec!["ok.rs".into(), "../etc".into()],
+            ..plan()
+        };
+        assert_eq!(
+            validate("plan", Some(&escaping)).map_err(|e| e.field),
+            Err("plan.files[1]".into())
+        );
+        let huge = pb::Plan {
+            body: "x".repeat(MAX_PLAN_BYTES),
+            ..plan()
+        };
+        assert_eq!(
+            validate("plan", Some(&huge)).map_err(|e| e.field),
+            Err("plan".into())
+        );
+        let long = pb::Plan {
+            steps: vec!["s".into(); MAX_PLAN_ITEMS + 1],
+            ..plan()
+        };
+        assert_eq!(
+            validate("plan", Some(&long)).map_err(|e| e.field),
+            Err("plan.steps".into())
+        );
     }
 }

@@ -64,7 +64,10 @@ impl Policy {
             Some(mode) => Mode::parse("policy.mode", mode)?,
         };
         if mode == Mode::Plan {
-            return Err(FieldError::new("policy.mode", "an approval cannot grant plan mode"));
+            return Err(FieldError::new(
+                "policy.mode",
+                "an approval cannot grant plan mode",
+            ));
         }
         Ok(Self {
             require_tests: file.require_tests,
@@ -78,16 +81,23 @@ impl Policy {
     pub fn review(&self, plan: &pb::Plan) -> Verdict {
         let mut unmet = Vec::new();
         if self.require_tests && plan.tests.is_empty() {
-            unmet.push("require_tests: the plan lists no tests; add the tests it adds or runs".to_owned());
+            unmet.push(
+                "require_tests: the plan lists no tests; add the tests it adds or runs".to_owned(),
+            );
         }
         for file in &plan.files {
             if let Some(glob) = self.deny_write.first_match(file) {
-                unmet.push(format!("deny_write: the plan writes {file:?}, which matches {glob:?}"));
+                unmet.push(format!(
+                    "deny_write: the plan writes {file:?}, which matches {glob:?}"
+                ));
             }
         }
         if let Some(max) = self.max_files {
             if plan.files.len() > max {
-                unmet.push(format!("max_files: the plan writes {} files; at most {max} are allowed", plan.files.len()));
+                unmet.push(format!(
+                    "max_files: the plan writes {} files; at most {max} are allowed",
+                    plan.files.len()
+                ));
             }
         }
         if unmet.is_empty() {
@@ -126,7 +136,9 @@ mod tests {
 
     #[test]
     fn a_rejection_names_every_unmet_criterion() {
-        let policy = Policy::parse("require_tests = true\ndeny_write = [\"db/**\"]\nmax_files = 1\n").expect("valid");
+        let policy =
+            Policy::parse("require_tests = true\ndeny_write = [\"db/**\"]\nmax_files = 1\n")
+                .expect("valid");
         match policy.review(&plan(&["db/schema.sql", "src/a.rs"], &[])) {
             Verdict::Reject(unmet) => {
                 assert_eq!(unmet.len(), 3, "{unmet:?}");
@@ -138,25 +150,53 @@ mod tests {
         }
         assert_eq!(
             policy.review(&plan(&["src/a.rs"], &["tests/a.rs"])),
-            Verdict::Approve(Grant { mode: Mode::AcceptEdits, write_paths: vec![], expires_at_unix_ms: None })
+            Verdict::Approve(Grant {
+                mode: Mode::AcceptEdits,
+                write_paths: vec![],
+                expires_at_unix_ms: None
+            })
         );
     }
 
     #[test]
     fn the_grant_mode_is_configurable_but_never_plan() {
         let policy = Policy::parse("mode = \"bypass\"").expect("valid");
-        assert!(matches!(policy.review(&plan(&[], &[])), Verdict::Approve(g) if g.mode == Mode::Bypass));
-        assert_eq!(Policy::parse("mode = \"plan\"").expect_err("plan").field, "policy.mode");
-        assert_eq!(Policy::parse("mode = \"fast\"").expect_err("bad").field, "policy.mode");
-        assert_eq!(Policy::parse("require_test = true").expect_err("typo").field, "policy");
-        assert_eq!(Policy::parse("deny_write = [\"/abs\"]").expect_err("abs").field, "policy.deny_write[0]");
+        assert!(
+            matches!(policy.review(&plan(&[], &[])), Verdict::Approve(g) if g.mode == Mode::Bypass)
+        );
+        assert_eq!(
+            Policy::parse("mode = \"plan\"").expect_err("plan").field,
+            "policy.mode"
+        );
+        assert_eq!(
+            Policy::parse("mode = \"fast\"").expect_err("bad").field,
+            "policy.mode"
+        );
+        assert_eq!(
+            Policy::parse("require_test = true")
+                .expect_err("typo")
+                .field,
+            "policy"
+        );
+        assert_eq!(
+            Policy::parse("deny_write = [\"/abs\"]")
+                .expect_err("abs")
+                .field,
+            "policy.deny_write[0]"
+        );
     }
 
     #[test]
     fn permission_calls_follow_deny_write() {
         let policy = Policy::parse("deny_write = [\"db/**\"]").expect("valid");
-        assert_eq!(policy.allows_call("write_file", Some("src/a.rs")), Some(true));
-        assert_eq!(policy.allows_call("edit_file", Some("db/x.sql")), Some(false));
+        assert_eq!(
+            policy.allows_call("write_file", Some("src/a.rs")),
+            Some(true)
+        );
+        assert_eq!(
+            policy.allows_call("edit_file", Some("db/x.sql")),
+            Some(false)
+        );
         assert_eq!(policy.allows_call("run_command", None), None);
     }
 }

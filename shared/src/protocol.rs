@@ -298,7 +298,10 @@ impl Tracker {
         };
         self.by_id.insert(request.id().clone(), self.requests.len());
         self.requests.push(request.clone());
-        Ok(Outcome { request, fresh: true })
+        Ok(Outcome {
+            request,
+            fresh: true,
+        })
     }
 
     /// `caller` answers request `id` with a `kind` answer.
@@ -332,7 +335,11 @@ impl Tracker {
         }
         match request.status {
             Status::Pending => {
-                request.status = if decision.approve { Status::Approved } else { Status::Rejected };
+                request.status = if decision.approve {
+                    Status::Approved
+                } else {
+                    Status::Rejected
+                };
                 request.feedback = decision.feedback.clone();
                 request.decision = Some(decision);
                 request.resolved_at_unix_ms = Some(now);
@@ -348,7 +355,10 @@ impl Tracker {
                     fresh: false,
                 })
             }
-            status => Err(TransitionError::AlreadyResolved { id: id.clone(), status }),
+            status => Err(TransitionError::AlreadyResolved {
+                id: id.clone(),
+                status,
+            }),
         }
     }
 
@@ -374,7 +384,9 @@ impl Tracker {
 
     /// The earliest deadline of a pending request.
     pub fn next_deadline(&self) -> Option<i64> {
-        self.pending().filter_map(|r| r.opening.deadline_unix_ms).min()
+        self.pending()
+            .filter_map(|r| r.opening.deadline_unix_ms)
+            .min()
     }
 
     /// The pending requests that `name` sends or must answer.
@@ -395,7 +407,11 @@ impl Tracker {
 /// derived from the payload and the clock (a shutdown retried without a
 /// deadline of its own gets a new default one, and is still the same request).
 fn same_request(a: &Opening, b: &Opening) -> bool {
-    a.id == b.id && a.kind == b.kind && a.sender == b.sender && a.target == b.target && a.payload_json == b.payload_json
+    a.id == b.id
+        && a.kind == b.kind
+        && a.sender == b.sender
+        && a.target == b.target
+        && a.payload_json == b.payload_json
 }
 
 #[cfg(test)]

@@ -133,7 +133,10 @@ fn yes() -> bool {
 
 impl Default for ShutdownSpec {
     fn default() -> Self {
-        Self { approve: true, reason: String::new() }
+        Self {
+            approve: true,
+            reason: String::new(),
+        }
     }
 }
 
@@ -141,19 +144,32 @@ impl Action {
     /// The tool call it describes; the error names the missing argument.
     fn to_call(&self, index: usize) -> Result<ToolCall, String> {
         let arg = |name: &str, value: &Option<String>| {
-            value.clone().ok_or_else(|| format!("actions[{index}]: {} needs `{name}`", self.tool))
+            value
+                .clone()
+                .ok_or_else(|| format!("actions[{index}]: {} needs `{name}`", self.tool))
         };
         Ok(match self.tool.as_str() {
-            "read_file" => ToolCall::ReadFile { path: arg("path", &self.path)? },
-            "list_dir" => ToolCall::ListDir { path: self.path.clone().unwrap_or_else(|| ".".into()) },
-            "search" => ToolCall::Search { pattern: arg("pattern", &self.pattern)? },
-            "write_file" => ToolCall::WriteFile { path: arg("path", &self.path)?, content: arg("content", &self.content)? },
+            "read_file" => ToolCall::ReadFile {
+                path: arg("path", &self.path)?,
+            },
+            "list_dir" => ToolCall::ListDir {
+                path: self.path.clone().unwrap_or_else(|| ".".into()),
+            },
+            "search" => ToolCall::Search {
+                pattern: arg("pattern", &self.pattern)?,
+            },
+            "write_file" => ToolCall::WriteFile {
+                path: arg("path", &self.path)?,
+                content: arg("content", &self.content)?,
+            },
             "edit_file" => ToolCall::EditFile {
                 path: arg("path", &self.path)?,
                 old: arg("old", &self.old)?,
                 new: arg("new", &self.new)?,
             },
-            "run_command" => ToolCall::RunCommand { command: arg("command", &self.command)? },
+            "run_command" => ToolCall::RunCommand {
+                command: arg("command", &self.command)?,
+            },
             other => return Err(format!("actions[{index}]: unknown tool {other:?}")),
         })
     }
@@ -204,9 +220,21 @@ impl ScriptDriver {
         let plans = script
             .plans
             .into_iter()
-            .map(|p| pb::Plan { summary: p.summary, steps: p.steps, files: p.files, tests: p.tests, body: p.body })
+            .map(|p| pb::Plan {
+                summary: p.summary,
+                steps: p.steps,
+                files: p.files,
+                tests: p.tests,
+                body: p.body,
+            })
             .collect();
-        Ok(Self { plan_calls, work_calls, plans, shutdown: script.shutdown, cursor: Cursor::Planning(0) })
+        Ok(Self {
+            plan_calls,
+            work_calls,
+            plans,
+            shutdown: script.shutdown,
+            cursor: Cursor::Planning(0),
+        })
     }
 
     /// The step at the cursor, moving it on.
@@ -242,7 +270,8 @@ impl ScriptDriver {
 impl Driver for ScriptDriver {
     fn next_step(&mut self, _tools: &[&'static str], seen: Observation) -> Step {
         match (seen, self.cursor) {
-            (Observation::PlanRejected { .. }, Cursor::Reviewing(n)) => match self.plans.get(n + 1) {
+            (Observation::PlanRejected { .. }, Cursor::Reviewing(n)) => match self.plans.get(n + 1)
+            {
                 Some(plan) => {
                     self.cursor = Cursor::Reviewing(n + 1);
                     Step::Submit(plan.clone())
@@ -261,7 +290,10 @@ impl Driver for ScriptDriver {
     }
 
     fn answer_shutdown(&mut self, _request: &pb::ShutdownRequest) -> ShutdownAnswer {
-        ShutdownAnswer { approve: self.shutdown.approve, reason: self.shutdown.reason.clone() }
+        ShutdownAnswer {
+            approve: self.shutdown.approve,
+            reason: self.shutdown.reason.clone(),
+        }
     }
 }
 
@@ -293,34 +325,75 @@ reason = "busy"
     fn a_script_plans_revises_works_and_idles() {
         let mut d = ScriptDriver::parse(SCRIPT).expect("valid");
         let tools = crate::tools::READ_TOOLS;
-        let write = ToolCall::WriteFile { path: "a.rs".into(), content: "x".into() };
-        assert_eq!(d.next_step(&tools, Observation::Started), Step::Call(write.clone()));
-        let refused = Observation::ToolResult { call: write, result: Err("refused".into()) };
+        let write = ToolCall::WriteFile {
+            path: "a.rs".into(),
+            content: "x".into(),
+        };
+        assert_eq!(
+            d.next_step(&tools, Observation::Started),
+            Step::Call(write.clone())
+        );
+        let refused = Observation::ToolResult {
+            call: write,
+            result: Err("refused".into()),
+        };
         assert!(matches!(d.next_step(&tools, refused), Step::Submit(p) if p.summary == "one"));
-        let rejected = Observation::PlanRejected { feedback: "no tests".into() };
+        let rejected = Observation::PlanRejected {
+            feedback: "no tests".into(),
+        };
         assert!(matches!(d.next_step(&tools, rejected), Step::Submit(p) if p.summary == "two"));
-        assert_eq!(d.next_step(&tools, Observation::PlanApproved), Step::Call(ToolCall::RunCommand { command: "true".into() }));
-        let ran = Observation::ToolResult { call: ToolCall::RunCommand { command: "true".into() }, result: Ok(String::new()) };
+        assert_eq!(
+            d.next_step(&tools, Observation::PlanApproved),
+            Step::Call(ToolCall::RunCommand {
+                command: "true".into()
+            })
+        );
+        let ran = Observation::ToolResult {
+            call: ToolCall::RunCommand {
+                command: "true".into(),
+            },
+            result: Ok(String::new()),
+        };
         assert_eq!(d.next_step(&tools, ran), Step::Idle("work done".into()));
-        let message = Observation::Message { from: "bob".into(), text: "hi".into() };
+        let message = Observation::Message {
+            from: "bob".into(),
+            text: "hi".into(),
+        };
         assert!(matches!(d.next_step(&tools, message), Step::Idle(_)));
         let answer = d.answer_shutdown(&pb::ShutdownRequest::default());
-        assert_eq!(answer, ShutdownAnswer { approve: false, reason: "busy".into() });
+        assert_eq!(
+            answer,
+            ShutdownAnswer {
+                approve: false,
+                reason: "busy".into()
+            }
+        );
     }
 
     #[test]
     fn running_out_of_plans_idles() {
         let mut d = ScriptDriver::parse("[[plans]]\nsummary = \"only\"\n").expect("valid");
-        assert!(matches!(d.next_step(&[], Observation::Started), Step::Submit(_)));
-        let rejected = Observation::PlanRejected { feedback: "no".into() };
+        assert!(matches!(
+            d.next_step(&[], Observation::Started),
+            Step::Submit(_)
+        ));
+        let rejected = Observation::PlanRejected {
+            feedback: "no".into(),
+        };
         assert!(matches!(d.next_step(&[], rejected), Step::Idle(r) if r.contains("rejected")));
     }
 
     #[test]
     fn bad_scripts_say_what_is_wrong() {
         let missing = "[[actions]]\nphase = \"work\"\ntool = \"write_file\"\npath = \"a\"\n";
-        assert!(ScriptDriver::parse(missing).expect_err("missing content").contains("actions[0]: write_file needs `content`"));
-        assert!(ScriptDriver::parse("[[actions]]\nphase = \"work\"\ntool = \"rm\"\n").expect_err("unknown").contains("unknown tool"));
+        assert!(ScriptDriver::parse(missing)
+            .expect_err("missing content")
+            .contains("actions[0]: write_file needs `content`"));
+        assert!(
+            ScriptDriver::parse("[[actions]]\nphase = \"work\"\ntool = \"rm\"\n")
+                .expect_err("unknown")
+                .contains("unknown tool")
+        );
         assert!(ScriptDriver::parse("bogus = 1").is_err());
         assert!(ScriptDriver::parse("[shutdown]\n").is_ok_and(|d| d.shutdown.approve));
     }

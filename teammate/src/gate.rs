@@ -75,11 +75,19 @@ pub enum Clearance {
 impl Writer {
     /// The writer a grant creates; `None` in plan mode. Empty `write_paths`
     /// mean the approved plan's files.
-    pub fn unlock(grant: &Grant, plan_files: &[String], workspace: &Workspace) -> Result<Option<Self>, shared::error::FieldError> {
+    pub fn unlock(
+        grant: &Grant,
+        plan_files: &[String],
+        workspace: &Workspace,
+    ) -> Result<Option<Self>, shared::error::FieldError> {
         if grant.mode == Mode::Plan {
             return Ok(None);
         }
-        let patterns = if grant.write_paths.is_empty() { plan_files } else { &grant.write_paths };
+        let patterns = if grant.write_paths.is_empty() {
+            plan_files
+        } else {
+            &grant.write_paths
+        };
         Ok(Some(Self {
             workspace: workspace.clone(),
             mode: grant.mode,
@@ -98,13 +106,18 @@ impl Writer {
         if !call.is_gated() {
             return Clearance::Refused(format!("{} is not a gated tool", call.name()));
         }
-        if self.expires_at_unix_ms.is_some_and(|at| now_unix_ms() >= at) {
+        if self
+            .expires_at_unix_ms
+            .is_some_and(|at| now_unix_ms() >= at)
+        {
             return Clearance::Refused("the grant has expired; submit a new plan".into());
         }
         match (self.mode, call.write_path()) {
             (Mode::Bypass, _) => Clearance::Run(Ticket { call: call.clone() }),
             (Mode::AcceptEdits, Some(path)) => match self.workspace.relative(path) {
-                Ok(rel) if self.paths.matches(&rel) => Clearance::Run(Ticket { call: call.clone() }),
+                Ok(rel) if self.paths.matches(&rel) => {
+                    Clearance::Run(Ticket { call: call.clone() })
+                }
                 Ok(rel) => Clearance::Refused(format!(
                     "{rel} is outside the grant's write paths {:?}",
                     self.paths.patterns()
@@ -117,7 +130,11 @@ impl Writer {
     }
 
     /// Turns the lead's answer to a permission request into a ticket.
-    pub fn permit(&self, call: &ToolCall, response: &pb::PermissionResponse) -> Result<Ticket, String> {
+    pub fn permit(
+        &self,
+        call: &ToolCall,
+        response: &pb::PermissionResponse,
+    ) -> Result<Ticket, String> {
         if response.approve {
             Ok(Ticket { call: call.clone() })
         } else if response.feedback.is_empty() {
@@ -132,23 +149,37 @@ impl Writer {
         match ticket.call {
             ToolCall::WriteFile { path, content } => {
                 let target = self.workspace.writable(&path)?;
-                write_atomically(&target, content.as_bytes()).map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+                write_atomically(&target, content.as_bytes())
+                    .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
                 Ok(format!("wrote {} bytes to {path}", content.len()))
             }
             ToolCall::EditFile { path, old, new } => {
                 let target = self.workspace.writable(&path)?;
-                let text = std::fs::read_to_string(&target).map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+                let text = std::fs::read_to_string(&target)
+                    .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
                 match text.matches(old.as_str()).count() {
                     1 => {}
-                    0 => return Err(ToolError::Failed(format!("{path}: the text to replace is not there"))),
-                    n => return Err(ToolError::Failed(format!("{path}: the text to replace occurs {n} times; make it unique"))),
+                    0 => {
+                        return Err(ToolError::Failed(format!(
+                            "{path}: the text to replace is not there"
+                        )))
+                    }
+                    n => {
+                        return Err(ToolError::Failed(format!(
+                            "{path}: the text to replace occurs {n} times; make it unique"
+                        )))
+                    }
                 }
                 let edited = text.replacen(old.as_str(), &new, 1);
-                write_atomically(&target, edited.as_bytes()).map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+                write_atomically(&target, edited.as_bytes())
+                    .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
                 Ok(format!("edited {path}"))
             }
             ToolCall::RunCommand { command } => self.run_command(&command).await,
-            other => Err(ToolError::Refused(format!("{} is not a gated tool", other.name()))),
+            other => Err(ToolError::Refused(format!(
+                "{} is not a gated tool",
+                other.name()
+            ))),
         }
     }
 
@@ -167,7 +198,12 @@ impl Writer {
             .map_err(|e| ToolError::Failed(format!("could not run sh: {e}")))?;
         let stdout = String::from_utf8_lossy(&output.stdout);
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let summary = format!("{}; stdout: {}; stderr: {}", output.status, truncate(stdout.trim(), 2000), truncate(stderr.trim(), 2000));
+        let summary = format!(
+            "{}; stdout: {}; stderr: {}",
+            output.status,
+            truncate(stdout.trim(), 2000),
+            truncate(stderr.trim(), 2000)
+        );
         if output.status.success() {
             Ok(summary)
         } else {
@@ -179,8 +215,12 @@ impl Writer {
 /// Writes `bytes` to a temporary file beside `target`, syncs it, and renames
 /// it over `target`: readers see the old file or the new one, never a part.
 fn write_atomically(target: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = target.parent().ok_or_else(|| std::io::Error::other("no parent directory"))?;
-    let mut temp = tempfile::Builder::new().prefix(".mesh-write-").tempfile_in(dir)?;
+    let dir = target
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no parent directory"))?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".mesh-write-")
+        .tempfile_in(dir)?;
     temp.write_all(bytes)?;
     temp.as_file().sync_all()?;
     temp.persist(target).map_err(|e| e.error)?;
@@ -197,13 +237,20 @@ mod tests {
     fn setup(mode: Mode, write_paths: &[&str]) -> (tempfile::TempDir, Workspace, Option<Writer>) {
         let dir = tempfile::tempdir().expect("tempdir");
         let ws = Workspace::open(dir.path()).expect("workspace");
-        let grant = Grant { mode, write_paths: write_paths.iter().map(|s| s.to_string()).collect(), expires_at_unix_ms: None };
+        let grant = Grant {
+            mode,
+            write_paths: write_paths.iter().map(|s| s.to_string()).collect(),
+            expires_at_unix_ms: None,
+        };
         let writer = Writer::unlock(&grant, &["src/plan.rs".to_owned()], &ws).expect("valid grant");
         (dir, ws, writer)
     }
 
     fn write(path: &str) -> ToolCall {
-        ToolCall::WriteFile { path: path.into(), content: "x".into() }
+        ToolCall::WriteFile {
+            path: path.into(),
+            content: "x".into(),
+        }
     }
 
     #[test]
@@ -221,32 +268,64 @@ mod tests {
             Clearance::Run(ticket) => assert!(writer.run(ticket).await.is_ok()),
             other => panic!("expected to run, got {other:?}"),
         }
-        assert_eq!(std::fs::read_to_string(ws.root().join("src/a/b.rs")).ok().as_deref(), Some("x"));
-        assert!(matches!(writer.clear(&write("db/schema.sql")), Clearance::Refused(r) if r.contains("db/schema.sql")));
+        assert_eq!(
+            std::fs::read_to_string(ws.root().join("src/a/b.rs"))
+                .ok()
+                .as_deref(),
+            Some("x")
+        );
+        assert!(
+            matches!(writer.clear(&write("db/schema.sql")), Clearance::Refused(r) if r.contains("db/schema.sql"))
+        );
         assert!(!ws.root().join("db").exists());
-        assert!(matches!(writer.clear(&ToolCall::RunCommand { command: "true".into() }), Clearance::NeedsPermission));
+        assert!(matches!(
+            writer.clear(&ToolCall::RunCommand {
+                command: "true".into()
+            }),
+            Clearance::NeedsPermission
+        ));
     }
 
     #[test]
     fn empty_write_paths_mean_the_plan_files() {
         let (_dir, _ws, writer) = setup(Mode::AcceptEdits, &[]);
         let writer = writer.expect("unlocked");
-        assert!(matches!(writer.clear(&write("src/plan.rs")), Clearance::Run(_)));
-        assert!(matches!(writer.clear(&write("src/other.rs")), Clearance::Refused(_)));
+        assert!(matches!(
+            writer.clear(&write("src/plan.rs")),
+            Clearance::Run(_)
+        ));
+        assert!(matches!(
+            writer.clear(&write("src/other.rs")),
+            Clearance::Refused(_)
+        ));
     }
 
     #[tokio::test]
     async fn default_asks_and_bypass_runs_everything() {
         let (_dir, _ws, writer) = setup(Mode::Default, &[]);
         let writer = writer.expect("unlocked");
-        assert!(matches!(writer.clear(&write("anything.rs")), Clearance::NeedsPermission));
-        let denied = pb::PermissionResponse { request_id: "r".into(), approve: false, feedback: "no".into() };
-        assert_eq!(writer.permit(&write("a"), &denied).map(|_| ()), Err("the lead denied permission: no".into()));
+        assert!(matches!(
+            writer.clear(&write("anything.rs")),
+            Clearance::NeedsPermission
+        ));
+        let denied = pb::PermissionResponse {
+            request_id: "r".into(),
+            approve: false,
+            feedback: "no".into(),
+        };
+        assert_eq!(
+            writer.permit(&write("a"), &denied).map(|_| ()),
+            Err("the lead denied permission: no".into())
+        );
 
         let (_dir, _ws, bypass) = setup(Mode::Bypass, &[]);
         let bypass = bypass.expect("unlocked");
-        match bypass.clear(&ToolCall::RunCommand { command: "echo hi".into() }) {
-            Clearance::Run(ticket) => assert!(bypass.run(ticket).await.is_ok_and(|out| out.contains("hi"))),
+        match bypass.clear(&ToolCall::RunCommand {
+            command: "echo hi".into(),
+        }) {
+            Clearance::Run(ticket) => {
+                assert!(bypass.run(ticket).await.is_ok_and(|out| out.contains("hi")))
+            }
             other => panic!("expected to run, got {other:?}"),
         }
     }
@@ -256,11 +335,20 @@ mod tests {
         let (_dir, ws, writer) = setup(Mode::Bypass, &[]);
         let writer = writer.expect("unlocked");
         std::fs::write(ws.root().join("f"), "a b a").expect("write");
-        let edit = |old: &str| ToolCall::EditFile { path: "f".into(), old: old.into(), new: "c".into() };
+        let edit = |old: &str| ToolCall::EditFile {
+            path: "f".into(),
+            old: old.into(),
+            new: "c".into(),
+        };
         for (old, ok) in [("a", false), ("z", false), ("b", true)] {
-            let Clearance::Run(ticket) = writer.clear(&edit(old)) else { panic!("bypass runs") };
+            let Clearance::Run(ticket) = writer.clear(&edit(old)) else {
+                panic!("bypass runs")
+            };
             assert_eq!(writer.run(ticket).await.is_ok(), ok, "{old}");
         }
-        assert_eq!(std::fs::read_to_string(ws.root().join("f")).ok().as_deref(), Some("a c a"));
+        assert_eq!(
+            std::fs::read_to_string(ws.root().join("f")).ok().as_deref(),
+            Some("a c a")
+        );
     }
 }

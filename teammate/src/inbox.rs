@@ -15,7 +15,7 @@ use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, 
 #[derive(Debug)]
 pub enum Incoming {
     /// The next envelope.
-    Envelope(pb::Envelope),
+    Envelope(Box<pb::Envelope>),
     /// The reader stopped: the lead refused the stream (`Some`), or was
     /// unreachable for longer than the limit (`None`).
     Gone(Option<Status>),
@@ -39,7 +39,11 @@ impl Backoff {
 
     /// Starts a run of failures.
     pub fn new(limit: Duration) -> Self {
-        Self { delay: Self::FIRST, since: Instant::now(), limit }
+        Self {
+            delay: Self::FIRST,
+            since: Instant::now(),
+            limit,
+        }
     }
 
     /// Sleeps before the next try; `false` once failures have lasted past the limit.
@@ -48,7 +52,8 @@ impl Backoff {
             return false;
         }
         // Full jitter: between half the delay and the delay.
-        let jitter = u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * self.delay.as_millis() as u64 / 512;
+        let jitter =
+            u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * self.delay.as_millis() as u64 / 512;
         tokio::time::sleep(self.delay / 2 + Duration::from_millis(jitter)).await;
         self.delay = (self.delay * 2).min(Self::CAP);
         true
@@ -88,7 +93,7 @@ async fn read(
                     match stream.message().await {
                         Ok(Some(envelope)) => {
                             after_seq = after_seq.max(envelope.seq);
-                            if tx.send(Incoming::Envelope(envelope)).await.is_err() {
+                            if tx.send(Incoming::Envelope(Box::new(envelope))).await.is_err() {
                                 return;
                             }
                         }
@@ -100,7 +105,12 @@ async fn read(
                     }
                 }
             }
-            Err(status) if matches!(status.code(), Code::Unauthenticated | Code::PermissionDenied | Code::OutOfRange) => {
+            Err(status)
+                if matches!(
+                    status.code(),
+                    Code::Unauthenticated | Code::PermissionDenied | Code::OutOfRange
+                ) =>
+            {
                 let _ = tx.send(Incoming::Gone(Some(status))).await;
                 return;
             }

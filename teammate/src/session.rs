@@ -95,7 +95,10 @@ pub struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("name", &self.config.name).field("last_seq", &self.last_seq).finish()
+        f.debug_struct("Session")
+            .field("name", &self.config.name)
+            .field("last_seq", &self.last_seq)
+            .finish()
     }
 }
 
@@ -121,8 +124,9 @@ impl Session {
         driver: Box<dyn Driver>,
         stop: impl Future<Output = ()> + Send + 'static,
     ) -> Result<Self, SessionError> {
-        let workspace = Workspace::open(&config.workspace)
-            .map_err(|e| SessionError::Setup(format!("--workspace {}: {e}", config.workspace.display())))?;
+        let workspace = Workspace::open(&config.workspace).map_err(|e| {
+            SessionError::Setup(format!("--workspace {}: {e}", config.workspace.display()))
+        })?;
         let channel = tonic::transport::Endpoint::from_shared(config.lead_url.clone())
             .map_err(|e| SessionError::Setup(format!("--lead {:?}: {e}", config.lead_url)))?
             .connect_timeout(Duration::from_secs(5))
@@ -130,9 +134,13 @@ impl Session {
             .keep_alive_timeout(Duration::from_secs(10))
             .keep_alive_while_idle(true)
             .connect_lazy();
-        let join_token = BearerToken::new(&config.join_token).map_err(|e| SessionError::Setup(e.message().to_owned()))?;
+        let join_token = BearerToken::new(&config.join_token)
+            .map_err(|e| SessionError::Setup(e.message().to_owned()))?;
         let mut joiner = LeadClient::with_interceptor(channel.clone(), join_token);
-        let request = pb::JoinRequest { name: config.name.clone(), role: config.role.clone() };
+        let request = pb::JoinRequest {
+            name: config.name.clone(),
+            role: config.role.clone(),
+        };
         let mut backoff = Backoff::new(config.lead_gone_limit);
         let joined = loop {
             match joiner.join(request.clone()).await {
@@ -142,11 +150,17 @@ impl Session {
                         return Err(SessionError::LeadGone(config.lead_url.clone()));
                     }
                 }
-                Err(status) => return Err(SessionError::Rpc { rpc: "Join", status }),
+                Err(status) => {
+                    return Err(SessionError::Rpc {
+                        rpc: "Join",
+                        status,
+                    })
+                }
             }
         };
         tracing::info!(member = %config.name, member_id = %joined.member_id, "joined the team in plan mode");
-        let session_token = BearerToken::new(&joined.session_token).map_err(|e| SessionError::Setup(e.message().to_owned()))?;
+        let session_token = BearerToken::new(&joined.session_token)
+            .map_err(|e| SessionError::Setup(e.message().to_owned()))?;
         let client = LeadClient::with_interceptor(channel, session_token);
         let inbox = inbox::start(client.clone(), 0, config.lead_gone_limit);
         let (stop_tx, stop_rx) = watch::channel(false);
@@ -215,7 +229,10 @@ impl Session {
                 Clearance::Run(ticket) => (true, self.writer()?.run(ticket).await),
                 Clearance::Refused(reason) => (false, Err(ToolError::Refused(reason))),
                 Clearance::NeedsPermission => match self.ask_permission(&call).await? {
-                    Err(_) => (false, Err(ToolError::Refused("stopping before permission came".into()))),
+                    Err(_) => (
+                        false,
+                        Err(ToolError::Refused("stopping before permission came".into())),
+                    ),
                     Ok(response) => match self.writer()?.permit(&call, &response) {
                         Ok(ticket) => (true, self.writer()?.run(ticket).await),
                         Err(reason) => (false, Err(ToolError::Refused(reason))),
@@ -238,19 +255,27 @@ impl Session {
         if let Err(status) = self.client.report_tool_call(report).await {
             tracing::warn!(error = %status, "could not report a tool call");
         }
-        Ok(Observation::ToolResult { call, result: result.map_err(|e| e.to_string()) })
+        Ok(Observation::ToolResult {
+            call,
+            result: result.map_err(|e| e.to_string()),
+        })
     }
 
     /// The writer, which exists whenever a gated call was cleared.
     fn writer(&self) -> Result<&Writer, SessionError> {
         match &self.gate {
             Gate::Unlocked(writer) => Ok(writer),
-            Gate::Plan => Err(SessionError::Setup("internal: a gated call was cleared in plan mode".into())),
+            Gate::Plan => Err(SessionError::Setup(
+                "internal: a gated call was cleared in plan mode".into(),
+            )),
         }
     }
 
     /// Asks the lead to allow one call; `Err(exit)` if a stop came first.
-    async fn ask_permission(&mut self, call: &ToolCall) -> Result<Result<pb::PermissionResponse, Exit>, SessionError> {
+    async fn ask_permission(
+        &mut self,
+        call: &ToolCall,
+    ) -> Result<Result<pb::PermissionResponse, Exit>, SessionError> {
         let request = pb::PermissionRequest {
             request_id: uuid::Uuid::new_v4().to_string(),
             tool: call.name().to_owned(),
@@ -260,12 +285,17 @@ impl Session {
         self.client
             .request_permission(request)
             .await
-            .map_err(|status| SessionError::Rpc { rpc: "RequestPermission", status })?;
+            .map_err(|status| SessionError::Rpc {
+                rpc: "RequestPermission",
+                status,
+            })?;
         tracing::info!(request_id = %id, tool = call.name(), "asked the lead for permission");
         loop {
             match self.next_incoming().await? {
                 Handled::Exit(exit) => return Ok(Err(exit)),
-                Handled::Permission(response) if response.request_id == id => return Ok(Ok(response)),
+                Handled::Permission(response) if response.request_id == id => {
+                    return Ok(Ok(response))
+                }
                 _ => {}
             }
         }
@@ -276,14 +306,21 @@ impl Session {
     async fn submit(&mut self, plan: pb::Plan) -> Result<Result<Observation, Exit>, SessionError> {
         let request = pb::PlanApprovalRequest {
             request_id: uuid::Uuid::new_v4().to_string(),
-            supersedes: self.last_plan.as_ref().map(|(id, _)| id.clone()).unwrap_or_default(),
+            supersedes: self
+                .last_plan
+                .as_ref()
+                .map(|(id, _)| id.clone())
+                .unwrap_or_default(),
             plan: Some(plan.clone()),
         };
         let id = request.request_id.clone();
         self.client
             .submit_plan(request)
             .await
-            .map_err(|status| SessionError::Rpc { rpc: "SubmitPlan", status })?;
+            .map_err(|status| SessionError::Rpc {
+                rpc: "SubmitPlan",
+                status,
+            })?;
         tracing::info!(request_id = %id, summary = %plan.summary, "submitted a plan");
         self.last_plan = Some((id.clone(), plan.files.clone()));
         let response = loop {
@@ -295,11 +332,17 @@ impl Session {
         };
         if !response.approve {
             tracing::info!(request_id = %id, feedback = %response.feedback, "plan rejected; revising");
-            return Ok(Ok(Observation::PlanRejected { feedback: response.feedback }));
+            return Ok(Ok(Observation::PlanRejected {
+                feedback: response.feedback,
+            }));
         }
         let grant = match &response.grant {
             Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits),
-            None => Ok(Grant { mode: Mode::AcceptEdits, write_paths: Vec::new(), expires_at_unix_ms: None }),
+            None => Ok(Grant {
+                mode: Mode::AcceptEdits,
+                write_paths: Vec::new(),
+                expires_at_unix_ms: None,
+            }),
         }
         .map_err(|e| SessionError::Setup(format!("the lead sent a bad grant: {e}")))?;
         let writer = Writer::unlock(&grant, &plan.files, &self.workspace)
@@ -318,7 +361,10 @@ impl Session {
         self.client
             .report_idle(pb::IdleNotification { reason })
             .await
-            .map_err(|status| SessionError::Rpc { rpc: "ReportIdle", status })?;
+            .map_err(|status| SessionError::Rpc {
+                rpc: "ReportIdle",
+                status,
+            })?;
         loop {
             if let Handled::Exit(exit) = self.next_incoming().await? {
                 return Ok(Err(exit));
@@ -345,10 +391,13 @@ impl Session {
     /// Handles one item from the inbox reader.
     async fn on_incoming(&mut self, incoming: Incoming) -> Result<Handled, SessionError> {
         let envelope = match incoming {
-            Incoming::Envelope(envelope) => envelope,
+            Incoming::Envelope(envelope) => *envelope,
             Incoming::Gone(status) => {
                 return Err(match status {
-                    Some(status) => SessionError::Rpc { rpc: "Inbox", status },
+                    Some(status) => SessionError::Rpc {
+                        rpc: "Inbox",
+                        status,
+                    },
                     None => SessionError::LeadGone(self.config.lead_url.clone()),
                 })
             }
@@ -360,17 +409,31 @@ impl Session {
             Some(Body::ShutdownRequest(request)) => {
                 let answer = self.driver.answer_shutdown(&request);
                 tracing::info!(request_id = %request.request_id, approve = answer.approve, reason = %answer.reason, "answering a shutdown request");
-                let response = pb::ShutdownResponse { request_id: request.request_id, approve: answer.approve, reason: answer.reason };
+                let response = pb::ShutdownResponse {
+                    request_id: request.request_id,
+                    approve: answer.approve,
+                    reason: answer.reason,
+                };
                 self.client
                     .respond_shutdown(response)
                     .await
-                    .map_err(|status| SessionError::Rpc { rpc: "RespondShutdown", status })?;
-                if answer.approve { Handled::Exit(Exit::Shutdown) } else { Handled::Nothing }
+                    .map_err(|status| SessionError::Rpc {
+                        rpc: "RespondShutdown",
+                        status,
+                    })?;
+                if answer.approve {
+                    Handled::Exit(Exit::Shutdown)
+                } else {
+                    Handled::Nothing
+                }
             }
             Some(Body::PlanApprovalResponse(response)) => Handled::Plan(response),
             Some(Body::PermissionResponse(response)) => Handled::Permission(response),
             Some(Body::Text(text)) => {
-                self.messages.push_back(Observation::Message { from: envelope.from.clone(), text: text.content });
+                self.messages.push_back(Observation::Message {
+                    from: envelope.from.clone(),
+                    text: text.content,
+                });
                 Handled::Nothing
             }
             Some(Body::TeammateTerminated(t)) => {

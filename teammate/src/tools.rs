@@ -31,7 +31,11 @@ pub enum ToolCall {
     /// Writes a whole file, atomically.
     WriteFile { path: String, content: String },
     /// Replaces the one occurrence of `old` with `new`, atomically.
-    EditFile { path: String, old: String, new: String },
+    EditFile {
+        path: String,
+        old: String,
+        new: String,
+    },
     /// Runs a shell command in the workspace.
     RunCommand { command: String },
 }
@@ -64,12 +68,22 @@ impl ToolCall {
 
     /// The arguments as JSON; long text is cut, for reports.
     pub fn args_json(&self) -> String {
-        let cut = |s: &str| if s.len() > 120 { format!("{}… ({} bytes)", truncate(s, 120), s.len()) } else { s.to_owned() };
+        let cut = |s: &str| {
+            if s.len() > 120 {
+                format!("{}… ({} bytes)", truncate(s, 120), s.len())
+            } else {
+                s.to_owned()
+            }
+        };
         match self {
             ToolCall::ReadFile { path } | ToolCall::ListDir { path } => json!({ "path": path }),
             ToolCall::Search { pattern } => json!({ "pattern": pattern }),
-            ToolCall::WriteFile { path, content } => json!({ "path": path, "content": cut(content) }),
-            ToolCall::EditFile { path, old, new } => json!({ "path": path, "old": cut(old), "new": cut(new) }),
+            ToolCall::WriteFile { path, content } => {
+                json!({ "path": path, "content": cut(content) })
+            }
+            ToolCall::EditFile { path, old, new } => {
+                json!({ "path": path, "old": cut(old), "new": cut(new) })
+            }
             ToolCall::RunCommand { command } => json!({ "command": command }),
         }
         .to_string()
@@ -110,7 +124,9 @@ impl Workspace {
     /// Opens (and creates) the workspace at `root`.
     pub fn open(root: &Path) -> std::io::Result<Self> {
         fs::create_dir_all(root)?;
-        Ok(Self { root: root.canonicalize()? })
+        Ok(Self {
+            root: root.canonicalize()?,
+        })
     }
 
     /// The canonical root.
@@ -120,7 +136,10 @@ impl Workspace {
 
     /// Joins a relative path to the root after refusing absolute paths and `..`.
     pub(crate) fn lexical(&self, path: &str) -> Result<PathBuf, ToolError> {
-        let bad = |problem: &str| ToolError::Path { path: path.to_owned(), problem: problem.to_owned() };
+        let bad = |problem: &str| ToolError::Path {
+            path: path.to_owned(),
+            problem: problem.to_owned(),
+        };
         if path.is_empty() {
             return Err(bad("is empty"));
         }
@@ -141,9 +160,14 @@ impl Workspace {
     /// An existing path inside the workspace, symlinks resolved.
     fn existing(&self, path: &str) -> Result<PathBuf, ToolError> {
         let joined = self.lexical(path)?;
-        let real = joined.canonicalize().map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+        let real = joined
+            .canonicalize()
+            .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
         if !real.starts_with(&self.root) {
-            return Err(ToolError::Path { path: path.to_owned(), problem: "a symlink leads out of the workspace".into() });
+            return Err(ToolError::Path {
+                path: path.to_owned(),
+                problem: "a symlink leads out of the workspace".into(),
+            });
         }
         Ok(real)
     }
@@ -152,26 +176,44 @@ impl Workspace {
     /// it nor any parent a symlink that leads out.
     pub(crate) fn writable(&self, path: &str) -> Result<PathBuf, ToolError> {
         let joined = self.lexical(path)?;
-        let escape = || ToolError::Path { path: path.to_owned(), problem: "a symlink leads out of the workspace".into() };
-        let parent = joined.parent().ok_or_else(|| ToolError::Path { path: path.to_owned(), problem: "names the workspace itself".into() })?;
+        let escape = || ToolError::Path {
+            path: path.to_owned(),
+            problem: "a symlink leads out of the workspace".into(),
+        };
+        let parent = joined.parent().ok_or_else(|| ToolError::Path {
+            path: path.to_owned(),
+            problem: "names the workspace itself".into(),
+        })?;
         // The deepest ancestor that exists must resolve inside the root.
         let mut ancestor = parent;
         while !ancestor.exists() {
             ancestor = ancestor.parent().ok_or_else(escape)?;
         }
-        let real = ancestor.canonicalize().map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+        let real = ancestor
+            .canonicalize()
+            .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
         if !real.starts_with(&self.root) {
             return Err(escape());
         }
         fs::create_dir_all(parent).map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
-        if parent.canonicalize().map_err(|e| ToolError::Failed(format!("{path}: {e}")))? != parent {
+        if parent
+            .canonicalize()
+            .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?
+            != parent
+        {
             return Err(escape());
         }
         if fs::symlink_metadata(&joined).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(ToolError::Path { path: path.to_owned(), problem: "is a symlink; writes do not follow symlinks".into() });
+            return Err(ToolError::Path {
+                path: path.to_owned(),
+                problem: "is a symlink; writes do not follow symlinks".into(),
+            });
         }
         if joined.is_dir() {
-            return Err(ToolError::Path { path: path.to_owned(), problem: "is a directory".into() });
+            return Err(ToolError::Path {
+                path: path.to_owned(),
+                problem: "is a directory".into(),
+            });
         }
         Ok(joined)
     }
@@ -179,8 +221,17 @@ impl Workspace {
     /// The path relative to the root, with `/` separators.
     pub(crate) fn relative(&self, path: &str) -> Result<String, ToolError> {
         let joined = self.lexical(path)?;
-        let rel = joined.strip_prefix(&self.root).map_err(|_| ToolError::Path { path: path.to_owned(), problem: "outside the workspace".into() })?;
-        Ok(rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/"))
+        let rel = joined
+            .strip_prefix(&self.root)
+            .map_err(|_| ToolError::Path {
+                path: path.to_owned(),
+                problem: "outside the workspace".into(),
+            })?;
+        Ok(rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"))
     }
 
     /// Runs a read-only tool; `None` for a gated one.
@@ -198,20 +249,31 @@ impl Workspace {
         let real = self.existing(path)?;
         let meta = fs::metadata(&real).map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
         if meta.len() > MAX_READ_BYTES {
-            return Err(ToolError::Failed(format!("{path}: {} bytes; read_file stops at {MAX_READ_BYTES}", meta.len())));
+            return Err(ToolError::Failed(format!(
+                "{path}: {} bytes; read_file stops at {MAX_READ_BYTES}",
+                meta.len()
+            )));
         }
         fs::read_to_string(&real).map_err(|e| ToolError::Failed(format!("{path}: {e}")))
     }
 
     /// `list_dir`: one entry per line, directories with a trailing `/`.
     fn list_dir(&self, path: &str) -> Result<String, ToolError> {
-        let real = if path == "." || path.is_empty() { self.root.clone() } else { self.existing(path)? };
+        let real = if path == "." || path.is_empty() {
+            self.root.clone()
+        } else {
+            self.existing(path)?
+        };
         let mut entries: Vec<String> = fs::read_dir(&real)
             .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?
             .filter_map(Result::ok)
             .map(|e| {
                 let name = e.file_name().to_string_lossy().into_owned();
-                if e.file_type().is_ok_and(|t| t.is_dir()) { format!("{name}/") } else { name }
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    format!("{name}/")
+                } else {
+                    name
+                }
             })
             .collect();
         entries.sort();
@@ -226,18 +288,34 @@ impl Workspace {
         let mut matches = Vec::new();
         let mut stack = vec![self.root.clone()];
         while let Some(dir) = stack.pop() {
-            let Ok(entries) = fs::read_dir(&dir) else { continue };
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
             let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
             entries.sort_by_key(|e| e.file_name());
             for entry in entries {
-                let Ok(kind) = entry.file_type() else { continue };
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
                 let path = entry.path();
                 if kind.is_dir() {
                     stack.push(path);
-                } else if kind.is_file() && entry.metadata().is_ok_and(|m| m.len() <= MAX_READ_BYTES) {
-                    let Ok(text) = fs::read_to_string(&path) else { continue };
-                    let rel = path.strip_prefix(&self.root).unwrap_or(&path).to_string_lossy().into_owned();
-                    for (i, line) in text.lines().enumerate().filter(|(_, l)| l.contains(pattern)) {
+                } else if kind.is_file()
+                    && entry.metadata().is_ok_and(|m| m.len() <= MAX_READ_BYTES)
+                {
+                    let Ok(text) = fs::read_to_string(&path) else {
+                        continue;
+                    };
+                    let rel = path
+                        .strip_prefix(&self.root)
+                        .unwrap_or(&path)
+                        .to_string_lossy()
+                        .into_owned();
+                    for (i, line) in text
+                        .lines()
+                        .enumerate()
+                        .filter(|(_, l)| l.contains(pattern))
+                    {
                         matches.push(format!("{rel}:{}: {}", i + 1, truncate(line.trim(), 200)));
                         if matches.len() >= MAX_MATCHES {
                             return Ok(matches.join("\n"));
@@ -264,13 +342,25 @@ mod tests {
     fn paths_cannot_leave_the_workspace() {
         let (dir, ws) = workspace();
         for bad in ["/etc/passwd", "../x", "a/../../x", ""] {
-            assert!(matches!(ws.lexical(bad), Err(ToolError::Path { .. })), "{bad}");
+            assert!(
+                matches!(ws.lexical(bad), Err(ToolError::Path { .. })),
+                "{bad}"
+            );
         }
         fs::write(dir.path().join("secret"), "s").expect("write");
         std::os::unix::fs::symlink(dir.path(), ws.root().join("out")).expect("symlink");
-        assert!(matches!(ws.run_read(&ToolCall::ReadFile { path: "out/secret".into() }), Some(Err(ToolError::Path { .. }))));
-        assert!(matches!(ws.writable("out/new.txt"), Err(ToolError::Path { .. })));
-        std::os::unix::fs::symlink(dir.path().join("secret"), ws.root().join("link")).expect("symlink");
+        assert!(matches!(
+            ws.run_read(&ToolCall::ReadFile {
+                path: "out/secret".into()
+            }),
+            Some(Err(ToolError::Path { .. }))
+        ));
+        assert!(matches!(
+            ws.writable("out/new.txt"),
+            Err(ToolError::Path { .. })
+        ));
+        std::os::unix::fs::symlink(dir.path().join("secret"), ws.root().join("link"))
+            .expect("symlink");
         assert!(matches!(ws.writable("link"), Err(ToolError::Path { .. })));
         assert_eq!(ws.relative("./a/./b.rs"), Ok("a/b.rs".to_owned()));
     }
@@ -281,10 +371,32 @@ mod tests {
         fs::create_dir_all(ws.root().join("src")).expect("mkdir");
         fs::write(ws.root().join("src/a.rs"), "fn login() {}\nfn other() {}\n").expect("write");
         let run = |call: ToolCall| ws.run_read(&call).expect("read tool");
-        assert_eq!(run(ToolCall::ReadFile { path: "src/a.rs".into() }).as_deref(), Ok("fn login() {}\nfn other() {}\n"));
-        assert_eq!(run(ToolCall::ListDir { path: ".".into() }).as_deref(), Ok("src/"));
-        assert_eq!(run(ToolCall::Search { pattern: "login".into() }).as_deref(), Ok("src/a.rs:1: fn login() {}"));
-        assert!(run(ToolCall::ReadFile { path: "missing".into() }).is_err());
-        assert!(ws.run_read(&ToolCall::RunCommand { command: "true".into() }).is_none());
+        assert_eq!(
+            run(ToolCall::ReadFile {
+                path: "src/a.rs".into()
+            })
+            .as_deref(),
+            Ok("fn login() {}\nfn other() {}\n")
+        );
+        assert_eq!(
+            run(ToolCall::ListDir { path: ".".into() }).as_deref(),
+            Ok("src/")
+        );
+        assert_eq!(
+            run(ToolCall::Search {
+                pattern: "login".into()
+            })
+            .as_deref(),
+            Ok("src/a.rs:1: fn login() {}")
+        );
+        assert!(run(ToolCall::ReadFile {
+            path: "missing".into()
+        })
+        .is_err());
+        assert!(ws
+            .run_read(&ToolCall::RunCommand {
+                command: "true".into()
+            })
+            .is_none());
     }
 }

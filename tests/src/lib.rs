@@ -44,12 +44,30 @@ pub fn bin_dir() -> &'static Path {
     DIR.get_or_init(|| {
         // target/<profile>/deps/<test-binary>
         let exe = std::env::current_exe().expect("test binary path");
-        let dir = exe.parent().and_then(Path::parent).expect("target/<profile>").to_path_buf();
-        let profile = dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug").to_owned();
+        let dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("target/<profile>")
+            .to_path_buf();
+        let profile = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("debug")
+            .to_owned();
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut build = std::process::Command::new(cargo);
-        build.args(["build", "--quiet", "-p", "lead", "-p", "teammate", "--manifest-path"]).arg(&manifest);
+        build
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "lead",
+                "-p",
+                "teammate",
+                "--manifest-path",
+            ])
+            .arg(&manifest);
         if profile == "release" {
             build.arg("--release");
         }
@@ -89,22 +107,49 @@ impl Lead {
         command
             .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
             .arg(dir.path().join("state"))
-            .args(["--join-token", &join_token, "--operator-token", &operator_token])
+            .args([
+                "--join-token",
+                &join_token,
+                "--operator-token",
+                &operator_token,
+            ])
             .args(extra)
             .env("RUST_LOG", "warn");
         Self::spawn(command, dir, join_token, operator_token).await
     }
 
     /// Starts `command` (a `lead serve`) and reads its first line.
-    pub async fn spawn(mut command: Command, dir: tempfile::TempDir, join_token: String, operator_token: String) -> Lead {
-        let mut child = command.stdout(Stdio::piped()).kill_on_drop(true).spawn().expect("start lead");
+    pub async fn spawn(
+        mut command: Command,
+        dir: tempfile::TempDir,
+        join_token: String,
+        operator_token: String,
+    ) -> Lead {
+        let mut child = command
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start lead");
         let stdout = child.stdout.take().expect("stdout");
         let mut lines = BufReader::new(stdout).lines();
-        let first = within("the lead's first line", lines.next_line()).await.expect("read").expect("a line");
-        let addr = first.strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {first:?}")).to_owned();
+        let first = within("the lead's first line", lines.next_line())
+            .await
+            .expect("read")
+            .expect("a line");
+        let addr = first
+            .strip_prefix("listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+            .to_owned();
         // Keep draining stdout so the lead never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Lead { child, url: format!("http://{addr}"), addr, dir, join_token, operator_token }
+        Lead {
+            child,
+            url: format!("http://{addr}"),
+            addr,
+            dir,
+            join_token,
+            operator_token,
+        }
     }
 
     /// The state directory.
@@ -114,29 +159,50 @@ impl Lead {
 
     /// A channel to the lead.
     pub async fn channel(&self) -> Channel {
-        within("connecting", Channel::from_shared(self.url.clone()).expect("url").connect()).await.expect("connect")
+        within(
+            "connecting",
+            Channel::from_shared(self.url.clone())
+                .expect("url")
+                .connect(),
+        )
+        .await
+        .expect("connect")
     }
 
     /// An operator client.
     pub async fn operator(&self) -> Operator {
-        OperatorClient::with_interceptor(self.channel().await, BearerToken::new(&self.operator_token).expect("token"))
+        OperatorClient::with_interceptor(
+            self.channel().await,
+            BearerToken::new(&self.operator_token).expect("token"),
+        )
     }
 
     /// A `Lead` client carrying `token`.
     pub async fn lead_api(&self, token: &str) -> LeadApi {
-        LeadClient::with_interceptor(self.channel().await, BearerToken::new(token).expect("token"))
+        LeadClient::with_interceptor(
+            self.channel().await,
+            BearerToken::new(token).expect("token"),
+        )
     }
 
     /// Joins as `name` with a raw client.
     pub async fn join(&self, name: &str) -> Member {
         let mut joiner = self.lead_api(&self.join_token).await;
         let joined = joiner
-            .join(pb::JoinRequest { name: name.into(), role: "tester".into() })
+            .join(pb::JoinRequest {
+                name: name.into(),
+                role: "tester".into(),
+            })
             .await
             .expect("join")
             .into_inner();
         let api = self.lead_api(&joined.session_token).await;
-        Member { name: name.into(), token: joined.session_token, api, inbox: None }
+        Member {
+            name: name.into(),
+            token: joined.session_token,
+            api,
+            inbox: None,
+        }
     }
 
     /// Writes `script` and starts a `teammate` process for `name` with it.
@@ -145,7 +211,15 @@ impl Lead {
         std::fs::write(&script_path, script).expect("write script");
         let workspace = self.dir.path().join("ws").join(name);
         let child = Command::new(bin("teammate"))
-            .args(["--lead", &self.url, "--name", name, "--role", "coder", "--workspace"])
+            .args([
+                "--lead",
+                &self.url,
+                "--name",
+                name,
+                "--role",
+                "coder",
+                "--workspace",
+            ])
             .arg(&workspace)
             .arg("--script")
             .arg(&script_path)
@@ -169,7 +243,12 @@ impl Lead {
     pub async fn cli(&self, args: &[&str]) -> (bool, String, String) {
         let output = within(
             &format!("lead {args:?}"),
-            Command::new(bin("lead")).args(args).arg("--state-dir").arg(self.state_dir()).env("MESH_OPERATOR_TOKEN", &self.operator_token).output(),
+            Command::new(bin("lead"))
+                .args(args)
+                .arg("--state-dir")
+                .arg(self.state_dir())
+                .env("MESH_OPERATOR_TOKEN", &self.operator_token)
+                .output(),
         )
         .await
         .expect("run lead cli");
@@ -183,7 +262,9 @@ impl Lead {
     /// Sends SIGTERM and waits for the exit status.
     pub async fn terminate(mut self) -> std::process::ExitStatus {
         signal(&self.child, nix::sys::signal::Signal::SIGTERM);
-        within("the lead to exit", self.child.wait()).await.expect("wait")
+        within("the lead to exit", self.child.wait())
+            .await
+            .expect("wait")
     }
 }
 
@@ -202,7 +283,9 @@ pub struct Teammate {
 impl Teammate {
     /// Waits for the process to exit.
     pub async fn exit(&mut self) -> std::process::ExitStatus {
-        within("the teammate to exit", self.child.wait()).await.expect("wait")
+        within("the teammate to exit", self.child.wait())
+            .await
+            .expect("wait")
     }
 }
 
@@ -217,7 +300,12 @@ pub struct Member {
 impl Member {
     /// Opens the inbox stream after `after_seq`.
     pub async fn open_inbox(&mut self, after_seq: u64) {
-        let stream = self.api.inbox(pb::InboxRequest { after_seq }).await.expect("inbox").into_inner();
+        let stream = self
+            .api
+            .inbox(pb::InboxRequest { after_seq })
+            .await
+            .expect("inbox")
+            .into_inner();
         self.inbox = Some(stream);
     }
 
@@ -227,11 +315,17 @@ impl Member {
             self.open_inbox(0).await;
         }
         let stream = self.inbox.as_mut().expect("open inbox");
-        within(&format!("an envelope for {}", self.name), stream.message()).await.expect("stream").expect("an envelope")
+        within(&format!("an envelope for {}", self.name), stream.message())
+            .await
+            .expect("stream")
+            .expect("an envelope")
     }
 
     /// Envelopes until one matches `pred`, which is returned.
-    pub async fn next_matching(&mut self, mut pred: impl FnMut(&pb::Envelope) -> bool) -> pb::Envelope {
+    pub async fn next_matching(
+        &mut self,
+        mut pred: impl FnMut(&pb::Envelope) -> bool,
+    ) -> pb::Envelope {
         loop {
             let envelope = self.next().await;
             if pred(&envelope) {
@@ -241,10 +335,23 @@ impl Member {
     }
 
     /// Submits a plan; returns its request id.
-    pub async fn submit(&mut self, request_id: &str, summary: &str, files: &[&str]) -> Result<String, tonic::Status> {
-        let plan = pb::Plan { summary: summary.into(), files: files.iter().map(|s| s.to_string()).collect(), ..Default::default() };
+    pub async fn submit(
+        &mut self,
+        request_id: &str,
+        summary: &str,
+        files: &[&str],
+    ) -> Result<String, tonic::Status> {
+        let plan = pb::Plan {
+            summary: summary.into(),
+            files: files.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
         self.api
-            .submit_plan(pb::PlanApprovalRequest { request_id: request_id.into(), plan: Some(plan), supersedes: String::new() })
+            .submit_plan(pb::PlanApprovalRequest {
+                request_id: request_id.into(),
+                plan: Some(plan),
+                supersedes: String::new(),
+            })
             .await
             .map(|r| r.into_inner().request_id)
     }
@@ -256,11 +363,21 @@ pub struct Events(pub tonic::Streaming<pb::Event>);
 impl Events {
     /// Opens one.
     pub async fn open(operator: &mut Operator) -> Events {
-        Events(operator.watch(pb::WatchRequest {}).await.expect("watch").into_inner())
+        Events(
+            operator
+                .watch(pb::WatchRequest {})
+                .await
+                .expect("watch")
+                .into_inner(),
+        )
     }
 
     /// Events until `pick` returns something.
-    pub async fn find<T>(&mut self, what: &str, mut pick: impl FnMut(&pb::event::Kind) -> Option<T>) -> T {
+    pub async fn find<T>(
+        &mut self,
+        what: &str,
+        mut pick: impl FnMut(&pb::event::Kind) -> Option<T>,
+    ) -> T {
         within(what, async {
             while let Some(event) = self.0.next().await {
                 if let Some(found) = event.expect("event").kind.as_ref().and_then(&mut pick) {
@@ -273,7 +390,11 @@ impl Events {
     }
 
     /// The next request state that matches.
-    pub async fn request(&mut self, what: &str, mut pred: impl FnMut(&pb::ProtocolState) -> bool) -> pb::ProtocolState {
+    pub async fn request(
+        &mut self,
+        what: &str,
+        mut pred: impl FnMut(&pb::ProtocolState) -> bool,
+    ) -> pb::ProtocolState {
         self.find(what, |kind| match kind {
             pb::event::Kind::Request(r) if pred(r) => Some(r.clone()),
             _ => None,
@@ -282,7 +403,11 @@ impl Events {
     }
 
     /// The next tool-call report that matches.
-    pub async fn tool_call(&mut self, what: &str, mut pred: impl FnMut(&pb::ToolCallReport) -> bool) -> pb::ToolCallReport {
+    pub async fn tool_call(
+        &mut self,
+        what: &str,
+        mut pred: impl FnMut(&pb::ToolCallReport) -> bool,
+    ) -> pb::ToolCallReport {
         self.find(what, |kind| match kind {
             pb::event::Kind::ToolCall(t) if pred(t) => Some(t.clone()),
             _ => None,
@@ -291,7 +416,11 @@ impl Events {
     }
 
     /// The next member state that matches.
-    pub async fn member(&mut self, what: &str, mut pred: impl FnMut(&pb::Member) -> bool) -> pb::Member {
+    pub async fn member(
+        &mut self,
+        what: &str,
+        mut pred: impl FnMut(&pb::Member) -> bool,
+    ) -> pb::Member {
         self.find(what, |kind| match kind {
             pb::event::Kind::Member(m) if pred(m) => Some(m.clone()),
             _ => None,
@@ -307,9 +436,14 @@ pub fn is(status: i32, expected: pb::RequestStatus) -> bool {
 
 /// Whether any process's command line contains `needle` as one argument.
 pub fn process_running(needle: &str) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
     entries.filter_map(Result::ok).any(|entry| {
-        std::fs::read(entry.path().join("cmdline"))
-            .is_ok_and(|cmdline| cmdline.split(|b| *b == 0).any(|arg| arg == needle.as_bytes()))
+        std::fs::read(entry.path().join("cmdline")).is_ok_and(|cmdline| {
+            cmdline
+                .split(|b| *b == 0)
+                .any(|arg| arg == needle.as_bytes())
+        })
     })
 }

@@ -31,11 +31,19 @@ async fn serve_generates_private_tokens_and_records_its_address() {
     let lead = lead_with_generated_tokens().await;
     let state = lead.state_dir();
     for file in ["join.token", "operator.token"] {
-        let mode = std::fs::metadata(state.join(file)).unwrap().permissions().mode();
+        let mode = std::fs::metadata(state.join(file))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600, "{file} is readable by the owner alone");
     }
     assert_ne!(lead.join_token, lead.operator_token);
-    assert_eq!(std::fs::read_to_string(state.join("lead.addr")).unwrap().trim(), lead.addr);
+    assert_eq!(
+        std::fs::read_to_string(state.join("lead.addr"))
+            .unwrap()
+            .trim(),
+        lead.addr
+    );
 
     // Operator commands find the lead and the token through --state-dir alone.
     lead.join("alice").await;
@@ -49,7 +57,11 @@ async fn serve_generates_private_tokens_and_records_its_address() {
     let out = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{out}");
     assert!(out.starts_with("NAME"), "{out}");
-    assert!(out.lines().any(|l| l.starts_with("alice") && l.contains("tester") && l.contains("plan")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("alice") && l.contains("tester") && l.contains("plan")),
+        "{out}"
+    );
     assert_eq!(lead.terminate().await.code(), Some(0));
 }
 
@@ -57,18 +69,33 @@ async fn serve_generates_private_tokens_and_records_its_address() {
 async fn operator_commands_print_tables_json_and_clear_errors() {
     let lead = Lead::start(&[]).await;
     let mut alice = lead.join("alice").await;
-    let id = alice.submit("", "Add auth", &["src/auth.rs"]).await.unwrap();
+    let id = alice
+        .submit("", "Add auth", &["src/auth.rs"])
+        .await
+        .unwrap();
 
     let (ok, out, _) = lead.cli(&["requests", "--pending"]).await;
     assert!(ok);
-    assert!(out.contains(&id) && out.contains("plan_approval") && out.contains("pending") && out.contains("Add auth"), "{out}");
+    assert!(
+        out.contains(&id)
+            && out.contains("plan_approval")
+            && out.contains("pending")
+            && out.contains("Add auth"),
+        "{out}"
+    );
     let (ok, out, _) = lead.cli(&["team", "--json"]).await;
     assert!(ok);
-    assert!(out.contains("\"name\":\"alice\"") && out.contains("\"mode\":\"plan\""), "{out}");
+    assert!(
+        out.contains("\"name\":\"alice\"") && out.contains("\"mode\":\"plan\""),
+        "{out}"
+    );
 
     let (ok, _, err) = lead.cli(&["approve", "no-such-id"]).await;
     assert!(!ok);
-    assert!(err.contains("not found") || err.contains("Some requested entity was not found"), "{err}");
+    assert!(
+        err.contains("not found") || err.contains("Some requested entity was not found"),
+        "{err}"
+    );
     assert!(err.contains("no-such-id"), "{err}");
     let (ok, _, err) = lead.cli(&["approve", &id, "--mode", "fast"]).await;
     assert!(!ok);
@@ -78,7 +105,12 @@ async fn operator_commands_print_tables_json_and_clear_errors() {
     assert!(err.contains("--write"), "{err}");
 
     let missing = tempfile::tempdir().unwrap();
-    let output = Command::new(bin("lead")).args(["team", "--state-dir"]).arg(missing.path()).output().await.unwrap();
+    let output = Command::new(bin("lead"))
+        .args(["team", "--state-dir"])
+        .arg(missing.path())
+        .output()
+        .await
+        .unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("no running lead found"));
 }
@@ -99,40 +131,79 @@ async fn watch_prints_one_line_per_event() {
     let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
     let stderr = watch.stderr.take().unwrap();
     let mut notes = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stderr));
-    let ready = within("lead watch to connect", notes.next_line()).await.unwrap().unwrap();
+    let ready = within("lead watch to connect", notes.next_line())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(ready.starts_with("watching the lead"), "{ready}");
     let mut alice = lead.join("alice").await;
-    let joined = within("the join on lead watch", lines.next_line()).await.unwrap().unwrap();
+    let joined = within("the join on lead watch", lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(joined.starts_with("member   alice"), "{joined}");
     alice.submit("", "Add auth", &["a.rs"]).await.unwrap();
     let mut seen = Vec::new();
-    while !seen.iter().any(|l: &String| l.starts_with("request  plan_approval")) {
-        seen.push(within("the plan on lead watch", lines.next_line()).await.unwrap().unwrap());
+    while !seen
+        .iter()
+        .any(|l: &String| l.starts_with("request  plan_approval"))
+    {
+        seen.push(
+            within("the plan on lead watch", lines.next_line())
+                .await
+                .unwrap()
+                .unwrap(),
+        );
     }
-    assert!(seen.iter().any(|l| l.contains("alice -> lead: plan_approval_request")), "{seen:?}");
+    assert!(
+        seen.iter()
+            .any(|l| l.contains("alice -> lead: plan_approval_request")),
+        "{seen:?}"
+    );
 }
 
 #[tokio::test]
 async fn health_and_reflection_are_served_on_the_same_port() {
-    use tonic_health::pb::{health_client::HealthClient, health_check_response::ServingStatus, HealthCheckRequest};
+    use tonic_health::pb::{
+        health_check_response::ServingStatus, health_client::HealthClient, HealthCheckRequest,
+    };
     use tonic_reflection::pb::v1::{
-        server_reflection_client::ServerReflectionClient, server_reflection_request::MessageRequest,
-        server_reflection_response::MessageResponse, ServerReflectionRequest,
+        server_reflection_client::ServerReflectionClient,
+        server_reflection_request::MessageRequest, server_reflection_response::MessageResponse,
+        ServerReflectionRequest,
     };
 
     let lead = Lead::start(&[]).await;
     let channel = lead.channel().await;
     let mut health = HealthClient::new(channel.clone());
     for service in ["mesh.v1.Lead", "mesh.v1.Operator"] {
-        let response = health.check(HealthCheckRequest { service: service.into() }).await.unwrap().into_inner();
+        let response = health
+            .check(HealthCheckRequest {
+                service: service.into(),
+            })
+            .await
+            .unwrap()
+            .into_inner();
         assert_eq!(response.status, ServingStatus::Serving as i32, "{service}");
     }
 
     let mut reflection = ServerReflectionClient::new(channel);
-    let request = ServerReflectionRequest { host: String::new(), message_request: Some(MessageRequest::ListServices(String::new())) };
-    let mut responses = reflection.server_reflection_info(tokio_stream::iter([request])).await.unwrap().into_inner();
-    let response = within("reflection", responses.next()).await.unwrap().unwrap();
-    let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else { panic!("{response:?}") };
+    let request = ServerReflectionRequest {
+        host: String::new(),
+        message_request: Some(MessageRequest::ListServices(String::new())),
+    };
+    let mut responses = reflection
+        .server_reflection_info(tokio_stream::iter([request]))
+        .await
+        .unwrap()
+        .into_inner();
+    let response = within("reflection", responses.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let Some(MessageResponse::ListServicesResponse(list)) = response.message_response else {
+        panic!("{response:?}")
+    };
     let names: Vec<_> = list.service.iter().map(|s| s.name.as_str()).collect();
     for expected in ["mesh.v1.Lead", "mesh.v1.Operator", "grpc.health.v1.Health"] {
         assert!(names.contains(&expected), "{names:?}");
@@ -144,12 +215,21 @@ async fn the_demo_runs_the_whole_mission_and_leaves_no_process() {
     let dir = tempfile::tempdir().unwrap();
     let output = within(
         "lead demo",
-        Command::new(bin("lead")).arg("demo").arg("--dir").arg(dir.path()).env("RUST_LOG", "warn").output(),
+        Command::new(bin("lead"))
+            .arg("demo")
+            .arg("--dir")
+            .arg(dir.path())
+            .env("RUST_LOG", "warn")
+            .output(),
     )
     .await
     .unwrap();
     let out = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{out}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{out}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     for expected in [
         "alice REFUSED write_file",
         "not available in plan mode",
@@ -161,10 +241,16 @@ async fn the_demo_runs_the_whole_mission_and_leaves_no_process() {
         "lead -> alice: teammate_terminated bob",
         "demo complete",
     ] {
-        assert!(out.contains(expected), "{expected:?} missing from the transcript:\n{out}");
+        assert!(
+            out.contains(expected),
+            "{expected:?} missing from the transcript:\n{out}"
+        );
     }
     for name in ["alice", "bob"] {
         let script = dir.path().join(format!("{name}.toml"));
-        assert!(!process_running(script.to_str().unwrap()), "{name}'s process is gone");
+        assert!(
+            !process_running(script.to_str().unwrap()),
+            "{name}'s process is gone"
+        );
     }
 }

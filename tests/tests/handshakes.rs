@@ -30,7 +30,9 @@ async fn pending_plan(events: &mut Events, name: &str) -> pb::ProtocolState {
     let who = name.to_owned();
     events
         .request("a pending plan", move |r| {
-            r.sender == who && is(r.status, RequestStatus::Pending) && r.r#type == pb::RequestType::PlanApproval as i32
+            r.sender == who
+                && is(r.status, RequestStatus::Pending)
+                && r.r#type == pb::RequestType::PlanApproval as i32
         })
         .await
 }
@@ -43,7 +45,11 @@ async fn a_plan_phase_write_is_refused_and_an_approved_plan_unlocks_writes() {
     let mut alice = lead.teammate("alice", PLAN_THEN_WORK);
     let target = alice.workspace.join("src/auth.rs");
 
-    let refused = events.tool_call("the plan-phase write", |t| t.member == "alice" && t.tool == "write_file").await;
+    let refused = events
+        .tool_call("the plan-phase write", |t| {
+            t.member == "alice" && t.tool == "write_file"
+        })
+        .await;
     assert!(!refused.allowed, "{refused:?}");
     assert!(refused.outcome.contains("plan mode"), "{}", refused.outcome);
     let plan = pending_plan(&mut events, "alice").await;
@@ -52,11 +58,22 @@ async fn a_plan_phase_write_is_refused_and_an_approved_plan_unlocks_writes() {
     let (ok, out, err) = lead.cli(&["approve", &plan.request_id]).await;
     assert!(ok, "{out}{err}");
     assert!(out.contains("approved"), "{out}");
-    let ran = events.tool_call("the work-phase write", |t| t.member == "alice" && t.tool == "write_file").await;
+    let ran = events
+        .tool_call("the work-phase write", |t| {
+            t.member == "alice" && t.tool == "write_file"
+        })
+        .await;
     assert!(ran.allowed, "{ran:?}");
-    assert_eq!(std::fs::read_to_string(&target).unwrap(), "pub fn login() {}\n");
+    assert_eq!(
+        std::fs::read_to_string(&target).unwrap(),
+        "pub fn login() {}\n"
+    );
 
-    let team = operator.list_team(pb::ListTeamRequest {}).await.unwrap().into_inner();
+    let team = operator
+        .list_team(pb::ListTeamRequest {})
+        .await
+        .unwrap()
+        .into_inner();
     assert_eq!(team.members[0].mode, pb::PermissionMode::AcceptEdits as i32);
     drop(alice.child.kill().await);
 }
@@ -84,26 +101,54 @@ content = "// shim\n"
 "#;
     let mut bob = lead.teammate("bob", script);
     let first = pending_plan(&mut events, "bob").await;
-    let (ok, out, err) = lead.cli(&["reject", &first.request_id, "--feedback", "add a shim for old callers"]).await;
+    let (ok, out, err) = lead
+        .cli(&[
+            "reject",
+            &first.request_id,
+            "--feedback",
+            "add a shim for old callers",
+        ])
+        .await;
     assert!(ok, "{out}{err}");
 
     let second = pending_plan(&mut events, "bob").await;
     assert_ne!(second.request_id, first.request_id);
     let payload: serde_json::Value = serde_json::from_str(&second.payload_json).unwrap();
-    assert_eq!(payload["supersedes"], first.request_id.as_str(), "the revision names the rejected plan");
+    assert_eq!(
+        payload["supersedes"],
+        first.request_id.as_str(),
+        "the revision names the rejected plan"
+    );
     assert!(second.payload_json.contains("with a shim"));
-    assert!(!bob.workspace.join("src/shim.rs").exists(), "still read-only after a rejection");
+    assert!(
+        !bob.workspace.join("src/shim.rs").exists(),
+        "still read-only after a rejection"
+    );
 
     let review = operator
-        .review_plan(pb::PlanReview { request_id: second.request_id.clone(), approve: true, ..Default::default() })
+        .review_plan(pb::PlanReview {
+            request_id: second.request_id.clone(),
+            approve: true,
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();
     assert!(review.approve);
-    events.tool_call("the approved write", |t| t.member == "bob" && t.allowed && t.tool == "write_file").await;
+    events
+        .tool_call("the approved write", |t| {
+            t.member == "bob" && t.allowed && t.tool == "write_file"
+        })
+        .await;
     assert!(bob.workspace.join("src/shim.rs").exists());
 
-    let first_now = operator.get_request(pb::GetRequestRequest { request_id: first.request_id }).await.unwrap().into_inner();
+    let first_now = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: first.request_id,
+        })
+        .await
+        .unwrap()
+        .into_inner();
     assert!(is(first_now.status, RequestStatus::Rejected));
     assert_eq!(first_now.feedback, "add a shim for old callers");
     drop(bob.child.kill().await);
@@ -133,13 +178,34 @@ content = "ok"
 "#;
     let carol = lead.teammate("carol", script);
     let plan = pending_plan(&mut events, "carol").await;
-    let (ok, out, err) = lead.cli(&["approve", &plan.request_id, "--mode", "accept-edits", "--write", "src/**"]).await;
+    let (ok, out, err) = lead
+        .cli(&[
+            "approve",
+            &plan.request_id,
+            "--mode",
+            "accept-edits",
+            "--write",
+            "src/**",
+        ])
+        .await;
     assert!(ok, "{out}{err}");
 
-    let refused = events.tool_call("the write outside src/", |t| t.member == "carol" && t.args_json.contains("db/schema.sql")).await;
+    let refused = events
+        .tool_call("the write outside src/", |t| {
+            t.member == "carol" && t.args_json.contains("db/schema.sql")
+        })
+        .await;
     assert!(!refused.allowed);
-    assert!(refused.outcome.contains("outside the grant"), "{}", refused.outcome);
-    let allowed = events.tool_call("the write inside src/", |t| t.member == "carol" && t.args_json.contains("src/a.rs")).await;
+    assert!(
+        refused.outcome.contains("outside the grant"),
+        "{}",
+        refused.outcome
+    );
+    let allowed = events
+        .tool_call("the write inside src/", |t| {
+            t.member == "carol" && t.args_json.contains("src/a.rs")
+        })
+        .await;
     assert!(allowed.allowed, "{allowed:?}");
     assert!(!carol.workspace.join("db/schema.sql").exists());
     assert!(carol.workspace.join("src/a.rs").exists());
@@ -169,19 +235,36 @@ content = "b"
 "#;
     let dave = lead.teammate("dave", script);
     let plan = pending_plan(&mut events, "dave").await;
-    let (ok, out, err) = lead.cli(&["approve", &plan.request_id, "--mode", "default"]).await;
+    let (ok, out, err) = lead
+        .cli(&["approve", &plan.request_id, "--mode", "default"])
+        .await;
     assert!(ok, "{out}{err}");
 
-    let is_permission = |r: &pb::ProtocolState| r.r#type == pb::RequestType::Permission as i32 && is(r.status, RequestStatus::Pending);
-    let first = events.request("the first permission request", is_permission).await;
+    let is_permission = |r: &pb::ProtocolState| {
+        r.r#type == pb::RequestType::Permission as i32 && is(r.status, RequestStatus::Pending)
+    };
+    let first = events
+        .request("the first permission request", is_permission)
+        .await;
     assert!(first.payload_json.contains("a.txt"));
-    assert!(!dave.workspace.join("a.txt").exists(), "nothing runs before permission");
+    assert!(
+        !dave.workspace.join("a.txt").exists(),
+        "nothing runs before permission"
+    );
     let (ok, out, err) = lead.cli(&["allow", &first.request_id]).await;
     assert!(ok, "{out}{err}");
-    let second = events.request("the second permission request", is_permission).await;
-    let (ok, out, err) = lead.cli(&["deny", &second.request_id, "--feedback", "not b"]).await;
+    let second = events
+        .request("the second permission request", is_permission)
+        .await;
+    let (ok, out, err) = lead
+        .cli(&["deny", &second.request_id, "--feedback", "not b"])
+        .await;
     assert!(ok, "{out}{err}");
-    let denied = events.tool_call("the denied write", |t| t.member == "dave" && t.args_json.contains("b.txt")).await;
+    let denied = events
+        .tool_call("the denied write", |t| {
+            t.member == "dave" && t.args_json.contains("b.txt")
+        })
+        .await;
     assert!(!denied.allowed);
     assert!(denied.outcome.contains("not b"), "{}", denied.outcome);
     assert!(dave.workspace.join("a.txt").exists());
@@ -196,20 +279,30 @@ async fn an_approved_shutdown_exits_zero_and_everyone_else_hears_it() {
     let mut watcher = lead.join("watcher").await;
     watcher.open_inbox(0).await;
     let mut erin = lead.teammate("erin", "[shutdown]\napprove = true\nreason = \"done\"\n");
-    events.member("erin idle", |m| m.name == "erin" && m.status == pb::MemberStatus::Idle as i32).await;
+    events
+        .member("erin idle", |m| {
+            m.name == "erin" && m.status == pb::MemberStatus::Idle as i32
+        })
+        .await;
 
     let (ok, out, err) = lead.cli(&["shutdown", "erin", "--reason", "wrap up"]).await;
     assert!(ok, "{out}{err}");
     assert!(out.contains("erin agreed to shut down: done"), "{out}");
     assert!(erin.exit().await.success(), "the teammate exits 0");
 
-    let notice = watcher.next_matching(|e| matches!(e.body, Some(Body::TeammateTerminated(_)))).await;
+    let notice = watcher
+        .next_matching(|e| matches!(e.body, Some(Body::TeammateTerminated(_))))
+        .await;
     assert_eq!(notice.from, "lead");
     match notice.body {
         Some(Body::TeammateTerminated(t)) => assert_eq!(t.name, "erin"),
         other => panic!("unexpected {other:?}"),
     }
-    let team = operator.list_team(pb::ListTeamRequest {}).await.unwrap().into_inner();
+    let team = operator
+        .list_team(pb::ListTeamRequest {})
+        .await
+        .unwrap()
+        .into_inner();
     let erin_now = team.members.iter().find(|m| m.name == "erin").unwrap();
     assert_eq!(erin_now.status, pb::MemberStatus::Terminated as i32);
 }
@@ -219,19 +312,39 @@ async fn a_refused_shutdown_keeps_the_teammate_and_its_reason_reaches_the_operat
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
-    let mut frank = lead.teammate("frank", "[shutdown]\napprove = false\nreason = \"mid-migration; ask again later\"\n");
-    events.member("frank idle", |m| m.name == "frank" && m.status == pb::MemberStatus::Idle as i32).await;
+    let mut frank = lead.teammate(
+        "frank",
+        "[shutdown]\napprove = false\nreason = \"mid-migration; ask again later\"\n",
+    );
+    events
+        .member("frank idle", |m| {
+            m.name == "frank" && m.status == pb::MemberStatus::Idle as i32
+        })
+        .await;
 
     let (ok, out, err) = lead.cli(&["shutdown", "frank"]).await;
     assert!(ok, "{out}{err}");
-    assert!(out.contains("frank refused to shut down: mid-migration; ask again later"), "{out}");
+    assert!(
+        out.contains("frank refused to shut down: mid-migration; ask again later"),
+        "{out}"
+    );
     let (ok, out, _) = lead.cli(&["requests", "--json"]).await;
     assert!(ok);
-    assert!(out.contains("\"status\":\"rejected\"") && out.contains("mid-migration"), "{out}");
+    assert!(
+        out.contains("\"status\":\"rejected\"") && out.contains("mid-migration"),
+        "{out}"
+    );
     let (ok, out, _) = lead.cli(&["team"]).await;
     assert!(ok);
-    assert!(out.lines().any(|l| l.starts_with("frank") && !l.contains("terminated")), "{out}");
-    assert!(frank.child.try_wait().unwrap().is_none(), "frank keeps running");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("frank") && !l.contains("terminated")),
+        "{out}"
+    );
+    assert!(
+        frank.child.try_wait().unwrap().is_none(),
+        "frank keeps running"
+    );
     drop(frank.child.kill().await);
 }
 
@@ -254,22 +367,55 @@ tool = "run_command"
 command = "sleep 117.25"
 "#,
     );
-    let (ok, out, err) = lead.cli(&["spawn", "gina", "--role", "migrator", "--script", script.to_str().unwrap()]).await;
+    let (ok, out, err) = lead
+        .cli(&[
+            "spawn",
+            "gina",
+            "--role",
+            "migrator",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .await;
     assert!(ok, "{out}{err}");
-    let pid: i32 = out.split("pid ").nth(1).and_then(|s| s.trim().trim_end_matches(')').parse().ok()).unwrap();
-    events.request("gina's permission to run the command", |r| r.sender == "gina" && is(r.status, RequestStatus::Approved) && r.r#type == pb::RequestType::Permission as i32).await;
+    let pid: i32 = out
+        .split("pid ")
+        .nth(1)
+        .and_then(|s| s.trim().trim_end_matches(')').parse().ok())
+        .unwrap();
+    events
+        .request("gina's permission to run the command", |r| {
+            r.sender == "gina"
+                && is(r.status, RequestStatus::Approved)
+                && r.r#type == pb::RequestType::Permission as i32
+        })
+        .await;
 
     let (ok, out, err) = lead.cli(&["shutdown", "gina", "--deadline", "1"]).await;
     assert!(ok, "{out}{err}");
     assert!(out.contains("did not answer in time (expired)"), "{out}");
-    let gone = events.member("gina terminated", |m| m.name == "gina" && m.status == pb::MemberStatus::Terminated as i32).await;
+    let gone = events
+        .member("gina terminated", |m| {
+            m.name == "gina" && m.status == pb::MemberStatus::Terminated as i32
+        })
+        .await;
     assert_eq!(gone.name, "gina");
     // The lead reaped it: the pid no longer exists.
     let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None);
-    assert_eq!(alive, Err(nix::errno::Errno::ESRCH), "the child process is gone");
-    assert!(!mesh_tests::process_running("117.25"), "the command it ran is gone too: no orphan");
+    assert_eq!(
+        alive,
+        Err(nix::errno::Errno::ESRCH),
+        "the child process is gone"
+    );
+    assert!(
+        !mesh_tests::process_running("117.25"),
+        "the command it ran is gone too: no orphan"
+    );
     let requests = operator
-        .list_requests(pb::ListRequestsRequest { status: RequestStatus::Expired as i32, r#type: pb::RequestType::Shutdown as i32 })
+        .list_requests(pb::ListRequestsRequest {
+            status: RequestStatus::Expired as i32,
+            r#type: pb::RequestType::Shutdown as i32,
+        })
         .await
         .unwrap()
         .into_inner()

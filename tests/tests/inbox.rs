@@ -16,7 +16,13 @@ fn text(envelope: &pb::Envelope) -> String {
 
 async fn send(from: &mut Member, to: &str, content: &str, message_id: &str) -> String {
     from.api
-        .send(pb::SendRequest { to: to.into(), text: Some(pb::Text { content: content.into() }), message_id: message_id.into() })
+        .send(pb::SendRequest {
+            to: to.into(),
+            text: Some(pb::Text {
+                content: content.into(),
+            }),
+            message_id: message_id.into(),
+        })
         .await
         .unwrap()
         .into_inner()
@@ -41,7 +47,11 @@ async fn a_resumed_inbox_misses_nothing_and_repeats_nothing_acked() {
         seqs.push(envelope.seq);
     }
     assert!(seqs.windows(2).all(|w| w[0] < w[1]));
-    alice.api.ack(pb::AckRequest { seq: seqs[2] }).await.unwrap();
+    alice
+        .api
+        .ack(pb::AckRequest { seq: seqs[2] })
+        .await
+        .unwrap();
     alice.inbox = None;
     // While she is away, more arrives.
     send(&mut bob, "alice", "m11", "").await;
@@ -88,8 +98,15 @@ async fn a_retried_send_with_the_same_message_id_delivers_once() {
     assert_eq!(send(&mut bob, "alice", "once", id).await, id);
     send(&mut bob, "alice", "after", "").await;
     let first = alice.next().await;
-    assert_eq!((text(&first), first.message_id.as_str()), ("once".to_owned(), id));
-    assert_eq!(text(&alice.next().await), "after", "the retry delivered nothing");
+    assert_eq!(
+        (text(&first), first.message_id.as_str()),
+        ("once".to_owned(), id)
+    );
+    assert_eq!(
+        text(&alice.next().await),
+        "after",
+        "the retry delivered nothing"
+    );
 }
 
 #[tokio::test]
@@ -102,7 +119,11 @@ async fn a_broadcast_reaches_every_other_active_member() {
     assert_eq!(text(&bob.next().await), "standup");
     assert_eq!(text(&carol.next().await), "standup");
     send(&mut bob, "alice", "only alice", "").await;
-    assert_eq!(text(&alice.next().await), "only alice", "the sender does not hear its own broadcast");
+    assert_eq!(
+        text(&alice.next().await),
+        "only alice",
+        "the sender does not hear its own broadcast"
+    );
 }
 
 #[tokio::test]
@@ -112,7 +133,11 @@ async fn acking_or_resuming_past_the_newest_envelope_is_out_of_range() {
     let status = alice.api.ack(pb::AckRequest { seq: 5 }).await.unwrap_err();
     assert_eq!(status.code(), Code::OutOfRange, "{status:?}");
     assert!(status.message().contains("seq"));
-    let status = alice.api.inbox(pb::InboxRequest { after_seq: 5 }).await.unwrap_err();
+    let status = alice
+        .api
+        .inbox(pb::InboxRequest { after_seq: 5 })
+        .await
+        .unwrap_err();
     assert_eq!(status.code(), Code::OutOfRange, "{status:?}");
     assert!(status.message().contains("after_seq"));
 }
@@ -124,7 +149,15 @@ async fn a_member_whose_stream_closes_is_disconnected() {
     let mut events = mesh_tests::Events::open(&mut operator).await;
     let mut alice = lead.join("alice").await;
     alice.open_inbox(0).await;
-    events.member("alice working", |m| m.name == "alice" && m.status == pb::MemberStatus::Working as i32).await;
+    events
+        .member("alice working", |m| {
+            m.name == "alice" && m.status == pb::MemberStatus::Working as i32
+        })
+        .await;
     alice.inbox = None;
-    events.member("alice disconnected", |m| m.name == "alice" && m.status == pb::MemberStatus::Disconnected as i32).await;
+    events
+        .member("alice disconnected", |m| {
+            m.name == "alice" && m.status == pb::MemberStatus::Disconnected as i32
+        })
+        .await;
 }

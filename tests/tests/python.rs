@@ -4,7 +4,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::{path::{Path, PathBuf}, process::Stdio};
+use std::{
+    path::{Path, PathBuf},
+    process::Stdio,
+};
 
 use mesh_tests::{bin_dir, is, within, Events, Lead};
 use shared::pb::{self, envelope::Body, RequestStatus};
@@ -14,17 +17,29 @@ use tokio::process::Command;
 fn python() -> PathBuf {
     let venv = bin_dir().parent().expect("target dir").join("py-venv");
     let python = venv.join("bin/python");
-    let ready = std::process::Command::new(&python).args(["-c", "import grpc, grpc_tools"]).status().is_ok_and(|s| s.success());
+    let ready = std::process::Command::new(&python)
+        .args(["-c", "import grpc, grpc_tools"])
+        .status()
+        .is_ok_and(|s| s.success());
     if !ready {
-        let made = std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv).status().expect("python3 -m venv");
+        let made = std::process::Command::new("python3")
+            .arg("-m")
+            .arg("venv")
+            .arg(&venv)
+            .status()
+            .expect("python3 -m venv");
         assert!(made.success(), "python3 -m venv failed");
-        let requirements = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python/requirements.txt");
+        let requirements =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python/requirements.txt");
         let installed = std::process::Command::new(venv.join("bin/pip"))
             .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
             .arg(requirements)
             .status()
             .expect("pip install");
-        assert!(installed.success(), "pip install grpcio grpcio-tools failed");
+        assert!(
+            installed.success(),
+            "pip install grpcio grpcio-tools failed"
+        );
     }
     python
 }
@@ -35,7 +50,11 @@ async fn the_python_teammate_plans_revises_and_shuts_down() {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python");
     let scratch = tempfile::tempdir().unwrap();
     let stubs = scratch.path().join("gen");
-    let generated = std::process::Command::new(&python).arg(example.join("gen_stubs.py")).arg(&stubs).status().unwrap();
+    let generated = std::process::Command::new(&python)
+        .arg(example.join("gen_stubs.py"))
+        .arg(&stubs)
+        .status()
+        .unwrap();
     assert!(generated.success(), "generating the stubs failed");
     let policy = scratch.path().join("policy.toml");
     std::fs::write(&policy, "require_tests = true\n").unwrap();
@@ -56,32 +75,68 @@ async fn the_python_teammate_plans_revises_and_shuts_down() {
         .spawn()
         .unwrap();
 
-    let plan = |status: RequestStatus| move |r: &pb::ProtocolState| r.sender == "py" && is(r.status, status);
-    let rejected = events.request("py's first plan rejected", plan(RequestStatus::Rejected)).await;
-    assert!(rejected.feedback.contains("require_tests"), "{}", rejected.feedback);
-    let approved = events.request("py's revised plan approved", plan(RequestStatus::Approved)).await;
+    let plan = |status: RequestStatus| {
+        move |r: &pb::ProtocolState| r.sender == "py" && is(r.status, status)
+    };
+    let rejected = events
+        .request("py's first plan rejected", plan(RequestStatus::Rejected))
+        .await;
+    assert!(
+        rejected.feedback.contains("require_tests"),
+        "{}",
+        rejected.feedback
+    );
+    let approved = events
+        .request("py's revised plan approved", plan(RequestStatus::Approved))
+        .await;
     let payload: serde_json::Value = serde_json::from_str(&approved.payload_json).unwrap();
     assert_eq!(payload["supersedes"], rejected.request_id.as_str());
-    events.member("py idle", |m| m.name == "py" && m.status == pb::MemberStatus::Idle as i32).await;
+    events
+        .member("py idle", |m| {
+            m.name == "py" && m.status == pb::MemberStatus::Idle as i32
+        })
+        .await;
 
     let ticket = operator
-        .request_shutdown(pb::ShutdownRequest { target: "py".into(), reason: "test over".into(), ..Default::default() })
+        .request_shutdown(pb::ShutdownRequest {
+            target: "py".into(),
+            reason: "test over".into(),
+            ..Default::default()
+        })
         .await
         .unwrap()
         .into_inner();
     let output = within("the python teammate to exit", async {
         let status = py.wait().await.unwrap();
         let mut out = String::new();
-        tokio::io::AsyncReadExt::read_to_string(py.stdout.as_mut().unwrap(), &mut out).await.unwrap();
+        tokio::io::AsyncReadExt::read_to_string(py.stdout.as_mut().unwrap(), &mut out)
+            .await
+            .unwrap();
         (status, out)
     })
     .await;
     assert!(output.0.success(), "{output:?}");
-    for line in ["plan rejected:", "plan approved; mode PERMISSION_MODE_ACCEPT_EDITS", "shutdown agreed"] {
-        assert!(output.1.contains(line), "{line:?} missing from:\n{}", output.1);
+    for line in [
+        "plan rejected:",
+        "plan approved; mode PERMISSION_MODE_ACCEPT_EDITS",
+        "shutdown agreed",
+    ] {
+        assert!(
+            output.1.contains(line),
+            "{line:?} missing from:\n{}",
+            output.1
+        );
     }
-    let state = operator.get_request(pb::GetRequestRequest { request_id: ticket.request_id }).await.unwrap().into_inner();
+    let state = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: ticket.request_id,
+        })
+        .await
+        .unwrap()
+        .into_inner();
     assert!(is(state.status, RequestStatus::Approved));
-    let notice = observer.next_matching(|e| matches!(e.body, Some(Body::TeammateTerminated(_)))).await;
+    let notice = observer
+        .next_matching(|e| matches!(e.body, Some(Body::TeammateTerminated(_))))
+        .await;
     assert!(matches!(notice.body, Some(Body::TeammateTerminated(t)) if t.name == "py"));
 }

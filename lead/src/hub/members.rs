@@ -21,7 +21,9 @@ impl Hub {
     /// `Join`: a new member in plan mode, or ALREADY_EXISTS for an active name.
     pub(super) fn join(&mut self, name: Name, role: String) -> Result<pb::JoinResponse, HubError> {
         if role.len() > MAX_ROLE_BYTES {
-            return Err(FieldError::new("role", format!("is longer than {MAX_ROLE_BYTES} bytes")).into());
+            return Err(
+                FieldError::new("role", format!("is longer than {MAX_ROLE_BYTES} bytes")).into(),
+            );
         }
         let spawned = match self.roster.get(name.as_str()) {
             Some(existing) if !existing.terminated => {
@@ -69,8 +71,14 @@ impl Hub {
 
     /// An inbox stream ended (the client went away, or it was replaced).
     pub(super) fn stream_closed(&mut self, name: &str, stream_id: u64) {
-        let Some(member) = self.roster.get_mut(name) else { return };
-        if member.stream.as_ref().is_some_and(|(id, _)| *id == stream_id) {
+        let Some(member) = self.roster.get_mut(name) else {
+            return;
+        };
+        if member
+            .stream
+            .as_ref()
+            .is_some_and(|(id, _)| *id == stream_id)
+        {
             member.stream = None;
             tracing::info!(member = %name, "inbox stream closed");
             self.emit_member(name);
@@ -92,11 +100,21 @@ impl Hub {
     }
 
     /// `Send`: a text to one member, to `lead`, or to every other active member.
-    pub(super) fn send_text(&mut self, token: &str, request: pb::SendRequest) -> Result<pb::SendResponse, HubError> {
+    pub(super) fn send_text(
+        &mut self,
+        token: &str,
+        request: pb::SendRequest,
+    ) -> Result<pb::SendResponse, HubError> {
         let from = self.caller(token)?;
-        let text = request.text.ok_or_else(|| FieldError::new("text", "is required"))?;
+        let text = request
+            .text
+            .ok_or_else(|| FieldError::new("text", "is required"))?;
         if text.content.len() > MAX_TEXT_BYTES {
-            return Err(FieldError::new("text.content", format!("is longer than {MAX_TEXT_BYTES} bytes")).into());
+            return Err(FieldError::new(
+                "text.content",
+                format!("is longer than {MAX_TEXT_BYTES} bytes"),
+            )
+            .into());
         }
         if request.message_id.len() > 128 {
             return Err(FieldError::new("message_id", "is longer than 128 bytes").into());
@@ -130,14 +148,23 @@ impl Hub {
         if fresh {
             self.mark_busy(&from);
             for to in recipients {
-                self.deliver(&from, &to, Some(message_id.clone()), Body::Text(text.clone()));
+                self.deliver(
+                    &from,
+                    &to,
+                    Some(message_id.clone()),
+                    Body::Text(text.clone()),
+                );
             }
         }
         Ok(pb::SendResponse { message_id })
     }
 
     /// `ReportIdle`: the caller has nothing to do.
-    pub(super) fn report_idle(&mut self, token: &str, idle: pb::IdleNotification) -> Result<(), HubError> {
+    pub(super) fn report_idle(
+        &mut self,
+        token: &str,
+        idle: pb::IdleNotification,
+    ) -> Result<(), HubError> {
         let name = self.caller(token)?;
         let member = self.member_mut(&name)?;
         let changed = !member.idle;
@@ -150,7 +177,11 @@ impl Hub {
     }
 
     /// `ReportToolCall`: shows a teammate's tool call to the watchers.
-    pub(super) fn report_tool_call(&mut self, token: &str, mut report: pb::ToolCallReport) -> Result<(), HubError> {
+    pub(super) fn report_tool_call(
+        &mut self,
+        token: &str,
+        mut report: pb::ToolCallReport,
+    ) -> Result<(), HubError> {
         let name = self.caller(token)?;
         if report.tool.is_empty() {
             return Err(FieldError::new("tool", "is required").into());
@@ -174,15 +205,17 @@ impl Hub {
 
     /// The member of that name, which must exist.
     pub(super) fn member_mut(&mut self, name: &str) -> Result<&mut Member, HubError> {
-        self.roster
-            .get_mut(name)
-            .ok_or_else(|| HubError::Internal(format!("member {name:?} has a session but no roster entry")))
+        self.roster.get_mut(name).ok_or_else(|| {
+            HubError::Internal(format!("member {name:?} has a session but no roster entry"))
+        })
     }
 
     /// The member leaves for good: TERMINATED, its token revoked, its stream
     /// ended, its pending requests expired, and every other member told.
     pub(super) fn terminate(&mut self, name: &str, reason: &str) {
-        let Some(member) = self.roster.get_mut(name) else { return };
+        let Some(member) = self.roster.get_mut(name) else {
+            return;
+        };
         if member.terminated {
             return;
         }
@@ -204,25 +237,37 @@ impl Hub {
     }
 
     /// `SpawnTeammate`: starts a `teammate` process as a child of the lead.
-    pub(super) fn spawn(&mut self, request: pb::SpawnTeammateRequest) -> Result<pb::SpawnTeammateResponse, HubError> {
-        let spawner = self
-            .config
-            .spawner
-            .clone()
-            .ok_or_else(|| HubError::FailedPrecondition("this lead cannot start processes".into()))?;
+    pub(super) fn spawn(
+        &mut self,
+        request: pb::SpawnTeammateRequest,
+    ) -> Result<pb::SpawnTeammateResponse, HubError> {
+        let spawner = self.config.spawner.clone().ok_or_else(|| {
+            HubError::FailedPrecondition("this lead cannot start processes".into())
+        })?;
         let name = Name::parse("name", &request.name)?;
         if request.role.is_empty() {
             return Err(FieldError::new("role", "is required").into());
         }
-        if self.roster.get(name.as_str()).is_some_and(|m| !m.terminated) || self.children.contains_key(name.as_str()) {
-            return Err(HubError::AlreadyExists(format!("name: {name:?} is already on the team")));
+        if self
+            .roster
+            .get(name.as_str())
+            .is_some_and(|m| !m.terminated)
+            || self.children.contains_key(name.as_str())
+        {
+            return Err(HubError::AlreadyExists(format!(
+                "name: {name:?} is already on the team"
+            )));
         }
         let script = PathBuf::from(&request.script_path);
         if request.script_path.is_empty() {
             return Err(FieldError::new("script_path", "is required").into());
         }
         if !script.is_file() {
-            return Err(FieldError::new("script_path", format!("{script:?} is not a file the lead can read")).into());
+            return Err(FieldError::new(
+                "script_path",
+                format!("{script:?} is not a file the lead can read"),
+            )
+            .into());
         }
         let workspace = if request.workspace.is_empty() {
             spawner.default_workspace(name.as_str())
@@ -232,10 +277,22 @@ impl Hub {
         let handle = self.handle.clone();
         let child_name = name.to_string();
         let child = spawner
-            .spawn(name.as_str(), &request.role, &script, &workspace, move |pid, how| {
-                handle.notify(Command::ChildExited { name: child_name, pid, how });
-            })
-            .map_err(|e| HubError::Internal(format!("could not start {:?}: {e}", spawner.teammate_bin)))?;
+            .spawn(
+                name.as_str(),
+                &request.role,
+                &script,
+                &workspace,
+                move |pid, how| {
+                    handle.notify(Command::ChildExited {
+                        name: child_name,
+                        pid,
+                        how,
+                    });
+                },
+            )
+            .map_err(|e| {
+                HubError::Internal(format!("could not start {:?}: {e}", spawner.teammate_bin))
+            })?;
         tracing::info!(member = %name, pid = child.pid, "spawned teammate");
         let pid = child.pid;
         self.children.insert(name.to_string(), child);

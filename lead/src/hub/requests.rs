@@ -57,7 +57,10 @@ impl Hub {
         if outcome.fresh {
             tracing::info!(request_id = %id, member = %sender, "plan submitted");
             if let Some(old) = superseded {
-                if let Some(expired) = self.tracker.expire(&old, &format!("superseded by {id}"), now_unix_ms()) {
+                if let Some(expired) =
+                    self.tracker
+                        .expire(&old, &format!("superseded by {id}"), now_unix_ms())
+                {
                     self.emit(pb::event::Kind::Request(expired.to_pb()));
                 }
             }
@@ -70,12 +73,18 @@ impl Hub {
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             self.auto_review_plan(&id, &plan)?;
         }
-        Ok(pb::SubmitPlanResponse { request_id: id.to_string() })
+        Ok(pb::SubmitPlanResponse {
+            request_id: id.to_string(),
+        })
     }
 
     /// `supersedes` must name one of the caller's own plans that is not approved.
     /// Returns it if it is still pending (it expires once the new plan is open).
-    fn check_supersedes(&self, sender: &str, supersedes: &str) -> Result<Option<RequestId>, HubError> {
+    fn check_supersedes(
+        &self,
+        sender: &str,
+        supersedes: &str,
+    ) -> Result<Option<RequestId>, HubError> {
         if supersedes.is_empty() {
             return Ok(None);
         }
@@ -85,7 +94,11 @@ impl Hub {
             .get(&old)
             .ok_or_else(|| FieldError::new("supersedes", format!("no request {old}")))?;
         if request.opening.kind != Kind::PlanApproval || request.opening.sender != sender {
-            return Err(FieldError::new("supersedes", format!("{old} is not a plan of {sender:?}")).into());
+            return Err(FieldError::new(
+                "supersedes",
+                format!("{old} is not a plan of {sender:?}"),
+            )
+            .into());
         }
         match request.status {
             Status::Approved => Err(HubError::FailedPrecondition(format!(
@@ -122,7 +135,10 @@ impl Hub {
     }
 
     /// `ReviewPlan`: the operator approves (with a grant) or rejects (with feedback).
-    pub(super) fn review_plan(&mut self, review: pb::PlanReview) -> Result<pb::PlanApprovalResponse, HubError> {
+    pub(super) fn review_plan(
+        &mut self,
+        review: pb::PlanReview,
+    ) -> Result<pb::PlanApprovalResponse, HubError> {
         let id = RequestId::existing("request_id", &review.request_id)?;
         check_text("feedback", &review.feedback)?;
         let decision = if review.approve {
@@ -130,51 +146,95 @@ impl Hub {
                 Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits)?,
                 None => default_grant(Mode::AcceptEdits),
             };
-            Decision { approve: true, feedback: review.feedback, grant: Some(grant) }
+            Decision {
+                approve: true,
+                feedback: review.feedback,
+                grant: Some(grant),
+            }
         } else {
             if review.feedback.trim().is_empty() {
-                return Err(FieldError::new("feedback", "is required when rejecting, so the teammate can revise").into());
+                return Err(FieldError::new(
+                    "feedback",
+                    "is required when rejecting, so the teammate can revise",
+                )
+                .into());
             }
-            Decision { approve: false, feedback: review.feedback, grant: None }
+            Decision {
+                approve: false,
+                feedback: review.feedback,
+                grant: None,
+            }
         };
         self.decide_plan(&id, decision)
     }
 
     /// Records a plan decision and, the first time, tells the teammate.
-    fn decide_plan(&mut self, id: &RequestId, decision: Decision) -> Result<pb::PlanApprovalResponse, HubError> {
-        let outcome = self.tracker.answer(id, Kind::PlanApproval, &Party::Operator, decision, now_unix_ms())?;
+    fn decide_plan(
+        &mut self,
+        id: &RequestId,
+        decision: Decision,
+    ) -> Result<pb::PlanApprovalResponse, HubError> {
+        let outcome = self.tracker.answer(
+            id,
+            Kind::PlanApproval,
+            &Party::Operator,
+            decision,
+            now_unix_ms(),
+        )?;
         let response = plan_response(&outcome.request);
         if outcome.fresh {
             let teammate = outcome.request.opening.sender.clone();
             tracing::info!(request_id = %id, member = %teammate, approve = response.approve, "plan reviewed");
-            if let Some(grant) = outcome.request.decision.as_ref().and_then(|d| d.grant.as_ref()) {
+            if let Some(grant) = outcome
+                .request
+                .decision
+                .as_ref()
+                .and_then(|d| d.grant.as_ref())
+            {
                 if let Some(member) = self.roster.get_mut(&teammate) {
                     member.mode = grant.mode;
                 }
                 self.emit_member(&teammate);
             }
-            self.deliver(LEAD, &teammate, None, Body::PlanApprovalResponse(response.clone()));
+            self.deliver(
+                LEAD,
+                &teammate,
+                None,
+                Body::PlanApprovalResponse(response.clone()),
+            );
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
         }
         Ok(response)
     }
 
     /// `RequestShutdown`: asks a teammate to shut down by a deadline.
-    pub(super) fn request_shutdown(&mut self, request: pb::ShutdownRequest) -> Result<pb::ShutdownTicket, HubError> {
+    pub(super) fn request_shutdown(
+        &mut self,
+        request: pb::ShutdownRequest,
+    ) -> Result<pb::ShutdownTicket, HubError> {
         let target = Name::parse("target", &request.target)?;
         check_text("reason", &request.reason)?;
         match self.roster.get(target.as_str()) {
             None => return Err(FieldError::new("target", format!("no member {target:?}")).into()),
             Some(m) if m.terminated => {
-                return Err(HubError::FailedPrecondition(format!("target: {target:?} has already terminated")))
+                return Err(HubError::FailedPrecondition(format!(
+                    "target: {target:?} has already terminated"
+                )))
             }
             Some(_) => {}
         }
         let now = now_unix_ms();
         let deadline = match request.deadline_unix_ms {
-            0 => now + i64::try_from(self.config.shutdown_deadline.as_millis()).unwrap_or(i64::MAX / 2),
+            0 => {
+                now + i64::try_from(self.config.shutdown_deadline.as_millis())
+                    .unwrap_or(i64::MAX / 2)
+            }
             d if d <= now => {
-                return Err(FieldError::new("deadline_unix_ms", format!("{d} is in the past (now is {now})")).into())
+                return Err(FieldError::new(
+                    "deadline_unix_ms",
+                    format!("{d} is in the past (now is {now})"),
+                )
+                .into())
             }
             d => d,
         };
@@ -210,18 +270,32 @@ impl Hub {
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             self.emit_member(target.as_str());
         }
-        Ok(pb::ShutdownTicket { request_id: id.to_string() })
+        Ok(pb::ShutdownTicket {
+            request_id: id.to_string(),
+        })
     }
 
     /// `RespondShutdown`: the target agrees (and is TERMINATED) or refuses.
-    pub(super) fn respond_shutdown(&mut self, token: &str, response: pb::ShutdownResponse) -> Result<(), HubError> {
+    pub(super) fn respond_shutdown(
+        &mut self,
+        token: &str,
+        response: pb::ShutdownResponse,
+    ) -> Result<(), HubError> {
         let name = self.caller(token)?;
         let id = RequestId::existing("request_id", &response.request_id)?;
         check_text("reason", &response.reason)?;
-        let decision = Decision { approve: response.approve, feedback: response.reason.clone(), grant: None };
-        let outcome = self
-            .tracker
-            .answer(&id, Kind::Shutdown, &Party::Member(name.clone()), decision, now_unix_ms())?;
+        let decision = Decision {
+            approve: response.approve,
+            feedback: response.reason.clone(),
+            grant: None,
+        };
+        let outcome = self.tracker.answer(
+            &id,
+            Kind::Shutdown,
+            &Party::Member(name.clone()),
+            decision,
+            now_unix_ms(),
+        )?;
         if outcome.fresh {
             tracing::info!(request_id = %id, member = %name, approve = response.approve, "shutdown answered");
             self.deliver(&name, LEAD, None, Body::ShutdownResponse(response.clone()));
@@ -248,7 +322,11 @@ impl Hub {
         request: pb::PermissionRequest,
     ) -> Result<pb::RequestPermissionResponse, HubError> {
         let sender = self.caller(token)?;
-        if self.roster.get(&sender).is_some_and(|m| m.mode == Mode::Plan) {
+        if self
+            .roster
+            .get(&sender)
+            .is_some_and(|m| m.mode == Mode::Plan)
+        {
             return Err(HubError::FailedPrecondition(format!(
                 "{sender:?} is in plan mode: gated tools wait for an approved plan, not a permission"
             )));
@@ -277,32 +355,70 @@ impl Hub {
             now_unix_ms(),
         )?;
         if outcome.fresh {
-            let body = pb::PermissionRequest { request_id: id.to_string(), ..request.clone() };
+            let body = pb::PermissionRequest {
+                request_id: id.to_string(),
+                ..request.clone()
+            };
             self.deliver(&sender, LEAD, None, Body::PermissionRequest(body));
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             let verdict = match &self.config.approval {
                 Approval::Manual => None,
                 Approval::Auto => Some(true),
-                Approval::Policy(policy) => policy.allows_call(&request.tool, args.get("path").and_then(|p| p.as_str())),
+                Approval::Policy(policy) => {
+                    policy.allows_call(&request.tool, args.get("path").and_then(|p| p.as_str()))
+                }
             };
             if let Some(approve) = verdict {
-                let feedback = if approve { "allowed by the approval mode" } else { "denied by policy: deny_write" };
-                self.decide_permission(&id, Decision { approve, feedback: feedback.into(), grant: None })?;
+                let feedback = if approve {
+                    "allowed by the approval mode"
+                } else {
+                    "denied by policy: deny_write"
+                };
+                self.decide_permission(
+                    &id,
+                    Decision {
+                        approve,
+                        feedback: feedback.into(),
+                        grant: None,
+                    },
+                )?;
             }
         }
-        Ok(pb::RequestPermissionResponse { request_id: id.to_string() })
+        Ok(pb::RequestPermissionResponse {
+            request_id: id.to_string(),
+        })
     }
 
     /// `ReviewPermission`: the operator answers one permission request.
-    pub(super) fn review_permission(&mut self, review: pb::PermissionReview) -> Result<pb::PermissionResponse, HubError> {
+    pub(super) fn review_permission(
+        &mut self,
+        review: pb::PermissionReview,
+    ) -> Result<pb::PermissionResponse, HubError> {
         let id = RequestId::existing("request_id", &review.request_id)?;
         check_text("feedback", &review.feedback)?;
-        self.decide_permission(&id, Decision { approve: review.approve, feedback: review.feedback, grant: None })
+        self.decide_permission(
+            &id,
+            Decision {
+                approve: review.approve,
+                feedback: review.feedback,
+                grant: None,
+            },
+        )
     }
 
     /// Records a permission decision and, the first time, tells the teammate.
-    fn decide_permission(&mut self, id: &RequestId, decision: Decision) -> Result<pb::PermissionResponse, HubError> {
-        let outcome = self.tracker.answer(id, Kind::Permission, &Party::Operator, decision, now_unix_ms())?;
+    fn decide_permission(
+        &mut self,
+        id: &RequestId,
+        decision: Decision,
+    ) -> Result<pb::PermissionResponse, HubError> {
+        let outcome = self.tracker.answer(
+            id,
+            Kind::Permission,
+            &Party::Operator,
+            decision,
+            now_unix_ms(),
+        )?;
         let request = &outcome.request;
         let response = pb::PermissionResponse {
             request_id: id.to_string(),
@@ -311,26 +427,42 @@ impl Hub {
         };
         if outcome.fresh {
             let teammate = request.opening.sender.clone();
-            self.deliver(LEAD, &teammate, None, Body::PermissionResponse(response.clone()));
+            self.deliver(
+                LEAD,
+                &teammate,
+                None,
+                Body::PermissionResponse(response.clone()),
+            );
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
         }
         Ok(response)
     }
 
     /// `ListRequests`, filtered by status and type (UNSPECIFIED matches any).
-    pub(super) fn list_requests(&self, filter: &pb::ListRequestsRequest) -> Result<pb::ListRequestsResponse, HubError> {
-        let status = match filter.status {
-            0 => None,
-            n => Some(Status::from_pb(n).ok_or_else(|| FieldError::new("status", format!("{n} is not a RequestStatus")))?),
-        };
+    pub(super) fn list_requests(
+        &self,
+        filter: &pb::ListRequestsRequest,
+    ) -> Result<pb::ListRequestsResponse, HubError> {
+        let status =
+            match filter.status {
+                0 => None,
+                n => Some(Status::from_pb(n).ok_or_else(|| {
+                    FieldError::new("status", format!("{n} is not a RequestStatus"))
+                })?),
+            };
         let kind = match filter.r#type {
             0 => None,
-            n => Some(Kind::from_pb(n).ok_or_else(|| FieldError::new("type", format!("{n} is not a RequestType")))?),
+            n => Some(
+                Kind::from_pb(n)
+                    .ok_or_else(|| FieldError::new("type", format!("{n} is not a RequestType")))?,
+            ),
         };
         let requests = self
             .tracker
             .iter()
-            .filter(|r| status.is_none_or(|s| r.status == s) && kind.is_none_or(|k| r.opening.kind == k))
+            .filter(|r| {
+                status.is_none_or(|s| r.status == s) && kind.is_none_or(|k| r.opening.kind == k)
+            })
             .map(Request::to_pb)
             .collect();
         Ok(pb::ListRequestsResponse { requests })
@@ -350,7 +482,12 @@ impl Hub {
     pub(super) fn expire_due(&mut self) {
         let now = now_unix_ms();
         for id in self.tracker.due(now) {
-            let Some(request) = self.tracker.expire(&id, "deadline passed with no answer", now) else { continue };
+            let Some(request) = self
+                .tracker
+                .expire(&id, "deadline passed with no answer", now)
+            else {
+                continue;
+            };
             tracing::info!(request_id = %id, "request expired");
             self.emit(pb::event::Kind::Request(request.to_pb()));
             if request.opening.kind == Kind::Shutdown {
@@ -391,7 +528,11 @@ impl Hub {
 
 /// The grant an approval without one carries: the plan's files, in `mode`.
 fn default_grant(mode: Mode) -> Grant {
-    Grant { mode, write_paths: Vec::new(), expires_at_unix_ms: None }
+    Grant {
+        mode,
+        write_paths: Vec::new(),
+        expires_at_unix_ms: None,
+    }
 }
 
 /// The answer to a plan request, as the teammate and the operator see it.
@@ -400,14 +541,21 @@ fn plan_response(request: &Request) -> pb::PlanApprovalResponse {
         request_id: request.id().to_string(),
         approve: request.status == Status::Approved,
         feedback: request.feedback.clone(),
-        grant: request.decision.as_ref().and_then(|d| d.grant.as_ref()).map(Grant::to_pb),
+        grant: request
+            .decision
+            .as_ref()
+            .and_then(|d| d.grant.as_ref())
+            .map(Grant::to_pb),
     }
 }
 
 /// Free text within the size limit.
 fn check_text(field: &str, text: &str) -> Result<(), FieldError> {
     if text.len() > MAX_REASON_BYTES {
-        return Err(FieldError::new(field, format!("is longer than {MAX_REASON_BYTES} bytes")));
+        return Err(FieldError::new(
+            field,
+            format!("is longer than {MAX_REASON_BYTES} bytes"),
+        ));
     }
     Ok(())
 }

@@ -3,7 +3,12 @@
 use super::*;
 
 const ALL_KINDS: [Kind; 3] = [Kind::PlanApproval, Kind::Shutdown, Kind::Permission];
-const ALL_STATES: [Status; 4] = [Status::Pending, Status::Approved, Status::Rejected, Status::Expired];
+const ALL_STATES: [Status; 4] = [
+    Status::Pending,
+    Status::Approved,
+    Status::Rejected,
+    Status::Expired,
+];
 const T0: i64 = 1_000;
 const T1: i64 = 2_000;
 
@@ -35,11 +40,19 @@ fn parties(kind: Kind) -> (Party, Party) {
 }
 
 fn approve() -> Decision {
-    Decision { approve: true, feedback: String::new(), grant: None }
+    Decision {
+        approve: true,
+        feedback: String::new(),
+        grant: None,
+    }
 }
 
 fn reject(feedback: &str) -> Decision {
-    Decision { approve: false, feedback: feedback.into(), grant: None }
+    Decision {
+        approve: false,
+        feedback: feedback.into(),
+        grant: None,
+    }
 }
 
 /// A tracker holding one request of `kind` in `state`.
@@ -50,13 +63,19 @@ fn tracker_in(kind: Kind, state: Status) -> Tracker {
     match state {
         Status::Pending => {}
         Status::Approved => {
-            tracker.answer(&id(), kind, &answerer, approve(), T0).expect("approves");
+            tracker
+                .answer(&id(), kind, &answerer, approve(), T0)
+                .expect("approves");
         }
         Status::Rejected => {
-            tracker.answer(&id(), kind, &answerer, reject("no"), T0).expect("rejects");
+            tracker
+                .answer(&id(), kind, &answerer, reject("no"), T0)
+                .expect("rejects");
         }
         Status::Expired => {
-            tracker.expire(&id(), "deadline passed", T0).expect("expires");
+            tracker
+                .expire(&id(), "deadline passed", T0)
+                .expect("expires");
         }
     }
     assert_eq!(tracker.get(&id()).map(|r| r.status), Some(state));
@@ -94,8 +113,17 @@ fn an_answer_of_another_type_is_refused_in_every_state() {
             let before = tracker.get(&id()).cloned();
             let wrong = other_kind(kind);
             let (answerer, _) = parties(kind);
-            let err = tracker.answer(&id(), wrong, &answerer, approve(), T1).expect_err("wrong type");
-            assert_eq!(err, TransitionError::WrongType { id: id(), request: kind, answer: wrong });
+            let err = tracker
+                .answer(&id(), wrong, &answerer, approve(), T1)
+                .expect_err("wrong type");
+            assert_eq!(
+                err,
+                TransitionError::WrongType {
+                    id: id(),
+                    request: kind,
+                    answer: wrong
+                }
+            );
             let message = err.to_string();
             assert!(message.contains(kind.to_pb().as_str_name()), "{message}");
             assert!(message.contains(wrong.to_pb().as_str_name()), "{message}");
@@ -113,7 +141,11 @@ fn an_answer_from_the_wrong_party_is_refused_in_every_state() {
             let (answerer, intruder) = parties(kind);
             assert_eq!(
                 tracker.answer(&id(), kind, &intruder, approve(), T1),
-                Err(TransitionError::NotTheAnswerer { id: id(), answerer, caller: intruder })
+                Err(TransitionError::NotTheAnswerer {
+                    id: id(),
+                    answerer,
+                    caller: intruder
+                })
             );
             assert_eq!(tracker.get(&id()).cloned(), before, "nothing changes");
         }
@@ -126,13 +158,25 @@ fn answers_by_the_right_party_follow_the_status_table() {
     type Row = (Status, fn() -> Decision, Result<(Status, bool), Status>);
     let table: [Row; 12] = [
         (Status::Pending, approve, Ok((Status::Approved, true))),
-        (Status::Pending, || reject("no"), Ok((Status::Rejected, true))),
-        (Status::Pending, || reject("other"), Ok((Status::Rejected, true))),
+        (
+            Status::Pending,
+            || reject("no"),
+            Ok((Status::Rejected, true)),
+        ),
+        (
+            Status::Pending,
+            || reject("other"),
+            Ok((Status::Rejected, true)),
+        ),
         (Status::Approved, approve, Ok((Status::Approved, false))),
         (Status::Approved, || reject("no"), Err(Status::Approved)),
         (Status::Approved, || reject("other"), Err(Status::Approved)),
         (Status::Rejected, approve, Err(Status::Rejected)),
-        (Status::Rejected, || reject("no"), Ok((Status::Rejected, false))),
+        (
+            Status::Rejected,
+            || reject("no"),
+            Ok((Status::Rejected, false)),
+        ),
         (Status::Rejected, || reject("other"), Err(Status::Rejected)),
         (Status::Expired, approve, Err(Status::Expired)),
         (Status::Expired, || reject("no"), Err(Status::Expired)),
@@ -154,14 +198,31 @@ fn answers_by_the_right_party_follow_the_status_table() {
                         assert_eq!(outcome.request.resolved_at_unix_ms, Some(T1), "{context}");
                         assert_eq!(outcome.request.feedback, decision().feedback, "{context}");
                     } else {
-                        assert_eq!(outcome.request, before, "a retry changes nothing: {context}");
+                        assert_eq!(
+                            outcome.request, before,
+                            "a retry changes nothing: {context}"
+                        );
                     }
                 }
                 Err(status) => {
                     let err = got.expect_err(&context);
-                    assert_eq!(err, TransitionError::AlreadyResolved { id: id(), status: *status }, "{context}");
-                    assert!(err.to_string().contains(status.to_pb().as_str_name()), "{context}");
-                    assert_eq!(tracker.get(&id()).cloned(), Some(before), "terminal states never change");
+                    assert_eq!(
+                        err,
+                        TransitionError::AlreadyResolved {
+                            id: id(),
+                            status: *status
+                        },
+                        "{context}"
+                    );
+                    assert!(
+                        err.to_string().contains(status.to_pb().as_str_name()),
+                        "{context}"
+                    );
+                    assert_eq!(
+                        tracker.get(&id()).cloned(),
+                        Some(before),
+                        "terminal states never change"
+                    );
                 }
             }
         }
@@ -195,21 +256,34 @@ fn reopening_an_id_is_a_retry_or_a_conflict_in_every_state() {
             let mut tracker = tracker_in(kind, state);
             let before = tracker.get(&id()).cloned().expect("present");
 
-            let retry = tracker.open(opening(kind), T1).expect("same request again is a retry");
+            let retry = tracker
+                .open(opening(kind), T1)
+                .expect("same request again is a retry");
             assert!(!retry.fresh);
             assert_eq!(retry.request, before);
 
             let mut later_deadline = opening(kind);
             later_deadline.deadline_unix_ms = later_deadline.deadline_unix_ms.map(|d| d + 1);
-            assert!(!tracker.open(later_deadline, T1).expect("deadline is derived").fresh);
+            assert!(
+                !tracker
+                    .open(later_deadline, T1)
+                    .expect("deadline is derived")
+                    .fresh
+            );
 
             let mut different = opening(kind);
             different.payload_json = r#"{"summary":"y"}"#.into();
-            assert_eq!(tracker.open(different, T1), Err(TransitionError::IdReused(id())));
+            assert_eq!(
+                tracker.open(different, T1),
+                Err(TransitionError::IdReused(id()))
+            );
 
             let mut other_type = opening(other_kind(kind));
             other_type.payload_json = before.opening.payload_json.clone();
-            assert_eq!(tracker.open(other_type, T1), Err(TransitionError::IdReused(id())));
+            assert_eq!(
+                tracker.open(other_type, T1),
+                Err(TransitionError::IdReused(id()))
+            );
             assert_eq!(tracker.get(&id()).cloned(), Some(before));
         }
     }
