@@ -13,7 +13,7 @@ use tokio::{process::Command, sync::mpsc, task::JoinHandle};
 /// What the lead needs to start a teammate.
 #[derive(Debug, Clone)]
 pub struct Spawner {
-    /// The `teammate` executable.
+    /// The `teammate` executable, unless a spawn request names another.
     pub teammate_bin: PathBuf,
     /// The URL the teammate dials (`http://127.0.0.1:PORT`).
     pub lead_url: String,
@@ -53,6 +53,7 @@ impl Spawner {
     /// Starts `teammate` for `name`; `on_exit` hears its pid and how it ended, once it is reaped.
     pub(crate) fn spawn(
         &self,
+        bin: &Path,
         name: &str,
         role: &str,
         script: &Path,
@@ -63,7 +64,7 @@ impl Spawner {
         let logs = self.state_dir.join("logs");
         std::fs::create_dir_all(&logs)?;
         let log = std::fs::File::create(logs.join(format!("{name}.log")))?;
-        let mut command = Command::new(&self.teammate_bin);
+        let mut command = Command::new(bin);
         command
             .arg("--lead")
             .arg(&self.lead_url)

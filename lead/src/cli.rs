@@ -331,6 +331,7 @@ pub async fn spawn(
     role: String,
     script: PathBuf,
     workspace: Option<PathBuf>,
+    teammate_bin: Option<PathBuf>,
 ) -> Result<String, CliError> {
     let absolute = |p: PathBuf| {
         std::path::absolute(&p)
@@ -343,6 +344,7 @@ pub async fn spawn(
         role,
         script_path: absolute(script),
         workspace: workspace.map(absolute).unwrap_or_default(),
+        teammate_bin: teammate_bin.map(absolute).unwrap_or_default(),
     };
     let response = client.spawn_teammate(request).await?.into_inner();
     Ok(format!("spawned {name} (pid {})\n", response.pid))

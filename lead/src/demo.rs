@@ -120,14 +120,23 @@ pub async fn stop_signal() {
     }
 }
 
-/// The `teammate` executable beside this `lead`. Under `cargo run`, where
-/// only `lead` was built, it is built first with the same profile.
-pub fn teammate_beside_lead() -> anyhow::Result<PathBuf> {
+/// The path of `name` in the directory of this `lead` executable.
+pub fn beside_lead(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find the lead's own executable")?;
     let dir = exe
         .parent()
         .context("the lead's executable has no directory")?;
-    let bin = dir.join("teammate");
+    Ok(dir.join(name))
+}
+
+/// The `teammate` executable beside this `lead`. Under `cargo run`, where
+/// only `lead` was built, it is built first with the same profile.
+pub fn teammate_beside_lead() -> anyhow::Result<PathBuf> {
+    let bin = beside_lead("teammate")?;
+    let exe = std::env::current_exe().context("cannot find the lead's own executable")?;
+    let dir = exe
+        .parent()
+        .context("the lead's executable has no directory")?;
     if bin.is_file() {
         return Ok(bin);
     }
@@ -228,6 +237,7 @@ async fn drive(url: &str, operator_token: &str, dir: &Path) -> anyhow::Result<()
                     .to_string_lossy()
                     .into_owned(),
                 workspace: dir.join(name).to_string_lossy().into_owned(),
+                teammate_bin: String::new(),
             })
             .await?;
     }

@@ -116,6 +116,9 @@ enum Command {
         /// Its workspace (default: <state-dir>/workspaces/<name>).
         #[arg(long)]
         workspace: Option<PathBuf>,
+        /// The `teammate` executable (default: the lead's --teammate-bin, else beside the lead).
+        #[arg(long)]
+        teammate_bin: Option<PathBuf>,
         #[command(flatten)]
         target: TargetArgs,
     },
@@ -300,6 +303,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             role,
             script,
             workspace,
+            teammate_bin,
             target,
         } => {
             cli::spawn(
@@ -308,6 +312,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 role,
                 script,
                 workspace,
+                teammate_bin,
             )
             .await
         }
@@ -345,9 +350,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         addr.ip().to_string()
     };
     let connect_addr = SocketAddr::new(connect_ip.parse()?, addr.port());
-    let teammate_bin = args
-        .teammate_bin
-        .map_or_else(lead::demo::teammate_beside_lead, Ok)?;
+    let teammate_bin = match args.teammate_bin {
+        Some(bin) => bin,
+        None => lead::demo::beside_lead("teammate")?,
+    };
     let config = HubConfig {
         approval,
         shutdown_deadline: Duration::from_secs(args.shutdown_deadline),

@@ -93,7 +93,11 @@ async fn read(
                     match stream.message().await {
                         Ok(Some(envelope)) => {
                             after_seq = after_seq.max(envelope.seq);
-                            if tx.send(Incoming::Envelope(Box::new(envelope))).await.is_err() {
+                            if tx
+                                .send(Incoming::Envelope(Box::new(envelope)))
+                                .await
+                                .is_err()
+                            {
                                 return;
                             }
                         }

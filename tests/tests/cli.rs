@@ -104,6 +104,36 @@ async fn operator_commands_print_tables_json_and_clear_errors() {
     assert!(!ok);
     assert!(err.contains("--write"), "{err}");
 
+    let script = lead.script("x", "");
+    let args = [
+        "spawn",
+        "x",
+        "--role",
+        "r",
+        "--script",
+        script.to_str().unwrap(),
+        "--teammate-bin",
+        "/no/such/teammate",
+    ];
+    let (ok, _, err) = lead.cli(&args).await;
+    assert!(!ok);
+    assert!(
+        err.contains("teammate_bin") && err.contains("/no/such/teammate"),
+        "{err}"
+    );
+    let (ok, _, err) = lead
+        .cli(&[
+            "spawn",
+            "x",
+            "--role",
+            "r",
+            "--script",
+            "/no/such/script.toml",
+        ])
+        .await;
+    assert!(!ok);
+    assert!(err.contains("script_path"), "{err}");
+
     let missing = tempfile::tempdir().unwrap();
     let output = Command::new(bin("lead"))
         .args(["team", "--state-dir"])

@@ -274,10 +274,23 @@ impl Hub {
         } else {
             PathBuf::from(&request.workspace)
         };
+        let bin = if request.teammate_bin.is_empty() {
+            spawner.teammate_bin.clone()
+        } else {
+            PathBuf::from(&request.teammate_bin)
+        };
+        if !bin.is_file() {
+            return Err(HubError::FailedPrecondition(format!(
+                "teammate_bin: no teammate executable at {}; build it (cargo build -p teammate) \
+                 or name one with --teammate-bin",
+                bin.display()
+            )));
+        }
         let handle = self.handle.clone();
         let child_name = name.to_string();
         let child = spawner
             .spawn(
+                &bin,
                 name.as_str(),
                 &request.role,
                 &script,
@@ -290,9 +303,7 @@ impl Hub {
                     });
                 },
             )
-            .map_err(|e| {
-                HubError::Internal(format!("could not start {:?}: {e}", spawner.teammate_bin))
-            })?;
+            .map_err(|e| HubError::Internal(format!("could not start {}: {e}", bin.display())))?;
         tracing::info!(member = %name, pid = child.pid, "spawned teammate");
         let pid = child.pid;
         self.children.insert(name.to_string(), child);
