@@ -19,7 +19,10 @@
 //! The [`Tracker`] is a pure type: no I/O, no clock (`now` comes in as an
 //! argument), no async. The lead's hub owns one.
 
-use std::{collections::HashMap, fmt};
+use std::{
+    collections::{BTreeSet, HashMap},
+    fmt,
+};
 
 use crate::{grant::Grant, names::RequestId, pb};
 
@@ -257,12 +260,39 @@ pub struct Tracker {
     requests: Vec<Request>,
     /// Index into `requests` by id.
     by_id: HashMap<RequestId, usize>,
+    /// Indices of pending requests, oldest first.
+    pending: BTreeSet<usize>,
+    /// Pending requests with a deadline, soonest first.
+    deadlines: BTreeSet<(i64, RequestId)>,
+    /// Ids changed since the last [`Tracker::take_touched`], for persistence.
+    touched: Vec<RequestId>,
 }
 
 impl Tracker {
     /// An empty tracker.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A tracker holding requests as they were persisted, oldest first.
+    pub fn restore(requests: Vec<Request>) -> Self {
+        let mut tracker = Self::new();
+        for request in requests {
+            if request.status == Status::Pending {
+                tracker.pending.insert(tracker.requests.len());
+                if let Some(deadline) = request.opening.deadline_unix_ms {
+                    tracker.deadlines.insert((deadline, request.id().clone()));
+                }
+            }
+            tracker.by_id.insert(request.id().clone(), tracker.requests.len());
+            tracker.requests.push(request);
+        }
+        tracker
+    }
+
+    /// The ids of requests opened or changed since the last call.
+    pub fn take_touched(&mut self) -> Vec<RequestId> {
+        std::mem::take(&mut self.touched)
     }
 
     /// A request by id.
@@ -296,8 +326,13 @@ impl Tracker {
             created_at_unix_ms: now,
             resolved_at_unix_ms: None,
         };
+        if let Some(deadline) = request.opening.deadline_unix_ms {
+            self.deadlines.insert((deadline, request.id().clone()));
+        }
         self.by_id.insert(request.id().clone(), self.requests.len());
+        self.pending.insert(self.requests.len());
         self.requests.push(request.clone());
+        self.touched.push(request.id().clone());
         Ok(Outcome {
             request,
             fresh: true,
@@ -313,11 +348,11 @@ impl Tracker {
         decision: Decision,
         now: i64,
     ) -> Result<Outcome, TransitionError> {
-        let request = self
+        let index = *self
             .by_id
             .get(id)
-            .map(|&i| &mut self.requests[i])
             .ok_or_else(|| TransitionError::NotFound(id.clone()))?;
+        let request = &mut self.requests[index];
         if request.opening.kind != kind {
             return Err(TransitionError::WrongType {
                 id: id.clone(),
@@ -343,6 +378,11 @@ impl Tracker {
                 request.feedback = decision.feedback.clone();
                 request.decision = Some(decision);
                 request.resolved_at_unix_ms = Some(now);
+                if let Some(deadline) = request.opening.deadline_unix_ms {
+                    self.deadlines.remove(&(deadline, id.clone()));
+                }
+                self.pending.remove(&index);
+                self.touched.push(id.clone());
                 Ok(Outcome {
                     request: request.clone(),
                     fresh: true,
@@ -364,29 +404,34 @@ impl Tracker {
 
     /// Request `id` expires, if it is still pending; `None` otherwise.
     pub fn expire(&mut self, id: &RequestId, reason: &str, now: i64) -> Option<Request> {
-        let request = self.by_id.get(id).map(|&i| &mut self.requests[i])?;
+        let index = *self.by_id.get(id)?;
+        let request = &mut self.requests[index];
         if request.status != Status::Pending {
             return None;
         }
         request.status = Status::Expired;
         request.feedback = reason.to_owned();
         request.resolved_at_unix_ms = Some(now);
+        if let Some(deadline) = request.opening.deadline_unix_ms {
+            self.deadlines.remove(&(deadline, id.clone()));
+        }
+        self.pending.remove(&index);
+        self.touched.push(id.clone());
         Some(request.clone())
     }
 
     /// The pending requests whose deadline is at or before `now`.
     pub fn due(&self, now: i64) -> Vec<RequestId> {
-        self.pending()
-            .filter(|r| r.opening.deadline_unix_ms.is_some_and(|d| d <= now))
-            .map(|r| r.id().clone())
+        self.deadlines
+            .iter()
+            .take_while(|(deadline, _)| *deadline <= now)
+            .map(|(_, id)| id.clone())
             .collect()
     }
 
     /// The earliest deadline of a pending request.
     pub fn next_deadline(&self) -> Option<i64> {
-        self.pending()
-            .filter_map(|r| r.opening.deadline_unix_ms)
-            .min()
+        self.deadlines.first().map(|(deadline, _)| *deadline)
     }
 
     /// The pending requests that `name` sends or must answer.
@@ -397,9 +442,9 @@ impl Tracker {
             .collect()
     }
 
-    /// Requests still waiting.
+    /// Requests still waiting, oldest first.
     fn pending(&self) -> impl Iterator<Item = &Request> {
-        self.requests.iter().filter(|r| r.status == Status::Pending)
+        self.pending.iter().map(|&i| &self.requests[i])
     }
 }
 

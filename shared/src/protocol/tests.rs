@@ -301,6 +301,26 @@ fn deadlines_come_due_in_order_and_only_while_pending() {
 }
 
 #[test]
+fn touched_ids_are_reported_once_and_restore_rebuilds_the_indexes() {
+    let mut tracker = tracker_in(Kind::Shutdown, Status::Pending);
+    assert_eq!(tracker.take_touched(), vec![id()]);
+    assert!(tracker.take_touched().is_empty());
+    let retry = tracker.open(opening(Kind::Shutdown), T1).expect("retry");
+    assert!(!retry.fresh);
+    assert!(tracker.take_touched().is_empty(), "a retry changes nothing");
+
+    let restored = Tracker::restore(tracker.iter().cloned().collect());
+    assert_eq!(restored.next_deadline(), Some(5_000));
+    assert_eq!(restored.pending_involving("alice"), vec![id()]);
+    let mut restored = restored;
+    let (answerer, _) = parties(Kind::Shutdown);
+    restored.answer(&id(), Kind::Shutdown, &answerer, approve(), T1).expect("answers");
+    assert_eq!(restored.take_touched(), vec![id()]);
+    assert_eq!(restored.next_deadline(), None);
+    assert!(restored.pending_involving("alice").is_empty());
+}
+
+#[test]
 fn pending_requests_involving_a_member_are_found_by_sender_and_target() {
     let mut tracker = Tracker::new();
     tracker.open(opening(Kind::Shutdown), T0).expect("opens");
