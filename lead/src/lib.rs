@@ -11,3 +11,4 @@ mod roster;
 pub mod server;
 pub mod service;
 pub mod state;
+pub mod store;

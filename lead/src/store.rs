@@ -1,0 +1,116 @@
+//! Where the lead keeps what must survive it: the roster (with session token
+//! hashes), every protocol request, every envelope not yet acknowledged, and
+//! the `Send` message ids that make retries idempotent.
+//!
+//! The hub gathers the changes of a burst of commands and commits them in one
+//! transaction before it answers any of those commands (group commit).
+
+use shared::{pb, protocol::Request};
+
+mod sqlite;
+
+pub use sqlite::{SqliteStore, Sync, DB_FILE, MARKER_FILE};
+
+/// One member, as persisted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberRecord {
+    /// The member's name.
+    pub name: String,
+    /// Its id from `Join`.
+    pub member_id: String,
+    /// Its role.
+    pub role: String,
+    /// SHA-256 of its session token, hex; `None` once it terminated.
+    pub token_hash: Option<String>,
+    /// Its grant's mode, as the wire number.
+    pub mode: i32,
+    /// Whether it said it is idle.
+    pub idle: bool,
+    /// Whether it left for good.
+    pub terminated: bool,
+    /// The last `seq` its inbox handed out.
+    pub last_seq: u64,
+    /// Join order, for listing.
+    pub order: u64,
+}
+
+/// A change to persist.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// Insert or replace a member.
+    Member(MemberRecord),
+    /// A new envelope in a member's inbox.
+    Envelope { member: String, envelope: pb::Envelope },
+    /// The member processed everything up to `seq`.
+    Ack { member: String, seq: u64 },
+    /// The member's inbox is dropped (it terminated, or its name was reused).
+    ClearInbox { member: String },
+    /// Insert or replace a protocol request.
+    Request(Box<Request>),
+    /// A `Send` message id seen from `sender`.
+    MessageId { sender: String, message_id: String },
+}
+
+/// Everything a store holds, as loaded at start.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    /// Members in join order.
+    pub members: Vec<MemberRecord>,
+    /// Unacknowledged envelopes, by member, in `seq` order.
+    pub envelopes: Vec<(String, pb::Envelope)>,
+    /// Requests, oldest first.
+    pub requests: Vec<Request>,
+    /// `Send` message ids by sender, oldest first.
+    pub message_ids: Vec<(String, String)>,
+}
+
+/// Why the store failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database file is damaged or not a mesh database.
+    #[error("the state database {path} is corrupt or not a mesh database ({detail}); refusing to start over it. Move it aside to start empty, or restore it from a backup")]
+    Corrupt { path: String, detail: String },
+    /// The database file vanished from a state dir that had one.
+    #[error("the state database {path} is missing, but {marker} says this state dir had one; refusing to start empty. If that is intended, delete {marker}")]
+    Missing { path: String, marker: String },
+    /// SQLite failed.
+    #[error("state database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    /// The file system failed.
+    #[error("state dir: {0}")]
+    Io(#[from] std::io::Error),
+    /// A stored value did not decode.
+    #[error("state database: a stored {what} did not decode: {detail}")]
+    Decode { what: &'static str, detail: String },
+}
+
+/// A place to keep the lead's state.
+pub trait Store: Send + std::fmt::Debug {
+    /// Everything stored, once at start.
+    fn load(&mut self) -> Result<Snapshot, StoreError>;
+    /// Applies `changes` atomically and durably (as the store's sync mode says).
+    fn commit(&mut self, changes: &[Change]) -> Result<(), StoreError>;
+}
+
+/// Keeps nothing: for tests and benchmarks (`--store memory`).
+#[derive(Debug, Default)]
+pub struct MemoryStore;
+
+impl Store for MemoryStore {
+    fn load(&mut self) -> Result<Snapshot, StoreError> {
+        Ok(Snapshot::default())
+    }
+
+    fn commit(&mut self, _changes: &[Change]) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+/// SHA-256 of a token, hex: what the store keeps instead of the token.
+pub fn token_hash(token: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

@@ -1,0 +1,384 @@
+//! The durable store: SQLite (bundled, so a fresh machine needs nothing) in
+//! WAL mode, in `<state-dir>/mesh.db`.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
+
+use prost::Message;
+use rusqlite::{params, Connection, OptionalExtension};
+use shared::{
+    grant::{Grant, Mode},
+    names::RequestId,
+    pb,
+    protocol::{Decision, Kind, Opening, Request, Status},
+};
+
+use super::{Change, MemberRecord, Snapshot, Store, StoreError};
+
+/// The database's file name in the state dir.
+pub const DB_FILE: &str = "mesh.db";
+/// Written once the database exists, so that a deleted database is noticed.
+pub const MARKER_FILE: &str = "mesh.db.id";
+/// Tells a mesh database from any other SQLite file.
+const MAGIC: &str = "mesh-lead-state";
+/// The schema version this code writes.
+const SCHEMA_VERSION: i64 = 1;
+/// `Send` message ids kept per sender.
+const KEPT_MESSAGE_IDS: u64 = 4_096;
+
+/// Whether each commit waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sync {
+    /// `synchronous=FULL`: every commit is flushed; survives a power loss.
+    Full,
+    /// `synchronous=NORMAL` in WAL mode: commits survive a killed process,
+    /// but the last ones may be lost to a power loss.
+    Normal,
+}
+
+/// The SQLite store.
+#[derive(Debug)]
+pub struct SqliteStore {
+    /// The open database.
+    conn: Connection,
+    /// Its path, for messages.
+    path: PathBuf,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS members (
+    name TEXT PRIMARY KEY, member_id TEXT NOT NULL, role TEXT NOT NULL, token_hash TEXT,
+    mode INTEGER NOT NULL, idle INTEGER NOT NULL, terminated INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL, ord INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS envelopes (
+    member TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL,
+    PRIMARY KEY (member, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS requests (
+    request_id TEXT PRIMARY KEY, kind INTEGER NOT NULL, sender TEXT NOT NULL, target TEXT NOT NULL,
+    status INTEGER NOT NULL, payload TEXT NOT NULL, feedback TEXT NOT NULL,
+    created INTEGER NOT NULL, resolved INTEGER, deadline INTEGER, decision BLOB);
+CREATE TABLE IF NOT EXISTS message_ids (
+    sender TEXT NOT NULL, message_id TEXT NOT NULL, n INTEGER NOT NULL,
+    PRIMARY KEY (sender, message_id));
+CREATE INDEX IF NOT EXISTS message_ids_by_n ON message_ids (sender, n);
+";
+
+impl SqliteStore {
+    /// Opens (or creates) `<state_dir>/mesh.db`. Refuses a damaged file, a
+    /// foreign one, and a missing one where the state dir says there was one.
+    pub fn open(state_dir: &Path, sync: Sync) -> Result<Self, StoreError> {
+        let path = state_dir.join(DB_FILE);
+        let marker = state_dir.join(MARKER_FILE);
+        let display = path.display().to_string();
+        if !path.exists() && marker.exists() {
+            return Err(StoreError::Missing { path: display, marker: marker.display().to_string() });
+        }
+        let corrupt = |e: rusqlite::Error| StoreError::Corrupt { path: display.clone(), detail: e.to_string() };
+        let conn = Connection::open(&path)?;
+        let check: String = conn.query_row("PRAGMA quick_check", [], |row| row.get(0)).map_err(corrupt)?;
+        if check != "ok" {
+            return Err(StoreError::Corrupt { path: display, detail: check });
+        }
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0)).map_err(corrupt)?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Corrupt { path: display, detail: format!("journal mode {mode}, not WAL") });
+        }
+        let synchronous = match sync {
+            Sync::Full => "FULL",
+            Sync::Normal => "NORMAL",
+        };
+        conn.pragma_update(None, "synchronous", synchronous)?;
+        conn.execute_batch(SCHEMA).map_err(corrupt)?;
+        let magic: Option<String> = conn
+            .query_row("SELECT value FROM meta WHERE key = 'magic'", [], |row| row.get(0))
+            .optional()?;
+        match magic.as_deref() {
+            Some(MAGIC) => {}
+            Some(other) => {
+                return Err(StoreError::Corrupt { path: display, detail: format!("meta.magic is {other:?}") });
+            }
+            None => {
+                let tables: i64 =
+                    conn.query_row("SELECT count(*) FROM members", [], |row| row.get(0))?;
+                if tables != 0 {
+                    return Err(StoreError::Corrupt { path: display, detail: "members without meta.magic".into() });
+                }
+                conn.execute(
+                    "INSERT INTO meta (key, value) VALUES ('magic', ?1), ('schema_version', ?2)",
+                    params![MAGIC, SCHEMA_VERSION.to_string()],
+                )?;
+            }
+        }
+        if !marker.exists() {
+            fs::write(&marker, format!("{MAGIC} schema {SCHEMA_VERSION}\n"))?;
+            fs::File::open(state_dir)?.sync_all()?;
+        }
+        Ok(Self { conn, path })
+    }
+
+    /// The database's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Store for SqliteStore {
+    fn load(&mut self) -> Result<Snapshot, StoreError> {
+        let mut snapshot = Snapshot::default();
+        let mut members = self.conn.prepare(
+            "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord
+             FROM members ORDER BY ord",
+        )?;
+        snapshot.members = members
+            .query_map([], |row| {
+                Ok(MemberRecord {
+                    name: row.get(0)?,
+                    member_id: row.get(1)?,
+                    role: row.get(2)?,
+                    token_hash: row.get(3)?,
+                    mode: row.get(4)?,
+                    idle: row.get(5)?,
+                    terminated: row.get(6)?,
+                    last_seq: row.get(7)?,
+                    order: row.get(8)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        let mut envelopes = self.conn.prepare("SELECT member, body FROM envelopes ORDER BY member, seq")?;
+        let rows: Vec<(String, Vec<u8>)> =
+            envelopes.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?;
+        for (member, body) in rows {
+            let envelope = pb::Envelope::decode(body.as_slice())
+                .map_err(|e| StoreError::Decode { what: "envelope", detail: e.to_string() })?;
+            snapshot.envelopes.push((member, envelope));
+        }
+        let mut requests = self.conn.prepare(
+            "SELECT request_id, kind, sender, target, status, payload, feedback, created, resolved, deadline, decision
+             FROM requests ORDER BY rowid",
+        )?;
+        let rows = requests.query_map([], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, i32>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, String>(3)?,
+                row.get::<_, i32>(4)?,
+                row.get::<_, String>(5)?,
+                row.get::<_, String>(6)?,
+                row.get::<_, i64>(7)?,
+                row.get::<_, Option<i64>>(8)?,
+                row.get::<_, Option<i64>>(9)?,
+                row.get::<_, Option<Vec<u8>>>(10)?,
+            ))
+        })?;
+        for row in rows {
+            let (id, kind, sender, target, status, payload, feedback, created, resolved, deadline, decision) = row?;
+            let bad = |what: &'static str, detail: String| StoreError::Decode { what, detail };
+            let id = RequestId::existing("request_id", &id).map_err(|e| bad("request id", e.to_string()))?;
+            snapshot.requests.push(Request {
+                opening: Opening {
+                    id,
+                    kind: Kind::from_pb(kind).ok_or_else(|| bad("request type", kind.to_string()))?,
+                    sender,
+                    target,
+                    payload_json: payload,
+                    deadline_unix_ms: deadline,
+                },
+                status: Status::from_pb(status).ok_or_else(|| bad("request status", status.to_string()))?,
+                decision: decision.map(|blob| decode_decision(&blob)).transpose()?,
+                feedback,
+                created_at_unix_ms: created,
+                resolved_at_unix_ms: resolved,
+            });
+        }
+        let mut ids = self.conn.prepare("SELECT sender, message_id FROM message_ids ORDER BY sender, n")?;
+        snapshot.message_ids = ids.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?;
+        Ok(snapshot)
+    }
+
+    fn commit(&mut self, changes: &[Change]) -> Result<(), StoreError> {
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let tx = self.conn.transaction()?;
+        for change in changes {
+            match change {
+                Change::Member(m) => {
+                    tx.prepare_cached(
+                        "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                         ON CONFLICT (name) DO UPDATE SET member_id = ?2, role = ?3, token_hash = ?4, mode = ?5,
+                             idle = ?6, terminated = ?7, last_seq = ?8, ord = ?9",
+                    )?
+                    .execute(params![m.name, m.member_id, m.role, m.token_hash, m.mode, m.idle, m.terminated, m.last_seq, m.order])?;
+                }
+                Change::Envelope { member, envelope } => {
+                    tx.prepare_cached("INSERT OR REPLACE INTO envelopes (member, seq, body) VALUES (?1, ?2, ?3)")?
+                        .execute(params![member, envelope.seq, envelope.encode_to_vec()])?;
+                }
+                Change::Ack { member, seq } => {
+                    tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1 AND seq <= ?2")?
+                        .execute(params![member, seq])?;
+                }
+                Change::ClearInbox { member } => {
+                    tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1")?.execute(params![member])?;
+                }
+                Change::Request(r) => {
+                    tx.prepare_cached(
+                        "INSERT INTO requests (request_id, kind, sender, target, status, payload, feedback,
+                             created, resolved, deadline, decision)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                         ON CONFLICT (request_id) DO UPDATE SET status = ?5, feedback = ?7, resolved = ?9,
+                             decision = ?11",
+                    )?
+                    .execute(params![
+                        r.opening.id.as_str(),
+                        r.opening.kind.to_pb() as i32,
+                        r.opening.sender,
+                        r.opening.target,
+                        r.status.to_pb() as i32,
+                        r.opening.payload_json,
+                        r.feedback,
+                        r.created_at_unix_ms,
+                        r.resolved_at_unix_ms,
+                        r.opening.deadline_unix_ms,
+                        r.decision.as_ref().map(encode_decision),
+                    ])?;
+                }
+                Change::MessageId { sender, message_id } => {
+                    let n: u64 = tx
+                        .prepare_cached("SELECT coalesce(max(n), 0) + 1 FROM message_ids WHERE sender = ?1")?
+                        .query_row(params![sender], |row| row.get(0))?;
+                    tx.prepare_cached("INSERT OR IGNORE INTO message_ids (sender, message_id, n) VALUES (?1, ?2, ?3)")?
+                        .execute(params![sender, message_id, n])?;
+                    if n > KEPT_MESSAGE_IDS {
+                        tx.prepare_cached("DELETE FROM message_ids WHERE sender = ?1 AND n <= ?2")?
+                            .execute(params![sender, n - KEPT_MESSAGE_IDS])?;
+                    }
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+/// A decision as bytes: a `PlanReview` without its id.
+fn encode_decision(decision: &Decision) -> Vec<u8> {
+    pb::PlanReview {
+        request_id: String::new(),
+        approve: decision.approve,
+        feedback: decision.feedback.clone(),
+        grant: decision.grant.as_ref().map(Grant::to_pb),
+    }
+    .encode_to_vec()
+}
+
+fn decode_decision(blob: &[u8]) -> Result<Decision, StoreError> {
+    let bad = |detail: String| StoreError::Decode { what: "decision", detail };
+    let review = pb::PlanReview::decode(blob).map_err(|e| bad(e.to_string()))?;
+    let grant = review
+        .grant
+        .as_ref()
+        .map(|g| Grant::from_pb("grant", g, Mode::AcceptEdits))
+        .transpose()
+        .map_err(|e| bad(e.to_string()))?;
+    Ok(Decision { approve: review.approve, feedback: review.feedback, grant })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(id: &str, status: Status) -> Request {
+        Request {
+            opening: Opening {
+                id: RequestId::existing("id", id).expect("id"),
+                kind: Kind::PlanApproval,
+                sender: "alice".into(),
+                target: "lead".into(),
+                payload_json: "{}".into(),
+                deadline_unix_ms: None,
+            },
+            status,
+            decision: (status == Status::Approved).then(|| Decision {
+                approve: true,
+                feedback: "ok".into(),
+                grant: Some(Grant { mode: Mode::Bypass, write_paths: vec!["src/**".into()], expires_at_unix_ms: None }),
+            }),
+            feedback: String::new(),
+            created_at_unix_ms: 1,
+            resolved_at_unix_ms: None,
+        }
+    }
+
+    #[test]
+    fn what_is_committed_is_loaded_again_after_reopening() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let member = MemberRecord {
+            name: "alice".into(),
+            member_id: "m1".into(),
+            role: "coder".into(),
+            token_hash: Some("h".into()),
+            mode: 3,
+            idle: true,
+            terminated: false,
+            last_seq: 3,
+            order: 1,
+        };
+        let envelope = |seq| pb::Envelope { seq, message_id: format!("e{seq}"), ..Default::default() };
+        {
+            let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("open");
+            store
+                .commit(&[
+                    Change::Member(member.clone()),
+                    Change::Envelope { member: "alice".into(), envelope: envelope(1) },
+                    Change::Envelope { member: "alice".into(), envelope: envelope(2) },
+                    Change::Envelope { member: "alice".into(), envelope: envelope(3) },
+                    Change::Ack { member: "alice".into(), seq: 1 },
+                    Change::Request(Box::new(request("r1", Status::Pending))),
+                    Change::Request(Box::new(request("r2", Status::Pending))),
+                    Change::MessageId { sender: "alice".into(), message_id: "x".into() },
+                ])
+                .expect("commit");
+            store.commit(&[Change::Request(Box::new(request("r1", Status::Approved)))]).expect("commit");
+        }
+        let mut store = SqliteStore::open(dir.path(), Sync::Normal).expect("reopen");
+        let snapshot = store.load().expect("load");
+        assert_eq!(snapshot.members, vec![member]);
+        let seqs: Vec<u64> = snapshot.envelopes.iter().map(|(_, e)| e.seq).collect();
+        assert_eq!(seqs, vec![2, 3]);
+        let ids: Vec<&str> = snapshot.requests.iter().map(|r| r.opening.id.as_str()).collect();
+        assert_eq!(ids, vec!["r1", "r2"], "requests keep their order after an update");
+        assert_eq!(snapshot.requests[0], request("r1", Status::Approved));
+        assert_eq!(snapshot.message_ids, vec![("alice".to_owned(), "x".to_owned())]);
+    }
+
+    #[test]
+    fn a_corrupt_or_foreign_or_missing_database_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(SqliteStore::open(dir.path(), Sync::Full).expect("create"));
+        let db = dir.path().join(DB_FILE);
+        fs::write(&db, b"this is not a database, just text that is long enough to have a header...").expect("write");
+        let _ = fs::remove_file(dir.path().join("mesh.db-wal"));
+        let _ = fs::remove_file(dir.path().join("mesh.db-shm"));
+        let err = SqliteStore::open(dir.path(), Sync::Full).expect_err("corrupt");
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+        assert!(err.to_string().contains("refusing to start"), "{err}");
+
+        fs::remove_file(&db).expect("remove");
+        let err = SqliteStore::open(dir.path(), Sync::Full).expect_err("missing");
+        assert!(matches!(err, StoreError::Missing { .. }), "{err}");
+
+        let other = tempfile::tempdir().expect("tempdir");
+        let conn = Connection::open(other.path().join(DB_FILE)).expect("open");
+        conn.execute_batch("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT); INSERT INTO meta VALUES ('magic', 'other');")
+            .expect("foreign");
+        drop(conn);
+        let err = SqliteStore::open(other.path(), Sync::Full).expect_err("foreign");
+        assert!(err.to_string().contains("not a mesh database"), "{err}");
+    }
+}
