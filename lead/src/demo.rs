@@ -27,6 +27,7 @@ use crate::{
     hub::{Approval, HubConfig},
     render, server,
     service::Tokens,
+    store::{SqliteStore, Sync},
 };
 
 /// The policy the demo's lead reviews plans with.
@@ -204,9 +205,17 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
         println!("    {line}");
     }
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(server::run(listener, config, tokens.clone(), async {
-        let _ = stop_rx.await;
-    }));
+    let store = SqliteStore::open(&state, Sync::Full)?;
+    let server = tokio::spawn(server::run(
+        listener,
+        config,
+        Box::new(store),
+        tokens.clone(),
+        server::Keepalive::default(),
+        async {
+            let _ = stop_rx.await;
+        },
+    ));
 
     let outcome = drive(&format!("http://{addr}"), &tokens.operator, &dir).await;
     let _ = stop_tx.send(());

@@ -2,14 +2,17 @@
 //! tracker, the watchers and the children. RPC handlers send it a [`Command`]
 //! and await the reply, so every event is seen by everyone in one order.
 
-use std::{collections::HashMap, time::Duration};
+use std::{
+    collections::{BTreeSet, HashMap, HashSet},
+    time::Duration,
+};
 
 use shared::{
     auth::now_unix_ms,
     names::{Name, LEAD},
     pb::{self, envelope::Body},
     policy::Policy,
-    protocol::Tracker,
+    protocol::{Kind, Tracker},
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -17,6 +20,7 @@ use crate::{
     children::{Child, Spawner},
     error::HubError,
     roster::{InboxSink, Roster},
+    store::{Change, Store, StoreError},
 };
 
 mod members;
@@ -44,6 +48,11 @@ pub struct HubConfig {
     pub max_inbox: usize,
     /// How to start teammates; `None` where the lead cannot (tests of the hub).
     pub spawner: Option<Spawner>,
+    /// How long a disconnected member may stay away before it is TERMINATED.
+    pub grace: Duration,
+    /// When the lead stops: how long spawned teammates have to agree to shut
+    /// down before they are stopped by signal.
+    pub stop_wait: Duration,
 }
 
 impl Default for HubConfig {
@@ -53,6 +62,8 @@ impl Default for HubConfig {
             shutdown_deadline: Duration::from_secs(30),
             max_inbox: 10_000,
             spawner: None,
+            grace: Duration::from_secs(30),
+            stop_wait: Duration::from_secs(5),
         }
     }
 }
@@ -191,8 +202,10 @@ impl HubHandle {
     }
 }
 
+/// The most commands handled before their changes are committed together.
+const MAX_BURST: usize = 512;
+
 /// The state the hub owns.
-#[derive(Debug)]
 pub(crate) struct Hub {
     /// How it behaves.
     config: HubConfig,
@@ -200,38 +213,111 @@ pub(crate) struct Hub {
     roster: Roster,
     /// Every protocol request.
     tracker: Tracker,
+    /// Where state is kept.
+    store: Box<dyn Store>,
+    /// Changes not yet committed (members and requests are added at commit).
+    changes: Vec<Change>,
+    /// Replies held until their changes are committed.
+    replies: Vec<Box<dyn FnOnce() + Send>>,
+    /// Events held until their changes are committed.
+    events: Vec<pb::Event>,
+    /// Members whose streams have envelopes to hand out after the commit.
+    dirty_streams: HashSet<String>,
+    /// Disconnected members by the end of their grace period.
+    grace: BTreeSet<(i64, String)>,
     /// Open `Watch` streams.
     watchers: Vec<EventSink>,
     /// Processes the lead started, by member name.
     children: HashMap<String, Child>,
     /// Ids for inbox streams, so that a stale close is ignored.
     next_stream_id: u64,
+    /// Set once the lead is stopping: when to give up on children agreeing.
+    stopping_until: Option<i64>,
     /// For children's exit notices.
     handle: HubHandle,
 }
 
-/// Starts the hub; it runs until `stop` turns true, then ends every stream,
-/// stops every child it started and returns.
-pub(crate) fn start(
+impl std::fmt::Debug for Hub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hub")
+            .field("store", &self.store)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why the hub stopped other than by request.
+#[derive(Debug, thiserror::Error)]
+pub enum HubFailure {
+    /// The store could not commit: nothing after the last commit was answered.
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
+
+/// Loads the hub's state from `store`.
+pub(crate) fn load(
     config: HubConfig,
-    mut stop: watch::Receiver<bool>,
-) -> (HubHandle, tokio::task::JoinHandle<()>) {
-    let (tx, mut rx) = mpsc::channel(1024);
-    let handle = HubHandle { tx };
+    mut store: Box<dyn Store>,
+) -> Result<(Hub, mpsc::Receiver<Command>), StoreError> {
+    let mut snapshot = store.load()?;
+    let roster = Roster::restore(&mut snapshot).map_err(|detail| StoreError::Decode {
+        what: "member",
+        detail,
+    })?;
+    let tracker = Tracker::restore(std::mem::take(&mut snapshot.requests));
+    let (tx, rx) = mpsc::channel(4096);
     let mut hub = Hub {
         config,
-        roster: Roster::default(),
-        tracker: Tracker::new(),
+        roster,
+        tracker,
+        store,
+        changes: Vec::new(),
+        replies: Vec::new(),
+        events: Vec::new(),
+        dirty_streams: HashSet::new(),
+        grace: BTreeSet::new(),
         watchers: Vec::new(),
         children: HashMap::new(),
         next_stream_id: 0,
-        handle: handle.clone(),
+        stopping_until: None,
+        handle: HubHandle { tx },
     };
+    // Everyone is disconnected until they come back; the grace period starts now.
+    let names: Vec<String> = hub
+        .roster
+        .iter()
+        .filter(|m| !m.terminated)
+        .map(|m| m.name.to_string())
+        .collect();
+    for name in names {
+        hub.start_grace(&name);
+        let shutting_down = hub.pending_shutdown_of(&name);
+        if let Some(member) = hub.roster.live_mut(&name) {
+            member.shutting_down = shutting_down;
+        }
+    }
+    if hub.roster.iter().next().is_some() {
+        tracing::info!(
+            members = hub.roster.iter().count(),
+            requests = hub.tracker.iter().count(),
+            "restored state"
+        );
+    }
+    Ok((hub, rx))
+}
+
+/// Runs the hub until `stop` turns true and every child it started has
+/// stopped; then ends every stream and returns.
+pub(crate) fn start(
+    mut hub: Hub,
+    mut rx: mpsc::Receiver<Command>,
+    mut stop: watch::Receiver<bool>,
+) -> (HubHandle, tokio::task::JoinHandle<Result<(), HubFailure>>) {
+    let handle = hub.handle.clone();
     let task = tokio::spawn(async move {
-        loop {
-            let deadline = hub.tracker.next_deadline();
+        let result = loop {
+            let wake = hub.next_wakeup();
             let sleep = async {
-                match deadline {
+                match wake {
                     Some(at) => {
                         let wait = u64::try_from(at - now_unix_ms()).unwrap_or(0);
                         tokio::time::sleep(Duration::from_millis(wait)).await;
@@ -240,15 +326,30 @@ pub(crate) fn start(
                 }
             };
             tokio::select! {
-                command = rx.recv() => match command {
-                    Some(command) => hub.handle(command),
-                    None => break,
-                },
-                () = sleep => hub.expire_due(),
-                _ = stop.wait_for(|s| *s) => break,
+                command = rx.recv() => {
+                    let Some(command) = command else { break Ok(()) };
+                    hub.handle(command);
+                    for _ in 1..MAX_BURST {
+                        match rx.try_recv() {
+                            Ok(command) => hub.handle(command),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                () = sleep => hub.on_timer(),
+                _ = stop.wait_for(|s| *s), if hub.stopping_until.is_none() => hub.begin_stop(),
             }
-        }
-        hub.stop().await;
+            if let Err(e) = hub.commit() {
+                tracing::error!(error = %e, "cannot persist state; stopping the lead");
+                break Err(HubFailure::from(e));
+            }
+            hub.flush();
+            if hub.stop_done() {
+                break Ok(());
+            }
+        };
+        hub.finish().await;
+        result
     });
     (handle, task)
 }
@@ -258,10 +359,12 @@ impl Hub {
     fn handle(&mut self, command: Command) {
         match command {
             Command::Join { name, role, reply } => {
-                let _ = reply.send(self.join(name, role));
+                let result = self.join(name, role);
+                self.reply(reply, result);
             }
             Command::Identify { token, reply } => {
-                let _ = reply.send(Ok(self.roster.by_token(&token).map(str::to_owned)));
+                let result = Ok(self.roster.by_token(&token).map(str::to_owned));
+                self.reply(reply, result);
             }
             Command::Inbox {
                 token,
@@ -269,75 +372,91 @@ impl Hub {
                 sink,
                 reply,
             } => {
-                let _ = reply.send(self.open_inbox(&token, after_seq, sink));
+                let result = self.open_inbox(&token, after_seq, sink);
+                self.reply(reply, result);
             }
             Command::StreamClosed { name, stream_id } => self.stream_closed(&name, stream_id),
             Command::Ack { token, seq, reply } => {
-                let _ = reply.send(self.ack(&token, seq));
+                let result = self.ack(&token, seq);
+                self.reply(reply, result);
             }
             Command::Send {
                 token,
                 request,
                 reply,
             } => {
-                let _ = reply.send(self.send_text(&token, request));
+                let result = self.send_text(&token, request);
+                self.reply(reply, result);
             }
             Command::SubmitPlan {
                 token,
                 request,
                 reply,
             } => {
-                let _ = reply.send(self.submit_plan(&token, request));
+                let result = self.submit_plan(&token, request);
+                self.reply(reply, result);
             }
             Command::RespondShutdown {
                 token,
                 response,
                 reply,
             } => {
-                let _ = reply.send(self.respond_shutdown(&token, response));
+                let result = self.respond_shutdown(&token, response);
+                self.reply(reply, result);
             }
             Command::RequestPermission {
                 token,
                 request,
                 reply,
             } => {
-                let _ = reply.send(self.request_permission(&token, request));
+                let result = self.request_permission(&token, request);
+                self.reply(reply, result);
             }
             Command::ReportIdle { token, idle, reply } => {
-                let _ = reply.send(self.report_idle(&token, idle));
+                let result = self.report_idle(&token, idle);
+                self.reply(reply, result);
             }
             Command::ReportToolCall {
                 token,
                 report,
                 reply,
             } => {
-                let _ = reply.send(self.report_tool_call(&token, report));
+                let result = self.report_tool_call(&token, report);
+                self.reply(reply, result);
             }
             Command::ReviewPlan { review, reply } => {
-                let _ = reply.send(self.review_plan(review));
+                let result = self.review_plan(review);
+                self.reply(reply, result);
             }
             Command::RequestShutdown { request, reply } => {
-                let _ = reply.send(self.request_shutdown(request));
+                let result = self.request_shutdown(request);
+                self.reply(reply, result);
             }
             Command::ReviewPermission { review, reply } => {
-                let _ = reply.send(self.review_permission(review));
+                let result = self.review_permission(review);
+                self.reply(reply, result);
             }
             Command::ListTeam { reply } => {
                 let members = self.roster.iter().map(|m| m.to_pb()).collect();
-                let _ = reply.send(Ok(pb::ListTeamResponse { members }));
+                let result = Ok(pb::ListTeamResponse { members });
+                self.reply(reply, result);
             }
             Command::ListRequests { filter, reply } => {
-                let _ = reply.send(self.list_requests(&filter));
+                let result = self.list_requests(&filter);
+                self.reply(reply, result);
             }
             Command::GetRequest { request_id, reply } => {
-                let _ = reply.send(self.get_request(&request_id));
+                let result = self.get_request(&request_id);
+                self.reply(reply, result);
             }
             Command::Watch { sink, reply } => {
                 self.watchers.push(sink);
-                let _ = reply.send(Ok(()));
+                let result = Ok(());
+                self.reply(reply, result);
             }
             Command::Spawn { request, reply } => {
-                let _ = reply.send(self.spawn(request));
+                let result = self.spawn(request);
+                self.reply(reply, result);
             }
             Command::ChildExited { name, pid, how } => self.child_exited(&name, pid, &how),
         }
@@ -348,12 +467,10 @@ impl Hub {
         if self.watchers.is_empty() {
             return;
         }
-        let event = pb::Event {
+        self.events.push(pb::Event {
             at_unix_ms: now_unix_ms(),
             kind: Some(kind),
-        };
-        self.watchers
-            .retain(|w| w.try_send(Ok(event.clone())).is_ok());
+        });
     }
 
     /// Puts an envelope from `from` to `to` in `to`'s inbox (or, for `lead`,
@@ -374,7 +491,15 @@ impl Hub {
             body: Some(body),
         };
         let envelope = match self.roster.get_mut(to) {
-            Some(member) if to != LEAD => member.push(envelope),
+            Some(member) if to != LEAD => {
+                let envelope = member.push(envelope);
+                self.changes.push(Change::Envelope {
+                    member: to.to_owned(),
+                    envelope: envelope.clone(),
+                });
+                self.dirty_streams.insert(to.to_owned());
+                envelope
+            }
             _ => envelope,
         };
         self.emit(pb::event::Kind::Envelope(envelope.clone()));
@@ -400,12 +525,151 @@ impl Hub {
             })
     }
 
-    /// Ends every stream and stops every child, waiting for them to be reaped.
-    async fn stop(mut self) {
-        for member in self.roster.iter_mut() {
-            member.stream = None;
+    /// Holds a reply until the changes of this burst are committed.
+    fn reply<T: Send + 'static>(&mut self, reply: Reply<T>, result: Result<T, HubError>) {
+        self.replies.push(Box::new(move || {
+            let _ = reply.send(result);
+        }));
+    }
+
+    /// Commits every change since the last commit, in one transaction.
+    fn commit(&mut self) -> Result<(), StoreError> {
+        let mut changes = std::mem::take(&mut self.changes);
+        for name in self.roster.take_touched() {
+            if let Some(member) = self.roster.get(&name) {
+                changes.push(Change::Member(member.record()));
+            }
         }
-        self.watchers.clear();
+        for id in self.tracker.take_touched() {
+            if let Some(request) = self.tracker.get(&id) {
+                changes.push(Change::Request(Box::new(request.clone())));
+            }
+        }
+        if changes.is_empty() {
+            return Ok(());
+        }
+        let store = &mut self.store;
+        if store.blocks() {
+            tokio::task::block_in_place(|| store.commit(&changes))
+        } else {
+            store.commit(&changes)
+        }
+    }
+
+    /// After a commit: hands out envelopes, events and replies.
+    fn flush(&mut self) {
+        for name in std::mem::take(&mut self.dirty_streams) {
+            let dropped = self.roster.live_mut(&name).is_some_and(|m| !m.flush());
+            if dropped {
+                self.start_grace(&name);
+                self.emit_member(&name);
+            }
+        }
+        if self.watchers.is_empty() {
+            self.events.clear();
+        } else {
+            for event in self.events.drain(..) {
+                self.watchers
+                    .retain(|w| w.try_send(Ok(event.clone())).is_ok());
+            }
+        }
+        for reply in self.replies.drain(..) {
+            reply();
+        }
+    }
+
+    /// When the hub must next wake without a command: a request deadline, the
+    /// end of a grace period, or the end of the stop wait.
+    fn next_wakeup(&self) -> Option<i64> {
+        [
+            self.tracker.next_deadline(),
+            self.grace.first().map(|(at, _)| *at),
+            self.stopping_until,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Expires what is due.
+    fn on_timer(&mut self) {
+        self.expire_due();
+        let now = now_unix_ms();
+        while let Some((at, name)) = self.grace.first().cloned() {
+            if at > now {
+                break;
+            }
+            self.grace.pop_first();
+            let lapsed = self
+                .roster
+                .get(&name)
+                .is_some_and(|m| !m.terminated && m.stream.is_none() && m.grace_until == Some(at));
+            if lapsed {
+                let seconds = self.config.grace.as_secs_f64();
+                self.terminate(
+                    &name,
+                    &format!("disconnected for longer than the {seconds}s grace period"),
+                );
+            }
+        }
+    }
+
+    /// The member lost its stream: it has the grace period to come back.
+    fn start_grace(&mut self, name: &str) {
+        let until =
+            now_unix_ms() + i64::try_from(self.config.grace.as_millis()).unwrap_or(i64::MAX / 2);
+        if let Some(member) = self.roster.live_mut(name) {
+            if let Some(old) = member.grace_until.replace(until) {
+                self.grace.remove(&(old, name.to_owned()));
+            }
+            self.grace.insert((until, name.to_owned()));
+        }
+    }
+
+    /// The member is connected again.
+    fn end_grace(&mut self, name: &str) {
+        if let Some(old) = self
+            .roster
+            .live_mut(name)
+            .and_then(|m| m.grace_until.take())
+        {
+            self.grace.remove(&(old, name.to_owned()));
+        }
+    }
+
+    /// The lead is stopping: every child it started is asked to shut down.
+    fn begin_stop(&mut self) {
+        let wait = i64::try_from(self.config.stop_wait.as_millis()).unwrap_or(0);
+        self.stopping_until = Some(now_unix_ms() + wait);
+        let names: Vec<String> = self.children.keys().cloned().collect();
+        tracing::info!(
+            children = names.len(),
+            "stopping; asking spawned teammates to shut down"
+        );
+        for name in names {
+            if self.roster.get(&name).is_some_and(|m| !m.terminated) {
+                let request = pb::ShutdownRequest {
+                    request_id: String::new(),
+                    target: name.clone(),
+                    reason: "the lead is stopping".into(),
+                    deadline_unix_ms: now_unix_ms() + wait.max(1),
+                };
+                if let Err(e) = self.request_shutdown(request) {
+                    tracing::warn!(member = %name, error = %e, "could not ask to shut down");
+                }
+            }
+        }
+    }
+
+    /// Stopping, and no child is left to wait for (or the wait is over).
+    fn stop_done(&self) -> bool {
+        self.stopping_until
+            .is_some_and(|until| self.children.is_empty() || now_unix_ms() >= until)
+    }
+
+    /// Stops the children still running (TERM, then KILL), waits for them to
+    /// be reaped, and ends every stream.
+    async fn finish(mut self) {
         let children: Vec<Child> = self.children.drain().map(|(_, c)| c).collect();
         for child in &children {
             child.stop();
@@ -413,5 +677,21 @@ impl Hub {
         for child in children {
             let _ = child.task.await;
         }
+        for member in self.roster.iter_live_mut() {
+            member.stream = None;
+        }
+        self.watchers.clear();
+        for reply in self.replies.drain(..) {
+            reply();
+        }
+    }
+
+    /// Whether a shutdown request for `name` is pending.
+    fn pending_shutdown_of(&self, name: &str) -> bool {
+        self.tracker
+            .pending_involving(name)
+            .iter()
+            .filter_map(|id| self.tracker.get(id))
+            .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name)
     }
 }

@@ -10,6 +10,7 @@ use lead::{
     server,
     service::Tokens,
     state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
+    store::{MemoryStore, SqliteStore, Store, Sync},
 };
 use shared::policy::Policy;
 
@@ -159,6 +160,24 @@ struct ServeArgs {
     /// The `teammate` executable for `lead spawn` (default: beside `lead`).
     #[arg(long)]
     teammate_bin: Option<PathBuf>,
+    /// Where state is kept: sqlite (<state-dir>/mesh.db, survives restarts) or memory.
+    #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "memory"])]
+    store: String,
+    /// Whether each commit waits for the disk: full (survives power loss) or
+    /// normal (survives a killed lead; a power loss may lose the last commits).
+    #[arg(long, default_value = "full", value_parser = ["full", "normal"])]
+    sync: String,
+    /// Seconds a disconnected teammate may stay away before it is TERMINATED.
+    #[arg(long, default_value_t = 30.0)]
+    grace: f64,
+    /// Seconds between HTTP/2 keepalive pings (a vanished peer is noticed
+    /// within this plus the same again for the answer, plus one second).
+    #[arg(long, default_value_t = 2.0)]
+    keepalive: f64,
+    /// When the lead stops: seconds spawned teammates have to agree to shut
+    /// down before SIGTERM (then SIGKILL after --kill-grace).
+    #[arg(long, default_value_t = 5.0)]
+    stop_wait: f64,
 }
 
 #[derive(Debug, Args)]
@@ -338,6 +357,17 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         },
     };
     let state = StateDir::create(&args.state_dir)?;
+    let store: Box<dyn Store> = match args.store.as_str() {
+        "memory" => Box::new(MemoryStore),
+        _ => {
+            let sync = if args.sync == "normal" {
+                Sync::Normal
+            } else {
+                Sync::Full
+            };
+            Box::new(SqliteStore::open(&state.root, sync)?)
+        }
+    };
     let tokens = Tokens {
         join: state.token(args.join_token, JOIN_TOKEN_FILE)?,
         operator: state.token(args.operator_token, OPERATOR_TOKEN_FILE)?,
@@ -364,10 +394,30 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             state_dir: std::path::absolute(&state.root)?,
             kill_grace: Duration::from_secs(args.kill_grace),
         }),
+        grace: seconds("--grace", args.grace)?,
+        stop_wait: seconds("--stop-wait", args.stop_wait)?,
         ..HubConfig::default()
     };
     state.write_addr(&addr.to_string())?;
     println!("listening on {addr}");
-    server::run(listener, config, tokens, lead::demo::stop_signal()).await?;
+    let keepalive = server::Keepalive {
+        interval: seconds("--keepalive", args.keepalive)?,
+        timeout: seconds("--keepalive", args.keepalive)? + Duration::from_secs(1),
+    };
+    server::run(
+        listener,
+        config,
+        store,
+        tokens,
+        keepalive,
+        lead::demo::stop_signal(),
+    )
+    .await?;
     Ok(())
+}
+
+/// A duration from a flag's seconds.
+fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
+    Duration::try_from_secs_f64(value)
+        .map_err(|_| anyhow::anyhow!("{flag}: {value} is not a number of seconds"))
 }

@@ -1,15 +1,19 @@
 //! The lead's server: `mesh.v1.Lead`, `mesh.v1.Operator`, health and
 //! reflection on one port, until a shutdown signal.
 
-use std::{future::Future, net::SocketAddr};
+use std::{future::Future, net::SocketAddr, time::Duration};
 
 use shared::pb;
-use tokio::{net::TcpListener, sync::watch};
+use tokio::{
+    net::TcpListener,
+    sync::{oneshot, watch},
+};
 use tonic::transport::{server::TcpIncoming, Server};
 
 use crate::{
-    hub::{self, HubConfig},
+    hub::{self, HubConfig, HubFailure},
     service::{LeadService, OperatorService, Tokens},
+    store::{Store, StoreError},
 };
 
 /// How many connections may wait to be accepted. Tonic's `serve(addr)` uses
@@ -37,18 +41,54 @@ pub enum ServeError {
     /// The transport failed.
     #[error("transport: {0}")]
     Transport(#[from] tonic::transport::Error),
+    /// The state could not be loaded.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The hub stopped on a failure.
+    #[error(transparent)]
+    Hub(#[from] HubFailure),
 }
 
-/// Serves on `listener` until `shutdown` completes; then ends every stream,
-/// stops every child the lead started, and returns.
+/// How often the server pings an idle connection, and how long it waits for
+/// the answer: a teammate whose host or network vanished (no FIN, no RST) is
+/// DISCONNECTED within their sum. A killed process on a live host is noticed
+/// at once, from the closed socket.
+#[derive(Debug, Clone, Copy)]
+pub struct Keepalive {
+    /// Between pings.
+    pub interval: Duration,
+    /// For the answer.
+    pub timeout: Duration,
+}
+
+impl Default for Keepalive {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(2),
+            timeout: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Serves on `listener` until `shutdown` completes. Then every child the lead
+/// started is asked to shut down and stopped by signal if it does not in
+/// time; then every stream ends and it returns.
 pub async fn run(
     listener: TcpListener,
     config: HubConfig,
+    store: Box<dyn Store>,
     tokens: Tokens,
+    keepalive: Keepalive,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
+    let (hub, commands) = hub::load(config, store)?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let (hub, hub_task) = hub::start(config, stop_rx);
+    let (hub, hub_task) = hub::start(hub, commands, stop_rx);
+    let (ended_tx, ended_rx) = oneshot::channel::<Result<(), HubFailure>>();
+    tokio::spawn(async move {
+        let result = hub_task.await.unwrap_or(Ok(()));
+        let _ = ended_tx.send(result);
+    });
 
     let (health, health_service) = tonic_health::server::health_reporter();
     health
@@ -68,26 +108,33 @@ pub async fn run(
     };
     let operator = OperatorService { hub, tokens };
     let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let mut hub_result = Ok(());
     let signal = async {
-        shutdown.await;
-        tracing::info!("shutting down");
-        health
-            .set_not_serving::<pb::lead_server::LeadServer<LeadService>>()
-            .await;
-        // The hub ends every inbox and watch stream, so graceful shutdown can finish.
-        let _ = stop_tx.send(true);
+        // The server keeps serving while the hub stops its children (they
+        // answer over their open connections); it stops once the hub is done.
+        let mut ended_rx = ended_rx;
+        tokio::select! {
+            () = shutdown => {
+                tracing::info!("shutting down");
+                health
+                    .set_not_serving::<pb::lead_server::LeadServer<LeadService>>()
+                    .await;
+                let _ = stop_tx.send(true);
+                hub_result = (&mut ended_rx).await.unwrap_or(Ok(()));
+            }
+            result = &mut ended_rx => hub_result = result.unwrap_or(Ok(())),
+        }
     };
     let served = Server::builder()
-        .http2_keepalive_interval(Some(std::time::Duration::from_secs(10)))
-        .http2_keepalive_timeout(Some(std::time::Duration::from_secs(10)))
+        .http2_keepalive_interval(Some(keepalive.interval))
+        .http2_keepalive_timeout(Some(keepalive.timeout))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(pb::lead_server::LeadServer::new(lead))
         .add_service(pb::operator_server::OperatorServer::new(operator))
         .serve_with_incoming_shutdown(incoming, signal)
         .await;
-    let _ = stop_tx.send(true);
-    let _ = hub_task.await;
     served?;
+    hub_result?;
     Ok(())
 }

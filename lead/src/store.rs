@@ -40,7 +40,10 @@ pub enum Change {
     /// Insert or replace a member.
     Member(MemberRecord),
     /// A new envelope in a member's inbox.
-    Envelope { member: String, envelope: pb::Envelope },
+    Envelope {
+        member: String,
+        envelope: pb::Envelope,
+    },
     /// The member processed everything up to `seq`.
     Ack { member: String, seq: u64 },
     /// The member's inbox is dropped (it terminated, or its name was reused).
@@ -90,6 +93,10 @@ pub trait Store: Send + std::fmt::Debug {
     fn load(&mut self) -> Result<Snapshot, StoreError>;
     /// Applies `changes` atomically and durably (as the store's sync mode says).
     fn commit(&mut self, changes: &[Change]) -> Result<(), StoreError>;
+    /// Whether a commit blocks on I/O (and so runs off the async workers).
+    fn blocks(&self) -> bool {
+        true
+    }
 }
 
 /// Keeps nothing: for tests and benchmarks (`--store memory`).
@@ -103,6 +110,10 @@ impl Store for MemoryStore {
 
     fn commit(&mut self, _changes: &[Change]) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    fn blocks(&self) -> bool {
+        false
     }
 }
 

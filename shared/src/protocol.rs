@@ -284,7 +284,9 @@ impl Tracker {
                     tracker.deadlines.insert((deadline, request.id().clone()));
                 }
             }
-            tracker.by_id.insert(request.id().clone(), tracker.requests.len());
+            tracker
+                .by_id
+                .insert(request.id().clone(), tracker.requests.len());
             tracker.requests.push(request);
         }
         tracker

@@ -11,7 +11,7 @@ use shared::{
 };
 
 use super::{Command, Hub};
-use crate::{error::HubError, roster::Member};
+use crate::{error::HubError, roster::Member, store::Change};
 
 /// The longest `role` and `Text` the lead takes.
 const MAX_ROLE_BYTES: usize = 256;
@@ -33,11 +33,19 @@ impl Hub {
             }
             _ => self.children.contains_key(name.as_str()),
         };
+        if self.roster.get(name.as_str()).is_some() {
+            // A terminated member's name is reused: its old inbox goes.
+            self.changes.push(Change::ClearInbox {
+                member: name.to_string(),
+            });
+        }
         let token = shared::auth::new_token();
-        let mut member = Member::new(name.clone(), role, token.clone());
+        let order = self.roster.next_order();
+        let mut member = Member::new(name.clone(), role, &token, order);
         member.spawned = spawned;
         let member_id = member.id.clone();
         self.roster.insert(member);
+        self.start_grace(name.as_str());
         tracing::info!(member = %name, "joined");
         self.emit_member(name.as_str());
         Ok(pb::JoinResponse {
@@ -65,22 +73,29 @@ impl Hub {
             )));
         }
         member.open_stream(stream_id, after_seq, sink);
+        if after_seq > 0 {
+            self.changes.push(Change::Ack {
+                member: name.clone(),
+                seq: after_seq,
+            });
+        }
+        self.end_grace(&name);
+        self.dirty_streams.insert(name.clone());
         self.emit_member(&name);
         Ok((name, stream_id))
     }
 
     /// An inbox stream ended (the client went away, or it was replaced).
     pub(super) fn stream_closed(&mut self, name: &str, stream_id: u64) {
-        let Some(member) = self.roster.get_mut(name) else {
+        let Some(member) = self.roster.live_mut(name) else {
             return;
         };
-        if member
-            .stream
-            .as_ref()
-            .is_some_and(|(id, _)| *id == stream_id)
-        {
+        if member.stream.as_ref().is_some_and(|s| s.id == stream_id) {
             member.stream = None;
             tracing::info!(member = %name, "inbox stream closed");
+            if !member.terminated {
+                self.start_grace(name);
+            }
             self.emit_member(name);
         }
     }
@@ -96,6 +111,7 @@ impl Hub {
             )));
         }
         member.ack(seq);
+        self.changes.push(Change::Ack { member: name, seq });
         Ok(())
     }
 
@@ -146,6 +162,10 @@ impl Hub {
         };
         let fresh = self.member_mut(&from)?.remember_message_id(&message_id);
         if fresh {
+            self.changes.push(Change::MessageId {
+                sender: from.clone(),
+                message_id: message_id.clone(),
+            });
             self.mark_busy(&from);
             for to in recipients {
                 self.deliver(
@@ -223,6 +243,10 @@ impl Hub {
         member.shutting_down = false;
         member.stream = None;
         member.inbox.clear();
+        self.changes.push(Change::ClearInbox {
+            member: name.to_owned(),
+        });
+        self.end_grace(name);
         self.roster.revoke(name);
         tracing::info!(member = %name, reason, "terminated");
         self.expire_involving(name, &format!("{name} terminated: {reason}"));

@@ -74,17 +74,33 @@ impl SqliteStore {
         let marker = state_dir.join(MARKER_FILE);
         let display = path.display().to_string();
         if !path.exists() && marker.exists() {
-            return Err(StoreError::Missing { path: display, marker: marker.display().to_string() });
+            return Err(StoreError::Missing {
+                path: display,
+                marker: marker.display().to_string(),
+            });
         }
-        let corrupt = |e: rusqlite::Error| StoreError::Corrupt { path: display.clone(), detail: e.to_string() };
+        let corrupt = |e: rusqlite::Error| StoreError::Corrupt {
+            path: display.clone(),
+            detail: e.to_string(),
+        };
         let conn = Connection::open(&path)?;
-        let check: String = conn.query_row("PRAGMA quick_check", [], |row| row.get(0)).map_err(corrupt)?;
+        let check: String = conn
+            .query_row("PRAGMA quick_check", [], |row| row.get(0))
+            .map_err(corrupt)?;
         if check != "ok" {
-            return Err(StoreError::Corrupt { path: display, detail: check });
+            return Err(StoreError::Corrupt {
+                path: display,
+                detail: check,
+            });
         }
-        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0)).map_err(corrupt)?;
+        let mode: String = conn
+            .query_row("PRAGMA journal_mode=WAL", [], |row| row.get(0))
+            .map_err(corrupt)?;
         if !mode.eq_ignore_ascii_case("wal") {
-            return Err(StoreError::Corrupt { path: display, detail: format!("journal mode {mode}, not WAL") });
+            return Err(StoreError::Corrupt {
+                path: display,
+                detail: format!("journal mode {mode}, not WAL"),
+            });
         }
         let synchronous = match sync {
             Sync::Full => "FULL",
@@ -93,18 +109,26 @@ impl SqliteStore {
         conn.pragma_update(None, "synchronous", synchronous)?;
         conn.execute_batch(SCHEMA).map_err(corrupt)?;
         let magic: Option<String> = conn
-            .query_row("SELECT value FROM meta WHERE key = 'magic'", [], |row| row.get(0))
+            .query_row("SELECT value FROM meta WHERE key = 'magic'", [], |row| {
+                row.get(0)
+            })
             .optional()?;
         match magic.as_deref() {
             Some(MAGIC) => {}
             Some(other) => {
-                return Err(StoreError::Corrupt { path: display, detail: format!("meta.magic is {other:?}") });
+                return Err(StoreError::Corrupt {
+                    path: display,
+                    detail: format!("meta.magic is {other:?}"),
+                });
             }
             None => {
                 let tables: i64 =
                     conn.query_row("SELECT count(*) FROM members", [], |row| row.get(0))?;
                 if tables != 0 {
-                    return Err(StoreError::Corrupt { path: display, detail: "members without meta.magic".into() });
+                    return Err(StoreError::Corrupt {
+                        path: display,
+                        detail: "members without meta.magic".into(),
+                    });
                 }
                 conn.execute(
                     "INSERT INTO meta (key, value) VALUES ('magic', ?1), ('schema_version', ?2)",
@@ -147,12 +171,18 @@ impl Store for SqliteStore {
                 })
             })?
             .collect::<Result<_, _>>()?;
-        let mut envelopes = self.conn.prepare("SELECT member, body FROM envelopes ORDER BY member, seq")?;
-        let rows: Vec<(String, Vec<u8>)> =
-            envelopes.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?;
+        let mut envelopes = self
+            .conn
+            .prepare("SELECT member, body FROM envelopes ORDER BY member, seq")?;
+        let rows: Vec<(String, Vec<u8>)> = envelopes
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<_, _>>()?;
         for (member, body) in rows {
-            let envelope = pb::Envelope::decode(body.as_slice())
-                .map_err(|e| StoreError::Decode { what: "envelope", detail: e.to_string() })?;
+            let envelope =
+                pb::Envelope::decode(body.as_slice()).map_err(|e| StoreError::Decode {
+                    what: "envelope",
+                    detail: e.to_string(),
+                })?;
             snapshot.envelopes.push((member, envelope));
         }
         let mut requests = self.conn.prepare(
@@ -175,27 +205,46 @@ impl Store for SqliteStore {
             ))
         })?;
         for row in rows {
-            let (id, kind, sender, target, status, payload, feedback, created, resolved, deadline, decision) = row?;
+            let (
+                id,
+                kind,
+                sender,
+                target,
+                status,
+                payload,
+                feedback,
+                created,
+                resolved,
+                deadline,
+                decision,
+            ) = row?;
             let bad = |what: &'static str, detail: String| StoreError::Decode { what, detail };
-            let id = RequestId::existing("request_id", &id).map_err(|e| bad("request id", e.to_string()))?;
+            let id = RequestId::existing("request_id", &id)
+                .map_err(|e| bad("request id", e.to_string()))?;
             snapshot.requests.push(Request {
                 opening: Opening {
                     id,
-                    kind: Kind::from_pb(kind).ok_or_else(|| bad("request type", kind.to_string()))?,
+                    kind: Kind::from_pb(kind)
+                        .ok_or_else(|| bad("request type", kind.to_string()))?,
                     sender,
                     target,
                     payload_json: payload,
                     deadline_unix_ms: deadline,
                 },
-                status: Status::from_pb(status).ok_or_else(|| bad("request status", status.to_string()))?,
+                status: Status::from_pb(status)
+                    .ok_or_else(|| bad("request status", status.to_string()))?,
                 decision: decision.map(|blob| decode_decision(&blob)).transpose()?,
                 feedback,
                 created_at_unix_ms: created,
                 resolved_at_unix_ms: resolved,
             });
         }
-        let mut ids = self.conn.prepare("SELECT sender, message_id FROM message_ids ORDER BY sender, n")?;
-        snapshot.message_ids = ids.query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?.collect::<Result<_, _>>()?;
+        let mut ids = self
+            .conn
+            .prepare("SELECT sender, message_id FROM message_ids ORDER BY sender, n")?;
+        snapshot.message_ids = ids
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<_, _>>()?;
         Ok(snapshot)
     }
 
@@ -216,15 +265,22 @@ impl Store for SqliteStore {
                     .execute(params![m.name, m.member_id, m.role, m.token_hash, m.mode, m.idle, m.terminated, m.last_seq, m.order])?;
                 }
                 Change::Envelope { member, envelope } => {
-                    tx.prepare_cached("INSERT OR REPLACE INTO envelopes (member, seq, body) VALUES (?1, ?2, ?3)")?
-                        .execute(params![member, envelope.seq, envelope.encode_to_vec()])?;
+                    tx.prepare_cached(
+                        "INSERT OR REPLACE INTO envelopes (member, seq, body) VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute(params![
+                        member,
+                        envelope.seq,
+                        envelope.encode_to_vec()
+                    ])?;
                 }
                 Change::Ack { member, seq } => {
                     tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1 AND seq <= ?2")?
                         .execute(params![member, seq])?;
                 }
                 Change::ClearInbox { member } => {
-                    tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1")?.execute(params![member])?;
+                    tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1")?
+                        .execute(params![member])?;
                 }
                 Change::Request(r) => {
                     tx.prepare_cached(
@@ -250,7 +306,9 @@ impl Store for SqliteStore {
                 }
                 Change::MessageId { sender, message_id } => {
                     let n: u64 = tx
-                        .prepare_cached("SELECT coalesce(max(n), 0) + 1 FROM message_ids WHERE sender = ?1")?
+                        .prepare_cached(
+                            "SELECT coalesce(max(n), 0) + 1 FROM message_ids WHERE sender = ?1",
+                        )?
                         .query_row(params![sender], |row| row.get(0))?;
                     tx.prepare_cached("INSERT OR IGNORE INTO message_ids (sender, message_id, n) VALUES (?1, ?2, ?3)")?
                         .execute(params![sender, message_id, n])?;
@@ -278,7 +336,10 @@ fn encode_decision(decision: &Decision) -> Vec<u8> {
 }
 
 fn decode_decision(blob: &[u8]) -> Result<Decision, StoreError> {
-    let bad = |detail: String| StoreError::Decode { what: "decision", detail };
+    let bad = |detail: String| StoreError::Decode {
+        what: "decision",
+        detail,
+    };
     let review = pb::PlanReview::decode(blob).map_err(|e| bad(e.to_string()))?;
     let grant = review
         .grant
@@ -286,7 +347,11 @@ fn decode_decision(blob: &[u8]) -> Result<Decision, StoreError> {
         .map(|g| Grant::from_pb("grant", g, Mode::AcceptEdits))
         .transpose()
         .map_err(|e| bad(e.to_string()))?;
-    Ok(Decision { approve: review.approve, feedback: review.feedback, grant })
+    Ok(Decision {
+        approve: review.approve,
+        feedback: review.feedback,
+        grant,
+    })
 }
 
 #[cfg(test)]
@@ -307,7 +372,11 @@ mod tests {
             decision: (status == Status::Approved).then(|| Decision {
                 approve: true,
                 feedback: "ok".into(),
-                grant: Some(Grant { mode: Mode::Bypass, write_paths: vec!["src/**".into()], expires_at_unix_ms: None }),
+                grant: Some(Grant {
+                    mode: Mode::Bypass,
+                    write_paths: vec!["src/**".into()],
+                    expires_at_unix_ms: None,
+                }),
             }),
             feedback: String::new(),
             created_at_unix_ms: 1,
@@ -329,32 +398,64 @@ mod tests {
             last_seq: 3,
             order: 1,
         };
-        let envelope = |seq| pb::Envelope { seq, message_id: format!("e{seq}"), ..Default::default() };
+        let envelope = |seq| pb::Envelope {
+            seq,
+            message_id: format!("e{seq}"),
+            ..Default::default()
+        };
         {
             let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("open");
             store
                 .commit(&[
                     Change::Member(member.clone()),
-                    Change::Envelope { member: "alice".into(), envelope: envelope(1) },
-                    Change::Envelope { member: "alice".into(), envelope: envelope(2) },
-                    Change::Envelope { member: "alice".into(), envelope: envelope(3) },
-                    Change::Ack { member: "alice".into(), seq: 1 },
+                    Change::Envelope {
+                        member: "alice".into(),
+                        envelope: envelope(1),
+                    },
+                    Change::Envelope {
+                        member: "alice".into(),
+                        envelope: envelope(2),
+                    },
+                    Change::Envelope {
+                        member: "alice".into(),
+                        envelope: envelope(3),
+                    },
+                    Change::Ack {
+                        member: "alice".into(),
+                        seq: 1,
+                    },
                     Change::Request(Box::new(request("r1", Status::Pending))),
                     Change::Request(Box::new(request("r2", Status::Pending))),
-                    Change::MessageId { sender: "alice".into(), message_id: "x".into() },
+                    Change::MessageId {
+                        sender: "alice".into(),
+                        message_id: "x".into(),
+                    },
                 ])
                 .expect("commit");
-            store.commit(&[Change::Request(Box::new(request("r1", Status::Approved)))]).expect("commit");
+            store
+                .commit(&[Change::Request(Box::new(request("r1", Status::Approved)))])
+                .expect("commit");
         }
         let mut store = SqliteStore::open(dir.path(), Sync::Normal).expect("reopen");
         let snapshot = store.load().expect("load");
         assert_eq!(snapshot.members, vec![member]);
         let seqs: Vec<u64> = snapshot.envelopes.iter().map(|(_, e)| e.seq).collect();
         assert_eq!(seqs, vec![2, 3]);
-        let ids: Vec<&str> = snapshot.requests.iter().map(|r| r.opening.id.as_str()).collect();
-        assert_eq!(ids, vec!["r1", "r2"], "requests keep their order after an update");
+        let ids: Vec<&str> = snapshot
+            .requests
+            .iter()
+            .map(|r| r.opening.id.as_str())
+            .collect();
+        assert_eq!(
+            ids,
+            vec!["r1", "r2"],
+            "requests keep their order after an update"
+        );
         assert_eq!(snapshot.requests[0], request("r1", Status::Approved));
-        assert_eq!(snapshot.message_ids, vec![("alice".to_owned(), "x".to_owned())]);
+        assert_eq!(
+            snapshot.message_ids,
+            vec![("alice".to_owned(), "x".to_owned())]
+        );
     }
 
     #[test]
@@ -362,7 +463,11 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         drop(SqliteStore::open(dir.path(), Sync::Full).expect("create"));
         let db = dir.path().join(DB_FILE);
-        fs::write(&db, b"this is not a database, just text that is long enough to have a header...").expect("write");
+        fs::write(
+            &db,
+            b"this is not a database, just text that is long enough to have a header...",
+        )
+        .expect("write");
         let _ = fs::remove_file(dir.path().join("mesh.db-wal"));
         let _ = fs::remove_file(dir.path().join("mesh.db-shm"));
         let err = SqliteStore::open(dir.path(), Sync::Full).expect_err("corrupt");

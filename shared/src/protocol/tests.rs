@@ -314,7 +314,9 @@ fn touched_ids_are_reported_once_and_restore_rebuilds_the_indexes() {
     assert_eq!(restored.pending_involving("alice"), vec![id()]);
     let mut restored = restored;
     let (answerer, _) = parties(Kind::Shutdown);
-    restored.answer(&id(), Kind::Shutdown, &answerer, approve(), T1).expect("answers");
+    restored
+        .answer(&id(), Kind::Shutdown, &answerer, approve(), T1)
+        .expect("answers");
     assert_eq!(restored.take_touched(), vec![id()]);
     assert_eq!(restored.next_deadline(), None);
     assert!(restored.pending_involving("alice").is_empty());
