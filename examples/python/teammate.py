@@ -37,6 +37,8 @@ import grpc  # noqa: E402
 from mesh.v1 import mesh_pb2 as pb  # noqa: E402
 from mesh.v1 import mesh_pb2_grpc as rpc  # noqa: E402
 
+TRANSIENT = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED)
+
 
 def say(*words):
     print(f"[{args.name}]", *words, flush=True)
@@ -44,6 +46,21 @@ def say(*words):
 
 def auth(token):
     return (("authorization", f"Bearer {token}"),)
+
+
+def call(method, request, token):
+    """Calls a unary RPC, retrying while the lead is unreachable (capped
+    exponential backoff with jitter, up to --lead-gone-limit). Every call here
+    is safe to repeat: request ids are chosen by this teammate."""
+    delay, since = 0.05, time.monotonic()
+    while True:
+        try:
+            return method(request, metadata=auth(token))
+        except grpc.RpcError as e:
+            if e.code() not in TRANSIENT or time.monotonic() - since > args.lead_gone_limit:
+                raise
+        time.sleep(delay / 2 + random.random() * delay / 2)
+        delay = min(delay * 2, 2.0)
 
 
 class Inbox(threading.Thread):
@@ -90,7 +107,7 @@ class Inbox(threading.Thread):
 def main():
     channel = grpc.insecure_channel(args.lead)
     stub = rpc.LeadStub(channel)
-    joined = stub.Join(pb.JoinRequest(name=args.name, role=args.role), metadata=auth(args.join_token))
+    joined = call(stub.Join, pb.JoinRequest(name=args.name, role=args.role), args.join_token)
     token = joined.session_token
     say("joined; mode", pb.PermissionMode.Name(joined.grant.mode))
     inbox = Inbox(stub, token, args.lead_gone_limit)
@@ -106,15 +123,14 @@ def main():
             if item.message_id in seen:
                 continue
             seen.add(item.message_id)
-            stub.Ack(pb.AckRequest(seq=item.seq), metadata=auth(token))
+            call(stub.Ack, pb.AckRequest(seq=item.seq), token)
             return item
 
     def answer_shutdown(request):
         approve = not args.refuse_shutdown
         reason = "python teammate done" if approve else "still busy"
-        stub.RespondShutdown(
-            pb.ShutdownResponse(request_id=request.request_id, approve=approve, reason=reason),
-            metadata=auth(token))
+        call(stub.RespondShutdown,
+             pb.ShutdownResponse(request_id=request.request_id, approve=approve, reason=reason), token)
         say("shutdown", "agreed" if approve else "refused", request.request_id)
         return approve
 
@@ -126,8 +142,8 @@ def main():
     supersedes = ""
     for plan in plans:
         request_id = str(uuid.uuid4())
-        stub.SubmitPlan(pb.PlanApprovalRequest(request_id=request_id, plan=plan, supersedes=supersedes),
-                        metadata=auth(token))
+        call(stub.SubmitPlan,
+             pb.PlanApprovalRequest(request_id=request_id, plan=plan, supersedes=supersedes), token)
         say("submitted plan", request_id, repr(plan.summary))
         while True:
             envelope = next_envelope()
@@ -145,7 +161,7 @@ def main():
     else:
         say("every plan was rejected")
 
-    stub.ReportIdle(pb.IdleNotification(reason="plan done"), metadata=auth(token))
+    call(stub.ReportIdle, pb.IdleNotification(reason="plan done"), token)
     say("idle")
     while True:
         envelope = next_envelope()

@@ -145,7 +145,7 @@ impl Session {
         let joined = loop {
             match joiner.join(request.clone()).await {
                 Ok(response) => break response.into_inner(),
-                Err(status) if status.code() == Code::Unavailable => {
+                Err(status) if transient(&status) => {
                     if !backoff.wait().await {
                         return Err(SessionError::LeadGone(config.lead_url.clone()));
                     }
@@ -252,8 +252,14 @@ impl Session {
             outcome,
             member: String::new(),
         };
-        if let Err(status) = self.client.report_tool_call(report).await {
-            tracing::warn!(error = %status, "could not report a tool call");
+        let reported = self
+            .retry("ReportToolCall", |mut client| {
+                let report = report.clone();
+                async move { client.report_tool_call(report).await }
+            })
+            .await;
+        if let Err(e) = reported {
+            tracing::warn!(error = %e, "could not report a tool call");
         }
         Ok(Observation::ToolResult {
             call,
@@ -282,13 +288,11 @@ impl Session {
             args_json: call.args_json(),
         };
         let id = request.request_id.clone();
-        self.client
-            .request_permission(request)
-            .await
-            .map_err(|status| SessionError::Rpc {
-                rpc: "RequestPermission",
-                status,
-            })?;
+        self.retry("RequestPermission", |mut client| {
+            let request = request.clone();
+            async move { client.request_permission(request).await }
+        })
+        .await?;
         tracing::info!(request_id = %id, tool = call.name(), "asked the lead for permission");
         loop {
             match self.next_incoming().await? {
@@ -314,13 +318,11 @@ impl Session {
             plan: Some(plan.clone()),
         };
         let id = request.request_id.clone();
-        self.client
-            .submit_plan(request)
-            .await
-            .map_err(|status| SessionError::Rpc {
-                rpc: "SubmitPlan",
-                status,
-            })?;
+        self.retry("SubmitPlan", |mut client| {
+            let request = request.clone();
+            async move { client.submit_plan(request).await }
+        })
+        .await?;
         tracing::info!(request_id = %id, summary = %plan.summary, "submitted a plan");
         self.last_plan = Some((id.clone(), plan.files.clone()));
         let response = loop {
@@ -358,13 +360,12 @@ impl Session {
             return Ok(Ok(message));
         }
         tracing::info!(member = %self.config.name, reason = %reason, "idle");
-        self.client
-            .report_idle(pb::IdleNotification { reason })
-            .await
-            .map_err(|status| SessionError::Rpc {
-                rpc: "ReportIdle",
-                status,
-            })?;
+        let idle = pb::IdleNotification { reason };
+        self.retry("ReportIdle", |mut client| {
+            let idle = idle.clone();
+            async move { client.report_idle(idle).await }
+        })
+        .await?;
         loop {
             if let Handled::Exit(exit) = self.next_incoming().await? {
                 return Ok(Err(exit));
@@ -414,13 +415,11 @@ impl Session {
                     approve: answer.approve,
                     reason: answer.reason,
                 };
-                self.client
-                    .respond_shutdown(response)
-                    .await
-                    .map_err(|status| SessionError::Rpc {
-                        rpc: "RespondShutdown",
-                        status,
-                    })?;
+                self.retry("RespondShutdown", |mut client| {
+            let request = response.clone();
+            async move { client.respond_shutdown(request).await }
+        })
+        .await?;
                 if answer.approve {
                     Handled::Exit(Exit::Shutdown)
                 } else {
@@ -449,10 +448,34 @@ impl Session {
         if matches!(handled, Handled::Exit(_)) {
             return Ok(handled);
         }
-        if let Err(status) = self.client.ack(pb::AckRequest { seq: envelope.seq }).await {
-            tracing::warn!(seq = envelope.seq, error = %status, "ack failed; the envelope may come again and will be skipped");
-        }
+        let seq = envelope.seq;
+        self.retry("Ack", |mut client| async move { client.ack(pb::AckRequest { seq }).await })
+            .await?;
         Ok(handled)
+    }
+
+    /// Calls the lead until the call succeeds, or fails for a reason other
+    /// than the lead being unreachable, with capped exponential backoff and
+    /// jitter; gives up once the lead has been gone for the limit. Every call
+    /// the teammate makes is safe to repeat: ids are chosen by the teammate.
+    async fn retry<T, F, Fut>(&self, rpc: &'static str, mut call: F) -> Result<T, SessionError>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        let mut backoff = Backoff::new(self.config.lead_gone_limit);
+        loop {
+            match call(self.client.clone()).await {
+                Ok(response) => return Ok(response.into_inner()),
+                Err(status) if transient(&status) => {
+                    tracing::warn!(rpc, error = %status, "the lead is unreachable; retrying");
+                    if !backoff.wait().await {
+                        return Err(SessionError::LeadGone(self.config.lead_url.clone()));
+                    }
+                }
+                Err(status) => return Err(SessionError::Rpc { rpc, status }),
+            }
+        }
     }
 
     /// Records a message id; `false` if it was processed before.
@@ -471,4 +494,10 @@ impl Session {
         }
         true
     }
+}
+
+/// Whether a failed call may succeed if repeated: the lead was unreachable,
+/// or the connection broke under the call.
+fn transient(status: &Status) -> bool {
+    matches!(status.code(), Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded)
 }
