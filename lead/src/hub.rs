@@ -670,12 +670,16 @@ impl Hub {
     /// Stops the children still running (TERM, then KILL), waits for them to
     /// be reaped, and ends every stream.
     async fn finish(mut self) {
-        let children: Vec<Child> = self.children.drain().map(|(_, c)| c).collect();
-        for child in &children {
+        let children: Vec<(String, Child)> = self.children.drain().collect();
+        for (_, child) in &children {
             child.stop();
         }
-        for child in children {
+        for (name, child) in children {
             let _ = child.task.await;
+            self.terminate(&name, "stopped by signal as the lead stopped");
+        }
+        if let Err(e) = self.commit() {
+            tracing::error!(error = %e, "cannot persist the last changes");
         }
         for member in self.roster.iter_live_mut() {
             member.stream = None;

@@ -416,10 +416,10 @@ impl Session {
                     reason: answer.reason,
                 };
                 self.retry("RespondShutdown", |mut client| {
-            let request = response.clone();
-            async move { client.respond_shutdown(request).await }
-        })
-        .await?;
+                    let request = response.clone();
+                    async move { client.respond_shutdown(request).await }
+                })
+                .await?;
                 if answer.approve {
                     Handled::Exit(Exit::Shutdown)
                 } else {
@@ -449,8 +449,10 @@ impl Session {
             return Ok(handled);
         }
         let seq = envelope.seq;
-        self.retry("Ack", |mut client| async move { client.ack(pb::AckRequest { seq }).await })
-            .await?;
+        self.retry("Ack", |mut client| async move {
+            client.ack(pb::AckRequest { seq }).await
+        })
+        .await?;
         Ok(handled)
     }
 
@@ -499,5 +501,8 @@ impl Session {
 /// Whether a failed call may succeed if repeated: the lead was unreachable,
 /// or the connection broke under the call.
 fn transient(status: &Status) -> bool {
-    matches!(status.code(), Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded)
+    matches!(
+        status.code(),
+        Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded
+    )
 }

@@ -103,9 +103,20 @@ impl Lead {
         let dir = tempfile::tempdir().expect("tempdir");
         let join_token = shared::auth::new_token();
         let operator_token = shared::auth::new_token();
+        Self::start_in(dir, "127.0.0.1:0", join_token, operator_token, extra).await
+    }
+
+    /// Starts `lead serve` on `listen` with the state in `dir`.
+    pub async fn start_in(
+        dir: tempfile::TempDir,
+        listen: &str,
+        join_token: String,
+        operator_token: String,
+        extra: &[&str],
+    ) -> Lead {
         let mut command = Command::new(bin("lead"));
         command
-            .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+            .args(["serve", "--listen", listen, "--state-dir"])
             .arg(dir.path().join("state"))
             .args([
                 "--join-token",
@@ -116,6 +127,22 @@ impl Lead {
             .args(extra)
             .env("RUST_LOG", "warn");
         Self::spawn(command, dir, join_token, operator_token).await
+    }
+
+    /// `kill -9`s the lead and starts it again on the same state dir and port.
+    pub async fn crash_and_restart(mut self, extra: &[&str]) -> Lead {
+        signal(&self.child, nix::sys::signal::Signal::SIGKILL);
+        within("the killed lead to exit", self.child.wait())
+            .await
+            .expect("wait");
+        let Lead {
+            dir,
+            addr,
+            join_token,
+            operator_token,
+            ..
+        } = self;
+        Self::start_in(dir, &addr, join_token, operator_token, extra).await
     }
 
     /// Starts `command` (a `lead serve`) and reads its first line.
@@ -260,7 +287,7 @@ impl Lead {
     }
 
     /// Sends SIGTERM and waits for the exit status.
-    pub async fn terminate(mut self) -> std::process::ExitStatus {
+    pub async fn terminate(&mut self) -> std::process::ExitStatus {
         signal(&self.child, nix::sys::signal::Signal::SIGTERM);
         within("the lead to exit", self.child.wait())
             .await

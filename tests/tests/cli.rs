@@ -28,7 +28,7 @@ async fn lead_with_generated_tokens() -> Lead {
 
 #[tokio::test]
 async fn serve_generates_private_tokens_and_records_its_address() {
-    let lead = lead_with_generated_tokens().await;
+    let mut lead = lead_with_generated_tokens().await;
     let state = lead.state_dir();
     for file in ["join.token", "operator.token"] {
         let mode = std::fs::metadata(state.join(file))

@@ -425,7 +425,7 @@ command = "sleep 117.25"
 
 #[tokio::test]
 async fn the_lead_stops_cleanly_on_sigterm_with_streams_open() {
-    let lead = Lead::start(&[]).await;
+    let mut lead = Lead::start(&[]).await;
     let mut member = lead.join("henry").await;
     member.open_inbox(0).await;
     let mut operator = lead.operator().await;

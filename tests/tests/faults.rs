@@ -1,0 +1,438 @@
+//! Nothing lost: the lead killed at the worst moments and started again on
+//! the same state dir, teammates killed mid-write or vanishing, the lead
+//! stopping with children, and a damaged database.
+
+#![allow(clippy::unwrap_used)]
+
+use mesh_tests::{bin, is, process_running, signal, within, Events, Lead};
+use nix::sys::signal::Signal;
+use shared::pb::{self, envelope::Body, RequestStatus};
+use tokio::process::Command;
+use tonic::Code;
+
+const ONE_PLAN: &str = r#"
+[[plans]]
+summary = "Add the auth module"
+files = ["src/auth.rs"]
+
+[[actions]]
+phase = "work"
+tool = "write_file"
+path = "src/auth.rs"
+content = "pub fn login() {}\n"
+"#;
+
+fn plan_of(name: &str, status: RequestStatus) -> impl FnMut(&pb::ProtocolState) -> bool + '_ {
+    move |r| {
+        r.sender == name && is(r.status, status) && r.r#type == pb::RequestType::PlanApproval as i32
+    }
+}
+
+#[tokio::test]
+async fn a_lead_killed_between_submit_and_review_still_has_the_plan_and_the_teammate_carries_on() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let mut alice = lead.teammate("alice", ONE_PLAN);
+    let plan = events
+        .request("alice's plan", plan_of("alice", RequestStatus::Pending))
+        .await;
+
+    let lead = lead.crash_and_restart(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let pending = operator
+        .list_requests(pb::ListRequestsRequest {
+            status: RequestStatus::Pending as i32,
+            r#type: 0,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .requests;
+    assert_eq!(pending.len(), 1, "the pending plan survived");
+    assert_eq!(pending[0].request_id, plan.request_id);
+
+    let (ok, out, err) = lead.cli(&["approve", &plan.request_id]).await;
+    assert!(ok, "{out}{err}");
+    // alice reconnects on her own, reads the answer and works.
+    let wrote = events
+        .tool_call("alice's write after the restart", |t| {
+            t.member == "alice" && t.tool == "write_file"
+        })
+        .await;
+    assert!(wrote.allowed, "{wrote:?}");
+    assert!(alice.workspace.join("src/auth.rs").exists());
+    let team = operator
+        .list_team(pb::ListTeamRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .members;
+    assert_eq!(team.len(), 1);
+    assert_eq!(team[0].mode, pb::PermissionMode::AcceptEdits as i32);
+    assert!(
+        alice.child.try_wait().unwrap().is_none(),
+        "alice carried on"
+    );
+}
+
+#[tokio::test]
+async fn a_lead_killed_after_the_review_delivers_the_answer_once_and_keeps_it() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut alice = lead.join("alice").await;
+    let mut bob = lead.join("bob").await;
+    let id = alice.submit("", "a plan", &["a.rs"]).await.unwrap();
+    let review = pb::PlanReview {
+        request_id: id.clone(),
+        approve: true,
+        ..Default::default()
+    };
+    let answered = operator
+        .review_plan(review.clone())
+        .await
+        .unwrap()
+        .into_inner();
+
+    let lead = lead.crash_and_restart(&[]).await;
+    let mut operator = lead.operator().await;
+    // The session token still works; the answer waits in the inbox.
+    alice.api = lead.lead_api(&alice.token).await;
+    bob.api = lead.lead_api(&bob.token).await;
+    let envelope = alice.next().await;
+    assert_eq!(envelope.seq, 1);
+    match envelope.body {
+        Some(Body::PlanApprovalResponse(r)) => assert!(r.approve && r.request_id == id),
+        other => panic!("expected the plan's answer, got {other:?}"),
+    }
+    let state = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(is(state.status, RequestStatus::Approved));
+    assert_eq!(
+        operator.review_plan(review).await.unwrap().into_inner(),
+        answered,
+        "a retry gets the original result"
+    );
+    let reject = pb::PlanReview {
+        request_id: id,
+        approve: false,
+        feedback: "no".into(),
+        grant: None,
+    };
+    assert_eq!(
+        operator.review_plan(reject).await.unwrap_err().code(),
+        Code::FailedPrecondition
+    );
+
+    // seq goes on; nothing is delivered twice.
+    alice.api.ack(pb::AckRequest { seq: 1 }).await.unwrap();
+    bob.api
+        .send(pb::SendRequest {
+            to: "alice".into(),
+            text: Some(pb::Text {
+                content: "hi".into(),
+            }),
+            message_id: String::new(),
+        })
+        .await
+        .unwrap();
+    let next = alice.next().await;
+    assert_eq!(next.seq, 2);
+    assert!(matches!(next.body, Some(Body::Text(_))));
+}
+
+#[tokio::test]
+async fn unacked_envelopes_survive_a_crash_and_acked_ones_do_not_return() {
+    let lead = Lead::start(&[]).await;
+    let mut alice = lead.join("alice").await;
+    let mut bob = lead.join("bob").await;
+    for i in 1..=5 {
+        let text = Some(pb::Text {
+            content: format!("m{i}"),
+        });
+        bob.api
+            .send(pb::SendRequest {
+                to: "alice".into(),
+                text,
+                message_id: String::new(),
+            })
+            .await
+            .unwrap();
+    }
+    alice.api.ack(pb::AckRequest { seq: 2 }).await.unwrap();
+    let lead = lead.crash_and_restart(&[]).await;
+    alice.api = lead.lead_api(&alice.token).await;
+    alice.open_inbox(0).await;
+    for i in 3..=5 {
+        let envelope = alice.next().await;
+        assert_eq!(envelope.seq, i);
+        assert!(matches!(envelope.body, Some(Body::Text(ref t)) if t.content == format!("m{i}")));
+    }
+}
+
+#[tokio::test]
+async fn a_teammate_killed_during_writes_leaves_the_old_or_the_new_file_never_a_part() {
+    let lead = Lead::start(&["--approval", "auto"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    const SIZE: usize = 256 * 1024;
+    let mut script = String::from("[[plans]]\nsummary = \"big writes\"\nfiles = [\"big.txt\"]\n");
+    for i in 0..40 {
+        let fill = if i % 2 == 0 { "a" } else { "b" };
+        script.push_str(&format!("\n[[actions]]\nphase = \"work\"\ntool = \"write_file\"\npath = \"big.txt\"\ncontent = \"{}\"\n", fill.repeat(SIZE)));
+    }
+    let mut writer = lead.teammate("writer", &script);
+    for _ in 0..3 {
+        events
+            .tool_call("a big write", |t| {
+                t.member == "writer" && t.tool == "write_file"
+            })
+            .await;
+    }
+    signal(&writer.child, Signal::SIGKILL);
+    writer.exit().await;
+    let content = std::fs::read(writer.workspace.join("big.txt")).unwrap();
+    assert_eq!(content.len(), SIZE, "the file is whole");
+    assert!(
+        content.iter().all(|&b| b == content[0]),
+        "the file is one version, not a mix"
+    );
+}
+
+#[tokio::test]
+async fn a_vanished_teammate_is_disconnected_then_terminated_and_its_requests_expire() {
+    let lead = Lead::start(&["--grace", "1"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let mut observer = lead.join("observer").await;
+    observer.open_inbox(0).await;
+    let mut alice = lead.teammate("alice", ONE_PLAN);
+    let plan = events
+        .request("alice's plan", plan_of("alice", RequestStatus::Pending))
+        .await;
+
+    signal(&alice.child, Signal::SIGKILL);
+    alice.exit().await;
+    events
+        .member("alice disconnected", |m| {
+            m.name == "alice" && m.status == pb::MemberStatus::Disconnected as i32
+        })
+        .await;
+    let expired = events
+        .request("alice's plan expired", |r| {
+            r.request_id == plan.request_id && is(r.status, RequestStatus::Expired)
+        })
+        .await;
+    assert!(
+        expired.feedback.contains("alice terminated"),
+        "{}",
+        expired.feedback
+    );
+    let notice = observer
+        .next_matching(|e| matches!(e.body, Some(Body::TeammateTerminated(_))))
+        .await;
+    match notice.body {
+        Some(Body::TeammateTerminated(t)) => {
+            assert_eq!(t.name, "alice");
+            assert!(t.reason.contains("grace"), "{}", t.reason);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_teammate_back_within_the_grace_period_carries_on() {
+    let lead = Lead::start(&["--grace", "2"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let mut alice = lead.join("alice").await;
+    let _clock = lead.join("clock").await;
+    alice.open_inbox(0).await;
+    events
+        .member("alice working", |m| {
+            m.name == "alice" && m.status == pb::MemberStatus::Working as i32
+        })
+        .await;
+    alice.inbox = None;
+    events
+        .member("alice disconnected", |m| {
+            m.name == "alice" && m.status == pb::MemberStatus::Disconnected as i32
+        })
+        .await;
+    alice.open_inbox(0).await;
+    events
+        .member("alice back", |m| {
+            m.name == "alice" && m.status == pb::MemberStatus::Working as i32
+        })
+        .await;
+
+    // A shutdown nobody answers expires after 3 s: by then alice's grace
+    // period would have run out, had it not ended when she came back.
+    let deadline = shared::auth::now_unix_ms() + 3_000;
+    let request = pb::ShutdownRequest {
+        target: "clock".into(),
+        deadline_unix_ms: deadline,
+        ..Default::default()
+    };
+    let ticket = operator
+        .request_shutdown(request)
+        .await
+        .unwrap()
+        .into_inner();
+    events
+        .request("the clock's deadline", |r| {
+            r.request_id == ticket.request_id && is(r.status, RequestStatus::Expired)
+        })
+        .await;
+    let team = operator
+        .list_team(pb::ListTeamRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .members;
+    let alice_now = team.iter().find(|m| m.name == "alice").unwrap();
+    assert_eq!(
+        alice_now.status,
+        pb::MemberStatus::Working as i32,
+        "alice carried on"
+    );
+}
+
+#[tokio::test]
+async fn a_stopping_lead_asks_its_children_to_shut_down_and_leaves_no_process() {
+    let mut lead = Lead::start(&[
+        "--approval",
+        "auto",
+        "--stop-wait",
+        "2",
+        "--kill-grace",
+        "1",
+    ])
+    .await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let polite = lead.script("polite", "[shutdown]\napprove = true\nreason = \"bye\"\n");
+    let stubborn = lead.script("stubborn", "[shutdown]\napprove = false\nreason = \"no\"\n");
+    for (name, script) in [("polite", &polite), ("stubborn", &stubborn)] {
+        let (ok, out, err) = lead
+            .cli(&[
+                "spawn",
+                name,
+                "--role",
+                "r",
+                "--script",
+                script.to_str().unwrap(),
+            ])
+            .await;
+        assert!(ok, "{out}{err}");
+        events
+            .member("idle", |m| {
+                m.name == name && m.status == pb::MemberStatus::Idle as i32
+            })
+            .await;
+    }
+    let state = lead.state_dir();
+    let status = lead.terminate().await;
+    assert!(status.success(), "{status:?}");
+    for script in [&polite, &stubborn] {
+        assert!(
+            !process_running(script.to_str().unwrap()),
+            "{} is gone",
+            script.display()
+        );
+    }
+    // What each child answered is in the state the lead left.
+    let Lead {
+        dir,
+        join_token,
+        operator_token,
+        ..
+    } = lead;
+    let lead = Lead::start_in(dir, "127.0.0.1:0", join_token, operator_token, &[]).await;
+    let mut operator = lead.operator().await;
+    let shutdowns = operator
+        .list_requests(pb::ListRequestsRequest {
+            status: 0,
+            r#type: pb::RequestType::Shutdown as i32,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .requests;
+    let answer = |name: &str| {
+        shutdowns
+            .iter()
+            .find(|r| r.target == name)
+            .map(|r| (r.status, r.feedback.clone()))
+    };
+    assert_eq!(
+        answer("polite"),
+        Some((RequestStatus::Approved as i32, "bye".to_owned())),
+        "{shutdowns:?}"
+    );
+    assert_eq!(
+        answer("stubborn"),
+        Some((RequestStatus::Rejected as i32, "no".to_owned())),
+        "{shutdowns:?}"
+    );
+    let team = operator
+        .list_team(pb::ListTeamRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .members;
+    assert!(
+        team.iter()
+            .all(|m| m.status == pb::MemberStatus::Terminated as i32),
+        "{team:?}"
+    );
+    drop(state);
+}
+
+#[tokio::test]
+async fn a_damaged_or_missing_database_stops_the_lead_with_a_clear_message() {
+    let mut lead = Lead::start(&[]).await;
+    lead.join("alice").await;
+    let state = lead.state_dir();
+    let status = lead.terminate().await;
+    assert!(status.success(), "{status:?}");
+
+    let start = |state: std::path::PathBuf| async move {
+        let output = Command::new(bin("lead"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(&state)
+            .output();
+        let output = within("lead serve to refuse", output).await.unwrap();
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let db = state.join("mesh.db");
+    let mut bytes = std::fs::read(&db).unwrap();
+    for b in bytes.iter_mut().take(100) {
+        *b = b'x';
+    }
+    std::fs::write(&db, &bytes).unwrap();
+    let (ok, err) = start(state.clone()).await;
+    assert!(!ok);
+    assert!(
+        err.contains("corrupt") && err.contains("refusing to start"),
+        "{err}"
+    );
+
+    std::fs::remove_file(&db).unwrap();
+    let _ = std::fs::remove_file(state.join("mesh.db-wal"));
+    let (ok, err) = start(state.clone()).await;
+    assert!(!ok);
+    assert!(
+        err.contains("missing") && err.contains("refusing to start empty"),
+        "{err}"
+    );
+}
