@@ -234,6 +234,11 @@ impl Lead {
 
     /// Writes `script` and starts a `teammate` process for `name` with it.
     pub fn teammate(&self, name: &str, script: &str) -> Teammate {
+        self.teammate_with(name, script, &[])
+    }
+
+    /// [`Lead::teammate`] with extra flags.
+    pub fn teammate_with(&self, name: &str, script: &str, extra: &[&str]) -> Teammate {
         let script_path = self.dir.path().join(format!("{name}.toml"));
         std::fs::write(&script_path, script).expect("write script");
         let workspace = self.dir.path().join("ws").join(name);
@@ -250,6 +255,7 @@ impl Lead {
             .arg(&workspace)
             .arg("--script")
             .arg(&script_path)
+            .args(extra)
             .env("MESH_JOIN_TOKEN", &self.join_token)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())

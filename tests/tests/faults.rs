@@ -114,6 +114,18 @@ async fn a_lead_killed_after_the_review_delivers_the_answer_once_and_keeps_it() 
         .unwrap()
         .into_inner();
     assert!(is(state.status, RequestStatus::Approved));
+    let team = operator
+        .list_team(pb::ListTeamRequest {})
+        .await
+        .unwrap()
+        .into_inner()
+        .members;
+    let alice_now = team.iter().find(|m| m.name == "alice").unwrap();
+    assert_eq!(
+        alice_now.mode,
+        pb::PermissionMode::AcceptEdits as i32,
+        "the grant survived"
+    );
     assert_eq!(
         operator.review_plan(review).await.unwrap().into_inner(),
         answered,
@@ -435,4 +447,19 @@ async fn a_damaged_or_missing_database_stops_the_lead_with_a_clear_message() {
         err.contains("missing") && err.contains("refusing to start empty"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn a_teammate_whose_lead_is_gone_for_good_exits_after_its_limit() {
+    let mut lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let mut alice = lead.teammate_with("alice", ONE_PLAN, &["--lead-gone-limit", "1"]);
+    events
+        .request("alice's plan", plan_of("alice", RequestStatus::Pending))
+        .await;
+    signal(&lead.child, Signal::SIGKILL);
+    let status = alice.exit().await;
+    assert_eq!(status.code(), Some(1), "{status:?}");
+    assert!(!alice.workspace.join("src/auth.rs").exists());
 }
