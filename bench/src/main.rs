@@ -1,0 +1,243 @@
+//! `bench`: measures the mesh against the gRPC floor on loopback, with the
+//! lead and the floor's echo server as separate processes and this program
+//! as the load generator. Prints a table (and `--json FILE`).
+
+use std::{path::PathBuf, time::Duration};
+
+use clap::Parser;
+
+mod floor;
+mod mesh;
+mod procs;
+mod stats;
+
+use procs::Server;
+use stats::Report;
+
+/// The mesh benchmark.
+#[derive(Debug, Parser)]
+#[command(about)]
+struct Args {
+    /// Small counts, one run: checks the benchmark works (CI); asserts nothing.
+    #[arg(long)]
+    quick: bool,
+    /// Repeat every measurement this many times (median and spread).
+    #[arg(long)]
+    runs: Option<usize>,
+    /// Also write the figures as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Team sizes for the scale scenario.
+    #[arg(long, value_delimiter = ',')]
+    scale: Option<Vec<usize>>,
+    /// Stores to measure with.
+    #[arg(long, value_delimiter = ',', default_value = "sqlite,memory")]
+    stores: Vec<String>,
+    /// Run the floor's echo server (used by the benchmark itself).
+    #[arg(long, hide = true)]
+    floor_server: bool,
+}
+
+/// How much work each scenario does.
+#[derive(Debug)]
+struct Counts {
+    runs: usize,
+    floor: usize,
+    handshakes: usize,
+    concurrent: (usize, usize),
+    shutdowns: usize,
+    routing: (usize, usize, usize),
+    scale: Vec<usize>,
+    scale_handshakes: usize,
+}
+
+impl Counts {
+    fn new(args: &Args) -> Self {
+        let mut counts = if args.quick {
+            Counts {
+                runs: 1,
+                floor: 300,
+                handshakes: 200,
+                concurrent: (8, 10),
+                shutdowns: 10,
+                routing: (4, 500, 16),
+                scale: vec![100],
+                scale_handshakes: 50,
+            }
+        } else {
+            Counts {
+                runs: 3,
+                floor: 5_000,
+                handshakes: 2_000,
+                concurrent: (64, 50),
+                shutdowns: 200,
+                routing: (16, 10_000, 64),
+                scale: vec![1_000, 5_000, 10_000],
+                scale_handshakes: 500,
+            }
+        };
+        if let Some(runs) = args.runs {
+            counts.runs = runs.max(1);
+        }
+        if let Some(scale) = &args.scale {
+            counts.scale = scale.clone();
+        }
+        counts
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if args.floor_server {
+        return floor::serve().await;
+    }
+    let counts = Counts::new(&args);
+    eprintln!("bench: {counts:?}");
+    let mut report = Report::default();
+    for run in 1..=counts.runs {
+        eprintln!("bench: run {run} of {}", counts.runs);
+        measure_floor(&counts, &mut report).await?;
+        for store in &args.stores {
+            measure_mesh(&counts, store, &mut report).await?;
+        }
+    }
+    println!("\n{}", report.table());
+    print_ratios(&report, &args.stores);
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&report.json())?)?;
+        eprintln!("bench: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+async fn measure_floor(counts: &Counts, report: &mut Report) -> anyhow::Result<()> {
+    let server = Server::start(procs::beside("bench")?, &["--floor-server".into()]).await?;
+    let [p50, p99, max] = floor::unary(&server.addr, counts.floor).await?.summary();
+    report.add("floor unary p50", "us", p50);
+    report.add("floor unary p99", "us", p99);
+    report.add("floor unary max", "us", max);
+    let [p50, p99, _] = floor::ping_pong(&server.addr, counts.floor)
+        .await?
+        .summary();
+    report.add("floor ping-pong p50", "us", p50);
+    report.add("floor ping-pong p99", "us", p99);
+    Ok(())
+}
+
+async fn start_lead(store: &str, approval: &str) -> anyhow::Result<(Server, mesh::Lead)> {
+    let (join, operator) = (shared::auth::new_token(), shared::auth::new_token());
+    let server = Server::lead(
+        &["--store", store, "--approval", approval],
+        &join,
+        &operator,
+    )
+    .await?;
+    let lead = mesh::Lead {
+        addr: server.addr.clone(),
+        join,
+        operator,
+    };
+    Ok((server, lead))
+}
+
+async fn measure_mesh(counts: &Counts, store: &str, report: &mut Report) -> anyhow::Result<()> {
+    let (_server, lead) = start_lead(store, "auto").await?;
+    let (samples, rate) = mesh::handshakes_sequential(&lead, "seq", counts.handshakes).await?;
+    add_latency(report, &format!("[{store}] handshake auto"), &samples);
+    report.add(&format!("[{store}] handshake auto sequential"), "/s", rate);
+    let (teammates, each) = counts.concurrent;
+    let (samples, rate) = mesh::handshakes_concurrent(&lead, "con", teammates, each).await?;
+    add_latency(
+        report,
+        &format!("[{store}] handshake auto x{teammates}"),
+        &samples,
+    );
+    report.add(
+        &format!("[{store}] handshake auto x{teammates}"),
+        "/s",
+        rate,
+    );
+    let samples = mesh::shutdowns(&lead, "down", counts.shutdowns).await?;
+    let [p50, p99, _] = samples.summary();
+    report.add(&format!("[{store}] shutdown p50"), "us", p50);
+    report.add(&format!("[{store}] shutdown p99"), "us", p99);
+    let (pairs, each, window) = counts.routing;
+    let (rate, delivery) = mesh::routing(&lead, "route", pairs, each, window).await?;
+    report.add(&format!("[{store}] routing {pairs} senders"), "msg/s", rate);
+    report.add(
+        &format!("[{store}] routing delivery p99"),
+        "us",
+        delivery.quantile_us(0.99),
+    );
+    drop(_server);
+
+    let (_server, lead) = start_lead(store, "manual").await?;
+    let operator = mesh::run_operator(lead.clone()).await?;
+    let (samples, rate) = mesh::handshakes_sequential(&lead, "man", counts.handshakes).await?;
+    add_latency(report, &format!("[{store}] handshake manual"), &samples);
+    report.add(
+        &format!("[{store}] handshake manual sequential"),
+        "/s",
+        rate,
+    );
+    operator.abort();
+    drop(_server);
+
+    for &n in &counts.scale {
+        let (server, lead) = start_lead(store, "auto").await?;
+        let scale = mesh::scale(&lead, n, counts.scale_handshakes).await?;
+        report.add(
+            &format!("[{store}] scale {n}: join all"),
+            "s",
+            scale.join_secs,
+        );
+        report.add(
+            &format!("[{store}] scale {n}: lead peak RSS"),
+            "MiB",
+            server.peak_rss_mib(),
+        );
+        report.add(
+            &format!("[{store}] scale {n}: handshake p99"),
+            "us",
+            scale.handshakes.quantile_us(0.99),
+        );
+        report.add(
+            &format!("[{store}] scale {n}: broadcast to all"),
+            "ms",
+            scale.broadcast_ms,
+        );
+        drop(server);
+        // Let the kernel reclaim the closed sockets before the next size.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+fn add_latency(report: &mut Report, name: &str, samples: &stats::Samples) {
+    let [p50, p99, max] = samples.summary();
+    report.add(&format!("{name} p50"), "us", p50);
+    report.add(&format!("{name} p99"), "us", p99);
+    report.add(&format!("{name} max"), "us", max);
+}
+
+/// The mesh's handshake as a multiple of the floor, against the targets.
+fn print_ratios(report: &Report, stores: &[String]) {
+    let (Some(f50), Some(f99)) = (
+        report.median("floor unary p50"),
+        report.median("floor unary p99"),
+    ) else {
+        return;
+    };
+    println!(
+        "handshake (auto) against the floor's unary round trip (targets: p50 <= 2x, p99 <= 3x):"
+    );
+    for store in stores {
+        if let (Some(h50), Some(h99)) = (
+            report.median(&format!("[{store}] handshake auto p50")),
+            report.median(&format!("[{store}] handshake auto p99")),
+        ) {
+            println!("  [{store}] p50 {:.2}x, p99 {:.2}x", h50 / f50, h99 / f99);
+        }
+    }
+}

@@ -1,0 +1,408 @@
+//! Scenarios against a running lead: handshakes, shutdowns, routing, scale.
+
+use std::{
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, bail, Context};
+use shared::{
+    auth::BearerToken,
+    pb::{self, envelope::Body, lead_client::LeadClient, operator_client::OperatorClient},
+};
+use tokio::{sync::Notify, task::JoinSet};
+use tokio_stream::StreamExt;
+use tonic::{service::interceptor::InterceptedService, transport::Channel};
+
+use crate::stats::Samples;
+
+type Api = LeadClient<InterceptedService<Channel, BearerToken>>;
+type Operator = OperatorClient<InterceptedService<Channel, BearerToken>>;
+
+/// The longest any one wait may take.
+const WAIT: Duration = Duration::from_secs(60);
+
+/// How to reach a lead.
+#[derive(Debug, Clone)]
+pub(crate) struct Lead {
+    /// `HOST:PORT`.
+    pub(crate) addr: String,
+    /// The join token.
+    pub(crate) join: String,
+    /// The operator token.
+    pub(crate) operator: String,
+}
+
+/// A joined member with its inbox open.
+pub(crate) struct Member {
+    /// Its name.
+    pub(crate) name: String,
+    /// Its client.
+    pub(crate) api: Api,
+    /// Its inbox.
+    pub(crate) inbox: tonic::Streaming<pb::Envelope>,
+}
+
+impl Lead {
+    async fn channel(&self) -> anyhow::Result<Channel> {
+        Ok(Channel::from_shared(format!("http://{}", self.addr))?
+            .connect()
+            .await?)
+    }
+
+    /// An operator client on its own connection.
+    pub(crate) async fn operator(&self) -> anyhow::Result<Operator> {
+        Ok(OperatorClient::with_interceptor(
+            self.channel().await?,
+            BearerToken::new(&self.operator)?,
+        ))
+    }
+
+    /// Joins `name` on `channel` (or a new connection) and opens its inbox.
+    pub(crate) async fn member(
+        &self,
+        name: &str,
+        channel: Option<Channel>,
+    ) -> anyhow::Result<Member> {
+        let channel = match channel {
+            Some(c) => c,
+            None => self.channel().await?,
+        };
+        let mut joiner =
+            LeadClient::with_interceptor(channel.clone(), BearerToken::new(&self.join)?);
+        let joined = joiner
+            .join(pb::JoinRequest {
+                name: name.into(),
+                role: "bench".into(),
+            })
+            .await?
+            .into_inner();
+        let mut api =
+            LeadClient::with_interceptor(channel, BearerToken::new(&joined.session_token)?);
+        let inbox = api
+            .inbox(pb::InboxRequest { after_seq: 0 })
+            .await?
+            .into_inner();
+        Ok(Member {
+            name: name.into(),
+            api,
+            inbox,
+        })
+    }
+}
+
+impl Member {
+    /// The next envelope whose body `pick` accepts; acks as it goes.
+    async fn next_matching<T>(
+        &mut self,
+        mut pick: impl FnMut(&Body) -> Option<T>,
+    ) -> anyhow::Result<T> {
+        loop {
+            let envelope = tokio::time::timeout(WAIT, self.inbox.message())
+                .await
+                .context("waiting for an envelope")??
+                .ok_or_else(|| anyhow!("{}'s inbox ended", self.name))?;
+            if let Some(found) = envelope.body.as_ref().and_then(&mut pick) {
+                if envelope.seq % 64 == 0 {
+                    self.api.ack(pb::AckRequest { seq: envelope.seq }).await?;
+                }
+                return Ok(found);
+            }
+        }
+    }
+
+    /// One plan handshake: `SubmitPlan` until the answer is read from the inbox.
+    pub(crate) async fn handshake(&mut self) -> anyhow::Result<Duration> {
+        let request_id = uuid::Uuid::new_v4().to_string();
+        let plan = pb::Plan {
+            summary: "bench".into(),
+            files: vec!["a.rs".into()],
+            tests: vec!["t".into()],
+            ..Default::default()
+        };
+        let start = Instant::now();
+        self.api
+            .submit_plan(pb::PlanApprovalRequest {
+                request_id: request_id.clone(),
+                plan: Some(plan),
+                supersedes: String::new(),
+            })
+            .await?;
+        let approved = self
+            .next_matching(|body| match body {
+                Body::PlanApprovalResponse(r) if r.request_id == request_id => Some(r.approve),
+                _ => None,
+            })
+            .await?;
+        if !approved {
+            bail!("the plan was rejected");
+        }
+        Ok(start.elapsed())
+    }
+}
+
+/// Approves every plan request it sees, as an operator program would.
+pub(crate) async fn run_operator(lead: Lead) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let mut operator = lead.operator().await?;
+    let mut events = operator.watch(pb::WatchRequest {}).await?.into_inner();
+    Ok(tokio::spawn(async move {
+        while let Some(Ok(event)) = events.next().await {
+            if let Some(pb::event::Kind::Envelope(e)) = event.kind {
+                if let Some(Body::PlanApprovalRequest(r)) = e.body {
+                    let review = pb::PlanReview {
+                        request_id: r.request_id,
+                        approve: true,
+                        ..Default::default()
+                    };
+                    let _ = operator.review_plan(review).await;
+                }
+            }
+        }
+    }))
+}
+
+/// `n` sequential handshakes by one teammate.
+pub(crate) async fn handshakes_sequential(
+    lead: &Lead,
+    name: &str,
+    n: usize,
+) -> anyhow::Result<(Samples, f64)> {
+    let mut member = lead.member(name, None).await?;
+    for _ in 0..n / 10 {
+        member.handshake().await?;
+    }
+    let mut samples = Samples::with_capacity(n);
+    let start = Instant::now();
+    for _ in 0..n {
+        samples.push(member.handshake().await?);
+    }
+    Ok((samples, n as f64 / start.elapsed().as_secs_f64()))
+}
+
+/// `teammates` teammates doing `each` handshakes at once.
+pub(crate) async fn handshakes_concurrent(
+    lead: &Lead,
+    prefix: &str,
+    teammates: usize,
+    each: usize,
+) -> anyhow::Result<(Samples, f64)> {
+    let mut members = Vec::new();
+    for i in 0..teammates {
+        members.push(lead.member(&format!("{prefix}{i}"), None).await?);
+    }
+    let mut tasks = JoinSet::new();
+    let start = Instant::now();
+    for mut member in members {
+        tasks.spawn(async move {
+            let mut samples = Samples::with_capacity(each);
+            for _ in 0..each {
+                samples.push(member.handshake().await?);
+            }
+            anyhow::Ok(samples)
+        });
+    }
+    let mut all = Samples::with_capacity(teammates * each);
+    while let Some(done) = tasks.join_next().await {
+        all.extend(done??);
+    }
+    Ok((
+        all,
+        (teammates * each) as f64 / start.elapsed().as_secs_f64(),
+    ))
+}
+
+/// `n` shutdowns: `RequestShutdown` until another member reads `TeammateTerminated`.
+pub(crate) async fn shutdowns(lead: &Lead, prefix: &str, n: usize) -> anyhow::Result<Samples> {
+    let mut operator = lead.operator().await?;
+    let mut observer = lead.member(&format!("{prefix}observer"), None).await?;
+    let mut samples = Samples::with_capacity(n);
+    for i in 0..n {
+        let name = format!("{prefix}{i}");
+        let mut target = lead.member(&name, None).await?;
+        let answering = tokio::spawn(async move {
+            let request_id = target
+                .next_matching(|body| match body {
+                    Body::ShutdownRequest(r) => Some(r.request_id.clone()),
+                    _ => None,
+                })
+                .await?;
+            target
+                .api
+                .respond_shutdown(pb::ShutdownResponse {
+                    request_id,
+                    approve: true,
+                    reason: String::new(),
+                })
+                .await?;
+            anyhow::Ok(())
+        });
+        let start = Instant::now();
+        operator
+            .request_shutdown(pb::ShutdownRequest {
+                target: name.clone(),
+                ..Default::default()
+            })
+            .await?;
+        observer
+            .next_matching(|body| match body {
+                Body::TeammateTerminated(t) if t.name == name => Some(()),
+                _ => None,
+            })
+            .await?;
+        samples.push(start.elapsed());
+        answering.await??;
+    }
+    Ok(samples)
+}
+
+/// `pairs` senders each pipelining `each` messages (`window` in flight) to
+/// their own receiver: messages per second, and the delivery latencies.
+pub(crate) async fn routing(
+    lead: &Lead,
+    prefix: &str,
+    pairs: usize,
+    each: usize,
+    window: usize,
+) -> anyhow::Result<(f64, Samples)> {
+    let epoch = Instant::now();
+    let mut receivers = JoinSet::new();
+    let mut senders = Vec::new();
+    for i in 0..pairs {
+        let mut receiver = lead.member(&format!("{prefix}r{i}"), None).await?;
+        senders.push((
+            lead.member(&format!("{prefix}s{i}"), None).await?,
+            receiver.name.clone(),
+        ));
+        receivers.spawn(async move {
+            let mut samples = Samples::with_capacity(each);
+            while samples.len() < each {
+                let envelope = tokio::time::timeout(WAIT, receiver.inbox.message())
+                    .await??
+                    .ok_or_else(|| anyhow!("inbox ended"))?;
+                if let Some(Body::Text(t)) = envelope.body {
+                    let sent: u64 = t.content.parse()?;
+                    samples.push(epoch.elapsed().saturating_sub(Duration::from_micros(sent)));
+                }
+                if envelope.seq % 256 == 0 {
+                    receiver
+                        .api
+                        .ack(pb::AckRequest { seq: envelope.seq })
+                        .await?;
+                }
+            }
+            anyhow::Ok(samples)
+        });
+    }
+    let start = Instant::now();
+    let mut sending = JoinSet::new();
+    for (sender, to) in senders {
+        sending.spawn(async move {
+            let mut in_flight = JoinSet::new();
+            for _ in 0..each {
+                if in_flight.len() >= window {
+                    in_flight
+                        .join_next()
+                        .await
+                        .ok_or_else(|| anyhow!("no send in flight"))???;
+                }
+                let mut api = sender.api.clone();
+                let to = to.clone();
+                let content = (epoch.elapsed().as_micros() as u64).to_string();
+                in_flight.spawn(async move {
+                    api.send(pb::SendRequest {
+                        to,
+                        text: Some(pb::Text { content }),
+                        message_id: String::new(),
+                    })
+                    .await
+                });
+            }
+            while let Some(done) = in_flight.join_next().await {
+                done??;
+            }
+            anyhow::Ok(())
+        });
+    }
+    while let Some(done) = sending.join_next().await {
+        done??;
+    }
+    let mut all = Samples::with_capacity(pairs * each);
+    while let Some(done) = receivers.join_next().await {
+        all.extend(done??);
+    }
+    Ok(((pairs * each) as f64 / start.elapsed().as_secs_f64(), all))
+}
+
+/// What the scale scenario measured.
+#[derive(Debug)]
+pub(crate) struct Scale {
+    /// Seconds to join every teammate and open its inbox.
+    pub(crate) join_secs: f64,
+    /// Handshake latencies of one more teammate while all are connected.
+    pub(crate) handshakes: Samples,
+    /// Milliseconds for a broadcast to reach every teammate.
+    pub(crate) broadcast_ms: f64,
+}
+
+/// `n` teammates, each on its own connection with its inbox open.
+pub(crate) async fn scale(lead: &Lead, n: usize, handshakes: usize) -> anyhow::Result<Scale> {
+    let received = Arc::new(AtomicUsize::new(0));
+    let all_received = Arc::new(Notify::new());
+    let start = Instant::now();
+    let mut joining = JoinSet::new();
+    let mut readers = JoinSet::new();
+    let mut next = 0;
+    // Up to 64 joins in flight: a thousand SYNs at once is a different test.
+    while next < n || !joining.is_empty() {
+        while next < n && joining.len() < 64 {
+            let lead = lead.clone();
+            let name = format!("m{next}");
+            joining.spawn(async move { lead.member(&name, None).await });
+            next += 1;
+        }
+        let member = joining
+            .join_next()
+            .await
+            .ok_or_else(|| anyhow!("no join in flight"))???;
+        let (received, all_received) = (received.clone(), all_received.clone());
+        readers.spawn(async move {
+            let mut member = member;
+            while let Ok(Some(envelope)) = member.inbox.message().await {
+                if matches!(envelope.body, Some(Body::Text(_)))
+                    && received.fetch_add(1, Ordering::SeqCst) + 1 == n
+                {
+                    all_received.notify_one();
+                }
+            }
+        });
+    }
+    let join_secs = start.elapsed().as_secs_f64();
+    let (handshakes, _) = handshakes_sequential(lead, "probe", handshakes).await?;
+
+    let mut broadcaster = lead.member("broadcaster", None).await?;
+    let waiting = all_received.notified();
+    let start = Instant::now();
+    broadcaster
+        .api
+        .send(pb::SendRequest {
+            to: "*".into(),
+            text: Some(pb::Text {
+                content: "all hands".into(),
+            }),
+            message_id: String::new(),
+        })
+        .await?;
+    tokio::time::timeout(WAIT, waiting)
+        .await
+        .context("the broadcast reaching everyone")?;
+    let broadcast_ms = start.elapsed().as_secs_f64() * 1e3;
+    readers.abort_all();
+    Ok(Scale {
+        join_secs,
+        handshakes,
+        broadcast_ms,
+    })
+}

@@ -1,0 +1,101 @@
+//! The processes a benchmark measures: started from the binaries beside this
+//! one, read for their address, measured for memory, and stopped.
+
+use std::{path::PathBuf, process::Stdio, time::Duration};
+
+use anyhow::{bail, Context};
+use tokio::{
+    io::{AsyncBufReadExt, BufReader},
+    process::{Child, Command},
+};
+
+/// A server process under measurement.
+#[derive(Debug)]
+pub(crate) struct Server {
+    /// The process.
+    pub(crate) child: Child,
+    /// `HOST:PORT`.
+    pub(crate) addr: String,
+    /// Its state directory, removed when it is dropped.
+    pub(crate) _dir: tempfile::TempDir,
+}
+
+/// An executable beside this one (`lead`, or `bench` itself).
+pub(crate) fn beside(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe().context("own executable")?;
+    let path = exe.parent().context("executable dir")?.join(name);
+    if !path.is_file() {
+        bail!(
+            "no {name} at {}: build it with `cargo build --release -p {name}`",
+            path.display()
+        );
+    }
+    Ok(path)
+}
+
+impl Server {
+    /// Starts `program args` and waits for its `listening on HOST:PORT` line.
+    pub(crate) async fn start(program: PathBuf, args: &[String]) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let mut child = Command::new(&program)
+            .args(args)
+            .env("MESH_STATE_DIR", dir.path())
+            .env("RUST_LOG", "error")
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {}", program.display()))?;
+        let stdout = child.stdout.take().context("stdout")?;
+        let mut lines = BufReader::new(stdout).lines();
+        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+            .await
+            .context("waiting for the server's address")??
+            .context("the server printed nothing")?;
+        let addr = line
+            .strip_prefix("listening on ")
+            .context("unexpected first line")?
+            .to_owned();
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        Ok(Self {
+            child,
+            addr,
+            _dir: dir,
+        })
+    }
+
+    /// Starts a `lead serve` with these extra flags, its state in a fresh directory.
+    pub(crate) async fn lead(extra: &[&str], join: &str, operator: &str) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let mut args: Vec<String> = [
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--join-token",
+            join,
+            "--operator-token",
+            operator,
+            "--state-dir",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.push(dir.path().join("state").to_string_lossy().into_owned());
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut server = Self::start(beside("lead")?, &args).await?;
+        server._dir = dir;
+        Ok(server)
+    }
+
+    /// The peak resident memory so far, in MiB (`VmHWM`).
+    pub(crate) fn peak_rss_mib(&self) -> f64 {
+        let Some(pid) = self.child.id() else {
+            return f64::NAN;
+        };
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(f64::NAN, |kb| kb / 1024.0)
+    }
+}
