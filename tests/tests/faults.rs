@@ -451,7 +451,7 @@ async fn a_damaged_or_missing_database_stops_the_lead_with_a_clear_message() {
 
 #[tokio::test]
 async fn a_teammate_whose_lead_is_gone_for_good_exits_after_its_limit() {
-    let mut lead = Lead::start(&[]).await;
+    let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let mut alice = lead.teammate_with("alice", ONE_PLAN, &["--lead-gone-limit", "1"]);
