@@ -30,8 +30,13 @@ struct Args {
     /// Team sizes for the scale scenario.
     #[arg(long, value_delimiter = ',')]
     scale: Option<Vec<usize>>,
-    /// Stores to measure with.
-    #[arg(long, value_delimiter = ',', default_value = "sqlite,memory")]
+    /// Stores to measure with: sqlite (--sync full), sqlite-normal (--sync normal), memory.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "sqlite,sqlite-normal,memory",
+        value_parser = ["sqlite", "sqlite-normal", "memory"]
+    )]
     stores: Vec<String>,
     /// Run the floor's echo server (used by the benchmark itself).
     #[arg(long, hide = true)]
@@ -127,12 +132,13 @@ async fn measure_floor(counts: &Counts, report: &mut Report) -> anyhow::Result<(
 
 async fn start_lead(store: &str, approval: &str) -> anyhow::Result<(Server, mesh::Lead)> {
     let (join, operator) = (shared::auth::new_token(), shared::auth::new_token());
-    let server = Server::lead(
-        &["--store", store, "--approval", approval],
-        &join,
-        &operator,
-    )
-    .await?;
+    let mut flags = vec!["--approval", approval];
+    flags.extend(match store {
+        "sqlite" => ["--store", "sqlite", "--sync", "full"],
+        "sqlite-normal" => ["--store", "sqlite", "--sync", "normal"],
+        _ => ["--store", "memory", "--sync", "full"],
+    });
+    let server = Server::lead(&flags, &join, &operator).await?;
     let lead = mesh::Lead {
         addr: server.addr.clone(),
         join,

@@ -540,7 +540,10 @@ impl Hub {
                 changes.push(Change::Member(member.record()));
             }
         }
-        for id in self.tracker.take_touched() {
+        let mut ids = self.tracker.take_touched();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
             if let Some(request) = self.tracker.get(&id) {
                 changes.push(Change::Request(Box::new(request.clone())));
             }

@@ -155,17 +155,23 @@ impl Hub {
                 }
             }
         }
-        let message_id = if request.message_id.is_empty() {
-            uuid::Uuid::new_v4().to_string()
+        // Only an id the sender chose can come again in a retry: only those
+        // are remembered (and persisted).
+        let (message_id, fresh) = if request.message_id.is_empty() {
+            (uuid::Uuid::new_v4().to_string(), true)
         } else {
-            request.message_id
+            let fresh = self
+                .member_mut(&from)?
+                .remember_message_id(&request.message_id);
+            if fresh {
+                self.changes.push(Change::MessageId {
+                    sender: from.clone(),
+                    message_id: request.message_id.clone(),
+                });
+            }
+            (request.message_id, fresh)
         };
-        let fresh = self.member_mut(&from)?.remember_message_id(&message_id);
         if fresh {
-            self.changes.push(Change::MessageId {
-                sender: from.clone(),
-                message_id: message_id.clone(),
-            });
             self.mark_busy(&from);
             for to in recipients {
                 self.deliver(
