@@ -12,7 +12,7 @@ use shared::{
     names::{Name, LEAD},
     pb::{self, envelope::Body},
     policy::Policy,
-    protocol::{Kind, Tracker},
+    protocol::Tracker,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -23,8 +23,11 @@ use crate::{
     store::{Change, Store, StoreError},
 };
 
+mod commit;
+mod lifecycle;
 mod members;
 mod requests;
+mod shutdowns;
 
 /// Who decides plan approvals.
 #[derive(Debug, Clone)]
@@ -523,182 +526,5 @@ impl Hub {
                     "authorization: unknown session token; call Join first".into(),
                 )
             })
-    }
-
-    /// Holds a reply until the changes of this burst are committed.
-    fn reply<T: Send + 'static>(&mut self, reply: Reply<T>, result: Result<T, HubError>) {
-        self.replies.push(Box::new(move || {
-            let _ = reply.send(result);
-        }));
-    }
-
-    /// Commits every change since the last commit, in one transaction.
-    fn commit(&mut self) -> Result<(), StoreError> {
-        let mut changes = std::mem::take(&mut self.changes);
-        for name in self.roster.take_touched() {
-            if let Some(member) = self.roster.get(&name) {
-                changes.push(Change::Member(member.record()));
-            }
-        }
-        let mut ids = self.tracker.take_touched();
-        ids.sort_unstable();
-        ids.dedup();
-        for id in ids {
-            if let Some(request) = self.tracker.get(&id) {
-                changes.push(Change::Request(Box::new(request.clone())));
-            }
-        }
-        if changes.is_empty() {
-            return Ok(());
-        }
-        let store = &mut self.store;
-        if store.blocks() {
-            tokio::task::block_in_place(|| store.commit(&changes))
-        } else {
-            store.commit(&changes)
-        }
-    }
-
-    /// After a commit: hands out envelopes, events and replies.
-    fn flush(&mut self) {
-        for name in std::mem::take(&mut self.dirty_streams) {
-            let dropped = self.roster.live_mut(&name).is_some_and(|m| !m.flush());
-            if dropped {
-                self.start_grace(&name);
-                self.emit_member(&name);
-            }
-        }
-        if self.watchers.is_empty() {
-            self.events.clear();
-        } else {
-            for event in self.events.drain(..) {
-                self.watchers
-                    .retain(|w| w.try_send(Ok(event.clone())).is_ok());
-            }
-        }
-        for reply in self.replies.drain(..) {
-            reply();
-        }
-    }
-
-    /// When the hub must next wake without a command: a request deadline, the
-    /// end of a grace period, or the end of the stop wait.
-    fn next_wakeup(&self) -> Option<i64> {
-        [
-            self.tracker.next_deadline(),
-            self.grace.first().map(|(at, _)| *at),
-            self.stopping_until,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
-    }
-
-    /// Expires what is due.
-    fn on_timer(&mut self) {
-        self.expire_due();
-        let now = now_unix_ms();
-        while let Some((at, name)) = self.grace.first().cloned() {
-            if at > now {
-                break;
-            }
-            self.grace.pop_first();
-            let lapsed = self
-                .roster
-                .get(&name)
-                .is_some_and(|m| !m.terminated && m.stream.is_none() && m.grace_until == Some(at));
-            if lapsed {
-                let seconds = self.config.grace.as_secs_f64();
-                self.terminate(
-                    &name,
-                    &format!("disconnected for longer than the {seconds}s grace period"),
-                );
-            }
-        }
-    }
-
-    /// The member lost its stream: it has the grace period to come back.
-    fn start_grace(&mut self, name: &str) {
-        let until =
-            now_unix_ms() + i64::try_from(self.config.grace.as_millis()).unwrap_or(i64::MAX / 2);
-        if let Some(member) = self.roster.live_mut(name) {
-            if let Some(old) = member.grace_until.replace(until) {
-                self.grace.remove(&(old, name.to_owned()));
-            }
-            self.grace.insert((until, name.to_owned()));
-        }
-    }
-
-    /// The member is connected again.
-    fn end_grace(&mut self, name: &str) {
-        if let Some(old) = self
-            .roster
-            .live_mut(name)
-            .and_then(|m| m.grace_until.take())
-        {
-            self.grace.remove(&(old, name.to_owned()));
-        }
-    }
-
-    /// The lead is stopping: every child it started is asked to shut down.
-    fn begin_stop(&mut self) {
-        let wait = i64::try_from(self.config.stop_wait.as_millis()).unwrap_or(0);
-        self.stopping_until = Some(now_unix_ms() + wait);
-        let names: Vec<String> = self.children.keys().cloned().collect();
-        tracing::info!(
-            children = names.len(),
-            "stopping; asking spawned teammates to shut down"
-        );
-        for name in names {
-            if self.roster.get(&name).is_some_and(|m| !m.terminated) {
-                let request = pb::ShutdownRequest {
-                    request_id: String::new(),
-                    target: name.clone(),
-                    reason: "the lead is stopping".into(),
-                    deadline_unix_ms: now_unix_ms() + wait.max(1),
-                };
-                if let Err(e) = self.request_shutdown(request) {
-                    tracing::warn!(member = %name, error = %e, "could not ask to shut down");
-                }
-            }
-        }
-    }
-
-    /// Stopping, and no child is left to wait for (or the wait is over).
-    fn stop_done(&self) -> bool {
-        self.stopping_until
-            .is_some_and(|until| self.children.is_empty() || now_unix_ms() >= until)
-    }
-
-    /// Stops the children still running (TERM, then KILL), waits for them to
-    /// be reaped, and ends every stream.
-    async fn finish(mut self) {
-        let children: Vec<(String, Child)> = self.children.drain().collect();
-        for (_, child) in &children {
-            child.stop();
-        }
-        for (name, child) in children {
-            let _ = child.task.await;
-            self.terminate(&name, "stopped by signal as the lead stopped");
-        }
-        if let Err(e) = self.commit() {
-            tracing::error!(error = %e, "cannot persist the last changes");
-        }
-        for member in self.roster.iter_live_mut() {
-            member.stream = None;
-        }
-        self.watchers.clear();
-        for reply in self.replies.drain(..) {
-            reply();
-        }
-    }
-
-    /// Whether a shutdown request for `name` is pending.
-    fn pending_shutdown_of(&self, name: &str) -> bool {
-        self.tracker
-            .pending_involving(name)
-            .iter()
-            .filter_map(|id| self.tracker.get(id))
-            .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name)
     }
 }

@@ -7,7 +7,7 @@ use shared::{
     auth::now_unix_ms,
     error::FieldError,
     grant::{Grant, Mode},
-    names::{Name, RequestId, LEAD},
+    names::{RequestId, LEAD},
     pb::{self, envelope::Body},
     plan,
     policy::Verdict,
@@ -207,113 +207,6 @@ impl Hub {
         Ok(response)
     }
 
-    /// `RequestShutdown`: asks a teammate to shut down by a deadline.
-    pub(super) fn request_shutdown(
-        &mut self,
-        request: pb::ShutdownRequest,
-    ) -> Result<pb::ShutdownTicket, HubError> {
-        let target = Name::parse("target", &request.target)?;
-        check_text("reason", &request.reason)?;
-        match self.roster.get(target.as_str()) {
-            None => return Err(FieldError::new("target", format!("no member {target:?}")).into()),
-            Some(m) if m.terminated => {
-                return Err(HubError::FailedPrecondition(format!(
-                    "target: {target:?} has already terminated"
-                )))
-            }
-            Some(_) => {}
-        }
-        let now = now_unix_ms();
-        let deadline = match request.deadline_unix_ms {
-            0 => {
-                now + i64::try_from(self.config.shutdown_deadline.as_millis())
-                    .unwrap_or(i64::MAX / 2)
-            }
-            d if d <= now => {
-                return Err(FieldError::new(
-                    "deadline_unix_ms",
-                    format!("{d} is in the past (now is {now})"),
-                )
-                .into())
-            }
-            d => d,
-        };
-        let id = RequestId::for_new("request_id", &request.request_id)?;
-        let payload = json!({
-            "target": request.target,
-            "reason": request.reason,
-            "deadline_unix_ms": request.deadline_unix_ms,
-        });
-        let outcome = self.tracker.open(
-            Opening {
-                id: id.clone(),
-                kind: Kind::Shutdown,
-                sender: LEAD.to_owned(),
-                target: target.to_string(),
-                payload_json: payload.to_string(),
-                deadline_unix_ms: Some(deadline),
-            },
-            now,
-        )?;
-        if outcome.fresh {
-            tracing::info!(request_id = %id, member = %target, deadline, "shutdown requested");
-            if let Some(member) = self.roster.get_mut(target.as_str()) {
-                member.shutting_down = true;
-            }
-            let body = pb::ShutdownRequest {
-                request_id: id.to_string(),
-                target: target.to_string(),
-                reason: request.reason,
-                deadline_unix_ms: deadline,
-            };
-            self.deliver(LEAD, target.as_str(), None, Body::ShutdownRequest(body));
-            self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
-            self.emit_member(target.as_str());
-        }
-        Ok(pb::ShutdownTicket {
-            request_id: id.to_string(),
-        })
-    }
-
-    /// `RespondShutdown`: the target agrees (and is TERMINATED) or refuses.
-    pub(super) fn respond_shutdown(
-        &mut self,
-        token: &str,
-        response: pb::ShutdownResponse,
-    ) -> Result<(), HubError> {
-        let name = self.caller(token)?;
-        let id = RequestId::existing("request_id", &response.request_id)?;
-        check_text("reason", &response.reason)?;
-        let decision = Decision {
-            approve: response.approve,
-            feedback: response.reason.clone(),
-            grant: None,
-        };
-        let outcome = self.tracker.answer(
-            &id,
-            Kind::Shutdown,
-            &Party::Member(name.clone()),
-            decision,
-            now_unix_ms(),
-        )?;
-        if outcome.fresh {
-            tracing::info!(request_id = %id, member = %name, approve = response.approve, "shutdown answered");
-            self.deliver(&name, LEAD, None, Body::ShutdownResponse(response.clone()));
-            self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
-            if response.approve {
-                let why = if response.reason.is_empty() {
-                    "shut down on request".to_owned()
-                } else {
-                    format!("shut down on request: {}", response.reason)
-                };
-                self.terminate(&name, &why);
-            } else {
-                self.refresh_shutting_down(&name);
-            }
-        }
-        Ok(())
-    }
-
     /// `RequestPermission`: a teammate in DEFAULT (or ACCEPT_EDITS, for
     /// commands) asks to run one gated tool call.
     pub(super) fn request_permission(
@@ -476,54 +369,6 @@ impl Hub {
             .map(Request::to_pb)
             .ok_or_else(|| HubError::NotFound(format!("request_id: no request {id}")))
     }
-
-    /// Expires every request whose deadline passed; a spawned teammate that
-    /// let its shutdown deadline pass is stopped by signal.
-    pub(super) fn expire_due(&mut self) {
-        let now = now_unix_ms();
-        for id in self.tracker.due(now) {
-            let Some(request) = self
-                .tracker
-                .expire(&id, "deadline passed with no answer", now)
-            else {
-                continue;
-            };
-            tracing::info!(request_id = %id, "request expired");
-            self.emit(pb::event::Kind::Request(request.to_pb()));
-            if request.opening.kind == Kind::Shutdown {
-                let target = request.opening.target;
-                self.refresh_shutting_down(&target);
-                if let Some(child) = self.children.get(&target) {
-                    tracing::warn!(member = %target, pid = child.pid, "shutdown deadline passed; stopping the process");
-                    child.stop();
-                }
-            }
-        }
-    }
-
-    /// Expires every pending request `name` sends or must answer.
-    pub(super) fn expire_involving(&mut self, name: &str, reason: &str) {
-        let now = now_unix_ms();
-        for id in self.tracker.pending_involving(name) {
-            if let Some(request) = self.tracker.expire(&id, reason, now) {
-                self.emit(pb::event::Kind::Request(request.to_pb()));
-            }
-        }
-    }
-
-    /// SHUTTING_DOWN holds while a shutdown request for the member is pending.
-    fn refresh_shutting_down(&mut self, name: &str) {
-        let pending = self
-            .tracker
-            .pending_involving(name)
-            .iter()
-            .filter_map(|id| self.tracker.get(id))
-            .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name);
-        if let Some(member) = self.roster.get_mut(name) {
-            member.shutting_down = pending;
-        }
-        self.emit_member(name);
-    }
 }
 
 /// The grant an approval without one carries: the plan's files, in `mode`.
@@ -550,7 +395,7 @@ fn plan_response(request: &Request) -> pb::PlanApprovalResponse {
 }
 
 /// Free text within the size limit.
-fn check_text(field: &str, text: &str) -> Result<(), FieldError> {
+pub(super) fn check_text(field: &str, text: &str) -> Result<(), FieldError> {
     if text.len() > MAX_REASON_BYTES {
         return Err(FieldError::new(
             field,

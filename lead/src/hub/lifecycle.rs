@@ -1,0 +1,130 @@
+//! Time and the end of things: deadlines, grace periods for the
+//! disconnected, and stopping the lead with its children.
+
+use shared::{auth::now_unix_ms, pb, protocol::Kind};
+
+use super::Hub;
+use crate::children::Child;
+
+impl Hub {
+    /// When the hub must next wake without a command: a request deadline, the
+    /// end of a grace period, or the end of the stop wait.
+    pub(super) fn next_wakeup(&self) -> Option<i64> {
+        [
+            self.tracker.next_deadline(),
+            self.grace.first().map(|(at, _)| *at),
+            self.stopping_until,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
+    /// Expires what is due.
+    pub(super) fn on_timer(&mut self) {
+        self.expire_due();
+        let now = now_unix_ms();
+        while let Some((at, name)) = self.grace.first().cloned() {
+            if at > now {
+                break;
+            }
+            self.grace.pop_first();
+            let lapsed = self
+                .roster
+                .get(&name)
+                .is_some_and(|m| !m.terminated && m.stream.is_none() && m.grace_until == Some(at));
+            if lapsed {
+                let seconds = self.config.grace.as_secs_f64();
+                self.terminate(
+                    &name,
+                    &format!("disconnected for longer than the {seconds}s grace period"),
+                );
+            }
+        }
+    }
+
+    /// The member lost its stream: it has the grace period to come back.
+    pub(super) fn start_grace(&mut self, name: &str) {
+        let until =
+            now_unix_ms() + i64::try_from(self.config.grace.as_millis()).unwrap_or(i64::MAX / 2);
+        if let Some(member) = self.roster.live_mut(name) {
+            if let Some(old) = member.grace_until.replace(until) {
+                self.grace.remove(&(old, name.to_owned()));
+            }
+            self.grace.insert((until, name.to_owned()));
+        }
+    }
+
+    /// The member is connected again.
+    pub(super) fn end_grace(&mut self, name: &str) {
+        if let Some(old) = self
+            .roster
+            .live_mut(name)
+            .and_then(|m| m.grace_until.take())
+        {
+            self.grace.remove(&(old, name.to_owned()));
+        }
+    }
+
+    /// The lead is stopping: every child it started is asked to shut down.
+    pub(super) fn begin_stop(&mut self) {
+        let wait = i64::try_from(self.config.stop_wait.as_millis()).unwrap_or(0);
+        self.stopping_until = Some(now_unix_ms() + wait);
+        let names: Vec<String> = self.children.keys().cloned().collect();
+        tracing::info!(
+            children = names.len(),
+            "stopping; asking spawned teammates to shut down"
+        );
+        for name in names {
+            if self.roster.get(&name).is_some_and(|m| !m.terminated) {
+                let request = pb::ShutdownRequest {
+                    request_id: String::new(),
+                    target: name.clone(),
+                    reason: "the lead is stopping".into(),
+                    deadline_unix_ms: now_unix_ms() + wait.max(1),
+                };
+                if let Err(e) = self.request_shutdown(request) {
+                    tracing::warn!(member = %name, error = %e, "could not ask to shut down");
+                }
+            }
+        }
+    }
+
+    /// Stopping, and no child is left to wait for (or the wait is over).
+    pub(super) fn stop_done(&self) -> bool {
+        self.stopping_until
+            .is_some_and(|until| self.children.is_empty() || now_unix_ms() >= until)
+    }
+
+    /// Stops the children still running (TERM, then KILL), waits for them to
+    /// be reaped, and ends every stream.
+    pub(super) async fn finish(mut self) {
+        let children: Vec<(String, Child)> = self.children.drain().collect();
+        for (_, child) in &children {
+            child.stop();
+        }
+        for (name, child) in children {
+            let _ = child.task.await;
+            self.terminate(&name, "stopped by signal as the lead stopped");
+        }
+        if let Err(e) = self.commit() {
+            tracing::error!(error = %e, "cannot persist the last changes");
+        }
+        for member in self.roster.iter_live_mut() {
+            member.stream = None;
+        }
+        self.watchers.clear();
+        for reply in self.replies.drain(..) {
+            reply();
+        }
+    }
+
+    /// Whether a shutdown request for `name` is pending.
+    pub(super) fn pending_shutdown_of(&self, name: &str) -> bool {
+        self.tracker
+            .pending_involving(name)
+            .iter()
+            .filter_map(|id| self.tracker.get(id))
+            .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name)
+    }
+}
