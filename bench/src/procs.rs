@@ -20,10 +20,27 @@ pub(crate) struct Server {
     pub(crate) _dir: tempfile::TempDir,
 }
 
-/// An executable beside this one (`lead`, or `bench` itself).
+/// An executable beside this one (`lead`, or `bench` itself). Under
+/// `cargo run`, a missing one is built first, with the same profile.
 pub(crate) fn beside(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("own executable")?;
-    let path = exe.parent().context("executable dir")?.join(name);
+    let dir = exe.parent().context("executable dir")?;
+    let path = dir.join(name);
+    if !path.is_file() {
+        if let (Ok(cargo), Ok(manifest)) =
+            (std::env::var("CARGO"), std::env::var("CARGO_MANIFEST_DIR"))
+        {
+            eprintln!("bench: building {name} ...");
+            let mut build = std::process::Command::new(cargo);
+            build
+                .args(["build", "-p", name, "--manifest-path"])
+                .arg(PathBuf::from(manifest).join("../Cargo.toml"));
+            if dir.file_name().is_some_and(|n| n == "release") {
+                build.arg("--release");
+            }
+            build.status().context("cargo build")?;
+        }
+    }
     if !path.is_file() {
         bail!(
             "no {name} at {}: build it with `cargo build --release -p {name}`",

@@ -192,9 +192,12 @@ impl Hub {
         idle: pb::IdleNotification,
     ) -> Result<(), HubError> {
         let name = self.caller(token)?;
-        let member = self.member_mut(&name)?;
-        let changed = !member.idle;
-        member.idle = true;
+        let changed = self.roster.get(&name).is_some_and(|m| !m.idle);
+        if changed {
+            if let Some(member) = self.roster.get_mut(&name) {
+                member.idle = true;
+            }
+        }
         self.deliver(&name, LEAD, None, Body::IdleNotification(idle));
         if changed {
             self.emit_member(&name);
@@ -221,17 +224,20 @@ impl Hub {
 
     /// The member is working again.
     pub(super) fn mark_busy(&mut self, name: &str) {
-        if let Some(member) = self.roster.get_mut(name) {
-            if member.idle {
+        // Only a change is worth persisting: most calls find it busy already.
+        if self.roster.get(name).is_some_and(|m| m.idle) {
+            if let Some(member) = self.roster.get_mut(name) {
                 member.idle = false;
-                self.emit_member(name);
             }
+            self.emit_member(name);
         }
     }
 
     /// The member of that name, which must exist.
+    /// Only for what its persisted record does not hold (stream, inbox
+    /// cursor, message ids): the record is not rewritten.
     pub(super) fn member_mut(&mut self, name: &str) -> Result<&mut Member, HubError> {
-        self.roster.get_mut(name).ok_or_else(|| {
+        self.roster.live_mut(name).ok_or_else(|| {
             HubError::Internal(format!("member {name:?} has a session but no roster entry"))
         })
     }
