@@ -196,16 +196,14 @@ impl Session {
                 }
             }
             let tools = self.gate.tools();
-            seen = match self.driver.next_step(&tools, seen) {
+            let next = match self.driver.next_step(&tools, seen) {
                 Step::Call(call) => self.run_tool(call).await?,
-                Step::Submit(plan) => match self.submit(plan).await? {
-                    Ok(observation) => observation,
-                    Err(exit) => return Ok(exit),
-                },
-                Step::Idle(reason) => match self.idle(reason).await? {
-                    Ok(observation) => observation,
-                    Err(exit) => return Ok(exit),
-                },
+                Step::Submit(plan) => self.submit(plan).await?,
+                Step::Idle(reason) => self.idle(reason).await?,
+            };
+            seen = match next {
+                Ok(observation) => observation,
+                Err(exit) => return Ok(exit),
             };
             if *self.stop.borrow() {
                 return Ok(Exit::Signal);
@@ -213,8 +211,12 @@ impl Session {
         }
     }
 
-    /// Runs one tool through the gate and reports it to the lead.
-    async fn run_tool(&mut self, call: ToolCall) -> Result<Observation, SessionError> {
+    /// Runs one tool through the gate and reports it to the lead; `Err(exit)`
+    /// if a stop came while it waited for permission.
+    async fn run_tool(
+        &mut self,
+        call: ToolCall,
+    ) -> Result<Result<Observation, Exit>, SessionError> {
         let (allowed, result) = if let Some(result) = self.workspace.run_read(&call) {
             (true, result)
         } else {
@@ -229,10 +231,7 @@ impl Session {
                 Clearance::Run(ticket) => (true, self.writer()?.run(ticket).await),
                 Clearance::Refused(reason) => (false, Err(ToolError::Refused(reason))),
                 Clearance::NeedsPermission => match self.ask_permission(&call).await? {
-                    Err(_) => (
-                        false,
-                        Err(ToolError::Refused("stopping before permission came".into())),
-                    ),
+                    Err(exit) => return Ok(Err(exit)),
                     Ok(response) => match self.writer()?.permit(&call, &response) {
                         Ok(ticket) => (true, self.writer()?.run(ticket).await),
                         Err(reason) => (false, Err(ToolError::Refused(reason))),
@@ -261,10 +260,10 @@ impl Session {
         if let Err(e) = reported {
             tracing::warn!(error = %e, "could not report a tool call");
         }
-        Ok(Observation::ToolResult {
+        Ok(Ok(Observation::ToolResult {
             call,
             result: result.map_err(|e| e.to_string()),
-        })
+        }))
     }
 
     /// The writer, which exists whenever a gated call was cleared.
