@@ -105,22 +105,6 @@ reason = "notes are written"
 /// The longest the demo waits for any one step.
 const STEP_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Completes on Ctrl-C or SIGTERM.
-pub async fn stop_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {},
-        () = term => {},
-    }
-}
-
 /// The path of `name` in the directory of this `lead` executable.
 pub fn beside_lead(name: &str) -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot find the lead's own executable")?;

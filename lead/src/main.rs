@@ -410,7 +410,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         store,
         tokens,
         keepalive,
-        lead::demo::stop_signal(),
+        shared::signal::stop_signal(),
     )
     .await?;
     Ok(())

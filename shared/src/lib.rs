@@ -23,3 +23,4 @@ pub mod names;
 pub mod plan;
 pub mod policy;
 pub mod protocol;
+pub mod signal;

@@ -66,7 +66,8 @@ async fn main() -> ExitCode {
         join_token: args.join_token,
         lead_gone_limit: Duration::from_secs(args.lead_gone_limit),
     };
-    let result = match Session::join(config, Box::new(driver), stop_signal()).await {
+    let result = match Session::join(config, Box::new(driver), shared::signal::stop_signal()).await
+    {
         Ok(session) => session.run().await,
         Err(e) => Err(e),
     };
@@ -83,21 +84,5 @@ async fn main() -> ExitCode {
             eprintln!("teammate {}: {e}", args.name);
             ExitCode::FAILURE
         }
-    }
-}
-
-/// Completes on Ctrl-C or SIGTERM.
-async fn stop_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {},
-        () = term => {},
     }
 }
