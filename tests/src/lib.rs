@@ -480,3 +480,62 @@ pub fn process_running(needle: &str) -> bool {
         })
     })
 }
+
+/// A TCP proxy that forwards until it is frozen; then it stops forwarding
+/// but keeps every socket open, as a network that vanished would (no FIN, no
+/// RST).
+pub struct FreezingProxy {
+    /// Where clients connect.
+    pub addr: std::net::SocketAddr,
+    /// Turns true to freeze.
+    freeze: tokio::sync::watch::Sender<bool>,
+    /// The accepting task.
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl FreezingProxy {
+    /// Starts one in front of `target`.
+    pub async fn start(target: std::net::SocketAddr) -> FreezingProxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (freeze, frozen) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let mut frozen = frozen.clone();
+                tokio::spawn(async move {
+                    let Ok(mut upstream) = tokio::net::TcpStream::connect(target).await else {
+                        return;
+                    };
+                    let freezing = async {
+                        while !*frozen.borrow_and_update() {
+                            if frozen.changed().await.is_err() {
+                                return;
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => return,
+                        () = freezing => {}
+                    }
+                    // Hold both sockets open, silent, until the test ends.
+                    std::future::pending::<()>().await;
+                    drop((client, upstream));
+                });
+            }
+        });
+        FreezingProxy { addr, freeze, task }
+    }
+
+    /// From now on nothing passes, and nothing closes.
+    pub fn freeze(&self) {
+        let _ = self.freeze.send(true);
+    }
+}
+
+impl Drop for FreezingProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

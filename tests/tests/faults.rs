@@ -463,3 +463,50 @@ async fn a_teammate_whose_lead_is_gone_for_good_exits_after_its_limit() {
     assert_eq!(status.code(), Some(1), "{status:?}");
     assert!(!alice.workspace.join("src/auth.rs").exists());
 }
+
+#[tokio::test]
+async fn a_teammate_behind_a_vanished_network_is_noticed_by_keepalive() {
+    let lead = Lead::start(&["--keepalive", "1"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let proxy = mesh_tests::FreezingProxy::start(lead.addr.parse().unwrap()).await;
+    // alice reaches the lead only through the proxy.
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", proxy.addr))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let auth = |token: &str| shared::auth::BearerToken::new(token).unwrap();
+    let mut joiner =
+        pb::lead_client::LeadClient::with_interceptor(channel.clone(), auth(&lead.join_token));
+    let joined = joiner
+        .join(pb::JoinRequest {
+            name: "alice".into(),
+            role: "r".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let mut alice =
+        pb::lead_client::LeadClient::with_interceptor(channel, auth(&joined.session_token));
+    let _inbox = alice
+        .inbox(pb::InboxRequest { after_seq: 0 })
+        .await
+        .unwrap()
+        .into_inner();
+    events
+        .member("alice working", |m| {
+            m.name == "alice" && m.status == pb::MemberStatus::Working as i32
+        })
+        .await;
+
+    proxy.freeze();
+    let frozen_at = std::time::Instant::now();
+    // Without keepalive the lead would never hear of it: the socket stays open.
+    events
+        .member("alice disconnected", |m| {
+            m.name == "alice" && m.status == pb::MemberStatus::Disconnected as i32
+        })
+        .await;
+    println!("noticed {:?} after the network froze", frozen_at.elapsed());
+}
