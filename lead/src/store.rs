@@ -76,6 +76,11 @@ pub enum StoreError {
     /// The database file vanished from a state dir that had one.
     #[error("the state database {path} is missing, but {marker} says this state dir had one; refusing to start empty. If that is intended, delete {marker}")]
     Missing { path: String, marker: String },
+    /// Another lead holds the database.
+    #[error(
+        "the state database {path} is in use by another lead; give each lead its own --state-dir"
+    )]
+    InUse { path: String },
     /// SQLite failed.
     #[error("state database: {0}")]
     Sqlite(#[from] rusqlite::Error),

@@ -510,3 +510,19 @@ async fn a_teammate_behind_a_vanished_network_is_noticed_by_keepalive() {
         .await;
     println!("noticed {:?} after the network froze", frozen_at.elapsed());
 }
+
+#[tokio::test]
+async fn a_second_lead_on_the_same_state_dir_is_refused() {
+    let lead = Lead::start(&[]).await;
+    let output = Command::new(bin("lead"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(lead.state_dir())
+        .output();
+    let output = within("the second lead to refuse", output).await.unwrap();
+    assert!(!output.status.success());
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("in use by another lead"), "{err}");
+    // The first one is unharmed.
+    let mut operator = lead.operator().await;
+    operator.list_team(pb::ListTeamRequest {}).await.unwrap();
+}

@@ -79,11 +79,22 @@ impl SqliteStore {
                 marker: marker.display().to_string(),
             });
         }
-        let corrupt = |e: rusqlite::Error| StoreError::Corrupt {
-            path: display.clone(),
-            detail: e.to_string(),
+        let corrupt = |e: rusqlite::Error| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                StoreError::InUse {
+                    path: display.clone(),
+                }
+            }
+            _ => StoreError::Corrupt {
+                path: display.clone(),
+                detail: e.to_string(),
+            },
         };
         let conn = Connection::open(&path)?;
+        // One lead owns a state dir: exclusive locking keeps a second lead
+        // out, and spares every transaction its file-lock system calls (set
+        // before the first read, so the WAL index lives in memory).
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")?;
         let check: String = conn
             .query_row("PRAGMA quick_check", [], |row| row.get(0))
             .map_err(corrupt)?;
@@ -136,6 +147,10 @@ impl SqliteStore {
                 )?;
             }
         }
+        // Take the write lock now and keep it (exclusive locking mode), so a
+        // second lead on this state dir is refused at start, not mid-run.
+        conn.execute_batch("BEGIN EXCLUSIVE; COMMIT;")
+            .map_err(corrupt)?;
         if !marker.exists() {
             fs::write(&marker, format!("{MAGIC} schema {SCHEMA_VERSION}\n"))?;
             fs::File::open(state_dir)?.sync_all()?;
