@@ -297,34 +297,24 @@ pub(crate) async fn routing(
         });
     }
     let start = Instant::now();
+    // `window` sends in flight per sender: as many workers, each sending its
+    // share one after another (no task per message in the load generator).
     let mut sending = JoinSet::new();
     for (sender, to) in senders {
-        sending.spawn(async move {
-            let mut in_flight = JoinSet::new();
-            for _ in 0..each {
-                if in_flight.len() >= window {
-                    in_flight
-                        .join_next()
-                        .await
-                        .ok_or_else(|| anyhow!("no send in flight"))???;
+        for worker in 0..window {
+            let share = each / window + usize::from(worker < each % window);
+            let mut api = sender.api.clone();
+            let to = to.clone();
+            sending.spawn(async move {
+                for _ in 0..share {
+                    let content = (epoch.elapsed().as_micros() as u64).to_string();
+                    let text = Some(pb::Text { content });
+                    api.send(pb::SendRequest { to: to.clone(), text, message_id: String::new() })
+                        .await?;
                 }
-                let mut api = sender.api.clone();
-                let to = to.clone();
-                let content = (epoch.elapsed().as_micros() as u64).to_string();
-                in_flight.spawn(async move {
-                    api.send(pb::SendRequest {
-                        to,
-                        text: Some(pb::Text { content }),
-                        message_id: String::new(),
-                    })
-                    .await
-                });
-            }
-            while let Some(done) = in_flight.join_next().await {
-                done??;
-            }
-            anyhow::Ok(())
-        });
+                anyhow::Ok(())
+            });
+        }
     }
     while let Some(done) = sending.join_next().await {
         done??;

@@ -125,8 +125,23 @@ impl Store for MemoryStore {
 /// SHA-256 of a token, hex: what the store keeps instead of the token.
 pub fn token_hash(token: &str) -> String {
     use sha2::Digest;
-    sha2::Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    let mut hex = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    hex
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn token_hashes_are_sha256_in_lower_hex() {
+        assert_eq!(
+            super::token_hash("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
 }

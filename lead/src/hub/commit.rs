@@ -36,14 +36,19 @@ impl Hub {
             }
         }
         if changes.is_empty() {
+            self.changes = changes;
             return Ok(());
         }
         let store = &mut self.store;
-        if store.blocks() {
+        let committed = if store.blocks() {
             tokio::task::block_in_place(|| store.commit(&changes))
         } else {
             store.commit(&changes)
-        }
+        };
+        // Keep the buffer's room for the next burst.
+        changes.clear();
+        self.changes = changes;
+        committed
     }
 
     /// After a commit: hands out envelopes, events and replies.
