@@ -309,8 +309,12 @@ pub(crate) async fn routing(
                 for _ in 0..share {
                     let content = (epoch.elapsed().as_micros() as u64).to_string();
                     let text = Some(pb::Text { content });
-                    api.send(pb::SendRequest { to: to.clone(), text, message_id: String::new() })
-                        .await?;
+                    api.send(pb::SendRequest {
+                        to: to.clone(),
+                        text,
+                        message_id: String::new(),
+                    })
+                    .await?;
                 }
                 anyhow::Ok(())
             });

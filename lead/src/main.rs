@@ -203,6 +203,12 @@ impl From<TargetArgs> for Target {
     }
 }
 
+/// The lead allocates and frees several small buffers per message. Under
+/// routing load glibc's malloc and free took about a fifth of the lead's CPU
+/// (perf); with mimalloc durable routing went from about 45k to 53k msg/s.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
