@@ -204,6 +204,18 @@ async fn measure_mesh(
         "/s",
         rate,
     );
+    let (teammates, each) = counts.concurrent;
+    let (samples, rate) = mesh::handshakes_concurrent(&lead, "mcon", teammates, each).await?;
+    add_latency(
+        report,
+        &format!("[{store}] handshake manual x{teammates}"),
+        &samples,
+    );
+    report.add(
+        &format!("[{store}] handshake manual x{teammates}"),
+        "/s",
+        rate,
+    );
     operator.abort();
     drop(_server);
 

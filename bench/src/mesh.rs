@@ -146,8 +146,12 @@ impl Member {
 
 /// Approves every plan request it sees, as an operator program would.
 pub(crate) async fn run_operator(lead: Lead) -> anyhow::Result<tokio::task::JoinHandle<()>> {
-    let mut operator = lead.operator().await?;
-    let mut events = operator.watch(pb::WatchRequest {}).await?.into_inner();
+    let operator = lead.operator().await?;
+    let mut events = operator
+        .clone()
+        .watch(pb::WatchRequest {})
+        .await?
+        .into_inner();
     Ok(tokio::spawn(async move {
         while let Some(Ok(event)) = events.next().await {
             if let Some(pb::event::Kind::Envelope(e)) = event.kind {
@@ -157,7 +161,9 @@ pub(crate) async fn run_operator(lead: Lead) -> anyhow::Result<tokio::task::Join
                         approve: true,
                         ..Default::default()
                     };
-                    let _ = operator.review_plan(review).await;
+                    // Answer each as it comes, without waiting for the last.
+                    let mut operator = operator.clone();
+                    tokio::spawn(async move { operator.review_plan(review).await });
                 }
             }
         }
