@@ -539,3 +539,20 @@ impl Drop for FreezingProxy {
         self.task.abort();
     }
 }
+
+/// Every member, as `ListTeam` has them.
+pub async fn team(operator: &mut Operator) -> Vec<pb::Member> {
+    within("ListTeam", operator.list_team(pb::ListTeamRequest {}))
+        .await
+        .expect("ListTeam")
+        .into_inner()
+        .members
+}
+
+/// The member called `name`, as `ListTeam` has it.
+pub async fn member_named(operator: &mut Operator, name: &str) -> pb::Member {
+    let team = team(operator).await;
+    team.into_iter()
+        .find(|m| m.name == name)
+        .unwrap_or_else(|| panic!("no member {name}"))
+}

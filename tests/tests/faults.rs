@@ -63,12 +63,7 @@ async fn a_lead_killed_between_submit_and_review_still_has_the_plan_and_the_team
         .await;
     assert!(wrote.allowed, "{wrote:?}");
     assert!(alice.workspace.join("src/auth.rs").exists());
-    let team = operator
-        .list_team(pb::ListTeamRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .members;
+    let team = mesh_tests::team(&mut operator).await;
     assert_eq!(team.len(), 1);
     assert_eq!(team[0].mode, pb::PermissionMode::AcceptEdits as i32);
     assert!(
@@ -114,13 +109,7 @@ async fn a_lead_killed_after_the_review_delivers_the_answer_once_and_keeps_it() 
         .unwrap()
         .into_inner();
     assert!(is(state.status, RequestStatus::Approved));
-    let team = operator
-        .list_team(pb::ListTeamRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .members;
-    let alice_now = team.iter().find(|m| m.name == "alice").unwrap();
+    let alice_now = mesh_tests::member_named(&mut operator, "alice").await;
     assert_eq!(
         alice_now.mode,
         pb::PermissionMode::AcceptEdits as i32,
@@ -302,13 +291,7 @@ async fn a_teammate_back_within_the_grace_period_carries_on() {
             r.request_id == ticket.request_id && is(r.status, RequestStatus::Expired)
         })
         .await;
-    let team = operator
-        .list_team(pb::ListTeamRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .members;
-    let alice_now = team.iter().find(|m| m.name == "alice").unwrap();
+    let alice_now = mesh_tests::member_named(&mut operator, "alice").await;
     assert_eq!(
         alice_now.status,
         pb::MemberStatus::Working as i32,
@@ -393,12 +376,7 @@ async fn a_stopping_lead_asks_its_children_to_shut_down_and_leaves_no_process() 
         Some((RequestStatus::Rejected as i32, "no".to_owned())),
         "{shutdowns:?}"
     );
-    let team = operator
-        .list_team(pb::ListTeamRequest {})
-        .await
-        .unwrap()
-        .into_inner()
-        .members;
+    let team = mesh_tests::team(&mut operator).await;
     assert!(
         team.iter()
             .all(|m| m.status == pb::MemberStatus::Terminated as i32),

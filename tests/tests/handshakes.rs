@@ -69,12 +69,8 @@ async fn a_plan_phase_write_is_refused_and_an_approved_plan_unlocks_writes() {
         "pub fn login() {}\n"
     );
 
-    let team = operator
-        .list_team(pb::ListTeamRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    assert_eq!(team.members[0].mode, pb::PermissionMode::AcceptEdits as i32);
+    let alice_now = mesh_tests::member_named(&mut operator, "alice").await;
+    assert_eq!(alice_now.mode, pb::PermissionMode::AcceptEdits as i32);
     drop(alice.child.kill().await);
 }
 
@@ -298,12 +294,7 @@ async fn an_approved_shutdown_exits_zero_and_everyone_else_hears_it() {
         Some(Body::TeammateTerminated(t)) => assert_eq!(t.name, "erin"),
         other => panic!("unexpected {other:?}"),
     }
-    let team = operator
-        .list_team(pb::ListTeamRequest {})
-        .await
-        .unwrap()
-        .into_inner();
-    let erin_now = team.members.iter().find(|m| m.name == "erin").unwrap();
+    let erin_now = mesh_tests::member_named(&mut operator, "erin").await;
     assert_eq!(erin_now.status, pb::MemberStatus::Terminated as i32);
 }
 
