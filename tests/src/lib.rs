@@ -448,6 +448,13 @@ impl Events {
         .await
     }
 
+    /// The next event that shows member `name` in `status`.
+    pub async fn member_in(&mut self, name: &str, status: pb::MemberStatus) -> pb::Member {
+        let what = format!("{name} to be {}", status.as_str_name());
+        self.member(&what, |m| m.name == name && m.status == status as i32)
+            .await
+    }
+
     /// The next member state that matches.
     pub async fn member(
         &mut self,

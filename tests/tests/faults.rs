@@ -221,9 +221,7 @@ async fn a_vanished_teammate_is_disconnected_then_terminated_and_its_requests_ex
     signal(&alice.child, Signal::SIGKILL);
     alice.exit().await;
     events
-        .member("alice disconnected", |m| {
-            m.name == "alice" && m.status == pb::MemberStatus::Disconnected as i32
-        })
+        .member_in("alice", pb::MemberStatus::Disconnected)
         .await;
     let expired = events
         .request("alice's plan expired", |r| {
@@ -255,23 +253,13 @@ async fn a_teammate_back_within_the_grace_period_carries_on() {
     let mut alice = lead.join("alice").await;
     let _clock = lead.join("clock").await;
     alice.open_inbox(0).await;
-    events
-        .member("alice working", |m| {
-            m.name == "alice" && m.status == pb::MemberStatus::Working as i32
-        })
-        .await;
+    events.member_in("alice", pb::MemberStatus::Working).await;
     alice.inbox = None;
     events
-        .member("alice disconnected", |m| {
-            m.name == "alice" && m.status == pb::MemberStatus::Disconnected as i32
-        })
+        .member_in("alice", pb::MemberStatus::Disconnected)
         .await;
     alice.open_inbox(0).await;
-    events
-        .member("alice back", |m| {
-            m.name == "alice" && m.status == pb::MemberStatus::Working as i32
-        })
-        .await;
+    events.member_in("alice", pb::MemberStatus::Working).await;
 
     // A shutdown nobody answers expires after 3 s: by then alice's grace
     // period would have run out, had it not ended when she came back.
@@ -326,11 +314,7 @@ async fn a_stopping_lead_asks_its_children_to_shut_down_and_leaves_no_process() 
             ])
             .await;
         assert!(ok, "{out}{err}");
-        events
-            .member("idle", |m| {
-                m.name == name && m.status == pb::MemberStatus::Idle as i32
-            })
-            .await;
+        events.member_in(name, pb::MemberStatus::Idle).await;
     }
     let state = lead.state_dir();
     let status = lead.terminate().await;
@@ -472,19 +456,13 @@ async fn a_teammate_behind_a_vanished_network_is_noticed_by_keepalive() {
         .await
         .unwrap()
         .into_inner();
-    events
-        .member("alice working", |m| {
-            m.name == "alice" && m.status == pb::MemberStatus::Working as i32
-        })
-        .await;
+    events.member_in("alice", pb::MemberStatus::Working).await;
 
     proxy.freeze();
     let frozen_at = std::time::Instant::now();
     // Without keepalive the lead would never hear of it: the socket stays open.
     events
-        .member("alice disconnected", |m| {
-            m.name == "alice" && m.status == pb::MemberStatus::Disconnected as i32
-        })
+        .member_in("alice", pb::MemberStatus::Disconnected)
         .await;
     println!("noticed {:?} after the network froze", frozen_at.elapsed());
 }

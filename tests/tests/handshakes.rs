@@ -275,11 +275,7 @@ async fn an_approved_shutdown_exits_zero_and_everyone_else_hears_it() {
     let mut watcher = lead.join("watcher").await;
     watcher.open_inbox(0).await;
     let mut erin = lead.teammate("erin", "[shutdown]\napprove = true\nreason = \"done\"\n");
-    events
-        .member("erin idle", |m| {
-            m.name == "erin" && m.status == pb::MemberStatus::Idle as i32
-        })
-        .await;
+    events.member_in("erin", pb::MemberStatus::Idle).await;
 
     let (ok, out, err) = lead.cli(&["shutdown", "erin", "--reason", "wrap up"]).await;
     assert!(ok, "{out}{err}");
@@ -307,11 +303,7 @@ async fn a_refused_shutdown_keeps_the_teammate_and_its_reason_reaches_the_operat
         "frank",
         "[shutdown]\napprove = false\nreason = \"mid-migration; ask again later\"\n",
     );
-    events
-        .member("frank idle", |m| {
-            m.name == "frank" && m.status == pb::MemberStatus::Idle as i32
-        })
-        .await;
+    events.member_in("frank", pb::MemberStatus::Idle).await;
 
     let (ok, out, err) = lead.cli(&["shutdown", "frank"]).await;
     assert!(ok, "{out}{err}");
@@ -385,11 +377,7 @@ command = "sleep 117.25"
     let (ok, out, err) = lead.cli(&["shutdown", "gina", "--deadline", "1"]).await;
     assert!(ok, "{out}{err}");
     assert!(out.contains("did not answer in time (expired)"), "{out}");
-    let gone = events
-        .member("gina terminated", |m| {
-            m.name == "gina" && m.status == pb::MemberStatus::Terminated as i32
-        })
-        .await;
+    let gone = events.member_in("gina", pb::MemberStatus::Terminated).await;
     assert_eq!(gone.name, "gina");
     // The lead reaped it: the pid no longer exists.
     let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None);

@@ -149,15 +149,9 @@ async fn a_member_whose_stream_closes_is_disconnected() {
     let mut events = mesh_tests::Events::open(&mut operator).await;
     let mut alice = lead.join("alice").await;
     alice.open_inbox(0).await;
-    events
-        .member("alice working", |m| {
-            m.name == "alice" && m.status == pb::MemberStatus::Working as i32
-        })
-        .await;
+    events.member_in("alice", pb::MemberStatus::Working).await;
     alice.inbox = None;
     events
-        .member("alice disconnected", |m| {
-            m.name == "alice" && m.status == pb::MemberStatus::Disconnected as i32
-        })
+        .member_in("alice", pb::MemberStatus::Disconnected)
         .await;
 }

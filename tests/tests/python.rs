@@ -91,11 +91,7 @@ async fn the_python_teammate_plans_revises_and_shuts_down() {
         .await;
     let payload: serde_json::Value = serde_json::from_str(&approved.payload_json).unwrap();
     assert_eq!(payload["supersedes"], rejected.request_id.as_str());
-    events
-        .member("py idle", |m| {
-            m.name == "py" && m.status == pb::MemberStatus::Idle as i32
-        })
-        .await;
+    events.member_in("py", pb::MemberStatus::Idle).await;
 
     let ticket = operator
         .request_shutdown(pb::ShutdownRequest {
