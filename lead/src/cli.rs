@@ -84,7 +84,7 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
 /// `lead team`.
 pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError> {
     let members = client
-        .list_team(pb::ListTeamRequest {})
+        .list_team(pb::ListTeamRequest::default())
         .await?
         .into_inner()
         .members;
@@ -125,7 +125,10 @@ pub async fn requests(
         0
     };
     let requests = client
-        .list_requests(pb::ListRequestsRequest { status, r#type: 0 })
+        .list_requests(pb::ListRequestsRequest {
+            status,
+            ..Default::default()
+        })
         .await?
         .into_inner()
         .requests;

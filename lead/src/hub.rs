@@ -441,7 +441,10 @@ impl Hub {
             }
             Command::ListTeam { reply } => {
                 let members = self.roster.iter().map(|m| m.to_pb()).collect();
-                let result = Ok(pb::ListTeamResponse { members });
+                let result = Ok(pb::ListTeamResponse {
+                    members,
+                    next_page_token: String::new(),
+                });
                 self.reply(reply, result);
             }
             Command::ListRequests { filter, reply } => {

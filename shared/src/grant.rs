@@ -105,6 +105,16 @@ impl Grant {
         default_mode: Mode,
     ) -> Result<Self, FieldError> {
         let mode = Mode::from_pb(&format!("{field}.mode"), grant.mode)?.unwrap_or(default_mode);
+        if grant.write_paths.len() > crate::limits::LIST_ITEMS {
+            return Err(FieldError::new(
+                format!("{field}.write_paths"),
+                format!(
+                    "has {} entries; the limit is {}",
+                    grant.write_paths.len(),
+                    crate::limits::LIST_ITEMS
+                ),
+            ));
+        }
         for (i, path) in grant.write_paths.iter().enumerate() {
             check_relative_glob(&format!("{field}.write_paths[{i}]"), path)?;
         }
@@ -136,6 +146,7 @@ pub fn check_relative_glob(field: &str, path: &str) -> Result<(), FieldError> {
     if path.is_empty() {
         return Err(FieldError::new(field, "is empty"));
     }
+    crate::limits::check(field, path, crate::limits::GLOB)?;
     if path.starts_with('/') || path.starts_with('\\') {
         return Err(FieldError::new(
             field,

@@ -17,8 +17,10 @@ pub mod pb {
 }
 
 pub mod auth;
+pub mod display;
 pub mod error;
 pub mod grant;
+pub mod limits;
 pub mod names;
 pub mod plan;
 pub mod policy;

@@ -62,26 +62,31 @@ impl RequestId {
     }
 
     /// An id a client chose for a new request: empty means "make one"; anything
-    /// else must be a UUID.
+    /// else must be a UUID, in any spelling `uuid` parses (braces, upper case,
+    /// `urn:uuid:`), kept in its canonical form (lower case, hyphenated), so
+    /// that two spellings of one UUID are one request.
     pub fn for_new(field: &str, value: &str) -> Result<Self, FieldError> {
         if value.is_empty() {
             return Ok(Self::generate());
         }
+        crate::limits::check(field, value, crate::limits::ID)?;
         uuid::Uuid::parse_str(value)
-            .map(|_| Self(value.to_owned()))
+            .map(|uuid| Self(uuid.hyphenated().to_string()))
             .map_err(|_| FieldError::new(field, format!("{value:?} is not a UUID")))
     }
 
-    /// An id that names an existing request. Only emptiness and length are
-    /// checked here, so that an unknown id answers NOT_FOUND, not INVALID_ARGUMENT.
+    /// An id that names an existing request: a UUID in its canonical form,
+    /// anything else as it is. Only emptiness and length are refused here, so
+    /// that an unknown id answers NOT_FOUND, not INVALID_ARGUMENT.
     pub fn existing(field: &str, value: &str) -> Result<Self, FieldError> {
         if value.is_empty() {
             return Err(FieldError::new(field, "is required"));
         }
-        if value.len() > 128 {
-            return Err(FieldError::new(field, "is longer than 128 bytes"));
-        }
-        Ok(Self(value.to_owned()))
+        crate::limits::check(field, value, crate::limits::ID)?;
+        Ok(match uuid::Uuid::parse_str(value) {
+            Ok(uuid) => Self(uuid.hyphenated().to_string()),
+            Err(_) => Self(value.to_owned()),
+        })
     }
 
     /// The id as text.
@@ -132,5 +137,22 @@ mod tests {
         assert!(RequestId::for_new("request_id", "abc").is_err());
         assert!(RequestId::existing("request_id", "").is_err());
         assert!(RequestId::existing("request_id", "anything").is_ok());
+        let upper = "2F1C0E9A-7D2B-4C1E-9A4B-3F9D8E7C6B5A";
+        for spelling in [
+            upper.to_owned(),
+            format!("{{{id}}}"),
+            format!("urn:uuid:{id}"),
+            id.replace('-', ""),
+        ] {
+            assert_eq!(
+                RequestId::for_new("request_id", &spelling).map(|r| r.0),
+                Ok(id.to_owned()),
+                "{spelling}"
+            );
+            assert_eq!(
+                RequestId::existing("request_id", &spelling).map(|r| r.0),
+                Ok(id.to_owned())
+            );
+        }
     }
 }

@@ -3,9 +3,9 @@
 use crate::{error::FieldError, grant::check_relative_glob, pb};
 
 /// The largest plan the lead accepts, encoded.
-pub const MAX_PLAN_BYTES: usize = 64 * 1024;
+pub const MAX_PLAN_BYTES: usize = crate::limits::PLAN;
 /// The most entries any one list of a plan may hold.
-pub const MAX_PLAN_ITEMS: usize = 1_000;
+pub const MAX_PLAN_ITEMS: usize = crate::limits::LIST_ITEMS;
 
 /// Checks a plan as the field `field` of a request: a summary, sane lists,
 /// workspace-relative files, and a size limit.

@@ -549,11 +549,14 @@ impl Drop for FreezingProxy {
 
 /// Every member, as `ListTeam` has them.
 pub async fn team(operator: &mut Operator) -> Vec<pb::Member> {
-    within("ListTeam", operator.list_team(pb::ListTeamRequest {}))
-        .await
-        .expect("ListTeam")
-        .into_inner()
-        .members
+    within(
+        "ListTeam",
+        operator.list_team(pb::ListTeamRequest::default()),
+    )
+    .await
+    .expect("ListTeam")
+    .into_inner()
+    .members
 }
 
 /// The member called `name`, as `ListTeam` has it.

@@ -45,6 +45,7 @@ async fn a_lead_killed_between_submit_and_review_still_has_the_plan_and_the_team
         .list_requests(pb::ListRequestsRequest {
             status: RequestStatus::Pending as i32,
             r#type: 0,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -339,6 +340,7 @@ async fn a_stopping_lead_asks_its_children_to_shut_down_and_leaves_no_process() 
         .list_requests(pb::ListRequestsRequest {
             status: 0,
             r#type: pb::RequestType::Shutdown as i32,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -480,5 +482,8 @@ async fn a_second_lead_on_the_same_state_dir_is_refused() {
     assert!(err.contains("in use by another lead"), "{err}");
     // The first one is unharmed.
     let mut operator = lead.operator().await;
-    operator.list_team(pb::ListTeamRequest {}).await.unwrap();
+    operator
+        .list_team(pb::ListTeamRequest::default())
+        .await
+        .unwrap();
 }

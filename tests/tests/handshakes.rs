@@ -394,6 +394,7 @@ command = "sleep 117.25"
         .list_requests(pb::ListRequestsRequest {
             status: RequestStatus::Expired as i32,
             r#type: pb::RequestType::Shutdown as i32,
+            ..Default::default()
         })
         .await
         .unwrap()

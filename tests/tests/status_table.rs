@@ -143,7 +143,7 @@ async fn the_wrong_party_is_permission_denied() {
         BearerToken::new(&members[0].token).unwrap(),
     );
     expect_status(
-        as_teammate.list_team(pb::ListTeamRequest {}).await,
+        as_teammate.list_team(pb::ListTeamRequest::default()).await,
         Code::PermissionDenied,
         &["alice", "operator"],
     );
@@ -161,7 +161,7 @@ async fn the_wrong_party_is_permission_denied() {
     let mut with_join =
         OperatorClient::with_interceptor(channel, BearerToken::new(&lead.join_token).unwrap());
     expect_status(
-        with_join.list_team(pb::ListTeamRequest {}).await,
+        with_join.list_team(pb::ListTeamRequest::default()).await,
         Code::PermissionDenied,
         &["join token"],
     );
@@ -444,6 +444,7 @@ async fn malformed_input_is_invalid_argument_naming_the_field() {
     let bad_filter = pb::ListRequestsRequest {
         status: 42,
         r#type: 0,
+        ..Default::default()
     };
     expect_status(
         operator.list_requests(bad_filter).await,
@@ -520,14 +521,18 @@ async fn no_token_or_a_wrong_token_is_unauthenticated() {
     );
     let mut bare_operator = OperatorClient::new(channel.clone());
     expect_status(
-        bare_operator.list_team(pb::ListTeamRequest {}).await,
+        bare_operator
+            .list_team(pb::ListTeamRequest::default())
+            .await,
         Code::Unauthenticated,
         &["authorization"],
     );
     let mut wrong_operator =
         OperatorClient::with_interceptor(channel, BearerToken::new("wrong").unwrap());
     expect_status(
-        wrong_operator.list_team(pb::ListTeamRequest {}).await,
+        wrong_operator
+            .list_team(pb::ListTeamRequest::default())
+            .await,
         Code::Unauthenticated,
         &["unknown token"],
     );

@@ -182,7 +182,10 @@ impl Hub {
                 );
             }
         }
-        Ok(pb::SendResponse { message_id })
+        Ok(pb::SendResponse {
+            message_id,
+            skipped: Vec::new(),
+        })
     }
 
     /// `ReportIdle`: the caller has nothing to do.
@@ -266,6 +269,7 @@ impl Hub {
         let notice = pb::TeammateTerminated {
             name: name.to_owned(),
             reason: reason.to_owned(),
+            more: Vec::new(),
         };
         for other in self.roster.active_names_except(name) {
             self.deliver(LEAD, &other, None, Body::TeammateTerminated(notice.clone()));

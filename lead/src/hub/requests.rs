@@ -358,7 +358,10 @@ impl Hub {
             })
             .map(Request::to_pb)
             .collect();
-        Ok(pb::ListRequestsResponse { requests })
+        Ok(pb::ListRequestsResponse {
+            requests,
+            next_page_token: String::new(),
+        })
     }
 
     /// `GetRequest`.
