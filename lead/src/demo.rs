@@ -196,6 +196,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
         Box::new(store),
         tokens.clone(),
         server::Keepalive::default(),
+        server::ConnLimits::default(),
         async {
             let _ = stop_rx.await;
         },
@@ -267,7 +268,9 @@ async fn drive(url: &str, operator_token: &str, dir: &Path) -> anyhow::Result<()
         start,
         "alice to hear that bob terminated",
         |kind| {
-            matches!(kind, Kind::Envelope(e) if e.to == "alice"
+            // A termination notice goes to every member at once: one
+            // envelope to `*` in the event stream.
+            matches!(kind, Kind::Envelope(e) if (e.to == "alice" || e.to == "*")
             && matches!(&e.body, Some(Body::TeammateTerminated(t)) if t.name == "bob"))
         },
     )

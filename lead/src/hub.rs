@@ -9,7 +9,7 @@ use std::{
 
 use shared::{
     auth::now_unix_ms,
-    names::{Name, LEAD},
+    names::{Name, EVERYONE, LEAD},
     pb::{self, envelope::Body},
     policy::Policy,
     protocol::Tracker,
@@ -19,13 +19,14 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::{
     children::{Child, Spawner},
     error::HubError,
-    roster::{InboxSink, Roster},
+    roster::{Entry, InboxSink, Payload, Roster, SharedBody, StreamEnder},
     store::{Change, Store, StoreError},
 };
 
 mod commit;
 mod lifecycle;
 mod members;
+mod paging;
 mod requests;
 mod shutdowns;
 
@@ -49,6 +50,17 @@ pub struct HubConfig {
     pub shutdown_deadline: Duration,
     /// The most unacknowledged envelopes one inbox holds before `Send` to it fails.
     pub max_inbox: usize,
+    /// The most bytes of unacknowledged envelopes one inbox holds.
+    pub max_inbox_bytes: usize,
+    /// The most bytes of unacknowledged envelopes all inboxes hold together
+    /// (a body shared by a fan-out counted once).
+    pub max_held_bytes: usize,
+    /// How long a member with an open inbox stream may leave an envelope
+    /// unacknowledged before it is treated as stuck: its stream is ended and it
+    /// is DISCONNECTED (it may reconnect and resume).
+    pub ack_timeout: Duration,
+    /// How long resolved requests and terminated members are kept.
+    pub retention: Duration,
     /// How to start teammates; `None` where the lead cannot (tests of the hub).
     pub spawner: Option<Spawner>,
     /// How long a disconnected member may stay away before it is TERMINATED.
@@ -64,6 +76,10 @@ impl Default for HubConfig {
             approval: Approval::Manual,
             shutdown_deadline: Duration::from_secs(30),
             max_inbox: 10_000,
+            max_inbox_bytes: 16 * 1024 * 1024,
+            max_held_bytes: 1024 * 1024 * 1024,
+            ack_timeout: Duration::from_secs(120),
+            retention: Duration::from_secs(24 * 3600),
             spawner: None,
             grace: Duration::from_secs(30),
             stop_wait: Duration::from_secs(5),
@@ -94,6 +110,7 @@ pub(crate) enum Command {
         token: String,
         after_seq: u64,
         sink: InboxSink,
+        ender: StreamEnder,
         reply: Reply<(String, u64)>,
     },
     StreamClosed {
@@ -148,6 +165,7 @@ pub(crate) enum Command {
         reply: Reply<pb::PermissionResponse>,
     },
     ListTeam {
+        request: pb::ListTeamRequest,
         reply: Reply<pb::ListTeamResponse>,
     },
     ListRequests {
@@ -236,6 +254,16 @@ pub(crate) struct Hub {
     next_stream_id: u64,
     /// Set once the lead is stopping: when to give up on children agreeing.
     stopping_until: Option<i64>,
+    /// The id of the next body a fan-out shares.
+    next_body_id: u64,
+    /// Terminations not yet told to the team, oldest first.
+    notices: Vec<pb::TerminatedMember>,
+    /// When the next termination notice may go out: a fan-out to `n`
+    /// members holds the next one back `n / NOTICE_RATE` seconds, so that
+    /// many members ending at once make a few notices, not one each.
+    notice_ready_at: i64,
+    /// When the next sweep (stuck streams, retention) is due.
+    next_sweep: i64,
     /// For children's exit notices.
     handle: HubHandle,
 }
@@ -262,10 +290,17 @@ pub(crate) fn load(
     mut store: Box<dyn Store>,
 ) -> Result<(Hub, mpsc::Receiver<Command>), StoreError> {
     let mut snapshot = store.load()?;
-    let roster = Roster::restore(&mut snapshot).map_err(|detail| StoreError::Decode {
-        what: "member",
-        detail,
-    })?;
+    let next_body_id = snapshot
+        .bodies
+        .iter()
+        .map(|(id, _)| id + 1)
+        .max()
+        .unwrap_or(1);
+    let roster =
+        Roster::restore(&mut snapshot, now_unix_ms()).map_err(|detail| StoreError::Decode {
+            what: "member",
+            detail,
+        })?;
     let tracker = Tracker::restore(std::mem::take(&mut snapshot.requests));
     let (tx, rx) = mpsc::channel(4096);
     let mut hub = Hub {
@@ -282,6 +317,10 @@ pub(crate) fn load(
         children: HashMap::new(),
         next_stream_id: 0,
         stopping_until: None,
+        next_body_id,
+        notices: Vec::new(),
+        notice_ready_at: 0,
+        next_sweep: 0,
         handle: HubHandle { tx },
     };
     // Everyone is disconnected until they come back; the grace period starts now.
@@ -342,6 +381,7 @@ pub(crate) fn start(
                 () = sleep => hub.on_timer(),
                 _ = stop.wait_for(|s| *s), if hub.stopping_until.is_none() => hub.begin_stop(),
             }
+            hub.send_due_notices();
             if let Err(e) = hub.commit() {
                 tracing::error!(error = %e, "cannot persist state; stopping the lead");
                 break Err(HubFailure::from(e));
@@ -373,9 +413,10 @@ impl Hub {
                 token,
                 after_seq,
                 sink,
+                ender,
                 reply,
             } => {
-                let result = self.open_inbox(&token, after_seq, sink);
+                let result = self.open_inbox(&token, after_seq, sink, ender);
                 self.reply(reply, result);
             }
             Command::StreamClosed { name, stream_id } => self.stream_closed(&name, stream_id),
@@ -439,12 +480,8 @@ impl Hub {
                 let result = self.review_permission(review);
                 self.reply(reply, result);
             }
-            Command::ListTeam { reply } => {
-                let members = self.roster.iter().map(|m| m.to_pb()).collect();
-                let result = Ok(pb::ListTeamResponse {
-                    members,
-                    next_page_token: String::new(),
-                });
+            Command::ListTeam { request, reply } => {
+                let result = self.list_team(&request);
                 self.reply(reply, result);
             }
             Command::ListRequests { filter, reply } => {
@@ -481,35 +518,56 @@ impl Hub {
 
     /// Puts an envelope from `from` to `to` in `to`'s inbox (or, for `lead`,
     /// only in the event stream) and tells the watchers.
-    fn deliver(
-        &mut self,
-        from: &str,
-        to: &str,
-        message_id: Option<String>,
-        body: Body,
-    ) -> pb::Envelope {
-        let envelope = pb::Envelope {
+    fn deliver(&mut self, from: &str, to: &str, message_id: Option<String>, body: Body) {
+        let entry = Entry {
             seq: 0,
             message_id: message_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             from: from.to_owned(),
-            to: to.to_owned(),
             sent_at_unix_ms: now_unix_ms(),
-            body: Some(body),
+            payload: Payload::Own(body),
         };
-        let envelope = match self.roster.get_mut(to) {
-            Some(member) if to != LEAD => {
-                let envelope = member.push(envelope);
-                self.changes.push(Change::Envelope {
-                    member: to.to_owned(),
-                    envelope: envelope.clone(),
-                });
+        let stored = if to == LEAD {
+            None
+        } else {
+            self.roster.push(to, entry.clone())
+        };
+        let envelope = match stored {
+            Some(stored) => {
+                self.changes.push(Change::Envelope(stored.record(to)));
+                let envelope = stored.envelope(to);
                 self.dirty_streams.insert(to.to_owned());
                 envelope
             }
-            _ => envelope,
+            None => entry.envelope(to),
         };
-        self.emit(pb::event::Kind::Envelope(envelope.clone()));
-        envelope
+        self.emit(pb::event::Kind::Envelope(envelope));
+    }
+
+    /// Puts one envelope from `from` in the inbox of each of `recipients`,
+    /// its body stored and held once for them all, and tells the watchers once
+    /// (an envelope to `*`, with no `seq`).
+    fn fan_out(&mut self, from: &str, recipients: &[String], message_id: String, body: Body) {
+        let id = self.next_body_id;
+        self.next_body_id += 1;
+        let shared = SharedBody::new(id, body);
+        self.changes.push(Change::SharedBody {
+            id,
+            body: shared.body.clone(),
+        });
+        let entry = Entry {
+            seq: 0,
+            message_id,
+            from: from.to_owned(),
+            sent_at_unix_ms: now_unix_ms(),
+            payload: Payload::Shared(shared),
+        };
+        for to in recipients {
+            if let Some(stored) = self.roster.push(to, entry.clone()) {
+                self.changes.push(Change::Envelope(stored.record(to)));
+                self.dirty_streams.insert(to.clone());
+            }
+        }
+        self.emit(pb::event::Kind::Envelope(entry.envelope(EVERYONE)));
     }
 
     /// Tells the watchers how `name` stands now.

@@ -3,6 +3,7 @@
 
 pub mod children;
 pub mod cli;
+pub mod connections;
 pub mod demo;
 pub mod error;
 pub mod hub;

@@ -178,6 +178,32 @@ struct ServeArgs {
     /// down before SIGTERM (then SIGKILL after --kill-grace).
     #[arg(long, default_value_t = 5.0)]
     stop_wait: f64,
+    /// The most unacknowledged envelopes one inbox holds; a `Send` to a full
+    /// inbox is RESOURCE_EXHAUSTED, a broadcast skips it.
+    #[arg(long, default_value_t = 10_000)]
+    inbox_max_envelopes: usize,
+    /// The most bytes of unacknowledged envelopes one inbox holds.
+    #[arg(long, default_value_t = 16 * 1024 * 1024)]
+    inbox_max_bytes: usize,
+    /// The most bytes of unacknowledged envelopes all inboxes hold together.
+    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
+    held_max_bytes: usize,
+    /// Seconds a teammate with an open inbox stream may leave an envelope
+    /// unacknowledged before its stream is ended as stuck.
+    #[arg(long, default_value_t = 120.0)]
+    ack_timeout: f64,
+    /// Seconds resolved requests and terminated members are kept.
+    #[arg(long, default_value_t = 86_400.0)]
+    retention: f64,
+    /// The most connections open at once; more are closed on accept.
+    #[arg(long, default_value_t = 16_384)]
+    max_connections: usize,
+    /// Seconds a new connection has to send the HTTP/2 preface.
+    #[arg(long, default_value_t = 10.0)]
+    handshake_timeout: f64,
+    /// Seconds a connection with no call in progress is kept open.
+    #[arg(long, default_value_t = 300.0)]
+    idle_timeout: f64,
 }
 
 #[derive(Debug, Args)]
@@ -404,7 +430,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         }),
         grace: seconds("--grace", args.grace)?,
         stop_wait: seconds("--stop-wait", args.stop_wait)?,
-        ..HubConfig::default()
+        max_inbox: args.inbox_max_envelopes,
+        max_inbox_bytes: args.inbox_max_bytes,
+        max_held_bytes: args.held_max_bytes,
+        ack_timeout: seconds("--ack-timeout", args.ack_timeout)?,
+        retention: seconds("--retention", args.retention)?,
+    };
+    let connections = server::ConnLimits {
+        max: server::connection_cap("--max-connections", args.max_connections)?,
+        handshake: seconds("--handshake-timeout", args.handshake_timeout)?,
+        idle: seconds("--idle-timeout", args.idle_timeout)?,
     };
     state.write_addr(&addr.to_string())?;
     println!("listening on {addr}");
@@ -418,6 +453,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         store,
         tokens,
         keepalive,
+        connections,
         shared::signal::stop_signal(),
     )
     .await?;

@@ -1,17 +1,170 @@
 //! Members and their inboxes: who is on the team, and what each has yet to read.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::{
+    collections::{BTreeMap, HashMap, HashSet, VecDeque},
+    sync::Arc,
+};
 
-use shared::{grant::Mode, names::Name, pb};
-use tokio::sync::mpsc;
+use shared::{
+    grant::Mode,
+    names::Name,
+    pb::{self, envelope::Body},
+};
+use tokio::sync::{mpsc, oneshot};
 
-use crate::store::{token_hash, MemberRecord, Snapshot};
+use crate::store::{token_hash, EnvelopeRecord, MemberRecord, Snapshot};
 
 /// Where a member's inbox stream sends envelopes.
 pub(crate) type InboxSink = mpsc::Sender<Result<pb::Envelope, tonic::Status>>;
 
+/// How the hub ends an inbox stream early, with a status that says why.
+pub(crate) type StreamEnder = oneshot::Sender<tonic::Status>;
+
 /// The most `Send` message ids remembered per sender, for deduplicating retries.
 const REMEMBERED_MESSAGE_IDS: usize = 4_096;
+
+/// What an envelope costs beyond its body, for byte budgets.
+const ENVELOPE_OVERHEAD: usize = 48;
+
+/// A body every recipient of a fan-out (a broadcast, a termination notice)
+/// shares: held and stored once, however many inboxes hold it.
+#[derive(Debug)]
+pub(crate) struct SharedBody {
+    /// Its id in the store.
+    pub(crate) id: u64,
+    /// The body.
+    pub(crate) body: Body,
+    /// Its encoded size.
+    pub(crate) bytes: usize,
+    /// Whether an inbox holds it, so the lead counts it (once).
+    held: std::sync::atomic::AtomicBool,
+}
+
+impl SharedBody {
+    /// A new shared body.
+    pub(crate) fn new(id: u64, body: Body) -> Arc<Self> {
+        let bytes = body.encoded_len();
+        Arc::new(Self {
+            id,
+            body,
+            bytes,
+            held: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+}
+
+/// What an inbox entry carries.
+#[derive(Debug, Clone)]
+pub(crate) enum Payload {
+    /// A body of its own.
+    Own(Body),
+    /// A body shared with the other recipients of a fan-out.
+    Shared(Arc<SharedBody>),
+}
+
+impl Payload {
+    /// The body.
+    pub(crate) fn body(&self) -> &Body {
+        match self {
+            Payload::Own(body) => body,
+            Payload::Shared(shared) => &shared.body,
+        }
+    }
+
+    /// The body's encoded size.
+    fn bytes(&self) -> usize {
+        match self {
+            Payload::Own(body) => body.encoded_len(),
+            Payload::Shared(shared) => shared.bytes,
+        }
+    }
+}
+
+/// One envelope in an inbox, not yet acknowledged.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    /// Its place in the inbox.
+    pub(crate) seq: u64,
+    /// The message id.
+    pub(crate) message_id: String,
+    /// Who sent it.
+    pub(crate) from: String,
+    /// When the lead accepted it.
+    pub(crate) sent_at_unix_ms: i64,
+    /// What it carries.
+    pub(crate) payload: Payload,
+}
+
+impl Entry {
+    /// The envelope as it goes to `to`.
+    pub(crate) fn envelope(&self, to: &str) -> pb::Envelope {
+        pb::Envelope {
+            seq: self.seq,
+            message_id: self.message_id.clone(),
+            from: self.from.clone(),
+            to: to.to_owned(),
+            sent_at_unix_ms: self.sent_at_unix_ms,
+            body: Some(self.payload.body().clone()),
+        }
+    }
+
+    /// What it costs its recipient: the whole envelope.
+    pub(crate) fn bytes(&self) -> usize {
+        ENVELOPE_OVERHEAD + self.message_id.len() + self.from.len() + self.payload.bytes()
+    }
+
+    /// What it adds to what the lead holds as it goes into an inbox: its own
+    /// bytes, and a shared body's the first time an inbox takes it.
+    fn added_bytes(&self) -> usize {
+        match &self.payload {
+            Payload::Shared(shared)
+                if !shared.held.swap(true, std::sync::atomic::Ordering::Relaxed) =>
+            {
+                self.own_bytes() + shared.bytes
+            }
+            _ => self.own_bytes(),
+        }
+    }
+
+    /// What it costs the lead beyond a shared body (counted once).
+    fn own_bytes(&self) -> usize {
+        match &self.payload {
+            Payload::Own(_) => self.bytes(),
+            Payload::Shared(_) => ENVELOPE_OVERHEAD + self.message_id.len() + self.from.len(),
+        }
+    }
+
+    /// What the lead frees when this entry goes: its own bytes, and a shared
+    /// body's when this was the last entry holding it.
+    fn freed_bytes(&self) -> usize {
+        match &self.payload {
+            Payload::Shared(shared) if Arc::strong_count(shared) == 1 => {
+                self.own_bytes() + shared.bytes
+            }
+            _ => self.own_bytes(),
+        }
+    }
+
+    /// As persisted: the envelope (without a shared body) and the shared body's id.
+    pub(crate) fn record(&self, member: &str) -> EnvelopeRecord {
+        let (body, shared) = match &self.payload {
+            Payload::Own(body) => (Some(body.clone()), None),
+            Payload::Shared(shared) => (None, Some(shared.id)),
+        };
+        EnvelopeRecord {
+            member: member.to_owned(),
+            envelope: pb::Envelope {
+                seq: self.seq,
+                message_id: self.message_id.clone(),
+                from: self.from.clone(),
+                to: member.to_owned(),
+                sent_at_unix_ms: self.sent_at_unix_ms,
+                body,
+            },
+            shared,
+        }
+    }
+}
 
 /// An open inbox stream.
 #[derive(Debug)]
@@ -20,9 +173,26 @@ pub(crate) struct Stream {
     pub(crate) id: u64,
     /// Where envelopes go.
     sink: InboxSink,
+    /// Ends the stream early with a status (replaced, stuck).
+    ender: Option<StreamEnder>,
     /// The last `seq` handed to this stream.
     sent: u64,
+    /// When it opened (unix ms).
+    pub(crate) opened_at_unix_ms: i64,
 }
+
+impl Stream {
+    /// Ends the stream with `status` (the client sees it as the stream's end).
+    pub(crate) fn end(mut self, status: tonic::Status) {
+        if let Some(ender) = self.ender.take() {
+            let _ = ender.send(status);
+        }
+    }
+}
+
+/// What the member told the lead of a `Send` message id: the digest of what
+/// it sent under it, so a retry is told from a reuse.
+pub(crate) type Digest = String;
 
 /// One member of the team.
 #[derive(Debug)]
@@ -33,7 +203,8 @@ pub(crate) struct Member {
     pub(crate) name: Name,
     /// Free-text role, for people.
     pub(crate) role: String,
-    /// SHA-256 of the session token `Join` returned; cleared when the member terminates.
+    /// SHA-256 of the session token `Join` returned. Kept once the member
+    /// terminated, so that a retried answer to its shutdown is recognised.
     pub(crate) token_hash: Option<String>,
     /// The mode of the member's current grant.
     pub(crate) mode: Mode,
@@ -43,22 +214,37 @@ pub(crate) struct Member {
     pub(crate) shutting_down: bool,
     /// Left the team for good.
     pub(crate) terminated: bool,
+    /// When it terminated (in this run of the lead), for retention.
+    pub(crate) terminated_at_unix_ms: Option<i64>,
     /// The lead started its process (in this run of the lead).
     pub(crate) spawned: bool,
     /// Envelopes not yet acknowledged, in `seq` order.
-    pub(crate) inbox: VecDeque<pb::Envelope>,
+    pub(crate) inbox: VecDeque<Entry>,
+    /// Their size, for the member's byte budget.
+    pub(crate) inbox_bytes: usize,
     /// The last `seq` handed out.
     pub(crate) last_seq: u64,
     /// The open inbox stream.
     pub(crate) stream: Option<Stream>,
     /// While disconnected: when the grace period ends (unix ms).
     pub(crate) grace_until: Option<i64>,
-    /// Join order, for listing.
+    /// Join order, for listing and paging.
     pub(crate) order: u64,
-    /// `Send` message ids seen from this member, for idempotent retries.
-    seen_ids: HashSet<String>,
+    /// `Send` message ids seen from this member, with what was sent under each.
+    seen_ids: HashMap<String, Digest>,
     /// The same ids, oldest first, to forget the oldest.
     seen_order: VecDeque<String>,
+}
+
+/// What a `Send` message id means for a new `Send`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum SeenId {
+    /// Never seen: deliver.
+    New,
+    /// Seen with the same message: a retry, deliver nothing.
+    Retry,
+    /// Seen with another message: the id is reused.
+    Reused,
 }
 
 impl Member {
@@ -73,13 +259,15 @@ impl Member {
             idle: false,
             shutting_down: false,
             terminated: false,
+            terminated_at_unix_ms: None,
             spawned: false,
             inbox: VecDeque::new(),
+            inbox_bytes: 0,
             last_seq: 0,
             stream: None,
             grace_until: None,
             order,
-            seen_ids: HashSet::new(),
+            seen_ids: HashMap::new(),
             seen_order: VecDeque::new(),
         }
     }
@@ -125,31 +313,68 @@ impl Member {
         }
     }
 
-    /// Puts `envelope` in the inbox with the next `seq`; the stream gets it at
-    /// the next [`Member::flush`].
-    pub(crate) fn push(&mut self, mut envelope: pb::Envelope) -> pb::Envelope {
+    /// Puts an entry in the inbox with the next `seq`; the stream gets it at
+    /// the next [`Member::flush`]. Returns it as stored, and the bytes it adds
+    /// to what the lead holds.
+    fn push(&mut self, mut entry: Entry) -> (&Entry, usize) {
         self.last_seq += 1;
-        envelope.seq = self.last_seq;
-        self.inbox.push_back(envelope.clone());
-        envelope
+        entry.seq = self.last_seq;
+        self.inbox_bytes += entry.bytes();
+        let added = entry.added_bytes();
+        self.inbox.push_back(entry);
+        let entry = self.inbox.back().expect("just pushed");
+        (entry, added)
     }
 
-    /// Forgets every envelope up to `seq`.
-    pub(crate) fn ack(&mut self, seq: u64) {
+    /// Forgets every envelope up to `seq`; returns the bytes the lead frees.
+    fn ack(&mut self, seq: u64) -> usize {
+        let mut freed = 0;
         while self.inbox.front().is_some_and(|e| e.seq <= seq) {
-            self.inbox.pop_front();
+            if let Some(entry) = self.inbox.pop_front() {
+                self.inbox_bytes -= entry.bytes();
+                freed += entry.freed_bytes();
+            }
         }
+        freed
     }
 
-    /// Opens a new inbox stream, replacing any older one; every envelope after
-    /// `after_seq` goes to it at the next flush.
-    pub(crate) fn open_stream(&mut self, id: u64, after_seq: u64, sink: InboxSink) {
-        self.ack(after_seq);
-        self.stream = Some(Stream {
+    /// Forgets every envelope; returns the bytes the lead frees.
+    fn clear(&mut self) -> usize {
+        self.ack(u64::MAX)
+    }
+
+    /// Opens a new inbox stream, replacing any older one (which ends with
+    /// ABORTED); every envelope after `after_seq` goes to it at the next
+    /// flush. Returns the bytes the lead frees by the acknowledgement.
+    fn open_stream(
+        &mut self,
+        id: u64,
+        after_seq: u64,
+        sink: InboxSink,
+        ender: StreamEnder,
+        now: i64,
+    ) -> usize {
+        let freed = self.ack(after_seq);
+        let old = self.stream.replace(Stream {
             id,
             sink,
+            ender: Some(ender),
             sent: after_seq,
+            opened_at_unix_ms: now,
         });
+        if let Some(old) = old {
+            old.end(tonic::Status::aborted(
+                "inbox: replaced by a newer Inbox call of this member; this stream ends here",
+            ));
+        }
+        freed
+    }
+
+    /// Ends the inbox stream, if open, with `status`.
+    pub(crate) fn end_stream(&mut self, status: tonic::Status) {
+        if let Some(stream) = self.stream.take() {
+            stream.end(status);
+        }
     }
 
     /// Hands the stream every envelope it has not had. A stream that cannot
@@ -160,21 +385,50 @@ impl Member {
             return true;
         };
         let start = self.inbox.partition_point(|e| e.seq <= stream.sent);
-        for envelope in self.inbox.range(start..) {
-            if stream.sink.try_send(Ok(envelope.clone())).is_err() {
+        for entry in self.inbox.range(start..) {
+            if stream
+                .sink
+                .try_send(Ok(entry.envelope(self.name.as_str())))
+                .is_err()
+            {
                 tracing::warn!(member = %self.name, "inbox stream is full or gone; dropping it");
-                self.stream = None;
+                self.end_stream(tonic::Status::unavailable(
+                    "inbox: this stream fell behind what the lead had for it; \
+                     reconnect with after_seq and resume",
+                ));
                 return false;
             }
-            stream.sent = envelope.seq;
+            stream.sent = entry.seq;
         }
         true
     }
 
-    /// Remembers a `Send` message id; `false` if it was seen before.
-    pub(crate) fn remember_message_id(&mut self, id: &str) -> bool {
-        if !self.seen_ids.insert(id.to_owned()) {
-            return false;
+    /// Whether the member holds an envelope it has had on its open stream
+    /// since before `since` without acknowledging it: it is stuck.
+    pub(crate) fn stuck_since(&self, since: i64) -> Option<u64> {
+        let stream = self.stream.as_ref()?;
+        let oldest = self.inbox.front()?;
+        (stream.opened_at_unix_ms <= since && oldest.sent_at_unix_ms <= since).then_some(oldest.seq)
+    }
+
+    /// What a `Send` message id means, given the digest of the new message.
+    pub(crate) fn check_message_id(&self, id: &str, digest: &str) -> SeenId {
+        match self.seen_ids.get(id) {
+            None => SeenId::New,
+            // Ids remembered before digests were kept match any message.
+            Some(seen) if seen.is_empty() || seen == digest => SeenId::Retry,
+            Some(_) => SeenId::Reused,
+        }
+    }
+
+    /// Remembers a `Send` message id with its digest.
+    pub(crate) fn remember_message_id(&mut self, id: &str, digest: &str) {
+        if self
+            .seen_ids
+            .insert(id.to_owned(), digest.to_owned())
+            .is_some()
+        {
+            return;
         }
         self.seen_order.push_back(id.to_owned());
         if self.seen_order.len() > REMEMBERED_MESSAGE_IDS {
@@ -182,28 +436,33 @@ impl Member {
                 self.seen_ids.remove(&old);
             }
         }
-        true
     }
 }
 
 /// Every member, by name, in the order they joined.
 #[derive(Debug, Default)]
 pub(crate) struct Roster {
-    /// Members by name (a terminated member stays until its name is reused).
+    /// Members by name (a terminated member stays until its name is reused,
+    /// or the retention window passes).
     members: HashMap<String, Member>,
-    /// Names in join order, for listing.
-    order: Vec<String>,
-    /// Session token hash to member name.
+    /// Names by join order, for listing and paging.
+    order: BTreeMap<u64, String>,
+    /// Session token hash to member name, for active members.
     sessions: HashMap<String, String>,
+    /// Session token hash to member name, for terminated members: only a
+    /// retried answer to their shutdown is accepted from these.
+    retired: HashMap<String, String>,
     /// Names changed since the last [`Roster::take_touched`], for persistence.
     touched: HashSet<String>,
     /// The next join order number.
     next_order: u64,
+    /// What every inbox holds, in bytes, shared bodies counted once.
+    held_bytes: usize,
 }
 
 impl Roster {
     /// The roster as persisted; every member starts disconnected.
-    pub(crate) fn restore(snapshot: &mut Snapshot) -> Result<Self, String> {
+    pub(crate) fn restore(snapshot: &mut Snapshot, now: i64) -> Result<Self, String> {
         let mut roster = Roster::default();
         for record in std::mem::take(&mut snapshot.members) {
             let name = Name::parse("name", &record.name).map_err(|e| e.to_string())?;
@@ -216,18 +475,41 @@ impl Roster {
             member.mode = mode;
             member.idle = record.idle;
             member.terminated = record.terminated;
+            member.terminated_at_unix_ms = record.terminated.then_some(now);
             member.last_seq = record.last_seq;
             roster.next_order = roster.next_order.max(record.order + 1);
             roster.insert(member);
         }
-        for (name, envelope) in std::mem::take(&mut snapshot.envelopes) {
-            if let Some(member) = roster.members.get_mut(&name) {
-                member.inbox.push_back(envelope);
+        let mut shared: HashMap<u64, Arc<SharedBody>> = HashMap::new();
+        for (id, body) in std::mem::take(&mut snapshot.bodies) {
+            shared.insert(id, SharedBody::new(id, body));
+        }
+        for record in std::mem::take(&mut snapshot.envelopes) {
+            let envelope = record.envelope;
+            let payload = match (record.shared, envelope.body) {
+                (Some(id), _) => match shared.get(&id) {
+                    Some(body) => Payload::Shared(body.clone()),
+                    None => return Err(format!("envelope refers to a missing shared body {id}")),
+                },
+                (None, Some(body)) => Payload::Own(body),
+                (None, None) => return Err("envelope without a body".into()),
+            };
+            let entry = Entry {
+                seq: envelope.seq,
+                message_id: envelope.message_id,
+                from: envelope.from,
+                sent_at_unix_ms: envelope.sent_at_unix_ms,
+                payload,
+            };
+            if let Some(member) = roster.members.get_mut(&record.member) {
+                member.inbox_bytes += entry.bytes();
+                roster.held_bytes += entry.added_bytes();
+                member.inbox.push_back(entry);
             }
         }
-        for (name, id) in std::mem::take(&mut snapshot.message_ids) {
+        for (name, id, digest) in std::mem::take(&mut snapshot.message_ids) {
             if let Some(member) = roster.members.get_mut(&name) {
-                member.remember_message_id(&id);
+                member.remember_message_id(&id, &digest);
             }
         }
         roster.touched.clear();
@@ -258,34 +540,113 @@ impl Roster {
         self.members.get_mut(name)
     }
 
-    /// The name of the member a session token belongs to.
+    /// The name of the active member a session token belongs to.
     pub(crate) fn by_token(&self, token: &str) -> Option<&str> {
         self.sessions.get(&token_hash(token)).map(String::as_str)
+    }
+
+    /// The name of the terminated member a session token belonged to.
+    pub(crate) fn by_retired_token(&self, token: &str) -> Option<&str> {
+        self.retired.get(&token_hash(token)).map(String::as_str)
     }
 
     /// Adds (or, for a terminated name, replaces) a member.
     pub(crate) fn insert(&mut self, member: Member) {
         let name = member.name.to_string();
         if let Some(hash) = &member.token_hash {
-            self.sessions.insert(hash.clone(), name.clone());
+            if member.terminated {
+                self.retired.insert(hash.clone(), name.clone());
+            } else {
+                self.sessions.insert(hash.clone(), name.clone());
+            }
         }
-        if self.members.insert(name.clone(), member).is_some() {
-            self.order.retain(|n| n != &name);
+        if let Some(mut old) = self.members.remove(&name) {
+            self.held_bytes -= old.clear();
+            self.order.remove(&old.order);
+            if let Some(hash) = &old.token_hash {
+                self.retired.remove(hash);
+            }
         }
-        self.order.push(name.clone());
+        self.order.insert(member.order, name.clone());
+        self.members.insert(name.clone(), member);
         self.touched.insert(name);
     }
 
-    /// Revokes a member's session token.
+    /// Retires a member's session token: it no longer authenticates, but a
+    /// retried answer to its shutdown is still recognised.
     pub(crate) fn revoke(&mut self, name: &str) {
-        if let Some(hash) = self.get_mut(name).and_then(|m| m.token_hash.take()) {
+        if let Some(hash) = self.get(name).and_then(|m| m.token_hash.clone()) {
             self.sessions.remove(&hash);
+            self.retired.insert(hash, name.to_owned());
         }
+    }
+
+    /// Forgets a terminated member for good (its retention passed).
+    pub(crate) fn remove(&mut self, name: &str) {
+        if let Some(mut member) = self.members.remove(name) {
+            self.held_bytes -= member.clear();
+            self.order.remove(&member.order);
+            if let Some(hash) = &member.token_hash {
+                self.retired.remove(hash);
+                self.sessions.remove(hash);
+            }
+        }
+        self.touched.remove(name);
+    }
+
+    /// Puts `entry` in `name`'s inbox; returns it as stored.
+    pub(crate) fn push(&mut self, name: &str, entry: Entry) -> Option<&Entry> {
+        let member = self.members.get_mut(name)?;
+        let (entry, added) = member.push(entry);
+        self.held_bytes += added;
+        Some(entry)
+    }
+
+    /// Forgets `name`'s envelopes up to `seq`.
+    pub(crate) fn ack(&mut self, name: &str, seq: u64) {
+        if let Some(member) = self.members.get_mut(name) {
+            self.held_bytes -= member.ack(seq);
+        }
+    }
+
+    /// Forgets all of `name`'s envelopes.
+    pub(crate) fn clear_inbox(&mut self, name: &str) {
+        if let Some(member) = self.members.get_mut(name) {
+            self.held_bytes -= member.clear();
+        }
+    }
+
+    /// Opens `name`'s inbox stream (see [`Member::open_stream`]).
+    pub(crate) fn open_stream(
+        &mut self,
+        name: &str,
+        id: u64,
+        after_seq: u64,
+        sink: InboxSink,
+        ender: StreamEnder,
+        now: i64,
+    ) {
+        if let Some(member) = self.members.get_mut(name) {
+            self.held_bytes -= member.open_stream(id, after_seq, sink, ender, now);
+        }
+    }
+
+    /// What every inbox holds, in bytes, shared bodies counted once.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.held_bytes
     }
 
     /// Every member, in join order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &Member> {
-        self.order.iter().filter_map(|n| self.members.get(n))
+        self.order.values().filter_map(|n| self.members.get(n))
+    }
+
+    /// Every member that joined after join order `after` (all for `None`), in join order.
+    pub(crate) fn iter_after(&self, after: Option<u64>) -> impl Iterator<Item = &Member> {
+        let start = after.map_or(0, |after| after.saturating_add(1));
+        self.order
+            .range(start..)
+            .filter_map(|(_, n)| self.members.get(n))
     }
 
     /// Names of active members other than `except`.
@@ -320,12 +681,15 @@ mod tests {
         )
     }
 
-    fn text(content: &str) -> pb::Envelope {
-        pb::Envelope {
-            body: Some(pb::envelope::Body::Text(pb::Text {
+    fn text(content: &str) -> Entry {
+        Entry {
+            seq: 0,
+            message_id: "m".into(),
+            from: "bob".into(),
+            sent_at_unix_ms: 0,
+            payload: Payload::Own(Body::Text(pb::Text {
                 content: content.into(),
             })),
-            ..Default::default()
         }
     }
 
@@ -337,14 +701,24 @@ mod tests {
         seqs
     }
 
+    fn open(
+        member: &mut Member,
+        after: u64,
+        capacity: usize,
+    ) -> mpsc::Receiver<Result<pb::Envelope, tonic::Status>> {
+        let (tx, rx) = mpsc::channel(capacity);
+        let (ender, _ended) = oneshot::channel();
+        member.open_stream(1, after, tx, ender, 0);
+        rx
+    }
+
     #[tokio::test]
     async fn a_resumed_stream_gets_every_unacked_envelope_after_its_seq_once() {
         let mut alice = member("alice");
         for i in 1..=5 {
             alice.push(text(&i.to_string()));
         }
-        let (tx, mut rx) = mpsc::channel(16);
-        alice.open_stream(1, 2, tx);
+        let mut rx = open(&mut alice, 2, 16);
         assert!(alice.flush());
         assert_eq!(received(&mut rx), vec![3, 4, 5]);
         alice.push(text("6"));
@@ -353,14 +727,14 @@ mod tests {
         assert_eq!(received(&mut rx), vec![6]);
         alice.ack(6);
         assert!(alice.inbox.is_empty());
+        assert_eq!(alice.inbox_bytes, 0);
         assert_eq!(alice.status(), pb::MemberStatus::Working);
     }
 
     #[tokio::test]
     async fn a_stream_that_cannot_keep_up_is_dropped_and_loses_nothing() {
         let mut alice = member("alice");
-        let (tx, _rx) = mpsc::channel(2);
-        alice.open_stream(1, 0, tx);
+        let _rx = open(&mut alice, 0, 2);
         for i in 1..=3 {
             alice.push(text(&i.to_string()));
         }
@@ -370,55 +744,165 @@ mod tests {
         assert_eq!(alice.inbox.len(), 3, "everything stays until acknowledged");
     }
 
-    #[test]
-    fn message_ids_are_remembered_up_to_a_bound() {
+    #[tokio::test]
+    async fn a_replaced_stream_ends_with_aborted() {
         let mut alice = member("alice");
-        assert!(alice.remember_message_id("a"));
-        assert!(!alice.remember_message_id("a"));
-        for i in 0..REMEMBERED_MESSAGE_IDS {
-            alice.remember_message_id(&i.to_string());
+        let (tx, _rx) = mpsc::channel(4);
+        let (ender, ended) = oneshot::channel();
+        alice.open_stream(1, 0, tx, ender, 0);
+        let _second = open(&mut alice, 0, 4);
+        let status = ended.await.expect("the first stream was ended");
+        assert_eq!(status.code(), tonic::Code::Aborted);
+        assert!(status.message().contains("replaced"), "{status:?}");
+    }
+
+    #[tokio::test]
+    async fn a_member_is_stuck_once_its_oldest_envelope_waits_past_the_timeout() {
+        let mut alice = member("alice");
+        assert_eq!(alice.stuck_since(100), None, "no stream, not stuck");
+        let _rx = open(&mut alice, 0, 16);
+        assert_eq!(alice.stuck_since(100), None, "nothing unread");
+        let mut late = text("x");
+        late.sent_at_unix_ms = 50;
+        alice.push(late);
+        assert_eq!(alice.stuck_since(49), None);
+        assert_eq!(alice.stuck_since(50), Some(1));
+        alice.ack(1);
+        assert_eq!(alice.stuck_since(100), None);
+    }
+
+    #[test]
+    fn a_shared_body_is_held_once_and_freed_with_its_last_entry() {
+        let mut roster = Roster::default();
+        for name in ["a", "b", "c"] {
+            let mut m = member(name);
+            m.order = u64::from(name.as_bytes()[0]);
+            roster.insert(m);
         }
-        assert!(alice.remember_message_id("a"), "the oldest id is forgotten");
+        let body = SharedBody::new(
+            1,
+            Body::Text(pb::Text {
+                content: "x".repeat(10_000),
+            }),
+        );
+        let entry = Entry {
+            payload: Payload::Shared(body.clone()),
+            ..text("")
+        };
+        drop(body);
+        for name in ["a", "b", "c"] {
+            roster.push(name, entry.clone());
+        }
+        drop(entry);
+        let held = roster.held_bytes();
+        assert!(
+            held > 10_000 && held < 11_000,
+            "{held}: the body counted once"
+        );
+        assert!(
+            roster.get("a").expect("a").inbox_bytes > 10_000,
+            "each recipient pays for it"
+        );
+        roster.ack("a", 1);
+        roster.clear_inbox("b");
+        assert!(roster.held_bytes() > 10_000, "c still holds it");
+        roster.ack("c", 1);
+        assert_eq!(roster.held_bytes(), 0);
+    }
+
+    #[test]
+    fn message_ids_tell_a_retry_from_a_reuse_and_are_remembered_up_to_a_bound() {
+        let mut alice = member("alice");
+        assert_eq!(alice.check_message_id("a", "d1"), SeenId::New);
+        alice.remember_message_id("a", "d1");
+        assert_eq!(alice.check_message_id("a", "d1"), SeenId::Retry);
+        assert_eq!(alice.check_message_id("a", "d2"), SeenId::Reused);
+        for i in 0..REMEMBERED_MESSAGE_IDS {
+            alice.remember_message_id(&i.to_string(), "d");
+        }
+        assert_eq!(
+            alice.check_message_id("a", "d2"),
+            SeenId::New,
+            "the oldest id is forgotten"
+        );
     }
 
     #[test]
     fn a_terminated_name_can_be_reused_and_tokens_follow_the_member() {
         let mut roster = Roster::default();
+        let mut bob = member("bob");
+        bob.order = 0;
         roster.insert(member("alice"));
-        roster.insert(member("bob"));
+        roster.insert(bob);
         assert_eq!(roster.by_token("t-alice"), Some("alice"));
         roster.revoke("alice");
         assert_eq!(roster.by_token("t-alice"), None);
-        roster.insert(member("alice"));
+        assert_eq!(roster.by_retired_token("t-alice"), Some("alice"));
+        let mut again = member("alice");
+        again.order = 2;
+        roster.insert(again);
         let names: Vec<_> = roster.iter().map(|m| m.name.to_string()).collect();
         assert_eq!(names, vec!["bob", "alice"]);
         assert_eq!(roster.active_names_except("bob"), vec!["alice"]);
+        let after: Vec<_> = roster
+            .iter_after(Some(0))
+            .map(|m| m.name.to_string())
+            .collect();
+        assert_eq!(after, vec!["alice"]);
         assert_eq!(roster.take_touched().len(), 2);
+        roster.remove("bob");
+        assert!(roster.get("bob").is_none());
+        assert_eq!(roster.by_token("t-bob"), None);
     }
 
     #[test]
-    fn a_restored_roster_keeps_tokens_inboxes_and_seq() {
+    fn a_restored_roster_keeps_tokens_inboxes_shared_bodies_and_seq() {
         let mut alice = member("alice");
-        alice.last_seq = 7;
-        let mut snapshot = Snapshot {
-            members: vec![alice.record()],
-            envelopes: vec![(
-                "alice".into(),
-                pb::Envelope {
-                    seq: 7,
-                    ..Default::default()
-                },
-            )],
-            requests: vec![],
-            message_ids: vec![("alice".into(), "m1".into())],
+        alice.last_seq = 8;
+        let mut bob = member("bob");
+        bob.order = 2;
+        bob.terminated = true;
+        let envelope = |seq, body| pb::Envelope {
+            seq,
+            body,
+            ..Default::default()
         };
-        let mut roster = Roster::restore(&mut snapshot).expect("restores");
+        let notice = Body::TeammateTerminated(pb::TeammateTerminated {
+            name: "carol".into(),
+            ..Default::default()
+        });
+        let mut snapshot = Snapshot {
+            members: vec![alice.record(), bob.record()],
+            envelopes: vec![
+                EnvelopeRecord {
+                    member: "alice".into(),
+                    envelope: envelope(7, Some(Body::Text(pb::Text::default()))),
+                    shared: None,
+                },
+                EnvelopeRecord {
+                    member: "alice".into(),
+                    envelope: envelope(8, None),
+                    shared: Some(3),
+                },
+            ],
+            bodies: vec![(3, notice)],
+            requests: vec![],
+            message_ids: vec![("alice".into(), "m1".into(), "d".into())],
+        };
+        let mut roster = Roster::restore(&mut snapshot, 5).expect("restores");
         assert_eq!(roster.by_token("t-alice"), Some("alice"));
+        assert_eq!(roster.by_token("t-bob"), None);
+        assert_eq!(roster.by_retired_token("t-bob"), Some("bob"));
+        assert_eq!(
+            roster.get("bob").and_then(|b| b.terminated_at_unix_ms),
+            Some(5)
+        );
         let restored = roster.get_mut("alice").expect("alice");
-        assert_eq!(restored.last_seq, 7);
-        assert_eq!(restored.inbox.len(), 1);
-        assert!(!restored.remember_message_id("m1"));
-        assert_eq!(restored.push(text("next")).seq, 8, "seq goes on");
-        assert_eq!(roster.next_order(), 2);
+        assert_eq!(restored.last_seq, 8);
+        assert_eq!(restored.inbox.len(), 2);
+        assert!(matches!(restored.inbox[1].payload, Payload::Shared(_)));
+        assert_eq!(restored.check_message_id("m1", "d"), SeenId::Retry);
+        assert_eq!(restored.push(text("next")).0.seq, 9, "seq goes on");
+        assert_eq!(roster.next_order(), 3);
     }
 }

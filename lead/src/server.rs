@@ -8,9 +8,11 @@ use tokio::{
     net::TcpListener,
     sync::{oneshot, watch},
 };
-use tonic::transport::{server::TcpIncoming, Server};
+use tonic::transport::Server;
 
+pub use crate::connections::ConnLimits;
 use crate::{
+    connections::{self, CallsLayer},
     hub::{self, HubConfig, HubFailure},
     service::{LeadService, OperatorService, Tokens},
     store::{Store, StoreError},
@@ -30,6 +32,40 @@ pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
     socket.listen(LISTEN_BACKLOG)
+}
+
+/// Calls one connection may have in progress at once (HTTP/2
+/// `SETTINGS_MAX_CONCURRENT_STREAMS`); a teammate needs two or three.
+const MAX_STREAMS_PER_CONNECTION: u32 = 256;
+
+/// The connection cap that fits this process: `wanted`, lowered (with a
+/// warning) to what the descriptor limit allows once raised to its hard limit.
+pub fn connection_cap(flag: &str, wanted: usize) -> anyhow::Result<usize> {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    if wanted == 0 {
+        anyhow::bail!("{flag}: must be at least 1");
+    }
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    if soft < hard {
+        // More descriptors for connections, up to what the system allows.
+        if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            tracing::warn!(error = %e, "cannot raise the descriptor limit");
+        }
+    }
+    let (soft, _) = getrlimit(Resource::RLIMIT_NOFILE)?;
+    // Room for the listener, the database, logs and children's pipes.
+    let fits = usize::try_from(soft.saturating_sub(64))
+        .unwrap_or(usize::MAX)
+        .max(1);
+    if wanted > fits {
+        tracing::warn!(
+            wanted,
+            fits,
+            "{flag} is more than the descriptor limit allows; using {fits}"
+        );
+        return Ok(fits);
+    }
+    Ok(wanted)
 }
 
 /// Why the server stopped other than by request.
@@ -79,6 +115,7 @@ pub async fn run(
     store: Box<dyn Store>,
     tokens: Tokens,
     keepalive: Keepalive,
+    connections: ConnLimits,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
     let (hub, commands) = hub::load(config, store)?;
@@ -107,7 +144,7 @@ pub async fn run(
         tokens: tokens.clone(),
     };
     let operator = OperatorService { hub, tokens };
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+    let incoming = connections::incoming(listener, connections);
     let mut hub_result = Ok(());
     let signal = async {
         // The server keeps serving while the hub stops its children (they
@@ -128,6 +165,8 @@ pub async fn run(
     let served = Server::builder()
         .http2_keepalive_interval(Some(keepalive.interval))
         .http2_keepalive_timeout(Some(keepalive.timeout))
+        .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
+        .layer(CallsLayer)
         .add_service(health_service)
         .add_service(reflection)
         .add_service(pb::lead_server::LeadServer::new(lead))

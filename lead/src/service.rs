@@ -2,12 +2,13 @@
 //! what it can alone, sends a command to the hub and maps the reply.
 
 use std::{
+    future::Future,
     pin::Pin,
     task::{Context, Poll},
 };
 
-use shared::{auth::bearer, names::Name, pb};
-use tokio::sync::mpsc;
+use shared::{auth::bearer, limits, names::Name, pb};
+use tokio::sync::{mpsc, oneshot};
 use tokio_stream::{wrappers::ReceiverStream, Stream};
 use tonic::{Request, Response, Status};
 
@@ -79,10 +80,14 @@ impl LeadService {
     }
 }
 
-/// An inbox stream that tells the hub when the client goes away.
+/// An inbox stream that tells the hub when the client goes away, and that the
+/// hub can end early with a status (replaced by a newer stream, stuck).
 struct InboxStream {
-    /// Envelopes from the hub.
-    inner: ReceiverStream<Result<pb::Envelope, Status>>,
+    /// Envelopes from the hub; `None` once the stream was ended.
+    inner: Option<ReceiverStream<Result<pb::Envelope, Status>>>,
+    /// The status the hub ends the stream with, if it does; `None` once the
+    /// hub let the stream go without one.
+    ended: Option<oneshot::Receiver<Status>>,
     /// Whom to tell, and about which stream.
     hub: HubHandle,
     /// The member.
@@ -95,7 +100,23 @@ impl Stream for InboxStream {
     type Item = Result<pb::Envelope, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        Pin::new(&mut self.inner).poll_next(cx)
+        if let Some(ended) = self.ended.as_mut() {
+            match Pin::new(ended).poll(cx) {
+                Poll::Ready(Ok(status)) => {
+                    // What the client has not read goes with the stream; it
+                    // resumes after the last `seq` it processed.
+                    self.ended = None;
+                    self.inner = None;
+                    return Poll::Ready(Some(Err(status)));
+                }
+                Poll::Ready(Err(_)) => self.ended = None,
+                Poll::Pending => {}
+            }
+        }
+        match self.inner.as_mut() {
+            Some(inner) => Pin::new(inner).poll_next(cx),
+            None => Poll::Ready(None),
+        }
     }
 }
 
@@ -124,6 +145,7 @@ impl pb::lead_server::Lead for LeadService {
         }
         let request = request.into_inner();
         let name = Name::parse("name", &request.name)?;
+        limits::check("role", &request.role, limits::ROLE)?;
         if request.role.trim().is_empty() {
             return Err(Status::invalid_argument("role: is required"));
         }
@@ -147,17 +169,20 @@ impl pb::lead_server::Lead for LeadService {
         let token = self.session(&request, "Inbox")?;
         let after_seq = request.into_inner().after_seq;
         let (sink, rx) = mpsc::channel(STREAM_BUFFER);
+        let (ender, ended) = oneshot::channel();
         let (name, stream_id) = self
             .hub
             .call(|reply| Command::Inbox {
                 token,
                 after_seq,
                 sink,
+                ender,
                 reply,
             })
             .await?;
         let stream = InboxStream {
-            inner: ReceiverStream::new(rx),
+            inner: Some(ReceiverStream::new(rx)),
+            ended: Some(ended),
             hub: self.hub.clone(),
             name,
             stream_id,
@@ -250,11 +275,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::ReportIdleResponse>, Status> {
         let token = self.session(&request, "ReportIdle")?;
         let idle = request.into_inner();
-        if idle.reason.len() > 16 * 1024 {
-            return Err(Status::invalid_argument(
-                "reason: is longer than 16384 bytes",
-            ));
-        }
+        limits::check("reason", &idle.reason, limits::REASON)?;
         self.hub
             .call(|reply| Command::ReportIdle { token, idle, reply })
             .await?;
@@ -266,12 +287,8 @@ impl pb::lead_server::Lead for LeadService {
         request: Request<pb::ToolCallReport>,
     ) -> Result<Response<pb::ReportToolCallResponse>, Status> {
         let token = self.session(&request, "ReportToolCall")?;
+        // Over-long fields are cut by the hub, not refused.
         let report = request.into_inner();
-        if report.args_json.len() + report.outcome.len() > 64 * 1024 {
-            return Err(Status::invalid_argument(
-                "args_json: with outcome, longer than 65536 bytes",
-            ));
-        }
         self.hub
             .call(|reply| Command::ReportToolCall {
                 token,
@@ -364,8 +381,11 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ListTeamRequest>,
     ) -> Result<Response<pb::ListTeamResponse>, Status> {
-        self.run(request, |_, reply| Command::ListTeam { reply })
-            .await
+        self.run(request, |request, reply| Command::ListTeam {
+            request,
+            reply,
+        })
+        .await
     }
 
     async fn list_requests(

@@ -4,7 +4,7 @@
 use std::{
     fs,
     io::Write,
-    os::unix::fs::{OpenOptionsExt, PermissionsExt},
+    os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt},
     path::{Path, PathBuf},
 };
 
@@ -23,10 +23,27 @@ pub const OPERATOR_TOKEN_FILE: &str = "operator.token";
 pub const ADDR_FILE: &str = "lead.addr";
 
 impl StateDir {
-    /// Creates the directory (mode 0700) if needed.
+    /// Creates the directory (mode 0700) if needed. An existing directory
+    /// keeps its mode (it is the owner's to choose); one that others can
+    /// read or enter is warned about, since tokens and the database are
+    /// kept in it (each file itself is 0600).
     pub fn create(root: &Path) -> std::io::Result<Self> {
-        fs::create_dir_all(root)?;
-        fs::set_permissions(root, fs::Permissions::from_mode(0o700))?;
+        if root.is_dir() {
+            let mode = fs::metadata(root)?.permissions().mode();
+            if mode & 0o077 != 0 {
+                tracing::warn!(
+                    dir = %root.display(),
+                    mode = format!("{:o}", mode & 0o777),
+                    "the state dir is open to other users; its files are 0600, \
+                     but consider chmod 700"
+                );
+            }
+        } else {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(root)?;
+        }
         Ok(Self {
             root: root.to_path_buf(),
         })

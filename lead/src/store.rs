@@ -34,24 +34,43 @@ pub struct MemberRecord {
     pub order: u64,
 }
 
+/// One unacknowledged envelope, as persisted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvelopeRecord {
+    /// Whose inbox holds it.
+    pub member: String,
+    /// The envelope; without a body when the body is shared.
+    pub envelope: pb::Envelope,
+    /// The shared body it carries, by id.
+    pub shared: Option<u64>,
+}
+
 /// A change to persist.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
     /// Insert or replace a member.
     Member(MemberRecord),
     /// A new envelope in a member's inbox.
-    Envelope {
-        member: String,
-        envelope: pb::Envelope,
-    },
+    Envelope(EnvelopeRecord),
+    /// A body the recipients of a fan-out share (stored once; dropped with
+    /// the last envelope that refers to it).
+    SharedBody { id: u64, body: pb::envelope::Body },
     /// The member processed everything up to `seq`.
     Ack { member: String, seq: u64 },
     /// The member's inbox is dropped (it terminated, or its name was reused).
     ClearInbox { member: String },
     /// Insert or replace a protocol request.
     Request(Box<Request>),
-    /// A `Send` message id seen from `sender`.
-    MessageId { sender: String, message_id: String },
+    /// A `Send` message id seen from `sender`, with the digest of what it sent.
+    MessageId {
+        sender: String,
+        message_id: String,
+        digest: String,
+    },
+    /// A terminated member is forgotten (its retention passed).
+    DeleteMember { member: String },
+    /// A resolved request is forgotten (its retention passed).
+    DeleteRequest { request_id: String },
 }
 
 /// Everything a store holds, as loaded at start.
@@ -60,11 +79,14 @@ pub struct Snapshot {
     /// Members in join order.
     pub members: Vec<MemberRecord>,
     /// Unacknowledged envelopes, by member, in `seq` order.
-    pub envelopes: Vec<(String, pb::Envelope)>,
+    pub envelopes: Vec<EnvelopeRecord>,
+    /// Shared bodies by id.
+    pub bodies: Vec<(u64, pb::envelope::Body)>,
     /// Requests, oldest first.
     pub requests: Vec<Request>,
-    /// `Send` message ids by sender, oldest first.
-    pub message_ids: Vec<(String, String)>,
+    /// `Send` message ids by sender, oldest first, with their digests
+    /// (empty for ids stored before digests were).
+    pub message_ids: Vec<(String, String, String)>,
 }
 
 /// Why the store failed.
@@ -125,10 +147,14 @@ impl Store for MemoryStore {
 /// SHA-256 of a token, hex: what the store keeps instead of the token.
 pub fn token_hash(token: &str) -> String {
     use sha2::Digest;
+    hex(&sha2::Sha256::digest(token.as_bytes()))
+}
+
+/// Bytes as lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
     const HEX: &[u8; 16] = b"0123456789abcdef";
-    let digest = sha2::Sha256::digest(token.as_bytes());
-    let mut hex = String::with_capacity(digest.len() * 2);
-    for byte in digest {
+    let mut hex = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
         hex.push(char::from(HEX[usize::from(byte >> 4)]));
         hex.push(char::from(HEX[usize::from(byte & 0xf)]));
     }

@@ -20,7 +20,7 @@
 //! argument), no async. The lead's hub owns one.
 
 use std::{
-    collections::{BTreeSet, HashMap},
+    collections::{BTreeMap, BTreeSet, HashMap},
     fmt,
 };
 
@@ -256,12 +256,15 @@ pub struct Outcome {
 /// Every protocol request the lead knows, by id.
 #[derive(Debug, Default, Clone)]
 pub struct Tracker {
-    /// The requests, in the order they were opened.
-    requests: Vec<Request>,
-    /// Index into `requests` by id.
-    by_id: HashMap<RequestId, usize>,
-    /// Indices of pending requests, oldest first.
-    pending: BTreeSet<usize>,
+    /// The requests by the order they were opened in (a number that only
+    /// grows, so that a page of a list can continue after one).
+    requests: BTreeMap<u64, Request>,
+    /// The next order number.
+    next_ord: u64,
+    /// Order number by id.
+    by_id: HashMap<RequestId, u64>,
+    /// Order numbers of pending requests, oldest first.
+    pending: BTreeSet<u64>,
     /// Pending requests with a deadline, soonest first.
     deadlines: BTreeSet<(i64, RequestId)>,
     /// Ids changed since the last [`Tracker::take_touched`], for persistence.
@@ -278,16 +281,16 @@ impl Tracker {
     pub fn restore(requests: Vec<Request>) -> Self {
         let mut tracker = Self::new();
         for request in requests {
+            let ord = tracker.next_ord;
+            tracker.next_ord += 1;
             if request.status == Status::Pending {
-                tracker.pending.insert(tracker.requests.len());
+                tracker.pending.insert(ord);
                 if let Some(deadline) = request.opening.deadline_unix_ms {
                     tracker.deadlines.insert((deadline, request.id().clone()));
                 }
             }
-            tracker
-                .by_id
-                .insert(request.id().clone(), tracker.requests.len());
-            tracker.requests.push(request);
+            tracker.by_id.insert(request.id().clone(), ord);
+            tracker.requests.insert(ord, request);
         }
         tracker
     }
@@ -299,12 +302,34 @@ impl Tracker {
 
     /// A request by id.
     pub fn get(&self, id: &RequestId) -> Option<&Request> {
-        self.by_id.get(id).map(|&i| &self.requests[i])
+        self.by_id.get(id).and_then(|ord| self.requests.get(ord))
     }
 
     /// Every request, oldest first.
     pub fn iter(&self) -> impl Iterator<Item = &Request> {
-        self.requests.iter()
+        self.requests.values()
+    }
+
+    /// Every request opened after the one with order number `after` (all for
+    /// `None`), oldest first, with its order number.
+    pub fn iter_after(&self, after: Option<u64>) -> impl Iterator<Item = (u64, &Request)> {
+        let start = after.map_or(0, |after| after.saturating_add(1));
+        self.requests.range(start..).map(|(ord, r)| (*ord, r))
+    }
+
+    /// Forgets every request resolved at or before `before`; returns their ids.
+    pub fn prune_resolved(&mut self, before: i64) -> Vec<RequestId> {
+        let old: Vec<(u64, RequestId)> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| r.resolved_at_unix_ms.is_some_and(|at| at <= before))
+            .map(|(ord, r)| (*ord, r.id().clone()))
+            .collect();
+        for (ord, id) in &old {
+            self.requests.remove(ord);
+            self.by_id.remove(id);
+        }
+        old.into_iter().map(|(_, id)| id).collect()
     }
 
     /// A new request arrives. The same id with the same request again is a
@@ -331,9 +356,11 @@ impl Tracker {
         if let Some(deadline) = request.opening.deadline_unix_ms {
             self.deadlines.insert((deadline, request.id().clone()));
         }
-        self.by_id.insert(request.id().clone(), self.requests.len());
-        self.pending.insert(self.requests.len());
-        self.requests.push(request.clone());
+        let ord = self.next_ord;
+        self.next_ord += 1;
+        self.by_id.insert(request.id().clone(), ord);
+        self.pending.insert(ord);
+        self.requests.insert(ord, request.clone());
         self.touched.push(request.id().clone());
         Ok(Outcome {
             request,
@@ -354,7 +381,10 @@ impl Tracker {
             .by_id
             .get(id)
             .ok_or_else(|| TransitionError::NotFound(id.clone()))?;
-        let request = &mut self.requests[index];
+        let request = self
+            .requests
+            .get_mut(&index)
+            .ok_or_else(|| TransitionError::NotFound(id.clone()))?;
         if request.opening.kind != kind {
             return Err(TransitionError::WrongType {
                 id: id.clone(),
@@ -407,7 +437,7 @@ impl Tracker {
     /// Request `id` expires, if it is still pending; `None` otherwise.
     pub fn expire(&mut self, id: &RequestId, reason: &str, now: i64) -> Option<Request> {
         let index = *self.by_id.get(id)?;
-        let request = &mut self.requests[index];
+        let request = self.requests.get_mut(&index)?;
         if request.status != Status::Pending {
             return None;
         }
@@ -446,7 +476,7 @@ impl Tracker {
 
     /// Requests still waiting, oldest first.
     fn pending(&self) -> impl Iterator<Item = &Request> {
-        self.pending.iter().map(|&i| &self.requests[i])
+        self.pending.iter().filter_map(|i| self.requests.get(i))
     }
 }
 

@@ -4,7 +4,10 @@
 use shared::{auth::now_unix_ms, pb, protocol::Kind};
 
 use super::Hub;
-use crate::children::Child;
+use crate::{children::Child, store::Change};
+
+/// How often the hub looks for stuck streams and for what retention lets go.
+const SWEEP_EVERY_MS: i64 = 1_000;
 
 impl Hub {
     /// When the hub must next wake without a command: a request deadline, the
@@ -14,6 +17,8 @@ impl Hub {
             self.tracker.next_deadline(),
             self.grace.first().map(|(at, _)| *at),
             self.stopping_until,
+            self.notice_due(),
+            Some(self.next_sweep),
         ]
         .into_iter()
         .flatten()
@@ -24,6 +29,11 @@ impl Hub {
     pub(super) fn on_timer(&mut self) {
         self.expire_due();
         let now = now_unix_ms();
+        if now >= self.next_sweep {
+            self.next_sweep = now + SWEEP_EVERY_MS;
+            self.end_stuck_streams(now);
+            self.forget_past_retention(now);
+        }
         while let Some((at, name)) = self.grace.first().cloned() {
             if at > now {
                 break;
@@ -40,6 +50,52 @@ impl Hub {
                     &format!("disconnected for longer than the {seconds}s grace period"),
                 );
             }
+        }
+    }
+
+    /// Ends the stream of every member that has left an envelope on it
+    /// unacknowledged for longer than `--ack-timeout`: it is DISCONNECTED,
+    /// and has the grace period to reconnect and resume.
+    fn end_stuck_streams(&mut self, now: i64) {
+        let timeout = self.config.ack_timeout;
+        let since = now - i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX / 2);
+        let stuck: Vec<(String, u64)> = self
+            .roster
+            .iter()
+            .filter_map(|m| m.stuck_since(since).map(|seq| (m.name.to_string(), seq)))
+            .collect();
+        for (name, seq) in stuck {
+            tracing::warn!(member = %name, seq, "inbox stream stuck; ending it");
+            if let Some(member) = self.roster.live_mut(&name) {
+                member.end_stream(tonic::Status::deadline_exceeded(format!(
+                    "inbox: envelope {seq} has gone unacknowledged for longer than \
+                     --ack-timeout {}s; reconnect with after_seq and Ack what you process",
+                    timeout.as_secs_f64()
+                )));
+            }
+            self.start_grace(&name);
+            self.emit_member(&name);
+        }
+    }
+
+    /// Forgets requests resolved, and members terminated, longer than
+    /// `--retention` ago.
+    fn forget_past_retention(&mut self, now: i64) {
+        let before = now - i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX / 2);
+        for id in self.tracker.prune_resolved(before) {
+            self.changes.push(Change::DeleteRequest {
+                request_id: id.to_string(),
+            });
+        }
+        let gone: Vec<String> = self
+            .roster
+            .iter()
+            .filter(|m| m.terminated_at_unix_ms.is_some_and(|at| at <= before))
+            .map(|m| m.name.to_string())
+            .collect();
+        for name in gone {
+            self.roster.remove(&name);
+            self.changes.push(Change::DeleteMember { member: name });
         }
     }
 

@@ -3,28 +3,33 @@
 
 use std::path::PathBuf;
 
+use sha2::Digest as _;
 use shared::{
+    auth::now_unix_ms,
+    display::Escaped,
     error::FieldError,
     grant::Grant,
+    limits,
     names::{Name, EVERYONE, LEAD},
     pb::{self, envelope::Body},
 };
 
 use super::{Command, Hub};
-use crate::{error::HubError, roster::Member, store::Change};
+use crate::{
+    error::HubError,
+    roster::{InboxSink, Member, SeenId, StreamEnder},
+    store::Change,
+};
 
-/// The longest `role` and `Text` the lead takes.
-const MAX_ROLE_BYTES: usize = 256;
-const MAX_TEXT_BYTES: usize = 64 * 1024;
+/// Termination notices the lead hands out per second at most, in recipients:
+/// a notice to `n` members holds the next one back `n / NOTICE_RATE`
+/// seconds; terminations meanwhile wait and go out together, in one notice.
+const NOTICE_RATE: i64 = 100_000;
 
 impl Hub {
     /// `Join`: a new member in plan mode, or ALREADY_EXISTS for an active name.
     pub(super) fn join(&mut self, name: Name, role: String) -> Result<pb::JoinResponse, HubError> {
-        if role.len() > MAX_ROLE_BYTES {
-            return Err(
-                FieldError::new("role", format!("is longer than {MAX_ROLE_BYTES} bytes")).into(),
-            );
-        }
+        limits::check("role", &role, limits::ROLE)?;
         let spawned = match self.roster.get(name.as_str()) {
             Some(existing) if !existing.terminated => {
                 return Err(HubError::AlreadyExists(format!(
@@ -60,7 +65,8 @@ impl Hub {
         &mut self,
         token: &str,
         after_seq: u64,
-        sink: crate::roster::InboxSink,
+        sink: InboxSink,
+        ender: StreamEnder,
     ) -> Result<(String, u64), HubError> {
         let name = self.caller(token)?;
         self.next_stream_id += 1;
@@ -72,7 +78,8 @@ impl Hub {
                 member.last_seq
             )));
         }
-        member.open_stream(stream_id, after_seq, sink);
+        self.roster
+            .open_stream(&name, stream_id, after_seq, sink, ender, now_unix_ms());
         if after_seq > 0 {
             self.changes.push(Change::Ack {
                 member: name.clone(),
@@ -110,12 +117,17 @@ impl Hub {
                 member.last_seq
             )));
         }
-        member.ack(seq);
+        self.roster.ack(&name, seq);
         self.changes.push(Change::Ack { member: name, seq });
         Ok(())
     }
 
-    /// `Send`: a text to one member, to `lead`, or to every other active member.
+    /// `Send`: a text to one member, to `lead`, or to every other active
+    /// member. A retry (the same `message_id` with the same message) is
+    /// answered OK before anything else is looked at, so it is answered as
+    /// the first call was even if an inbox filled since; the same id with
+    /// another message is ALREADY_EXISTS. A broadcast skips full inboxes and
+    /// names them in `skipped`.
     pub(super) fn send_text(
         &mut self,
         token: &str,
@@ -125,67 +137,119 @@ impl Hub {
         let text = request
             .text
             .ok_or_else(|| FieldError::new("text", "is required"))?;
-        if text.content.len() > MAX_TEXT_BYTES {
-            return Err(FieldError::new(
-                "text.content",
-                format!("is longer than {MAX_TEXT_BYTES} bytes"),
-            )
-            .into());
+        limits::check("text.content", &text.content, limits::TEXT)?;
+        limits::check("message_id", &request.message_id, limits::ID)?;
+        limits::check("to", &request.to, limits::ID)?;
+        let digest = message_digest(&request.to, &text.content);
+        if !request.message_id.is_empty() {
+            let seen = self
+                .member_mut(&from)?
+                .check_message_id(&request.message_id, &digest);
+            match seen {
+                SeenId::New => {}
+                SeenId::Retry => {
+                    return Ok(pb::SendResponse {
+                        message_id: request.message_id,
+                        skipped: Vec::new(),
+                    })
+                }
+                SeenId::Reused => {
+                    return Err(HubError::AlreadyExists(format!(
+                        "message_id: {:?} was already used for a different message \
+                         (another recipient or text); a retry must repeat the message, \
+                         a new message needs a new id",
+                        request.message_id
+                    )))
+                }
+            }
         }
-        if request.message_id.len() > 128 {
-            return Err(FieldError::new("message_id", "is longer than 128 bytes").into());
-        }
-        let recipients = match request.to.as_str() {
+        let body = Body::Text(text);
+        let bytes = 48 + from.len() + request.message_id.len().max(36) + body.encoded_len();
+        let (recipients, skipped) = match request.to.as_str() {
             "" => return Err(FieldError::new("to", "is required").into()),
-            EVERYONE => self.roster.active_names_except(&from),
-            LEAD => vec![LEAD.to_owned()],
+            EVERYONE => {
+                let (room, full): (Vec<String>, Vec<String>) = self
+                    .roster
+                    .active_names_except(&from)
+                    .into_iter()
+                    .partition(|to| self.inbox_full(to, bytes).is_none());
+                (room, full)
+            }
+            LEAD => (vec![LEAD.to_owned()], Vec::new()),
             to => match self.roster.get(to) {
-                Some(member) if !member.terminated => vec![to.to_owned()],
+                Some(member) if !member.terminated => {
+                    if let Some(why) = self.inbox_full(to, bytes) {
+                        return Err(HubError::ResourceExhausted(format!("to: {why}")));
+                    }
+                    (vec![to.to_owned()], Vec::new())
+                }
                 Some(_) => return Err(HubError::NotFound(format!("to: {to:?} has terminated"))),
                 None => return Err(HubError::NotFound(format!("to: no member {to:?}"))),
             },
         };
-        for to in &recipients {
-            if let Some(member) = self.roster.get(to) {
-                if member.inbox.len() >= self.config.max_inbox {
-                    return Err(HubError::ResourceExhausted(format!(
-                        "to: the inbox of {to:?} holds {} unread envelopes",
-                        member.inbox.len()
-                    )));
-                }
-            }
+        let held = self.roster.held_bytes();
+        let cost = if recipients.len() > 1 {
+            bytes + 64 * recipients.len()
+        } else {
+            bytes
+        };
+        if recipients.first().is_some_and(|to| to != LEAD)
+            && held + cost > self.config.max_held_bytes
+        {
+            return Err(HubError::ResourceExhausted(format!(
+                "the lead holds {held} bytes of unread envelopes; this message would pass \
+                 --held-max-bytes {}",
+                self.config.max_held_bytes
+            )));
         }
         // Only an id the sender chose can come again in a retry: only those
         // are remembered (and persisted).
-        let (message_id, fresh) = if request.message_id.is_empty() {
-            (uuid::Uuid::new_v4().to_string(), true)
+        let message_id = if request.message_id.is_empty() {
+            uuid::Uuid::new_v4().to_string()
         } else {
-            let fresh = self
-                .member_mut(&from)?
-                .remember_message_id(&request.message_id);
-            if fresh {
-                self.changes.push(Change::MessageId {
-                    sender: from.clone(),
-                    message_id: request.message_id.clone(),
-                });
-            }
-            (request.message_id, fresh)
+            self.member_mut(&from)?
+                .remember_message_id(&request.message_id, &digest);
+            self.changes.push(Change::MessageId {
+                sender: from.clone(),
+                message_id: request.message_id.clone(),
+                digest,
+            });
+            request.message_id
         };
-        if fresh {
-            self.mark_busy(&from);
-            for to in recipients {
-                self.deliver(
-                    &from,
-                    &to,
-                    Some(message_id.clone()),
-                    Body::Text(text.clone()),
-                );
-            }
+        self.mark_busy(&from);
+        if recipients.len() > 1 {
+            self.fan_out(&from, &recipients, message_id.clone(), body);
+        } else if let Some(to) = recipients.first() {
+            self.deliver(&from, to, Some(message_id.clone()), body);
+        }
+        if !skipped.is_empty() {
+            tracing::warn!(member = %from, skipped = skipped.len(), "a broadcast skipped full inboxes");
         }
         Ok(pb::SendResponse {
             message_id,
-            skipped: Vec::new(),
+            skipped,
         })
+    }
+
+    /// Why `to`'s inbox has no room for `bytes` more, naming the flag; `None`
+    /// if it has room.
+    fn inbox_full(&self, to: &str, bytes: usize) -> Option<String> {
+        let member = self.roster.get(to)?;
+        if member.inbox.len() >= self.config.max_inbox {
+            return Some(format!(
+                "the inbox of {to:?} holds {} unread envelopes (--inbox-max-envelopes {})",
+                member.inbox.len(),
+                self.config.max_inbox
+            ));
+        }
+        if member.inbox_bytes + bytes > self.config.max_inbox_bytes {
+            return Some(format!(
+                "the inbox of {to:?} holds {} bytes of unread envelopes; {bytes} more would \
+                 pass --inbox-max-bytes {}",
+                member.inbox_bytes, self.config.max_inbox_bytes
+            ));
+        }
+        None
     }
 
     /// `ReportIdle`: the caller has nothing to do.
@@ -218,8 +282,18 @@ impl Hub {
         if report.tool.is_empty() {
             return Err(FieldError::new("tool", "is required").into());
         }
+        // A report is cut, never refused: every tool call stays on the record.
+        report.tool = limits::cut(&report.tool, limits::TOOL);
+        report.args_json = limits::cut(&report.args_json, limits::REPORT_ARGS_JSON);
+        report.outcome = limits::cut(&report.outcome, limits::REPORT_OUTCOME);
         report.member = name.clone();
-        tracing::info!(member = %name, tool = %report.tool, allowed = report.allowed, outcome = %report.outcome, "tool call");
+        tracing::info!(
+            member = %name,
+            tool = %Escaped(&report.tool),
+            allowed = report.allowed,
+            outcome = %Escaped(shared::limits::cut(&report.outcome, 300).as_str()),
+            "tool call"
+        );
         self.mark_busy(&name);
         self.emit(pb::event::Kind::ToolCall(report));
         Ok(())
@@ -245,8 +319,9 @@ impl Hub {
         })
     }
 
-    /// The member leaves for good: TERMINATED, its token revoked, its stream
-    /// ended, its pending requests expired, and every other member told.
+    /// The member leaves for good: TERMINATED, its token retired, its stream
+    /// ended, its pending requests expired; every other member is told (see
+    /// [`Hub::send_due_notices`]).
     pub(super) fn terminate(&mut self, name: &str, reason: &str) {
         let Some(member) = self.roster.get_mut(name) else {
             return;
@@ -255,25 +330,78 @@ impl Hub {
             return;
         }
         member.terminated = true;
+        member.terminated_at_unix_ms = Some(now_unix_ms());
         member.shutting_down = false;
         member.stream = None;
-        member.inbox.clear();
+        self.roster.clear_inbox(name);
         self.changes.push(Change::ClearInbox {
             member: name.to_owned(),
         });
         self.end_grace(name);
         self.roster.revoke(name);
-        tracing::info!(member = %name, reason, "terminated");
+        tracing::info!(member = %name, reason = %Escaped(reason), "terminated");
         self.expire_involving(name, &format!("{name} terminated: {reason}"));
         self.emit_member(name);
-        let notice = pb::TeammateTerminated {
+        self.notices.push(pb::TerminatedMember {
             name: name.to_owned(),
             reason: reason.to_owned(),
-            more: Vec::new(),
-        };
-        for other in self.roster.active_names_except(name) {
-            self.deliver(LEAD, &other, None, Body::TeammateTerminated(notice.clone()));
+        });
+    }
+
+    /// When a termination notice is waiting to go out.
+    pub(super) fn notice_due(&self) -> Option<i64> {
+        (!self.notices.is_empty()).then_some(self.notice_ready_at)
+    }
+
+    /// Tells every active member of the terminations since the last notice,
+    /// in one `TeammateTerminated` (its body stored once for them all), once
+    /// the last notice's hold has passed. A notice costs O(1) per recipient,
+    /// and many members ending at once make one notice, not one each.
+    pub(super) fn send_due_notices(&mut self) {
+        let now = now_unix_ms();
+        if self.notices.is_empty() || self.notice_ready_at > now {
+            return;
         }
+        let mut notices = std::mem::take(&mut self.notices).into_iter();
+        let Some(first) = notices.next() else {
+            return;
+        };
+        let notice = pb::TeammateTerminated {
+            name: first.name,
+            reason: first.reason,
+            more: notices.collect(),
+        };
+        let recipients = self.roster.active_names_except(LEAD);
+        let hold = i64::try_from(recipients.len()).unwrap_or(i64::MAX) * 1000 / NOTICE_RATE;
+        self.notice_ready_at = now + hold;
+        match recipients.len() {
+            0 => {}
+            1 => self.deliver(LEAD, &recipients[0], None, Body::TeammateTerminated(notice)),
+            _ => self.fan_out(
+                LEAD,
+                &recipients,
+                uuid::Uuid::new_v4().to_string(),
+                Body::TeammateTerminated(notice),
+            ),
+        }
+    }
+
+    /// `ListTeam`: one page of members in join order, at most `page_size`
+    /// (default and cap 1,000) and about 1 MiB.
+    pub(super) fn list_team(
+        &self,
+        request: &pb::ListTeamRequest,
+    ) -> Result<pb::ListTeamResponse, HubError> {
+        let page = super::paging::Page::parse(request.page_size, &request.page_token, "m")?;
+        let (members, next_page_token) = page.collect(
+            self.roster
+                .iter_after(page.after)
+                .map(|m| (m.order, m.to_pb())),
+        );
+        Ok(pb::ListTeamResponse {
+            members,
+            next_page_token,
+        })
     }
 
     /// `SpawnTeammate`: starts a `teammate` process as a child of the lead.
@@ -357,4 +485,15 @@ impl Hub {
         }
         self.terminate(name, &format!("process {how}"));
     }
+}
+
+/// What a `Send` carried, to tell a retry from a reused id: SHA-256 of the
+/// recipient and the text, hex, cut to 128 bits.
+fn message_digest(to: &str, content: &str) -> String {
+    let mut hasher = sha2::Sha256::new();
+    hasher.update(to.as_bytes());
+    hasher.update([0]);
+    hasher.update(content.as_bytes());
+    let digest = hasher.finalize();
+    crate::store::hex(&digest[..16])
 }

@@ -7,6 +7,7 @@ use shared::{
     auth::now_unix_ms,
     error::FieldError,
     grant::{Grant, Mode},
+    limits,
     names::{RequestId, LEAD},
     pb::{self, envelope::Body},
     plan,
@@ -16,9 +17,6 @@ use shared::{
 
 use super::{Approval, Hub};
 use crate::error::HubError;
-
-/// The longest free text (reason, feedback) the lead takes.
-const MAX_REASON_BYTES: usize = 16 * 1024;
 
 impl Hub {
     /// `SubmitPlan`: opens a plan-approval request, then lets the approval mode
@@ -227,7 +225,8 @@ impl Hub {
         if request.tool.is_empty() {
             return Err(FieldError::new("tool", "is required").into());
         }
-        check_text("args_json", &request.args_json)?;
+        limits::check("tool", &request.tool, limits::TOOL)?;
+        limits::check("args_json", &request.args_json, limits::ARGS_JSON)?;
         let args: serde_json::Value = if request.args_json.is_empty() {
             serde_json::Value::Null
         } else {
@@ -331,7 +330,8 @@ impl Hub {
         Ok(response)
     }
 
-    /// `ListRequests`, filtered by status and type (UNSPECIFIED matches any).
+    /// `ListRequests`, filtered by status and type (UNSPECIFIED matches any),
+    /// oldest first, one page at a time (see [`super::paging`]).
     pub(super) fn list_requests(
         &self,
         filter: &pb::ListRequestsRequest,
@@ -350,17 +350,18 @@ impl Hub {
                     .ok_or_else(|| FieldError::new("type", format!("{n} is not a RequestType")))?,
             ),
         };
-        let requests = self
-            .tracker
-            .iter()
-            .filter(|r| {
-                status.is_none_or(|s| r.status == s) && kind.is_none_or(|k| r.opening.kind == k)
-            })
-            .map(Request::to_pb)
-            .collect();
+        let page = super::paging::Page::parse(filter.page_size, &filter.page_token, "r")?;
+        let (requests, next_page_token) = page.collect(
+            self.tracker
+                .iter_after(page.after)
+                .filter(|(_, r)| {
+                    status.is_none_or(|s| r.status == s) && kind.is_none_or(|k| r.opening.kind == k)
+                })
+                .map(|(ord, r)| (ord, r.to_pb())),
+        );
         Ok(pb::ListRequestsResponse {
             requests,
-            next_page_token: String::new(),
+            next_page_token,
         })
     }
 
@@ -399,11 +400,5 @@ fn plan_response(request: &Request) -> pb::PlanApprovalResponse {
 
 /// Free text within the size limit.
 pub(super) fn check_text(field: &str, text: &str) -> Result<(), FieldError> {
-    if text.len() > MAX_REASON_BYTES {
-        return Err(FieldError::new(
-            field,
-            format!("is longer than {MAX_REASON_BYTES} bytes"),
-        ));
-    }
-    Ok(())
+    limits::check(field, text, limits::REASON)
 }

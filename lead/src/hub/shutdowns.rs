@@ -89,9 +89,24 @@ impl Hub {
         token: &str,
         response: pb::ShutdownResponse,
     ) -> Result<(), HubError> {
-        let name = self.caller(token)?;
         let id = RequestId::existing("request_id", &response.request_id)?;
         check_text("reason", &response.reason)?;
+        let name = match self.caller(token) {
+            Ok(name) => name,
+            // A member that agreed is gone, but its retry of that answer (the
+            // reply to the first was lost) gets the first answer's result.
+            Err(e) => match self.roster.by_retired_token(token) {
+                Some(name)
+                    if self
+                        .tracker
+                        .get(&id)
+                        .is_some_and(|r| r.status.is_terminal()) =>
+                {
+                    name.to_owned()
+                }
+                _ => return Err(e),
+            },
+        };
         let decision = Decision {
             approve: response.approve,
             feedback: response.reason.clone(),
@@ -105,7 +120,7 @@ impl Hub {
             now_unix_ms(),
         )?;
         if outcome.fresh {
-            tracing::info!(request_id = %id, member = %name, approve = response.approve, "shutdown answered");
+            tracing::info!(request_id = %id, member = %name, approve = response.approve, reason = %shared::display::Escaped(&response.reason), "shutdown answered");
             self.deliver(&name, LEAD, None, Body::ShutdownResponse(response.clone()));
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             if response.approve {

@@ -15,7 +15,7 @@ use shared::{
     protocol::{Decision, Kind, Opening, Request, Status},
 };
 
-use super::{Change, MemberRecord, Snapshot, Store, StoreError};
+use super::{Change, EnvelopeRecord, MemberRecord, Snapshot, Store, StoreError};
 
 /// The database's file name in the state dir.
 pub const DB_FILE: &str = "mesh.db";
@@ -24,7 +24,7 @@ pub const MARKER_FILE: &str = "mesh.db.id";
 /// Tells a mesh database from any other SQLite file.
 const MAGIC: &str = "mesh-lead-state";
 /// The schema version this code writes.
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 /// `Send` message ids kept per sender.
 const KEPT_MESSAGE_IDS: u64 = 4_096;
 
@@ -64,6 +64,23 @@ CREATE TABLE IF NOT EXISTS message_ids (
     sender TEXT NOT NULL, message_id TEXT NOT NULL, n INTEGER NOT NULL,
     PRIMARY KEY (sender, message_id));
 CREATE INDEX IF NOT EXISTS message_ids_by_n ON message_ids (sender, n);
+CREATE TABLE IF NOT EXISTS bodies (id INTEGER PRIMARY KEY, body BLOB NOT NULL);
+";
+
+/// Schema 2 (over 1): envelopes may refer to a body shared by the recipients of
+/// a fan-out, and `Send` message ids keep a digest of what was sent under them.
+/// A shared body goes with the last envelope that refers to it.
+const SCHEMA_2: &str = "
+ALTER TABLE envelopes ADD COLUMN shared INTEGER;
+ALTER TABLE message_ids ADD COLUMN digest TEXT NOT NULL DEFAULT '';
+CREATE INDEX envelopes_by_shared ON envelopes (shared) WHERE shared IS NOT NULL;
+CREATE TRIGGER envelopes_release_shared AFTER DELETE ON envelopes
+WHEN old.shared IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM envelopes WHERE shared = old.shared)
+BEGIN
+  DELETE FROM bodies WHERE id = old.shared;
+END;
+UPDATE meta SET value = '2' WHERE key = 'schema_version';
 ";
 
 impl SqliteStore {
@@ -90,6 +107,17 @@ impl SqliteStore {
                 detail: e.to_string(),
             },
         };
+        // The database holds token hashes and every unread message: readable
+        // by the owner alone, as are the WAL and journal SQLite derives from it.
+        {
+            use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .mode(0o600)
+                .open(&path)?;
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
+        }
         let conn = Connection::open(&path)?;
         // One lead owns a state dir: exclusive locking keeps a second lead
         // out, and spares every transaction its file-lock system calls (set
@@ -142,9 +170,30 @@ impl SqliteStore {
                     });
                 }
                 conn.execute(
-                    "INSERT INTO meta (key, value) VALUES ('magic', ?1), ('schema_version', ?2)",
-                    params![MAGIC, SCHEMA_VERSION.to_string()],
+                    "INSERT INTO meta (key, value) VALUES ('magic', ?1), ('schema_version', '1')",
+                    params![MAGIC],
                 )?;
+            }
+        }
+        let version: i64 = conn
+            .query_row(
+                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .map_err(corrupt)?;
+        match version {
+            1 => conn
+                .execute_batch(&format!("BEGIN; {SCHEMA_2} COMMIT;"))
+                .map_err(corrupt)?,
+            SCHEMA_VERSION => {}
+            other => {
+                return Err(StoreError::Corrupt {
+                    path: display,
+                    detail: format!(
+                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1)"
+                    ),
+                })
             }
         }
         // Take the write lock now and keep it (exclusive locking mode), so a
@@ -186,19 +235,37 @@ impl Store for SqliteStore {
                 })
             })?
             .collect::<Result<_, _>>()?;
-        let mut envelopes = self
-            .conn
-            .prepare("SELECT member, body FROM envelopes ORDER BY member, seq")?;
-        let rows: Vec<(String, Vec<u8>)> = envelopes
+        let decode = |what: &'static str, bytes: &[u8]| {
+            pb::Envelope::decode(bytes).map_err(|e| StoreError::Decode {
+                what,
+                detail: e.to_string(),
+            })
+        };
+        let mut bodies = self.conn.prepare("SELECT id, body FROM bodies")?;
+        let rows: Vec<(u64, Vec<u8>)> = bodies
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<Result<_, _>>()?;
-        for (member, body) in rows {
-            let envelope =
-                pb::Envelope::decode(body.as_slice()).map_err(|e| StoreError::Decode {
-                    what: "envelope",
-                    detail: e.to_string(),
+        for (id, bytes) in rows {
+            let body = decode("shared body", &bytes)?
+                .body
+                .ok_or_else(|| StoreError::Decode {
+                    what: "shared body",
+                    detail: format!("{id} is empty"),
                 })?;
-            snapshot.envelopes.push((member, envelope));
+            snapshot.bodies.push((id, body));
+        }
+        let mut envelopes = self
+            .conn
+            .prepare("SELECT member, body, shared FROM envelopes ORDER BY member, seq")?;
+        let rows: Vec<(String, Vec<u8>, Option<u64>)> = envelopes
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        for (member, body, shared) in rows {
+            snapshot.envelopes.push(EnvelopeRecord {
+                member,
+                envelope: decode("envelope", &body)?,
+                shared,
+            });
         }
         let mut requests = self.conn.prepare(
             "SELECT request_id, kind, sender, target, status, payload, feedback, created, resolved, deadline, decision
@@ -256,9 +323,9 @@ impl Store for SqliteStore {
         }
         let mut ids = self
             .conn
-            .prepare("SELECT sender, message_id FROM message_ids ORDER BY sender, n")?;
+            .prepare("SELECT sender, message_id, digest FROM message_ids ORDER BY sender, n")?;
         snapshot.message_ids = ids
-            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
             .collect::<Result<_, _>>()?;
         Ok(snapshot)
     }
@@ -279,15 +346,40 @@ impl Store for SqliteStore {
                     )?
                     .execute(params![m.name, m.member_id, m.role, m.token_hash, m.mode, m.idle, m.terminated, m.last_seq, m.order])?;
                 }
-                Change::Envelope { member, envelope } => {
+                Change::Envelope(EnvelopeRecord {
+                    member,
+                    envelope,
+                    shared,
+                }) => {
                     tx.prepare_cached(
-                        "INSERT OR REPLACE INTO envelopes (member, seq, body) VALUES (?1, ?2, ?3)",
+                        "INSERT OR REPLACE INTO envelopes (member, seq, body, shared) VALUES (?1, ?2, ?3, ?4)",
                     )?
                     .execute(params![
                         member,
                         envelope.seq,
-                        envelope.encode_to_vec()
+                        envelope.encode_to_vec(),
+                        shared
                     ])?;
+                }
+                Change::SharedBody { id, body } => {
+                    let envelope = pb::Envelope {
+                        body: Some(body.clone()),
+                        ..Default::default()
+                    };
+                    tx.prepare_cached("INSERT OR REPLACE INTO bodies (id, body) VALUES (?1, ?2)")?
+                        .execute(params![id, envelope.encode_to_vec()])?;
+                }
+                Change::DeleteMember { member } => {
+                    tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1")?
+                        .execute(params![member])?;
+                    tx.prepare_cached("DELETE FROM message_ids WHERE sender = ?1")?
+                        .execute(params![member])?;
+                    tx.prepare_cached("DELETE FROM members WHERE name = ?1")?
+                        .execute(params![member])?;
+                }
+                Change::DeleteRequest { request_id } => {
+                    tx.prepare_cached("DELETE FROM requests WHERE request_id = ?1")?
+                        .execute(params![request_id])?;
                 }
                 Change::Ack { member, seq } => {
                     tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1 AND seq <= ?2")?
@@ -319,14 +411,18 @@ impl Store for SqliteStore {
                         r.decision.as_ref().map(encode_decision),
                     ])?;
                 }
-                Change::MessageId { sender, message_id } => {
+                Change::MessageId {
+                    sender,
+                    message_id,
+                    digest,
+                } => {
                     let n: u64 = tx
                         .prepare_cached(
                             "SELECT coalesce(max(n), 0) + 1 FROM message_ids WHERE sender = ?1",
                         )?
                         .query_row(params![sender], |row| row.get(0))?;
-                    tx.prepare_cached("INSERT OR IGNORE INTO message_ids (sender, message_id, n) VALUES (?1, ?2, ?3)")?
-                        .execute(params![sender, message_id, n])?;
+                    tx.prepare_cached("INSERT OR IGNORE INTO message_ids (sender, message_id, n, digest) VALUES (?1, ?2, ?3, ?4)")?
+                        .execute(params![sender, message_id, n, digest])?;
                     if n > KEPT_MESSAGE_IDS {
                         tx.prepare_cached("DELETE FROM message_ids WHERE sender = ?1 AND n <= ?2")?
                             .execute(params![sender, n - KEPT_MESSAGE_IDS])?;
@@ -423,18 +519,21 @@ mod tests {
             store
                 .commit(&[
                     Change::Member(member.clone()),
-                    Change::Envelope {
+                    Change::Envelope(EnvelopeRecord {
                         member: "alice".into(),
                         envelope: envelope(1),
-                    },
-                    Change::Envelope {
+                        shared: None,
+                    }),
+                    Change::Envelope(EnvelopeRecord {
                         member: "alice".into(),
                         envelope: envelope(2),
-                    },
-                    Change::Envelope {
+                        shared: None,
+                    }),
+                    Change::Envelope(EnvelopeRecord {
                         member: "alice".into(),
                         envelope: envelope(3),
-                    },
+                        shared: None,
+                    }),
                     Change::Ack {
                         member: "alice".into(),
                         seq: 1,
@@ -444,6 +543,7 @@ mod tests {
                     Change::MessageId {
                         sender: "alice".into(),
                         message_id: "x".into(),
+                        digest: "d".into(),
                     },
                 ])
                 .expect("commit");
@@ -454,7 +554,7 @@ mod tests {
         let mut store = SqliteStore::open(dir.path(), Sync::Normal).expect("reopen");
         let snapshot = store.load().expect("load");
         assert_eq!(snapshot.members, vec![member]);
-        let seqs: Vec<u64> = snapshot.envelopes.iter().map(|(_, e)| e.seq).collect();
+        let seqs: Vec<u64> = snapshot.envelopes.iter().map(|r| r.envelope.seq).collect();
         assert_eq!(seqs, vec![2, 3]);
         let ids: Vec<&str> = snapshot
             .requests
@@ -469,7 +569,7 @@ mod tests {
         assert_eq!(snapshot.requests[0], request("r1", Status::Approved));
         assert_eq!(
             snapshot.message_ids,
-            vec![("alice".to_owned(), "x".to_owned())]
+            vec![("alice".to_owned(), "x".to_owned(), "d".to_owned())]
         );
     }
 

@@ -1,0 +1,420 @@
+//! What a connection may hold of the lead: at most `--max-connections` at
+//! once (more are closed on accept), `--handshake-timeout` to send the HTTP/2
+//! preface, `--idle-timeout` with no call in progress before it is closed.
+//! Also the one place where the transport's own statuses are put right: a
+//! request over the size limit is RESOURCE_EXHAUSTED, one that does not decode
+//! INVALID_ARGUMENT.
+
+use std::{
+    io,
+    pin::Pin,
+    sync::{
+        atomic::{AtomicI64, AtomicUsize, Ordering},
+        Arc,
+    },
+    task::{Context, Poll},
+    time::{Duration, Instant},
+};
+
+use tokio::{
+    io::{AsyncRead, AsyncWrite, ReadBuf},
+    net::{TcpListener, TcpStream},
+    sync::{OwnedSemaphorePermit, Semaphore},
+    time::Sleep,
+};
+use tokio_stream::Stream;
+use tonic::transport::server::Connected;
+
+/// The limits on connections.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnLimits {
+    /// The most connections open at once.
+    pub max: usize,
+    /// How long a new connection has to send the HTTP/2 preface.
+    pub handshake: Duration,
+    /// How long a connection with no call in progress is kept.
+    pub idle: Duration,
+}
+
+impl Default for ConnLimits {
+    fn default() -> Self {
+        Self {
+            max: 16_384,
+            handshake: Duration::from_secs(10),
+            idle: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The HTTP/2 client preface's length: a connection has sent it once it has
+/// sent this many bytes.
+const PREFACE_LEN: usize = 24;
+
+/// Accepts connections from `listener` within `limits`, on a task of its own.
+pub fn incoming(
+    listener: TcpListener,
+    limits: ConnLimits,
+) -> impl Stream<Item = io::Result<Conn>> + Send {
+    let permits = Arc::new(Semaphore::new(limits.max));
+    let (tx, rx) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(accept_loop(listener, permits, limits, tx));
+    tokio_stream::wrappers::ReceiverStream::new(rx)
+}
+
+/// Accepts connections while the server takes them; a connection past the
+/// cap is closed at once. Errors accepting one connection (the peer reset
+/// it, the process is out of descriptors) are logged and skipped.
+async fn accept_loop(
+    listener: TcpListener,
+    permits: Arc<Semaphore>,
+    limits: ConnLimits,
+    tx: tokio::sync::mpsc::Sender<io::Result<Conn>>,
+) {
+    let mut last_refusal_log: Option<Instant> = None;
+    loop {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot accept a connection");
+                // Out of descriptors, say: let some close before trying again.
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            if last_refusal_log.is_none_or(|at| at.elapsed() > Duration::from_secs(10)) {
+                tracing::warn!(
+                    %peer,
+                    max = limits.max,
+                    "connection refused: --max-connections are open"
+                );
+                last_refusal_log = Some(Instant::now());
+            }
+            drop(stream);
+            continue;
+        };
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY");
+        }
+        let conn = Conn::new(stream, limits, permit);
+        if tx.send(Ok(conn)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// What the calls on one connection share with it: how many are in progress
+/// and since when none has been.
+#[derive(Debug)]
+pub struct ConnState {
+    /// Calls in progress (a stream counts until its response ends).
+    calls: AtomicUsize,
+    /// When the last call ended, in ms since the connection opened.
+    idle_since_ms: AtomicI64,
+    /// When the connection opened.
+    opened: Instant,
+}
+
+impl ConnState {
+    fn now_ms(&self) -> i64 {
+        i64::try_from(self.opened.elapsed().as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+/// Request extension: the connection a call came on.
+#[derive(Debug, Clone)]
+pub struct ConnInfo {
+    /// Its shared state.
+    pub state: Arc<ConnState>,
+    /// The peer's address.
+    pub peer: Option<std::net::SocketAddr>,
+}
+
+/// One accepted connection, within its limits.
+#[derive(Debug)]
+pub struct Conn {
+    io: TcpStream,
+    /// Bytes of the preface still to come.
+    preface_left: usize,
+    limits: ConnLimits,
+    state: Arc<ConnState>,
+    timer: Pin<Box<Sleep>>,
+    /// Held while the connection is open.
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Conn {
+    fn new(io: TcpStream, limits: ConnLimits, permit: OwnedSemaphorePermit) -> Self {
+        Self {
+            io,
+            preface_left: PREFACE_LEN,
+            limits,
+            state: Arc::new(ConnState {
+                calls: AtomicUsize::new(0),
+                idle_since_ms: AtomicI64::new(0),
+                opened: Instant::now(),
+            }),
+            timer: Box::pin(tokio::time::sleep(limits.handshake)),
+            _permit: permit,
+        }
+    }
+
+    /// When the connection must be closed unless something happens first.
+    fn deadline(&self) -> Option<Instant> {
+        if self.preface_left > 0 {
+            return Some(self.state.opened + self.limits.handshake);
+        }
+        if self.state.calls.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let idle_since = self.state.idle_since_ms.load(Ordering::Acquire);
+        let idle_since = Duration::from_millis(u64::try_from(idle_since).unwrap_or(0));
+        Some(self.state.opened + idle_since + self.limits.idle)
+    }
+
+    /// `Err(TimedOut)` once the deadline passed; otherwise arms the timer so
+    /// the connection's task wakes at the deadline.
+    fn check_deadline(&mut self, cx: &mut Context<'_>) -> io::Result<()> {
+        let Some(deadline) = self.deadline() else {
+            return Ok(());
+        };
+        let deadline = tokio::time::Instant::from_std(deadline);
+        if self.timer.deadline() != deadline {
+            self.timer.as_mut().reset(deadline);
+        }
+        if self.timer.as_mut().poll(cx).is_ready() {
+            let why = if self.preface_left > 0 {
+                "no HTTP/2 preface within --handshake-timeout"
+            } else {
+                "no call within --idle-timeout"
+            };
+            return Err(io::Error::new(io::ErrorKind::TimedOut, why));
+        }
+        Ok(())
+    }
+}
+
+use std::future::Future as _;
+
+impl AsyncRead for Conn {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.io).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                let read = buf.filled().len() - before;
+                self.preface_left = self.preface_left.saturating_sub(read);
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => match self.check_deadline(cx) {
+                Ok(()) => Poll::Pending,
+                Err(e) => Poll::Ready(Err(e)),
+            },
+        }
+    }
+}
+
+impl AsyncWrite for Conn {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+impl Connected for Conn {
+    type ConnectInfo = ConnInfo;
+
+    fn connect_info(&self) -> ConnInfo {
+        ConnInfo {
+            state: self.state.clone(),
+            peer: self.io.peer_addr().ok(),
+        }
+    }
+}
+
+/// Counts a call in progress on its connection until dropped.
+#[derive(Debug)]
+struct CallGuard(Option<Arc<ConnState>>);
+
+impl CallGuard {
+    fn new(state: Option<Arc<ConnState>>) -> Self {
+        if let Some(state) = &state {
+            state.calls.fetch_add(1, Ordering::AcqRel);
+        }
+        Self(state)
+    }
+}
+
+impl Drop for CallGuard {
+    fn drop(&mut self) {
+        if let Some(state) = &self.0 {
+            state.idle_since_ms.store(state.now_ms(), Ordering::Release);
+            state.calls.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// A response body that keeps its call counted until it ends.
+struct GuardedBody {
+    inner: tonic::body::Body,
+    _guard: CallGuard,
+}
+
+impl http_body::Body for GuardedBody {
+    type Data = bytes::Bytes;
+    type Error = tonic::Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The layer that counts calls per connection and puts the transport's
+/// statuses right.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CallsLayer;
+
+impl<S> tower_layer::Layer<S> for CallsLayer {
+    type Service = Calls<S>;
+
+    fn layer(&self, inner: S) -> Calls<S> {
+        Calls { inner }
+    }
+}
+
+/// See [`CallsLayer`].
+#[derive(Debug, Clone)]
+pub struct Calls<S> {
+    inner: S,
+}
+
+type BoxFuture<T> = Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+impl<S, B> tower_service::Service<http::Request<B>> for Calls<S>
+where
+    S: tower_service::Service<http::Request<B>, Response = http::Response<tonic::body::Body>>
+        + Send,
+    S::Future: Send + 'static,
+    S::Error: Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = S::Error;
+    type Future = BoxFuture<Result<Self::Response, Self::Error>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+        let state = request
+            .extensions()
+            .get::<ConnInfo>()
+            .map(|info| info.state.clone());
+        let guard = CallGuard::new(state);
+        let future = self.inner.call(request);
+        Box::pin(async move {
+            let response = future.await?;
+            let (mut parts, body) = response.into_parts();
+            fix_status(&mut parts.headers);
+            let body = tonic::body::Body::new(GuardedBody {
+                inner: body,
+                _guard: guard,
+            });
+            Ok(http::Response::from_parts(parts, body))
+        })
+    }
+}
+
+/// The transport answers a request over the size limit with OUT_OF_RANGE and
+/// one that does not decode with INTERNAL; gRPC's cores answer the first with
+/// RESOURCE_EXHAUSTED, and the second is the caller's error: INVALID_ARGUMENT.
+fn fix_status(headers: &mut http::HeaderMap) {
+    let Some(status) = tonic::Status::from_header_map(headers) else {
+        return;
+    };
+    let code = match status.code() {
+        tonic::Code::OutOfRange
+            if status
+                .message()
+                .starts_with("Error, decoded message length too large") =>
+        {
+            tonic::Code::ResourceExhausted
+        }
+        tonic::Code::Internal
+            if status
+                .message()
+                .starts_with("failed to decode Protobuf message") =>
+        {
+            tonic::Code::InvalidArgument
+        }
+        _ => return,
+    };
+    let fixed = tonic::Status::new(code, status.message());
+    if fixed.add_header(headers).is_err() {
+        tracing::debug!("could not rewrite a transport status");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_statuses_are_put_right_and_others_left_alone() {
+        let fixed = |status: tonic::Status| {
+            let mut headers = http::HeaderMap::new();
+            status.add_header(&mut headers).expect("header");
+            fix_status(&mut headers);
+            tonic::Status::from_header_map(&headers).expect("status")
+        };
+        let big = fixed(tonic::Status::out_of_range(
+            "Error, decoded message length too large: found 9 bytes",
+        ));
+        assert_eq!(big.code(), tonic::Code::ResourceExhausted);
+        assert!(big.message().starts_with("Error, decoded message length"));
+        let garbled = fixed(tonic::Status::internal(
+            "failed to decode Protobuf message: invalid wire type",
+        ));
+        assert_eq!(garbled.code(), tonic::Code::InvalidArgument);
+        let ours = fixed(tonic::Status::out_of_range("seq: 5 is past the newest"));
+        assert_eq!(ours.code(), tonic::Code::OutOfRange);
+    }
+}
