@@ -84,8 +84,11 @@ async fn a_new_inbox_stream_replaces_the_old_one() {
     alice.open_inbox(0).await;
     send(&mut bob, "alice", "hello", "").await;
     assert_eq!(text(&alice.next().await), "hello");
+    // The old stream ends with a status that says why, not a plain end.
     let ended = within("the old stream to end", old.message()).await;
-    assert!(matches!(ended, Ok(None)), "{ended:?}");
+    let status = ended.expect_err("the replaced stream ends with a status");
+    assert_eq!(status.code(), Code::Aborted, "{status:?}");
+    assert!(status.message().contains("replaced"), "{status:?}");
 }
 
 #[tokio::test]

@@ -9,6 +9,9 @@ use crate::{children::Child, store::Change};
 /// How often the hub looks for stuck streams and for what retention lets go.
 const SWEEP_EVERY_MS: i64 = 1_000;
 
+/// Grace periods ending within this long of one that ends now end with it.
+const GRACE_BATCH_MS: i64 = 100;
+
 impl Hub {
     /// When the hub must next wake without a command: a request deadline, the
     /// end of a grace period, or the end of the stop wait.
@@ -34,8 +37,11 @@ impl Hub {
             self.end_stuck_streams(now);
             self.forget_past_retention(now);
         }
+        // Grace periods that end within the next moment end now, together:
+        // members that joined (or lost the lead) together leave together,
+        // and the team hears of them in one notice.
         while let Some((at, name)) = self.grace.first().cloned() {
-            if at > now {
+            if at > now + GRACE_BATCH_MS {
                 break;
             }
             self.grace.pop_first();
