@@ -30,6 +30,12 @@ struct Args {
     /// Team sizes for the scale scenario.
     #[arg(long, value_delimiter = ',')]
     scale: Option<Vec<usize>>,
+    /// Team sizes for the scenario where every member terminates at once.
+    #[arg(long, value_delimiter = ',')]
+    terminations: Option<Vec<usize>>,
+    /// Only the terminations scenario (with --terminations, --stores).
+    #[arg(long)]
+    terminations_only: bool,
     /// Stores to measure with: sqlite (--sync full), sqlite-normal (--sync normal), memory.
     #[arg(
         long,
@@ -54,6 +60,7 @@ struct Counts {
     routing: (usize, usize, usize),
     scale: Vec<usize>,
     scale_handshakes: usize,
+    terminations: Vec<usize>,
 }
 
 impl Counts {
@@ -68,6 +75,7 @@ impl Counts {
                 routing: (4, 500, 16),
                 scale: vec![100],
                 scale_handshakes: 50,
+                terminations: vec![200],
             }
         } else {
             Counts {
@@ -79,6 +87,7 @@ impl Counts {
                 routing: (16, 10_000, 64),
                 scale: vec![1_000, 5_000, 10_000],
                 scale_handshakes: 500,
+                terminations: vec![2_000, 10_000],
             }
         };
         if let Some(runs) = args.runs {
@@ -86,6 +95,9 @@ impl Counts {
         }
         if let Some(scale) = &args.scale {
             counts.scale = scale.clone();
+        }
+        if let Some(terminations) = &args.terminations {
+            counts.terminations = terminations.clone();
         }
         counts
     }
@@ -102,10 +114,17 @@ async fn main() -> anyhow::Result<()> {
     let mut report = Report::default();
     for run in 1..=counts.runs {
         eprintln!("bench: run {run} of {}", counts.runs);
+        if args.terminations_only {
+            for store in &args.stores {
+                measure_terminations(&counts, store, &mut report).await?;
+            }
+            continue;
+        }
         let floor = Server::start(procs::beside("bench")?, &["--floor-server".into()]).await?;
         measure_floor(&floor.addr, &counts, &mut report).await?;
         for store in &args.stores {
             measure_mesh(&floor.addr, &counts, store, &mut report).await?;
+            measure_terminations(&counts, store, &mut report).await?;
         }
     }
     println!("\n{}", report.table());
@@ -244,6 +263,48 @@ async fn measure_mesh(
         );
         drop(server);
         // Let the kernel reclaim the closed sockets before the next size.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Ok(())
+}
+
+/// Every member of a team of `n` terminating at once (their grace periods
+/// end together): how long until the lead has settled, how slow `ListTeam`
+/// got meanwhile, how many notices a member heard, the lead's peak memory.
+async fn measure_terminations(
+    counts: &Counts,
+    store: &str,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    for &n in &counts.terminations {
+        let (join, operator) = (shared::auth::new_token(), shared::auth::new_token());
+        let mut flags = vec!["--grace", "3"];
+        flags.extend(match store {
+            "sqlite" => ["--store", "sqlite", "--sync", "full"],
+            "sqlite-normal" => ["--store", "sqlite", "--sync", "normal"],
+            _ => ["--store", "memory", "--sync", "full"],
+        });
+        let server = Server::lead(&flags, &join, &operator).await?;
+        let lead = mesh::Lead {
+            addr: server.addr.clone(),
+            join,
+            operator,
+        };
+        let ended = mesh::terminations(&lead, n, Duration::from_secs(3)).await?;
+        let name = format!("[{store}] {n} terminating at once");
+        report.add(&format!("{name}: settled"), "s", ended.settled_secs);
+        report.add(
+            &format!("{name}: slowest ListTeam"),
+            "ms",
+            ended.list_team_max_ms,
+        );
+        report.add(&format!("{name}: notices heard"), "", ended.notices as f64);
+        report.add(
+            &format!("{name}: lead peak RSS"),
+            "MiB",
+            server.peak_rss_mib(),
+        );
+        drop(server);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     Ok(())

@@ -406,3 +406,111 @@ pub(crate) async fn scale(lead: &Lead, n: usize, handshakes: usize) -> anyhow::R
         broadcast_ms,
     })
 }
+
+/// What many members terminating at once cost.
+#[derive(Debug)]
+pub(crate) struct Terminations {
+    /// From the moment the grace periods end until `ListTeam` shows them all
+    /// TERMINATED and a connected member has heard of them all.
+    pub(crate) settled_secs: f64,
+    /// The slowest `ListTeam` answer in that time.
+    pub(crate) list_team_max_ms: f64,
+    /// Termination notices the connected member received.
+    pub(crate) notices: usize,
+}
+
+/// `n` members join and never open their inbox (one more, the watcher,
+/// reads its inbox); their grace periods (`grace`) end, and every one of them
+/// is TERMINATED at about once.
+pub(crate) async fn terminations(
+    lead: &Lead,
+    n: usize,
+    grace: Duration,
+) -> anyhow::Result<Terminations> {
+    let mut watcher = lead.member("watcher", None).await?;
+    let channel = lead.channel().await?;
+    let mut joining = JoinSet::new();
+    let mut next = 0;
+    while next < n || !joining.is_empty() {
+        while next < n && joining.len() < 64 {
+            let mut joiner =
+                LeadClient::with_interceptor(channel.clone(), BearerToken::new(&lead.join)?);
+            let name = format!("t{next}");
+            joining.spawn(async move {
+                joiner
+                    .join(pb::JoinRequest {
+                        name,
+                        role: "silent".into(),
+                    })
+                    .await
+            });
+            next += 1;
+        }
+        joining
+            .join_next()
+            .await
+            .ok_or_else(|| anyhow!("no join in flight"))???;
+    }
+    let ends = Instant::now() + grace;
+    let heard = tokio::spawn(async move {
+        let mut names = std::collections::HashSet::new();
+        let mut notices = 0;
+        while names.len() < n {
+            let notice = watcher
+                .next_matching(|body| match body {
+                    Body::TeammateTerminated(t) => Some(t.clone()),
+                    _ => None,
+                })
+                .await?;
+            notices += 1;
+            names.insert(notice.name);
+            names.extend(notice.more.into_iter().map(|m| m.name));
+        }
+        anyhow::Ok(notices)
+    });
+    tokio::time::sleep_until(ends.into()).await;
+    let mut operator = lead.operator().await?;
+    let mut list_team_max_ms: f64 = 0.0;
+    loop {
+        let start = Instant::now();
+        let mut terminated = 0;
+        let mut token = String::new();
+        loop {
+            let page = tokio::time::timeout(
+                WAIT,
+                operator.list_team(pb::ListTeamRequest {
+                    page_token: token,
+                    ..Default::default()
+                }),
+            )
+            .await
+            .context("ListTeam")??
+            .into_inner();
+            terminated += page
+                .members
+                .iter()
+                .filter(|m| m.status == pb::MemberStatus::Terminated as i32)
+                .count();
+            token = page.next_page_token;
+            if token.is_empty() {
+                break;
+            }
+        }
+        list_team_max_ms = list_team_max_ms.max(start.elapsed().as_secs_f64() * 1e3);
+        if terminated >= n {
+            break;
+        }
+        if ends.elapsed() > WAIT {
+            bail!("{terminated} of {n} terminated after {WAIT:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let notices = tokio::time::timeout(WAIT, heard)
+        .await
+        .context("the watcher hearing of every termination")???;
+    Ok(Terminations {
+        settled_secs: ends.elapsed().as_secs_f64(),
+        list_team_max_ms,
+        notices,
+    })
+}

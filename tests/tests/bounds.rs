@@ -391,7 +391,7 @@ async fn every_string_a_peer_sends_is_bounded_and_reports_are_cut_not_refused() 
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let mut alice = lead.join("alice").await;
-    let huge = "t".repeat(4 * 1024 * 1024 - 1024);
+    let huge = "t".repeat(3 * 1024 * 1024);
     // A tool call report with a 4 MiB tool name and 70 KB of arguments is
     // taken, cut, and shown (today's main refused the second and logged the
     // first whole).
