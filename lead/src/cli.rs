@@ -83,11 +83,22 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
 
 /// `lead team`.
 pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError> {
-    let members = client
-        .list_team(pb::ListTeamRequest::default())
-        .await?
-        .into_inner()
-        .members;
+    let mut members = Vec::new();
+    let mut page_token = String::new();
+    loop {
+        let page = client
+            .list_team(pb::ListTeamRequest {
+                page_token: page_token.clone(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        members.extend(page.members);
+        if page.next_page_token.is_empty() || page.next_page_token == page_token {
+            break;
+        }
+        page_token = page.next_page_token;
+    }
     if json {
         return Ok(
             serde_json::Value::Array(members.iter().map(render::member_json).collect()).to_string()
@@ -124,14 +135,23 @@ pub async fn requests(
     } else {
         0
     };
-    let requests = client
-        .list_requests(pb::ListRequestsRequest {
-            status,
-            ..Default::default()
-        })
-        .await?
-        .into_inner()
-        .requests;
+    let mut requests = Vec::new();
+    let mut page_token = String::new();
+    loop {
+        let page = client
+            .list_requests(pb::ListRequestsRequest {
+                status,
+                page_token: page_token.clone(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        requests.extend(page.requests);
+        if page.next_page_token.is_empty() || page.next_page_token == page_token {
+            break;
+        }
+        page_token = page.next_page_token;
+    }
     if json {
         return Ok(
             serde_json::Value::Array(requests.iter().map(render::request_json).collect())
