@@ -1,6 +1,8 @@
 //! Bounded under abuse: what a hostile or broken peer can make the lead hold
 //! or do, each finding of the probe over the wire with the real lead.
 
+#![allow(clippy::unwrap_used)]
+
 use std::{os::unix::fs::PermissionsExt, time::Duration};
 
 use mesh_tests::{within, Events, Lead, Member};
