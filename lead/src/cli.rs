@@ -100,10 +100,9 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
         page_token = page.next_page_token;
     }
     if json {
-        return Ok(
-            serde_json::Value::Array(members.iter().map(render::member_json).collect()).to_string()
-                + "\n",
-        );
+        return Ok(render::json_text(&serde_json::Value::Array(
+            members.iter().map(render::member_json).collect(),
+        )) + "\n");
     }
     let mut rows = vec![vec![
         "NAME".into(),
@@ -153,11 +152,9 @@ pub async fn requests(
         page_token = page.next_page_token;
     }
     if json {
-        return Ok(
-            serde_json::Value::Array(requests.iter().map(render::request_json).collect())
-                .to_string()
-                + "\n",
-        );
+        return Ok(render::json_text(&serde_json::Value::Array(
+            requests.iter().map(render::request_json).collect(),
+        )) + "\n");
     }
     let mut rows = vec![vec![
         "REQUEST ID".into(),
@@ -318,7 +315,7 @@ pub async fn shutdown(
             let reason = if r.feedback.is_empty() {
                 String::new()
             } else {
-                format!(": {}", r.feedback)
+                format!(": {}", shared::display::escape(&r.feedback))
             };
             return Ok(format!("{how}{reason} [request {}]\n", r.request_id));
         }
@@ -337,7 +334,7 @@ pub async fn watch(client: &mut Operator, json: bool) -> Result<(), CliError> {
     while let Some(event) = events.next().await {
         let event = event?;
         let line = if json {
-            render::event_json(&event).to_string()
+            render::json_text(&render::event_json(&event))
         } else {
             render::event_line(&event)
         };

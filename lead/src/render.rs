@@ -2,7 +2,34 @@
 //! objects for scripts.
 
 use serde_json::{json, Value};
-use shared::pb::{self, envelope::Body, event::Kind};
+use shared::{
+    display::escape,
+    pb::{self, envelope::Body, event::Kind},
+};
+
+/// JSON text with the characters `serde_json` leaves as they are but a
+/// terminal acts on (C1 controls, DEL, bidirectional overrides) written as
+/// `\uXXXX` escapes: still the same JSON value.
+pub fn json_text(value: &Value) -> String {
+    let text = value.to_string();
+    if !text.chars().any(is_unsafe_in_json) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_unsafe_in_json(c) {
+            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn is_unsafe_in_json(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
 
 /// A member status without its prefix: `working`, `idle`, ...
 pub fn member_status(status: i32) -> String {
@@ -119,13 +146,22 @@ pub fn body(body: Option<&Body>) -> String {
         }
         Some(Body::IdleNotification(i)) => format!("idle {:?}", i.reason),
         Some(Body::TeammateTerminated(t)) => {
-            format!("teammate_terminated {} {:?}", t.name, t.reason)
+            let mut line = format!("teammate_terminated {} {:?}", t.name, t.reason);
+            for more in &t.more {
+                line.push_str(&format!(", {} {:?}", more.name, more.reason));
+            }
+            line
         }
     }
 }
 
-/// One event as one line.
+/// One event as one line, every character a peer could use to draw on the
+/// terminal or break the line escaped.
 pub fn event_line(event: &pb::Event) -> String {
+    escape(&raw_event_line(event)).into_owned()
+}
+
+fn raw_event_line(event: &pb::Event) -> String {
     match &event.kind {
         Some(Kind::Envelope(e)) => {
             format!("message  {} -> {}: {}", e.from, e.to, body(e.body.as_ref()))
@@ -155,10 +191,7 @@ pub fn event_line(event: &pb::Event) -> String {
             let verdict = if t.allowed { "ran" } else { "REFUSED" };
             format!(
                 "tool     {} {verdict} {} {}: {}",
-                t.member,
-                t.tool,
-                t.args_json,
-                t.outcome.replace('\n', " | ")
+                t.member, t.tool, t.args_json, t.outcome
             )
         }
         None => "(empty event)".into(),
@@ -185,6 +218,13 @@ pub fn event_json(event: &pb::Event) -> Value {
 
 /// Lays rows out in columns, the first row a header.
 pub fn table(rows: &[Vec<String>]) -> String {
+    // Cells hold peer text (roles, reasons): escaped, so a cell is one line
+    // that cannot move the cursor.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| escape(c).into_owned()).collect())
+        .collect();
+    let rows = &rows[..];
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..columns)
         .map(|c| {
@@ -206,4 +246,30 @@ pub fn table(rows: &[Vec<String>]) -> String {
         out.push('\n');
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_text_cannot_draw_on_the_terminal() {
+        let event = pb::Event {
+            at_unix_ms: 0,
+            kind: Some(Kind::ToolCall(pb::ToolCallReport {
+                tool: "read\u{1b}[2K".into(),
+                args_json: "{}".into(),
+                allowed: true,
+                outcome: "ok\r\nFORGED\u{9b}".into(),
+                member: "alice".into(),
+            })),
+        };
+        let line = event_line(&event);
+        assert!(!line.contains(['\u{1b}', '\r', '\n', '\u{9b}']), "{line:?}");
+        assert!(line.contains("ok\\r\\nFORGED"), "{line}");
+        let table = table(&[vec!["a\nb".into()], vec!["c".into()]]);
+        assert_eq!(table.lines().count(), 2, "{table:?}");
+        let json = json_text(&json!({ "role": "x\u{202e}y" }));
+        assert_eq!(json, "{\"role\":\"x\\u202ey\"}");
+    }
 }

@@ -690,3 +690,33 @@ impl tonic::codec::Decoder for RawCodec {
         Ok(Some(out))
     }
 }
+
+#[tokio::test]
+async fn operator_commands_show_peer_text_escaped() {
+    let lead = Lead::start(&[]).await;
+    let mut joiner = lead.lead_api(&lead.join_token).await;
+    joiner
+        .join(pb::JoinRequest {
+            name: "mallory".into(),
+            role: "coder\u{1b}[2J\r\nalice  coder  working  bypass\u{9b}31m\u{202e}".into(),
+        })
+        .await
+        .expect("joined");
+    let (ok, out, err) = lead.cli(&["team"]).await;
+    assert!(ok, "{err}");
+    assert_eq!(out.lines().count(), 2, "a header and one member:\n{out}");
+    for raw in ['\u{1b}', '\r', '\u{9b}', '\u{202e}'] {
+        assert!(!out.contains(raw), "{raw:?} reached the terminal: {out:?}");
+    }
+    assert!(out.contains("coder\\u{1b}[2J\\r\\nalice"), "{out}");
+    let (ok, out, err) = lead.cli(&["team", "--json"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        !out.contains('\u{9b}') && !out.contains('\u{202e}'),
+        "{out:?}"
+    );
+    let team: serde_json::Value = serde_json::from_str(&out).expect("still JSON");
+    assert!(team[0]["role"]
+        .as_str()
+        .is_some_and(|r| r.contains('\u{202e}')));
+}
