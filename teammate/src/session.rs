@@ -239,16 +239,21 @@ impl Session {
                 },
             }
         };
+        // A call refused for its path or by the gate did not run, whatever
+        // kind of tool it is.
+        let allowed =
+            allowed && !matches!(result, Err(ToolError::Path { .. } | ToolError::Refused(_)));
         let outcome = match &result {
             Ok(output) => crate::tools::truncate(output, 300).to_owned(),
             Err(e) => e.to_string(),
         };
-        tracing::info!(member = %self.config.name, tool = call.name(), args = %call.args_json(), allowed, outcome = %outcome, "tool call");
+        tracing::info!(member = %self.config.name, tool = call.name(), args = %shared::display::Escaped(&call.args_json()), allowed, outcome = %shared::display::Escaped(&outcome), "tool call");
+        // A report always fits the lead's limits: cut, never refused.
         let report = pb::ToolCallReport {
             tool: call.name().to_owned(),
-            args_json: call.args_json(),
+            args_json: shared::limits::cut(&call.args_json(), shared::limits::REPORT_ARGS_JSON),
             allowed,
-            outcome,
+            outcome: shared::limits::cut(&outcome, shared::limits::REPORT_OUTCOME),
             member: String::new(),
         };
         let reported = self

@@ -247,14 +247,7 @@ impl Workspace {
     /// `read_file`.
     fn read_file(&self, path: &str) -> Result<String, ToolError> {
         let real = self.existing(path)?;
-        let meta = fs::metadata(&real).map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
-        if meta.len() > MAX_READ_BYTES {
-            return Err(ToolError::Failed(format!(
-                "{path}: {} bytes; read_file stops at {MAX_READ_BYTES}",
-                meta.len()
-            )));
-        }
-        fs::read_to_string(&real).map_err(|e| ToolError::Failed(format!("{path}: {e}")))
+        read_regular(&real, path)
     }
 
     /// `list_dir`: one entry per line, directories with a trailing `/`.
@@ -300,10 +293,8 @@ impl Workspace {
                 let path = entry.path();
                 if kind.is_dir() {
                     stack.push(path);
-                } else if kind.is_file()
-                    && entry.metadata().is_ok_and(|m| m.len() <= MAX_READ_BYTES)
-                {
-                    let Ok(text) = fs::read_to_string(&path) else {
+                } else if kind.is_file() {
+                    let Ok(text) = read_regular(&path, "") else {
                         continue;
                     };
                     let rel = path
@@ -326,6 +317,51 @@ impl Workspace {
         }
         Ok(matches.join("\n"))
     }
+}
+
+/// Reads a regular file of at most [`MAX_READ_BYTES`], refusing anything
+/// else without blocking on it: a FIFO, a socket or a device is opened
+/// non-blocking and refused by what the open handle is (no window between
+/// looking and opening), and so is a file with more than one hard link (a
+/// link planted in the workspace to a file outside it).
+pub(crate) fn read_regular(real: &Path, path: &str) -> Result<String, ToolError> {
+    use std::{
+        io::Read,
+        os::unix::fs::{MetadataExt, OpenOptionsExt},
+    };
+    let failed = |e: std::io::Error| ToolError::Failed(format!("{path}: {e}"));
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .open(real)
+        .map_err(failed)?;
+    let meta = file.metadata().map_err(failed)?;
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else {
+            "not a regular file (a FIFO, socket or device)"
+        };
+        return Err(ToolError::Refused(format!("{path}: is {what}")));
+    }
+    if meta.nlink() > 1 {
+        return Err(ToolError::Refused(format!(
+            "{path}: has {} hard links; a file linked from outside the workspace cannot be read",
+            meta.nlink()
+        )));
+    }
+    if meta.len() > MAX_READ_BYTES {
+        return Err(ToolError::Failed(format!(
+            "{path}: {} bytes; read_file stops at {MAX_READ_BYTES}",
+            meta.len()
+        )));
+    }
+    let mut text = String::new();
+    file.take(MAX_READ_BYTES)
+        .read_to_string(&mut text)
+        .map_err(failed)?;
+    Ok(text)
 }
 
 #[cfg(test)]
