@@ -16,7 +16,7 @@ use shared::{
     pb,
 };
 
-use crate::tools::{truncate, ToolCall, ToolError, Workspace};
+use crate::tools::{read_text, truncate, ToolCall, ToolError, Workspace};
 
 /// How long `run_command` may run.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -114,19 +114,41 @@ impl Writer {
         }
         match (self.mode, call.write_path()) {
             (Mode::Bypass, _) => Clearance::Run(Ticket { call: call.clone() }),
-            (Mode::AcceptEdits, Some(path)) => match self.workspace.relative(path) {
-                Ok(rel) if self.paths.matches(&rel) => {
-                    Clearance::Run(Ticket { call: call.clone() })
-                }
-                Ok(rel) => Clearance::Refused(format!(
-                    "{rel} is outside the grant's write paths {:?}",
-                    self.paths.patterns()
-                )),
+            (Mode::AcceptEdits, Some(path)) => match self.workspace.write_relative(path) {
+                Ok(rel) => match self.within_paths(path, &rel) {
+                    Ok(()) => Clearance::Run(Ticket { call: call.clone() }),
+                    Err(reason) => Clearance::Refused(reason),
+                },
                 Err(e) => Clearance::Refused(e.to_string()),
             },
             (Mode::AcceptEdits | Mode::Default, _) => Clearance::NeedsPermission,
             (Mode::Plan, _) => Clearance::Refused("plan mode has no write tools".into()),
         }
+    }
+
+    /// ACCEPT_EDITS: whether the file a write to `path` lands on (`rel`,
+    /// symlinked directories resolved) is within the grant's write paths.
+    fn within_paths(&self, path: &str, rel: &str) -> Result<(), String> {
+        if self.mode != Mode::AcceptEdits || self.paths.matches(rel) {
+            return Ok(());
+        }
+        let shown = match self.workspace.relative(path) {
+            Ok(written) if written != rel => format!("{written} (which leads to {rel})"),
+            _ => rel.to_owned(),
+        };
+        Err(format!(
+            "{shown} is outside the grant's write paths {:?}",
+            self.paths.patterns()
+        ))
+    }
+
+    /// Where a write to `path` goes, checked against the grant's write paths
+    /// again: the directories may have changed since the call was cleared.
+    fn target(&self, path: &str) -> Result<std::path::PathBuf, ToolError> {
+        let target = self.workspace.writable(path)?;
+        self.within_paths(path, &self.workspace.relative_of(&target))
+            .map_err(ToolError::Refused)?;
+        Ok(target)
     }
 
     /// Turns the lead's answer to a permission request into a ticket.
@@ -148,15 +170,16 @@ impl Writer {
     pub async fn run(&self, ticket: Ticket) -> Result<String, ToolError> {
         match ticket.call {
             ToolCall::WriteFile { path, content } => {
-                let target = self.workspace.writable(&path)?;
+                let target = self.target(&path)?;
                 write_atomically(&target, content.as_bytes())
                     .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
                 Ok(format!("wrote {} bytes to {path}", content.len()))
             }
             ToolCall::EditFile { path, old, new } => {
-                let target = self.workspace.writable(&path)?;
-                let text = std::fs::read_to_string(&target)
-                    .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
+                let target = self.target(&path)?;
+                // Not through a FIFO, a device or a hard link: the same
+                // checks as read_file.
+                let text = read_text(&target, &path)?;
                 match text.matches(old.as_str()).count() {
                     1 => {}
                     0 => {
@@ -286,6 +309,43 @@ mod tests {
         ));
     }
 
+    #[tokio::test]
+    async fn accept_edits_matches_where_a_write_lands_not_the_symlink_it_goes_through() {
+        let (_dir, ws, writer) = setup(Mode::AcceptEdits, &["src/**"]);
+        let writer = writer.expect("unlocked");
+        std::fs::create_dir_all(ws.root().join("src")).expect("mkdir");
+        std::fs::create_dir_all(ws.root().join("db")).expect("mkdir");
+        std::os::unix::fs::symlink("../db", ws.root().join("src/db")).expect("symlink");
+        std::os::unix::fs::symlink("src", ws.root().join("alias")).expect("symlink");
+
+        match writer.clear(&write("src/db/schema.sql")) {
+            Clearance::Refused(reason) => assert!(
+                reason.starts_with("src/db/schema.sql (which leads to db/schema.sql) is outside"),
+                "{reason}"
+            ),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert!(!ws.root().join("db/schema.sql").exists());
+        match writer.clear(&write("alias/a.rs")) {
+            Clearance::Run(ticket) => assert!(writer.run(ticket).await.is_ok()),
+            other => panic!("expected to run, got {other:?}"),
+        }
+        assert!(ws.root().join("src/a.rs").is_file());
+        // Cleared, then the directory is swapped for a symlink out of the
+        // grant's paths before the write: the write is refused.
+        std::fs::create_dir_all(ws.root().join("src/late")).expect("mkdir");
+        let Clearance::Run(ticket) = writer.clear(&write("src/late/x.rs")) else {
+            panic!("inside the grant")
+        };
+        std::fs::remove_dir(ws.root().join("src/late")).expect("rmdir");
+        std::os::unix::fs::symlink("../db", ws.root().join("src/late")).expect("symlink");
+        assert!(matches!(
+            writer.run(ticket).await,
+            Err(ToolError::Refused(reason)) if reason.contains("db/x.rs")
+        ));
+        assert!(!ws.root().join("db/x.rs").exists());
+    }
+
     #[test]
     fn empty_write_paths_mean_the_plan_files() {
         let (_dir, _ws, writer) = setup(Mode::AcceptEdits, &[]);
@@ -350,5 +410,105 @@ mod tests {
             std::fs::read_to_string(ws.root().join("f")).ok().as_deref(),
             Some("a c a")
         );
+    }
+
+    /// Runs one call under bypass on a thread of its own, with a time limit:
+    /// a call that blocks fails the test instead of hanging it.
+    fn bypass_run(ws: &Workspace, call: ToolCall) -> Result<String, ToolError> {
+        let ws = ws.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let grant = Grant {
+                mode: Mode::Bypass,
+                write_paths: Vec::new(),
+                expires_at_unix_ms: None,
+            };
+            let writer = Writer::unlock(&grant, &[], &ws)
+                .expect("valid grant")
+                .expect("unlocked");
+            let Clearance::Run(ticket) = writer.clear(&call) else {
+                panic!("bypass runs everything")
+            };
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            let _ = tx.send(runtime.block_on(writer.run(ticket)));
+        });
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("the call returned instead of blocking")
+    }
+
+    fn edit(path: &str) -> ToolCall {
+        ToolCall::EditFile {
+            path: path.into(),
+            old: "a".into(),
+            new: "b".into(),
+        }
+    }
+
+    #[test]
+    fn edits_refuse_a_fifo_and_a_hard_link_and_leave_the_outside_file_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(&dir.path().join("ws")).expect("workspace");
+        nix::unistd::mkfifo(
+            &ws.root().join("pipe"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .expect("mkfifo");
+        let outside = dir.path().join("outside.txt");
+        std::fs::write(&outside, "a").expect("write");
+        std::fs::hard_link(&outside, ws.root().join("linked")).expect("link");
+
+        match bypass_run(&ws, edit("pipe")) {
+            Err(ToolError::Refused(reason)) => {
+                assert_eq!(reason, "pipe: is a FIFO, not a regular file")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        match bypass_run(&ws, edit("linked")) {
+            Err(ToolError::Refused(reason)) => {
+                assert!(reason.contains("has 2 hard links"), "{reason}")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(std::fs::read_to_string(&outside).ok().as_deref(), Some("a"));
+        // A whole write replaces the link instead of writing through it.
+        let write = ToolCall::WriteFile {
+            path: "linked".into(),
+            content: "mine".into(),
+        };
+        assert!(bypass_run(&ws, write).is_ok());
+        assert_eq!(std::fs::read_to_string(&outside).ok().as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn writes_go_through_a_symlinked_directory_inside_but_not_to_the_root() {
+        let (_dir, ws, _writer) = setup(Mode::Bypass, &[]);
+        std::fs::create_dir_all(ws.root().join("real")).expect("mkdir");
+        std::os::unix::fs::symlink(ws.root().join("real"), ws.root().join("alias"))
+            .expect("symlink");
+        std::fs::write(ws.root().join("real/f"), "a").expect("write");
+
+        assert!(bypass_run(&ws, write("alias/new.rs")).is_ok());
+        assert_eq!(
+            std::fs::read_to_string(ws.root().join("real/new.rs"))
+                .ok()
+                .as_deref(),
+            Some("x")
+        );
+        assert!(bypass_run(&ws, edit("alias/f")).is_ok());
+        assert_eq!(
+            std::fs::read_to_string(ws.root().join("real/f"))
+                .ok()
+                .as_deref(),
+            Some("b")
+        );
+        match bypass_run(&ws, write(".")) {
+            Err(ToolError::Path { problem, .. }) => {
+                assert_eq!(problem, "names the workspace itself")
+            }
+            other => panic!("expected a path error, got {other:?}"),
+        }
     }
 }

@@ -103,7 +103,7 @@ async fn read(
                         }
                         Ok(None) => break,
                         Err(status) => {
-                            tracing::warn!(error = %status, "inbox stream broke; resuming");
+                            tracing::warn!(error = %shared::display::Escaped(&status.to_string()), "inbox stream broke; resuming");
                             break;
                         }
                     }
@@ -118,7 +118,9 @@ async fn read(
                 let _ = tx.send(Incoming::Gone(Some(status))).await;
                 return;
             }
-            Err(status) => tracing::warn!(error = %status, "cannot open the inbox; retrying"),
+            Err(status) => {
+                tracing::warn!(error = %shared::display::Escaped(&status.to_string()), "cannot open the inbox; retrying")
+            }
         }
         if tx.is_closed() {
             return;

@@ -3,6 +3,7 @@
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::Parser;
+use shared::display::Escaped;
 use teammate::{
     driver::ScriptDriver,
     session::{Config, Exit, Session},
@@ -81,7 +82,12 @@ async fn main() -> ExitCode {
             ExitCode::from(143)
         }
         Err(e) => {
-            eprintln!("teammate {}: {e}", args.name);
+            // The error may quote the lead's message: peer text.
+            eprintln!(
+                "teammate {}: {}",
+                Escaped(&args.name),
+                Escaped(&e.to_string())
+            );
             ExitCode::FAILURE
         }
     }

@@ -10,7 +10,9 @@ use std::{
 
 use shared::{
     auth::BearerToken,
+    display::Escaped,
     grant::{Grant, Mode},
+    limits,
     pb::{self, envelope::Body, lead_client::LeadClient},
 };
 use tokio::sync::{mpsc, watch};
@@ -114,6 +116,16 @@ enum Handled {
     Permission(pb::PermissionResponse),
 }
 
+/// How a permission request ended.
+enum Asked {
+    /// The lead answered.
+    Answer(pb::PermissionResponse),
+    /// It was not asked (too long), or the lead refused the request itself.
+    Refused(String),
+    /// Stop: a shutdown was agreed, or a signal came while waiting.
+    Exit(Exit),
+}
+
 /// The most message ids remembered for deduplication.
 const REMEMBERED_IDS: usize = 4_096;
 
@@ -158,7 +170,7 @@ impl Session {
                 }
             }
         };
-        tracing::info!(member = %config.name, member_id = %joined.member_id, "joined the team in plan mode");
+        tracing::info!(member = %Escaped(&config.name), member_id = %Escaped(&joined.member_id), "joined the team in plan mode");
         let session_token = BearerToken::new(&joined.session_token)
             .map_err(|e| SessionError::Setup(e.message().to_owned()))?;
         let client = LeadClient::with_interceptor(channel, session_token);
@@ -217,8 +229,8 @@ impl Session {
         &mut self,
         call: ToolCall,
     ) -> Result<Result<Observation, Exit>, SessionError> {
-        let (allowed, result) = if let Some(result) = self.workspace.run_read(&call) {
-            (true, result)
+        let result = if let Some(result) = self.workspace.run_read(&call) {
+            result
         } else {
             let clearance = match &self.gate {
                 Gate::Plan => Clearance::Refused(format!(
@@ -228,42 +240,47 @@ impl Session {
                 Gate::Unlocked(writer) => writer.clear(&call),
             };
             match clearance {
-                Clearance::Run(ticket) => (true, self.writer()?.run(ticket).await),
-                Clearance::Refused(reason) => (false, Err(ToolError::Refused(reason))),
+                Clearance::Run(ticket) => self.writer()?.run(ticket).await,
+                Clearance::Refused(reason) => Err(ToolError::Refused(reason)),
                 Clearance::NeedsPermission => match self.ask_permission(&call).await? {
-                    Err(exit) => return Ok(Err(exit)),
-                    Ok(response) => match self.writer()?.permit(&call, &response) {
-                        Ok(ticket) => (true, self.writer()?.run(ticket).await),
-                        Err(reason) => (false, Err(ToolError::Refused(reason))),
+                    Asked::Exit(exit) => return Ok(Err(exit)),
+                    Asked::Refused(reason) => Err(ToolError::Refused(reason)),
+                    Asked::Answer(response) => match self.writer()?.permit(&call, &response) {
+                        Ok(ticket) => self.writer()?.run(ticket).await,
+                        Err(reason) => Err(ToolError::Refused(reason)),
                     },
                 },
             }
         };
-        // A call refused for its path or by the gate did not run, whatever
-        // kind of tool it is.
-        let allowed =
-            allowed && !matches!(result, Err(ToolError::Path { .. } | ToolError::Refused(_)));
+        // Refused by the gate, the lead or the workspace's rules (a path that
+        // leaves it, a FIFO, a hard link): it did not run.
+        let allowed = !matches!(result, Err(ToolError::Refused(_) | ToolError::Path { .. }));
         let outcome = match &result {
             Ok(output) => crate::tools::truncate(output, 300).to_owned(),
             Err(e) => e.to_string(),
         };
-        tracing::info!(member = %self.config.name, tool = call.name(), args = %shared::display::Escaped(&call.args_json()), allowed, outcome = %shared::display::Escaped(&outcome), "tool call");
-        // A report always fits the lead's limits: cut, never refused.
+        // Cut to the report's limits, so that the lead never refuses a
+        // report for its size: every call shows in the record.
         let report = pb::ToolCallReport {
-            tool: call.name().to_owned(),
-            args_json: shared::limits::cut(&call.args_json(), shared::limits::REPORT_ARGS_JSON),
+            tool: limits::cut(call.name(), limits::TOOL),
+            args_json: limits::cut(&call.args_json(), limits::REPORT_ARGS_JSON),
             allowed,
-            outcome: shared::limits::cut(&outcome, shared::limits::REPORT_OUTCOME),
+            outcome: limits::cut(&outcome, limits::REPORT_OUTCOME),
             member: String::new(),
         };
+        tracing::info!(member = %Escaped(&self.config.name), tool = call.name(), args = %Escaped(&report.args_json), allowed, outcome = %Escaped(&report.outcome), "tool call");
         let reported = self
             .retry("ReportToolCall", |mut client| {
                 let report = report.clone();
                 async move { client.report_tool_call(report).await }
             })
             .await;
-        if let Err(e) = reported {
-            tracing::warn!(error = %e, "could not report a tool call");
+        match reported {
+            Ok(_) => {}
+            Err(e) if session_refused(&e) => return Err(e),
+            Err(e) => {
+                tracing::warn!(error = %Escaped(&e.to_string()), "could not report a tool call")
+            }
         }
         Ok(Ok(Observation::ToolResult {
             call,
@@ -281,28 +298,56 @@ impl Session {
         }
     }
 
-    /// Asks the lead to allow one call; `Err(exit)` if a stop came first.
-    async fn ask_permission(
-        &mut self,
-        call: &ToolCall,
-    ) -> Result<Result<pb::PermissionResponse, Exit>, SessionError> {
+    /// Asks the lead to allow one call, showing the whole call. A call too
+    /// long for a permission request is refused here, and one the lead
+    /// refuses to consider (a status other than an unreachable lead or a bad
+    /// token) is refused with the lead's message: neither runs, and the
+    /// teammate carries on.
+    async fn ask_permission(&mut self, call: &ToolCall) -> Result<Asked, SessionError> {
         let request = pb::PermissionRequest {
             request_id: uuid::Uuid::new_v4().to_string(),
             tool: call.name().to_owned(),
-            args_json: call.args_json(),
+            args_json: call.full_args_json(),
         };
+        for (field, value, limit) in [
+            ("tool", &request.tool, limits::TOOL),
+            ("args_json", &request.args_json, limits::ARGS_JSON),
+        ] {
+            if value.len() > limit {
+                let reason = format!(
+                    "{}: the permission request's {field} would be {} bytes, more than the \
+                     {limit} the lead accepts; not asked, not run",
+                    call.name(),
+                    value.len()
+                );
+                tracing::warn!(tool = call.name(), reason = %reason, "permission not asked");
+                return Ok(Asked::Refused(reason));
+            }
+        }
         let id = request.request_id.clone();
-        self.retry("RequestPermission", |mut client| {
-            let request = request.clone();
-            async move { client.request_permission(request).await }
-        })
-        .await?;
+        let asked = self
+            .retry("RequestPermission", |mut client| {
+                let request = request.clone();
+                async move { client.request_permission(request).await }
+            })
+            .await;
+        match asked {
+            Ok(_) => {}
+            Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => {
+                tracing::warn!(tool = call.name(), error = %Escaped(&status.to_string()), "the lead refused the permission request");
+                return Ok(Asked::Refused(format!(
+                    "the lead refused the permission request: {}",
+                    status.message()
+                )));
+            }
+            Err(e) => return Err(e),
+        }
         tracing::info!(request_id = %id, tool = call.name(), "asked the lead for permission");
         loop {
             match self.next_incoming().await? {
-                Handled::Exit(exit) => return Ok(Err(exit)),
+                Handled::Exit(exit) => return Ok(Asked::Exit(exit)),
                 Handled::Permission(response) if response.request_id == id => {
-                    return Ok(Ok(response))
+                    return Ok(Asked::Answer(response))
                 }
                 _ => {}
             }
@@ -322,12 +367,26 @@ impl Session {
             plan: Some(plan.clone()),
         };
         let id = request.request_id.clone();
-        self.retry("SubmitPlan", |mut client| {
-            let request = request.clone();
-            async move { client.submit_plan(request).await }
-        })
-        .await?;
-        tracing::info!(request_id = %id, summary = %plan.summary, "submitted a plan");
+        let submitted = self
+            .retry("SubmitPlan", |mut client| {
+                let request = request.clone();
+                async move { client.submit_plan(request).await }
+            })
+            .await;
+        match submitted {
+            Ok(_) => {}
+            // The lead will not consider this plan (too large, malformed, in
+            // the wrong state): the driver hears it as a rejection and may
+            // revise. `last_plan` stays: this one never existed on the lead.
+            Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => {
+                tracing::warn!(error = %Escaped(&status.to_string()), "the lead refused the plan");
+                return Ok(Ok(Observation::PlanRejected {
+                    feedback: format!("the lead refused the plan: {}", status.message()),
+                }));
+            }
+            Err(e) => return Err(e),
+        }
+        tracing::info!(request_id = %id, summary = %Escaped(&plan.summary), "submitted a plan");
         self.last_plan = Some((id.clone(), plan.files.clone()));
         let response = loop {
             match self.next_incoming().await? {
@@ -337,7 +396,7 @@ impl Session {
             }
         };
         if !response.approve {
-            tracing::info!(request_id = %id, feedback = %response.feedback, "plan rejected; revising");
+            tracing::info!(request_id = %id, feedback = %Escaped(&response.feedback), "plan rejected; revising");
             return Ok(Ok(Observation::PlanRejected {
                 feedback: response.feedback,
             }));
@@ -363,8 +422,10 @@ impl Session {
         if let Some(message) = self.messages.pop_front() {
             return Ok(Ok(message));
         }
-        tracing::info!(member = %self.config.name, reason = %reason, "idle");
-        let idle = pb::IdleNotification { reason };
+        tracing::info!(member = %Escaped(&self.config.name), reason = %Escaped(&reason), "idle");
+        let idle = pb::IdleNotification {
+            reason: limits::cut(&reason, limits::REASON),
+        };
         self.retry("ReportIdle", |mut client| {
             let idle = idle.clone();
             async move { client.report_idle(idle).await }
@@ -413,11 +474,11 @@ impl Session {
         let handled = match envelope.body {
             Some(Body::ShutdownRequest(request)) => {
                 let answer = self.driver.answer_shutdown(&request);
-                tracing::info!(request_id = %request.request_id, approve = answer.approve, reason = %answer.reason, "answering a shutdown request");
+                tracing::info!(request_id = %Escaped(&request.request_id), approve = answer.approve, reason = %Escaped(&answer.reason), "answering a shutdown request");
                 let response = pb::ShutdownResponse {
                     request_id: request.request_id,
                     approve: answer.approve,
-                    reason: answer.reason,
+                    reason: limits::cut(&answer.reason, limits::REASON),
                 };
                 self.retry("RespondShutdown", |mut client| {
                     let request = response.clone();
@@ -440,7 +501,7 @@ impl Session {
                 Handled::Nothing
             }
             Some(Body::TeammateTerminated(t)) => {
-                tracing::info!(member = %t.name, reason = %t.reason, "a teammate terminated");
+                tracing::info!(member = %Escaped(&t.name), reason = %Escaped(&t.reason), "a teammate terminated");
                 Handled::Nothing
             }
             other => {
@@ -474,7 +535,7 @@ impl Session {
             match call(self.client.clone()).await {
                 Ok(response) => return Ok(response.into_inner()),
                 Err(status) if transient(&status) => {
-                    tracing::warn!(rpc, error = %status, "the lead is unreachable; retrying");
+                    tracing::warn!(rpc, error = %Escaped(&status.to_string()), "the lead is unreachable; retrying");
                     if !backoff.wait().await {
                         return Err(SessionError::LeadGone(self.config.lead_url.clone()));
                     }
@@ -499,6 +560,24 @@ impl Session {
             }
         }
         true
+    }
+}
+
+/// Whether the lead refused the caller itself (an unknown or wrong token):
+/// the session cannot go on. Any other refusal concerns one call.
+fn fatal_status(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unauthenticated | Code::PermissionDenied
+    )
+}
+
+/// Whether the error is the lead refusing the session itself, which ends it
+/// even where the failure of one call (a report) would not.
+fn session_refused(error: &SessionError) -> bool {
+    match error {
+        SessionError::Rpc { status, .. } => fatal_status(status),
+        SessionError::LeadGone(_) | SessionError::Setup(_) => false,
     }
 }
 

@@ -1,11 +1,17 @@
 //! Tool calls, and the read-only tools every mode has: `read_file`,
 //! `list_dir`, `search`. Every path is confined to the workspace: no absolute
-//! paths, no `..`, no symlink that leads out.
+//! paths, no `..`, no symlink that leads out. Files are read only if they are
+//! regular files with one link: a FIFO would block the teammate, a device is
+//! not text, and a hard link may be a file from outside the workspace.
 
 use std::{
     fs,
+    io::Read,
+    os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt},
     path::{Component, Path, PathBuf},
 };
+
+use nix::fcntl::OFlag;
 
 use serde_json::json;
 
@@ -66,7 +72,24 @@ impl ToolCall {
         }
     }
 
-    /// The arguments as JSON; long text is cut, for reports.
+    /// The whole call as JSON, nothing cut: what a permission request
+    /// carries, so that the operator sees everything they allow.
+    pub fn full_args_json(&self) -> String {
+        match self {
+            ToolCall::ReadFile { path } | ToolCall::ListDir { path } => json!({ "path": path }),
+            ToolCall::Search { pattern } => json!({ "pattern": pattern }),
+            ToolCall::WriteFile { path, content } => json!({ "path": path, "content": content }),
+            ToolCall::EditFile { path, old, new } => {
+                json!({ "path": path, "old": old, "new": new })
+            }
+            ToolCall::RunCommand { command } => json!({ "command": command }),
+        }
+        .to_string()
+    }
+
+    /// The arguments as JSON, file contents cut, for reports and logs. Paths,
+    /// patterns and commands are whole: a report cuts the result as a whole
+    /// to its limit (`shared::limits::REPORT_ARGS_JSON`).
     pub fn args_json(&self) -> String {
         let cut = |s: &str| {
             if s.len() > 120 {
@@ -157,7 +180,8 @@ impl Workspace {
         Ok(out)
     }
 
-    /// An existing path inside the workspace, symlinks resolved.
+    /// An existing path inside the workspace (the root itself for `.`),
+    /// symlinks resolved; a symlink may lead anywhere inside.
     fn existing(&self, path: &str) -> Result<PathBuf, ToolError> {
         let joined = self.lexical(path)?;
         let real = joined
@@ -172,66 +196,93 @@ impl Workspace {
         Ok(real)
     }
 
-    /// A path to write: inside the workspace, its parent created, and neither
-    /// it nor any parent a symlink that leads out.
-    pub(crate) fn writable(&self, path: &str) -> Result<PathBuf, ToolError> {
+    /// Where a write to `path` lands, creating nothing: the deepest ancestor
+    /// that exists resolved (it must be inside the workspace; a symlinked
+    /// directory inside is fine), then the rest as written. The last
+    /// component is not followed: writes replace, never follow, a symlink.
+    fn write_target(&self, path: &str) -> Result<PathBuf, ToolError> {
         let joined = self.lexical(path)?;
-        let escape = || ToolError::Path {
+        let bad = |problem: &str| ToolError::Path {
             path: path.to_owned(),
-            problem: "a symlink leads out of the workspace".into(),
+            problem: problem.to_owned(),
         };
-        let parent = joined.parent().ok_or_else(|| ToolError::Path {
-            path: path.to_owned(),
-            problem: "names the workspace itself".into(),
-        })?;
-        // The deepest ancestor that exists must resolve inside the root.
+        let escape = || bad("a symlink leads out of the workspace");
+        if joined == self.root {
+            return Err(bad("names the workspace itself"));
+        }
+        // `lexical` adds only normal components: below the root, a path has
+        // a parent and a file name, and so has every ancestor that does not
+        // exist yet (the root does).
+        let (Some(parent), Some(name)) = (joined.parent(), joined.file_name()) else {
+            return Err(bad("names the workspace itself"));
+        };
         let mut ancestor = parent;
+        let mut missing = Vec::new();
         while !ancestor.exists() {
+            missing.push(ancestor.file_name().ok_or_else(escape)?);
             ancestor = ancestor.parent().ok_or_else(escape)?;
         }
-        let real = ancestor
+        let mut target = ancestor
             .canonicalize()
             .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
-        if !real.starts_with(&self.root) {
+        if !target.starts_with(&self.root) {
             return Err(escape());
         }
-        fs::create_dir_all(parent).map_err(|e| ToolError::Failed(format!("{path}: {e}")))?;
-        if parent
-            .canonicalize()
-            .map_err(|e| ToolError::Failed(format!("{path}: {e}")))?
-            != parent
-        {
-            return Err(escape());
-        }
-        if fs::symlink_metadata(&joined).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(ToolError::Path {
-                path: path.to_owned(),
-                problem: "is a symlink; writes do not follow symlinks".into(),
-            });
-        }
-        if joined.is_dir() {
-            return Err(ToolError::Path {
-                path: path.to_owned(),
-                problem: "is a directory".into(),
-            });
-        }
-        Ok(joined)
+        target.extend(missing.iter().rev());
+        target.push(name);
+        Ok(target)
     }
 
-    /// The path relative to the root, with `/` separators.
-    pub(crate) fn relative(&self, path: &str) -> Result<String, ToolError> {
-        let joined = self.lexical(path)?;
-        let rel = joined
-            .strip_prefix(&self.root)
-            .map_err(|_| ToolError::Path {
-                path: path.to_owned(),
-                problem: "outside the workspace".into(),
-            })?;
-        Ok(rel
+    /// A path to write: inside the workspace, its parent created, no symlink
+    /// on the way that leads out, and the path itself not a symlink. The path
+    /// returned goes through the parent's real location.
+    pub(crate) fn writable(&self, path: &str) -> Result<PathBuf, ToolError> {
+        let bad = |problem: &str| ToolError::Path {
+            path: path.to_owned(),
+            problem: problem.to_owned(),
+        };
+        let failed = |e: std::io::Error| ToolError::Failed(format!("{path}: {e}"));
+        let planned = self.write_target(path)?;
+        let (Some(parent), Some(name)) = (planned.parent(), planned.file_name()) else {
+            return Err(bad("names the workspace itself"));
+        };
+        fs::create_dir_all(parent).map_err(failed)?;
+        // Checked again once the directories exist: what was created must
+        // not have led anywhere else.
+        let real_parent = parent.canonicalize().map_err(failed)?;
+        if !real_parent.starts_with(&self.root) {
+            return Err(bad("a symlink leads out of the workspace"));
+        }
+        let target = real_parent.join(name);
+        match fs::symlink_metadata(&target) {
+            Ok(m) if m.file_type().is_symlink() => {
+                Err(bad("is a symlink; writes do not follow symlinks"))
+            }
+            Ok(m) if m.is_dir() => Err(bad("is a directory")),
+            _ => Ok(target),
+        }
+    }
+
+    /// Where a write to `path` lands, relative to the root with `/`
+    /// separators: what a grant's write paths are matched against, so that
+    /// a symlinked directory cannot carry a write outside them.
+    pub(crate) fn write_relative(&self, path: &str) -> Result<String, ToolError> {
+        Ok(self.relative_of(&self.write_target(path)?))
+    }
+
+    /// A path inside the root, relative to it with `/` separators.
+    pub(crate) fn relative_of(&self, real: &Path) -> String {
+        real.strip_prefix(&self.root)
+            .unwrap_or(real)
             .components()
             .map(|c| c.as_os_str().to_string_lossy())
             .collect::<Vec<_>>()
-            .join("/"))
+            .join("/")
+    }
+
+    /// The path as written, relative to the root with `/` separators.
+    pub(crate) fn relative(&self, path: &str) -> Result<String, ToolError> {
+        Ok(self.relative_of(&self.lexical(path)?))
     }
 
     /// Runs a read-only tool; `None` for a gated one.
@@ -246,13 +297,12 @@ impl Workspace {
 
     /// `read_file`.
     fn read_file(&self, path: &str) -> Result<String, ToolError> {
-        let real = self.existing(path)?;
-        read_regular(&real, path)
+        read_text(&self.existing(path)?, path)
     }
 
     /// `list_dir`: one entry per line, directories with a trailing `/`.
     fn list_dir(&self, path: &str) -> Result<String, ToolError> {
-        let real = if path == "." || path.is_empty() {
+        let real = if path.is_empty() {
             self.root.clone()
         } else {
             self.existing(path)?
@@ -294,7 +344,9 @@ impl Workspace {
                 if kind.is_dir() {
                     stack.push(path);
                 } else if kind.is_file() {
-                    let Ok(text) = read_regular(&path, "") else {
+                    // Skips what read_file refuses: a file swapped for a FIFO
+                    // since the listing, a hard link, a large or binary file.
+                    let Ok(text) = read_text(&path, "") else {
                         continue;
                     };
                     let rel = path
@@ -319,49 +371,64 @@ impl Workspace {
     }
 }
 
-/// Reads a regular file of at most [`MAX_READ_BYTES`], refusing anything
-/// else without blocking on it: a FIFO, a socket or a device is opened
-/// non-blocking and refused by what the open handle is (no window between
-/// looking and opening), and so is a file with more than one hard link (a
-/// link planted in the workspace to a file outside it).
-pub(crate) fn read_regular(real: &Path, path: &str) -> Result<String, ToolError> {
-    use std::{
-        io::Read,
-        os::unix::fs::{MetadataExt, OpenOptionsExt},
-    };
-    let failed = |e: std::io::Error| ToolError::Failed(format!("{path}: {e}"));
+/// The text of the file at `real` (a path inside the workspace; `shown` is
+/// how the caller named it). It is opened without blocking and without
+/// following a final symlink, and read only if the opened file is a regular
+/// file with one link, of at most [`MAX_READ_BYTES`], in UTF-8. What is
+/// checked is the open file itself, so it cannot change between check and
+/// read.
+pub(crate) fn read_text(real: &Path, shown: &str) -> Result<String, ToolError> {
+    let failed = |e: std::io::Error| ToolError::Failed(format!("{shown}: {e}"));
+    // Checked before opening too: opening a device can have effects.
+    check_regular(&fs::metadata(real).map_err(failed)?, shown)?;
     let file = fs::OpenOptions::new()
         .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
+        .custom_flags((OFlag::O_NONBLOCK | OFlag::O_NOFOLLOW | OFlag::O_NOCTTY).bits())
         .open(real)
         .map_err(failed)?;
-    let meta = file.metadata().map_err(failed)?;
+    check_regular(&file.metadata().map_err(failed)?, shown)?;
+    let mut bytes = Vec::new();
+    file.take(MAX_READ_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(failed)?;
+    if bytes.len() as u64 > MAX_READ_BYTES {
+        return Err(ToolError::Failed(format!(
+            "{shown}: larger than {MAX_READ_BYTES} bytes; read_file stops there"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|_| ToolError::Failed(format!("{shown}: is not UTF-8 text")))
+}
+
+/// Refuses anything but a regular file with a single link.
+fn check_regular(meta: &fs::Metadata, shown: &str) -> Result<(), ToolError> {
     let kind = meta.file_type();
-    if !kind.is_file() {
-        let what = if kind.is_dir() {
-            "a directory"
-        } else {
-            "not a regular file (a FIFO, socket or device)"
-        };
-        return Err(ToolError::Refused(format!("{path}: is {what}")));
+    let what = if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else {
+        Some("a special file")
+    };
+    if let Some(what) = what {
+        return Err(ToolError::Refused(format!(
+            "{shown}: is {what}, not a regular file"
+        )));
     }
     if meta.nlink() > 1 {
         return Err(ToolError::Refused(format!(
-            "{path}: has {} hard links; a file linked from outside the workspace cannot be read",
+            "{shown}: has {} hard links; a file linked from outside the workspace cannot be read",
             meta.nlink()
         )));
     }
-    if meta.len() > MAX_READ_BYTES {
-        return Err(ToolError::Failed(format!(
-            "{path}: {} bytes; read_file stops at {MAX_READ_BYTES}",
-            meta.len()
-        )));
-    }
-    let mut text = String::new();
-    file.take(MAX_READ_BYTES)
-        .read_to_string(&mut text)
-        .map_err(failed)?;
-    Ok(text)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -399,6 +466,11 @@ mod tests {
             .expect("symlink");
         assert!(matches!(ws.writable("link"), Err(ToolError::Path { .. })));
         assert_eq!(ws.relative("./a/./b.rs"), Ok("a/b.rs".to_owned()));
+        assert_eq!(ws.write_relative("./a/./b.rs"), Ok("a/b.rs".to_owned()));
+        assert!(matches!(
+            ws.write_relative("out/new/deeper.txt"),
+            Err(ToolError::Path { .. })
+        ));
     }
 
     #[test]
@@ -434,5 +506,173 @@ mod tests {
                 command: "true".into()
             })
             .is_none());
+    }
+
+    /// Runs `call` on a thread, so that a read that blocks fails the test
+    /// instead of hanging it.
+    fn run_read_within(ws: &Workspace, call: ToolCall) -> Result<String, ToolError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let ws = ws.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(ws.run_read(&call).expect("a read tool"));
+        });
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the read tool returned instead of blocking")
+    }
+
+    fn read(path: &str) -> ToolCall {
+        ToolCall::ReadFile { path: path.into() }
+    }
+
+    #[test]
+    fn fifos_and_sockets_are_refused_without_blocking_and_search_skips_them() {
+        let (_dir, ws) = workspace();
+        nix::unistd::mkfifo(
+            &ws.root().join("pipe"),
+            nix::sys::stat::Mode::from_bits_truncate(0o600),
+        )
+        .expect("mkfifo");
+        let _socket = std::os::unix::net::UnixListener::bind(ws.root().join("sock")).expect("bind");
+        fs::write(ws.root().join("plain.txt"), "needle\n").expect("write");
+
+        match run_read_within(&ws, read("pipe")) {
+            Err(ToolError::Refused(reason)) => {
+                assert_eq!(reason, "pipe: is a FIFO, not a regular file")
+            }
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        match run_read_within(&ws, read("sock")) {
+            Err(ToolError::Refused(reason)) => assert!(reason.contains("is a socket"), "{reason}"),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(
+            run_read_within(
+                &ws,
+                ToolCall::Search {
+                    pattern: "needle".into()
+                }
+            )
+            .as_deref(),
+            Ok("plain.txt:1: needle")
+        );
+    }
+
+    #[test]
+    fn a_hard_link_is_refused_and_search_skips_it() {
+        let (dir, ws) = workspace();
+        let secret = dir.path().join("secret");
+        fs::write(&secret, "TOPSECRET\n").expect("write");
+        fs::hard_link(&secret, ws.root().join("linked")).expect("link");
+        fs::write(ws.root().join("own.txt"), "TOPSECRET is a word\n").expect("write");
+
+        match run_read_within(&ws, read("linked")) {
+            Err(ToolError::Refused(reason)) => assert_eq!(
+                reason,
+                "linked: has 2 hard links; a file linked from outside the workspace cannot be read"
+            ),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+        assert_eq!(
+            run_read_within(
+                &ws,
+                ToolCall::Search {
+                    pattern: "TOPSECRET".into()
+                }
+            )
+            .as_deref(),
+            Ok("own.txt:1: TOPSECRET is a word")
+        );
+    }
+
+    #[test]
+    fn the_root_itself_is_a_directory_to_read_and_no_file_to_write() {
+        let (_dir, ws) = workspace();
+        fs::write(ws.root().join("a.txt"), "a").expect("write");
+        for path in [".", "./", "./."] {
+            match run_read_within(&ws, read(path)) {
+                Err(ToolError::Refused(reason)) => {
+                    assert!(
+                        reason.ends_with("is a directory, not a regular file"),
+                        "{reason}"
+                    )
+                }
+                other => panic!("{path}: expected a refusal, got {other:?}"),
+            }
+            match ws.writable(path) {
+                Err(ToolError::Path { problem, .. }) => {
+                    assert_eq!(problem, "names the workspace itself", "{path}")
+                }
+                other => panic!("{path}: expected a path error, got {other:?}"),
+            }
+            assert_eq!(
+                run_read_within(&ws, ToolCall::ListDir { path: path.into() }).as_deref(),
+                Ok("a.txt"),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_symlinked_directory_inside_the_workspace_reads_lists_and_writes() {
+        let (_dir, ws) = workspace();
+        fs::create_dir_all(ws.root().join("real/sub")).expect("mkdir");
+        fs::write(ws.root().join("real/a.txt"), "a").expect("write");
+        std::os::unix::fs::symlink(ws.root().join("real"), ws.root().join("alias"))
+            .expect("symlink");
+        std::os::unix::fs::symlink("real", ws.root().join("relative")).expect("symlink");
+
+        for alias in ["alias", "relative"] {
+            assert_eq!(
+                run_read_within(&ws, read(&format!("{alias}/a.txt"))).as_deref(),
+                Ok("a")
+            );
+            assert_eq!(
+                run_read_within(&ws, ToolCall::ListDir { path: alias.into() }).as_deref(),
+                Ok("a.txt\nsub/")
+            );
+            let target = ws
+                .writable(&format!("{alias}/sub/new.txt"))
+                .expect("a parent reached through a symlink inside is writable");
+            assert_eq!(target, ws.root().join("real/sub/new.txt"));
+        }
+        // Reached through a symlink, the file itself must still not be one.
+        std::os::unix::fs::symlink(ws.root().join("real/a.txt"), ws.root().join("real/l"))
+            .expect("symlink");
+        assert!(matches!(
+            ws.writable("alias/l"),
+            Err(ToolError::Path { problem, .. }) if problem.contains("is a symlink")
+        ));
+        assert!(matches!(
+            ws.writable("alias/sub"),
+            Err(ToolError::Path { problem, .. }) if problem == "is a directory"
+        ));
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_not_read() {
+        let (_dir, ws) = workspace();
+        let big = vec![b'x'; MAX_READ_BYTES as usize + 1];
+        fs::write(ws.root().join("big"), &big).expect("write");
+        fs::write(ws.root().join("edge"), &big[1..]).expect("write");
+        assert!(matches!(
+            run_read_within(&ws, read("big")),
+            Err(ToolError::Failed(e)) if e.contains("larger than")
+        ));
+        assert_eq!(
+            run_read_within(&ws, read("edge")).map(|t| t.len()),
+            Ok(MAX_READ_BYTES as usize)
+        );
+    }
+
+    #[test]
+    fn a_permission_request_carries_the_whole_call_and_a_report_cuts_contents() {
+        let content = "c".repeat(500);
+        let call = ToolCall::WriteFile {
+            path: "a".into(),
+            content: content.clone(),
+        };
+        let full: serde_json::Value = serde_json::from_str(&call.full_args_json()).expect("JSON");
+        assert_eq!(full["content"], content.as_str());
+        assert!(call.args_json().len() < 300, "{}", call.args_json());
     }
 }
