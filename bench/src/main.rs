@@ -147,9 +147,10 @@ async fn measure_floor(addr: &str, counts: &Counts, report: &mut Report) -> anyh
     Ok(())
 }
 
-async fn start_lead(store: &str, approval: &str) -> anyhow::Result<(Server, mesh::Lead)> {
+/// A fresh `lead serve` on `store` with `extra` flags, and how to reach it.
+async fn start_lead(store: &str, extra: &[&str]) -> anyhow::Result<(Server, mesh::Lead)> {
     let (join, operator) = (shared::auth::new_token(), shared::auth::new_token());
-    let mut flags = vec!["--approval", approval];
+    let mut flags = extra.to_vec();
     flags.extend(match store {
         "sqlite" => ["--store", "sqlite", "--sync", "full"],
         "sqlite-normal" => ["--store", "sqlite", "--sync", "normal"],
@@ -170,7 +171,7 @@ async fn measure_mesh(
     store: &str,
     report: &mut Report,
 ) -> anyhow::Result<()> {
-    let (_server, lead) = start_lead(store, "auto").await?;
+    let (_server, lead) = start_lead(store, &["--approval", "auto"]).await?;
     // The floor again, right before: on a shared machine the ratio of two
     // figures taken a second apart is steadier than either figure.
     let [f50, f99, _] = floor::unary(floor_addr, counts.floor).await?.summary();
@@ -214,7 +215,7 @@ async fn measure_mesh(
     );
     drop(_server);
 
-    let (_server, lead) = start_lead(store, "manual").await?;
+    let (_server, lead) = start_lead(store, &["--approval", "manual"]).await?;
     let operator = mesh::run_operator(lead.clone()).await?;
     let (samples, rate) = mesh::handshakes_sequential(&lead, "man", counts.handshakes).await?;
     add_latency(report, &format!("[{store}] handshake manual"), &samples);
@@ -239,7 +240,7 @@ async fn measure_mesh(
     drop(_server);
 
     for &n in &counts.scale {
-        let (server, lead) = start_lead(store, "auto").await?;
+        let (server, lead) = start_lead(store, &["--approval", "auto"]).await?;
         let scale = mesh::scale(&lead, n, counts.scale_handshakes).await?;
         report.add(
             &format!("[{store}] scale {n}: join all"),
@@ -277,19 +278,7 @@ async fn measure_terminations(
     report: &mut Report,
 ) -> anyhow::Result<()> {
     for &n in &counts.terminations {
-        let (join, operator) = (shared::auth::new_token(), shared::auth::new_token());
-        let mut flags = vec!["--grace", "3"];
-        flags.extend(match store {
-            "sqlite" => ["--store", "sqlite", "--sync", "full"],
-            "sqlite-normal" => ["--store", "sqlite", "--sync", "normal"],
-            _ => ["--store", "memory", "--sync", "full"],
-        });
-        let server = Server::lead(&flags, &join, &operator).await?;
-        let lead = mesh::Lead {
-            addr: server.addr.clone(),
-            join,
-            operator,
-        };
+        let (server, lead) = start_lead(store, &["--grace", "3"]).await?;
         let ended = mesh::terminations(&lead, n, Duration::from_secs(3)).await?;
         let name = format!("[{store}] {n} terminating at once");
         report.add(&format!("{name}: settled"), "s", ended.settled_secs);

@@ -6,6 +6,7 @@
 //! INVALID_ARGUMENT.
 
 use std::{
+    future::Future as _,
     io,
     pin::Pin,
     sync::{
@@ -126,8 +127,6 @@ impl ConnState {
 pub struct ConnInfo {
     /// Its shared state.
     pub state: Arc<ConnState>,
-    /// The peer's address.
-    pub peer: Option<std::net::SocketAddr>,
 }
 
 /// One accepted connection, within its limits.
@@ -194,8 +193,6 @@ impl Conn {
     }
 }
 
-use std::future::Future as _;
-
 impl AsyncRead for Conn {
     fn poll_read(
         mut self: Pin<&mut Self>,
@@ -254,7 +251,6 @@ impl Connected for Conn {
     fn connect_info(&self) -> ConnInfo {
         ConnInfo {
             state: self.state.clone(),
-            peer: self.io.peer_addr().ok(),
         }
     }
 }

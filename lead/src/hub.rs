@@ -526,21 +526,27 @@ impl Hub {
             sent_at_unix_ms: now_unix_ms(),
             payload: Payload::Own(body),
         };
-        let stored = if to == LEAD {
-            None
-        } else {
-            self.roster.push(to, entry.clone())
+        if to == LEAD {
+            self.emit_envelope(&entry, to);
+            return;
+        }
+        let Some(stored) = self.roster.push(to, entry) else {
+            return;
         };
-        let envelope = match stored {
-            Some(stored) => {
-                self.changes.push(Change::Envelope(stored.record(to)));
-                let envelope = stored.envelope(to);
-                self.dirty_streams.insert(to.to_owned());
-                envelope
-            }
-            None => entry.envelope(to),
-        };
-        self.emit(pb::event::Kind::Envelope(envelope));
+        let record = stored.record(to);
+        let event = (!self.watchers.is_empty()).then(|| stored.envelope(to));
+        self.changes.push(Change::Envelope(record));
+        self.dirty_streams.insert(to.to_owned());
+        if let Some(envelope) = event {
+            self.emit(pb::event::Kind::Envelope(envelope));
+        }
+    }
+
+    /// Tells the watchers, if any, of an envelope to `to`.
+    fn emit_envelope(&mut self, entry: &Entry, to: &str) {
+        if !self.watchers.is_empty() {
+            self.emit(pb::event::Kind::Envelope(entry.envelope(to)));
+        }
     }
 
     /// Puts one envelope from `from` in the inbox of each of `recipients`,
@@ -567,7 +573,7 @@ impl Hub {
                 self.dirty_streams.insert(to.clone());
             }
         }
-        self.emit(pb::event::Kind::Envelope(entry.envelope(EVERYONE)));
+        self.emit_envelope(&entry, EVERYONE);
     }
 
     /// Tells the watchers how `name` stands now.

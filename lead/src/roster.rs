@@ -26,6 +26,12 @@ const REMEMBERED_MESSAGE_IDS: usize = 4_096;
 /// What an envelope costs beyond its body, for byte budgets.
 const ENVELOPE_OVERHEAD: usize = 48;
 
+/// What an envelope costs for byte budgets, given the lengths of its sender,
+/// its message id and its body.
+pub(crate) fn envelope_bytes(from: usize, message_id: usize, body: usize) -> usize {
+    ENVELOPE_OVERHEAD + from + message_id + body
+}
+
 /// A body every recipient of a fan-out (a broadcast, a termination notice)
 /// shares: held and stored once, however many inboxes hold it.
 #[derive(Debug)]
@@ -110,7 +116,7 @@ impl Entry {
 
     /// What it costs its recipient: the whole envelope.
     pub(crate) fn bytes(&self) -> usize {
-        ENVELOPE_OVERHEAD + self.message_id.len() + self.from.len() + self.payload.bytes()
+        envelope_bytes(self.from.len(), self.message_id.len(), self.payload.bytes())
     }
 
     /// What it adds to what the lead holds as it goes into an inbox: its own
@@ -130,7 +136,7 @@ impl Entry {
     fn own_bytes(&self) -> usize {
         match &self.payload {
             Payload::Own(_) => self.bytes(),
-            Payload::Shared(_) => ENVELOPE_OVERHEAD + self.message_id.len() + self.from.len(),
+            Payload::Shared(_) => envelope_bytes(self.from.len(), self.message_id.len(), 0),
         }
     }
 

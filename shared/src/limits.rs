@@ -37,52 +37,6 @@ pub const PAGE_TOKEN: usize = 64;
 /// Paths of `SpawnTeammateRequest` (`script_path`, `workspace`, `teammate_bin`).
 pub const PATH: usize = 4_096;
 
-/// Every limit, for the README and for tests: (fields, bytes or entries, what
-/// happens past it).
-pub const TABLE: &[(&str, usize, &str)] = &[
-    ("JoinRequest.role", ROLE, "INVALID_ARGUMENT"),
-    ("Text.content", TEXT, "INVALID_ARGUMENT"),
-    ("message_id, request_id, supersedes", ID, "INVALID_ARGUMENT"),
-    (
-        "reason, feedback (shutdown, idle, reviews)",
-        REASON,
-        "INVALID_ARGUMENT",
-    ),
-    (
-        "PermissionRequest.tool, ToolCallReport.tool",
-        TOOL,
-        "INVALID_ARGUMENT (a report's is cut)",
-    ),
-    ("PermissionRequest.args_json", ARGS_JSON, "INVALID_ARGUMENT"),
-    (
-        "ToolCallReport.args_json",
-        REPORT_ARGS_JSON,
-        "cut, ending in a marker",
-    ),
-    (
-        "ToolCallReport.outcome",
-        REPORT_OUTCOME,
-        "cut, ending in a marker",
-    ),
-    (
-        "PlanApprovalRequest.plan (encoded)",
-        PLAN,
-        "INVALID_ARGUMENT",
-    ),
-    (
-        "entries of plan.steps/files/tests, grant.write_paths",
-        LIST_ITEMS,
-        "INVALID_ARGUMENT",
-    ),
-    (
-        "one glob of plan.files, grant.write_paths",
-        GLOB,
-        "INVALID_ARGUMENT",
-    ),
-    ("page_token", PAGE_TOKEN, "INVALID_ARGUMENT"),
-    ("SpawnTeammateRequest paths", PATH, "INVALID_ARGUMENT"),
-];
-
 /// `value` of the field `field` within `limit` bytes, or INVALID_ARGUMENT
 /// naming both.
 pub fn check(field: &str, value: &str, limit: usize) -> Result<(), FieldError> {

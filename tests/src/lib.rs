@@ -367,6 +367,25 @@ impl Member {
         }
     }
 
+    /// `Send`s `content` to `to` (with `message_id`, empty for none).
+    pub async fn send(
+        &mut self,
+        to: &str,
+        content: &str,
+        message_id: &str,
+    ) -> Result<pb::SendResponse, tonic::Status> {
+        self.api
+            .send(pb::SendRequest {
+                to: to.into(),
+                text: Some(pb::Text {
+                    content: content.into(),
+                }),
+                message_id: message_id.into(),
+            })
+            .await
+            .map(tonic::Response::into_inner)
+    }
+
     /// Submits a plan; returns its request id.
     pub async fn submit(
         &mut self,

@@ -17,16 +17,7 @@ async fn send(
     content: &str,
     message_id: &str,
 ) -> Result<pb::SendResponse, tonic::Status> {
-    from.api
-        .send(pb::SendRequest {
-            to: to.into(),
-            text: Some(pb::Text {
-                content: content.into(),
-            }),
-            message_id: message_id.into(),
-        })
-        .await
-        .map(tonic::Response::into_inner)
+    from.send(to, content, message_id).await
 }
 
 /// The names a termination notice tells of.

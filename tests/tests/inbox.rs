@@ -15,18 +15,7 @@ fn text(envelope: &pb::Envelope) -> String {
 }
 
 async fn send(from: &mut Member, to: &str, content: &str, message_id: &str) -> String {
-    from.api
-        .send(pb::SendRequest {
-            to: to.into(),
-            text: Some(pb::Text {
-                content: content.into(),
-            }),
-            message_id: message_id.into(),
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .message_id
+    from.send(to, content, message_id).await.unwrap().message_id
 }
 
 #[tokio::test]

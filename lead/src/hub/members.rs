@@ -17,7 +17,7 @@ use shared::{
 use super::{Command, Hub};
 use crate::{
     error::HubError,
-    roster::{InboxSink, Member, SeenId, StreamEnder},
+    roster::{envelope_bytes, InboxSink, Member, SeenId, StreamEnder},
     store::Change,
 };
 
@@ -164,7 +164,13 @@ impl Hub {
             }
         }
         let body = Body::Text(text);
-        let bytes = 48 + from.len() + request.message_id.len().max(36) + body.encoded_len();
+        // The id the lead makes when the sender chose none is a UUID.
+        let id_len = if request.message_id.is_empty() {
+            36
+        } else {
+            request.message_id.len()
+        };
+        let bytes = envelope_bytes(from.len(), id_len, body.encoded_len());
         let (recipients, skipped) = match request.to.as_str() {
             "" => return Err(FieldError::new("to", "is required").into()),
             EVERYONE => {
