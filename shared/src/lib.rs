@@ -17,6 +17,7 @@ pub mod pb {
 }
 
 pub mod auth;
+pub mod chat;
 pub mod display;
 pub mod error;
 pub mod grant;

@@ -1,0 +1,486 @@
+//! A client for the chat-completions API: OpenAI's, and the same API served
+//! by Ollama, llama.cpp's server, vLLM and LM Studio. One call sends the
+//! conversation and the tools on offer and returns the model's reply: its
+//! text and the tool calls it made.
+//!
+//! The reply is streamed (`"stream": true`, server-sent events) and put
+//! together by [`assemble`], which tolerates the known quirks of local
+//! servers; a server that answers with one JSON completion instead is read
+//! the same way. Connection errors, 429 and 5xx are retried with capped
+//! exponential backoff and jitter, honouring `Retry-After`; any other 4xx
+//! stops with the server's own message. HTTP is `reqwest` (rustls, ring).
+
+mod assemble;
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tokio_stream::StreamExt as _;
+
+use crate::display::Escaped;
+
+/// OpenAI's API, the default `--base-url`.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// Where the key is read from unless told otherwise.
+pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
+
+/// Which model, where, and how patiently.
+#[derive(Clone)]
+pub struct ChatConfig {
+    /// The API's root, e.g. `https://api.openai.com/v1` or
+    /// `http://127.0.0.1:11434/v1`; `/chat/completions` is appended.
+    pub base_url: String,
+    /// The model's name as the server knows it.
+    pub model: String,
+    /// Sent as `Authorization: Bearer`; `None` sends no such header.
+    pub api_key: Option<String>,
+    /// Sampling temperature; `None` leaves the server's default.
+    pub temperature: Option<f32>,
+    /// The longest one attempt may take, from connecting to the last byte.
+    pub timeout: Duration,
+    /// How many times a failed attempt is retried.
+    pub max_retries: u32,
+    /// The first backoff; it doubles up to [`BACKOFF_CAP`].
+    pub first_backoff: Duration,
+}
+
+impl std::fmt::Debug for ChatConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("ChatConfig")
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
+            .field("temperature", &self.temperature)
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.max_retries)
+            .finish()
+    }
+}
+
+impl ChatConfig {
+    /// A config with the defaults: 300 s per attempt, 6 retries starting at 500 ms.
+    pub fn new(base_url: &str, model: &str, api_key: Option<String>) -> Self {
+        Self {
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            model: model.to_owned(),
+            api_key,
+            temperature: None,
+            timeout: Duration::from_secs(300),
+            max_retries: 6,
+            first_backoff: Duration::from_millis(500),
+        }
+    }
+
+    /// The key from the environment variable `var`; unset or empty is `None`.
+    pub fn key_from_env(var: &str) -> Option<String> {
+        std::env::var(var).ok().filter(|k| !k.trim().is_empty())
+    }
+}
+
+/// The longest wait between attempts, `Retry-After` included.
+pub const BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// Who said a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// One message of the conversation, as the API spells it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    #[serde(default)]
+    pub content: String,
+    /// An assistant's tool calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// A tool result: the call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl Message {
+    /// A system message.
+    pub fn system(text: impl Into<String>) -> Self {
+        Self::plain(Role::System, text.into())
+    }
+
+    /// A user message.
+    pub fn user(text: impl Into<String>) -> Self {
+        Self::plain(Role::User, text.into())
+    }
+
+    /// The result of the tool call `id`.
+    pub fn tool(id: &str, text: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(id.to_owned()),
+            ..Self::plain(Role::Tool, text.into())
+        }
+    }
+
+    /// The model's reply, as it goes back into the conversation.
+    pub fn assistant(reply: &Reply) -> Self {
+        Self {
+            tool_calls: reply.tool_calls.clone(),
+            ..Self::plain(Role::Assistant, reply.content.clone())
+        }
+    }
+
+    fn plain(role: Role, content: String) -> Self {
+        Self {
+            role,
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool call the model made.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Unique within its reply (made up where the server sent none).
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub function: FunctionCall,
+}
+
+/// Which function, with what arguments.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    pub name: String,
+    /// JSON text, as the model wrote it: it may be anything.
+    pub arguments: String,
+}
+
+/// A tool the model may call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// A JSON schema of the arguments.
+    pub parameters: Value,
+}
+
+/// What the model answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reply {
+    /// Its text (tool calls written as text are taken out).
+    pub content: String,
+    /// Its tool calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// Why a model call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ChatError {
+    /// A 4xx other than 429: retrying will not help.
+    #[error("the model server at {url} refused the request: HTTP {status}: {message}")]
+    Refused {
+        url: String,
+        status: u16,
+        message: String,
+    },
+    /// Every attempt failed (connection errors, 429, 5xx, broken replies).
+    #[error("the model server at {url} failed {attempts} attempts; the last: {last}")]
+    Unavailable {
+        url: String,
+        attempts: u32,
+        last: String,
+    },
+    /// The request could not be made (a malformed URL).
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// How one attempt failed.
+enum Failure {
+    /// Try again, after `after` if the server said.
+    Retry {
+        problem: String,
+        after: Option<Duration>,
+    },
+    /// Stop.
+    Stop(ChatError),
+}
+
+/// Talks to one model.
+#[derive(Debug, Clone)]
+pub struct ChatClient {
+    http: reqwest::Client,
+    config: ChatConfig,
+    url: String,
+}
+
+impl ChatClient {
+    /// A client for `config`.
+    pub fn new(config: ChatConfig) -> Result<Self, ChatError> {
+        // rustls needs one process-wide crypto provider; a second install
+        // (another client) is refused harmlessly.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("mesh/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ChatError::Setup(format!("the HTTP client: {e}")))?;
+        let url = format!("{}/chat/completions", config.base_url);
+        reqwest::Url::parse(&url)
+            .map_err(|e| ChatError::Setup(format!("--base-url {:?}: {e}", config.base_url)))?;
+        Ok(Self { http, config, url })
+    }
+
+    /// The model's name.
+    pub fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    /// Sends the conversation and the tools on offer; the model's reply.
+    pub async fn complete(&self, messages: &[Message], tools: &[Tool]) -> Result<Reply, ChatError> {
+        let mut body = json!({
+            "model": self.config.model,
+            "messages": messages,
+            "stream": true,
+        });
+        if !tools.is_empty() {
+            body["tools"] = tools
+                .iter()
+                .map(|t| {
+                    json!({"type": "function", "function": {
+                        "name": t.name, "description": t.description, "parameters": t.parameters,
+                    }})
+                })
+                .collect();
+        }
+        if let Some(t) = self.config.temperature {
+            body["temperature"] = json!(t);
+        }
+        let mut backoff = self.config.first_backoff;
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let (problem, after) = match self.attempt(&body).await {
+                Ok(reply) => return Ok(reply),
+                Err(Failure::Stop(e)) => return Err(e),
+                Err(Failure::Retry { problem, after }) => (problem, after),
+            };
+            if attempts > self.config.max_retries {
+                return Err(ChatError::Unavailable {
+                    url: self.url.clone(),
+                    attempts,
+                    last: problem,
+                });
+            }
+            // Full jitter between half the backoff and all of it, unless the
+            // server said how long to wait.
+            let wait = after
+                .unwrap_or_else(|| backoff / 2 + backoff.mul_f64(fastrand::f64() / 2.0))
+                .min(BACKOFF_CAP);
+            tracing::warn!(url = %self.url, attempt = attempts, problem = %Escaped(&problem), wait_ms = wait.as_millis() as u64, "model call failed; retrying");
+            tokio::time::sleep(wait).await;
+            backoff = (backoff * 2).min(BACKOFF_CAP);
+        }
+    }
+
+    /// One request and its reply.
+    async fn attempt(&self, body: &Value) -> Result<Reply, Failure> {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .timeout(self.config.timeout)
+            .json(body);
+        if let Some(key) = &self.config.api_key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|e| Failure::Retry {
+            problem: describe(&e),
+            after: None,
+        })?;
+        let status = response.status();
+        if status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+            let after = retry_after(response.headers());
+            let text = response.text().await.unwrap_or_default();
+            return Err(Failure::Retry {
+                problem: format!("HTTP {}: {}", status.as_u16(), error_message(&text)),
+                after,
+            });
+        }
+        if !status.is_success() {
+            let text = response.text().await.unwrap_or_default();
+            return Err(Failure::Stop(ChatError::Refused {
+                url: self.url.clone(),
+                status: status.as_u16(),
+                message: error_message(&text),
+            }));
+        }
+        let streamed = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let mut assembler = assemble::Assembler::default();
+        let broken = |problem: String| Failure::Retry {
+            problem,
+            after: None,
+        };
+        if streamed {
+            use eventsource_stream::Eventsource as _;
+            let mut events = response.bytes_stream().eventsource();
+            while let Some(event) = events.next().await {
+                let event = event.map_err(|e| broken(format!("the stream broke: {e}")))?;
+                let data = event.data.trim();
+                if data == "[DONE]" {
+                    break;
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                let chunk: Value = serde_json::from_str(data).map_err(|e| {
+                    broken(format!("a streamed chunk is not JSON ({e}): {}", cut(data)))
+                })?;
+                if let Some(error) = chunk.get("error") {
+                    return Err(broken(format!(
+                        "the server reported an error mid-stream: {}",
+                        cut(&error.to_string())
+                    )));
+                }
+                assembler.push_chunk(&chunk);
+            }
+        } else {
+            let text = response
+                .text()
+                .await
+                .map_err(|e| broken(format!("the reply broke: {}", describe(&e))))?;
+            let completion: Value = serde_json::from_str(&text)
+                .map_err(|e| broken(format!("the reply is not JSON ({e}): {}", cut(&text))))?;
+            let message = assemble::first_choice(&completion)
+                .and_then(|c| c.get("message"))
+                .ok_or_else(|| {
+                    broken(format!(
+                        "the reply has no choices[0].message: {}",
+                        cut(&text)
+                    ))
+                })?;
+            assembler.push_message(message);
+        }
+        Ok(assembler.finish())
+    }
+}
+
+/// A reqwest error with its causes (reqwest's own message is terse).
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The server's own words from an error body: `error.message`, `error`,
+/// `message`, or the body itself, cut.
+fn error_message(body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let found = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("error"))
+            .or_else(|| v.get("message"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    match found {
+        Some(message) => cut(&message),
+        None if body.trim().is_empty() => "(no body)".into(),
+        None => cut(body.trim()),
+    }
+}
+
+/// At most 500 bytes of `text`, for error messages.
+fn cut(text: &str) -> String {
+    crate::limits::cut(text, 500)
+}
+
+/// `Retry-After`, in seconds or as an HTTP date.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
+    if let Ok(seconds) = value.trim().parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_are_the_servers_own_words() {
+        assert_eq!(
+            error_message(r#"{"error": {"message": "model not found", "type": "x"}}"#),
+            "model not found"
+        );
+        assert_eq!(error_message(r#"{"error": "bad key"}"#), "bad key");
+        assert_eq!(error_message("plain words\n"), "plain words");
+        assert_eq!(error_message(""), "(no body)");
+        assert!(error_message(&"x".repeat(2_000)).len() < 600);
+    }
+
+    #[test]
+    fn retry_after_takes_seconds_and_dates() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert(reqwest::header::RETRY_AFTER, "2".parse().expect("header"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        let later = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(60));
+        headers.insert(reqwest::header::RETRY_AFTER, later.parse().expect("header"));
+        let wait = retry_after(&headers).expect("a date");
+        assert!(wait > Duration::from_secs(50) && wait <= Duration::from_secs(60));
+        headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().expect("header"));
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn the_key_never_shows_in_debug_output() {
+        let config = ChatConfig::new("http://x/v1/", "m", Some("sk-secret".into()));
+        assert_eq!(config.base_url, "http://x/v1");
+        assert!(!format!("{config:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn messages_serialize_as_the_api_spells_them() {
+        let reply = Reply {
+            content: String::new(),
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                kind: "function".into(),
+                function: FunctionCall {
+                    name: "read_file".into(),
+                    arguments: "{}".into(),
+                },
+            }],
+        };
+        assert_eq!(
+            serde_json::to_value(Message::assistant(&reply)).expect("json"),
+            json!({"role": "assistant", "content": "", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}
+            ]})
+        );
+        assert_eq!(
+            serde_json::to_value(Message::tool("c1", "ok")).expect("json"),
+            json!({"role": "tool", "content": "ok", "tool_call_id": "c1"})
+        );
+    }
+}
