@@ -448,7 +448,10 @@ mod tests {
         headers.insert(reqwest::header::RETRY_AFTER, later.parse().expect("header"));
         let wait = retry_after(&headers).expect("a date");
         assert!(wait > Duration::from_secs(50) && wait <= Duration::from_secs(60));
-        headers.insert(reqwest::header::RETRY_AFTER, "soon".parse().expect("header"));
+        headers.insert(
+            reqwest::header::RETRY_AFTER,
+            "soon".parse().expect("header"),
+        );
         assert_eq!(retry_after(&headers), None);
     }
 

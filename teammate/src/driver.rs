@@ -1,20 +1,32 @@
 //! What decides a teammate's next step: a [`Driver`]. The script driver reads
-//! a TOML file; a language-model driver can take its place later. Either sees
-//! only the tools of the current mode.
+//! a TOML file; the model driver ([`crate::model`]) asks a language model.
+//! Either sees only the tools of the current mode, and neither holds the
+//! gate's capability: every step it asks for runs through the session.
+
+use std::future::Future;
 
 use serde::Deserialize;
-use shared::pb;
+use shared::{grant::Mode, pb};
 
 use crate::tools::ToolCall;
 
 /// The teammate's next move.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// Run one tool.
+    /// Run one tool (through the gate).
     Call(ToolCall),
     /// Submit a plan for approval (after a rejection, it supersedes the last one).
     Submit(pb::Plan),
-    /// Nothing to do: report idle and wait for a message.
+    /// Send a text message to a member, the lead, or `*`.
+    Send { to: String, text: String },
+    /// A call that cannot be made as asked (an unknown tool, malformed
+    /// arguments): reported to the lead as refused, and answered with `problem`.
+    Invalid {
+        tool: String,
+        args_json: String,
+        problem: String,
+    },
+    /// Nothing to do: report idle with this reason and wait for a message.
     Idle(String),
 }
 
@@ -23,26 +35,32 @@ pub enum Step {
 pub enum Observation {
     /// The teammate just joined.
     Started,
-    /// A tool ran (or was refused).
-    ToolResult {
-        /// The call.
-        call: ToolCall,
-        /// Its output, or why it failed or was refused.
-        result: Result<String, String>,
-    },
+    /// The last step that was a call (tool, message, invalid call) ended:
+    /// its output, or why it failed or was refused.
+    ToolResult(Result<String, String>),
     /// The plan was rejected; revise against the feedback.
     PlanRejected {
         /// Why.
         feedback: String,
     },
     /// The plan was approved; the gated tools of the grant's mode are available.
-    PlanApproved,
-    /// A message from another member.
+    PlanApproved {
+        /// The grant's mode.
+        mode: Mode,
+        /// Where writes may go (the plan's files if the grant named none).
+        write_paths: Vec<String>,
+    },
+    /// A message from another member or the lead.
     Message {
         /// Who sent it.
         from: String,
         /// What it says.
         text: String,
+    },
+    /// The teammate refused a shutdown request and goes on.
+    ShutdownRefused {
+        /// What it told the lead.
+        reason: String,
     },
 }
 
@@ -55,12 +73,31 @@ pub struct ShutdownAnswer {
     pub reason: String,
 }
 
+/// Why a driver cannot go on (a model server that refuses every request).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct DriverError(pub String);
+
 /// Decides the teammate's steps.
 pub trait Driver: Send {
-    /// The next step, given what just happened and the tools of the current mode.
-    fn next_step(&mut self, tools: &[&'static str], seen: Observation) -> Step;
-    /// The answer to a shutdown request.
-    fn answer_shutdown(&mut self, request: &pb::ShutdownRequest) -> ShutdownAnswer;
+    /// Takes in what happened.
+    fn observe(&mut self, seen: Observation);
+
+    /// The next step, given the tools of the current mode. Cancel-safe: a
+    /// step dropped before it ends leaves the driver as it was, so the
+    /// session can stop waiting for it (a shutdown request arrived).
+    fn step(
+        &mut self,
+        tools: &[&'static str],
+    ) -> impl Future<Output = Result<Step, DriverError>> + Send;
+
+    /// The answer to a shutdown request, given before `deadline_unix_ms`;
+    /// `tools` are those of the current mode plus `respond_shutdown`.
+    fn answer_shutdown(
+        &mut self,
+        request: &pb::ShutdownRequest,
+        tools: &[&'static str],
+    ) -> impl Future<Output = ShutdownAnswer> + Send;
 }
 
 /// A script, as written.
@@ -157,6 +194,7 @@ impl Action {
             },
             "search" => ToolCall::Search {
                 pattern: arg("pattern", &self.pattern)?,
+                path: self.path.clone(),
             },
             "write_file" => ToolCall::WriteFile {
                 path: arg("path", &self.path)?,
@@ -189,6 +227,8 @@ pub struct ScriptDriver {
     shutdown: ShutdownSpec,
     /// Where the script is.
     cursor: Cursor,
+    /// What happened last, for the next step.
+    seen: Option<Observation>,
 }
 
 /// The script driver's position.
@@ -234,6 +274,7 @@ impl ScriptDriver {
             plans,
             shutdown: script.shutdown,
             cursor: Cursor::Planning(0),
+            seen: None,
         })
     }
 
@@ -267,8 +308,9 @@ impl ScriptDriver {
     }
 }
 
-impl Driver for ScriptDriver {
-    fn next_step(&mut self, _tools: &[&'static str], seen: Observation) -> Step {
+impl ScriptDriver {
+    /// The next step, given what just happened.
+    fn next_step(&mut self, seen: Observation) -> Step {
         match (seen, self.cursor) {
             (Observation::PlanRejected { .. }, Cursor::Reviewing(n)) => match self.plans.get(n + 1)
             {
@@ -281,15 +323,30 @@ impl Driver for ScriptDriver {
                     Step::Idle("every plan in the script was rejected".into())
                 }
             },
-            (Observation::PlanApproved, Cursor::Reviewing(_)) => {
+            (Observation::PlanApproved { .. }, Cursor::Reviewing(_)) => {
                 self.cursor = Cursor::Working(0);
                 self.advance()
             }
             _ => self.advance(),
         }
     }
+}
 
-    fn answer_shutdown(&mut self, _request: &pb::ShutdownRequest) -> ShutdownAnswer {
+impl Driver for ScriptDriver {
+    fn observe(&mut self, seen: Observation) {
+        self.seen = Some(seen);
+    }
+
+    async fn step(&mut self, _tools: &[&'static str]) -> Result<Step, DriverError> {
+        let seen = self.seen.take().unwrap_or(Observation::Started);
+        Ok(self.next_step(seen))
+    }
+
+    async fn answer_shutdown(
+        &mut self,
+        _request: &pb::ShutdownRequest,
+        _tools: &[&'static str],
+    ) -> ShutdownAnswer {
         ShutdownAnswer {
             approve: self.shutdown.approve,
             reason: self.shutdown.reason.clone(),
@@ -324,63 +381,46 @@ reason = "busy"
     #[test]
     fn a_script_plans_revises_works_and_idles() {
         let mut d = ScriptDriver::parse(SCRIPT).expect("valid");
-        let tools = crate::tools::READ_TOOLS;
         let write = ToolCall::WriteFile {
             path: "a.rs".into(),
             content: "x".into(),
         };
-        assert_eq!(
-            d.next_step(&tools, Observation::Started),
-            Step::Call(write.clone())
-        );
-        let refused = Observation::ToolResult {
-            call: write,
-            result: Err("refused".into()),
-        };
-        assert!(matches!(d.next_step(&tools, refused), Step::Submit(p) if p.summary == "one"));
+        assert_eq!(d.next_step(Observation::Started), Step::Call(write));
+        let refused = Observation::ToolResult(Err("refused".into()));
+        assert!(matches!(d.next_step(refused), Step::Submit(p) if p.summary == "one"));
         let rejected = Observation::PlanRejected {
             feedback: "no tests".into(),
         };
-        assert!(matches!(d.next_step(&tools, rejected), Step::Submit(p) if p.summary == "two"));
+        assert!(matches!(d.next_step(rejected), Step::Submit(p) if p.summary == "two"));
         assert_eq!(
-            d.next_step(&tools, Observation::PlanApproved),
+            d.next_step(Observation::PlanApproved {
+                mode: Mode::AcceptEdits,
+                write_paths: Vec::new()
+            }),
             Step::Call(ToolCall::RunCommand {
                 command: "true".into()
             })
         );
-        let ran = Observation::ToolResult {
-            call: ToolCall::RunCommand {
-                command: "true".into(),
-            },
-            result: Ok(String::new()),
-        };
-        assert_eq!(d.next_step(&tools, ran), Step::Idle("work done".into()));
+        let ran = Observation::ToolResult(Ok(String::new()));
+        assert_eq!(d.next_step(ran), Step::Idle("work done".into()));
         let message = Observation::Message {
             from: "bob".into(),
             text: "hi".into(),
         };
-        assert!(matches!(d.next_step(&tools, message), Step::Idle(_)));
-        let answer = d.answer_shutdown(&pb::ShutdownRequest::default());
-        assert_eq!(
-            answer,
-            ShutdownAnswer {
-                approve: false,
-                reason: "busy".into()
-            }
-        );
+        assert!(matches!(d.next_step(message), Step::Idle(_)));
+        let answer = d.shutdown.clone();
+        assert!(!answer.approve);
+        assert_eq!(answer.reason, "busy");
     }
 
     #[test]
     fn running_out_of_plans_idles() {
         let mut d = ScriptDriver::parse("[[plans]]\nsummary = \"only\"\n").expect("valid");
-        assert!(matches!(
-            d.next_step(&[], Observation::Started),
-            Step::Submit(_)
-        ));
+        assert!(matches!(d.next_step(Observation::Started), Step::Submit(_)));
         let rejected = Observation::PlanRejected {
             feedback: "no".into(),
         };
-        assert!(matches!(d.next_step(&[], rejected), Step::Idle(r) if r.contains("rejected")));
+        assert!(matches!(d.next_step(rejected), Step::Idle(r) if r.contains("rejected")));
     }
 
     #[test]

@@ -31,11 +31,16 @@ pub enum Gate {
 }
 
 impl Gate {
-    /// The tools a driver may ask for in this mode.
+    /// The tools on offer in this mode: the read tools and `send_message`
+    /// always; `submit_plan` in plan mode; the gated tools once a grant
+    /// unlocked them (every mode but PLAN allows all three, DEFAULT and
+    /// ACCEPT_EDITS through the lead's permission where the grant says).
     pub fn tools(&self) -> Vec<&'static str> {
         let mut tools = crate::tools::READ_TOOLS.to_vec();
-        if matches!(self, Gate::Unlocked(_)) {
-            tools.extend(crate::tools::GATED_TOOLS);
+        tools.push(crate::catalog::SEND_MESSAGE);
+        match self {
+            Gate::Plan => tools.push(crate::catalog::SUBMIT_PLAN),
+            Gate::Unlocked(_) => tools.extend(crate::tools::GATED_TOOLS),
         }
         tools
     }
@@ -280,7 +285,36 @@ mod tests {
     fn plan_mode_creates_no_writer() {
         let (_dir, _ws, writer) = setup(Mode::Plan, &[]);
         assert!(writer.is_none());
-        assert_eq!(Gate::Plan.tools(), vec!["read_file", "list_dir", "search"]);
+        assert_eq!(
+            Gate::Plan.tools(),
+            [
+                "read_file",
+                "list_dir",
+                "search",
+                "send_message",
+                "submit_plan"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_grant_offers_the_gated_tools_instead_of_submit_plan() {
+        for mode in [Mode::Default, Mode::AcceptEdits, Mode::Bypass] {
+            let (_dir, _ws, writer) = setup(mode, &["src/**"]);
+            let gate = Gate::Unlocked(writer.expect("unlocked"));
+            assert_eq!(
+                gate.tools(),
+                [
+                    "read_file",
+                    "list_dir",
+                    "search",
+                    "send_message",
+                    "write_file",
+                    "edit_file",
+                    "run_command"
+                ]
+            );
+        }
     }
 
     #[tokio::test]

@@ -1,8 +1,10 @@
 //! A mesh teammate: joins a lead, plans with read-only tools, submits its plan
 //! for approval, and works only within the grant that comes back.
 
+pub mod catalog;
 pub mod driver;
 pub mod gate;
 pub mod inbox;
+pub mod model;
 pub mod session;
 pub mod tools;

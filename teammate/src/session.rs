@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, watch};
 use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, Status};
 
 use crate::{
+    catalog,
     driver::{Driver, Observation, Step},
     gate::{Clearance, Gate, Writer},
     inbox::{self, Backoff, Incoming},
@@ -65,6 +66,9 @@ pub enum SessionError {
     /// The setup is wrong (URL, token, workspace, grant).
     #[error("{0}")]
     Setup(String),
+    /// The driver cannot go on (the model server refuses every request).
+    #[error("{0}")]
+    Driver(String),
 }
 
 /// A joined teammate.
@@ -73,8 +77,6 @@ pub struct Session {
     config: Config,
     /// The lead, with the session token attached.
     client: Client,
-    /// Decides the steps.
-    driver: Box<dyn Driver>,
     /// Envelopes from the inbox reader.
     inbox: mpsc::Receiver<Incoming>,
     /// The last `seq` processed (and acknowledged).
@@ -108,8 +110,11 @@ impl std::fmt::Debug for Session {
 enum Handled {
     /// Nothing the step waits for.
     Nothing,
-    /// Stop: a shutdown was agreed, or a signal came while nothing ran.
+    /// Stop: a signal came while nothing ran.
     Exit(Exit),
+    /// A shutdown request, to be answered by the driver; its envelope's
+    /// `seq` is acknowledged only if the teammate refuses (and goes on).
+    Shutdown(pb::ShutdownRequest, u64),
     /// The answer to a plan.
     Plan(pb::PlanApprovalResponse),
     /// The answer to a permission request.
@@ -133,7 +138,6 @@ impl Session {
     /// Joins the lead (retrying while it is unreachable) and opens the inbox.
     pub async fn join(
         config: Config,
-        driver: Box<dyn Driver>,
         stop: impl Future<Output = ()> + Send + 'static,
     ) -> Result<Self, SessionError> {
         let workspace = Workspace::open(&config.workspace).map_err(|e| {
@@ -183,7 +187,6 @@ impl Session {
         Ok(Self {
             config,
             client,
-            driver,
             inbox,
             last_seq: 0,
             seen: HashSet::new(),
@@ -196,37 +199,207 @@ impl Session {
         })
     }
 
-    /// Takes steps until a shutdown is agreed or a signal arrives.
-    pub async fn run(mut self) -> Result<Exit, SessionError> {
-        let mut seen = Observation::Started;
+    /// Takes the driver's steps until a shutdown is agreed or a signal arrives.
+    pub async fn run<D: Driver>(mut self, mut driver: D) -> Result<Exit, SessionError> {
+        driver.observe(Observation::Started);
         loop {
             // Between steps, everything that arrived is handled: a shutdown
             // request is answered only after the tool call in progress ended.
             while let Ok(incoming) = self.inbox.try_recv() {
-                if let Handled::Exit(exit) = self.on_incoming(incoming).await? {
+                if let Some(exit) = self.handle(&mut driver, incoming).await? {
                     return Ok(exit);
                 }
             }
-            let tools = self.gate.tools();
-            let next = match self.driver.next_step(&tools, seen) {
-                Step::Call(call) => self.run_tool(call).await?,
-                Step::Submit(plan) => self.submit(plan).await?,
-                Step::Idle(reason) => self.idle(reason).await?,
-            };
-            seen = match next {
-                Ok(observation) => observation,
+            while let Some(message) = self.messages.pop_front() {
+                driver.observe(message);
+            }
+            if *self.stop.borrow() {
+                return Ok(Exit::Signal);
+            }
+            let step = match self.think(&mut driver).await? {
+                Ok(step) => step,
                 Err(exit) => return Ok(exit),
             };
+            let next = match step {
+                Step::Call(call) => self.run_tool(&mut driver, call).await?,
+                Step::Submit(plan) => self.submit(&mut driver, plan).await?,
+                Step::Send { to, text } => Ok(self.send(to, text).await?),
+                Step::Invalid {
+                    tool,
+                    args_json,
+                    problem,
+                } => {
+                    self.report(&tool, &args_json, false, &problem).await?;
+                    Ok(Observation::ToolResult(Err(problem)))
+                }
+                Step::Idle(reason) => self.idle(&mut driver, reason).await?,
+            };
+            match next {
+                Ok(observation) => driver.observe(observation),
+                Err(exit) => return Ok(exit),
+            }
             if *self.stop.borrow() {
                 return Ok(Exit::Signal);
             }
         }
     }
 
+    /// The driver's next step. While it thinks (a model call), the inbox is
+    /// still heard: a shutdown request cancels the step and is answered
+    /// within its deadline, and a refusal lets the driver think again.
+    async fn think<D: Driver>(
+        &mut self,
+        driver: &mut D,
+    ) -> Result<Result<Step, Exit>, SessionError> {
+        loop {
+            let tools = self.gate.tools();
+            let (request, seq) = {
+                let step = driver.step(&tools);
+                tokio::pin!(step);
+                loop {
+                    let incoming = tokio::select! {
+                        step = &mut step => {
+                            return step.map(Ok).map_err(|e| SessionError::Driver(e.0));
+                        }
+                        incoming = self.inbox.recv() => incoming,
+                        _ = self.stop.wait_for(|s| *s) => return Ok(Err(Exit::Signal)),
+                    };
+                    let Some(incoming) = incoming else {
+                        return Err(SessionError::LeadGone(self.config.lead_url.clone()));
+                    };
+                    match self.on_incoming(incoming).await? {
+                        Handled::Shutdown(request, seq) => break (request, seq),
+                        Handled::Exit(exit) => return Ok(Err(exit)),
+                        Handled::Nothing | Handled::Plan(_) | Handled::Permission(_) => {}
+                    }
+                }
+            };
+            if let Some(exit) = self.answer_shutdown(driver, request, seq).await? {
+                return Ok(Err(exit));
+            }
+        }
+    }
+
+    /// Asks the driver to answer a shutdown request (offering it
+    /// `respond_shutdown`) and tells the lead; `Some` if it agreed.
+    async fn answer_shutdown<D: Driver>(
+        &mut self,
+        driver: &mut D,
+        request: pb::ShutdownRequest,
+        seq: u64,
+    ) -> Result<Option<Exit>, SessionError> {
+        let mut tools = self.gate.tools();
+        tools.push(catalog::RESPOND_SHUTDOWN);
+        let answer = driver.answer_shutdown(&request, &tools).await;
+        tracing::info!(request_id = %Escaped(&request.request_id), approve = answer.approve, reason = %Escaped(&answer.reason), "answering a shutdown request");
+        let response = pb::ShutdownResponse {
+            request_id: request.request_id,
+            approve: answer.approve,
+            reason: limits::cut(&answer.reason, limits::REASON),
+        };
+        self.retry("RespondShutdown", |mut client| {
+            let request = response.clone();
+            async move { client.respond_shutdown(request).await }
+        })
+        .await?;
+        if answer.approve {
+            return Ok(Some(Exit::Shutdown));
+        }
+        self.ack(seq).await?;
+        driver.observe(Observation::ShutdownRefused {
+            reason: answer.reason,
+        });
+        Ok(None)
+    }
+
+    /// Handles one item from the inbox reader, answering a shutdown request
+    /// through the driver; `Some` to stop.
+    async fn handle<D: Driver>(
+        &mut self,
+        driver: &mut D,
+        incoming: Incoming,
+    ) -> Result<Option<Exit>, SessionError> {
+        match self.on_incoming(incoming).await? {
+            Handled::Exit(exit) => Ok(Some(exit)),
+            Handled::Shutdown(request, seq) => self.answer_shutdown(driver, request, seq).await,
+            Handled::Nothing | Handled::Plan(_) | Handled::Permission(_) => Ok(None),
+        }
+    }
+
+    /// Sends a text message for the driver (`send_message`), reported like a
+    /// tool call; a refusal by the lead is the call's error.
+    async fn send(&mut self, to: String, text: String) -> Result<Observation, SessionError> {
+        let request = pb::SendRequest {
+            to: to.clone(),
+            text: Some(pb::Text { content: text }),
+            message_id: uuid::Uuid::new_v4().to_string(),
+        };
+        let args = serde_json::json!({ "to": to, "text": request.text.as_ref().map(|t| crate::tools::truncate(&t.content, 120)) }).to_string();
+        let sent = self
+            .retry("Send", |mut client| {
+                let request = request.clone();
+                async move { client.send(request).await }
+            })
+            .await;
+        let result = match sent {
+            Ok(response) if response.skipped.is_empty() => Ok(format!("sent to {to}")),
+            Ok(response) => Ok(format!(
+                "sent to {to}; not delivered to {} (their inbox is full)",
+                response.skipped.join(", ")
+            )),
+            Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => Err(format!(
+                "the lead refused the message: {}",
+                status.message()
+            )),
+            Err(e) => return Err(e),
+        };
+        let outcome = match &result {
+            Ok(text) | Err(text) => text.clone(),
+        };
+        self.report(catalog::SEND_MESSAGE, &args, result.is_ok(), &outcome)
+            .await?;
+        Ok(Observation::ToolResult(result))
+    }
+
+    /// Reports one tool call to the lead, cut to the report's limits so that
+    /// the lead never refuses a report for its size: every call shows in the
+    /// record. Only the lead refusing the session itself is an error.
+    async fn report(
+        &self,
+        tool: &str,
+        args_json: &str,
+        allowed: bool,
+        outcome: &str,
+    ) -> Result<(), SessionError> {
+        let report = pb::ToolCallReport {
+            tool: limits::cut(tool, limits::TOOL),
+            args_json: limits::cut(args_json, limits::REPORT_ARGS_JSON),
+            allowed,
+            outcome: limits::cut(outcome, limits::REPORT_OUTCOME),
+            member: String::new(),
+        };
+        tracing::info!(member = %Escaped(&self.config.name), tool = %Escaped(&report.tool), args = %Escaped(&report.args_json), allowed, outcome = %Escaped(&report.outcome), "tool call");
+        let reported = self
+            .retry("ReportToolCall", |mut client| {
+                let report = report.clone();
+                async move { client.report_tool_call(report).await }
+            })
+            .await;
+        match reported {
+            Ok(_) => Ok(()),
+            Err(e) if session_refused(&e) => Err(e),
+            Err(e) => {
+                tracing::warn!(error = %Escaped(&e.to_string()), "could not report a tool call");
+                Ok(())
+            }
+        }
+    }
+
     /// Runs one tool through the gate and reports it to the lead; `Err(exit)`
     /// if a stop came while it waited for permission.
-    async fn run_tool(
+    async fn run_tool<D: Driver>(
         &mut self,
+        driver: &mut D,
         call: ToolCall,
     ) -> Result<Result<Observation, Exit>, SessionError> {
         let result = if let Some(result) = self.workspace.run_read(&call) {
@@ -242,7 +415,7 @@ impl Session {
             match clearance {
                 Clearance::Run(ticket) => self.writer()?.run(ticket).await,
                 Clearance::Refused(reason) => Err(ToolError::Refused(reason)),
-                Clearance::NeedsPermission => match self.ask_permission(&call).await? {
+                Clearance::NeedsPermission => match self.ask_permission(driver, &call).await? {
                     Asked::Exit(exit) => return Ok(Err(exit)),
                     Asked::Refused(reason) => Err(ToolError::Refused(reason)),
                     Asked::Answer(response) => match self.writer()?.permit(&call, &response) {
@@ -259,33 +432,11 @@ impl Session {
             Ok(output) => crate::tools::truncate(output, 300).to_owned(),
             Err(e) => e.to_string(),
         };
-        // Cut to the report's limits, so that the lead never refuses a
-        // report for its size: every call shows in the record.
-        let report = pb::ToolCallReport {
-            tool: limits::cut(call.name(), limits::TOOL),
-            args_json: limits::cut(&call.args_json(), limits::REPORT_ARGS_JSON),
-            allowed,
-            outcome: limits::cut(&outcome, limits::REPORT_OUTCOME),
-            member: String::new(),
-        };
-        tracing::info!(member = %Escaped(&self.config.name), tool = call.name(), args = %Escaped(&report.args_json), allowed, outcome = %Escaped(&report.outcome), "tool call");
-        let reported = self
-            .retry("ReportToolCall", |mut client| {
-                let report = report.clone();
-                async move { client.report_tool_call(report).await }
-            })
-            .await;
-        match reported {
-            Ok(_) => {}
-            Err(e) if session_refused(&e) => return Err(e),
-            Err(e) => {
-                tracing::warn!(error = %Escaped(&e.to_string()), "could not report a tool call")
-            }
-        }
-        Ok(Ok(Observation::ToolResult {
-            call,
-            result: result.map_err(|e| e.to_string()),
-        }))
+        self.report(call.name(), &call.args_json(), allowed, &outcome)
+            .await?;
+        Ok(Ok(Observation::ToolResult(
+            result.map_err(|e| e.to_string()),
+        )))
     }
 
     /// The writer, which exists whenever a gated call was cleared.
@@ -303,7 +454,11 @@ impl Session {
     /// refuses to consider (a status other than an unreachable lead or a bad
     /// token) is refused with the lead's message: neither runs, and the
     /// teammate carries on.
-    async fn ask_permission(&mut self, call: &ToolCall) -> Result<Asked, SessionError> {
+    async fn ask_permission<D: Driver>(
+        &mut self,
+        driver: &mut D,
+        call: &ToolCall,
+    ) -> Result<Asked, SessionError> {
         let request = pb::PermissionRequest {
             request_id: uuid::Uuid::new_v4().to_string(),
             tool: call.name().to_owned(),
@@ -344,7 +499,7 @@ impl Session {
         }
         tracing::info!(request_id = %id, tool = call.name(), "asked the lead for permission");
         loop {
-            match self.next_incoming().await? {
+            match self.next_incoming(driver).await? {
                 Handled::Exit(exit) => return Ok(Asked::Exit(exit)),
                 Handled::Permission(response) if response.request_id == id => {
                     return Ok(Asked::Answer(response))
@@ -356,7 +511,20 @@ impl Session {
 
     /// Submits a plan (superseding the last, rejected one) and waits for the
     /// review; `Err(exit)` if a stop came first.
-    async fn submit(&mut self, plan: pb::Plan) -> Result<Result<Observation, Exit>, SessionError> {
+    async fn submit<D: Driver>(
+        &mut self,
+        driver: &mut D,
+        plan: pb::Plan,
+    ) -> Result<Result<Observation, Exit>, SessionError> {
+        if let Gate::Unlocked(_) = self.gate {
+            // Not on offer once a plan is approved: a driver that asks
+            // anyway meets the gate like any other call.
+            let problem = "submit_plan is not available: your plan is already approved";
+            let args = serde_json::json!({ "summary": plan.summary }).to_string();
+            self.report(catalog::SUBMIT_PLAN, &args, false, problem)
+                .await?;
+            return Ok(Ok(Observation::ToolResult(Err(problem.into()))));
+        }
         let request = pb::PlanApprovalRequest {
             request_id: uuid::Uuid::new_v4().to_string(),
             supersedes: self
@@ -389,7 +557,7 @@ impl Session {
         tracing::info!(request_id = %id, summary = %Escaped(&plan.summary), "submitted a plan");
         self.last_plan = Some((id.clone(), plan.files.clone()));
         let response = loop {
-            match self.next_incoming().await? {
+            match self.next_incoming(driver).await? {
                 Handled::Exit(exit) => return Ok(Err(exit)),
                 Handled::Plan(response) if response.request_id == id => break response,
                 _ => {}
@@ -414,11 +582,23 @@ impl Session {
             .map_err(|e| SessionError::Setup(format!("the lead sent a bad grant: {e}")))?;
         self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);
         tracing::info!(request_id = %id, mode = %grant.mode, "plan approved");
-        Ok(Ok(Observation::PlanApproved))
+        let write_paths = if grant.write_paths.is_empty() {
+            plan.files
+        } else {
+            grant.write_paths
+        };
+        Ok(Ok(Observation::PlanApproved {
+            mode: grant.mode,
+            write_paths,
+        }))
     }
 
     /// Reports idle and waits for a message; `Err(exit)` if a stop came first.
-    async fn idle(&mut self, reason: String) -> Result<Result<Observation, Exit>, SessionError> {
+    async fn idle<D: Driver>(
+        &mut self,
+        driver: &mut D,
+        reason: String,
+    ) -> Result<Result<Observation, Exit>, SessionError> {
         if let Some(message) = self.messages.pop_front() {
             return Ok(Ok(message));
         }
@@ -432,7 +612,7 @@ impl Session {
         })
         .await?;
         loop {
-            if let Handled::Exit(exit) = self.next_incoming().await? {
+            if let Handled::Exit(exit) = self.next_incoming(driver).await? {
                 return Ok(Err(exit));
             }
             if let Some(message) = self.messages.pop_front() {
@@ -441,16 +621,25 @@ impl Session {
         }
     }
 
-    /// Waits for the next envelope and handles it. A signal while waiting
-    /// counts as agreeing to stop: there is no tool call in progress.
-    async fn next_incoming(&mut self) -> Result<Handled, SessionError> {
+    /// Waits for the next envelope and handles it, a shutdown request
+    /// through the driver. A signal while waiting counts as agreeing to
+    /// stop: there is no tool call in progress.
+    async fn next_incoming<D: Driver>(&mut self, driver: &mut D) -> Result<Handled, SessionError> {
         let incoming = tokio::select! {
             incoming = self.inbox.recv() => incoming,
             _ = self.stop.wait_for(|s| *s) => return Ok(Handled::Exit(Exit::Signal)),
         };
-        match incoming {
-            Some(incoming) => self.on_incoming(incoming).await,
-            None => Err(SessionError::LeadGone(self.config.lead_url.clone())),
+        let Some(incoming) = incoming else {
+            return Err(SessionError::LeadGone(self.config.lead_url.clone()));
+        };
+        match self.on_incoming(incoming).await? {
+            Handled::Shutdown(request, seq) => {
+                Ok(match self.answer_shutdown(driver, request, seq).await? {
+                    Some(exit) => Handled::Exit(exit),
+                    None => Handled::Nothing,
+                })
+            }
+            handled => Ok(handled),
         }
     }
 
@@ -473,23 +662,11 @@ impl Session {
         }
         let handled = match envelope.body {
             Some(Body::ShutdownRequest(request)) => {
-                let answer = self.driver.answer_shutdown(&request);
-                tracing::info!(request_id = %Escaped(&request.request_id), approve = answer.approve, reason = %Escaped(&answer.reason), "answering a shutdown request");
-                let response = pb::ShutdownResponse {
-                    request_id: request.request_id,
-                    approve: answer.approve,
-                    reason: limits::cut(&answer.reason, limits::REASON),
-                };
-                self.retry("RespondShutdown", |mut client| {
-                    let request = response.clone();
-                    async move { client.respond_shutdown(request).await }
-                })
-                .await?;
-                if answer.approve {
-                    Handled::Exit(Exit::Shutdown)
-                } else {
-                    Handled::Nothing
-                }
+                // Acknowledged once answered with a refusal: an agreement
+                // ends the member, and a crash before the answer leaves the
+                // request to be delivered again.
+                self.last_seq = envelope.seq;
+                return Ok(Handled::Shutdown(request, envelope.seq));
             }
             Some(Body::PlanApprovalResponse(response)) => Handled::Plan(response),
             Some(Body::PermissionResponse(response)) => Handled::Permission(response),
@@ -510,15 +687,17 @@ impl Session {
             }
         };
         self.last_seq = envelope.seq;
-        if matches!(handled, Handled::Exit(_)) {
-            return Ok(handled);
-        }
-        let seq = envelope.seq;
+        self.ack(envelope.seq).await?;
+        Ok(handled)
+    }
+
+    /// Acknowledges everything up to `seq`.
+    async fn ack(&self, seq: u64) -> Result<(), SessionError> {
         self.retry("Ack", |mut client| async move {
             client.ack(pb::AckRequest { seq }).await
         })
-        .await?;
-        Ok(handled)
+        .await
+        .map(|_| ())
     }
 
     /// Calls the lead until the call succeeds, or fails for a reason other
@@ -577,7 +756,7 @@ fn fatal_status(status: &Status) -> bool {
 fn session_refused(error: &SessionError) -> bool {
     match error {
         SessionError::Rpc { status, .. } => fatal_status(status),
-        SessionError::LeadGone(_) | SessionError::Setup(_) => false,
+        SessionError::LeadGone(_) | SessionError::Setup(_) | SessionError::Driver(_) => false,
     }
 }
 

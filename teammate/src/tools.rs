@@ -32,8 +32,12 @@ pub enum ToolCall {
     ReadFile { path: String },
     /// Lists a directory.
     ListDir { path: String },
-    /// Finds lines containing `pattern` in the workspace's files.
-    Search { pattern: String },
+    /// Finds lines containing `pattern` in the workspace's files, or under
+    /// the directory `path`.
+    Search {
+        pattern: String,
+        path: Option<String>,
+    },
     /// Writes a whole file, atomically.
     WriteFile { path: String, content: String },
     /// Replaces the one occurrence of `old` with `new`, atomically.
@@ -77,7 +81,7 @@ impl ToolCall {
     pub fn full_args_json(&self) -> String {
         match self {
             ToolCall::ReadFile { path } | ToolCall::ListDir { path } => json!({ "path": path }),
-            ToolCall::Search { pattern } => json!({ "pattern": pattern }),
+            ToolCall::Search { pattern, path } => json!({ "pattern": pattern, "path": path }),
             ToolCall::WriteFile { path, content } => json!({ "path": path, "content": content }),
             ToolCall::EditFile { path, old, new } => {
                 json!({ "path": path, "old": old, "new": new })
@@ -100,7 +104,7 @@ impl ToolCall {
         };
         match self {
             ToolCall::ReadFile { path } | ToolCall::ListDir { path } => json!({ "path": path }),
-            ToolCall::Search { pattern } => json!({ "pattern": pattern }),
+            ToolCall::Search { pattern, path } => json!({ "pattern": pattern, "path": path }),
             ToolCall::WriteFile { path, content } => {
                 json!({ "path": path, "content": cut(content) })
             }
@@ -290,7 +294,7 @@ impl Workspace {
         Some(match call {
             ToolCall::ReadFile { path } => self.read_file(path),
             ToolCall::ListDir { path } => self.list_dir(path),
-            ToolCall::Search { pattern } => self.search(pattern),
+            ToolCall::Search { pattern, path } => self.search(pattern, path.as_deref()),
             _ => return None,
         })
     }
@@ -323,13 +327,24 @@ impl Workspace {
         Ok(entries.join("\n"))
     }
 
-    /// `search`: `path:line: text` for each line containing `pattern`.
-    fn search(&self, pattern: &str) -> Result<String, ToolError> {
+    /// `search`: `path:line: text` for each line containing `pattern`, in
+    /// the directory `under` (the workspace's root if `None`).
+    fn search(&self, pattern: &str, under: Option<&str>) -> Result<String, ToolError> {
         if pattern.is_empty() {
             return Err(ToolError::Failed("search: pattern is empty".into()));
         }
+        let start = match under {
+            Some(dir) => self.existing(dir)?,
+            None => self.root.clone(),
+        };
+        if !start.is_dir() {
+            return Err(ToolError::Failed(format!(
+                "search: {} is not a directory",
+                under.unwrap_or(".")
+            )));
+        }
         let mut matches = Vec::new();
-        let mut stack = vec![self.root.clone()];
+        let mut stack = vec![start];
         while let Some(dir) = stack.pop() {
             let Ok(entries) = fs::read_dir(&dir) else {
                 continue;
@@ -492,7 +507,8 @@ mod tests {
         );
         assert_eq!(
             run(ToolCall::Search {
-                pattern: "login".into()
+                pattern: "login".into(),
+                path: None,
             })
             .as_deref(),
             Ok("src/a.rs:1: fn login() {}")
@@ -549,7 +565,8 @@ mod tests {
             run_read_within(
                 &ws,
                 ToolCall::Search {
-                    pattern: "needle".into()
+                    pattern: "needle".into(),
+                    path: None,
                 }
             )
             .as_deref(),
@@ -576,7 +593,8 @@ mod tests {
             run_read_within(
                 &ws,
                 ToolCall::Search {
-                    pattern: "TOPSECRET".into()
+                    pattern: "TOPSECRET".into(),
+                    path: None,
                 }
             )
             .as_deref(),

@@ -145,7 +145,10 @@ impl Assembler {
         for (n, (name, arguments, id)) in found.into_iter().enumerate() {
             let id = match id {
                 Some(id) if !tool_calls.iter().any(|c| c.id == id) => id,
-                _ => format!("call_{n}_{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
+                _ => format!(
+                    "call_{n}_{}",
+                    &uuid::Uuid::new_v4().simple().to_string()[..8]
+                ),
             };
             tool_calls.push(ToolCall {
                 id,
@@ -274,8 +277,12 @@ mod tests {
     #[test]
     fn every_call_at_index_zero_is_split_by_id_or_name() {
         let by_id = assemble(&[
-            delta(json!([{"index": 0, "id": "a", "function": {"name": "read_file", "arguments": "{\"path\":\"x\"}"}}])),
-            delta(json!([{"index": 0, "id": "b", "function": {"name": "read_file", "arguments": "{\"path\":\"y\"}"}}])),
+            delta(
+                json!([{"index": 0, "id": "a", "function": {"name": "read_file", "arguments": "{\"path\":\"x\"}"}}]),
+            ),
+            delta(
+                json!([{"index": 0, "id": "b", "function": {"name": "read_file", "arguments": "{\"path\":\"y\"}"}}]),
+            ),
         ]);
         assert_eq!(by_id.tool_calls.len(), 2);
         assert_eq!(by_id.tool_calls[1].function.arguments, "{\"path\":\"y\"}");
@@ -295,12 +302,17 @@ mod tests {
     #[test]
     fn an_id_that_comes_late_is_kept_and_missing_ids_are_made_up() {
         let reply = assemble(&[
-            delta(json!([{"index": 0, "function": {"name": "search", "arguments": "{\"pattern\""}}])),
+            delta(
+                json!([{"index": 0, "function": {"name": "search", "arguments": "{\"pattern\""}}]),
+            ),
             delta(json!([{"index": 0, "id": "late", "function": {"arguments": ":\"fn\"}"}}])),
         ]);
         assert_eq!(reply.tool_calls.len(), 1);
         assert_eq!(reply.tool_calls[0].id, "late");
-        assert_eq!(reply.tool_calls[0].function.arguments, "{\"pattern\":\"fn\"}");
+        assert_eq!(
+            reply.tool_calls[0].function.arguments,
+            "{\"pattern\":\"fn\"}"
+        );
     }
 
     #[test]
@@ -314,7 +326,8 @@ mod tests {
         assert_eq!(reply.tool_calls.len(), 2);
         assert_eq!(reply.tool_calls[0].id, "x");
         assert_ne!(reply.tool_calls[1].id, "x", "duplicate ids are made unique");
-        let args: Value = serde_json::from_str(&reply.tool_calls[0].function.arguments).expect("json");
+        let args: Value =
+            serde_json::from_str(&reply.tool_calls[0].function.arguments).expect("json");
         assert_eq!(args, json!({"path": "a", "content": "b"}));
     }
 
@@ -336,7 +349,12 @@ mod tests {
                 serde_json::from_str(&reply.tool_calls[0].function.arguments).expect("json");
             assert_eq!(args, json!({"path": "a.rs"}), "{content}");
         }
-        for text in ["Done: I wrote the file.", "{\"answer\": 42}", "[1, 2]", "<tool_call>oops"] {
+        for text in [
+            "Done: I wrote the file.",
+            "{\"answer\": 42}",
+            "[1, 2]",
+            "<tool_call>oops",
+        ] {
             let mut a = Assembler::default();
             a.push_message(&json!({ "content": text }));
             let reply = a.finish();

@@ -1,0 +1,338 @@
+//! The tools a teammate offers a model (or any agent), by their binding
+//! names: each one's description and JSON schema, and how a call's
+//! arguments become a request of the session. Which tools are on offer at a
+//! moment is the gate's business ([`crate::gate::Gate::tools`]); a call to a
+//! tool not on offer is parsed all the same and meets the gate.
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use shared::{chat::Tool, pb};
+
+use crate::tools::ToolCall;
+
+/// `send_message(to, text)`.
+pub const SEND_MESSAGE: &str = "send_message";
+/// `submit_plan(summary, steps[], files[], tests[], body?)`.
+pub const SUBMIT_PLAN: &str = "submit_plan";
+/// `respond_shutdown(approve, reason)`.
+pub const RESPOND_SHUTDOWN: &str = "respond_shutdown";
+
+/// Every tool name a teammate knows.
+pub const ALL: [&str; 9] = [
+    "read_file",
+    "list_dir",
+    "search",
+    SEND_MESSAGE,
+    SUBMIT_PLAN,
+    "write_file",
+    "edit_file",
+    "run_command",
+    RESPOND_SHUTDOWN,
+];
+
+/// What a call asks the session for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// A workspace tool (read, or gated).
+    Tool(ToolCall),
+    /// A message to a member (or `*`).
+    Send { to: String, text: String },
+    /// A plan for review.
+    Submit(pb::Plan),
+    /// The answer to the waiting shutdown request.
+    RespondShutdown { approve: bool, reason: String },
+}
+
+/// The tool `name` as a model sees it; `None` for an unknown name.
+pub fn tool(name: &str) -> Option<Tool> {
+    let string = json!({"type": "string"});
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    let object = |properties: Value, required: &[&str]| json!({"type": "object", "properties": properties, "required": required});
+    let (name, description, parameters) = match name {
+        "read_file" => (
+            "read_file",
+            "Read a text file of the workspace. `path` is relative to the workspace.",
+            object(json!({"path": string}), &["path"]),
+        ),
+        "list_dir" => (
+            "list_dir",
+            "List a directory of the workspace, one entry per line, directories ending in `/`. \
+             `path` is relative to the workspace; \".\" is its root.",
+            object(json!({"path": string}), &["path"]),
+        ),
+        "search" => (
+            "search",
+            "Find lines containing `pattern` (plain text) in the workspace's files, as \
+             `path:line: text`; `path` narrows the search to a directory.",
+            object(json!({"pattern": string, "path": string}), &["pattern"]),
+        ),
+        SEND_MESSAGE => (
+            SEND_MESSAGE,
+            "Send a text message to another member of the team by name, to the lead as \
+             \"lead\", or to everyone as \"*\".",
+            object(json!({"to": string, "text": string}), &["to", "text"]),
+        ),
+        SUBMIT_PLAN => (
+            SUBMIT_PLAN,
+            "Submit your plan for review. You cannot write until a plan is approved. List the \
+             files you will write (paths or globs relative to the workspace) and the tests \
+             that will check the work. After a rejection, submit the revised plan again.",
+            object(
+                json!({"summary": string, "steps": strings, "files": strings, "tests": strings,
+                       "body": {"type": "string", "description": "details, optional"}}),
+                &["summary", "steps", "files", "tests"],
+            ),
+        ),
+        "write_file" => (
+            "write_file",
+            "Write a whole file of the workspace (created or replaced), within your grant.",
+            object(
+                json!({"path": string, "content": string}),
+                &["path", "content"],
+            ),
+        ),
+        "edit_file" => (
+            "edit_file",
+            "Replace the one occurrence of `old` with `new` in a file of the workspace, \
+             within your grant.",
+            object(
+                json!({"path": string, "old": string, "new": string}),
+                &["path", "old", "new"],
+            ),
+        ),
+        "run_command" => (
+            "run_command",
+            "Run a shell command in the workspace (sh -c, 60 s limit); returns its exit status \
+             and output.",
+            object(json!({"command": string}), &["command"]),
+        ),
+        RESPOND_SHUTDOWN => (
+            RESPOND_SHUTDOWN,
+            "Answer the lead's shutdown request: approve=true to stop now (you exit), or \
+             approve=false with a reason to keep working.",
+            object(
+                json!({"approve": {"type": "boolean"}, "reason": string}),
+                &["approve", "reason"],
+            ),
+        ),
+        _ => return None,
+    };
+    Some(Tool {
+        name,
+        description,
+        parameters,
+    })
+}
+
+#[derive(Deserialize)]
+struct PathArgs {
+    #[serde(default)]
+    path: String,
+}
+
+#[derive(Deserialize)]
+struct SearchArgs {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+
+#[derive(Deserialize)]
+struct EditArgs {
+    path: String,
+    old: String,
+    new: String,
+}
+
+#[derive(Deserialize)]
+struct CommandArgs {
+    command: String,
+}
+
+#[derive(Deserialize)]
+struct SendArgs {
+    to: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+struct PlanArgs {
+    summary: String,
+    #[serde(default)]
+    steps: Vec<String>,
+    #[serde(default)]
+    files: Vec<String>,
+    #[serde(default)]
+    tests: Vec<String>,
+    #[serde(default)]
+    body: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ShutdownArgs {
+    approve: bool,
+    #[serde(default)]
+    reason: String,
+}
+
+/// The request a call of `name` with `arguments` (JSON text, as the model
+/// wrote it) makes; the error says what is wrong, for the model to fix.
+pub fn parse(name: &str, arguments: &str) -> Result<Request, String> {
+    let value: Value = if arguments.trim().is_empty() {
+        json!({})
+    } else {
+        serde_json::from_str(arguments)
+            .map_err(|e| format!("the arguments of {name} are not valid JSON ({e})"))?
+    };
+    Ok(match name {
+        "read_file" => {
+            let a: PathArgs = typed(name, value)?;
+            if a.path.is_empty() {
+                return Err(format!("{name} needs `path`"));
+            }
+            Request::Tool(ToolCall::ReadFile { path: a.path })
+        }
+        "list_dir" => {
+            let a: PathArgs = typed(name, value)?;
+            Request::Tool(ToolCall::ListDir { path: a.path })
+        }
+        "search" => {
+            let a: SearchArgs = typed(name, value)?;
+            Request::Tool(ToolCall::Search {
+                pattern: a.pattern,
+                path: a.path.filter(|p| !p.is_empty() && p != "."),
+            })
+        }
+        "write_file" => {
+            let a: WriteArgs = typed(name, value)?;
+            Request::Tool(ToolCall::WriteFile {
+                path: a.path,
+                content: a.content,
+            })
+        }
+        "edit_file" => {
+            let a: EditArgs = typed(name, value)?;
+            Request::Tool(ToolCall::EditFile {
+                path: a.path,
+                old: a.old,
+                new: a.new,
+            })
+        }
+        "run_command" => {
+            let a: CommandArgs = typed(name, value)?;
+            Request::Tool(ToolCall::RunCommand { command: a.command })
+        }
+        SEND_MESSAGE => {
+            let a: SendArgs = typed(name, value)?;
+            Request::Send {
+                to: a.to,
+                text: a.text,
+            }
+        }
+        SUBMIT_PLAN => {
+            let a: PlanArgs = typed(name, value)?;
+            Request::Submit(pb::Plan {
+                summary: a.summary,
+                steps: a.steps,
+                files: a.files,
+                tests: a.tests,
+                body: a.body.unwrap_or_default(),
+            })
+        }
+        RESPOND_SHUTDOWN => {
+            let a: ShutdownArgs = typed(name, value)?;
+            Request::RespondShutdown {
+                approve: a.approve,
+                reason: a.reason,
+            }
+        }
+        other => {
+            return Err(format!(
+                "there is no tool {other:?}; the tools are {}",
+                ALL.join(", ")
+            ))
+        }
+    })
+}
+
+/// The arguments as `T`, or what is wrong with them and what was expected.
+fn typed<T: for<'de> Deserialize<'de>>(name: &str, value: Value) -> Result<T, String> {
+    serde_json::from_value(value).map_err(|e| {
+        let expected = tool(name)
+            .map(|t| t.parameters["properties"].to_string())
+            .unwrap_or_default();
+        format!("the arguments of {name} do not fit ({e}); expected {expected}")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_a_schema_and_parses() {
+        for name in ALL {
+            let tool = tool(name).expect("a schema");
+            assert_eq!(tool.name, name);
+            assert_eq!(tool.parameters["type"], "object");
+        }
+        assert!(tool("rm_rf").is_none());
+        assert_eq!(
+            parse("read_file", r#"{"path": "a.rs"}"#),
+            Ok(Request::Tool(ToolCall::ReadFile {
+                path: "a.rs".into()
+            }))
+        );
+        assert_eq!(
+            parse("list_dir", ""),
+            Ok(Request::Tool(ToolCall::ListDir { path: "".into() }))
+        );
+        assert_eq!(
+            parse("search", r#"{"pattern": "fn", "path": "src"}"#),
+            Ok(Request::Tool(ToolCall::Search {
+                pattern: "fn".into(),
+                path: Some("src".into())
+            }))
+        );
+        assert!(matches!(
+            parse("submit_plan", r#"{"summary": "s", "steps": ["a"], "files": ["f"], "tests": ["t"]}"#),
+            Ok(Request::Submit(p)) if p.files == ["f"] && p.body.is_empty()
+        ));
+        assert_eq!(
+            parse(
+                "respond_shutdown",
+                r#"{"approve": false, "reason": "busy"}"#
+            ),
+            Ok(Request::RespondShutdown {
+                approve: false,
+                reason: "busy".into()
+            })
+        );
+    }
+
+    #[test]
+    fn malformed_arguments_say_what_is_wrong() {
+        let not_json = parse("write_file", "{path: a").expect_err("not JSON");
+        assert!(not_json.contains("not valid JSON"), "{not_json}");
+        let wrong_type = parse("write_file", r#"{"path": 3, "content": "x"}"#).expect_err("type");
+        assert!(
+            wrong_type.contains("do not fit") && wrong_type.contains("\"content\""),
+            "{wrong_type}"
+        );
+        let missing = parse("read_file", "{}").expect_err("missing");
+        assert!(missing.contains("path"), "{missing}");
+        let unknown = parse("delete_everything", "{}").expect_err("unknown");
+        assert!(
+            unknown.contains("no tool") && unknown.contains("write_file"),
+            "{unknown}"
+        );
+        assert!(parse("respond_shutdown", r#"{"approve": "yes"}"#).is_err());
+        assert!(parse("read_file", "[1]").is_err());
+    }
+}
