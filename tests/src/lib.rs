@@ -23,6 +23,8 @@ use tokio::{
 use tokio_stream::StreamExt;
 use tonic::{service::interceptor::InterceptedService, transport::Channel};
 
+pub mod fake_model;
+
 /// The longest any single wait in a test may take.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -241,8 +243,67 @@ impl Lead {
     pub fn teammate_with(&self, name: &str, script: &str, extra: &[&str]) -> Teammate {
         let script_path = self.dir.path().join(format!("{name}.toml"));
         std::fs::write(&script_path, script).expect("write script");
-        let workspace = self.dir.path().join("ws").join(name);
-        let child = Command::new(bin("teammate"))
+        let mut args = vec!["--script".to_owned(), script_path.display().to_string()];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        self.start_teammate(name, &args)
+    }
+
+    /// Starts a `teammate` process for `name` driven by the model at
+    /// `base_url` (`--model test-model --task TASK`), with extra flags.
+    pub fn model_teammate(
+        &self,
+        name: &str,
+        base_url: &str,
+        task: &str,
+        extra: &[&str],
+    ) -> Teammate {
+        let mut command = self.model_command(name, base_url, task, extra);
+        let child = command.spawn().expect("start teammate");
+        Teammate {
+            child,
+            workspace: self.workspace(name),
+        }
+    }
+
+    /// The command [`Lead::model_teammate`] runs, to adjust before spawning.
+    pub fn model_command(&self, name: &str, base_url: &str, task: &str, extra: &[&str]) -> Command {
+        let mut args: Vec<String> = [
+            "--model",
+            "test-model",
+            "--base-url",
+            base_url,
+            "--task",
+            task,
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+        args.extend(extra.iter().map(|a| a.to_string()));
+        self.teammate_command(name, &args)
+    }
+
+    /// The workspace of `name`'s teammate: `ws/<name>` in the test's directory.
+    pub fn workspace(&self, name: &str) -> PathBuf {
+        self.dir.path().join("ws").join(name)
+    }
+
+    /// Starts a `teammate` process for `name` with `args` after the common ones.
+    fn start_teammate(&self, name: &str, args: &[String]) -> Teammate {
+        let child = self
+            .teammate_command(name, args)
+            .spawn()
+            .expect("start teammate");
+        Teammate {
+            child,
+            workspace: self.workspace(name),
+        }
+    }
+
+    /// `teammate --lead URL --name NAME --role coder --workspace ws/NAME ARGS`,
+    /// with the join token, quiet logs, no OpenAI key, and killed on drop.
+    fn teammate_command(&self, name: &str, args: &[String]) -> Command {
+        let mut command = Command::new(bin("teammate"));
+        command
             .args([
                 "--lead",
                 &self.url,
@@ -252,17 +313,14 @@ impl Lead {
                 "coder",
                 "--workspace",
             ])
-            .arg(&workspace)
-            .arg("--script")
-            .arg(&script_path)
-            .args(extra)
+            .arg(self.workspace(name))
+            .args(args)
             .env("MESH_JOIN_TOKEN", &self.join_token)
             .env("RUST_LOG", "warn")
+            .env_remove("OPENAI_API_KEY")
             .stdin(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start teammate");
-        Teammate { child, workspace }
+            .kill_on_drop(true);
+        command
     }
 
     /// Writes `script` to a file and returns its path (for `lead spawn`).

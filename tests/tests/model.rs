@@ -1,0 +1,447 @@
+//! The model driver end to end: the real `lead` and `teammate` binaries, and
+//! a fake OpenAI-compatible server on loopback that answers with scripted
+//! chat completions and records every request (`mesh_tests::fake_model`).
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use mesh_tests::{
+    fake_model::{Answer, FakeModel, Recorded},
+    is, Events, Lead,
+};
+use serde_json::{json, Value};
+use shared::pb::{self, MemberStatus, RequestStatus};
+
+const GATED: [&str; 3] = ["write_file", "edit_file", "run_command"];
+
+/// The pending plan of `name` whose summary is `summary`.
+async fn pending_plan(events: &mut Events, name: &str, summary: &str) -> pb::ProtocolState {
+    events
+        .request(&format!("{name}'s pending plan {summary:?}"), |r| {
+            r.sender == name
+                && is(r.status, RequestStatus::Pending)
+                && r.r#type == pb::RequestType::PlanApproval as i32
+                && r.payload_json.contains(summary)
+        })
+        .await
+}
+
+/// The tool result the request ends with (the answer to the last call).
+fn last_tool_result(request: &Recorded) -> (String, String) {
+    let last = request.last_message();
+    assert_eq!(
+        last["role"], "tool",
+        "the last message is a tool result: {last}"
+    );
+    (
+        last["tool_call_id"].as_str().unwrap().to_owned(),
+        last["content"].as_str().unwrap().to_owned(),
+    )
+}
+
+fn plan(summary: &str, tests: &[&str]) -> Value {
+    json!({"summary": summary, "steps": ["write a.txt"], "files": ["a.txt"], "tests": tests})
+}
+
+#[tokio::test]
+async fn a_model_plans_read_only_revises_after_rejection_writes_after_approval_and_shuts_down() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let model = FakeModel::start(vec![
+        // It "remembers" write_file in plan mode.
+        Answer::call(
+            "write_file",
+            json!({"path": "a.txt", "content": "too early"}),
+        ),
+        Answer::call("submit_plan", plan("first", &[])),
+        Answer::call("submit_plan", plan("second", &["cargo test"])),
+        Answer::call("write_file", json!({"path": "a.txt", "content": "hello"})),
+        Answer::text("a.txt is written."),
+        Answer::call(
+            "respond_shutdown",
+            json!({"approve": true, "reason": "all done"}),
+        ),
+    ])
+    .await;
+    let mut alice = lead.model_teammate("alice", &model.base_url, "Write a.txt.", &[]);
+
+    // Plan mode: no gated tool on offer; the task is the first user message.
+    let first = &model.wait_for(1).await[0];
+    assert_eq!(first.body["model"], "test-model");
+    assert_eq!(first.body["stream"], true);
+    assert!(first.all_text().contains("Write a.txt."));
+    let offered = first.tool_names();
+    for tool in [
+        "read_file",
+        "list_dir",
+        "search",
+        "send_message",
+        "submit_plan",
+    ] {
+        assert!(
+            offered.contains(&tool.to_owned()),
+            "{tool} offered: {offered:?}"
+        );
+    }
+    for tool in GATED.iter().chain(&["respond_shutdown"]) {
+        assert!(
+            !offered.contains(&tool.to_string()),
+            "{tool} not offered: {offered:?}"
+        );
+    }
+    assert_eq!(first.authorization, None, "no key, no Authorization header");
+
+    // The write in plan mode: refused by the gate, reported, nothing written,
+    // and the refusal is the next request's tool result.
+    let refused = events
+        .tool_call("alice's write_file", |c| {
+            c.member == "alice" && c.tool == "write_file"
+        })
+        .await;
+    assert!(!refused.allowed);
+    let second = &model.wait_for(2).await[1];
+    let (id, result) = last_tool_result(second);
+    assert_eq!(id, "call_0");
+    assert!(
+        result.contains("refused") && result.contains("plan mode"),
+        "{result}"
+    );
+    assert!(!alice.workspace.join("a.txt").exists());
+
+    // Rejected: the feedback reaches the model, and the revision supersedes.
+    let first_plan = pending_plan(&mut events, "alice", "first").await;
+    let (ok, out, err) = lead
+        .cli(&["reject", &first_plan.request_id, "--feedback", "add a test"])
+        .await;
+    assert!(ok, "{out}{err}");
+    let third = &model.wait_for(3).await[2];
+    let last = third.last_message();
+    assert_eq!(last["role"], "user");
+    assert!(
+        last["content"].as_str().unwrap().contains("add a test"),
+        "{last}"
+    );
+    let (_, result) = last_tool_result(&Recorded {
+        body: json!({"messages": third.messages()[..third.messages().len() - 1]}),
+        authorization: None,
+    });
+    assert!(result.contains("rejected"), "{result}");
+    let revision = pending_plan(&mut events, "alice", "second").await;
+    let payload: Value = serde_json::from_str(&revision.payload_json).unwrap();
+    assert_eq!(payload["supersedes"], first_plan.request_id.as_str());
+
+    // Approved: write_file appears, and the write lands.
+    let (ok, out, err) = lead
+        .cli(&["approve", &revision.request_id, "--mode", "accept-edits"])
+        .await;
+    assert!(ok, "{out}{err}");
+    let fourth = &model.wait_for(4).await[3];
+    for tool in GATED {
+        assert!(
+            fourth.tool_names().contains(&tool.to_owned()),
+            "{tool} offered after approval"
+        );
+    }
+    assert!(!fourth.tool_names().contains(&"submit_plan".to_owned()));
+    assert!(fourth.all_text().contains("approved"));
+    let fifth = &model.wait_for(5).await[4];
+    let (_, result) = last_tool_result(fifth);
+    assert!(result.contains("wrote 5 bytes"), "{result}");
+    assert_eq!(
+        std::fs::read_to_string(alice.workspace.join("a.txt")).unwrap(),
+        "hello"
+    );
+
+    // A reply without tool calls: idle, with the reply's text.
+    events.member_in("alice", MemberStatus::Idle).await;
+
+    // Shutdown: the model is offered respond_shutdown, agrees, and exits 0.
+    let (ok, out, err) = lead
+        .cli(&["shutdown", "alice", "--reason", "done for today"])
+        .await;
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("alice agreed to shut down"), "{out}");
+    let sixth = &model.wait_for(6).await[5];
+    assert!(sixth.tool_names().contains(&"respond_shutdown".to_owned()));
+    assert!(sixth.all_text().contains("done for today"));
+    assert!(alice.exit().await.success());
+}
+
+#[tokio::test]
+async fn a_429_and_a_503_are_retried_with_the_same_request() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let model = FakeModel::start(vec![
+        Answer::Status {
+            code: 429,
+            retry_after: Some(0),
+            body: r#"{"error": {"message": "slow down"}}"#.into(),
+        },
+        Answer::Status {
+            code: 503,
+            retry_after: None,
+            body: "overloaded".into(),
+        },
+        Answer::text("nothing to do"),
+    ])
+    .await;
+    let _bob = lead.model_teammate("bob", &model.base_url, "Say hello.", &[]);
+    events.member_in("bob", MemberStatus::Idle).await;
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "two failures, then the reply");
+    assert_eq!(
+        requests[0].body, requests[2].body,
+        "the same request, again"
+    );
+}
+
+#[tokio::test]
+async fn the_api_key_goes_in_the_authorization_header() {
+    let lead = Lead::start(&[]).await;
+    let model = FakeModel::start(vec![Answer::text("ok")]).await;
+    let mut command = lead.model_command(
+        "kim",
+        &model.base_url,
+        "Say ok.",
+        &["--api-key-env", "MESH_TEST_MODEL_KEY"],
+    );
+    let mut teammate = command
+        .env("MESH_TEST_MODEL_KEY", "sk-test-123")
+        .spawn()
+        .unwrap();
+    let first = &model.wait_for(1).await[0];
+    assert_eq!(first.authorization.as_deref(), Some("Bearer sk-test-123"));
+    let (ok, out, err) = lead.cli(&["shutdown", "kim"]).await;
+    assert!(ok, "{out}{err}");
+    let status = mesh_tests::within("kim to exit", teammate.wait()).await;
+    assert!(status.unwrap().success());
+}
+
+#[tokio::test]
+async fn malformed_arguments_and_unknown_tools_get_error_results_and_the_teammate_goes_on() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let model = FakeModel::start(vec![
+        Answer::call_raw("write_file", "{not json"),
+        Answer::call("read_file", json!({"path": 5})),
+        Answer::call("delete_everything", json!({})),
+        Answer::call("respond_shutdown", json!({"approve": true, "reason": "x"})),
+        // Two calls in one reply: run in order, each answered by its id.
+        Answer::Reply {
+            content: String::new(),
+            calls: vec![
+                ("list_dir".into(), json!({"path": "."}).to_string()),
+                ("search".into(), json!({"pattern": "zzz"}).to_string()),
+            ],
+        },
+        Answer::text("giving up"),
+    ])
+    .await;
+    let _carol = lead.model_teammate("carol", &model.base_url, "Do something.", &[]);
+    let requests = model.wait_for(6).await;
+    let (_, r) = last_tool_result(&requests[1]);
+    assert!(
+        r.starts_with("error: ") && r.contains("not valid JSON"),
+        "{r}"
+    );
+    let (_, r) = last_tool_result(&requests[2]);
+    assert!(r.contains("do not fit") && r.contains("path"), "{r}");
+    let (_, r) = last_tool_result(&requests[3]);
+    assert!(r.contains("no tool \"delete_everything\""), "{r}");
+    let (_, r) = last_tool_result(&requests[4]);
+    assert!(r.contains("no shutdown request is waiting"), "{r}");
+    let messages = requests[5].messages();
+    let results: Vec<_> = messages[messages.len() - 2..]
+        .iter()
+        .map(|m| (m["role"].clone(), m["tool_call_id"].clone()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (json!("tool"), json!("call_0")),
+            (json!("tool"), json!("call_1"))
+        ]
+    );
+    // Every one was reported to the lead as refused.
+    for tool in ["write_file", "read_file", "delete_everything"] {
+        let report = events
+            .tool_call(tool, |c| c.member == "carol" && c.tool == tool)
+            .await;
+        assert!(!report.allowed, "{tool}: {report:?}");
+    }
+    events.member_in("carol", MemberStatus::Idle).await;
+}
+
+/// A streamed reply from raw deltas, as some local servers send them.
+fn chunks(deltas: &[Value]) -> Answer {
+    Answer::Chunks(
+        deltas
+            .iter()
+            .map(|d| json!({"choices": [{"index": 0, "delta": {"tool_calls": d}}]}))
+            .collect(),
+    )
+}
+
+#[tokio::test]
+async fn local_server_quirks_still_make_tool_calls() {
+    let lead = Lead::start(&[]).await;
+    let model = FakeModel::start(vec![
+        // No index, no id.
+        chunks(&[
+            json!([{"function": {"name": "read_file", "arguments": "{\"path\":"}}]),
+            json!([{"function": {"arguments": "\"notes.txt\"}"}}]),
+        ]),
+        // Every call at index 0, with ids.
+        chunks(&[
+            json!([{"index": 0, "id": "x1", "function": {"name": "read_file", "arguments": "{\"path\": \"notes.txt\"}"}}]),
+            json!([{"index": 0, "id": "x2", "function": {"name": "list_dir", "arguments": "{\"path\": \".\"}"}}]),
+        ]),
+        // The id comes after the first delta.
+        chunks(&[
+            json!([{"index": 0, "function": {"name": "read_file", "arguments": ""}}]),
+            json!([{"index": 0, "id": "late", "function": {"arguments": "{\"path\": \"notes.txt\"}"}}]),
+        ]),
+        // The tool call as text in the content.
+        Answer::text("```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"notes.txt\"}}\n```"),
+        // A server that does not stream.
+        Answer::Whole(json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+            "tool_calls": [{"id": "w1", "type": "function",
+                "function": {"name": "read_file", "arguments": "{\"path\": \"notes.txt\"}"}}]}}]})),
+        Answer::text("read it five times"),
+    ])
+    .await;
+    let workspace = lead.dir.path().join("ws").join("dan");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "the secret is 42").unwrap();
+    let _dan = lead.model_teammate("dan", &model.base_url, "Read notes.txt.", &[]);
+    let requests = model.wait_for(6).await;
+    // No index, no id: one call, with a made-up id.
+    let (id, r) = last_tool_result(&requests[1]);
+    assert!(!id.is_empty());
+    assert_eq!(r, "the secret is 42");
+    // Index 0 twice: two calls, answered in order.
+    let m = requests[2].messages();
+    let n = m.len();
+    assert_eq!(m[n - 2]["tool_call_id"], "x1");
+    assert_eq!(m[n - 2]["content"], "the secret is 42");
+    assert_eq!(m[n - 1]["tool_call_id"], "x2");
+    assert_eq!(m[n - 1]["content"], "notes.txt");
+    let (id, r) = last_tool_result(&requests[3]);
+    assert_eq!((id.as_str(), r.as_str()), ("late", "the secret is 42"));
+    let (id, r) = last_tool_result(&requests[4]);
+    assert!(!id.is_empty());
+    assert_eq!(r, "the secret is 42");
+    // The assistant message carried the call it made up, with the same id.
+    let asked = &requests[4].messages()[requests[4].messages().len() - 2];
+    assert_eq!(asked["tool_calls"][0]["id"], id.as_str());
+    let (id, r) = last_tool_result(&requests[5]);
+    assert_eq!((id.as_str(), r.as_str()), ("w1", "the secret is 42"));
+}
+
+#[tokio::test]
+async fn a_shutdown_is_answered_while_the_model_is_still_thinking() {
+    let lead = Lead::start(&[]).await;
+    let model = FakeModel::start(vec![
+        Answer::Stall(Duration::from_secs(120)),
+        Answer::call(
+            "respond_shutdown",
+            json!({"approve": true, "reason": "stopping"}),
+        ),
+    ])
+    .await;
+    let mut eve = lead.model_teammate("eve", &model.base_url, "Think hard.", &[]);
+    model.wait_for(1).await;
+    let (ok, out, err) = lead.cli(&["shutdown", "eve", "--deadline", "10"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("eve agreed to shut down"), "{out}");
+    assert!(eve.exit().await.success());
+    let asked = &model.requests()[1];
+    assert!(asked.tool_names().contains(&"respond_shutdown".to_owned()));
+}
+
+#[tokio::test]
+async fn a_refusal_keeps_the_teammate_working_and_a_silent_answer_agrees() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let model = FakeModel::start(vec![
+        Answer::text("waiting"),
+        Answer::call(
+            "respond_shutdown",
+            json!({"approve": false, "reason": "halfway through"}),
+        ),
+        // The second request: the model says something but calls nothing.
+        Answer::text("sure"),
+    ])
+    .await;
+    let mut fay = lead.model_teammate("fay", &model.base_url, "Wait.", &[]);
+    events.member_in("fay", MemberStatus::Idle).await;
+    let (ok, out, err) = lead.cli(&["shutdown", "fay"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("fay refused to shut down: halfway through"),
+        "{out}"
+    );
+    let (ok, out, err) = lead.cli(&["shutdown", "fay"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("fay agreed to shut down"), "{out}");
+    assert!(fay.exit().await.success());
+}
+
+#[tokio::test]
+async fn a_message_wakes_an_idle_model_teammate_and_max_turns_bounds_a_runaway() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let model = FakeModel::start(vec![
+        Answer::call("list_dir", json!({"path": "."})),
+        Answer::call("list_dir", json!({"path": "."})),
+        // Not asked for: --max-turns 2 stops it before.
+        Answer::call("list_dir", json!({"path": "."})),
+    ])
+    .await;
+    let _gus = lead.model_teammate("gus", &model.base_url, "Loop.", &["--max-turns", "2"]);
+    let idle = events.member_in("gus", MemberStatus::Idle).await;
+    assert_eq!(idle.name, "gus");
+    assert_eq!(model.requests().len(), 2, "two replies, then it stops");
+    let mut bob = lead.join("bob").await;
+    bob.send("gus", "please carry on", "").await.unwrap();
+    let third = &model.wait_for(3).await[2];
+    let last = third.last_message();
+    assert_eq!(last["role"], "user");
+    let text = last["content"].as_str().unwrap();
+    assert!(
+        text.contains("bob") && text.contains("please carry on"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_4xx_stops_the_teammate_with_the_servers_message() {
+    let lead = Lead::start(&[]).await;
+    let model = FakeModel::start(vec![Answer::Status {
+        code: 404,
+        retry_after: None,
+        body: r#"{"error": {"message": "model 'test-model' not found"}}"#.into(),
+    }])
+    .await;
+    let teammate = lead
+        .model_command("hal", &model.base_url, "Go.", &[])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let output = mesh_tests::within("hal to exit", teammate.wait_with_output())
+        .await
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("HTTP 404") && stderr.contains("model 'test-model' not found"),
+        "{stderr}"
+    );
+    assert_eq!(model.requests().len(), 1, "a 404 is not retried");
+}
