@@ -25,6 +25,45 @@ pub struct Spawner {
     pub kill_grace: Duration,
 }
 
+/// What drives a spawned teammate.
+#[derive(Debug, Clone)]
+pub(crate) enum Brain {
+    /// `--script FILE`.
+    Script(PathBuf),
+    /// `--model NAME --task TEXT [--base-url URL] [--api-key-env VAR]`; the
+    /// key itself stays in the environment the teammate inherits.
+    Model {
+        model: String,
+        task: String,
+        base_url: Option<String>,
+        api_key_env: Option<String>,
+    },
+}
+
+impl Brain {
+    /// Its flags on the teammate's command line.
+    fn args(&self) -> Vec<std::ffi::OsString> {
+        match self {
+            Brain::Script(script) => vec!["--script".into(), script.into()],
+            Brain::Model {
+                model,
+                task,
+                base_url,
+                api_key_env,
+            } => {
+                let mut args = vec!["--model".into(), model.into(), "--task".into(), task.into()];
+                if let Some(url) = base_url {
+                    args.extend(["--base-url".into(), url.into()]);
+                }
+                if let Some(var) = api_key_env {
+                    args.extend(["--api-key-env".into(), var.into()]);
+                }
+                args
+            }
+        }
+    }
+}
+
 /// A running child, as the hub holds it.
 #[derive(Debug)]
 pub(crate) struct Child {
@@ -56,7 +95,7 @@ impl Spawner {
         bin: &Path,
         name: &str,
         role: &str,
-        script: &Path,
+        brain: &Brain,
         workspace: &Path,
         on_exit: impl FnOnce(u32, String) + Send + 'static,
     ) -> std::io::Result<Child> {
@@ -74,8 +113,7 @@ impl Spawner {
             .arg(role)
             .arg("--workspace")
             .arg(workspace)
-            .arg("--script")
-            .arg(script)
+            .args(brain.args())
             .env("MESH_JOIN_TOKEN", &self.join_token)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

@@ -345,26 +345,39 @@ pub async fn watch(client: &mut Operator, json: bool) -> Result<(), CliError> {
 }
 
 /// `lead spawn`.
-pub async fn spawn(
-    client: &mut Operator,
-    name: String,
-    role: String,
-    script: PathBuf,
-    workspace: Option<PathBuf>,
-    teammate_bin: Option<PathBuf>,
-) -> Result<String, CliError> {
+/// What `lead spawn` starts.
+#[derive(Debug)]
+pub struct SpawnArgs {
+    pub name: String,
+    pub role: String,
+    pub script: Option<PathBuf>,
+    pub model: Option<String>,
+    pub task: Option<String>,
+    pub base_url: Option<String>,
+    pub api_key_env: Option<String>,
+    pub workspace: Option<PathBuf>,
+    pub teammate_bin: Option<PathBuf>,
+}
+
+pub async fn spawn(client: &mut Operator, args: SpawnArgs) -> Result<String, CliError> {
+    // Paths as the lead's process sees them.
     let absolute = |p: PathBuf| {
         std::path::absolute(&p)
             .unwrap_or(p)
             .to_string_lossy()
             .into_owned()
     };
+    let name = args.name;
     let request = pb::SpawnTeammateRequest {
         name: name.clone(),
-        role,
-        script_path: absolute(script),
-        workspace: workspace.map(absolute).unwrap_or_default(),
-        teammate_bin: teammate_bin.map(absolute).unwrap_or_default(),
+        role: args.role,
+        script_path: args.script.map(absolute).unwrap_or_default(),
+        workspace: args.workspace.map(absolute).unwrap_or_default(),
+        teammate_bin: args.teammate_bin.map(absolute).unwrap_or_default(),
+        model: args.model.unwrap_or_default(),
+        task: args.task.unwrap_or_default(),
+        base_url: args.base_url.unwrap_or_default(),
+        api_key_env: args.api_key_env.unwrap_or_default(),
     };
     let response = client.spawn_teammate(request).await?.into_inner();
     Ok(format!("spawned {name} (pid {})\n", response.pid))

@@ -231,7 +231,7 @@ async fn drive(url: &str, operator_token: &str, dir: &Path) -> anyhow::Result<()
                     .to_string_lossy()
                     .into_owned(),
                 workspace: dir.join(name).to_string_lossy().into_owned(),
-                teammate_bin: String::new(),
+                ..Default::default()
             })
             .await?;
     }

@@ -39,6 +39,10 @@ pub enum Approval {
     Auto,
     /// A policy file's criteria decide.
     Policy(Policy),
+    /// A model reviews each plan (`--approval model:FILE`), in tasks of its
+    /// own that the hub hands jobs to; it answers as an operator would.
+    /// Undecided plans stay pending.
+    Model(std::sync::Arc<crate::reviewer::Reviewer>),
 }
 
 /// How the hub behaves.
@@ -189,6 +193,10 @@ pub(crate) enum Command {
         pid: u32,
         how: String,
     },
+    /// A reviewer's word on a plan, for the watchers.
+    ReviewNote {
+        note: pb::ReviewNote,
+    },
 }
 
 /// A cheap handle RPC handlers use to reach the hub.
@@ -266,6 +274,8 @@ pub(crate) struct Hub {
     next_sweep: i64,
     /// For children's exit notices.
     handle: HubHandle,
+    /// Plans for the model reviewer, with `--approval model:FILE`.
+    review_jobs: Option<mpsc::Sender<crate::reviewer::Job>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -322,6 +332,7 @@ pub(crate) fn load(
         notice_ready_at: 0,
         next_sweep: 0,
         handle: HubHandle { tx },
+        review_jobs: None,
     };
     // Everyone is disconnected until they come back; the grace period starts now.
     let names: Vec<String> = hub
@@ -355,6 +366,9 @@ pub(crate) fn start(
     mut stop: watch::Receiver<bool>,
 ) -> (HubHandle, tokio::task::JoinHandle<Result<(), HubFailure>>) {
     let handle = hub.handle.clone();
+    if let Approval::Model(reviewer) = &hub.config.approval {
+        hub.review_jobs = Some(crate::reviewer::start(reviewer.clone(), handle.clone()));
+    }
     let task = tokio::spawn(async move {
         let result = loop {
             let wake = hub.next_wakeup();
@@ -472,6 +486,7 @@ impl Hub {
                 let result = self.review_plan(review);
                 self.reply(reply, result);
             }
+            Command::ReviewNote { note } => self.emit(pb::event::Kind::ReviewNote(note)),
             Command::RequestShutdown { request, reply } => {
                 let result = self.request_shutdown(request);
                 self.reply(reply, result);

@@ -8,6 +8,7 @@ pub mod demo;
 pub mod error;
 pub mod hub;
 pub mod render;
+pub mod reviewer;
 mod roster;
 pub mod server;
 pub mod service;

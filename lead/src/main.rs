@@ -107,13 +107,27 @@ enum Command {
         json: bool,
     },
     /// Start a teammate as a child process of the running lead.
+    #[command(group(clap::ArgGroup::new("brain").required(true).args(["script", "model"])))]
     Spawn {
         name: String,
         #[arg(long)]
         role: String,
         /// The teammate's script (TOML).
         #[arg(long)]
-        script: PathBuf,
+        script: Option<PathBuf>,
+        /// A model teammate: the model's name (needs --task).
+        #[arg(long, requires = "task")]
+        model: Option<String>,
+        /// The model teammate's task.
+        #[arg(long, requires = "model")]
+        task: Option<String>,
+        /// The chat-completions API's root (default: OpenAI's).
+        #[arg(long, requires = "model")]
+        base_url: Option<String>,
+        /// The variable of the lead's environment that holds the API key
+        /// (default: OPENAI_API_KEY); the teammate inherits it.
+        #[arg(long, requires = "model")]
+        api_key_env: Option<String>,
         /// Its workspace (default: <state-dir>/workspaces/<name>).
         #[arg(long)]
         workspace: Option<PathBuf>,
@@ -148,7 +162,8 @@ struct ServeArgs {
     /// The token operators use (default: generated into <state-dir>/operator.token).
     #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
     operator_token: Option<String>,
-    /// Who approves plans: manual, auto, or policy:FILE.
+    /// Who approves plans: manual, auto, policy:FILE, or model:FILE (a
+    /// language model with criteria; see the README, "Bring a model").
     #[arg(long, default_value = "manual")]
     approval: String,
     /// Seconds a shutdown request waits for its answer when it names no deadline.
@@ -355,17 +370,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             name,
             role,
             script,
+            model,
+            task,
+            base_url,
+            api_key_env,
             workspace,
             teammate_bin,
             target,
         } => {
             cli::spawn(
                 &mut cli::connect(&target.into()).await?,
-                name,
-                role,
-                script,
-                workspace,
-                teammate_bin,
+                cli::SpawnArgs {
+                    name,
+                    role,
+                    script,
+                    model,
+                    task,
+                    base_url,
+                    api_key_env,
+                    workspace,
+                    teammate_bin,
+                },
             )
             .await
         }
@@ -379,6 +404,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "manual" => Approval::Manual,
         "auto" => Approval::Auto,
         other => match other.strip_prefix("policy:") {
+            None if other.starts_with("model:") => {
+                let file = &other["model:".len()..];
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| anyhow::anyhow!("--approval model:{file}: {e}"))?;
+                Approval::Model(std::sync::Arc::new(
+                    lead::reviewer::Reviewer::parse(&text)
+                        .map_err(|e| anyhow::anyhow!("--approval model:{file}: {e}"))?,
+                ))
+            }
             Some(file) => {
                 let text = std::fs::read_to_string(file)
                     .map_err(|e| anyhow::anyhow!("--approval policy:{file}: {e}"))?;
@@ -387,7 +421,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                         .map_err(|e| anyhow::anyhow!("--approval policy:{file}: {e}"))?,
                 )
             }
-            None => anyhow::bail!("--approval: {other:?} is not manual, auto or policy:FILE"),
+            None => anyhow::bail!(
+                "--approval: {other:?} is not manual, auto, policy:FILE or model:FILE"
+            ),
         },
     };
     let state = StateDir::create(&args.state_dir)?;

@@ -194,6 +194,9 @@ fn raw_event_line(event: &pb::Event) -> String {
                 t.member, t.tool, t.args_json, t.outcome
             )
         }
+        Some(Kind::ReviewNote(n)) => {
+            format!("review   {} by {}: {}", n.request_id, n.reviewer, n.note)
+        }
         None => "(empty event)".into(),
     }
 }
@@ -210,6 +213,9 @@ pub fn event_json(event: &pb::Event) -> Value {
         Some(Kind::ToolCall(t)) => json!({
             "tool_call": { "member": t.member, "tool": t.tool, "args_json": t.args_json,
                            "allowed": t.allowed, "outcome": t.outcome }
+        }),
+        Some(Kind::ReviewNote(n)) => json!({
+            "review_note": { "request_id": n.request_id, "reviewer": n.reviewer, "note": n.note }
         }),
         None => Value::Null,
     };

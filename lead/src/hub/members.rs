@@ -16,6 +16,7 @@ use shared::{
 
 use super::{Command, Hub};
 use crate::{
+    children::Brain,
     error::HubError,
     roster::{envelope_bytes, InboxSink, Member, SeenId, StreamEnder},
     store::Change,
@@ -432,17 +433,7 @@ impl Hub {
                 "name: {name:?} is already on the team"
             )));
         }
-        let script = PathBuf::from(&request.script_path);
-        if request.script_path.is_empty() {
-            return Err(FieldError::new("script_path", "is required").into());
-        }
-        if !script.is_file() {
-            return Err(FieldError::new(
-                "script_path",
-                format!("{script:?} is not a file the lead can read"),
-            )
-            .into());
-        }
+        let brain = brain(&request)?;
         let workspace = if request.workspace.is_empty() {
             spawner.default_workspace(name.as_str())
         } else {
@@ -467,7 +458,7 @@ impl Hub {
                 &bin,
                 name.as_str(),
                 &request.role,
-                &script,
+                &brain,
                 &workspace,
                 move |pid, how| {
                     handle.notify(Command::ChildExited {
@@ -490,6 +481,77 @@ impl Hub {
             self.children.remove(name);
         }
         self.terminate(name, &format!("process {how}"));
+    }
+}
+
+/// What drives a spawned teammate: a script the lead can read, or a model
+/// with a task (exactly one of `script_path` and `model`).
+fn brain(request: &pb::SpawnTeammateRequest) -> Result<Brain, HubError> {
+    for (field, value, limit) in [
+        ("model", &request.model, limits::ROLE),
+        ("task", &request.task, limits::TEXT),
+        ("base_url", &request.base_url, limits::PATH),
+        ("api_key_env", &request.api_key_env, limits::TOOL),
+    ] {
+        limits::check(field, value, limit)?;
+    }
+    match (request.script_path.is_empty(), request.model.is_empty()) {
+        (false, false) => {
+            Err(FieldError::new("model", "give script_path or model, not both").into())
+        }
+        (true, true) => Err(FieldError::new(
+            "script_path",
+            "is required (or model, for a model teammate)",
+        )
+        .into()),
+        (false, true) => {
+            let script = PathBuf::from(&request.script_path);
+            if !script.is_file() {
+                return Err(FieldError::new(
+                    "script_path",
+                    format!("{script:?} is not a file the lead can read"),
+                )
+                .into());
+            }
+            Ok(Brain::Script(script))
+        }
+        (true, false) => {
+            if request.task.trim().is_empty() {
+                return Err(FieldError::new("task", "is required for a model teammate").into());
+            }
+            if request.model.starts_with('-') {
+                return Err(FieldError::new("model", "may not start with '-'").into());
+            }
+            if !request.base_url.is_empty()
+                && !(request.base_url.starts_with("http://")
+                    || request.base_url.starts_with("https://"))
+            {
+                return Err(
+                    FieldError::new("base_url", "must be an http:// or https:// URL").into(),
+                );
+            }
+            let var = &request.api_key_env;
+            let valid_var = var.chars().enumerate().all(|(i, c)| {
+                c == '_'
+                    || c.is_ascii_uppercase()
+                    || c.is_ascii_lowercase()
+                    || (i > 0 && c.is_ascii_digit())
+            });
+            if !valid_var {
+                return Err(FieldError::new(
+                    "api_key_env",
+                    "must be an environment variable's name ([A-Za-z_][A-Za-z0-9_]*)",
+                )
+                .into());
+            }
+            let given = |s: &String| (!s.is_empty()).then(|| s.clone());
+            Ok(Brain::Model {
+                model: request.model.clone(),
+                task: request.task.clone(),
+                base_url: given(&request.base_url),
+                api_key_env: given(&request.api_key_env),
+            })
+        }
     }
 }
 

@@ -15,6 +15,8 @@ use shared::{
     protocol::{Decision, Kind, Opening, Party, Request, Status},
 };
 
+use tokio::sync::mpsc;
+
 use super::{Approval, Hub};
 use crate::error::HubError;
 
@@ -111,6 +113,28 @@ impl Hub {
     fn auto_review_plan(&mut self, id: &RequestId, plan: &pb::Plan) -> Result<(), HubError> {
         let decision = match &self.config.approval {
             Approval::Manual => return Ok(()),
+            Approval::Model(reviewer) => {
+                let job = self.review_job(id, plan);
+                let sent = match &self.review_jobs {
+                    Some(jobs) => jobs.try_send(job).map_err(|e| match e {
+                        mpsc::error::TrySendError::Full(_) => {
+                            "the reviewer has too many plans queued"
+                        }
+                        mpsc::error::TrySendError::Closed(_) => "the reviewer has stopped",
+                    }),
+                    None => Err("the reviewer is not running"),
+                };
+                if let Err(why) = sent {
+                    tracing::warn!(request_id = %id, why, "plan left for an operator");
+                    let note = pb::ReviewNote {
+                        request_id: id.to_string(),
+                        reviewer: reviewer.name(),
+                        note: format!("no decision, left for an operator: {why}"),
+                    };
+                    self.emit(pb::event::Kind::ReviewNote(note));
+                }
+                return Ok(());
+            }
             Approval::Auto => Decision {
                 approve: true,
                 feedback: "approved automatically (--approval auto)".into(),
@@ -130,6 +154,60 @@ impl Hub {
             },
         };
         self.decide_plan(id, decision).map(|_| ())
+    }
+
+    /// What the model reviewer needs for the plan `id`: who sent it, and the
+    /// other members' plans that are approved or still pending.
+    fn review_job(&self, id: &RequestId, plan: &pb::Plan) -> crate::reviewer::Job {
+        let sender = self
+            .tracker
+            .get(id)
+            .map(|r| r.opening.sender.clone())
+            .unwrap_or_default();
+        let role = self
+            .roster
+            .get(&sender)
+            .map(|m| m.role.clone())
+            .unwrap_or_default();
+        let others = self
+            .tracker
+            .iter()
+            .filter(|r| r.opening.kind == Kind::PlanApproval && r.opening.sender != sender)
+            .filter_map(|r| {
+                let status = match r.status {
+                    Status::Approved => "approved",
+                    Status::Pending => "pending",
+                    Status::Rejected | Status::Expired => return None,
+                };
+                let payload: serde_json::Value =
+                    serde_json::from_str(&r.opening.payload_json).ok()?;
+                let strings = |v: &serde_json::Value| -> Vec<String> {
+                    v.as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|s| s.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                };
+                Some(crate::reviewer::OtherPlan {
+                    member: r.opening.sender.clone(),
+                    status,
+                    summary: payload["plan"]["summary"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned(),
+                    files: strings(&payload["plan"]["files"]),
+                })
+            })
+            .collect();
+        crate::reviewer::Job {
+            request_id: id.to_string(),
+            sender,
+            role,
+            plan: plan.clone(),
+            others,
+        }
     }
 
     /// `ReviewPlan`: the operator approves (with a grant) or rejects (with feedback).
@@ -254,7 +332,8 @@ impl Hub {
             self.deliver(&sender, LEAD, None, Body::PermissionRequest(body));
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             let verdict = match &self.config.approval {
-                Approval::Manual => None,
+                // The model reviews plans only; permissions wait for a person.
+                Approval::Manual | Approval::Model { .. } => None,
                 Approval::Auto => Some(true),
                 Approval::Policy(policy) => {
                     policy.allows_call(&request.tool, args.get("path").and_then(|p| p.as_str()))

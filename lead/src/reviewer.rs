@@ -1,0 +1,413 @@
+//! The model reviewer (`--approval model:FILE`): a language model with
+//! criteria reviews each plan, like an operator would, through the same
+//! `ReviewPlan` command. It sees the plan, who sent it, and the plans already
+//! approved or still pending for the other teammates (their files), and
+//! answers through one tool, `review_plan(approve, feedback, write_paths?)`.
+//!
+//! It never approves by default: a model that errs, times out, answers
+//! without calling `review_plan`, or rejects without feedback leaves the plan
+//! pending for a person (`lead approve`), and a `ReviewNote` event says why.
+//! The model runs outside the hub, which only hands it jobs.
+
+use std::{sync::Arc, time::Duration};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+use shared::{
+    chat::{ChatClient, ChatConfig, Message, Tool, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL},
+    pb,
+};
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::hub::{Command, HubHandle};
+
+/// The reviewer's TOML file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReviewerFile {
+    /// The model's name, as its server knows it.
+    model: String,
+    /// The chat-completions API's root.
+    #[serde(default = "openai")]
+    base_url: String,
+    /// The environment variable that holds the key (unset: no key sent).
+    #[serde(default = "default_key_env")]
+    api_key_env: String,
+    /// The reviewer's instructions.
+    criteria: String,
+    /// How long one review may take, retries included.
+    #[serde(default = "default_timeout")]
+    timeout_secs: u64,
+}
+
+fn openai() -> String {
+    OPENAI_BASE_URL.into()
+}
+
+fn default_key_env() -> String {
+    DEFAULT_API_KEY_ENV.into()
+}
+
+fn default_timeout() -> u64 {
+    120
+}
+
+/// How many plans are reviewed at once.
+const CONCURRENT_REVIEWS: usize = 4;
+/// Plans waiting for the reviewer before new ones are left to an operator.
+const QUEUE: usize = 256;
+
+/// A configured model reviewer.
+#[derive(Debug, Clone)]
+pub struct Reviewer {
+    chat: ChatClient,
+    criteria: String,
+    timeout: Duration,
+}
+
+/// One plan to review, as the hub hands it over.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub(crate) request_id: String,
+    pub(crate) sender: String,
+    pub(crate) role: String,
+    pub(crate) plan: pb::Plan,
+    /// Other teammates' plans: approved, or still pending.
+    pub(crate) others: Vec<OtherPlan>,
+}
+
+/// Another teammate's plan, for the reviewer to check collisions against.
+#[derive(Debug, Clone)]
+pub(crate) struct OtherPlan {
+    pub(crate) member: String,
+    pub(crate) status: &'static str,
+    pub(crate) summary: String,
+    pub(crate) files: Vec<String>,
+}
+
+/// What the model decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verdict {
+    Approve {
+        feedback: String,
+        write_paths: Vec<String>,
+    },
+    Reject {
+        feedback: String,
+    },
+}
+
+impl Reviewer {
+    /// The reviewer a TOML file describes; the key is read from the
+    /// environment now.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let file: ReviewerFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        if file.criteria.trim().is_empty() {
+            return Err("criteria: is empty; say what a plan must have to be approved".into());
+        }
+        if file.model.trim().is_empty() {
+            return Err("model: is empty".into());
+        }
+        let mut config = ChatConfig::new(
+            &file.base_url,
+            &file.model,
+            ChatConfig::key_from_env(&file.api_key_env),
+        );
+        let timeout = Duration::from_secs(file.timeout_secs.max(1));
+        config.timeout = timeout;
+        config.max_retries = 3;
+        let chat = ChatClient::new(config).map_err(|e| e.to_string())?;
+        Ok(Self {
+            chat,
+            criteria: file.criteria,
+            timeout,
+        })
+    }
+
+    /// How it signs its notes and feedback.
+    pub(crate) fn name(&self) -> String {
+        format!("model {}", self.chat.model())
+    }
+
+    /// Asks the model; `Err` says why there is no decision.
+    async fn decide(&self, job: &Job) -> Result<Verdict, String> {
+        let messages = [
+            Message::system(format!(
+                "You review plans that teammates submit before they may write anything. \
+                 Approve a plan only if it meets every criterion below; otherwise reject it \
+                 with feedback that tells the teammate exactly what to change. Check its files \
+                 against the other teammates' plans: two teammates must not write the same \
+                 file. Answer by calling review_plan exactly once.\n\nCriteria:\n{}",
+                self.criteria
+            )),
+            Message::user(describe(job)),
+        ];
+        let reply = self
+            .chat
+            .complete(&messages, &[review_plan_tool()])
+            .await
+            .map_err(|e| e.to_string())?;
+        let call = reply
+            .tool_calls
+            .iter()
+            .find(|c| c.function.name == "review_plan")
+            .ok_or_else(|| {
+                format!(
+                    "the model answered without calling review_plan: {:?}",
+                    shared::limits::cut(reply.content.trim(), 300)
+                )
+            })?;
+        parse_verdict(&call.function.arguments)
+    }
+}
+
+/// The one tool the reviewer answers through.
+fn review_plan_tool() -> Tool {
+    Tool {
+        name: "review_plan",
+        description: "Approve or reject the plan. Rejecting needs feedback the teammate can act \
+                      on. write_paths (optional) narrows where an approved teammate may write; \
+                      by default, the files its plan names.",
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "approve": {"type": "boolean"},
+                "feedback": {"type": "string"},
+                "write_paths": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["approve", "feedback"],
+        }),
+    }
+}
+
+/// The plan and its context, as the model reads it.
+fn describe(job: &Job) -> String {
+    let list = |items: &[String]| {
+        if items.is_empty() {
+            "  (none)".to_owned()
+        } else {
+            items
+                .iter()
+                .map(|i| format!("  - {i}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        }
+    };
+    let plan = &job.plan;
+    let mut text = format!(
+        "Plan {} from {} (role {:?}).\nSummary: {}\nSteps:\n{}\nFiles it will write:\n{}\nTests:\n{}\n",
+        job.request_id,
+        job.sender,
+        job.role,
+        plan.summary,
+        list(&plan.steps),
+        list(&plan.files),
+        list(&plan.tests),
+    );
+    if !plan.body.is_empty() {
+        text.push_str(&format!("Details:\n{}\n", plan.body));
+    }
+    text.push_str("\nThe other teammates' plans:\n");
+    if job.others.is_empty() {
+        text.push_str("  (none)\n");
+    }
+    for other in &job.others {
+        text.push_str(&format!(
+            "- {} ({}): {}; files: {}\n",
+            other.member,
+            other.status,
+            other.summary,
+            if other.files.is_empty() {
+                "(none)".to_owned()
+            } else {
+                other.files.join(", ")
+            }
+        ));
+    }
+    text
+}
+
+/// `review_plan`'s arguments as a verdict.
+fn parse_verdict(arguments: &str) -> Result<Verdict, String> {
+    let args: Value = serde_json::from_str(arguments)
+        .map_err(|e| format!("review_plan's arguments are not JSON ({e})"))?;
+    let approve = args["approve"]
+        .as_bool()
+        .ok_or("review_plan: approve is not a boolean")?;
+    let feedback = args["feedback"]
+        .as_str()
+        .unwrap_or_default()
+        .trim()
+        .to_owned();
+    let write_paths = match &args["write_paths"] {
+        Value::Null => Vec::new(),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| i.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or("review_plan: write_paths holds something other than strings")?,
+        _ => return Err("review_plan: write_paths is not a list".into()),
+    };
+    if approve {
+        Ok(Verdict::Approve {
+            feedback,
+            write_paths,
+        })
+    } else if feedback.is_empty() {
+        Err("the model rejected the plan without feedback".into())
+    } else {
+        Ok(Verdict::Reject { feedback })
+    }
+}
+
+/// Reviews the jobs the hub sends, a few at a time, until the hub goes.
+pub(crate) fn start(reviewer: Arc<Reviewer>, hub: HubHandle) -> mpsc::Sender<Job> {
+    let (tx, mut jobs) = mpsc::channel(QUEUE);
+    let slots = Arc::new(Semaphore::new(CONCURRENT_REVIEWS));
+    tokio::spawn(async move {
+        while let Some(job) = jobs.recv().await {
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            let reviewer = reviewer.clone();
+            let hub = hub.clone();
+            tokio::spawn(async move {
+                review(&reviewer, &hub, job).await;
+                drop(slot);
+            });
+        }
+    });
+    tx
+}
+
+/// Reviews one plan and records the decision, or notes why there is none.
+async fn review(reviewer: &Reviewer, hub: &HubHandle, job: Job) {
+    let name = reviewer.name();
+    let note = |text: String| {
+        hub.notify(Command::ReviewNote {
+            note: pb::ReviewNote {
+                request_id: job.request_id.clone(),
+                reviewer: name.clone(),
+                note: shared::limits::cut(&text, shared::limits::REASON),
+            },
+        })
+    };
+    let verdict = match tokio::time::timeout(reviewer.timeout, reviewer.decide(&job)).await {
+        Ok(Ok(verdict)) => verdict,
+        Ok(Err(why)) => {
+            tracing::warn!(request_id = %job.request_id, why = %shared::display::Escaped(&why), "the reviewer made no decision; the plan waits for an operator");
+            return note(format!("no decision, left for an operator: {why}"));
+        }
+        Err(_) => {
+            tracing::warn!(request_id = %job.request_id, "the reviewer timed out; the plan waits for an operator");
+            return note(format!(
+                "no decision, left for an operator: no answer within {}s",
+                reviewer.timeout.as_secs()
+            ));
+        }
+    };
+    let (review, said) = match verdict {
+        Verdict::Approve {
+            feedback,
+            write_paths,
+        } => (
+            pb::PlanReview {
+                request_id: job.request_id.clone(),
+                approve: true,
+                grant: Some(pb::PermissionGrant {
+                    mode: pb::PermissionMode::AcceptEdits as i32,
+                    write_paths,
+                    expires_at_unix_ms: 0,
+                }),
+                feedback: signed(&name, &feedback),
+            },
+            format!("approved: {feedback}"),
+        ),
+        Verdict::Reject { feedback } => (
+            pb::PlanReview {
+                request_id: job.request_id.clone(),
+                approve: false,
+                grant: None,
+                feedback: signed(&name, &feedback),
+            },
+            format!("rejected: {feedback}"),
+        ),
+    };
+    match hub
+        .call(|reply| Command::ReviewPlan { review, reply })
+        .await
+    {
+        Ok(_) => note(said),
+        Err(e) => note(format!("decided ({said}) but could not record it: {e}")),
+    }
+}
+
+/// Feedback as the teammate sees it: who said it.
+fn signed(name: &str, feedback: &str) -> String {
+    let text = if feedback.is_empty() {
+        "(no comment)"
+    } else {
+        feedback
+    };
+    shared::limits::cut(&format!("{name}: {text}"), shared::limits::REASON)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_parse_and_a_bare_rejection_is_no_decision() {
+        assert_eq!(
+            parse_verdict(r#"{"approve": true, "feedback": "fine", "write_paths": ["src/**"]}"#),
+            Ok(Verdict::Approve {
+                feedback: "fine".into(),
+                write_paths: vec!["src/**".into()]
+            })
+        );
+        assert_eq!(
+            parse_verdict(r#"{"approve": false, "feedback": "add tests"}"#),
+            Ok(Verdict::Reject {
+                feedback: "add tests".into()
+            })
+        );
+        assert!(parse_verdict(r#"{"approve": false, "feedback": " "}"#).is_err());
+        assert!(parse_verdict(r#"{"approve": "yes"}"#).is_err());
+        assert!(parse_verdict(r#"{"approve": true, "write_paths": "src"}"#).is_err());
+        assert!(parse_verdict("not json").is_err());
+    }
+
+    #[test]
+    fn the_file_needs_criteria_and_a_model() {
+        assert!(Reviewer::parse("model = \"m\"\ncriteria = \"tests\"\n").is_ok());
+        assert!(Reviewer::parse("model = \"m\"\ncriteria = \"\"\n")
+            .expect_err("empty")
+            .contains("criteria"));
+        assert!(Reviewer::parse("criteria = \"x\"\n").is_err());
+        assert!(Reviewer::parse("model = \"m\"\ncriteria = \"x\"\nbogus = 1\n").is_err());
+    }
+
+    #[test]
+    fn the_model_sees_the_plan_and_the_others_files() {
+        let text = describe(&Job {
+            request_id: "r1".into(),
+            sender: "alice".into(),
+            role: "coder".into(),
+            plan: pb::Plan {
+                summary: "login".into(),
+                files: vec!["src/auth.rs".into()],
+                tests: vec!["cargo test auth".into()],
+                ..Default::default()
+            },
+            others: vec![OtherPlan {
+                member: "bob".into(),
+                status: "approved",
+                summary: "session".into(),
+                files: vec!["src/auth.rs".into(), "src/session.rs".into()],
+            }],
+        });
+        assert!(text.contains("from alice (role \"coder\")"));
+        assert!(text.contains("  - src/auth.rs"));
+        assert!(text.contains("- bob (approved): session; files: src/auth.rs, src/session.rs"));
+    }
+}
