@@ -445,3 +445,198 @@ async fn a_4xx_stops_the_teammate_with_the_servers_message() {
     );
     assert_eq!(model.requests().len(), 1, "a 404 is not retried");
 }
+
+/// A lead whose plans a model reviews (`--approval model:FILE`), at `model`.
+async fn reviewed_lead(model: &FakeModel, keep: &tempfile::TempDir) -> Lead {
+    let file = keep.path().join("reviewer.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "model = \"review-model\"\nbase_url = \"{}\"\ncriteria = \"Only approve plans that include test coverage.\"\ntimeout_secs = 20\n",
+            model.base_url
+        ),
+    )
+    .unwrap();
+    let approval = format!("model:{}", file.display());
+    Lead::start(&["--approval", &approval]).await
+}
+
+/// The review note on `request_id`.
+async fn review_note(events: &mut Events, request_id: &str) -> pb::ReviewNote {
+    events
+        .find(&format!("a review note on {request_id}"), |k| match k {
+            pb::event::Kind::ReviewNote(n) if n.request_id == request_id => Some(n.clone()),
+            _ => None,
+        })
+        .await
+}
+
+#[tokio::test]
+async fn the_model_reviewer_approves_and_rejects_seeing_the_other_teammates_files() {
+    let model = FakeModel::start(vec![
+        Answer::call(
+            "review_plan",
+            json!({"approve": true, "feedback": "tests included", "write_paths": ["src/a.rs"]}),
+        ),
+        Answer::call(
+            "review_plan",
+            json!({"approve": false, "feedback": "collides with bob on src/a.rs"}),
+        ),
+    ])
+    .await;
+    let keep = tempfile::tempdir().unwrap();
+    let lead = reviewed_lead(&model, &keep).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+
+    let mut bob = lead.join("bob").await;
+    let bob_plan = bob
+        .submit(
+            &uuid::Uuid::new_v4().to_string(),
+            "auth module",
+            &["src/a.rs"],
+        )
+        .await
+        .unwrap();
+    let approved = events
+        .request("bob's plan approved", |r| {
+            r.request_id == bob_plan && is(r.status, RequestStatus::Approved)
+        })
+        .await;
+    assert!(approved.feedback.contains("tests included"), "{approved:?}");
+    let response = bob
+        .next_matching(|e| matches!(e.body, Some(pb::envelope::Body::PlanApprovalResponse(_))))
+        .await;
+    let Some(pb::envelope::Body::PlanApprovalResponse(response)) = response.body else {
+        unreachable!()
+    };
+    assert!(response.approve);
+    assert_eq!(response.grant.unwrap().write_paths, ["src/a.rs"]);
+    let note = review_note(&mut events, &bob_plan).await;
+    assert_eq!(note.reviewer, "model review-model");
+    assert!(note.note.starts_with("approved"), "{note:?}");
+
+    let asked = &model.requests()[0];
+    assert_eq!(asked.body["model"], "review-model");
+    assert_eq!(asked.tool_names(), ["review_plan"]);
+    let text = asked.all_text();
+    assert!(text.contains("Only approve plans that include test coverage."));
+    assert!(
+        text.contains("auth module") && text.contains("from bob"),
+        "{text}"
+    );
+
+    let mut alice = lead.join("alice").await;
+    let alice_plan = alice
+        .submit(
+            &uuid::Uuid::new_v4().to_string(),
+            "login page",
+            &["src/a.rs"],
+        )
+        .await
+        .unwrap();
+    let rejected = events
+        .request("alice's plan rejected", |r| {
+            r.request_id == alice_plan && is(r.status, RequestStatus::Rejected)
+        })
+        .await;
+    assert!(
+        rejected.feedback.contains("collides with bob"),
+        "{rejected:?}"
+    );
+    let text = model.wait_for(2).await[1].all_text();
+    assert!(
+        text.contains("- bob (approved): auth module; files: src/a.rs"),
+        "the reviewer sees the other plans: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_failing_reviewer_leaves_the_plan_pending_and_says_why() {
+    let model = FakeModel::start(vec![
+        // No review_plan call.
+        Answer::text("Looks good to me!"),
+        // A server that refuses.
+        Answer::Status {
+            code: 401,
+            retry_after: None,
+            body: r#"{"error": {"message": "invalid api key"}}"#.into(),
+        },
+        // A rejection without feedback.
+        Answer::call("review_plan", json!({"approve": false, "feedback": ""})),
+    ])
+    .await;
+    let keep = tempfile::tempdir().unwrap();
+    let lead = reviewed_lead(&model, &keep).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let mut bob = lead.join("bob").await;
+    for why in [
+        "without calling review_plan",
+        "invalid api key",
+        "without feedback",
+    ] {
+        let id = bob
+            .submit(&uuid::Uuid::new_v4().to_string(), why, &["x"])
+            .await
+            .unwrap();
+        let note = review_note(&mut events, &id).await;
+        assert!(
+            note.note.starts_with("no decision, left for an operator") && note.note.contains(why),
+            "{note:?}"
+        );
+        let (ok, out, err) = lead.cli(&["requests", "--pending"]).await;
+        assert!(ok && out.contains(&id), "{out}{err}");
+        // A person decides instead.
+        let (ok, out, err) = lead.cli(&["reject", &id, "--feedback", "by hand"]).await;
+        assert!(ok, "{out}{err}");
+    }
+    assert_eq!(model.requests().len(), 3, "a 401 is not retried");
+}
+
+#[tokio::test]
+async fn lead_spawn_starts_a_model_teammate_with_the_flags_passed_on() {
+    let model = FakeModel::start(vec![Answer::text("ready")]).await;
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let (ok, out, err) = lead
+        .cli(&[
+            "spawn",
+            "ivy",
+            "--role",
+            "tester",
+            "--model",
+            "test-model",
+            "--task",
+            "Check the tests.",
+            "--base-url",
+            &model.base_url,
+            "--api-key-env",
+            "MESH_NO_SUCH_KEY",
+        ])
+        .await;
+    assert!(ok, "{out}{err}");
+    events.member_in("ivy", MemberStatus::Idle).await;
+    let asked = &model.requests()[0];
+    assert_eq!(asked.body["model"], "test-model");
+    assert!(asked.all_text().contains("Check the tests."));
+    assert!(
+        asked.all_text().contains("\"tester\""),
+        "the role is in the system prompt"
+    );
+    assert_eq!(asked.authorization, None);
+    // Exactly one of a script and a model.
+    let (ok, _, err) = lead
+        .cli(&[
+            "spawn", "joe", "--role", "r", "--script", "x.toml", "--model", "m", "--task", "t",
+        ])
+        .await;
+    assert!(!ok && err.contains("cannot be used with"), "{err}");
+    let (ok, _, err) = lead
+        .cli(&["spawn", "joe", "--role", "r", "--model", "m"])
+        .await;
+    assert!(!ok && err.contains("--task"), "{err}");
+    let (ok, out, err) = lead.cli(&["shutdown", "ivy"]).await;
+    assert!(ok && out.contains("ivy agreed"), "{out}{err}");
+}
