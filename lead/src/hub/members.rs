@@ -522,10 +522,8 @@ fn brain(request: &pb::SpawnTeammateRequest) -> Result<Brain, HubError> {
             if request.model.starts_with('-') {
                 return Err(FieldError::new("model", "may not start with '-'").into());
             }
-            if !request.base_url.is_empty()
-                && !(request.base_url.starts_with("http://")
-                    || request.base_url.starts_with("https://"))
-            {
+            let url = &request.base_url;
+            if !(url.is_empty() || url.starts_with("http://") || url.starts_with("https://")) {
                 return Err(
                     FieldError::new("base_url", "must be an http:// or https:// URL").into(),
                 );
