@@ -345,17 +345,34 @@ pub async fn watch(client: &mut Operator, json: bool) -> Result<(), CliError> {
 }
 
 /// `lead spawn`.
-/// What `lead spawn` starts.
-#[derive(Debug)]
+/// What `lead spawn` starts: a teammate driven by a script or by a model.
+#[derive(Debug, clap::Args)]
+#[command(group(clap::ArgGroup::new("brain").required(true).args(["script", "model"])))]
 pub struct SpawnArgs {
     pub name: String,
+    #[arg(long)]
     pub role: String,
+    /// The teammate's script (TOML).
+    #[arg(long)]
     pub script: Option<PathBuf>,
+    /// A model teammate: the model's name (needs --task).
+    #[arg(long, requires = "task")]
     pub model: Option<String>,
+    /// The model teammate's task.
+    #[arg(long, requires = "model")]
     pub task: Option<String>,
+    /// The chat-completions API's root (default: OpenAI's).
+    #[arg(long, requires = "model")]
     pub base_url: Option<String>,
+    /// The variable of the lead's environment that holds the API key
+    /// (default: OPENAI_API_KEY); the teammate inherits it.
+    #[arg(long, requires = "model")]
     pub api_key_env: Option<String>,
+    /// Its workspace (default: <state-dir>/workspaces/<name>).
+    #[arg(long)]
     pub workspace: Option<PathBuf>,
+    /// The `teammate` executable (default: the lead's --teammate-bin, else beside the lead).
+    #[arg(long)]
     pub teammate_bin: Option<PathBuf>,
 }
 

@@ -107,33 +107,9 @@ enum Command {
         json: bool,
     },
     /// Start a teammate as a child process of the running lead.
-    #[command(group(clap::ArgGroup::new("brain").required(true).args(["script", "model"])))]
     Spawn {
-        name: String,
-        #[arg(long)]
-        role: String,
-        /// The teammate's script (TOML).
-        #[arg(long)]
-        script: Option<PathBuf>,
-        /// A model teammate: the model's name (needs --task).
-        #[arg(long, requires = "task")]
-        model: Option<String>,
-        /// The model teammate's task.
-        #[arg(long, requires = "model")]
-        task: Option<String>,
-        /// The chat-completions API's root (default: OpenAI's).
-        #[arg(long, requires = "model")]
-        base_url: Option<String>,
-        /// The variable of the lead's environment that holds the API key
-        /// (default: OPENAI_API_KEY); the teammate inherits it.
-        #[arg(long, requires = "model")]
-        api_key_env: Option<String>,
-        /// Its workspace (default: <state-dir>/workspaces/<name>).
-        #[arg(long)]
-        workspace: Option<PathBuf>,
-        /// The `teammate` executable (default: the lead's --teammate-bin, else beside the lead).
-        #[arg(long)]
-        teammate_bin: Option<PathBuf>,
+        #[command(flatten)]
+        spawn: cli::SpawnArgs,
         #[command(flatten)]
         target: TargetArgs,
     },
@@ -366,33 +342,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             )
             .await
         }
-        Command::Spawn {
-            name,
-            role,
-            script,
-            model,
-            task,
-            base_url,
-            api_key_env,
-            workspace,
-            teammate_bin,
-            target,
-        } => {
-            cli::spawn(
-                &mut cli::connect(&target.into()).await?,
-                cli::SpawnArgs {
-                    name,
-                    role,
-                    script,
-                    model,
-                    task,
-                    base_url,
-                    api_key_env,
-                    workspace,
-                    teammate_bin,
-                },
-            )
-            .await
+        Command::Spawn { spawn, target } => {
+            cli::spawn(&mut cli::connect(&target.into()).await?, spawn).await
         }
     };
     print!("{}", output.map_err(|e: CliError| anyhow::anyhow!(e))?);
