@@ -156,6 +156,11 @@ pub(crate) enum Command {
         report: pb::ToolCallReport,
         reply: Reply<()>,
     },
+    Leave {
+        token: String,
+        reason: String,
+        reply: Reply<()>,
+    },
     ReviewPlan {
         review: pb::PlanReview,
         reply: Reply<pb::PlanApprovalResponse>,
@@ -480,6 +485,14 @@ impl Hub {
                 reply,
             } => {
                 let result = self.report_tool_call(&token, report);
+                self.reply(reply, result);
+            }
+            Command::Leave {
+                token,
+                reason,
+                reply,
+            } => {
+                let result = self.leave(&token, &reason);
                 self.reply(reply, result);
             }
             Command::ReviewPlan { review, reply } => {

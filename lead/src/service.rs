@@ -298,6 +298,23 @@ impl pb::lead_server::Lead for LeadService {
             .await?;
         Ok(Response::new(pb::ReportToolCallResponse {}))
     }
+
+    async fn leave(
+        &self,
+        request: Request<pb::LeaveRequest>,
+    ) -> Result<Response<pb::LeaveResponse>, Status> {
+        let token = self.session(&request, "Leave")?;
+        let reason = request.into_inner().reason;
+        limits::check("reason", &reason, limits::REASON)?;
+        self.hub
+            .call(|reply| Command::Leave {
+                token,
+                reason,
+                reply,
+            })
+            .await?;
+        Ok(Response::new(pb::LeaveResponse {}))
+    }
 }
 
 impl OperatorService {

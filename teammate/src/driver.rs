@@ -57,6 +57,15 @@ pub enum Observation {
         /// What it says.
         text: String,
     },
+    /// The plan is still under review after [`Driver::review_wait`]; the
+    /// decision arrives later as `PlanApproved` or `PlanRejected`.
+    PlanPending {
+        /// The plan's request id.
+        request_id: String,
+    },
+    /// The teammate agreed to a shutdown request and the lead knows: it has
+    /// left the team.
+    ShutdownAgreed,
     /// The teammate refused a shutdown request and goes on.
     ShutdownRefused {
         /// What it told the lead.
@@ -90,6 +99,19 @@ pub trait Driver: Send {
         &mut self,
         tools: &[&'static str],
     ) -> impl Future<Output = Result<Step, DriverError>> + Send;
+
+    /// How long a submitted plan's review is waited for before the step
+    /// ends with [`Observation::PlanPending`]; `None` waits for the decision.
+    fn review_wait(&self) -> Option<std::time::Duration> {
+        None
+    }
+
+    /// Whether news (a message, a late decision) should cancel the step in
+    /// progress so that the driver observes it at once. A model call is too
+    /// dear to cancel for news; an agent waiting for its next call is not.
+    fn hears_while_thinking(&self) -> bool {
+        false
+    }
 
     /// The answer to a shutdown request, given before `deadline_unix_ms`;
     /// `tools` are those of the current mode plus `respond_shutdown`.

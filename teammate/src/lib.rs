@@ -5,6 +5,7 @@ pub mod catalog;
 pub mod driver;
 pub mod gate;
 pub mod inbox;
+pub mod mcp;
 pub mod model;
 pub mod session;
 pub mod tools;

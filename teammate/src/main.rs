@@ -1,5 +1,6 @@
 //! `teammate`: parses the command line and runs one session, driven by a
-//! script or by a language model.
+//! script, by a language model, or (`teammate mcp`) by any agent that
+//! speaks the Model Context Protocol.
 
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
@@ -10,13 +11,49 @@ use shared::{
 };
 use teammate::{
     driver::{Driver, ScriptDriver},
+    gate::Gate,
+    mcp,
     model::{Brief, ModelDriver},
     session::{Config, Exit, Session},
 };
 
-/// A mesh teammate, driven by a script (`--script`) or a language model (`--model`).
+/// Serve the mesh's tools to an MCP client over stdio (stdout is the
+/// protocol; logs go to stderr): the agent that started this process is the
+/// teammate, its writes gated by the lead's approval. It leaves the team
+/// when the client closes stdin.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(name = "teammate mcp", bin_name = "teammate mcp", version)]
+struct McpArgs {
+    /// The lead's URL, e.g. http://127.0.0.1:7447.
+    #[arg(long)]
+    lead: String,
+    /// The member name to join as.
+    #[arg(long)]
+    name: String,
+    /// The role to join with.
+    #[arg(long, default_value = "coder")]
+    role: String,
+    /// The directory tools work in.
+    #[arg(long)]
+    workspace: PathBuf,
+    /// The lead's join token.
+    #[arg(long, env = "MESH_JOIN_TOKEN", hide_env_values = true)]
+    join_token: String,
+    /// Seconds submit_plan waits for the review before it returns "pending"
+    /// (the decision then shows in check_inbox).
+    #[arg(long, default_value_t = 60)]
+    review_wait: u64,
+    /// Seconds the lead may be unreachable before the teammate gives up.
+    #[arg(long, default_value_t = 60)]
+    lead_gone_limit: u64,
+}
+
+/// A mesh teammate, driven by a script (`--script`), a language model
+/// (`--model`), or an MCP client (`teammate mcp`).
+///
+/// `teammate mcp --help` shows how to serve an MCP client instead.
+#[derive(Debug, Parser)]
+#[command(version, about, long_about = None, after_help = "To serve an MCP client instead (any agent as the teammate): teammate mcp --help")]
 #[command(group(ArgGroup::new("driver").required(true).args(["script", "model"])))]
 #[command(group(ArgGroup::new("task_source").args(["task", "task_file"])))]
 struct Args {
@@ -81,6 +118,12 @@ async fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    if std::env::args_os().nth(1).is_some_and(|a| a == "mcp") {
+        let args = McpArgs::parse_from(std::env::args_os().skip(1));
+        // Exits at once: a read of stdin in progress would hold up the
+        // runtime's shutdown until the client closed it.
+        std::process::exit(serve_mcp(args).await);
+    }
     let args = Args::parse();
     let config = Config {
         lead_url: args.lead.clone(),
@@ -179,4 +222,105 @@ fn model_driver(args: &Args, model: &str) -> Result<ModelDriver, String> {
             max_turns: args.max_turns,
         },
     ))
+}
+
+/// `teammate mcp`: joins, serves the MCP client on stdio until it closes
+/// stdin, then leaves the team at once; the exit code (0 unless the
+/// session failed).
+async fn serve_mcp(args: McpArgs) -> i32 {
+    use rmcp::ServiceExt;
+
+    let config = Config {
+        lead_url: args.lead.clone(),
+        name: args.name.clone(),
+        role: args.role.clone(),
+        workspace: args.workspace.clone(),
+        join_token: args.join_token.clone(),
+        lead_gone_limit: Duration::from_secs(args.lead_gone_limit),
+    };
+    let name = Escaped(&args.name).to_string();
+    // The session stops on a signal, or when the client goes away.
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<()>();
+    let stop = async move {
+        tokio::select! {
+            () = shared::signal::stop_signal() => {}
+            _ = closed_rx => {}
+        }
+    };
+    let session = match Session::join(config, stop).await {
+        Ok(session) => session,
+        Err(e) => {
+            eprintln!("teammate {name}: {}", Escaped(&e.to_string()));
+            return 1;
+        }
+    };
+    let leaver = session.leaver();
+    let (server, mut driver) = mcp::pair(Gate::Plan.tools(), Duration::from_secs(args.review_wait));
+    let running = match server.clone().serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        Err(e) => {
+            // The client left before the handshake ended: so does the member.
+            tracing::info!(member = %name, error = %e, "the MCP client went away before initializing");
+            return leave(leaver, &name, "the MCP client closed the session").await;
+        }
+    };
+    driver.connect(running.peer().clone());
+    let mut run = tokio::spawn(session.run(driver));
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        quit = &mut waiting => {
+            tracing::info!(member = %name, reason = ?quit, "the MCP client closed the session");
+            let _ = closed_tx.send(());
+            match run.await {
+                Ok(Ok(Exit::Shutdown)) => 0,
+                Ok(Ok(Exit::Signal)) => {
+                    leave(leaver, &name, "the MCP client closed the session").await
+                }
+                Ok(Err(e)) => {
+                    eprintln!("teammate {name}: {}", Escaped(&e.to_string()));
+                    1
+                }
+                Err(e) => {
+                    eprintln!("teammate {name}: the session task failed: {e}");
+                    1
+                }
+            }
+        }
+        ended = &mut run => {
+            // The session ended first: a shutdown was agreed, a signal came,
+            // or the lead went away. The client keeps check_inbox until it
+            // closes stdin.
+            let code = match ended {
+                Ok(Ok(Exit::Shutdown)) => 0,
+                Ok(Ok(Exit::Signal)) => {
+                    return leave(leaver, &name, "stopped by signal").await;
+                }
+                Ok(Err(e)) => {
+                    let why = Escaped(&e.to_string()).to_string();
+                    eprintln!("teammate {name}: {why}");
+                    server.end(why);
+                    1
+                }
+                Err(e) => {
+                    server.end(format!("the session task failed: {e}"));
+                    1
+                }
+            };
+            let _ = waiting.await;
+            code
+        }
+    }
+}
+
+/// Leaves the team; exit 0 whether or not the lead heard (it would mark
+/// the member gone after its grace period anyway).
+async fn leave(leaver: teammate::session::Leaver, name: &str, reason: &str) -> i32 {
+    match leaver.leave(reason).await {
+        Ok(()) => tracing::info!(member = %name, reason, "left the team"),
+        Err(e) => {
+            tracing::warn!(member = %name, error = %Escaped(&e.to_string()), "could not tell the lead the member left")
+        }
+    }
+    0
 }

@@ -157,6 +157,8 @@ impl Driver for ModelDriver {
             Observation::ShutdownRefused { reason } => self.unheard.push(format!(
                 "You refused the lead's shutdown request ({reason}); carry on."
             )),
+            // It waits for every decision and ends at an agreed shutdown.
+            Observation::PlanPending { .. } | Observation::ShutdownAgreed => {}
         }
         self.news = true;
     }

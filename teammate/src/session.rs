@@ -91,6 +91,10 @@ pub struct Session {
     gate: Gate,
     /// The last plan submitted: its id and files.
     last_plan: Option<(String, Vec<String>)>,
+    /// The id of the plan under review, while its decision has not arrived.
+    under_review: Option<String>,
+    /// A decision that arrived after `submit` stopped waiting for it.
+    decision: Option<Observation>,
     /// Messages that arrived while the driver was busy.
     messages: VecDeque<Observation>,
     /// Turns true when a signal asks the teammate to stop.
@@ -115,10 +119,50 @@ enum Handled {
     /// A shutdown request, to be answered by the driver; its envelope's
     /// `seq` is acknowledged only if the teammate refuses (and goes on).
     Shutdown(pb::ShutdownRequest, u64),
-    /// The answer to a plan.
-    Plan(pb::PlanApprovalResponse),
+    /// The decision on the plan under review, applied to the gate (and
+    /// kept in `decision` for the driver).
+    Decided,
     /// The answer to a permission request.
     Permission(pb::PermissionResponse),
+}
+
+/// Leaves the team (`Leave`) for a session whose owner went away.
+#[derive(Debug, Clone)]
+pub struct Leaver {
+    client: Client,
+}
+
+impl Leaver {
+    /// Tells the lead the member has left, trying for a few seconds at most:
+    /// the process is about to end either way.
+    pub async fn leave(mut self, reason: &str) -> Result<(), SessionError> {
+        let request = pb::LeaveRequest {
+            reason: limits::cut(reason, limits::REASON),
+        };
+        let mut backoff = Backoff::new(Duration::from_secs(3));
+        loop {
+            match self.client.leave(request.clone()).await {
+                Ok(_) => return Ok(()),
+                Err(status) if transient(&status) && backoff.wait().await => {}
+                Err(status) => {
+                    return Err(SessionError::Rpc {
+                        rpc: "Leave",
+                        status,
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// What came of waiting for the driver's next step.
+enum Thought {
+    /// The step.
+    Step(Step),
+    /// News for a driver that hears it while it thinks.
+    News,
+    /// Stop.
+    Exit(Exit),
 }
 
 /// How a permission request ended.
@@ -194,9 +238,18 @@ impl Session {
             workspace,
             gate: Gate::Plan,
             last_plan: None,
+            under_review: None,
+            decision: None,
             messages: VecDeque::new(),
             stop: stop_rx,
         })
+    }
+
+    /// What leaves the team for this session, usable after `run` ends.
+    pub fn leaver(&self) -> Leaver {
+        Leaver {
+            client: self.client.clone(),
+        }
     }
 
     /// Takes the driver's steps until a shutdown is agreed or a signal arrives.
@@ -210,6 +263,9 @@ impl Session {
                     return Ok(exit);
                 }
             }
+            if let Some(decision) = self.decision.take() {
+                driver.observe(decision);
+            }
             while let Some(message) = self.messages.pop_front() {
                 driver.observe(message);
             }
@@ -217,8 +273,9 @@ impl Session {
                 return Ok(Exit::Signal);
             }
             let step = match self.think(&mut driver).await? {
-                Ok(step) => step,
-                Err(exit) => return Ok(exit),
+                Thought::Step(step) => step,
+                Thought::News => continue,
+                Thought::Exit(exit) => return Ok(exit),
             };
             let next = match step {
                 Step::Call(call) => self.run_tool(&mut driver, call).await?,
@@ -244,13 +301,13 @@ impl Session {
         }
     }
 
-    /// The driver's next step. While it thinks (a model call), the inbox is
-    /// still heard: a shutdown request cancels the step and is answered
-    /// within its deadline, and a refusal lets the driver think again.
-    async fn think<D: Driver>(
-        &mut self,
-        driver: &mut D,
-    ) -> Result<Result<Step, Exit>, SessionError> {
+    /// The driver's next step. While it thinks (a model call, or an agent's
+    /// next call), the inbox is still heard: a shutdown request cancels the
+    /// step and is answered within its deadline, and a refusal lets the
+    /// driver think again. A driver that hears news while it thinks gets the
+    /// step cancelled for news too ([`Thought::News`]).
+    async fn think<D: Driver>(&mut self, driver: &mut D) -> Result<Thought, SessionError> {
+        let eager = driver.hears_while_thinking();
         loop {
             let tools = self.gate.tools();
             let (request, seq) = {
@@ -259,23 +316,26 @@ impl Session {
                 loop {
                     let incoming = tokio::select! {
                         step = &mut step => {
-                            return step.map(Ok).map_err(|e| SessionError::Driver(e.0));
+                            return step.map(Thought::Step).map_err(|e| SessionError::Driver(e.0));
                         }
                         incoming = self.inbox.recv() => incoming,
-                        _ = self.stop.wait_for(|s| *s) => return Ok(Err(Exit::Signal)),
+                        _ = self.stop.wait_for(|s| *s) => return Ok(Thought::Exit(Exit::Signal)),
                     };
                     let Some(incoming) = incoming else {
                         return Err(SessionError::LeadGone(self.config.lead_url.clone()));
                     };
                     match self.on_incoming(incoming).await? {
                         Handled::Shutdown(request, seq) => break (request, seq),
-                        Handled::Exit(exit) => return Ok(Err(exit)),
-                        Handled::Nothing | Handled::Plan(_) | Handled::Permission(_) => {}
+                        Handled::Exit(exit) => return Ok(Thought::Exit(exit)),
+                        Handled::Nothing | Handled::Decided | Handled::Permission(_) => {}
+                    }
+                    if eager && (self.decision.is_some() || !self.messages.is_empty()) {
+                        return Ok(Thought::News);
                     }
                 }
             };
             if let Some(exit) = self.answer_shutdown(driver, request, seq).await? {
-                return Ok(Err(exit));
+                return Ok(Thought::Exit(exit));
             }
         }
     }
@@ -297,12 +357,28 @@ impl Session {
             approve: answer.approve,
             reason: limits::cut(&answer.reason, limits::REASON),
         };
-        self.retry("RespondShutdown", |mut client| {
-            let request = response.clone();
-            async move { client.respond_shutdown(request).await }
-        })
-        .await?;
+        let answered = self
+            .retry("RespondShutdown", |mut client| {
+                let request = response.clone();
+                async move { client.respond_shutdown(request).await }
+            })
+            .await;
+        match answered {
+            Ok(_) => {}
+            // The request is over (it expired, or the lead will not take
+            // this answer): the teammate is still on the team and goes on.
+            Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => {
+                tracing::warn!(error = %Escaped(&status.to_string()), "the lead refused the shutdown answer; carrying on");
+                self.ack(seq).await?;
+                driver.observe(Observation::ShutdownRefused {
+                    reason: format!("the lead did not take the answer: {}", status.message()),
+                });
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        }
         if answer.approve {
+            driver.observe(Observation::ShutdownAgreed);
             return Ok(Some(Exit::Shutdown));
         }
         self.ack(seq).await?;
@@ -322,7 +398,7 @@ impl Session {
         match self.on_incoming(incoming).await? {
             Handled::Exit(exit) => Ok(Some(exit)),
             Handled::Shutdown(request, seq) => self.answer_shutdown(driver, request, seq).await,
-            Handled::Nothing | Handled::Plan(_) | Handled::Permission(_) => Ok(None),
+            Handled::Nothing | Handled::Decided | Handled::Permission(_) => Ok(None),
         }
     }
 
@@ -407,7 +483,7 @@ impl Session {
         } else {
             let clearance = match &self.gate {
                 Gate::Plan => Clearance::Refused(format!(
-                    "{} is not available in plan mode: submit a plan and wait for its approval",
+                    "{} is not available in plan mode: call submit_plan and wait for its approval",
                     call.name()
                 )),
                 Gate::Unlocked(writer) => writer.clear(&call),
@@ -510,16 +586,24 @@ impl Session {
     }
 
     /// Submits a plan (superseding the last, rejected one) and waits for the
-    /// review; `Err(exit)` if a stop came first.
+    /// review, as long as the driver waits ([`Driver::review_wait`]): a
+    /// decision after that reaches the driver later. `Err(exit)` if a stop
+    /// came first.
     async fn submit<D: Driver>(
         &mut self,
         driver: &mut D,
         plan: pb::Plan,
     ) -> Result<Result<Observation, Exit>, SessionError> {
-        if let Gate::Unlocked(_) = self.gate {
+        let busy = if let Gate::Unlocked(_) = self.gate {
             // Not on offer once a plan is approved: a driver that asks
             // anyway meets the gate like any other call.
-            let problem = "submit_plan is not available: your plan is already approved";
+            Some("submit_plan is not available: your plan is already approved")
+        } else if self.under_review.is_some() {
+            Some("submit_plan is not available: your plan is still under review; wait for the decision")
+        } else {
+            None
+        };
+        if let Some(problem) = busy {
             let args = serde_json::json!({ "summary": plan.summary }).to_string();
             self.report(catalog::SUBMIT_PLAN, &args, false, problem)
                 .await?;
@@ -555,19 +639,43 @@ impl Session {
             Err(e) => return Err(e),
         }
         tracing::info!(request_id = %id, summary = %Escaped(&plan.summary), "submitted a plan");
-        self.last_plan = Some((id.clone(), plan.files.clone()));
-        let response = loop {
-            match self.next_incoming(driver).await? {
-                Handled::Exit(exit) => return Ok(Err(exit)),
-                Handled::Plan(response) if response.request_id == id => break response,
-                _ => {}
+        self.last_plan = Some((id.clone(), plan.files));
+        self.under_review = Some(id.clone());
+        let wait = driver.review_wait();
+        let decided = async {
+            loop {
+                if let Handled::Exit(exit) = self.next_incoming(driver).await? {
+                    return Ok(Err(exit));
+                }
+                if let Some(decision) = self.decision.take() {
+                    return Ok(Ok(decision));
+                }
             }
         };
+        match wait {
+            None => decided.await,
+            Some(wait) => match tokio::time::timeout(wait, decided).await {
+                Ok(decided) => decided,
+                Err(_) => Ok(Ok(Observation::PlanPending { request_id: id })),
+            },
+        }
+    }
+
+    /// Applies the decision on the plan under review: a grant unlocks the
+    /// gated tools.
+    fn decide(&mut self, response: pb::PlanApprovalResponse) -> Result<Observation, SessionError> {
+        self.under_review = None;
+        let id = response.request_id.clone();
+        let files = self
+            .last_plan
+            .as_ref()
+            .map(|(_, files)| files.clone())
+            .unwrap_or_default();
         if !response.approve {
             tracing::info!(request_id = %id, feedback = %Escaped(&response.feedback), "plan rejected; revising");
-            return Ok(Ok(Observation::PlanRejected {
+            return Ok(Observation::PlanRejected {
                 feedback: response.feedback,
-            }));
+            });
         }
         let grant = match &response.grant {
             Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits),
@@ -578,19 +686,19 @@ impl Session {
             }),
         }
         .map_err(|e| SessionError::Setup(format!("the lead sent a bad grant: {e}")))?;
-        let writer = Writer::unlock(&grant, &plan.files, &self.workspace)
+        let writer = Writer::unlock(&grant, &files, &self.workspace)
             .map_err(|e| SessionError::Setup(format!("the lead sent a bad grant: {e}")))?;
         self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);
         tracing::info!(request_id = %id, mode = %grant.mode, "plan approved");
         let write_paths = if grant.write_paths.is_empty() {
-            plan.files
+            files
         } else {
             grant.write_paths
         };
-        Ok(Ok(Observation::PlanApproved {
+        Ok(Observation::PlanApproved {
             mode: grant.mode,
             write_paths,
-        }))
+        })
     }
 
     /// Reports idle and waits for a message; `Err(exit)` if a stop came first.
@@ -599,8 +707,8 @@ impl Session {
         driver: &mut D,
         reason: String,
     ) -> Result<Result<Observation, Exit>, SessionError> {
-        if let Some(message) = self.messages.pop_front() {
-            return Ok(Ok(message));
+        if let Some(seen) = self.decision.take().or_else(|| self.messages.pop_front()) {
+            return Ok(Ok(seen));
         }
         tracing::info!(member = %Escaped(&self.config.name), reason = %Escaped(&reason), "idle");
         let idle = pb::IdleNotification {
@@ -615,8 +723,8 @@ impl Session {
             if let Handled::Exit(exit) = self.next_incoming(driver).await? {
                 return Ok(Err(exit));
             }
-            if let Some(message) = self.messages.pop_front() {
-                return Ok(Ok(message));
+            if let Some(seen) = self.decision.take().or_else(|| self.messages.pop_front()) {
+                return Ok(Ok(seen));
             }
         }
     }
@@ -668,7 +776,12 @@ impl Session {
                 self.last_seq = envelope.seq;
                 return Ok(Handled::Shutdown(request, envelope.seq));
             }
-            Some(Body::PlanApprovalResponse(response)) => Handled::Plan(response),
+            Some(Body::PlanApprovalResponse(response))
+                if self.under_review.as_deref() == Some(response.request_id.as_str()) =>
+            {
+                self.decision = Some(self.decide(response)?);
+                Handled::Decided
+            }
             Some(Body::PermissionResponse(response)) => Handled::Permission(response),
             Some(Body::Text(text)) => {
                 self.messages.push_back(Observation::Message {

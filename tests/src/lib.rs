@@ -467,6 +467,43 @@ impl Member {
     }
 }
 
+/// The Python of a virtual environment under target/ with what the tests
+/// need from PyPI (grpcio and grpcio-tools for the example teammate, the
+/// official `mcp` SDK for `teammate mcp`), installed on first use.
+pub fn python() -> PathBuf {
+    static READY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_at_a_time = READY.lock().unwrap_or_else(|p| p.into_inner());
+    let venv = bin_dir().parent().expect("target dir").join("py-venv");
+    let python = venv.join("bin/python");
+    let ready = std::process::Command::new(&python)
+        .args(["-c", "import grpc, grpc_tools, mcp"])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ready {
+        let made = std::process::Command::new("python3")
+            .arg("-m")
+            .arg("venv")
+            .arg(&venv)
+            .status()
+            .expect("python3 -m venv");
+        assert!(made.success(), "python3 -m venv failed");
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let installed = std::process::Command::new(venv.join("bin/pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(root.join("../examples/python/requirements.txt"))
+            .arg("-r")
+            .arg(root.join("mcp/requirements.txt"))
+            .status()
+            .expect("pip install");
+        assert!(
+            installed.success(),
+            "pip install (grpcio, grpcio-tools, mcp) failed"
+        );
+    }
+    python
+}
+
 /// A live `Watch` stream.
 pub struct Events(pub tonic::Streaming<pb::Event>);
 

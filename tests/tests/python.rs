@@ -4,45 +4,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::{
-    path::{Path, PathBuf},
-    process::Stdio,
-};
+use std::{path::Path, process::Stdio};
 
-use mesh_tests::{bin_dir, is, within, Events, Lead};
+use mesh_tests::{is, python, within, Events, Lead};
 use shared::pb::{self, envelope::Body, RequestStatus};
 use tokio::process::Command;
-
-/// A virtual environment with grpcio and grpcio-tools, made once under target/.
-fn python() -> PathBuf {
-    let venv = bin_dir().parent().expect("target dir").join("py-venv");
-    let python = venv.join("bin/python");
-    let ready = std::process::Command::new(&python)
-        .args(["-c", "import grpc, grpc_tools"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ready {
-        let made = std::process::Command::new("python3")
-            .arg("-m")
-            .arg("venv")
-            .arg(&venv)
-            .status()
-            .expect("python3 -m venv");
-        assert!(made.success(), "python3 -m venv failed");
-        let requirements =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python/requirements.txt");
-        let installed = std::process::Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
-            .arg(requirements)
-            .status()
-            .expect("pip install");
-        assert!(
-            installed.success(),
-            "pip install grpcio grpcio-tools failed"
-        );
-    }
-    python
-}
 
 #[tokio::test]
 async fn the_python_teammate_plans_revises_and_shuts_down() {

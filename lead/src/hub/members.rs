@@ -306,6 +306,19 @@ impl Hub {
         Ok(())
     }
 
+    /// `Leave`: the caller ends its membership now, without waiting out
+    /// the grace period a dropped connection would get.
+    pub(super) fn leave(&mut self, token: &str, reason: &str) -> Result<(), HubError> {
+        let name = self.caller(token)?;
+        let why = if reason.is_empty() {
+            "left the team".to_owned()
+        } else {
+            format!("left the team: {reason}")
+        };
+        self.terminate(&name, &why);
+        Ok(())
+    }
+
     /// The member is working again.
     pub(super) fn mark_busy(&mut self, name: &str) {
         // Only a change is worth persisting: most calls find it busy already.

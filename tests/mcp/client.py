@@ -1,0 +1,158 @@
+"""A real MCP client (the official Python SDK) driving `teammate mcp`.
+
+Started by tests/tests/mcp.rs, which plays the operator against the lead:
+this script is the agent. It prints one line per step and fails (exit 1,
+a traceback on stderr) at the first check that does not hold.
+
+    python client.py --teammate BIN --lead URL --name N --workspace DIR SCENARIO
+
+SCENARIO is `gate` (plan mode, bad input, rejection, revision, grant,
+writes, shutdown) or `close` (connect, list, close stdin).
+"""
+
+import argparse
+import os
+import sys
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+READ_TOOLS = {"read_file", "list_dir", "search", "send_message", "check_inbox"}
+GATED = {"write_file", "edit_file", "run_command"}
+
+
+def say(*parts):
+    print(*parts, flush=True)
+
+
+class ToolListChanges:
+    """Counts `notifications/tools/list_changed` and lets a step wait for one."""
+
+    def __init__(self):
+        self.count = 0
+        self.event = anyio.Event()
+
+    async def handle(self, message):
+        message = getattr(message, "root", message)
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self.count += 1
+            fired, self.event = self.event, anyio.Event()
+            fired.set()
+
+    async def wait_for(self, count, what):
+        with anyio.fail_after(30):
+            while self.count < count:
+                await self.event.wait()
+        say(f"list_changed #{count}: {what}")
+
+
+async def names(session):
+    return {tool.name for tool in (await session.list_tools()).tools}
+
+
+async def call(session, name, arguments, *, error):
+    """Calls a tool and checks whether it is an error result; returns its text."""
+    result = await session.call_tool(name, arguments)
+    text = "\n".join(block.text for block in result.content if block.type == "text")
+    assert bool(result.is_error) == error, f"{name}: is_error={result.is_error}: {text}"
+    say(f"{name} -> {'error' if error else 'ok'}: {text.splitlines()[0] if text else ''}")
+    return text
+
+
+async def gate(session, changes, workspace):
+    init_tools = await names(session)
+    assert init_tools == READ_TOOLS | {"submit_plan"}, init_tools
+
+    # Plan mode: a gated tool is an error result, reported, and writes nothing.
+    text = await call(session, "write_file", {"path": "src/lib.rs", "content": "x"}, error=True)
+    assert "not available in plan mode" in text and "submit_plan" in text, text
+    assert not os.path.exists(os.path.join(workspace, "src/lib.rs"))
+
+    # Bad input: error results, never a crash.
+    text = await call(session, "delete_everything", {}, error=True)
+    assert "no tool" in text, text
+    text = await call(session, "read_file", {"path": 3}, error=True)
+    assert "do not fit" in text, text
+    text = await call(session, "read_file", {}, error=True)
+    assert "path" in text, text
+    await call(session, "read_file", {"path": "../outside.txt"}, error=True)
+    await call(session, "read_file", {"path": "/etc/passwd"}, error=True)
+    text = await call(session, "submit_plan", {"summary": "x" * (9 << 20)}, error=True)
+    assert "bytes" in text, text
+    await call(session, "respond_shutdown", {"approve": True, "reason": "no"}, error=True)
+    text = await call(session, "read_file", {"path": "README.md"}, error=False)
+    assert "the workspace" in text, text
+
+    # The first plan is rejected by the operator; the feedback comes back.
+    plan = {
+        "summary": "add a parser",
+        "steps": ["write src/lib.rs"],
+        "files": ["src/**"],
+        "tests": [],
+    }
+    text = await call(session, "submit_plan", plan, error=False)
+    assert "rejected" in text and "add a test for the parser" in text, text
+    assert "submit_plan" in await names(session)
+
+    # The revision is approved: the grant comes back and the tools change.
+    plan["tests"] = ["cargo test parser"]
+    text = await call(session, "submit_plan", plan, error=False)
+    assert "approved" in text and "src/**" in text, text
+    await changes.wait_for(1, "the grant's tools")
+    tools = await names(session)
+    assert GATED <= tools and "submit_plan" not in tools, tools
+
+    text = await call(session, "write_file", {"path": "src/lib.rs", "content": "pub fn parse() {}\n"}, error=False)
+    with open(os.path.join(workspace, "src/lib.rs")) as f:
+        assert f.read() == "pub fn parse() {}\n"
+    text = await call(session, "write_file", {"path": "notes.txt", "content": "outside"}, error=True)
+    assert not os.path.exists(os.path.join(workspace, "notes.txt"))
+    say("WROTE")
+
+    # The operator asks for a shutdown: respond_shutdown appears.
+    await changes.wait_for(2, "respond_shutdown listed")
+    assert "respond_shutdown" in await names(session)
+    text = await call(session, "check_inbox", {}, error=False)
+    assert "shutdown request" in text and "test over" in text, text
+    text = await call(session, "respond_shutdown", {"approve": True, "reason": "done"}, error=False)
+    assert "agreed" in text, text
+    assert await names(session) == {"check_inbox"}
+    text = await call(session, "read_file", {"path": "README.md"}, error=True)
+    assert "left the team" in text, text
+    text = await call(session, "check_inbox", {}, error=False)
+    assert "left the team" in text, text
+    say("DONE")
+
+
+async def close(session, changes, workspace):
+    assert await names(session) == READ_TOOLS | {"submit_plan"}
+    say("CLOSING")
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--teammate", required=True)
+    parser.add_argument("--lead", required=True)
+    parser.add_argument("--name", required=True)
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("scenario", choices=["gate", "close"])
+    args = parser.parse_args()
+    server = StdioServerParameters(
+        command=args.teammate,
+        args=["mcp", "--lead", args.lead, "--name", args.name, "--workspace", args.workspace, "--review-wait", "30"],
+        env={"MESH_JOIN_TOKEN": os.environ["MESH_JOIN_TOKEN"], "RUST_LOG": "info"},
+    )
+    changes = ToolListChanges()
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write, message_handler=changes.handle) as session:
+            init = await session.initialize()
+            assert init.capabilities.tools is not None and init.capabilities.tools.list_changed, init
+            say(f"initialized: {init.server_info.name}")
+            await {"gate": gate, "close": close}[args.scenario](session, changes, args.workspace)
+    say("CLOSED")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
+    sys.exit(0)

@@ -1,0 +1,272 @@
+//! `teammate mcp` driven by a real MCP client (the official Python SDK,
+//! tests/mcp/client.py) against a real lead; this test plays the operator.
+
+#![allow(clippy::unwrap_used)]
+
+use std::{path::Path, process::Stdio, time::Instant};
+
+use mesh_tests::{bin, is, python, within, Events, Lead};
+use shared::pb::{self, envelope::Body, RequestStatus};
+use tokio::{
+    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
+    process::{Child, Command},
+};
+
+/// Starts the Python MCP client on `scenario`; it starts `teammate mcp` as
+/// member `name` with the workspace `ws/<name>`, made here with a README.
+fn client(lead: &Lead, name: &str, scenario: &str) -> Child {
+    let workspace = lead.workspace(name);
+    std::fs::create_dir_all(workspace.join("src")).unwrap();
+    std::fs::write(workspace.join("README.md"), "the workspace of the test\n").unwrap();
+    Command::new(python())
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/client.py"))
+        .arg("--teammate")
+        .arg(bin("teammate"))
+        .args(["--lead", &lead.url, "--name", name, "--workspace"])
+        .arg(&workspace)
+        .arg(scenario)
+        .env("MESH_JOIN_TOKEN", &lead.join_token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for the client to exit; asserts it succeeded, showing what it said.
+async fn finished(mut child: Child) -> String {
+    let (status, out, err) = within("the MCP client to finish", async {
+        let mut out = String::new();
+        let mut err = String::new();
+        let (mut stdout, mut stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+        let (a, b) = tokio::join!(
+            stdout.read_to_string(&mut out),
+            stderr.read_to_string(&mut err)
+        );
+        a.unwrap();
+        b.unwrap();
+        (child.wait().await.unwrap(), out, err)
+    })
+    .await;
+    assert!(
+        status.success(),
+        "client failed ({status}):\n{out}\n--- stderr\n{err}"
+    );
+    out
+}
+
+#[tokio::test]
+async fn an_mcp_agent_is_gated_reviewed_granted_and_shut_down() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let mut witness = lead.join("witness").await;
+    witness.open_inbox(0).await;
+    let agent = client(&lead, "agent", "gate");
+
+    // The write in plan mode was refused, and the lead heard of it.
+    let refused = events
+        .tool_call("the refused write in plan mode", |t| {
+            t.member == "agent" && t.tool == "write_file"
+        })
+        .await;
+    assert!(!refused.allowed, "{refused:?}");
+    assert!(refused.outcome.contains("plan mode"), "{refused:?}");
+    // So were the calls of a tool that does not exist.
+    events
+        .tool_call("the unknown tool's refusal", |t| {
+            t.member == "agent" && t.tool == "delete_everything" && !t.allowed
+        })
+        .await;
+
+    let pending = |r: &pb::ProtocolState| {
+        r.sender == "agent"
+            && r.r#type == pb::RequestType::PlanApproval as i32
+            && is(r.status, RequestStatus::Pending)
+    };
+    let first = events.request("the first plan", pending).await;
+    operator
+        .review_plan(pb::PlanReview {
+            request_id: first.request_id.clone(),
+            approve: false,
+            feedback: "add a test for the parser".into(),
+            grant: None,
+        })
+        .await
+        .unwrap();
+    let second = events.request("the revised plan", pending).await;
+    let payload: serde_json::Value = serde_json::from_str(&second.payload_json).unwrap();
+    assert_eq!(
+        payload["supersedes"],
+        first.request_id.as_str(),
+        "{payload}"
+    );
+    operator
+        .review_plan(pb::PlanReview {
+            request_id: second.request_id.clone(),
+            approve: true,
+            feedback: String::new(),
+            grant: Some(pb::PermissionGrant {
+                mode: pb::PermissionMode::AcceptEdits as i32,
+                write_paths: vec!["src/**".into()],
+                expires_at_unix_ms: 0,
+            }),
+        })
+        .await
+        .unwrap();
+
+    events
+        .tool_call("the granted write", |t| {
+            t.member == "agent" && t.tool == "write_file" && t.allowed
+        })
+        .await;
+    let outside = events
+        .tool_call("the write outside the grant", |t| {
+            t.member == "agent" && t.tool == "write_file" && !t.allowed
+        })
+        .await;
+    assert!(outside.args_json.contains("notes.txt"), "{outside:?}");
+
+    let ticket = operator
+        .request_shutdown(pb::ShutdownRequest {
+            target: "agent".into(),
+            reason: "test over".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    events
+        .member_in("agent", pb::MemberStatus::Terminated)
+        .await;
+    let notice = witness
+        .next_matching(|e| matches!(e.body, Some(Body::TeammateTerminated(_))))
+        .await;
+    assert!(
+        matches!(&notice.body, Some(Body::TeammateTerminated(t)) if t.name == "agent" && t.reason.contains("done")),
+        "{notice:?}"
+    );
+    let out = finished(agent).await;
+    for line in [
+        "list_changed #1",
+        "list_changed #2",
+        "respond_shutdown -> ok: agreed",
+        "DONE",
+        "CLOSED",
+    ] {
+        assert!(out.contains(line), "{line:?} missing from:\n{out}");
+    }
+    let state = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: ticket.request_id,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(is(state.status, RequestStatus::Approved), "{state:?}");
+}
+
+#[tokio::test]
+async fn closing_stdin_makes_the_member_leave_at_once() {
+    // A grace period far longer than the test: only `Leave` can end the member.
+    let lead = Lead::start(&["--grace", "600"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let mut witness = lead.join("witness").await;
+    witness.open_inbox(0).await;
+    let agent = client(&lead, "closer", "close");
+    let out = finished(agent).await;
+    assert!(out.contains("CLOSING"), "{out}");
+    events
+        .member_in("closer", pb::MemberStatus::Terminated)
+        .await;
+    let notice = witness
+        .next_matching(|e| matches!(e.body, Some(Body::TeammateTerminated(_))))
+        .await;
+    assert!(
+        matches!(&notice.body, Some(Body::TeammateTerminated(t)) if t.name == "closer" && t.reason.contains("left the team")),
+        "{notice:?}"
+    );
+}
+
+/// The same by hand, to see the exit code: initialize, then close stdin.
+#[tokio::test]
+async fn the_process_exits_zero_when_stdin_closes() {
+    let lead = Lead::start(&["--grace", "600"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let workspace = lead.workspace("raw");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let mut child = Command::new(bin("teammate"))
+        .args(["mcp", "--lead", &lead.url, "--name", "raw", "--workspace"])
+        .arg(&workspace)
+        .env("MESH_JOIN_TOKEN", &lead.join_token)
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    events.member("raw to join", |m| m.name == "raw").await;
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let initialize = serde_json::json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "by-hand", "version": "0"}}
+    });
+    stdin
+        .write_all(format!("{initialize}\n").as_bytes())
+        .await
+        .unwrap();
+    let line = within("the initialize result", stdout.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(
+        reply["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{reply}"
+    );
+    stdin
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+        .await
+        .unwrap();
+    let list = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    stdin
+        .write_all(format!("{list}\n").as_bytes())
+        .await
+        .unwrap();
+    let line = within("the tool list", stdout.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let names: Vec<&str> = reply["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "list_dir",
+            "search",
+            "send_message",
+            "check_inbox",
+            "submit_plan"
+        ]
+    );
+
+    let closed = Instant::now();
+    drop(stdin);
+    let status = within("teammate mcp to exit", child.wait()).await.unwrap();
+    events.member_in("raw", pb::MemberStatus::Terminated).await;
+    eprintln!(
+        "closed stdin -> member TERMINATED in {:?}",
+        closed.elapsed()
+    );
+    assert!(status.success(), "{status}");
+}
