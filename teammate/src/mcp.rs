@@ -80,6 +80,12 @@ fn lock(board: &Mutex<Board>) -> MutexGuard<'_, Board> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// A call's result: text, or an error text (`isError: true`).
+type Outcome = Result<String, String>;
+
+/// Where a call's result goes.
+type Reply = oneshot::Sender<Outcome>;
+
 /// A call from the agent, waiting for its result.
 #[derive(Debug)]
 struct Call {
@@ -87,8 +93,8 @@ struct Call {
     name: String,
     /// Its arguments, as JSON text.
     args_json: String,
-    /// Where the result goes: text, or an error text (`isError: true`).
-    reply: oneshot::Sender<Result<String, String>>,
+    /// Where the result goes.
+    reply: Reply,
 }
 
 /// The MCP side: serves `tools/list` and `tools/call`.
@@ -109,12 +115,9 @@ pub struct McpDriver {
     /// The tool list the client was last told of.
     announced: Vec<&'static str>,
     /// The call in progress in the session: its tool and where its result goes.
-    current: Option<(String, oneshot::Sender<Result<String, String>>)>,
+    current: Option<(String, Reply)>,
     /// A result waiting to be handed over once the tool list is announced.
-    finished: Option<(
-        oneshot::Sender<Result<String, String>>,
-        Result<String, String>,
-    )>,
+    finished: Option<(Reply, Outcome)>,
     /// How long `submit_plan` waits for the review.
     review_wait: Duration,
 }
@@ -200,11 +203,7 @@ impl McpServer {
     }
 
     /// Runs one call through the driver; `Err` is an error result.
-    async fn call(
-        &self,
-        name: &str,
-        arguments: Option<serde_json::Map<String, Value>>,
-    ) -> Result<String, String> {
+    async fn call(&self, name: &str, arguments: Option<serde_json::Map<String, Value>>) -> Outcome {
         if name == CHECK_INBOX {
             return Ok(self.check_inbox());
         }
@@ -322,7 +321,7 @@ impl McpDriver {
     }
 
     /// The result of the call in progress.
-    fn finish(&mut self, result: Result<String, String>) {
+    fn finish(&mut self, result: Outcome) {
         if let Some((_, reply)) = self.current.take() {
             self.finished = Some((reply, result));
         }

@@ -7,7 +7,8 @@ a traceback on stderr) at the first check that does not hold.
     python client.py --teammate BIN --lead URL --name N --workspace DIR SCENARIO
 
 SCENARIO is `gate` (plan mode, bad input, rejection, revision, grant,
-writes, shutdown) or `close` (connect, list, close stdin).
+writes, shutdown), `pending` (a review longer than --review-wait, news in
+check_inbox) or `close` (connect, list, close stdin).
 """
 
 import argparse
@@ -125,6 +126,26 @@ async def gate(session, changes, workspace):
     say("DONE")
 
 
+async def pending(session, changes, workspace):
+    text = await call(session, "send_message", {"to": "witness", "text": "hello from the agent"}, error=False)
+    plan = {"summary": "fix the parser", "steps": ["edit"], "files": ["src/**"], "tests": ["t"]}
+    text = await call(session, "submit_plan", plan, error=False)
+    assert "still pending" in text and "check_inbox" in text, text
+    text = await call(session, "submit_plan", plan, error=True)
+    assert "under review" in text, text
+    say("PENDING")
+    # The operator answers later: the grant changes the tools, and the
+    # decision and a message wait in the inbox.
+    await changes.wait_for(1, "the late grant's tools")
+    text = await call(session, "check_inbox", {}, error=False)
+    assert "message from witness: hello back" in text and "plan approved" in text, text
+    assert text.index("hello back") < text.index("plan approved"), text
+    text = await call(session, "check_inbox", {}, error=False)
+    assert "nothing new" in text, text
+    await call(session, "write_file", {"path": "src/fix.rs", "content": "// fixed\n"}, error=False)
+    say("DONE")
+
+
 async def close(session, changes, workspace):
     assert await names(session) == READ_TOOLS | {"submit_plan"}
     say("CLOSING")
@@ -136,12 +157,12 @@ async def main():
     parser.add_argument("--lead", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--workspace", required=True)
-    parser.add_argument("scenario", choices=["gate", "close"])
+    parser.add_argument("scenario", choices=["gate", "pending", "close"])
     args = parser.parse_args()
     server = StdioServerParameters(
         command=args.teammate,
-        args=["mcp", "--lead", args.lead, "--name", args.name, "--workspace", args.workspace, "--review-wait", "30"],
-        env={"MESH_JOIN_TOKEN": os.environ["MESH_JOIN_TOKEN"], "RUST_LOG": "info"},
+        args=["mcp", "--lead", args.lead, "--name", args.name, "--workspace", args.workspace, "--review-wait", "1" if args.scenario == "pending" else "30"],
+        env={"MESH_JOIN_TOKEN": os.environ["MESH_JOIN_TOKEN"], "RUST_LOG": "warn"},
     )
     changes = ToolListChanges()
     async with stdio_client(server) as (read, write):
@@ -149,7 +170,7 @@ async def main():
             init = await session.initialize()
             assert init.capabilities.tools is not None and init.capabilities.tools.list_changed, init
             say(f"initialized: {init.server_info.name}")
-            await {"gate": gate, "close": close}[args.scenario](session, changes, args.workspace)
+            await {"gate": gate, "pending": pending, "close": close}[args.scenario](session, changes, args.workspace)
     say("CLOSED")
 
 

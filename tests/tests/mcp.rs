@@ -167,6 +167,70 @@ async fn an_mcp_agent_is_gated_reviewed_granted_and_shut_down() {
 }
 
 #[tokio::test]
+async fn a_decision_after_the_review_wait_arrives_in_check_inbox() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let mut witness = lead.join("witness").await;
+    witness.open_inbox(0).await;
+    let mut agent = client(&lead, "agent", "pending");
+    let mut stderr = agent.stderr.take().unwrap();
+    let err = tokio::spawn(async move {
+        let mut err = String::new();
+        stderr.read_to_string(&mut err).await.unwrap();
+        err
+    });
+    let hello = witness
+        .next_matching(|e| matches!(e.body, Some(Body::Text(_))))
+        .await;
+    assert_eq!(hello.from, "agent");
+    assert!(matches!(&hello.body, Some(Body::Text(t)) if t.content == "hello from the agent"));
+
+    let plan = events
+        .request("the plan", |r| {
+            r.sender == "agent" && is(r.status, RequestStatus::Pending)
+        })
+        .await;
+    let mut lines = BufReader::new(agent.stdout.take().unwrap()).lines();
+    within("the client to see its plan pending", async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line == "PENDING" {
+                return;
+            }
+        }
+        panic!("the client ended before its plan was pending");
+    })
+    .await;
+    witness.send("agent", "hello back", "").await.unwrap();
+    operator
+        .review_plan(pb::PlanReview {
+            request_id: plan.request_id,
+            approve: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    events
+        .tool_call("the write after the late grant", |t| {
+            t.member == "agent" && t.tool == "write_file" && t.allowed
+        })
+        .await;
+    let mut rest = String::new();
+    while let Some(line) = within("the client's output", lines.next_line())
+        .await
+        .unwrap()
+    {
+        rest.push_str(&line);
+        rest.push('\n');
+    }
+    agent.stdout = None;
+    let status = within("the client to exit", agent.wait()).await.unwrap();
+    let err = err.await.unwrap();
+    assert!(status.success(), "{rest}\n--- stderr\n{err}");
+    assert!(rest.contains("DONE"), "{rest}");
+}
+
+#[tokio::test]
 async fn closing_stdin_makes_the_member_leave_at_once() {
     // A grace period far longer than the test: only `Leave` can end the member.
     let lead = Lead::start(&["--grace", "600"]).await;
