@@ -498,3 +498,105 @@ impl Driver for McpDriver {
         true
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gate::Gate;
+
+    fn call(name: &str, args: Value) -> (Call, oneshot::Receiver<Outcome>) {
+        let (reply, result) = oneshot::channel();
+        let args_json = args.to_string();
+        (
+            Call {
+                name: name.into(),
+                args_json,
+                reply,
+            },
+            result,
+        )
+    }
+
+    #[test]
+    fn check_inbox_is_listed_after_send_message_in_every_mode() {
+        let (server, _driver) = pair(Gate::Plan.tools(), Duration::from_secs(1));
+        assert_eq!(
+            server.offered(),
+            [
+                "read_file",
+                "list_dir",
+                "search",
+                "send_message",
+                CHECK_INBOX,
+                "submit_plan"
+            ]
+        );
+        server.end("the lead is gone".into());
+        assert_eq!(server.offered(), [CHECK_INBOX]);
+        let text = server.check_inbox();
+        assert!(text.contains("the lead is gone"), "{text}");
+    }
+
+    #[test]
+    fn news_is_capped_and_says_what_it_dropped() {
+        let (server, _driver) = pair(Gate::Plan.tools(), Duration::from_secs(1));
+        for i in 0..MAX_NEWS + 5 {
+            lock(&server.board).hear(format!("n{i}"));
+        }
+        let text = server.check_inbox();
+        assert!(text.starts_with("(5 older items were dropped"), "{text}");
+        assert!(
+            !text.contains("- n4\n") && text.contains("- n5\n"),
+            "{text}"
+        );
+        assert!(server.check_inbox().starts_with("nothing new"));
+    }
+
+    #[tokio::test]
+    async fn calls_become_steps_and_results_wait_for_the_tool_list() {
+        let (server, mut driver) = pair(Gate::Plan.tools(), Duration::from_secs(1));
+        let (c, mut result) = call("respond_shutdown", json!({"approve": true}));
+        server.calls.send(c).await.expect("send");
+        let step = driver.step(&Gate::Plan.tools()).await.expect("step");
+        assert!(
+            matches!(&step, Step::Invalid { problem, .. } if problem.contains("no shutdown request")),
+            "{step:?}"
+        );
+        driver.observe(Observation::ToolResult(Err("refused".into())));
+        // Handed over only when the next step has published the tools.
+        assert!(result.try_recv().is_err());
+        let (c, _r) = call("read_file", json!({"path": "a"}));
+        server.calls.send(c).await.expect("send");
+        let step = driver.step(&Gate::Plan.tools()).await.expect("step");
+        assert!(matches!(step, Step::Call(_)), "{step:?}");
+        assert_eq!(result.await.expect("result"), Err("refused".into()));
+    }
+
+    #[tokio::test]
+    async fn an_agreed_shutdown_leaves_only_check_inbox() {
+        let (server, mut driver) = pair(Gate::Plan.tools(), Duration::from_secs(1));
+        let (c, result) = call(
+            "respond_shutdown",
+            json!({"approve": true, "reason": "done"}),
+        );
+        let mut tools = Gate::Plan.tools();
+        tools.push(catalog::RESPOND_SHUTDOWN);
+        let request = pb::ShutdownRequest {
+            request_id: "r1".into(),
+            reason: "over".into(),
+            ..Default::default()
+        };
+        server.calls.send(c).await.expect("send");
+        let answer = driver.answer_shutdown(&request, &tools).await;
+        assert!(answer.approve && answer.reason == "done", "{answer:?}");
+        driver.observe(Observation::ShutdownAgreed);
+        assert!(result
+            .await
+            .expect("result")
+            .expect("ok")
+            .starts_with("agreed"));
+        assert_eq!(server.offered(), [CHECK_INBOX]);
+        let refused = server.call("read_file", None).await;
+        assert!(refused.is_err_and(|e| e.contains("left the team")));
+    }
+}
