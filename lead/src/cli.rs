@@ -82,6 +82,46 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
 }
 
 /// `lead team`.
+/// `lead tasks`: the shared task list, oldest first.
+pub async fn tasks(client: &mut Operator, json: bool) -> Result<String, CliError> {
+    let tasks = client
+        .list_tasks(pb::ListTasksRequest::default())
+        .await?
+        .into_inner()
+        .tasks;
+    if json {
+        return Ok(render::json_text(&serde_json::Value::Array(
+            tasks.iter().map(render::task_json).collect(),
+        )) + "\n");
+    }
+    let mut rows = vec![vec![
+        "TASK ID".into(),
+        "STATUS".into(),
+        "OWNER".into(),
+        "SUBJECT".into(),
+        "BLOCKED BY".into(),
+    ]];
+    rows.extend(tasks.iter().map(|t| {
+        vec![
+            t.task_id.clone(),
+            render::task_status(t.status).into(),
+            t.owner.clone(),
+            t.subject.clone(),
+            t.blocked_by.join(","),
+        ]
+    }));
+    Ok(render::table(&rows))
+}
+
+/// `lead task add`: prints the new task's id.
+pub async fn add_task(
+    client: &mut Operator,
+    request: pb::CreateTaskRequest,
+) -> Result<String, CliError> {
+    let task = client.create_task(request).await?.into_inner();
+    Ok(format!("{}\n", task.task_id))
+}
+
 pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError> {
     let mut members = Vec::new();
     let mut page_token = String::new();

@@ -29,6 +29,7 @@ mod members;
 mod paging;
 mod requests;
 mod shutdowns;
+mod tasks;
 
 /// Who decides plan approvals.
 #[derive(Debug, Clone)]
@@ -161,6 +162,27 @@ pub(crate) enum Command {
         reason: String,
         reply: Reply<()>,
     },
+    CreateTask {
+        task: shared::tasks::NewTask,
+        reply: Reply<pb::Task>,
+    },
+    /// `token`: a member's `ListTasks`; `None`: an operator's.
+    ListTasks {
+        token: Option<String>,
+        status: Option<shared::tasks::TaskStatus>,
+        reply: Reply<pb::ListTasksResponse>,
+    },
+    ClaimTask {
+        token: String,
+        task_id: String,
+        reply: Reply<pb::Task>,
+    },
+    CompleteTask {
+        token: String,
+        task_id: String,
+        summary: String,
+        reply: Reply<pb::Task>,
+    },
     ReviewPlan {
         review: pb::PlanReview,
         reply: Reply<pb::PlanApprovalResponse>,
@@ -247,6 +269,8 @@ pub(crate) struct Hub {
     roster: Roster,
     /// Every protocol request.
     tracker: Tracker,
+    /// The shared task list.
+    tasks: shared::tasks::TaskBoard,
     /// Where state is kept.
     store: Box<dyn Store>,
     /// Changes not yet committed (members and requests are added at commit).
@@ -317,11 +341,13 @@ pub(crate) fn load(
             detail,
         })?;
     let tracker = Tracker::restore(std::mem::take(&mut snapshot.requests));
+    let tasks = tasks::restore(std::mem::take(&mut snapshot.tasks));
     let (tx, rx) = mpsc::channel(4096);
     let mut hub = Hub {
         config,
         roster,
         tracker,
+        tasks,
         store,
         changes: Vec::new(),
         replies: Vec::new(),
@@ -493,6 +519,35 @@ impl Hub {
                 reply,
             } => {
                 let result = self.leave(&token, &reason);
+                self.reply(reply, result);
+            }
+            Command::CreateTask { task, reply } => {
+                let result = self.create_task(task);
+                self.reply(reply, result);
+            }
+            Command::ListTasks {
+                token,
+                status,
+                reply,
+            } => {
+                let result = self.list_tasks(token.as_deref(), status);
+                self.reply(reply, result);
+            }
+            Command::ClaimTask {
+                token,
+                task_id,
+                reply,
+            } => {
+                let result = self.claim_task(&token, &task_id);
+                self.reply(reply, result);
+            }
+            Command::CompleteTask {
+                token,
+                task_id,
+                summary,
+                reply,
+            } => {
+                let result = self.complete_task(&token, &task_id, summary);
                 self.reply(reply, result);
             }
             Command::ReviewPlan { review, reply } => {

@@ -12,7 +12,7 @@ use lead::{
     state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
     store::{MemoryStore, SqliteStore, Store, Sync},
 };
-use shared::policy::Policy;
+use shared::{pb, policy::Policy};
 
 /// The mesh lead: serves the team, and the operator commands that steer it.
 #[derive(Debug, Parser)]
@@ -20,6 +20,26 @@ use shared::policy::Policy;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum TaskAction {
+    /// Add a task; prints its id.
+    Add {
+        /// What the task is, in a line.
+        subject: String,
+        /// More detail.
+        #[arg(long, default_value = "")]
+        description: String,
+        /// A task that must be completed first (repeatable).
+        #[arg(long = "blocked-by")]
+        blocked_by: Vec<String>,
+        /// A glob the task is expected to touch (repeatable).
+        #[arg(long)]
+        files: Vec<String>,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -33,6 +53,19 @@ enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// The shared task list: id, status, owner, subject, blockers.
+    Tasks {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Work on the shared task list (`lead task add SUBJECT ...`).
+    Task {
+        #[command(subcommand)]
+        action: TaskAction,
     },
     /// List protocol requests.
     Requests {
@@ -266,6 +299,27 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Team { target, json } => {
             cli::team(&mut cli::connect(&target.into()).await?, json).await
+        }
+        Command::Tasks { target, json } => {
+            cli::tasks(&mut cli::connect(&target.into()).await?, json).await
+        }
+        Command::Task {
+            action:
+                TaskAction::Add {
+                    subject,
+                    description,
+                    blocked_by,
+                    files,
+                    target,
+                },
+        } => {
+            let request = pb::CreateTaskRequest {
+                subject,
+                description,
+                blocked_by,
+                files,
+            };
+            cli::add_task(&mut cli::connect(&target.into()).await?, request).await
         }
         Command::Requests {
             target,

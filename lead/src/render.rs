@@ -152,7 +152,28 @@ pub fn body(body: Option<&Body>) -> String {
             }
             line
         }
+        Some(Body::TaskClaimable(t)) => format!("task_claimable {} {:?}", t.task_id, t.subject),
     }
+}
+
+/// A task's status, without the enum prefix.
+pub fn task_status(status: i32) -> &'static str {
+    match pb::TaskStatus::try_from(status) {
+        Ok(pb::TaskStatus::Pending) => "PENDING",
+        Ok(pb::TaskStatus::Claimed) => "CLAIMED",
+        Ok(pb::TaskStatus::Completed) => "COMPLETED",
+        _ => "UNSPECIFIED",
+    }
+}
+
+/// One task as JSON.
+pub fn task_json(t: &pb::Task) -> Value {
+    json!({
+        "task_id": t.task_id, "subject": t.subject, "description": t.description,
+        "status": task_status(t.status), "owner": t.owner, "blocked_by": t.blocked_by,
+        "files": t.files, "created_at_unix_ms": t.created_at_unix_ms,
+        "updated_at_unix_ms": t.updated_at_unix_ms, "summary": t.summary,
+    })
 }
 
 /// One event as one line, every character a peer could use to draw on the
@@ -197,6 +218,23 @@ fn raw_event_line(event: &pb::Event) -> String {
         Some(Kind::ReviewNote(n)) => {
             format!("review   {} by {}: {}", n.request_id, n.reviewer, n.note)
         }
+        Some(Kind::Task(t)) => {
+            let mut line = format!(
+                "task     {} {:?} {}",
+                t.task_id,
+                t.subject,
+                task_status(t.status)
+            );
+            if !t.owner.is_empty() {
+                line.push_str(&format!(" by {}", t.owner));
+            } else if t.status == pb::TaskStatus::Pending as i32 && t.updated_at_unix_ms != t.created_at_unix_ms {
+                line.push_str(" (given back: its owner terminated)");
+            }
+            if !t.summary.is_empty() {
+                line.push_str(&format!(": {}", t.summary));
+            }
+            line
+        }
         None => "(empty event)".into(),
     }
 }
@@ -217,6 +255,7 @@ pub fn event_json(event: &pb::Event) -> Value {
         Some(Kind::ReviewNote(n)) => json!({
             "review_note": { "request_id": n.request_id, "reviewer": n.reviewer, "note": n.note }
         }),
+        Some(Kind::Task(t)) => json!({ "task": task_json(t) }),
         None => Value::Null,
     };
     json!({ "at_unix_ms": event.at_unix_ms, "event": kind })

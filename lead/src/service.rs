@@ -7,7 +7,13 @@ use std::{
     task::{Context, Poll},
 };
 
-use shared::{auth::bearer, limits, names::Name, pb};
+use shared::{
+    auth::bearer,
+    limits,
+    names::Name,
+    pb,
+    tasks::{NewTask, TaskStatus},
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::{wrappers::ReceiverStream, Stream};
 use tonic::{Request, Response, Status};
@@ -315,6 +321,61 @@ impl pb::lead_server::Lead for LeadService {
             .await?;
         Ok(Response::new(pb::LeaveResponse {}))
     }
+
+    async fn list_tasks(
+        &self,
+        request: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksResponse>, Status> {
+        let token = self.session(&request, "ListTasks")?;
+        let status = TaskStatus::from_pb(request.into_inner().status);
+        Ok(Response::new(
+            self.hub
+                .call(|reply| Command::ListTasks {
+                    token: Some(token),
+                    status,
+                    reply,
+                })
+                .await?,
+        ))
+    }
+
+    async fn claim_task(
+        &self,
+        request: Request<pb::ClaimTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let token = self.session(&request, "ClaimTask")?;
+        let task_id = request.into_inner().task_id;
+        limits::check("task_id", &task_id, limits::ID)?;
+        Ok(Response::new(
+            self.hub
+                .call(|reply| Command::ClaimTask {
+                    token,
+                    task_id,
+                    reply,
+                })
+                .await?,
+        ))
+    }
+
+    async fn complete_task(
+        &self,
+        request: Request<pb::CompleteTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        let token = self.session(&request, "CompleteTask")?;
+        let pb::CompleteTaskRequest { task_id, summary } = request.into_inner();
+        limits::check("task_id", &task_id, limits::ID)?;
+        limits::check("summary", &summary, limits::TEXT)?;
+        Ok(Response::new(
+            self.hub
+                .call(|reply| Command::CompleteTask {
+                    token,
+                    task_id,
+                    summary,
+                    reply,
+                })
+                .await?,
+        ))
+    }
 }
 
 impl OperatorService {
@@ -439,6 +500,54 @@ impl pb::operator_server::Operator for OperatorService {
             .call(|reply| Command::Watch { sink, reply })
             .await?;
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn create_task(
+        &self,
+        request: Request<pb::CreateTaskRequest>,
+    ) -> Result<Response<pb::Task>, Status> {
+        // The caller first: a stranger learns nothing from validation.
+        self.operator(&request).await?;
+        let body = request.get_ref();
+        limits::check("subject", &body.subject, limits::REASON)?;
+        limits::check("description", &body.description, limits::TEXT)?;
+        for (field, list) in [("blocked_by", &body.blocked_by), ("files", &body.files)] {
+            if list.len() > limits::LIST_ITEMS {
+                return Err(Status::invalid_argument(format!(
+                    "{field}: has {} entries; the limit is {}",
+                    list.len(),
+                    limits::LIST_ITEMS
+                )));
+            }
+        }
+        for (i, id) in body.blocked_by.iter().enumerate() {
+            limits::check(&format!("blocked_by[{i}]"), id, limits::ID)?;
+        }
+        for (i, glob) in body.files.iter().enumerate() {
+            limits::check(&format!("files[{i}]"), glob, limits::GLOB)?;
+        }
+        self.run(request, |r, reply| Command::CreateTask {
+            task: NewTask {
+                subject: r.subject,
+                description: r.description,
+                blocked_by: r.blocked_by,
+                files: r.files,
+            },
+            reply,
+        })
+        .await
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksResponse>, Status> {
+        self.run(request, |r, reply| Command::ListTasks {
+            token: None,
+            status: TaskStatus::from_pb(r.status),
+            reply,
+        })
+        .await
     }
 
     async fn spawn_teammate(

@@ -5,7 +5,7 @@
 //! The hub gathers the changes of a burst of commands and commits them in one
 //! transaction before it answers any of those commands (group commit).
 
-use shared::{pb, protocol::Request};
+use shared::{pb, protocol::Request, tasks::Task};
 
 mod sqlite;
 
@@ -71,6 +71,8 @@ pub enum Change {
     DeleteMember { member: String },
     /// A resolved request is forgotten (its retention passed).
     DeleteRequest { request_id: String },
+    /// Insert or replace a task.
+    Task(Task),
 }
 
 /// Everything a store holds, as loaded at start.
@@ -87,6 +89,8 @@ pub struct Snapshot {
     /// `Send` message ids by sender, oldest first, with their digests
     /// (empty for ids stored before digests were).
     pub message_ids: Vec<(String, String, String)>,
+    /// Tasks, oldest first.
+    pub tasks: Vec<Task>,
 }
 
 /// Why the store failed.

@@ -27,3 +27,4 @@ pub mod plan;
 pub mod policy;
 pub mod protocol;
 pub mod signal;
+pub mod tasks;

@@ -362,6 +362,7 @@ impl Hub {
         tracing::info!(member = %name, reason = %Escaped(reason), "terminated");
         self.expire_involving(name, &format!("{name} terminated: {reason}"));
         self.emit_member(name);
+        self.release_tasks(name);
         self.notices.push(pb::TerminatedMember {
             name: name.to_owned(),
             reason: reason.to_owned(),

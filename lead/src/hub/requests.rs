@@ -33,6 +33,9 @@ impl Hub {
         let id = RequestId::for_new("request_id", &request.request_id)?;
         let superseded = self.check_supersedes(&sender, &request.supersedes)?;
         let plan = request.plan.clone().unwrap_or_default();
+        if !plan.task_id.is_empty() && self.tracker.get(&id).is_none() {
+            self.owns_task(&sender, &plan.task_id)?;
+        }
         let payload = json!({
             "plan": {
                 "summary": plan.summary,
@@ -40,6 +43,7 @@ impl Hub {
                 "files": plan.files,
                 "tests": plan.tests,
                 "body": plan.body,
+                "task_id": plan.task_id,
             },
             "supersedes": request.supersedes,
         });

@@ -13,6 +13,7 @@ use shared::{
     names::RequestId,
     pb,
     protocol::{Decision, Kind, Opening, Request, Status},
+    tasks::Task,
 };
 
 use super::{Change, EnvelopeRecord, MemberRecord, Snapshot, Store, StoreError};
@@ -24,7 +25,7 @@ pub const MARKER_FILE: &str = "mesh.db.id";
 /// Tells a mesh database from any other SQLite file.
 const MAGIC: &str = "mesh-lead-state";
 /// The schema version this code writes.
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 /// `Send` message ids kept per sender.
 const KEPT_MESSAGE_IDS: u64 = 4_096;
 
@@ -81,6 +82,12 @@ BEGIN
   DELETE FROM bodies WHERE id = old.shared;
 END;
 UPDATE meta SET value = '2' WHERE key = 'schema_version';
+";
+
+/// Schema 3 (over 2): the shared task list, each task as its encoded `Task`.
+const SCHEMA_3: &str = "
+CREATE TABLE tasks (task_id TEXT PRIMARY KEY, created INTEGER NOT NULL, body BLOB NOT NULL);
+UPDATE meta SET value = '3' WHERE key = 'schema_version';
 ";
 
 impl SqliteStore {
@@ -184,14 +191,17 @@ impl SqliteStore {
             .map_err(corrupt)?;
         match version {
             1 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_2} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_2} {SCHEMA_3} COMMIT;"))
+                .map_err(corrupt)?,
+            2 => conn
+                .execute_batch(&format!("BEGIN; {SCHEMA_3} COMMIT;"))
                 .map_err(corrupt)?,
             SCHEMA_VERSION => {}
             other => {
                 return Err(StoreError::Corrupt {
                     path: display,
                     detail: format!(
-                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1)"
+                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 and 2)"
                     ),
                 })
             }
@@ -327,6 +337,23 @@ impl Store for SqliteStore {
         snapshot.message_ids = ids
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
             .collect::<Result<_, _>>()?;
+        let mut tasks = self
+            .conn
+            .prepare("SELECT body FROM tasks ORDER BY created, task_id")?;
+        let blobs: Vec<Vec<u8>> = tasks
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        for blob in blobs {
+            let bad = |detail: String| StoreError::Decode {
+                what: "task",
+                detail,
+            };
+            let task = pb::Task::decode(blob.as_slice()).map_err(|e| bad(e.to_string()))?;
+            let status = task.status;
+            snapshot
+                .tasks
+                .push(Task::from_pb(task).ok_or_else(|| bad(format!("status {status}")))?);
+        }
         Ok(snapshot)
     }
 
@@ -368,6 +395,16 @@ impl Store for SqliteStore {
                     };
                     tx.prepare_cached("INSERT OR REPLACE INTO bodies (id, body) VALUES (?1, ?2)")?
                         .execute(params![id, envelope.encode_to_vec()])?;
+                }
+                Change::Task(task) => {
+                    tx.prepare_cached(
+                        "INSERT OR REPLACE INTO tasks (task_id, created, body) VALUES (?1, ?2, ?3)",
+                    )?
+                    .execute(params![
+                        task.task_id,
+                        task.created_at_unix_ms,
+                        task.to_pb().encode_to_vec()
+                    ])?;
                 }
                 Change::DeleteMember { member } => {
                     tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1")?

@@ -1,0 +1,147 @@
+//! The shared task list on the hub: the pure [`TaskBoard`] wired to the
+//! store, the watchers and the inboxes of idle members.
+
+use shared::{
+    auth::now_unix_ms,
+    pb::{self, envelope::Body},
+    tasks::{NewTask, Task, TaskBoard, TaskError, TaskStatus},
+};
+
+use super::{Hub, LEAD};
+use crate::{error::HubError, store::Change};
+
+impl From<TaskError> for HubError {
+    fn from(err: TaskError) -> Self {
+        match err {
+            TaskError::Invalid(e) => HubError::Invalid(e),
+            TaskError::NotFound(m) => HubError::NotFound(m),
+            TaskError::FailedPrecondition(m) => HubError::FailedPrecondition(m),
+            TaskError::PermissionDenied(m) => HubError::PermissionDenied(m),
+            TaskError::ResourceExhausted(m) => HubError::ResourceExhausted(m),
+        }
+    }
+}
+
+impl Hub {
+    /// `CreateTask`: a new pending task; idle members hear of it if it can
+    /// be claimed now.
+    pub(super) fn create_task(&mut self, new: NewTask) -> Result<pb::Task, HubError> {
+        let task = self
+            .tasks
+            .create(uuid::Uuid::new_v4().to_string(), new, now_unix_ms())?;
+        tracing::info!(task_id = %task.task_id, subject = %shared::display::Escaped(&task.subject), "task created");
+        self.task_changed(&task);
+        if self.tasks.is_claimable(&task) {
+            self.announce_claimable(&[task.clone()]);
+        }
+        Ok(task.to_pb())
+    }
+
+    /// `ListTasks`, for a member (`token`) or an operator (`None`).
+    pub(super) fn list_tasks(
+        &self,
+        token: Option<&str>,
+        status: Option<TaskStatus>,
+    ) -> Result<pb::ListTasksResponse, HubError> {
+        if let Some(token) = token {
+            self.caller(token)?;
+        }
+        Ok(pb::ListTasksResponse {
+            tasks: self.tasks.list(status).into_iter().map(Task::to_pb).collect(),
+        })
+    }
+
+    /// `ClaimTask`: the caller claims a task (or the oldest claimable one).
+    pub(super) fn claim_task(&mut self, token: &str, task_id: &str) -> Result<pb::Task, HubError> {
+        let name = self.caller(token)?;
+        let id = (!task_id.is_empty()).then_some(task_id);
+        let before = id.and_then(|id| self.tasks.get(id)).map(|t| t.updated_at_unix_ms);
+        let task = self.tasks.claim(&name, id, now_unix_ms())?;
+        if before != Some(task.updated_at_unix_ms) {
+            tracing::info!(task_id = %task.task_id, member = %name, "task claimed");
+            self.task_changed(&task);
+            self.mark_busy(&name);
+        }
+        Ok(task.to_pb())
+    }
+
+    /// `CompleteTask`: the owner completes its task; the tasks that waited
+    /// on it become claimable, and idle members hear of them.
+    pub(super) fn complete_task(
+        &mut self,
+        token: &str,
+        task_id: &str,
+        summary: String,
+    ) -> Result<pb::Task, HubError> {
+        let name = self.caller(token)?;
+        if task_id.is_empty() {
+            return Err(shared::error::FieldError::new("task_id", "is required").into());
+        }
+        let done = self.tasks.complete(&name, task_id, summary, now_unix_ms())?;
+        if done.fresh {
+            tracing::info!(task_id = %task_id, member = %name, "task completed");
+            self.task_changed(&done.task);
+            self.announce_claimable(&done.unblocked);
+        }
+        Ok(done.task.to_pb())
+    }
+
+    /// A terminated member's claimed tasks go back to the list.
+    pub(super) fn release_tasks(&mut self, name: &str) {
+        let released = self.tasks.release(name, now_unix_ms());
+        for task in &released {
+            tracing::info!(task_id = %task.task_id, member = %name, "task given back: its owner terminated");
+            self.task_changed(task);
+        }
+        let claimable: Vec<Task> = released
+            .into_iter()
+            .filter(|t| self.tasks.is_claimable(t))
+            .collect();
+        self.announce_claimable(&claimable);
+    }
+
+    /// Whether `name` holds task `task_id` (a plan for it must).
+    pub(super) fn owns_task(&self, name: &str, task_id: &str) -> Result<(), HubError> {
+        match self.tasks.get(task_id) {
+            None => Err(HubError::FailedPrecondition(format!(
+                "plan.task_id: no task {task_id:?}"
+            ))),
+            Some(t) if t.owner == name && t.status == TaskStatus::Claimed => Ok(()),
+            Some(t) if t.status == TaskStatus::Completed => Err(HubError::FailedPrecondition(
+                format!("plan.task_id: task {task_id} is completed"),
+            )),
+            Some(_) => Err(HubError::FailedPrecondition(format!(
+                "plan.task_id: task {task_id} is not claimed by {name}; claim it first"
+            ))),
+        }
+    }
+
+    /// Stores a task's new state and shows it to the watchers.
+    fn task_changed(&mut self, task: &Task) {
+        self.changes.push(Change::Task(task.clone()));
+        self.emit(pb::event::Kind::Task(task.to_pb()));
+    }
+
+    /// Tells every idle active member that `tasks` can be claimed.
+    fn announce_claimable(&mut self, tasks: &[Task]) {
+        if tasks.is_empty() {
+            return;
+        }
+        let idle: Vec<String> = self
+            .roster
+            .iter()
+            .filter(|m| !m.terminated && m.idle && m.name.as_str() != LEAD)
+            .map(|m| m.name.to_string())
+            .collect();
+        for name in idle {
+            for task in tasks {
+                self.deliver(LEAD, &name, None, Body::TaskClaimable(task.to_pb()));
+            }
+        }
+    }
+}
+
+/// The board a fresh hub starts with, from the stored tasks.
+pub(super) fn restore(tasks: Vec<Task>) -> TaskBoard {
+    TaskBoard::restore(TaskBoard::DEFAULT_MAX_TASKS, tasks)
+}

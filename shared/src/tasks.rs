@@ -1,0 +1,572 @@
+//! The shared task list as a pure type: tasks are created, claimed by one
+//! member at a time, completed by their owner, and given back when their
+//! owner terminates. No I/O and no clock: time comes in as an argument, and
+//! the caller stores what changed.
+//!
+//! ```text
+//!            claim (blockers all completed)          complete (by the owner)
+//!  PENDING ----------------------------------> CLAIMED -----------------------> COMPLETED
+//!     ^                                          |
+//!     +------- release (the owner terminated) ---+
+//! ```
+
+use std::collections::HashMap;
+
+use crate::{error::FieldError, grant::PathSet, pb};
+
+/// Where a task is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TaskStatus {
+    /// Waiting for a member to claim it (once its blockers are completed).
+    Pending,
+    /// A member works on it.
+    Claimed,
+    /// Its owner completed it. Terminal.
+    Completed,
+}
+
+impl TaskStatus {
+    /// The wire value.
+    pub fn to_pb(self) -> pb::TaskStatus {
+        match self {
+            TaskStatus::Pending => pb::TaskStatus::Pending,
+            TaskStatus::Claimed => pb::TaskStatus::Claimed,
+            TaskStatus::Completed => pb::TaskStatus::Completed,
+        }
+    }
+
+    /// From the wire; `None` for UNSPECIFIED (or a value this build does not know).
+    pub fn from_pb(value: i32) -> Option<Self> {
+        match pb::TaskStatus::try_from(value).ok()? {
+            pb::TaskStatus::Pending => Some(TaskStatus::Pending),
+            pb::TaskStatus::Claimed => Some(TaskStatus::Claimed),
+            pb::TaskStatus::Completed => Some(TaskStatus::Completed),
+            pb::TaskStatus::Unspecified => None,
+        }
+    }
+}
+
+/// One task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    pub task_id: String,
+    pub subject: String,
+    pub description: String,
+    pub status: TaskStatus,
+    /// The member that claimed it; empty while pending.
+    pub owner: String,
+    /// Tasks that must be completed before this one can be claimed.
+    pub blocked_by: Vec<String>,
+    /// Globs the task is expected to touch (a hint).
+    pub files: Vec<String>,
+    pub created_at_unix_ms: i64,
+    pub updated_at_unix_ms: i64,
+    /// What the owner said on completing it.
+    pub summary: String,
+}
+
+impl Task {
+    /// The wire form.
+    pub fn to_pb(&self) -> pb::Task {
+        pb::Task {
+            task_id: self.task_id.clone(),
+            subject: self.subject.clone(),
+            description: self.description.clone(),
+            status: self.status.to_pb() as i32,
+            owner: self.owner.clone(),
+            blocked_by: self.blocked_by.clone(),
+            files: self.files.clone(),
+            created_at_unix_ms: self.created_at_unix_ms,
+            updated_at_unix_ms: self.updated_at_unix_ms,
+            summary: self.summary.clone(),
+        }
+    }
+
+    /// From the wire (as stored); `None` for an unknown status.
+    pub fn from_pb(task: pb::Task) -> Option<Self> {
+        Some(Self {
+            status: TaskStatus::from_pb(task.status)?,
+            task_id: task.task_id,
+            subject: task.subject,
+            description: task.description,
+            owner: task.owner,
+            blocked_by: task.blocked_by,
+            files: task.files,
+            created_at_unix_ms: task.created_at_unix_ms,
+            updated_at_unix_ms: task.updated_at_unix_ms,
+            summary: task.summary,
+        })
+    }
+}
+
+/// What a new task says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NewTask {
+    pub subject: String,
+    pub description: String,
+    pub blocked_by: Vec<String>,
+    pub files: Vec<String>,
+}
+
+/// Why the board refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TaskError {
+    /// A field is missing or malformed.
+    #[error(transparent)]
+    Invalid(#[from] FieldError),
+    /// No such task, or none claimable.
+    #[error("{0}")]
+    NotFound(String),
+    /// The task is claimed, completed or blocked.
+    #[error("{0}")]
+    FailedPrecondition(String),
+    /// Only the owner may complete a task.
+    #[error("{0}")]
+    PermissionDenied(String),
+    /// The board is full.
+    #[error("{0}")]
+    ResourceExhausted(String),
+}
+
+/// The task list.
+#[derive(Debug, Default)]
+pub struct TaskBoard {
+    /// Every task, oldest first.
+    tasks: Vec<Task>,
+    /// Where each id is in `tasks`.
+    index: HashMap<String, usize>,
+    /// The most tasks the board holds.
+    max_tasks: usize,
+}
+
+/// What completing a task changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completed {
+    /// The task, completed.
+    pub task: Task,
+    /// Tasks that this completion made claimable (pending, every blocker
+    /// completed now).
+    pub unblocked: Vec<Task>,
+    /// Whether the call changed anything (`false`: a retry of a completion).
+    pub fresh: bool,
+}
+
+impl TaskBoard {
+    /// The default bound on the number of tasks.
+    pub const DEFAULT_MAX_TASKS: usize = 10_000;
+
+    /// An empty board holding at most `max_tasks`.
+    pub fn new(max_tasks: usize) -> Self {
+        Self {
+            max_tasks,
+            ..Self::default()
+        }
+    }
+
+    /// The board as stored (tasks oldest first).
+    pub fn restore(max_tasks: usize, mut tasks: Vec<Task>) -> Self {
+        tasks.sort_by_key(|t| t.created_at_unix_ms);
+        let index = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.task_id.clone(), i))
+            .collect();
+        Self {
+            tasks,
+            index,
+            max_tasks,
+        }
+    }
+
+    /// The task with that id.
+    pub fn get(&self, id: &str) -> Option<&Task> {
+        self.index.get(id).map(|&i| &self.tasks[i])
+    }
+
+    /// Tasks oldest first, of one status or all.
+    pub fn list(&self, status: Option<TaskStatus>) -> Vec<&Task> {
+        self.tasks
+            .iter()
+            .filter(|t| status.is_none_or(|s| t.status == s))
+            .collect()
+    }
+
+    /// Whether `task` can be claimed: pending, every blocker completed.
+    pub fn is_claimable(&self, task: &Task) -> bool {
+        task.status == TaskStatus::Pending && self.open_blockers(task).is_empty()
+    }
+
+    /// How many tasks can be claimed now.
+    pub fn claimable_count(&self) -> usize {
+        self.tasks.iter().filter(|t| self.is_claimable(t)).count()
+    }
+
+    /// The blockers of `task` not completed yet.
+    fn open_blockers(&self, task: &Task) -> Vec<String> {
+        task.blocked_by
+            .iter()
+            .filter(|id| {
+                self.get(id)
+                    .is_none_or(|b| b.status != TaskStatus::Completed)
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Adds a task with id `task_id` (chosen by the caller, unique).
+    pub fn create(&mut self, task_id: String, new: NewTask, now: i64) -> Result<Task, TaskError> {
+        if new.subject.trim().is_empty() {
+            return Err(FieldError::new("subject", "is required").into());
+        }
+        if self.tasks.len() >= self.max_tasks {
+            return Err(TaskError::ResourceExhausted(format!(
+                "the task list holds {} tasks, the most it may",
+                self.max_tasks
+            )));
+        }
+        let mut blocked_by: Vec<String> = Vec::with_capacity(new.blocked_by.len());
+        for (i, id) in new.blocked_by.into_iter().enumerate() {
+            if self.get(&id).is_none() {
+                return Err(
+                    FieldError::new(format!("blocked_by[{i}]"), format!("no task {id:?}")).into(),
+                );
+            }
+            if !blocked_by.contains(&id) {
+                blocked_by.push(id);
+            }
+        }
+        PathSet::new("files", &new.files)?;
+        if self.index.contains_key(&task_id) {
+            return Err(FieldError::new("task_id", "is taken").into());
+        }
+        let task = Task {
+            task_id: task_id.clone(),
+            subject: new.subject,
+            description: new.description,
+            status: TaskStatus::Pending,
+            owner: String::new(),
+            blocked_by,
+            files: new.files,
+            created_at_unix_ms: now,
+            updated_at_unix_ms: now,
+            summary: String::new(),
+        };
+        self.index.insert(task_id, self.tasks.len());
+        self.tasks.push(task.clone());
+        Ok(task)
+    }
+
+    /// `member` claims task `id`, or (`None`) the oldest claimable one.
+    pub fn claim(&mut self, member: &str, id: Option<&str>, now: i64) -> Result<Task, TaskError> {
+        let at = match id {
+            Some(id) => {
+                let &at = self
+                    .index
+                    .get(id)
+                    .ok_or_else(|| TaskError::NotFound(format!("task_id: no task {id:?}")))?;
+                let task = &self.tasks[at];
+                match task.status {
+                    TaskStatus::Claimed if task.owner == member => return Ok(task.clone()),
+                    TaskStatus::Claimed => {
+                        return Err(TaskError::FailedPrecondition(format!(
+                            "task {id} is already claimed by {}",
+                            task.owner
+                        )))
+                    }
+                    TaskStatus::Completed => {
+                        return Err(TaskError::FailedPrecondition(format!(
+                            "task {id} is already completed"
+                        )))
+                    }
+                    TaskStatus::Pending => {
+                        let open = self.open_blockers(task);
+                        if !open.is_empty() {
+                            return Err(TaskError::FailedPrecondition(format!(
+                                "task {id} is blocked by {} (not completed yet)",
+                                open.join(", ")
+                            )));
+                        }
+                    }
+                }
+                at
+            }
+            None => self
+                .tasks
+                .iter()
+                .position(|t| self.is_claimable(t))
+                .ok_or_else(|| {
+                    TaskError::NotFound(format!(
+                        "no task can be claimed now ({} pending, all blocked)",
+                        self.tasks
+                            .iter()
+                            .filter(|t| t.status == TaskStatus::Pending)
+                            .count()
+                    ))
+                })?,
+        };
+        let task = &mut self.tasks[at];
+        task.status = TaskStatus::Claimed;
+        task.owner = member.to_owned();
+        task.updated_at_unix_ms = now;
+        Ok(task.clone())
+    }
+
+    /// `member` completes task `id`, which it owns.
+    pub fn complete(
+        &mut self,
+        member: &str,
+        id: &str,
+        summary: String,
+        now: i64,
+    ) -> Result<Completed, TaskError> {
+        let &at = self
+            .index
+            .get(id)
+            .ok_or_else(|| TaskError::NotFound(format!("task_id: no task {id:?}")))?;
+        let task = &self.tasks[at];
+        if task.owner != member {
+            return Err(TaskError::PermissionDenied(if task.owner.is_empty() {
+                format!("task {id} is not claimed; claim it before completing it")
+            } else {
+                format!(
+                    "task {id} is owned by {}; only its owner completes it",
+                    task.owner
+                )
+            }));
+        }
+        if task.status == TaskStatus::Completed {
+            return Ok(Completed {
+                task: task.clone(),
+                unblocked: Vec::new(),
+                fresh: false,
+            });
+        }
+        let task = &mut self.tasks[at];
+        task.status = TaskStatus::Completed;
+        task.summary = summary;
+        task.updated_at_unix_ms = now;
+        let task = task.clone();
+        let unblocked = self
+            .tasks
+            .iter()
+            .filter(|t| t.blocked_by.iter().any(|b| b == id) && self.is_claimable(t))
+            .cloned()
+            .collect();
+        Ok(Completed {
+            task,
+            unblocked,
+            fresh: true,
+        })
+    }
+
+    /// Gives back every task `member` claimed and did not complete: pending
+    /// again, no owner. Returns them.
+    pub fn release(&mut self, member: &str, now: i64) -> Vec<Task> {
+        let mut released = Vec::new();
+        for task in &mut self.tasks {
+            if task.status == TaskStatus::Claimed && task.owner == member {
+                task.status = TaskStatus::Pending;
+                task.owner.clear();
+                task.updated_at_unix_ms = now;
+                released.push(task.clone());
+            }
+        }
+        released
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new(subject: &str, blocked_by: &[&str]) -> NewTask {
+        NewTask {
+            subject: subject.into(),
+            blocked_by: blocked_by.iter().map(|s| s.to_string()).collect(),
+            ..NewTask::default()
+        }
+    }
+
+    fn board() -> TaskBoard {
+        let mut board = TaskBoard::new(100);
+        board.create("a".into(), new("first", &[]), 1).expect("a");
+        board
+            .create("b".into(), new("second", &["a"]), 2)
+            .expect("b");
+        board.create("c".into(), new("third", &[]), 3).expect("c");
+        board
+    }
+
+    #[test]
+    fn create_checks_its_fields() {
+        let mut board = board();
+        let empty = board.create("d".into(), new(" ", &[]), 4);
+        assert!(matches!(empty, Err(TaskError::Invalid(e)) if e.field == "subject"));
+        let unknown = board.create("d".into(), new("x", &["a", "zz"]), 4);
+        assert!(matches!(unknown, Err(TaskError::Invalid(e)) if e.field == "blocked_by[1]"));
+        let outside = board.create(
+            "d".into(),
+            NewTask {
+                subject: "x".into(),
+                files: vec!["../etc/passwd".into()],
+                ..NewTask::default()
+            },
+            4,
+        );
+        assert!(matches!(outside, Err(TaskError::Invalid(_))), "{outside:?}");
+        let twice = board
+            .create("d".into(), new("x", &["a", "a"]), 4)
+            .expect("d");
+        assert_eq!(twice.blocked_by, ["a"]);
+        let mut full = TaskBoard::new(1);
+        full.create("a".into(), new("x", &[]), 1).expect("a");
+        assert!(matches!(
+            full.create("b".into(), new("y", &[]), 2),
+            Err(TaskError::ResourceExhausted(_))
+        ));
+    }
+
+    #[test]
+    fn claim_next_takes_the_oldest_claimable_task() {
+        let mut board = board();
+        assert_eq!(board.claim("alice", None, 5).expect("a").task_id, "a");
+        // b waits for a: the next claimable is c.
+        assert_eq!(board.claim("bob", None, 6).expect("c").task_id, "c");
+        let none = board.claim("carol", None, 7);
+        assert!(
+            matches!(&none, Err(TaskError::NotFound(m)) if m.contains("1 pending")),
+            "{none:?}"
+        );
+    }
+
+    #[test]
+    fn claim_by_id_says_why_it_cannot() {
+        let mut board = board();
+        let blocked = board.claim("bob", Some("b"), 5);
+        assert!(
+            matches!(&blocked, Err(TaskError::FailedPrecondition(m)) if m.contains("blocked by a")),
+            "{blocked:?}"
+        );
+        board.claim("alice", Some("a"), 5).expect("a");
+        // A retry of one's own claim is the same claim.
+        assert_eq!(
+            board
+                .claim("alice", Some("a"), 6)
+                .expect("again")
+                .updated_at_unix_ms,
+            5
+        );
+        let taken = board.claim("bob", Some("a"), 6);
+        assert!(
+            matches!(&taken, Err(TaskError::FailedPrecondition(m)) if m.contains("claimed by alice")),
+            "{taken:?}"
+        );
+        board
+            .complete("alice", "a", "done".into(), 7)
+            .expect("complete");
+        let done = board.claim("bob", Some("a"), 8);
+        assert!(
+            matches!(&done, Err(TaskError::FailedPrecondition(m)) if m.contains("completed")),
+            "{done:?}"
+        );
+        assert!(matches!(
+            board.claim("bob", Some("zz"), 8),
+            Err(TaskError::NotFound(_))
+        ));
+    }
+
+    #[test]
+    fn only_the_owner_completes_and_completion_unblocks() {
+        let mut board = board();
+        let not_claimed = board.complete("alice", "a", String::new(), 5);
+        assert!(matches!(not_claimed, Err(TaskError::PermissionDenied(_))));
+        board.claim("alice", Some("a"), 5).expect("a");
+        let stranger = board.complete("bob", "a", String::new(), 6);
+        assert!(
+            matches!(&stranger, Err(TaskError::PermissionDenied(m)) if m.contains("owned by alice"))
+        );
+        let done = board
+            .complete("alice", "a", "parser added".into(), 7)
+            .expect("done");
+        assert!(done.fresh);
+        assert_eq!(done.task.summary, "parser added");
+        assert_eq!(
+            done.unblocked
+                .iter()
+                .map(|t| t.task_id.as_str())
+                .collect::<Vec<_>>(),
+            ["b"]
+        );
+        let again = board
+            .complete("alice", "a", "other".into(), 8)
+            .expect("retry");
+        assert!(!again.fresh && again.unblocked.is_empty());
+        assert_eq!(again.task.summary, "parser added");
+        assert_eq!(board.claim("bob", Some("b"), 9).expect("b").owner, "bob");
+    }
+
+    #[test]
+    fn a_terminated_owner_gives_its_tasks_back() {
+        let mut board = board();
+        board.claim("alice", Some("a"), 5).expect("a");
+        board.claim("alice", Some("c"), 5).expect("c");
+        board
+            .complete("alice", "c", String::new(), 6)
+            .expect("c done");
+        let released = board.release("alice", 7);
+        assert_eq!(released.len(), 1);
+        assert_eq!(released[0].task_id, "a");
+        let a = board.get("a").expect("a");
+        assert_eq!((a.status, a.owner.as_str()), (TaskStatus::Pending, ""));
+        assert_eq!(board.get("c").expect("c").status, TaskStatus::Completed);
+        assert!(board.release("alice", 8).is_empty());
+    }
+
+    #[test]
+    fn every_status_and_operation() {
+        // Table: from each status, each operation by the owner and by another.
+        for status in [
+            TaskStatus::Pending,
+            TaskStatus::Claimed,
+            TaskStatus::Completed,
+        ] {
+            let mut board = TaskBoard::new(10);
+            board.create("t".into(), new("t", &[]), 1).expect("t");
+            if status != TaskStatus::Pending {
+                board.claim("o", Some("t"), 2).expect("claim");
+            }
+            if status == TaskStatus::Completed {
+                board
+                    .complete("o", "t", String::new(), 3)
+                    .expect("complete");
+            }
+            let claim_other = board.claim("x", Some("t"), 4).map(|t| t.status);
+            let expected = match status {
+                TaskStatus::Pending => Ok(TaskStatus::Claimed),
+                _ => Err(()),
+            };
+            assert_eq!(
+                claim_other.map_err(|_| ()),
+                expected,
+                "claim by another from {status:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn restore_keeps_order_and_lookups() {
+        let board = board();
+        let tasks: Vec<Task> = board.list(None).into_iter().rev().cloned().collect();
+        let restored = TaskBoard::restore(100, tasks);
+        let ids: Vec<&str> = restored
+            .list(None)
+            .iter()
+            .map(|t| t.task_id.as_str())
+            .collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        assert_eq!(restored.get("b").expect("b").blocked_by, ["a"]);
+        assert_eq!(restored.claimable_count(), 2);
+        let round = Task::from_pb(restored.get("a").expect("a").to_pb()).expect("status");
+        assert_eq!(&round, restored.get("a").expect("a"));
+    }
+}
