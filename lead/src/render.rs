@@ -227,7 +227,9 @@ fn raw_event_line(event: &pb::Event) -> String {
             );
             if !t.owner.is_empty() {
                 line.push_str(&format!(" by {}", t.owner));
-            } else if t.status == pb::TaskStatus::Pending as i32 && t.updated_at_unix_ms != t.created_at_unix_ms {
+            } else if t.status == pb::TaskStatus::Pending as i32
+                && t.updated_at_unix_ms != t.created_at_unix_ms
+            {
                 line.push_str(" (given back: its owner terminated)");
             }
             if !t.summary.is_empty() {

@@ -894,6 +894,7 @@ mod tests {
             bodies: vec![(3, notice)],
             requests: vec![],
             message_ids: vec![("alice".into(), "m1".into(), "d".into())],
+            tasks: vec![],
         };
         let mut roster = Roster::restore(&mut snapshot, 5).expect("restores");
         assert_eq!(roster.by_token("t-alice"), Some("alice"));

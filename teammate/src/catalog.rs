@@ -243,6 +243,7 @@ pub fn parse(name: &str, arguments: &str) -> Result<Request, String> {
                 files: a.files,
                 tests: a.tests,
                 body: a.body.unwrap_or_default(),
+                task_id: String::new(),
             })
         }
         RESPOND_SHUTDOWN => {

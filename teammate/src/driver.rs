@@ -288,6 +288,7 @@ impl ScriptDriver {
                 files: p.files,
                 tests: p.tests,
                 body: p.body,
+                task_id: String::new(),
             })
             .collect();
         Ok(Self {

@@ -47,7 +47,12 @@ impl Hub {
             self.caller(token)?;
         }
         Ok(pb::ListTasksResponse {
-            tasks: self.tasks.list(status).into_iter().map(Task::to_pb).collect(),
+            tasks: self
+                .tasks
+                .list(status)
+                .into_iter()
+                .map(Task::to_pb)
+                .collect(),
         })
     }
 
@@ -55,7 +60,9 @@ impl Hub {
     pub(super) fn claim_task(&mut self, token: &str, task_id: &str) -> Result<pb::Task, HubError> {
         let name = self.caller(token)?;
         let id = (!task_id.is_empty()).then_some(task_id);
-        let before = id.and_then(|id| self.tasks.get(id)).map(|t| t.updated_at_unix_ms);
+        let before = id
+            .and_then(|id| self.tasks.get(id))
+            .map(|t| t.updated_at_unix_ms);
         let task = self.tasks.claim(&name, id, now_unix_ms())?;
         if before != Some(task.updated_at_unix_ms) {
             tracing::info!(task_id = %task.task_id, member = %name, "task claimed");
@@ -77,7 +84,9 @@ impl Hub {
         if task_id.is_empty() {
             return Err(shared::error::FieldError::new("task_id", "is required").into());
         }
-        let done = self.tasks.complete(&name, task_id, summary, now_unix_ms())?;
+        let done = self
+            .tasks
+            .complete(&name, task_id, summary, now_unix_ms())?;
         if done.fresh {
             tracing::info!(task_id = %task_id, member = %name, "task completed");
             self.task_changed(&done.task);
