@@ -1,0 +1,293 @@
+//! The shared task list over the wire: claims are atomic, blockers hold,
+//! only owners complete, a terminated owner's tasks come back, tasks survive
+//! `kill -9`, idle members hear of claimable work, plans name their task.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::HashMap;
+
+use mesh_tests::{within, Events, Lead, Operator};
+use shared::pb::{self, envelope::Body};
+use tonic::Code;
+
+async fn create(operator: &mut Operator, subject: &str, blocked_by: &[&str]) -> pb::Task {
+    operator
+        .create_task(pb::CreateTaskRequest {
+            subject: subject.into(),
+            description: String::new(),
+            blocked_by: blocked_by.iter().map(|s| s.to_string()).collect(),
+            files: vec![],
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
+
+async fn tasks(operator: &mut Operator) -> Vec<pb::Task> {
+    operator
+        .list_tasks(pb::ListTasksRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .tasks
+}
+
+fn claim(id: &str) -> pb::ClaimTaskRequest {
+    pb::ClaimTaskRequest { task_id: id.into() }
+}
+
+#[tokio::test]
+async fn twenty_members_claiming_a_hundred_tasks_claim_each_once() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    for i in 0..100 {
+        create(&mut operator, &format!("task {i}"), &[]).await;
+    }
+    let mut members = Vec::new();
+    for i in 0..20 {
+        members.push(lead.join(&format!("m{i}")).await);
+    }
+    let claims = members.into_iter().map(|mut member| {
+        tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                match member.api.claim_task(claim("")).await {
+                    Ok(task) => {
+                        let task = task.into_inner();
+                        assert_eq!(task.owner, member.name);
+                        assert_eq!(task.status, pb::TaskStatus::Claimed as i32);
+                        mine.push(task.task_id);
+                    }
+                    Err(status) => {
+                        assert_eq!(status.code(), Code::NotFound, "{status:?}");
+                        return (member.name, mine);
+                    }
+                }
+            }
+        })
+    });
+    let mut owner_of: HashMap<String, String> = HashMap::new();
+    for claim in claims {
+        let (name, mine) = within("the claims", claim).await.unwrap();
+        for id in mine {
+            assert!(
+                owner_of.insert(id.clone(), name.clone()).is_none(),
+                "{id} claimed twice"
+            );
+        }
+    }
+    assert_eq!(owner_of.len(), 100);
+    for task in tasks(&mut operator).await {
+        assert_eq!(owner_of.get(&task.task_id), Some(&task.owner), "{task:?}");
+    }
+}
+
+#[tokio::test]
+async fn blockers_hold_and_only_the_owner_completes() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let first = create(&mut operator, "parser", &[]).await;
+    let second = create(&mut operator, "docs", &[&first.task_id]).await;
+    let mut alice = lead.join("alice").await;
+    let mut bob = lead.join("bob").await;
+
+    let blocked = bob
+        .api
+        .claim_task(claim(&second.task_id))
+        .await
+        .unwrap_err();
+    assert_eq!(blocked.code(), Code::FailedPrecondition);
+    assert!(
+        blocked.message().contains("blocked by") && blocked.message().contains(&first.task_id),
+        "{blocked:?}"
+    );
+    let next = bob.api.claim_task(claim("")).await.unwrap().into_inner();
+    assert_eq!(next.task_id, first.task_id);
+    let none = alice.api.claim_task(claim("")).await.unwrap_err();
+    assert_eq!(none.code(), Code::NotFound, "{none:?}");
+    let taken = alice
+        .api
+        .claim_task(claim(&first.task_id))
+        .await
+        .unwrap_err();
+    assert_eq!(taken.code(), Code::FailedPrecondition);
+    assert!(taken.message().contains("claimed by bob"), "{taken:?}");
+
+    // Only the owner completes; the idle member hears the unblocked task.
+    alice
+        .api
+        .report_idle(pb::IdleNotification {
+            reason: "nothing".into(),
+        })
+        .await
+        .unwrap();
+    alice.open_inbox(0).await;
+    let stranger = alice
+        .api
+        .complete_task(pb::CompleteTaskRequest {
+            task_id: first.task_id.clone(),
+            summary: "mine now".into(),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(stranger.code(), Code::PermissionDenied, "{stranger:?}");
+    let done = bob
+        .api
+        .complete_task(pb::CompleteTaskRequest {
+            task_id: first.task_id.clone(),
+            summary: "parser added".into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (done.status, done.summary.as_str()),
+        (pb::TaskStatus::Completed as i32, "parser added")
+    );
+    let heard = alice
+        .next_matching(|e| matches!(e.body, Some(Body::TaskClaimable(_))))
+        .await;
+    assert!(matches!(&heard.body, Some(Body::TaskClaimable(t)) if t.task_id == second.task_id));
+    let claimed = alice
+        .api
+        .claim_task(claim(&second.task_id))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(claimed.owner, "alice");
+    let done_again = bob.api.claim_task(claim(&first.task_id)).await.unwrap_err();
+    assert!(done_again.message().contains("completed"), "{done_again:?}");
+    // The watchers saw the task's life.
+    events
+        .find("the completion in Watch", |kind| match kind {
+            pb::event::Kind::Task(t)
+                if t.task_id == first.task_id && t.status == pb::TaskStatus::Completed as i32 =>
+            {
+                Some(())
+            }
+            _ => None,
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn a_terminated_owner_gives_its_task_back_and_plans_name_their_own_task() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let task = create(&mut operator, "refactor", &[]).await;
+    let mut alice = lead.join("alice").await;
+    let mut bob = lead.join("bob").await;
+    alice.api.claim_task(claim(&task.task_id)).await.unwrap();
+
+    let plan = |task_id: &str| pb::PlanApprovalRequest {
+        request_id: uuid::Uuid::new_v4().to_string(),
+        supersedes: String::new(),
+        plan: Some(pb::Plan {
+            summary: "do it".into(),
+            task_id: task_id.into(),
+            ..Default::default()
+        }),
+    };
+    let not_bobs = bob.api.submit_plan(plan(&task.task_id)).await.unwrap_err();
+    assert_eq!(not_bobs.code(), Code::FailedPrecondition);
+    assert!(
+        not_bobs.message().contains("not claimed by bob"),
+        "{not_bobs:?}"
+    );
+    alice.api.submit_plan(plan(&task.task_id)).await.unwrap();
+
+    alice
+        .api
+        .leave(pb::LeaveRequest {
+            reason: "done for the day".into(),
+        })
+        .await
+        .unwrap();
+    let back = events
+        .find("the task given back", |kind| match kind {
+            pb::event::Kind::Task(t)
+                if t.task_id == task.task_id && t.status == pb::TaskStatus::Pending as i32 =>
+            {
+                Some(t.clone())
+            }
+            _ => None,
+        })
+        .await;
+    assert!(back.owner.is_empty(), "{back:?}");
+    let again = alice
+        .api
+        .leave(pb::LeaveRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(again.code(), Code::Unauthenticated);
+    let claimed = bob.api.claim_task(claim("")).await.unwrap().into_inner();
+    assert_eq!(
+        (claimed.task_id, claimed.owner.as_str()),
+        (task.task_id, "bob")
+    );
+}
+
+#[tokio::test]
+async fn tasks_survive_kill_9() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let first = create(&mut operator, "one", &[]).await;
+    let second = create(&mut operator, "two", &[&first.task_id]).await;
+    let mut alice = lead.join("alice").await;
+    alice.api.claim_task(claim(&first.task_id)).await.unwrap();
+    alice
+        .api
+        .complete_task(pb::CompleteTaskRequest {
+            task_id: first.task_id.clone(),
+            summary: "done".into(),
+        })
+        .await
+        .unwrap();
+    let before = tasks(&mut operator).await;
+
+    let lead = lead.crash_and_restart(&[]).await;
+    let mut operator = lead.operator().await;
+    let after = tasks(&mut operator).await;
+    assert_eq!(before, after);
+    assert_eq!(after[1].task_id, second.task_id);
+    assert_eq!(after[0].summary, "done");
+}
+
+#[tokio::test]
+async fn the_cli_adds_and_lists_tasks() {
+    let lead = Lead::start(&[]).await;
+    let (ok, first, err) = lead
+        .cli(&["task", "add", "write the parser", "--files", "src/**"])
+        .await;
+    assert!(ok, "{err}");
+    let first = first.trim().to_owned();
+    let (ok, _, err) = lead
+        .cli(&[
+            "task",
+            "add",
+            "document it",
+            "--blocked-by",
+            &first,
+            "--description",
+            "after the parser",
+        ])
+        .await;
+    assert!(ok, "{err}");
+    let (ok, _, err) = lead
+        .cli(&["task", "add", "x", "--blocked-by", "no-such-task"])
+        .await;
+    assert!(!ok && err.contains("blocked_by[0]"), "{err}");
+    let (ok, table, err) = lead.cli(&["tasks"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        table.contains("write the parser") && table.contains("PENDING"),
+        "{table}"
+    );
+    let (ok, json, err) = lead.cli(&["tasks", "--json"]).await;
+    assert!(ok, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json[1]["blocked_by"][0], first.as_str());
+    assert_eq!(json[0]["files"][0], "src/**");
+}
