@@ -226,7 +226,22 @@ pub async fn requests(
 fn summary(payload_json: &str) -> String {
     let value: serde_json::Value = serde_json::from_str(payload_json).unwrap_or_default();
     if let Some(summary) = value.pointer("/plan/summary").and_then(|s| s.as_str()) {
-        return summary.to_owned();
+        // Conflicts first: a reviewer must not miss them.
+        let mut detail = String::new();
+        for overlap in value["overlaps"].as_array().into_iter().flatten() {
+            let files: Vec<&str> = overlap["files"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|f| f.as_str())
+                .collect();
+            detail.push_str(&format!(
+                "[overlaps {}: {}] ",
+                overlap["member"].as_str().unwrap_or_default(),
+                files.join(", ")
+            ));
+        }
+        return detail + summary;
     }
     for key in ["reason", "tool"] {
         if let Some(text) = value.get(key).and_then(|s| s.as_str()) {
@@ -243,6 +258,7 @@ pub async fn approve(
     mode: &str,
     write: Vec<String>,
     feedback: String,
+    allow_overlap: bool,
 ) -> Result<String, CliError> {
     let mode = Mode::parse("--mode", mode).map_err(|e| CliError::Usage(e.to_string()))?;
     for path in &write {
@@ -257,6 +273,7 @@ pub async fn approve(
             write_paths: write,
             expires_at_unix_ms: 0,
         }),
+        allow_overlap,
     };
     let response = client.review_plan(review).await?.into_inner();
     Ok(format!(
@@ -277,6 +294,7 @@ pub async fn reject(
         approve: false,
         feedback,
         grant: None,
+        allow_overlap: false,
     };
     let response = client.review_plan(review).await?.into_inner();
     Ok(format!(

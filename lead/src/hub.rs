@@ -271,6 +271,8 @@ pub(crate) struct Hub {
     tracker: Tracker,
     /// The shared task list.
     tasks: shared::tasks::TaskBoard,
+    /// Who holds which files under an approved plan.
+    holds: shared::holds::Holds,
     /// Where state is kept.
     store: Box<dyn Store>,
     /// Changes not yet committed (members and requests are added at commit).
@@ -342,12 +344,16 @@ pub(crate) fn load(
         })?;
     let tracker = Tracker::restore(std::mem::take(&mut snapshot.requests));
     let tasks = tasks::restore(std::mem::take(&mut snapshot.tasks));
+    let holds = tasks::restore_holds(&tracker, &tasks, |name| {
+        roster.get(name).is_some_and(|m| !m.terminated)
+    });
     let (tx, rx) = mpsc::channel(4096);
     let mut hub = Hub {
         config,
         roster,
         tracker,
         tasks,
+        holds,
         store,
         changes: Vec::new(),
         replies: Vec::new(),

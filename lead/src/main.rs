@@ -90,6 +90,10 @@ enum Command {
         /// A note for the teammate.
         #[arg(long, default_value = "")]
         feedback: String,
+        /// Approve although the plan's files fall inside another teammate's
+        /// hold (the lead refuses such an approval without it, naming the holder).
+        #[arg(long)]
+        allow_overlap: bool,
         #[command(flatten)]
         target: TargetArgs,
     },
@@ -331,6 +335,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             mode,
             write,
             feedback,
+            allow_overlap,
             target,
         } => {
             cli::approve(
@@ -339,6 +344,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 &mode,
                 write,
                 feedback,
+                allow_overlap,
             )
             .await
         }

@@ -74,6 +74,9 @@ pub struct Job {
     pub(crate) plan: pb::Plan,
     /// Other teammates' plans: approved, or still pending.
     pub(crate) others: Vec<OtherPlan>,
+    /// Where the plan's files fall inside other teammates' holds, e.g.
+    /// "overlaps bob: src/auth.rs".
+    pub(crate) overlaps: Vec<String>,
 }
 
 /// Another teammate's plan, for the reviewer to check collisions against.
@@ -224,6 +227,14 @@ fn describe(job: &Job) -> String {
             }
         ));
     }
+    if !job.overlaps.is_empty() {
+        text.push_str(
+            "\nConflicts: this plan writes files another teammate holds under an approved plan:\n",
+        );
+        for overlap in &job.overlaps {
+            text.push_str(&format!("- {overlap}\n"));
+        }
+    }
     text
 }
 
@@ -320,6 +331,8 @@ async fn review(reviewer: &Reviewer, hub: &HubHandle, job: Job) {
                     expires_at_unix_ms: 0,
                 }),
                 feedback: signed(&name, &feedback),
+                // The model saw the conflicts in its input and decided.
+                allow_overlap: true,
             },
             format!("approved: {feedback}"),
         ),
@@ -329,6 +342,7 @@ async fn review(reviewer: &Reviewer, hub: &HubHandle, job: Job) {
                 approve: false,
                 grant: None,
                 feedback: signed(&name, &feedback),
+                allow_overlap: false,
             },
             format!("rejected: {feedback}"),
         ),
@@ -405,7 +419,9 @@ mod tests {
                 summary: "session".into(),
                 files: vec!["src/auth.rs".into(), "src/session.rs".into()],
             }],
+            overlaps: vec!["overlaps bob: src/auth.rs".into()],
         });
+        assert!(text.contains("Conflicts:") && text.contains("- overlaps bob: src/auth.rs"));
         assert!(text.contains("from alice (role \"coder\")"));
         assert!(text.contains("  - src/auth.rs"));
         assert!(text.contains("- bob (approved): session; files: src/auth.rs, src/session.rs"));

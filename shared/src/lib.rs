@@ -21,6 +21,7 @@ pub mod chat;
 pub mod display;
 pub mod error;
 pub mod grant;
+pub mod holds;
 pub mod limits;
 pub mod names;
 pub mod plan;

@@ -5,6 +5,7 @@
 //! require_tests = true          # "only approve plans that include test coverage"
 //! deny_write = ["db/schema/**"] # "reject plans that touch the database schema"
 //! max_files = 10
+//! deny_overlap = true           # reject plans whose files another teammate holds
 //! mode = "accept-edits"         # the grant an approved plan gets (the default)
 //! ```
 
@@ -13,6 +14,7 @@ use serde::Deserialize;
 use crate::{
     error::FieldError,
     grant::{Grant, Mode, PathSet},
+    holds::Overlap,
     pb,
 };
 
@@ -28,6 +30,9 @@ struct PolicyFile {
     deny_write: Vec<String>,
     /// Plans may write at most this many files.
     max_files: Option<usize>,
+    /// Plans may not write files another teammate holds.
+    #[serde(default)]
+    deny_overlap: bool,
     /// The grant's mode for approved plans.
     mode: Option<String>,
 }
@@ -41,6 +46,8 @@ pub struct Policy {
     deny_write: PathSet,
     /// Plans may write at most this many files.
     max_files: Option<usize>,
+    /// Plans may not write files another teammate holds.
+    deny_overlap: bool,
     /// The grant's mode for approved plans.
     mode: Mode,
 }
@@ -73,13 +80,26 @@ impl Policy {
             require_tests: file.require_tests,
             deny_write: PathSet::new("policy.deny_write", &file.deny_write)?,
             max_files: file.max_files,
+            deny_overlap: file.deny_overlap,
             mode,
         })
     }
 
-    /// Reviews a plan against every criterion.
-    pub fn review(&self, plan: &pb::Plan) -> Verdict {
+    /// Reviews a plan against every criterion; `overlaps` are where its
+    /// files fall inside other teammates' holds.
+    pub fn review(&self, plan: &pb::Plan, overlaps: &[Overlap]) -> Verdict {
         let mut unmet = Vec::new();
+        if self.deny_overlap {
+            for overlap in overlaps {
+                unmet.push(format!(
+                    "deny_overlap: the plan writes {}, which {} holds under an approved plan; \
+                     wait until {} completes its task, or plan other files",
+                    overlap.files.join(", "),
+                    overlap.member,
+                    overlap.member
+                ));
+            }
+        }
         if self.require_tests && plan.tests.is_empty() {
             unmet.push(
                 "require_tests: the plan lists no tests; add the tests it adds or runs".to_owned(),
@@ -139,7 +159,7 @@ mod tests {
         let policy =
             Policy::parse("require_tests = true\ndeny_write = [\"db/**\"]\nmax_files = 1\n")
                 .expect("valid");
-        match policy.review(&plan(&["db/schema.sql", "src/a.rs"], &[])) {
+        match policy.review(&plan(&["db/schema.sql", "src/a.rs"], &[]), &[]) {
             Verdict::Reject(unmet) => {
                 assert_eq!(unmet.len(), 3, "{unmet:?}");
                 assert!(unmet[0].starts_with("require_tests"));
@@ -149,7 +169,7 @@ mod tests {
             other => panic!("expected a rejection, got {other:?}"),
         }
         assert_eq!(
-            policy.review(&plan(&["src/a.rs"], &["tests/a.rs"])),
+            policy.review(&plan(&["src/a.rs"], &["tests/a.rs"]), &[]),
             Verdict::Approve(Grant {
                 mode: Mode::AcceptEdits,
                 write_paths: vec![],
@@ -159,10 +179,33 @@ mod tests {
     }
 
     #[test]
+    fn deny_overlap_names_the_holder_and_the_files() {
+        let overlaps = [Overlap {
+            member: "alice".into(),
+            files: vec!["src/auth.rs".into()],
+        }];
+        let strict = Policy::parse("deny_overlap = true").expect("valid");
+        match strict.review(&plan(&["src/auth.rs"], &[]), &overlaps) {
+            Verdict::Reject(unmet) => {
+                assert!(
+                    unmet[0].contains("alice") && unmet[0].contains("src/auth.rs"),
+                    "{unmet:?}"
+                );
+            }
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+        let lax = Policy::parse("").expect("valid");
+        assert!(matches!(
+            lax.review(&plan(&["src/auth.rs"], &[]), &overlaps),
+            Verdict::Approve(_)
+        ));
+    }
+
+    #[test]
     fn the_grant_mode_is_configurable_but_never_plan() {
         let policy = Policy::parse("mode = \"bypass\"").expect("valid");
         assert!(
-            matches!(policy.review(&plan(&[], &[])), Verdict::Approve(g) if g.mode == Mode::Bypass)
+            matches!(policy.review(&plan(&[], &[]), &[]), Verdict::Approve(g) if g.mode == Mode::Bypass)
         );
         assert_eq!(
             Policy::parse("mode = \"plan\"").expect_err("plan").field,

@@ -90,7 +90,7 @@ async fn an_mcp_agent_is_gated_reviewed_granted_and_shut_down() {
             request_id: first.request_id.clone(),
             approve: false,
             feedback: "add a test for the parser".into(),
-            grant: None,
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -111,6 +111,7 @@ async fn an_mcp_agent_is_gated_reviewed_granted_and_shut_down() {
                 write_paths: vec!["src/**".into()],
                 expires_at_unix_ms: 0,
             }),
+            ..Default::default()
         })
         .await
         .unwrap();

@@ -291,3 +291,148 @@ async fn the_cli_adds_and_lists_tasks() {
     assert_eq!(json[1]["blocked_by"][0], first.as_str());
     assert_eq!(json[0]["files"][0], "src/**");
 }
+
+fn plan_for(task_id: &str, files: &[&str], supersedes: &str) -> pb::PlanApprovalRequest {
+    pb::PlanApprovalRequest {
+        request_id: uuid::Uuid::new_v4().to_string(),
+        supersedes: supersedes.into(),
+        plan: Some(pb::Plan {
+            summary: format!("work on {}", files.join(" ")),
+            files: files.iter().map(|s| s.to_string()).collect(),
+            tests: vec!["cargo test".into()],
+            task_id: task_id.into(),
+            ..Default::default()
+        }),
+    }
+}
+
+#[tokio::test]
+async fn approving_an_overlap_by_hand_needs_allow_overlap() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut alice = lead.join("alice").await;
+    let mut bob = lead.join("bob").await;
+    let first = alice
+        .api
+        .submit_plan(plan_for("", &["src/auth.rs"], ""))
+        .await
+        .unwrap()
+        .into_inner();
+    let (ok, _, err) = lead.cli(&["approve", &first.request_id]).await;
+    assert!(ok, "{err}");
+    let second = bob
+        .api
+        .submit_plan(plan_for("", &["src/auth.rs", "src/db.rs"], ""))
+        .await
+        .unwrap()
+        .into_inner();
+    let state = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: second.request_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let payload: serde_json::Value = serde_json::from_str(&state.payload_json).unwrap();
+    assert_eq!(payload["overlaps"][0]["member"], "alice", "{payload}");
+    assert_eq!(
+        payload["overlaps"][0]["files"],
+        serde_json::json!(["src/auth.rs"])
+    );
+    let (ok, listed, _) = lead.cli(&["requests", "--pending"]).await;
+    assert!(
+        ok && listed.contains("[overlaps alice: src/auth.rs]"),
+        "{listed}"
+    );
+
+    let (ok, _, err) = lead.cli(&["approve", &second.request_id]).await;
+    assert!(
+        !ok && err.contains("overlaps alice: src/auth.rs") && err.contains("--allow-overlap"),
+        "{err}"
+    );
+    let (ok, _, err) = lead
+        .cli(&["approve", &second.request_id, "--allow-overlap"])
+        .await;
+    assert!(ok, "{err}");
+}
+
+#[tokio::test]
+async fn deny_overlap_rejects_naming_the_holder_until_it_completes() {
+    let scratch = tempfile::tempdir().unwrap();
+    let policy = scratch.path().join("policy.toml");
+    std::fs::write(&policy, "deny_overlap = true\n").unwrap();
+    let lead = Lead::start(&["--approval", &format!("policy:{}", policy.display())]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let auth = create(&mut operator, "auth", &[]).await;
+    let db = create(&mut operator, "db", &[]).await;
+    let mut alice = lead.join("alice").await;
+    let mut bob = lead.join("bob").await;
+    alice.api.claim_task(claim(&auth.task_id)).await.unwrap();
+    bob.api.claim_task(claim(&db.task_id)).await.unwrap();
+
+    let decided = |sender: &'static str| {
+        move |r: &pb::ProtocolState| {
+            r.sender == sender && r.status != pb::RequestStatus::Pending as i32
+        }
+    };
+    alice
+        .api
+        .submit_plan(plan_for(&auth.task_id, &["src/auth/**"], ""))
+        .await
+        .unwrap();
+    let alices = events
+        .request("alice's plan decided", decided("alice"))
+        .await;
+    assert_eq!(
+        alices.status,
+        pb::RequestStatus::Approved as i32,
+        "{alices:?}"
+    );
+
+    let first = bob
+        .api
+        .submit_plan(plan_for(
+            &db.task_id,
+            &["src/db.rs", "src/auth/session.rs"],
+            "",
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let rejected = events.request("bob's plan decided", decided("bob")).await;
+    assert_eq!(rejected.status, pb::RequestStatus::Rejected as i32);
+    assert!(
+        rejected.feedback.contains("deny_overlap")
+            && rejected.feedback.contains("alice")
+            && rejected.feedback.contains("src/auth/session.rs"),
+        "{}",
+        rejected.feedback
+    );
+
+    // Once alice completes her task, her hold ends and the same plan passes.
+    alice
+        .api
+        .complete_task(pb::CompleteTaskRequest {
+            task_id: auth.task_id.clone(),
+            summary: "auth done".into(),
+        })
+        .await
+        .unwrap();
+    bob.api
+        .submit_plan(plan_for(
+            &db.task_id,
+            &["src/db.rs", "src/auth/session.rs"],
+            &first.request_id,
+        ))
+        .await
+        .unwrap();
+    let approved = events
+        .request("bob's revision decided", decided("bob"))
+        .await;
+    assert_eq!(
+        approved.status,
+        pb::RequestStatus::Approved as i32,
+        "{approved:?}"
+    );
+}

@@ -36,6 +36,12 @@ impl Hub {
         if !plan.task_id.is_empty() && self.tracker.get(&id).is_none() {
             self.owns_task(&sender, &plan.task_id)?;
         }
+        let overlaps: Vec<serde_json::Value> = self
+            .holds
+            .overlaps(&sender, &plan.files)
+            .into_iter()
+            .map(|o| json!({ "member": o.member, "files": o.files }))
+            .collect();
         let payload = json!({
             "plan": {
                 "summary": plan.summary,
@@ -46,6 +52,7 @@ impl Hub {
                 "task_id": plan.task_id,
             },
             "supersedes": request.supersedes,
+            "overlaps": overlaps,
         });
         let outcome = self.tracker.open(
             Opening {
@@ -144,7 +151,7 @@ impl Hub {
                 feedback: "approved automatically (--approval auto)".into(),
                 grant: Some(default_grant(Mode::AcceptEdits)),
             },
-            Approval::Policy(policy) => match policy.review(plan) {
+            Approval::Policy(policy) => match policy.review(plan, &self.overlaps_of(id)) {
                 Verdict::Approve(grant) => Decision {
                     approve: true,
                     feedback: "approved by policy: every criterion holds".into(),
@@ -205,13 +212,30 @@ impl Hub {
                 })
             })
             .collect();
+        let overlaps = self
+            .overlaps_of(id)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         crate::reviewer::Job {
+            overlaps,
             request_id: id.to_string(),
             sender,
             role,
             plan: plan.clone(),
             others,
         }
+    }
+
+    /// Where the files of plan `id` fall inside other members' holds now.
+    fn overlaps_of(&self, id: &RequestId) -> Vec<shared::holds::Overlap> {
+        self.tracker
+            .get(id)
+            .map(|request| {
+                let (files, _) = super::tasks::plan_files(request);
+                self.holds.overlaps(&request.opening.sender, &files)
+            })
+            .unwrap_or_default()
     }
 
     /// `ReviewPlan`: the operator approves (with a grant) or rejects (with feedback).
@@ -222,6 +246,18 @@ impl Hub {
         let id = RequestId::existing("request_id", &review.request_id)?;
         check_text("feedback", &review.feedback)?;
         let decision = if review.approve {
+            let overlaps = self.overlaps_of(&id);
+            let pending = self
+                .tracker
+                .get(&id)
+                .is_some_and(|r| r.status == Status::Pending);
+            if pending && !overlaps.is_empty() && !review.allow_overlap {
+                let what: Vec<String> = overlaps.iter().map(ToString::to_string).collect();
+                return Err(HubError::FailedPrecondition(format!(
+                    "the plan {}; approve with allow_overlap (lead approve --allow-overlap) to grant it anyway",
+                    what.join("; ")
+                )));
+            }
             let grant = match &review.grant {
                 Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits)?,
                 None => default_grant(Mode::AcceptEdits),
@@ -275,6 +311,9 @@ impl Hub {
                     member.mode = grant.mode;
                 }
                 self.emit_member(&teammate);
+            }
+            if let Some((paths, task_id)) = super::tasks::hold_of(&outcome.request) {
+                self.holds.hold(&teammate, paths, task_id);
             }
             self.deliver(
                 LEAD,

@@ -3,6 +3,7 @@
 
 use shared::{
     auth::now_unix_ms,
+    holds::Holds,
     pb::{self, envelope::Body},
     tasks::{NewTask, Task, TaskBoard, TaskError, TaskStatus},
 };
@@ -89,6 +90,7 @@ impl Hub {
             .complete(&name, task_id, summary, now_unix_ms())?;
         if done.fresh {
             tracing::info!(task_id = %task_id, member = %name, "task completed");
+            self.holds.complete(&name, task_id);
             self.task_changed(&done.task);
             self.announce_claimable(&done.unblocked);
         }
@@ -97,6 +99,7 @@ impl Hub {
 
     /// A terminated member's claimed tasks go back to the list.
     pub(super) fn release_tasks(&mut self, name: &str) {
+        self.holds.release(name);
         let released = self.tasks.release(name, now_unix_ms());
         for task in &released {
             tracing::info!(task_id = %task.task_id, member = %name, "task given back: its owner terminated");
@@ -153,4 +156,64 @@ impl Hub {
 /// The board a fresh hub starts with, from the stored tasks.
 pub(super) fn restore(tasks: Vec<Task>) -> TaskBoard {
     TaskBoard::restore(TaskBoard::DEFAULT_MAX_TASKS, tasks)
+}
+
+/// A plan request's files and task, from its payload.
+pub(super) fn plan_files(request: &shared::protocol::Request) -> (Vec<String>, String) {
+    let payload: serde_json::Value =
+        serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
+    let files = payload["plan"]["files"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    let task_id = payload["plan"]["task_id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    (files, task_id)
+}
+
+/// The hold an approved plan gives: the grant's write paths, or the plan's
+/// files where the grant names none.
+pub(super) fn hold_of(request: &shared::protocol::Request) -> Option<(Vec<String>, String)> {
+    let grant = request.decision.as_ref()?.grant.as_ref()?;
+    let (files, task_id) = plan_files(request);
+    let paths = if grant.write_paths.is_empty() {
+        files
+    } else {
+        grant.write_paths.clone()
+    };
+    Some((paths, task_id))
+}
+
+/// The holds after a restart: each active member's last approved plan,
+/// unless it completed that plan's task.
+pub(super) fn restore_holds(
+    tracker: &shared::protocol::Tracker,
+    tasks: &TaskBoard,
+    active: impl Fn(&str) -> bool,
+) -> Holds {
+    let mut holds = Holds::default();
+    for request in tracker.iter().filter(|r| {
+        r.opening.kind == shared::protocol::Kind::PlanApproval
+            && r.status == shared::protocol::Status::Approved
+    }) {
+        if let Some((paths, task_id)) = hold_of(request) {
+            holds.hold(&request.opening.sender, paths, task_id);
+        }
+    }
+    let members: Vec<String> = tracker.iter().map(|r| r.opening.sender.clone()).collect();
+    for member in members {
+        if !active(&member) {
+            holds.release(&member);
+        }
+    }
+    for task in tasks.list(Some(TaskStatus::Completed)) {
+        holds.complete(&task.owner, &task.task_id);
+    }
+    holds
 }
