@@ -33,7 +33,7 @@ impl Hub {
         tracing::info!(task_id = %task.task_id, subject = %shared::display::Escaped(&task.subject), "task created");
         self.task_changed(&task);
         if self.tasks.is_claimable(&task) {
-            self.announce_claimable(&[task.clone()]);
+            self.announce_claimable(std::slice::from_ref(&task));
         }
         Ok(task.to_pb())
     }
