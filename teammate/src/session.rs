@@ -93,9 +93,8 @@ pub struct Session {
     last_plan: Option<(String, Vec<String>)>,
     /// The id of the plan under review, while its decision has not arrived.
     under_review: Option<String>,
-    /// A decision that arrived after `submit` stopped waiting for it.
-    decision: Option<Observation>,
-    /// Messages that arrived while the driver was busy.
+    /// What arrived while the driver was busy (messages, a plan's
+    /// decision), in the order it arrived.
     messages: VecDeque<Observation>,
     /// Turns true when a signal asks the teammate to stop.
     stop: watch::Receiver<bool>,
@@ -120,10 +119,12 @@ enum Handled {
     /// `seq` is acknowledged only if the teammate refuses (and goes on).
     Shutdown(pb::ShutdownRequest, u64),
     /// The decision on the plan under review, applied to the gate (and
-    /// kept in `decision` for the driver).
+    /// queued in `messages` for the driver).
     Decided,
     /// The answer to a permission request.
     Permission(pb::PermissionResponse),
+    /// Nothing arrived before the deadline.
+    TimedOut,
 }
 
 /// Leaves the team (`Leave`) for a session whose owner went away.
@@ -239,7 +240,6 @@ impl Session {
             gate: Gate::Plan,
             last_plan: None,
             under_review: None,
-            decision: None,
             messages: VecDeque::new(),
             stop: stop_rx,
         })
@@ -262,9 +262,6 @@ impl Session {
                 if let Some(exit) = self.handle(&mut driver, incoming).await? {
                     return Ok(exit);
                 }
-            }
-            if let Some(decision) = self.decision.take() {
-                driver.observe(decision);
             }
             while let Some(message) = self.messages.pop_front() {
                 driver.observe(message);
@@ -327,9 +324,12 @@ impl Session {
                     match self.on_incoming(incoming).await? {
                         Handled::Shutdown(request, seq) => break (request, seq),
                         Handled::Exit(exit) => return Ok(Thought::Exit(exit)),
-                        Handled::Nothing | Handled::Decided | Handled::Permission(_) => {}
+                        Handled::Nothing
+                        | Handled::Decided
+                        | Handled::Permission(_)
+                        | Handled::TimedOut => {}
                     }
-                    if eager && (self.decision.is_some() || !self.messages.is_empty()) {
+                    if eager && !self.messages.is_empty() {
                         return Ok(Thought::News);
                     }
                 }
@@ -398,7 +398,9 @@ impl Session {
         match self.on_incoming(incoming).await? {
             Handled::Exit(exit) => Ok(Some(exit)),
             Handled::Shutdown(request, seq) => self.answer_shutdown(driver, request, seq).await,
-            Handled::Nothing | Handled::Decided | Handled::Permission(_) => Ok(None),
+            Handled::Nothing | Handled::Decided | Handled::Permission(_) | Handled::TimedOut => {
+                Ok(None)
+            }
         }
     }
 
@@ -641,24 +643,38 @@ impl Session {
         tracing::info!(request_id = %id, summary = %Escaped(&plan.summary), "submitted a plan");
         self.last_plan = Some((id.clone(), plan.files));
         self.under_review = Some(id.clone());
-        let wait = driver.review_wait();
-        let decided = async {
-            loop {
-                if let Handled::Exit(exit) = self.next_incoming(driver).await? {
-                    return Ok(Err(exit));
+        // Only the wait is bounded: an envelope, once received, is handled
+        // to the end (a shutdown request answered) before the wait can end.
+        let until = driver
+            .review_wait()
+            .map(|wait| tokio::time::Instant::now() + wait);
+        loop {
+            match self.next_incoming_until(driver, until).await? {
+                Handled::Exit(exit) => return Ok(Err(exit)),
+                Handled::TimedOut => {
+                    return Ok(Ok(Observation::PlanPending { request_id: id }));
                 }
-                if let Some(decision) = self.decision.take() {
+                _ => {}
+            }
+            if self.under_review.is_none() {
+                if let Some(decision) = self.take_decision() {
                     return Ok(Ok(decision));
                 }
             }
-        };
-        match wait {
-            None => decided.await,
-            Some(wait) => match tokio::time::timeout(wait, decided).await {
-                Ok(decided) => decided,
-                Err(_) => Ok(Ok(Observation::PlanPending { request_id: id })),
-            },
         }
+    }
+
+    /// Takes the decision on the last plan out of the queue (it is the
+    /// result of the `submit_plan` that waited for it; anything queued
+    /// before it is observed after).
+    fn take_decision(&mut self) -> Option<Observation> {
+        let at = self.messages.iter().position(|seen| {
+            matches!(
+                seen,
+                Observation::PlanApproved { .. } | Observation::PlanRejected { .. }
+            )
+        })?;
+        self.messages.remove(at)
     }
 
     /// Applies the decision on the plan under review: a grant unlocks the
@@ -707,7 +723,7 @@ impl Session {
         driver: &mut D,
         reason: String,
     ) -> Result<Result<Observation, Exit>, SessionError> {
-        if let Some(seen) = self.decision.take().or_else(|| self.messages.pop_front()) {
+        if let Some(seen) = self.messages.pop_front() {
             return Ok(Ok(seen));
         }
         tracing::info!(member = %Escaped(&self.config.name), reason = %Escaped(&reason), "idle");
@@ -723,7 +739,7 @@ impl Session {
             if let Handled::Exit(exit) = self.next_incoming(driver).await? {
                 return Ok(Err(exit));
             }
-            if let Some(seen) = self.decision.take().or_else(|| self.messages.pop_front()) {
+            if let Some(seen) = self.messages.pop_front() {
                 return Ok(Ok(seen));
             }
         }
@@ -733,9 +749,25 @@ impl Session {
     /// through the driver. A signal while waiting counts as agreeing to
     /// stop: there is no tool call in progress.
     async fn next_incoming<D: Driver>(&mut self, driver: &mut D) -> Result<Handled, SessionError> {
+        self.next_incoming_until(driver, None).await
+    }
+
+    /// [`Session::next_incoming`], giving up waiting (not handling) at `until`.
+    async fn next_incoming_until<D: Driver>(
+        &mut self,
+        driver: &mut D,
+        until: Option<tokio::time::Instant>,
+    ) -> Result<Handled, SessionError> {
+        let deadline = async {
+            match until {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         let incoming = tokio::select! {
             incoming = self.inbox.recv() => incoming,
             _ = self.stop.wait_for(|s| *s) => return Ok(Handled::Exit(Exit::Signal)),
+            () = deadline => return Ok(Handled::TimedOut),
         };
         let Some(incoming) = incoming else {
             return Err(SessionError::LeadGone(self.config.lead_url.clone()));
@@ -779,7 +811,8 @@ impl Session {
             Some(Body::PlanApprovalResponse(response))
                 if self.under_review.as_deref() == Some(response.request_id.as_str()) =>
             {
-                self.decision = Some(self.decide(response)?);
+                let decision = self.decide(response)?;
+                self.messages.push_back(decision);
                 Handled::Decided
             }
             Some(Body::PermissionResponse(response)) => Handled::Permission(response),
