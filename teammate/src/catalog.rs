@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use shared::{chat::Tool, pb};
 
-use crate::tools::ToolCall;
+use crate::{driver::TaskCall, tools::ToolCall};
 
 /// `send_message(to, text)`.
 pub const SEND_MESSAGE: &str = "send_message";
@@ -16,13 +16,24 @@ pub const SEND_MESSAGE: &str = "send_message";
 pub const SUBMIT_PLAN: &str = "submit_plan";
 /// `respond_shutdown(approve, reason)`.
 pub const RESPOND_SHUTDOWN: &str = "respond_shutdown";
+/// `list_tasks()`.
+pub const LIST_TASKS: &str = "list_tasks";
+/// `claim_task(task_id?)`.
+pub const CLAIM_TASK: &str = "claim_task";
+/// `complete_task(task_id, summary)`.
+pub const COMPLETE_TASK: &str = "complete_task";
+/// The task-list tools, on offer in every mode.
+pub const TASK_TOOLS: [&str; 3] = [LIST_TASKS, CLAIM_TASK, COMPLETE_TASK];
 
 /// Every tool name a teammate knows.
-pub const ALL: [&str; 9] = [
+pub const ALL: [&str; 12] = [
     "read_file",
     "list_dir",
     "search",
     SEND_MESSAGE,
+    LIST_TASKS,
+    CLAIM_TASK,
+    COMPLETE_TASK,
     SUBMIT_PLAN,
     "write_file",
     "edit_file",
@@ -41,6 +52,8 @@ pub enum Request {
     Submit(pb::Plan),
     /// The answer to the waiting shutdown request.
     RespondShutdown { approve: bool, reason: String },
+    /// A call on the shared task list.
+    Task(TaskCall),
 }
 
 /// The tool `name` as a model sees it; `None` for an unknown name.
@@ -105,6 +118,26 @@ pub fn tool(name: &str) -> Option<Tool> {
             "Run a shell command in the workspace (sh -c, 60 s limit); returns its exit status \
              and output.",
             object(json!({"command": string}), &["command"]),
+        ),
+        LIST_TASKS => (
+            LIST_TASKS,
+            "List the team's shared tasks: id, status, owner, subject, what blocks each.",
+            object(json!({}), &[]),
+        ),
+        CLAIM_TASK => (
+            CLAIM_TASK,
+            "Claim a task of the shared list to work on: `task_id`, or none for the oldest \
+             task that can be claimed. Your next plan is for the task you claimed.",
+            object(json!({"task_id": string}), &[]),
+        ),
+        COMPLETE_TASK => (
+            COMPLETE_TASK,
+            "Mark your claimed task completed, with a short summary of what you did; the \
+             tasks that waited on it can then be claimed.",
+            object(
+                json!({"task_id": string, "summary": string}),
+                &["task_id", "summary"],
+            ),
         ),
         RESPOND_SHUTDOWN => (
             RESPOND_SHUTDOWN,
@@ -172,6 +205,18 @@ struct PlanArgs {
     tests: Vec<String>,
     #[serde(default)]
     body: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct ClaimArgs {
+    #[serde(default)]
+    task_id: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct CompleteArgs {
+    task_id: String,
+    summary: String,
 }
 
 #[derive(Deserialize)]
@@ -244,6 +289,18 @@ pub fn parse(name: &str, arguments: &str) -> Result<Request, String> {
                 tests: a.tests,
                 body: a.body.unwrap_or_default(),
                 task_id: String::new(),
+            })
+        }
+        LIST_TASKS => Request::Task(TaskCall::List),
+        CLAIM_TASK => {
+            let a: ClaimArgs = typed(name, value)?;
+            Request::Task(TaskCall::Claim(a.task_id.filter(|id| !id.is_empty())))
+        }
+        COMPLETE_TASK => {
+            let a: CompleteArgs = typed(name, value)?;
+            Request::Task(TaskCall::Complete {
+                task_id: a.task_id,
+                summary: a.summary,
             })
         }
         RESPOND_SHUTDOWN => {

@@ -28,6 +28,19 @@ pub enum Step {
     },
     /// Nothing to do: report idle with this reason and wait for a message.
     Idle(String),
+    /// A call on the shared task list.
+    Task(TaskCall),
+}
+
+/// A call on the shared task list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaskCall {
+    /// `list_tasks()`.
+    List,
+    /// `claim_task(task_id?)`: that task, or the oldest claimable one.
+    Claim(Option<String>),
+    /// `complete_task(task_id, summary)`.
+    Complete { task_id: String, summary: String },
 }
 
 /// What happened since the last step.
@@ -66,6 +79,13 @@ pub enum Observation {
     /// The teammate agreed to a shutdown request and the lead knows: it has
     /// left the team.
     ShutdownAgreed,
+    /// A task of the shared list can be claimed now.
+    TaskClaimable {
+        /// Its id.
+        task_id: String,
+        /// What it is.
+        subject: String,
+    },
     /// The teammate refused a shutdown request and goes on.
     ShutdownRefused {
         /// What it told the lead.

@@ -31,13 +31,14 @@ pub enum Gate {
 }
 
 impl Gate {
-    /// The tools on offer in this mode: the read tools and `send_message`
-    /// always; `submit_plan` in plan mode; the gated tools once a grant
+    /// The tools on offer in this mode: the read tools, `send_message` and
+    /// the task-list tools always; `submit_plan` in plan mode; the gated tools once a grant
     /// unlocked them (every mode but PLAN allows all three, DEFAULT and
     /// ACCEPT_EDITS through the lead's permission where the grant says).
     pub fn tools(&self) -> Vec<&'static str> {
         let mut tools = crate::tools::READ_TOOLS.to_vec();
         tools.push(crate::catalog::SEND_MESSAGE);
+        tools.extend(crate::catalog::TASK_TOOLS);
         match self {
             Gate::Plan => tools.push(crate::catalog::SUBMIT_PLAN),
             Gate::Unlocked(_) => tools.extend(crate::tools::GATED_TOOLS),
@@ -292,6 +293,9 @@ mod tests {
                 "list_dir",
                 "search",
                 "send_message",
+                "list_tasks",
+                "claim_task",
+                "complete_task",
                 "submit_plan"
             ]
         );
@@ -309,6 +313,9 @@ mod tests {
                     "list_dir",
                     "search",
                     "send_message",
+                    "list_tasks",
+                    "claim_task",
+                    "complete_task",
                     "write_file",
                     "edit_file",
                     "run_command"

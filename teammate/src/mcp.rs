@@ -371,6 +371,11 @@ impl Driver for McpDriver {
             Observation::Message { from, text } => {
                 lock(&self.board).hear(format!("message from {from}: {text}"));
             }
+            Observation::TaskClaimable { task_id, subject } => {
+                lock(&self.board).hear(format!(
+                    "task {task_id} can be claimed now: {subject} (claim_task)"
+                ));
+            }
             Observation::ShutdownRefused { reason } => self.finish(Ok(format!(
                 "you refused the shutdown request ({reason}); you stay on the team and carry on"
             ))),
@@ -407,6 +412,7 @@ impl Driver for McpDriver {
             Ok(Request::Tool(tool)) => Step::Call(tool),
             Ok(Request::Send { to, text }) => Step::Send { to, text },
             Ok(Request::Submit(plan)) => Step::Submit(plan),
+            Ok(Request::Task(call)) => Step::Task(call),
             Ok(Request::RespondShutdown { .. }) => Step::Invalid {
                 tool: call.name.clone(),
                 args_json: call.args_json.clone(),
@@ -528,6 +534,9 @@ mod tests {
                 "search",
                 "send_message",
                 CHECK_INBOX,
+                "list_tasks",
+                "claim_task",
+                "complete_task",
                 "submit_plan"
             ]
         );

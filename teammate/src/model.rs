@@ -110,6 +110,7 @@ impl ModelDriver {
             Ok(Request::Tool(call)) => Step::Call(call),
             Ok(Request::Submit(plan)) => Step::Submit(plan),
             Ok(Request::Send { to, text }) => Step::Send { to, text },
+            Ok(Request::Task(call)) => Step::Task(call),
             Ok(Request::RespondShutdown { .. }) => Step::Invalid {
                 tool: name,
                 args_json: arguments,
@@ -152,6 +153,13 @@ impl Driver for ModelDriver {
             }
             Observation::Message { from, text } => {
                 self.unheard.push(format!("Message from {from}:\n{text}"));
+                self.turns = 0;
+            }
+            Observation::TaskClaimable { task_id, subject } => {
+                self.unheard.push(format!(
+                    "Task {task_id} of the shared list can be claimed now: {subject}. \
+                     Call claim_task to take it if you are free."
+                ));
                 self.turns = 0;
             }
             Observation::ShutdownRefused { reason } => self.unheard.push(format!(

@@ -20,7 +20,7 @@ use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, 
 
 use crate::{
     catalog,
-    driver::{Driver, Observation, Step},
+    driver::{Driver, Observation, Step, TaskCall},
     gate::{Clearance, Gate, Writer},
     inbox::{self, Backoff, Incoming},
     tools::{ToolCall, ToolError, Workspace},
@@ -93,6 +93,9 @@ pub struct Session {
     last_plan: Option<(String, Vec<String>)>,
     /// The id of the plan under review, while its decision has not arrived.
     under_review: Option<String>,
+    /// The task this teammate claimed and has not completed: its plans
+    /// are for it.
+    claimed: Option<String>,
     /// What arrived while the driver was busy (messages, a plan's
     /// decision), in the order it arrived.
     messages: VecDeque<Observation>,
@@ -240,6 +243,7 @@ impl Session {
             gate: Gate::Plan,
             last_plan: None,
             under_review: None,
+            claimed: None,
             messages: VecDeque::new(),
             stop: stop_rx,
         })
@@ -278,6 +282,7 @@ impl Session {
                 Step::Call(call) => self.run_tool(&mut driver, call).await?,
                 Step::Submit(plan) => self.submit(&mut driver, plan).await?,
                 Step::Send { to, text } => Ok(self.send(to, text).await?),
+                Step::Task(call) => Ok(self.task(call).await?),
                 Step::Invalid {
                     tool,
                     args_json,
@@ -439,6 +444,82 @@ impl Session {
         Ok(Observation::ToolResult(result))
     }
 
+    /// A call on the shared task list, reported like a tool call; a refusal
+    /// by the lead (claimed, blocked, not the owner) is the call's error.
+    async fn task(&mut self, call: TaskCall) -> Result<Observation, SessionError> {
+        let (tool, args) = match &call {
+            TaskCall::List => (catalog::LIST_TASKS, serde_json::json!({})),
+            TaskCall::Claim(id) => (catalog::CLAIM_TASK, serde_json::json!({ "task_id": id })),
+            TaskCall::Complete { task_id, summary } => (
+                catalog::COMPLETE_TASK,
+                serde_json::json!({ "task_id": task_id, "summary": crate::tools::truncate(summary, 120) }),
+            ),
+        };
+        let answered = match call {
+            TaskCall::List => self
+                .retry("ListTasks", |mut client| async move {
+                    client.list_tasks(pb::ListTasksRequest::default()).await
+                })
+                .await
+                .map(|list| {
+                    if list.tasks.is_empty() {
+                        "the task list is empty".to_owned()
+                    } else {
+                        list.tasks
+                            .iter()
+                            .map(describe_task)
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    }
+                }),
+            TaskCall::Claim(id) => {
+                let request = pb::ClaimTaskRequest {
+                    task_id: id.unwrap_or_default(),
+                };
+                self.retry("ClaimTask", |mut client| {
+                    let request = request.clone();
+                    async move { client.claim_task(request).await }
+                })
+                .await
+                .map(|task| {
+                    self.claimed = Some(task.task_id.clone());
+                    format!(
+                        "claimed: {}\nYour next plan is for this task.",
+                        describe_task(&task)
+                    )
+                })
+            }
+            TaskCall::Complete { task_id, summary } => {
+                let request = pb::CompleteTaskRequest { task_id, summary };
+                self.retry("CompleteTask", |mut client| {
+                    let request = request.clone();
+                    async move { client.complete_task(request).await }
+                })
+                .await
+                .map(|task| {
+                    if self.claimed.as_deref() == Some(task.task_id.as_str()) {
+                        self.claimed = None;
+                    }
+                    format!("completed: {}", describe_task(&task))
+                })
+            }
+        };
+        let result = match answered {
+            Ok(text) => Ok(text),
+            Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => {
+                Err(format!("the lead refused: {}", status.message()))
+            }
+            Err(e) => return Err(e),
+        };
+        let outcome = match &result {
+            Ok(text) => crate::tools::truncate(text, 300).to_owned(),
+            Err(text) => text.clone(),
+        };
+        self.report(tool, &args.to_string(), result.is_ok(), &outcome)
+            .await?;
+        Ok(Observation::ToolResult(result))
+    }
+
     /// Reports one tool call to the lead, cut to the report's limits so that
     /// the lead never refuses a report for its size: every call shows in the
     /// record. Only the lead refusing the session itself is an error.
@@ -594,8 +675,13 @@ impl Session {
     async fn submit<D: Driver>(
         &mut self,
         driver: &mut D,
-        plan: pb::Plan,
+        mut plan: pb::Plan,
     ) -> Result<Result<Observation, Exit>, SessionError> {
+        if plan.task_id.is_empty() {
+            if let Some(task_id) = &self.claimed {
+                plan.task_id = task_id.clone();
+            }
+        }
         let busy = if let Gate::Unlocked(_) = self.gate {
             // Not on offer once a plan is approved: a driver that asks
             // anyway meets the gate like any other call.
@@ -823,6 +909,13 @@ impl Session {
                 });
                 Handled::Nothing
             }
+            Some(Body::TaskClaimable(task)) => {
+                self.messages.push_back(Observation::TaskClaimable {
+                    task_id: task.task_id,
+                    subject: task.subject,
+                });
+                Handled::Nothing
+            }
             Some(Body::TeammateTerminated(t)) => {
                 tracing::info!(member = %Escaped(&t.name), reason = %Escaped(&t.reason), "a teammate terminated");
                 Handled::Nothing
@@ -886,6 +979,33 @@ impl Session {
         }
         true
     }
+}
+
+/// One task in a line (and its description, if any, on the next).
+fn describe_task(task: &pb::Task) -> String {
+    let status = match pb::TaskStatus::try_from(task.status) {
+        Ok(pb::TaskStatus::Pending) => "pending",
+        Ok(pb::TaskStatus::Claimed) => "claimed",
+        Ok(pb::TaskStatus::Completed) => "completed",
+        _ => "unknown",
+    };
+    let mut line = format!("task {} [{status}] {}", task.task_id, task.subject);
+    if !task.owner.is_empty() {
+        line.push_str(&format!("; owner {}", task.owner));
+    }
+    if !task.blocked_by.is_empty() {
+        line.push_str(&format!("; blocked by {}", task.blocked_by.join(", ")));
+    }
+    if !task.files.is_empty() {
+        line.push_str(&format!("; files {}", task.files.join(", ")));
+    }
+    if !task.summary.is_empty() {
+        line.push_str(&format!("; summary: {}", task.summary));
+    }
+    if !task.description.is_empty() {
+        line.push_str(&format!("\n  {}", task.description));
+    }
+    line
 }
 
 /// Whether the lead refused the caller itself (an unknown or wrong token):

@@ -8,7 +8,8 @@ a traceback on stderr) at the first check that does not hold.
 
 SCENARIO is `gate` (plan mode, bad input, rejection, revision, grant,
 writes, shutdown), `pending` (a review longer than --review-wait, news in
-check_inbox) or `close` (connect, list, close stdin).
+check_inbox), `tasks` (list, claim, plan for, complete a task) or `close`
+(connect, list, close stdin).
 """
 
 import argparse
@@ -19,7 +20,10 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-READ_TOOLS = {"read_file", "list_dir", "search", "send_message", "check_inbox"}
+READ_TOOLS = {
+    "read_file", "list_dir", "search", "send_message", "check_inbox",
+    "list_tasks", "claim_task", "complete_task",
+}
 GATED = {"write_file", "edit_file", "run_command"}
 
 
@@ -146,6 +150,23 @@ async def pending(session, changes, workspace):
     say("DONE")
 
 
+async def tasks(session, changes, workspace):
+    text = await call(session, "list_tasks", {}, error=False)
+    assert "[pending] write the parser" in text, text
+    text = await call(session, "complete_task", {"task_id": "nope", "summary": "x"}, error=True)
+    assert "no task" in text, text
+    text = await call(session, "claim_task", {}, error=False)
+    assert "claimed: task" in text and "write the parser" in text, text
+    task_id = text.split()[2]
+    plan = {"summary": "the parser", "steps": ["write it"], "files": ["src/parser.rs"], "tests": ["t"]}
+    text = await call(session, "submit_plan", plan, error=False)
+    assert "approved" in text, text
+    await call(session, "write_file", {"path": "src/parser.rs", "content": "// parser\n"}, error=False)
+    text = await call(session, "complete_task", {"task_id": task_id, "summary": "parser written"}, error=False)
+    assert "[completed]" in text and "parser written" in text, text
+    say("DONE")
+
+
 async def close(session, changes, workspace):
     assert await names(session) == READ_TOOLS | {"submit_plan"}
     say("CLOSING")
@@ -157,7 +178,7 @@ async def main():
     parser.add_argument("--lead", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--workspace", required=True)
-    parser.add_argument("scenario", choices=["gate", "pending", "close"])
+    parser.add_argument("scenario", choices=["gate", "pending", "tasks", "close"])
     args = parser.parse_args()
     server = StdioServerParameters(
         command=args.teammate,
@@ -170,7 +191,7 @@ async def main():
             init = await session.initialize()
             assert init.capabilities.tools is not None and init.capabilities.tools.list_changed, init
             say(f"initialized: {init.server_info.name}")
-            await {"gate": gate, "pending": pending, "close": close}[args.scenario](session, changes, args.workspace)
+            await {"gate": gate, "pending": pending, "tasks": tasks, "close": close}[args.scenario](session, changes, args.workspace)
     say("CLOSED")
 
 

@@ -232,6 +232,55 @@ async fn a_decision_after_the_review_wait_arrives_in_check_inbox() {
 }
 
 #[tokio::test]
+async fn an_mcp_agent_claims_plans_for_and_completes_a_task() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let task = operator
+        .create_task(pb::CreateTaskRequest {
+            subject: "write the parser".into(),
+            files: vec!["src/**".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let agent = client(&lead, "agent", "tasks");
+    let plan = events
+        .request("the plan for the task", |r| {
+            r.sender == "agent" && is(r.status, RequestStatus::Pending)
+        })
+        .await;
+    let payload: serde_json::Value = serde_json::from_str(&plan.payload_json).unwrap();
+    assert_eq!(
+        payload["plan"]["task_id"],
+        task.task_id.as_str(),
+        "{payload}"
+    );
+    operator
+        .review_plan(pb::PlanReview {
+            request_id: plan.request_id,
+            approve: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let out = finished(agent).await;
+    assert!(out.contains("DONE"), "{out}");
+    let done = operator
+        .list_tasks(pb::ListTasksRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .tasks;
+    assert_eq!(done[0].status, pb::TaskStatus::Completed as i32, "{done:?}");
+    assert_eq!(
+        (done[0].owner.as_str(), done[0].summary.as_str()),
+        ("agent", "parser written")
+    );
+}
+
+#[tokio::test]
 async fn closing_stdin_makes_the_member_leave_at_once() {
     // A grace period far longer than the test: only `Leave` can end the member.
     let lead = Lead::start(&["--grace", "600"]).await;
@@ -321,6 +370,9 @@ async fn the_process_exits_zero_when_stdin_closes() {
             "search",
             "send_message",
             "check_inbox",
+            "list_tasks",
+            "claim_task",
+            "complete_task",
             "submit_plan"
         ]
     );
