@@ -12,13 +12,14 @@ use tokio::{
     process::{Child, Command},
 };
 
-/// Starts the Python MCP client on `scenario`; it starts `teammate mcp` as
-/// member `name` with the workspace `ws/<name>`, made here with a README.
-fn client(lead: &Lead, name: &str, scenario: &str) -> Child {
+/// Starts the Python MCP client (`python`, from [`mesh_tests::python`]) on
+/// `scenario`; it starts `teammate mcp` as member `name` with the workspace
+/// `ws/<name>`, made here with a README.
+fn client(python: &Path, lead: &Lead, name: &str, scenario: &str) -> Child {
     let workspace = lead.workspace(name);
     std::fs::create_dir_all(workspace.join("src")).unwrap();
     std::fs::write(workspace.join("README.md"), "the workspace of the test\n").unwrap();
-    Command::new(python())
+    Command::new(python)
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/client.py"))
         .arg("--teammate")
         .arg(bin("teammate"))
@@ -57,12 +58,15 @@ async fn finished(mut child: Child) -> String {
 
 #[tokio::test]
 async fn an_mcp_agent_is_gated_reviewed_granted_and_shut_down() {
+    // First, before any connection: installing the venv blocks this
+    // thread, and a connection whose pings go unanswered is closed.
+    let py = python();
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let mut witness = lead.join("witness").await;
     witness.open_inbox(0).await;
-    let agent = client(&lead, "agent", "gate");
+    let agent = client(&py, &lead, "agent", "gate");
 
     // The write in plan mode was refused, and the lead heard of it.
     let refused = events
@@ -169,12 +173,15 @@ async fn an_mcp_agent_is_gated_reviewed_granted_and_shut_down() {
 
 #[tokio::test]
 async fn a_decision_after_the_review_wait_arrives_in_check_inbox() {
+    // First, before any connection: installing the venv blocks this
+    // thread, and a connection whose pings go unanswered is closed.
+    let py = python();
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let mut witness = lead.join("witness").await;
     witness.open_inbox(0).await;
-    let mut agent = client(&lead, "agent", "pending");
+    let mut agent = client(&py, &lead, "agent", "pending");
     let mut stderr = agent.stderr.take().unwrap();
     let err = tokio::spawn(async move {
         let mut err = String::new();
@@ -233,6 +240,9 @@ async fn a_decision_after_the_review_wait_arrives_in_check_inbox() {
 
 #[tokio::test]
 async fn an_mcp_agent_claims_plans_for_and_completes_a_task() {
+    // First, before any connection: installing the venv blocks this
+    // thread, and a connection whose pings go unanswered is closed.
+    let py = python();
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
@@ -245,7 +255,7 @@ async fn an_mcp_agent_claims_plans_for_and_completes_a_task() {
         .await
         .unwrap()
         .into_inner();
-    let agent = client(&lead, "agent", "tasks");
+    let agent = client(&py, &lead, "agent", "tasks");
     let plan = events
         .request("the plan for the task", |r| {
             r.sender == "agent" && is(r.status, RequestStatus::Pending)
@@ -282,13 +292,16 @@ async fn an_mcp_agent_claims_plans_for_and_completes_a_task() {
 
 #[tokio::test]
 async fn closing_stdin_makes_the_member_leave_at_once() {
+    // First, before any connection: installing the venv blocks this
+    // thread, and a connection whose pings go unanswered is closed.
+    let py = python();
     // A grace period far longer than the test: only `Leave` can end the member.
     let lead = Lead::start(&["--grace", "600"]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let mut witness = lead.join("witness").await;
     witness.open_inbox(0).await;
-    let agent = client(&lead, "closer", "close");
+    let agent = client(&py, &lead, "closer", "close");
     let out = finished(agent).await;
     assert!(out.contains("CLOSING"), "{out}");
     events
