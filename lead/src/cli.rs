@@ -273,7 +273,7 @@ pub async fn approve(
             write_paths: write,
             expires_at_unix_ms: 0,
         }),
-        allow_overlap,
+        refuse_overlap: !allow_overlap,
     };
     let response = client.review_plan(review).await?.into_inner();
     Ok(format!(
@@ -294,7 +294,7 @@ pub async fn reject(
         approve: false,
         feedback,
         grant: None,
-        allow_overlap: false,
+        refuse_overlap: false,
     };
     let response = client.review_plan(review).await?.into_inner();
     Ok(format!(

@@ -332,7 +332,7 @@ async fn review(reviewer: &Reviewer, hub: &HubHandle, job: Job) {
                 }),
                 feedback: signed(&name, &feedback),
                 // The model saw the conflicts in its input and decided.
-                allow_overlap: true,
+                refuse_overlap: false,
             },
             format!("approved: {feedback}"),
         ),
@@ -342,7 +342,7 @@ async fn review(reviewer: &Reviewer, hub: &HubHandle, job: Job) {
                 approve: false,
                 grant: None,
                 feedback: signed(&name, &feedback),
-                allow_overlap: false,
+                refuse_overlap: false,
             },
             format!("rejected: {feedback}"),
         ),

@@ -355,7 +355,7 @@ async fn resolved_requests_and_terminated_members_go_after_the_retention_window(
             approve: false,
             feedback: "no".into(),
             grant: None,
-            allow_overlap: false,
+            refuse_overlap: false,
         })
         .await
         .expect("rejected");

@@ -126,7 +126,7 @@ async fn a_lead_killed_after_the_review_delivers_the_answer_once_and_keeps_it() 
         approve: false,
         feedback: "no".into(),
         grant: None,
-        allow_overlap: false,
+        refuse_overlap: false,
     };
     assert_eq!(
         operator.review_plan(reject).await.unwrap_err().code(),

@@ -193,7 +193,7 @@ async fn a_different_answer_to_a_resolved_request_is_failed_precondition_naming_
         approve: false,
         feedback: "changed my mind".into(),
         grant: None,
-        allow_overlap: false,
+        refuse_overlap: false,
     };
     expect_status(
         operator.review_plan(reject).await,
@@ -229,7 +229,7 @@ async fn the_same_answer_again_is_ok_with_the_original_result_and_nothing_sent_t
         approve: false,
         feedback: "needs tests".into(),
         grant: None,
-        allow_overlap: false,
+        refuse_overlap: false,
     };
     let first = operator
         .review_plan(review.clone())
@@ -426,7 +426,7 @@ async fn malformed_input_is_invalid_argument_naming_the_field() {
         approve: true,
         feedback: String::new(),
         grant: Some(grant),
-        allow_overlap: false,
+        refuse_overlap: false,
     };
     expect_status(
         operator.review_plan(review).await,
@@ -438,7 +438,7 @@ async fn malformed_input_is_invalid_argument_naming_the_field() {
         approve: false,
         feedback: String::new(),
         grant: None,
-        allow_overlap: false,
+        refuse_overlap: false,
     };
     expect_status(
         operator.review_plan(silent).await,

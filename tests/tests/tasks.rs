@@ -354,6 +354,24 @@ async fn approving_an_overlap_by_hand_needs_allow_overlap() {
         .cli(&["approve", &second.request_id, "--allow-overlap"])
         .await;
     assert!(ok, "{err}");
+    // A program that knows nothing of holds approves as it always did.
+    let mut carol = lead.join("carol").await;
+    let third = carol
+        .api
+        .submit_plan(plan_for("", &["src/auth.rs"], ""))
+        .await
+        .unwrap()
+        .into_inner();
+    let review = operator
+        .review_plan(pb::PlanReview {
+            request_id: third.request_id,
+            approve: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(review.approve);
 }
 
 #[tokio::test]

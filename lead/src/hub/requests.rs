@@ -251,10 +251,10 @@ impl Hub {
                 .tracker
                 .get(&id)
                 .is_some_and(|r| r.status == Status::Pending);
-            if pending && !overlaps.is_empty() && !review.allow_overlap {
+            if pending && !overlaps.is_empty() && review.refuse_overlap {
                 let what: Vec<String> = overlaps.iter().map(ToString::to_string).collect();
                 return Err(HubError::FailedPrecondition(format!(
-                    "the plan {}; approve with allow_overlap (lead approve --allow-overlap) to grant it anyway",
+                    "the plan {}; approve with --allow-overlap (refuse_overlap false) to grant it anyway",
                     what.join("; ")
                 )));
             }

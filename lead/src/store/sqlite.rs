@@ -479,7 +479,7 @@ fn encode_decision(decision: &Decision) -> Vec<u8> {
         approve: decision.approve,
         feedback: decision.feedback.clone(),
         grant: decision.grant.as_ref().map(Grant::to_pb),
-        allow_overlap: false,
+        refuse_overlap: false,
     }
     .encode_to_vec()
 }
