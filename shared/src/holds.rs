@@ -56,15 +56,17 @@ impl Holds {
         self.by_member.remove(member);
     }
 
-    /// `member` completed `task_id`: the hold its plan for that task made ends.
-    pub fn complete(&mut self, member: &str, task_id: &str) {
-        if self
+    /// `member` completed `task_id`: the hold its plan for that task made
+    /// ends. `true` if it held one.
+    pub fn complete(&mut self, member: &str, task_id: &str) -> bool {
+        let ends = self
             .by_member
             .get(member)
-            .is_some_and(|h| !h.task_id.is_empty() && h.task_id == task_id)
-        {
+            .is_some_and(|h| !h.task_id.is_empty() && h.task_id == task_id);
+        if ends {
             self.by_member.remove(member);
         }
+        ends
     }
 
     /// What `member` holds.

@@ -196,6 +196,11 @@ impl TaskBoard {
         task.status == TaskStatus::Pending && self.open_blockers(task).is_empty()
     }
 
+    /// The oldest task that can be claimed now (what a claim with no id takes).
+    pub fn next_claimable(&self) -> Option<&Task> {
+        self.tasks.iter().find(|t| self.is_claimable(t))
+    }
+
     /// How many tasks can be claimed now.
     pub fn claimable_count(&self) -> usize {
         self.tasks.iter().filter(|t| self.is_claimable(t)).count()

@@ -7,5 +7,6 @@ pub mod gate;
 pub mod inbox;
 pub mod mcp;
 pub mod model;
+pub mod script;
 pub mod session;
 pub mod tools;

@@ -10,7 +10,8 @@ use shared::{
     display::Escaped,
 };
 use teammate::{
-    driver::{Driver, ScriptDriver},
+    driver::Driver,
+    script::ScriptDriver,
     gate::Gate,
     mcp,
     model::{Brief, ModelDriver},

@@ -349,6 +349,7 @@ impl Driver for McpDriver {
         match seen {
             Observation::Started => {}
             Observation::ToolResult(result) => self.finish(result),
+            Observation::TaskClaimed { text, .. } => self.finish(Ok(text)),
             Observation::PlanApproved { mode, write_paths } => self.decided(format!(
                 "plan approved: mode {mode}; you may write {}. write_file, edit_file and \
                  run_command are now listed; carry out the plan.",

@@ -130,6 +130,7 @@ impl Driver for ModelDriver {
         match seen {
             Observation::Started => {}
             Observation::ToolResult(Ok(output)) => self.answer(&output),
+            Observation::TaskClaimed { text, .. } => self.answer(&text),
             Observation::ToolResult(Err(error)) => self.answer(&format!("error: {error}")),
             Observation::PlanRejected { feedback } => {
                 self.answer("the plan was reviewed: rejected");

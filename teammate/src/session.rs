@@ -20,7 +20,7 @@ use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, 
 
 use crate::{
     catalog,
-    driver::{Driver, Observation, Step, TaskCall},
+    driver::{ClaimedTask, Driver, Observation, Step, TaskCall},
     gate::{Clearance, Gate, Writer},
     inbox::{self, Backoff, Incoming},
     tools::{ToolCall, ToolError, Workspace},
@@ -90,7 +90,7 @@ pub struct Session {
     /// Plan mode, or the writer a grant created.
     gate: Gate,
     /// The last plan submitted: its id and files.
-    last_plan: Option<(String, Vec<String>)>,
+    last_plan: Option<LastPlan>,
     /// The id of the plan under review, while its decision has not arrived.
     under_review: Option<String>,
     /// The task this teammate claimed and has not completed: its plans
@@ -455,6 +455,7 @@ impl Session {
                 serde_json::json!({ "task_id": task_id, "summary": crate::tools::truncate(summary, 120) }),
             ),
         };
+        let mut claimed = None;
         let answered = match call {
             TaskCall::List => self
                 .retry("ListTasks", |mut client| async move {
@@ -483,6 +484,12 @@ impl Session {
                 .await
                 .map(|task| {
                     self.claimed = Some(task.task_id.clone());
+                    claimed = Some(ClaimedTask {
+                        task_id: task.task_id.clone(),
+                        subject: task.subject.clone(),
+                        description: task.description.clone(),
+                        files: task.files.clone(),
+                    });
                     format!(
                         "claimed: {}\nYour next plan is for this task.",
                         describe_task(&task)
@@ -500,7 +507,14 @@ impl Session {
                     if self.claimed.as_deref() == Some(task.task_id.as_str()) {
                         self.claimed = None;
                     }
-                    format!("completed: {}", describe_task(&task))
+                    let mut text = format!("completed: {}", describe_task(&task));
+                    if self.end_grant_of(&task.task_id) {
+                        text.push_str(
+                            "\nThe grant for this task's plan has ended: you are in plan mode \
+                             again. Claim another task and submit a plan for it.",
+                        );
+                    }
+                    text
                 })
             }
         };
@@ -517,7 +531,10 @@ impl Session {
         };
         self.report(tool, &args.to_string(), result.is_ok(), &outcome)
             .await?;
-        Ok(Observation::ToolResult(result))
+        Ok(match (result, claimed) {
+            (Ok(text), Some(task)) => Observation::TaskClaimed { task, text },
+            (result, _) => Observation::ToolResult(result),
+        })
     }
 
     /// Reports one tool call to the lead, cut to the report's limits so that
@@ -702,7 +719,8 @@ impl Session {
             supersedes: self
                 .last_plan
                 .as_ref()
-                .map(|(id, _)| id.clone())
+                .filter(|last| !last.approved)
+                .map(|last| last.request_id.clone())
                 .unwrap_or_default(),
             plan: Some(plan.clone()),
         };
@@ -727,7 +745,12 @@ impl Session {
             Err(e) => return Err(e),
         }
         tracing::info!(request_id = %id, summary = %Escaped(&plan.summary), "submitted a plan");
-        self.last_plan = Some((id.clone(), plan.files));
+        self.last_plan = Some(LastPlan {
+            request_id: id.clone(),
+            files: plan.files,
+            task_id: plan.task_id,
+            approved: false,
+        });
         self.under_review = Some(id.clone());
         // Only the wait is bounded: an envelope, once received, is handled
         // to the end (a shutdown request answered) before the wait can end.
@@ -748,6 +771,23 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// The teammate completed `task_id`: if the grant it works under came
+    /// from a plan for that task, the grant ends with it (as it does on the
+    /// lead) and the gate is back in plan mode. `true` if it did.
+    fn end_grant_of(&mut self, task_id: &str) -> bool {
+        let ends = matches!(self.gate, Gate::Unlocked(_))
+            && self
+                .last_plan
+                .as_ref()
+                .is_some_and(|last| last.approved && last.task_id == task_id);
+        if ends {
+            tracing::info!(task_id = %task_id, "task completed; back in plan mode");
+            self.gate = Gate::Plan;
+            self.last_plan = None;
+        }
+        ends
     }
 
     /// Takes the decision on the last plan out of the queue (it is the
@@ -771,7 +811,7 @@ impl Session {
         let files = self
             .last_plan
             .as_ref()
-            .map(|(_, files)| files.clone())
+            .map(|last| last.files.clone())
             .unwrap_or_default();
         if !response.approve {
             tracing::info!(request_id = %id, feedback = %Escaped(&response.feedback), "plan rejected; revising");
@@ -791,6 +831,9 @@ impl Session {
         let writer = Writer::unlock(&grant, &files, &self.workspace)
             .map_err(|e| SessionError::Setup(format!("the lead sent a bad grant: {e}")))?;
         self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);
+        if let Some(last) = &mut self.last_plan {
+            last.approved = true;
+        }
         tracing::info!(request_id = %id, mode = %grant.mode, "plan approved");
         let write_paths = if grant.write_paths.is_empty() {
             files
@@ -979,6 +1022,19 @@ impl Session {
         }
         true
     }
+}
+
+/// The last plan submitted.
+#[derive(Debug)]
+struct LastPlan {
+    /// Its request id (the next plan supersedes it, unless it was approved).
+    request_id: String,
+    /// The files it named.
+    files: Vec<String>,
+    /// The task it was for, if any.
+    task_id: String,
+    /// Whether it was approved (the gate holds its grant).
+    approved: bool,
 }
 
 /// One task in a line (and its description, if any, on the next).

@@ -275,6 +275,11 @@ impl Hub {
         self.deliver(&name, LEAD, None, Body::IdleNotification(idle));
         if changed {
             self.emit_member(&name);
+            // A task that became claimable while the member was busy (after
+            // its last claim found none) would otherwise go unheard.
+            if let Some(task) = self.tasks.next_claimable().map(|t| t.to_pb()) {
+                self.deliver(LEAD, &name, None, Body::TaskClaimable(task));
+            }
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 
 use shared::{
     auth::now_unix_ms,
+    grant::Mode,
     holds::Holds,
     pb::{self, envelope::Body},
     tasks::{NewTask, Task, TaskBoard, TaskError, TaskStatus},
@@ -90,7 +91,14 @@ impl Hub {
             .complete(&name, task_id, summary, now_unix_ms())?;
         if done.fresh {
             tracing::info!(task_id = %task_id, member = %name, "task completed");
-            self.holds.complete(&name, task_id);
+            // The grant was for that task's plan: it ends with the task, and
+            // the member's next task needs a plan of its own.
+            if self.holds.complete(&name, task_id) {
+                if let Some(member) = self.roster.get_mut(&name) {
+                    member.mode = Mode::Plan;
+                }
+                self.emit_member(&name);
+            }
             self.task_changed(&done.task);
             self.announce_claimable(&done.unblocked);
         }
