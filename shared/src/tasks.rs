@@ -201,6 +201,13 @@ impl TaskBoard {
         self.tasks.iter().find(|t| self.is_claimable(t))
     }
 
+    /// Whether `member` has claimed a task it has not completed.
+    pub fn has_claimed(&self, member: &str) -> bool {
+        self.tasks
+            .iter()
+            .any(|t| t.status == TaskStatus::Claimed && t.owner == member)
+    }
+
     /// How many tasks can be claimed now.
     pub fn claimable_count(&self) -> usize {
         self.tasks.iter().filter(|t| self.is_claimable(t)).count()

@@ -142,7 +142,8 @@ impl Hub {
         self.emit(pb::event::Kind::Task(task.to_pb()));
     }
 
-    /// Tells every idle active member that `tasks` can be claimed.
+    /// Tells every idle active member without a task of its own that
+    /// `tasks` can be claimed.
     fn announce_claimable(&mut self, tasks: &[Task]) {
         if tasks.is_empty() {
             return;
@@ -151,6 +152,7 @@ impl Hub {
             .roster
             .iter()
             .filter(|m| !m.terminated && m.idle && m.name.as_str() != LEAD)
+            .filter(|m| !self.tasks.has_claimed(m.name.as_str()))
             .map(|m| m.name.to_string())
             .collect();
         for name in idle {
