@@ -438,7 +438,10 @@ impl Story {
                 self.rejected_for_overlap,
                 "bob's plan rejected for alice's files",
             ),
-            (self.outside_grant_refused, "a write outside the grant refused"),
+            (
+                self.outside_grant_refused,
+                "a write outside the grant refused",
+            ),
         ]
         .into_iter()
         .filter(|(seen, _)| !seen)

@@ -22,6 +22,7 @@ pub mod display;
 pub mod error;
 pub mod grant;
 pub mod holds;
+pub mod lifecycle;
 pub mod limits;
 pub mod names;
 pub mod plan;

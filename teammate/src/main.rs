@@ -11,10 +11,10 @@ use shared::{
 };
 use teammate::{
     driver::Driver,
-    script::ScriptDriver,
     gate::Gate,
     mcp,
     model::{Brief, ModelDriver},
+    script::ScriptDriver,
     session::{Config, Exit, Session},
 };
 

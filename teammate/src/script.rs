@@ -442,7 +442,9 @@ impl ScriptDriver {
                     self.cursor = Cursor::Planning(n + 1);
                     return self.job.plan_steps[n].clone();
                 }
-                Cursor::Planning(_) if self.job.plans.is_empty() => self.cursor = Cursor::Working(0),
+                Cursor::Planning(_) if self.job.plans.is_empty() => {
+                    self.cursor = Cursor::Working(0)
+                }
                 Cursor::Planning(_) => self.cursor = Cursor::Submit(0),
                 Cursor::Submit(n) => {
                     self.cursor = Cursor::Reviewing(n);
@@ -632,7 +634,10 @@ reason = "busy"
     #[test]
     fn running_out_of_plans_idles() {
         let mut d = ScriptDriver::parse("[[plans]]\nsummary = \"only\"\n").expect("valid");
-        assert!(matches!(after(&mut d, Observation::Started), Step::Submit(_)));
+        assert!(matches!(
+            after(&mut d, Observation::Started),
+            Step::Submit(_)
+        ));
         assert!(matches!(after(&mut d, rejected()), Step::Idle(r) if r.contains("rejected")));
     }
 
@@ -687,7 +692,9 @@ text = "auth is in"
                 text: "auth is in".into()
             }
         );
-        assert!(matches!(after(&mut d, ok()), Step::Idle(r) if r.contains("waiting for a message")));
+        assert!(
+            matches!(after(&mut d, ok()), Step::Idle(r) if r.contains("waiting for a message"))
+        );
         // A task becoming claimable does not end the wait; a message does.
         let claimable = Observation::TaskClaimable {
             task_id: "t2".into(),
@@ -723,10 +730,7 @@ text = "auth is in"
             task_id: "t3".into(),
             subject: "later".into(),
         };
-        assert_eq!(
-            after(&mut d, claimable),
-            Step::Task(TaskCall::Claim(None))
-        );
+        assert_eq!(after(&mut d, claimable), Step::Task(TaskCall::Claim(None)));
     }
 
     #[test]
@@ -737,9 +741,15 @@ text = "auth is in"
         after(&mut d, rejected());
         d.observe(approved());
         d.observe(message());
-        assert!(matches!(d.next_step(), Step::Call(ToolCall::WriteFile { .. })));
+        assert!(matches!(
+            d.next_step(),
+            Step::Call(ToolCall::WriteFile { .. })
+        ));
         after(&mut d, ok());
-        assert!(matches!(after(&mut d, ok()), Step::Task(TaskCall::Complete { .. })));
+        assert!(matches!(
+            after(&mut d, ok()),
+            Step::Task(TaskCall::Complete { .. })
+        ));
     }
 
     #[test]
@@ -748,7 +758,9 @@ text = "auth is in"
         d.next_step();
         after(&mut d, claimed("t1", "auth"));
         after(&mut d, rejected());
-        assert!(matches!(after(&mut d, rejected()), Step::Idle(r) if r.contains("\"auth\" was rejected")));
+        assert!(
+            matches!(after(&mut d, rejected()), Step::Idle(r) if r.contains("\"auth\" was rejected"))
+        );
         let claimable = Observation::TaskClaimable {
             task_id: "t2".into(),
             subject: "docs".into(),
@@ -779,9 +791,11 @@ text = "auth is in"
                 .expect_err("top-level plans with claim")
                 .contains("go in [[tasks]]")
         );
-        assert!(ScriptDriver::parse("claim = \"next\"\n[[tasks]]\n[[tasks]]\n")
-            .expect_err("two catch-alls")
-            .contains("a second section"));
+        assert!(
+            ScriptDriver::parse("claim = \"next\"\n[[tasks]]\n[[tasks]]\n")
+                .expect_err("two catch-alls")
+                .contains("a second section")
+        );
         assert!(ScriptDriver::parse("claim = \"all\"").is_err());
         assert!(ScriptDriver::parse("bogus = 1").is_err());
         assert!(ScriptDriver::parse("[shutdown]\n").is_ok_and(|d| d.shutdown.approve));
