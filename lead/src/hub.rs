@@ -11,6 +11,7 @@ use shared::{
     auth::now_unix_ms,
     names::{Name, EVERYONE, LEAD},
     pb::{self, envelope::Body},
+    lifecycle::Event,
     policy::Policy,
     protocol::Tracker,
 };
@@ -337,15 +338,18 @@ pub(crate) fn load(
         .map(|(id, _)| id + 1)
         .max()
         .unwrap_or(1);
-    let roster =
-        Roster::restore(&mut snapshot, now_unix_ms()).map_err(|detail| StoreError::Decode {
+    let now = now_unix_ms();
+    let grace_until = now + i64::try_from(config.grace.as_millis()).unwrap_or(i64::MAX / 2);
+    let roster = Roster::restore(&mut snapshot, now, grace_until).map_err(|detail| {
+        StoreError::Decode {
             what: "member",
             detail,
-        })?;
+        }
+    })?;
     let tracker = Tracker::restore(std::mem::take(&mut snapshot.requests));
     let tasks = tasks::restore(std::mem::take(&mut snapshot.tasks));
     let holds = tasks::restore_holds(&tracker, &tasks, |name| {
-        roster.get(name).is_some_and(|m| !m.terminated)
+        roster.get(name).is_some_and(|m| !m.terminated())
     });
     let (tx, rx) = mpsc::channel(4096);
     let mut hub = Hub {
@@ -371,18 +375,18 @@ pub(crate) fn load(
         handle: HubHandle { tx },
         review_jobs: None,
     };
-    // Everyone is disconnected until they come back; the grace period starts now.
+    // Everyone is disconnected until they come back; the grace period started
+    // as the roster was restored.
     let names: Vec<String> = hub
         .roster
         .iter()
-        .filter(|m| !m.terminated)
+        .filter(|m| !m.terminated())
         .map(|m| m.name.to_string())
         .collect();
     for name in names {
-        hub.start_grace(&name);
-        let shutting_down = hub.pending_shutdown_of(&name);
-        if let Some(member) = hub.roster.live_mut(&name) {
-            member.shutting_down = shutting_down;
+        hub.track_grace(&name, None);
+        if hub.pending_shutdown_of(&name) {
+            hub.roster.on_life(&name, Event::ShutdownRequested);
         }
     }
     if hub.roster.iter().next().is_some() {

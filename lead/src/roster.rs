@@ -7,6 +7,7 @@ use std::{
 
 use shared::{
     grant::Mode,
+    lifecycle::{Event, Lifecycle},
     names::Name,
     pb::{self, envelope::Body},
 };
@@ -214,14 +215,9 @@ pub(crate) struct Member {
     pub(crate) token_hash: Option<String>,
     /// The mode of the member's current grant.
     pub(crate) mode: Mode,
-    /// Said it has nothing to do (cleared by its next call that shows work).
-    pub(crate) idle: bool,
-    /// A shutdown request for it is pending.
-    pub(crate) shutting_down: bool,
-    /// Left the team for good.
-    pub(crate) terminated: bool,
-    /// When it terminated (in this run of the lead), for retention.
-    pub(crate) terminated_at_unix_ms: Option<i64>,
+    /// Where it is in its life: the one source of its status, its idleness,
+    /// its grace period and its end.
+    pub(crate) life: Lifecycle,
     /// The lead started its process (in this run of the lead).
     pub(crate) spawned: bool,
     /// Envelopes not yet acknowledged, in `seq` order.
@@ -232,8 +228,6 @@ pub(crate) struct Member {
     pub(crate) last_seq: u64,
     /// The open inbox stream.
     pub(crate) stream: Option<Stream>,
-    /// While disconnected: when the grace period ends (unix ms).
-    pub(crate) grace_until: Option<i64>,
     /// Join order, for listing and paging.
     pub(crate) order: u64,
     /// `Send` message ids seen from this member, with what was sent under each.
@@ -254,43 +248,41 @@ pub(crate) enum SeenId {
 }
 
 impl Member {
-    /// A member that just joined, in plan mode.
-    pub(crate) fn new(name: Name, role: String, token: &str, order: u64) -> Self {
+    /// A member that just joined, in plan mode; its grace period for opening
+    /// its inbox ends at `grace_until`.
+    pub(crate) fn new(
+        name: Name,
+        role: String,
+        token: &str,
+        order: u64,
+        grace_until: i64,
+    ) -> Self {
         Self {
             id: uuid::Uuid::new_v4().to_string(),
             name,
             role,
             token_hash: Some(token_hash(token)),
             mode: Mode::Plan,
-            idle: false,
-            shutting_down: false,
-            terminated: false,
-            terminated_at_unix_ms: None,
+            life: Lifecycle::joined(grace_until),
             spawned: false,
             inbox: VecDeque::new(),
             inbox_bytes: 0,
             last_seq: 0,
             stream: None,
-            grace_until: None,
             order,
             seen_ids: HashMap::new(),
             seen_order: VecDeque::new(),
         }
     }
 
-    /// The status operators see, derived from the flags.
+    /// The status operators see.
     pub(crate) fn status(&self) -> pb::MemberStatus {
-        if self.terminated {
-            pb::MemberStatus::Terminated
-        } else if self.shutting_down {
-            pb::MemberStatus::ShuttingDown
-        } else if self.stream.is_none() {
-            pb::MemberStatus::Disconnected
-        } else if self.idle {
-            pb::MemberStatus::Idle
-        } else {
-            pb::MemberStatus::Working
-        }
+        self.life.status().to_pb()
+    }
+
+    /// Whether it left for good.
+    pub(crate) fn terminated(&self) -> bool {
+        self.life.is_terminated()
     }
 
     /// To the wire.
@@ -312,8 +304,8 @@ impl Member {
             role: self.role.clone(),
             token_hash: self.token_hash.clone(),
             mode: self.mode.to_pb() as i32,
-            idle: self.idle,
-            terminated: self.terminated,
+            idle: self.life.is_idle(),
+            terminated: self.life.is_terminated(),
             last_seq: self.last_seq,
             order: self.order,
         }
@@ -361,6 +353,7 @@ impl Member {
         now: i64,
     ) -> usize {
         let freed = self.ack(after_seq);
+        self.life.on(Event::StreamOpened);
         let old = self.stream.replace(Stream {
             id,
             sink,
@@ -376,17 +369,26 @@ impl Member {
         freed
     }
 
-    /// Ends the inbox stream, if open, with `status`.
-    pub(crate) fn end_stream(&mut self, status: tonic::Status) {
+    /// Ends the inbox stream, if open, with `status`: the member is
+    /// disconnected, with a grace period to come back until `grace_until`.
+    pub(crate) fn end_stream(&mut self, status: tonic::Status, grace_until: i64) {
         if let Some(stream) = self.stream.take() {
             stream.end(status);
         }
+        self.life.on(Event::StreamLost { grace_until });
+    }
+
+    /// The inbox stream went away on its own (the client left).
+    pub(crate) fn lose_stream(&mut self, grace_until: i64) {
+        self.stream = None;
+        self.life.on(Event::StreamLost { grace_until });
     }
 
     /// Hands the stream every envelope it has not had. A stream that cannot
-    /// take them is dropped (`false`): the member reconnects and resumes from
-    /// its last processed `seq`, so nothing is lost.
-    pub(crate) fn flush(&mut self) -> bool {
+    /// take them is dropped (`false`; the grace period to come back runs
+    /// until `grace_until`): the member reconnects and resumes from its last
+    /// processed `seq`, so nothing is lost.
+    pub(crate) fn flush(&mut self, grace_until: i64) -> bool {
         let Some(stream) = &mut self.stream else {
             return true;
         };
@@ -398,10 +400,13 @@ impl Member {
                 .is_err()
             {
                 tracing::warn!(member = %self.name, "inbox stream is full or gone; dropping it");
-                self.end_stream(tonic::Status::unavailable(
-                    "inbox: this stream fell behind what the lead had for it; \
-                     reconnect with after_seq and resume",
-                ));
+                self.end_stream(
+                    tonic::Status::unavailable(
+                        "inbox: this stream fell behind what the lead had for it; \
+                         reconnect with after_seq and resume",
+                    ),
+                    grace_until,
+                );
                 return false;
             }
             stream.sent = entry.seq;
@@ -467,21 +472,24 @@ pub(crate) struct Roster {
 }
 
 impl Roster {
-    /// The roster as persisted; every member starts disconnected.
-    pub(crate) fn restore(snapshot: &mut Snapshot, now: i64) -> Result<Self, String> {
+    /// The roster as persisted; every member starts disconnected, with a
+    /// grace period to come back that ends at `grace_until`.
+    pub(crate) fn restore(
+        snapshot: &mut Snapshot,
+        now: i64,
+        grace_until: i64,
+    ) -> Result<Self, String> {
         let mut roster = Roster::default();
         for record in std::mem::take(&mut snapshot.members) {
             let name = Name::parse("name", &record.name).map_err(|e| e.to_string())?;
             let mode = Mode::from_pb("mode", record.mode)
                 .map_err(|e| e.to_string())?
                 .unwrap_or(Mode::Plan);
-            let mut member = Member::new(name, record.role, "", record.order);
+            let mut member = Member::new(name, record.role, "", record.order, grace_until);
             member.id = record.member_id;
             member.token_hash = record.token_hash;
             member.mode = mode;
-            member.idle = record.idle;
-            member.terminated = record.terminated;
-            member.terminated_at_unix_ms = record.terminated.then_some(now);
+            member.life = Lifecycle::restored(record.idle, record.terminated, now, grace_until);
             member.last_seq = record.last_seq;
             roster.next_order = roster.next_order.max(record.order + 1);
             roster.insert(member);
@@ -560,7 +568,7 @@ impl Roster {
     pub(crate) fn insert(&mut self, member: Member) {
         let name = member.name.to_string();
         if let Some(hash) = &member.token_hash {
-            if member.terminated {
+            if member.terminated() {
                 self.retired.insert(hash.clone(), name.clone());
             } else {
                 self.sessions.insert(hash.clone(), name.clone());
@@ -655,10 +663,25 @@ impl Roster {
             .filter_map(|(_, n)| self.members.get(n))
     }
 
+    /// Applies `event` to `name`'s life; `None` for no such member, else
+    /// whether its state changed. The member's record is rewritten only
+    /// when what it holds (idle, terminated) changed.
+    pub(crate) fn on_life(&mut self, name: &str, event: Event) -> Option<bool> {
+        let member = self.members.get_mut(name)?;
+        let before = member.life;
+        let changed = member.life.on(event);
+        if before.is_idle() != member.life.is_idle()
+            || before.is_terminated() != member.life.is_terminated()
+        {
+            self.touched.insert(name.to_owned());
+        }
+        Some(changed)
+    }
+
     /// Names of active members other than `except`.
     pub(crate) fn active_names_except(&self, except: &str) -> Vec<String> {
         self.iter()
-            .filter(|m| !m.terminated && m.name.as_str() != except)
+            .filter(|m| !m.terminated() && m.name.as_str() != except)
             .map(|m| m.name.to_string())
             .collect()
     }
@@ -684,6 +707,7 @@ mod tests {
             "coder".into(),
             &format!("t-{name}"),
             1,
+            0,
         )
     }
 
@@ -725,11 +749,11 @@ mod tests {
             alice.push(text(&i.to_string()));
         }
         let mut rx = open(&mut alice, 2, 16);
-        assert!(alice.flush());
+        assert!(alice.flush(0));
         assert_eq!(received(&mut rx), vec![3, 4, 5]);
         alice.push(text("6"));
-        assert!(alice.flush());
-        assert!(alice.flush(), "a second flush sends nothing again");
+        assert!(alice.flush(0));
+        assert!(alice.flush(0), "a second flush sends nothing again");
         assert_eq!(received(&mut rx), vec![6]);
         alice.ack(6);
         assert!(alice.inbox.is_empty());
@@ -744,7 +768,7 @@ mod tests {
         for i in 1..=3 {
             alice.push(text(&i.to_string()));
         }
-        assert!(!alice.flush());
+        assert!(!alice.flush(0));
         assert!(alice.stream.is_none());
         assert_eq!(alice.status(), pb::MemberStatus::Disconnected);
         assert_eq!(alice.inbox.len(), 3, "everything stays until acknowledged");
@@ -867,7 +891,7 @@ mod tests {
         alice.last_seq = 8;
         let mut bob = member("bob");
         bob.order = 2;
-        bob.terminated = true;
+        bob.life.on(Event::Terminate { at: 1 });
         let envelope = |seq, body| pb::Envelope {
             seq,
             body,
@@ -896,12 +920,12 @@ mod tests {
             message_ids: vec![("alice".into(), "m1".into(), "d".into())],
             tasks: vec![],
         };
-        let mut roster = Roster::restore(&mut snapshot, 5).expect("restores");
+        let mut roster = Roster::restore(&mut snapshot, 5, 10).expect("restores");
         assert_eq!(roster.by_token("t-alice"), Some("alice"));
         assert_eq!(roster.by_token("t-bob"), None);
         assert_eq!(roster.by_retired_token("t-bob"), Some("bob"));
         assert_eq!(
-            roster.get("bob").and_then(|b| b.terminated_at_unix_ms),
+            roster.get("bob").and_then(|b| b.life.terminated_at()),
             Some(5)
         );
         let restored = roster.get_mut("alice").expect("alice");

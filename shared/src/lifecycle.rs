@@ -187,6 +187,13 @@ impl Lifecycle {
         }
     }
 
+    /// Whether its grace period is over by `by`: [`Event::GraceLapsed`]
+    /// would terminate it.
+    pub fn lapses_by(&self, by: i64) -> bool {
+        let mut next = *self;
+        next.on(Event::GraceLapsed { by }) && next.is_terminated()
+    }
+
     /// While it is disconnected: when its grace period ends.
     pub fn grace_until(&self) -> Option<i64> {
         match self.state {

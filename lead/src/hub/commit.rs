@@ -53,10 +53,14 @@ impl Hub {
 
     /// After a commit: hands out envelopes, events and replies.
     pub(super) fn flush(&mut self) {
+        let grace_until = self.grace_until();
         for name in std::mem::take(&mut self.dirty_streams) {
-            let dropped = self.roster.live_mut(&name).is_some_and(|m| !m.flush());
+            let dropped = self
+                .roster
+                .live_mut(&name)
+                .is_some_and(|m| !m.flush(grace_until));
             if dropped {
-                self.start_grace(&name);
+                self.track_grace(&name, None);
                 self.emit_member(&name);
             }
         }

@@ -1,7 +1,7 @@
 //! Time and the end of things: deadlines, grace periods for the
 //! disconnected, and stopping the lead with its children.
 
-use shared::{auth::now_unix_ms, pb, protocol::Kind};
+use shared::{auth::now_unix_ms, lifecycle::Event, pb, protocol::Kind};
 
 use super::Hub;
 use crate::{children::Child, store::Change};
@@ -45,10 +45,7 @@ impl Hub {
                 break;
             }
             self.grace.pop_first();
-            let lapsed = self
-                .roster
-                .get(&name)
-                .is_some_and(|m| !m.terminated && m.stream.is_none() && m.grace_until == Some(at));
+            let lapsed = self.roster.get(&name).is_some_and(|m| m.life.lapses_by(at));
             if lapsed {
                 let seconds = self.config.grace.as_secs_f64();
                 self.terminate(
@@ -70,16 +67,21 @@ impl Hub {
             .iter()
             .filter_map(|m| m.stuck_since(since).map(|seq| (m.name.to_string(), seq)))
             .collect();
+        let grace_until = self.grace_until();
         for (name, seq) in stuck {
             tracing::warn!(member = %name, seq, "inbox stream stuck; ending it");
+            let before = self.roster.get(&name).and_then(|m| m.life.grace_until());
             if let Some(member) = self.roster.live_mut(&name) {
-                member.end_stream(tonic::Status::deadline_exceeded(format!(
-                    "inbox: envelope {seq} has gone unacknowledged for longer than \
-                     --ack-timeout {}s; reconnect with after_seq and Ack what you process",
-                    timeout.as_secs_f64()
-                )));
+                member.end_stream(
+                    tonic::Status::deadline_exceeded(format!(
+                        "inbox: envelope {seq} has gone unacknowledged for longer than \
+                         --ack-timeout {}s; reconnect with after_seq and Ack what you process",
+                        timeout.as_secs_f64()
+                    )),
+                    grace_until,
+                );
             }
-            self.start_grace(&name);
+            self.track_grace(&name, before);
             self.emit_member(&name);
         }
     }
@@ -96,7 +98,7 @@ impl Hub {
         let gone: Vec<String> = self
             .roster
             .iter()
-            .filter(|m| m.terminated_at_unix_ms.is_some_and(|at| at <= before))
+            .filter(|m| m.life.terminated_at().is_some_and(|at| at <= before))
             .map(|m| m.name.to_string())
             .collect();
         for name in gone {
@@ -105,26 +107,32 @@ impl Hub {
         }
     }
 
-    /// The member lost its stream: it has the grace period to come back.
-    pub(super) fn start_grace(&mut self, name: &str) {
-        let until =
-            now_unix_ms() + i64::try_from(self.config.grace.as_millis()).unwrap_or(i64::MAX / 2);
-        if let Some(member) = self.roster.live_mut(name) {
-            if let Some(old) = member.grace_until.replace(until) {
-                self.grace.remove(&(old, name.to_owned()));
-            }
-            self.grace.insert((until, name.to_owned()));
-        }
+    /// When a grace period that starts now ends.
+    pub(super) fn grace_until(&self) -> i64 {
+        now_unix_ms() + i64::try_from(self.config.grace.as_millis()).unwrap_or(i64::MAX / 2)
     }
 
-    /// The member is connected again.
-    pub(super) fn end_grace(&mut self, name: &str) {
-        if let Some(old) = self
-            .roster
-            .live_mut(name)
-            .and_then(|m| m.grace_until.take())
-        {
+    /// Applies `event` to `name`'s life, keeping the index of grace periods
+    /// in step; `true` if its state changed.
+    pub(super) fn life(&mut self, name: &str, event: Event) -> bool {
+        let before = self.roster.get(name).and_then(|m| m.life.grace_until());
+        let changed = self.roster.on_life(name, event).unwrap_or(false);
+        self.track_grace(name, before);
+        changed
+    }
+
+    /// Puts `name`'s grace period, if it has one, in the index by its end
+    /// (the timer wakes for it), in place of the one that ended at `before`.
+    pub(super) fn track_grace(&mut self, name: &str, before: Option<i64>) {
+        let now = self.roster.get(name).and_then(|m| m.life.grace_until());
+        if now == before {
+            return;
+        }
+        if let Some(old) = before {
             self.grace.remove(&(old, name.to_owned()));
+        }
+        if let Some(until) = now {
+            self.grace.insert((until, name.to_owned()));
         }
     }
 
@@ -138,7 +146,7 @@ impl Hub {
             "stopping; asking spawned teammates to shut down"
         );
         for name in names {
-            if self.roster.get(&name).is_some_and(|m| !m.terminated) {
+            if self.roster.get(&name).is_some_and(|m| !m.terminated()) {
                 let request = pb::ShutdownRequest {
                     request_id: String::new(),
                     target: name.clone(),

@@ -9,6 +9,7 @@ use shared::{
     display::Escaped,
     error::FieldError,
     grant::Grant,
+    lifecycle::Event,
     limits,
     names::{Name, EVERYONE, LEAD},
     pb::{self, envelope::Body},
@@ -32,7 +33,7 @@ impl Hub {
     pub(super) fn join(&mut self, name: Name, role: String) -> Result<pb::JoinResponse, HubError> {
         limits::check("role", &role, limits::ROLE)?;
         let spawned = match self.roster.get(name.as_str()) {
-            Some(existing) if !existing.terminated => {
+            Some(existing) if !existing.terminated() => {
                 return Err(HubError::AlreadyExists(format!(
                     "name: {name:?} is held by an active member; pick another name"
                 )))
@@ -47,11 +48,11 @@ impl Hub {
         }
         let token = shared::auth::new_token();
         let order = self.roster.next_order();
-        let mut member = Member::new(name.clone(), role, &token, order);
+        let mut member = Member::new(name.clone(), role, &token, order, self.grace_until());
         member.spawned = spawned;
         let member_id = member.id.clone();
         self.roster.insert(member);
-        self.start_grace(name.as_str());
+        self.track_grace(name.as_str(), None);
         tracing::info!(member = %name, "joined");
         self.emit_member(name.as_str());
         Ok(pb::JoinResponse {
@@ -79,6 +80,7 @@ impl Hub {
                 member.last_seq
             )));
         }
+        let before = member.life.grace_until();
         self.roster
             .open_stream(&name, stream_id, after_seq, sink, ender, now_unix_ms());
         if after_seq > 0 {
@@ -87,7 +89,7 @@ impl Hub {
                 seq: after_seq,
             });
         }
-        self.end_grace(&name);
+        self.track_grace(&name, before);
         self.dirty_streams.insert(name.clone());
         self.emit_member(&name);
         Ok((name, stream_id))
@@ -95,15 +97,14 @@ impl Hub {
 
     /// An inbox stream ended (the client went away, or it was replaced).
     pub(super) fn stream_closed(&mut self, name: &str, stream_id: u64) {
+        let grace_until = self.grace_until();
         let Some(member) = self.roster.live_mut(name) else {
             return;
         };
         if member.stream.as_ref().is_some_and(|s| s.id == stream_id) {
-            member.stream = None;
+            member.lose_stream(grace_until);
             tracing::info!(member = %name, "inbox stream closed");
-            if !member.terminated {
-                self.start_grace(name);
-            }
+            self.track_grace(name, None);
             self.emit_member(name);
         }
     }
@@ -184,7 +185,7 @@ impl Hub {
             }
             LEAD => (vec![LEAD.to_owned()], Vec::new()),
             to => match self.roster.get(to) {
-                Some(member) if !member.terminated => {
+                Some(member) if !member.terminated() => {
                     if let Some(why) = self.inbox_full(to, bytes) {
                         return Err(HubError::ResourceExhausted(format!("to: {why}")));
                     }
@@ -266,12 +267,8 @@ impl Hub {
         idle: pb::IdleNotification,
     ) -> Result<(), HubError> {
         let name = self.caller(token)?;
-        let changed = self.roster.get(&name).is_some_and(|m| !m.idle);
-        if changed {
-            if let Some(member) = self.roster.get_mut(&name) {
-                member.idle = true;
-            }
-        }
+        let changed = self.roster.get(&name).is_some_and(|m| !m.life.is_idle());
+        self.life(&name, Event::ReportedIdle);
         self.deliver(&name, LEAD, None, Body::IdleNotification(idle));
         if changed {
             self.emit_member(&name);
@@ -330,10 +327,8 @@ impl Hub {
     /// The member is working again.
     pub(super) fn mark_busy(&mut self, name: &str) {
         // Only a change is worth persisting: most calls find it busy already.
-        if self.roster.get(name).is_some_and(|m| m.idle) {
-            if let Some(member) = self.roster.get_mut(name) {
-                member.idle = false;
-            }
+        if self.roster.get(name).is_some_and(|m| m.life.is_idle()) {
+            self.life(name, Event::ShowedWork);
             self.emit_member(name);
         }
     }
@@ -351,21 +346,20 @@ impl Hub {
     /// ended, its pending requests expired; every other member is told (see
     /// [`Hub::send_due_notices`]).
     pub(super) fn terminate(&mut self, name: &str, reason: &str) {
-        let Some(member) = self.roster.get_mut(name) else {
-            return;
+        let before = match self.roster.get(name) {
+            Some(member) if !member.terminated() => member.life.grace_until(),
+            _ => return,
         };
-        if member.terminated {
-            return;
+        self.roster
+            .on_life(name, Event::Terminate { at: now_unix_ms() });
+        if let Some(member) = self.roster.live_mut(name) {
+            member.stream = None;
         }
-        member.terminated = true;
-        member.terminated_at_unix_ms = Some(now_unix_ms());
-        member.shutting_down = false;
-        member.stream = None;
+        self.track_grace(name, before);
         self.roster.clear_inbox(name);
         self.changes.push(Change::ClearInbox {
             member: name.to_owned(),
         });
-        self.end_grace(name);
         self.roster.revoke(name);
         tracing::info!(member = %name, reason = %Escaped(reason), "terminated");
         self.expire_involving(name, &format!("{name} terminated: {reason}"));
@@ -448,7 +442,7 @@ impl Hub {
         if self
             .roster
             .get(name.as_str())
-            .is_some_and(|m| !m.terminated)
+            .is_some_and(|m| !m.terminated())
             || self.children.contains_key(name.as_str())
         {
             return Err(HubError::AlreadyExists(format!(

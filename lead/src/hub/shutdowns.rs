@@ -6,6 +6,7 @@ use serde_json::json;
 use shared::{
     auth::now_unix_ms,
     error::FieldError,
+    lifecycle::Event,
     names::{Name, RequestId, LEAD},
     pb::{self, envelope::Body},
     protocol::{Decision, Kind, Opening, Party},
@@ -24,7 +25,7 @@ impl Hub {
         check_text("reason", &request.reason)?;
         match self.roster.get(target.as_str()) {
             None => return Err(FieldError::new("target", format!("no member {target:?}")).into()),
-            Some(m) if m.terminated => {
+            Some(m) if m.terminated() => {
                 return Err(HubError::FailedPrecondition(format!(
                     "target: {target:?} has already terminated"
                 )))
@@ -65,9 +66,7 @@ impl Hub {
         )?;
         if outcome.fresh {
             tracing::info!(request_id = %id, member = %target, deadline, "shutdown requested");
-            if let Some(member) = self.roster.get_mut(target.as_str()) {
-                member.shutting_down = true;
-            }
+            self.life(target.as_str(), Event::ShutdownRequested);
             let body = pb::ShutdownRequest {
                 request_id: id.to_string(),
                 target: target.to_string(),
@@ -179,9 +178,12 @@ impl Hub {
             .iter()
             .filter_map(|id| self.tracker.get(id))
             .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name);
-        if let Some(member) = self.roster.get_mut(name) {
-            member.shutting_down = pending;
-        }
+        let event = if pending {
+            Event::ShutdownRequested
+        } else {
+            Event::ShutdownSettled
+        };
+        self.life(name, event);
         self.emit_member(name);
     }
 }

@@ -151,7 +151,7 @@ impl Hub {
         let idle: Vec<String> = self
             .roster
             .iter()
-            .filter(|m| !m.terminated && m.idle && m.name.as_str() != LEAD)
+            .filter(|m| !m.terminated() && m.life.is_idle() && m.name.as_str() != LEAD)
             .filter(|m| !self.tasks.has_claimed(m.name.as_str()))
             .map(|m| m.name.to_string())
             .collect();
