@@ -9,9 +9,9 @@ use std::{
 
 use shared::{
     auth::now_unix_ms,
+    lifecycle::Event,
     names::{Name, EVERYONE, LEAD},
     pb::{self, envelope::Body},
-    lifecycle::Event,
     policy::Policy,
     protocol::Tracker,
 };
@@ -31,6 +31,8 @@ mod paging;
 mod requests;
 mod shutdowns;
 mod tasks;
+#[cfg(test)]
+mod tests;
 
 /// Who decides plan approvals.
 #[derive(Debug, Clone)]
@@ -262,8 +264,38 @@ impl HubHandle {
 /// The most commands handled before their changes are committed together.
 const MAX_BURST: usize = 512;
 
+/// The hub's time: unix milliseconds that advance with tokio's clock, read
+/// once from the system clock when the hub starts. Everything the hub
+/// decides by time (deadlines, grace periods, retention, stuck streams) reads
+/// it, so tests run the hub on tokio's paused clock and advance it instead of
+/// waiting.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    /// The unix time at `base`.
+    base_unix_ms: i64,
+    /// When the clock started.
+    base: tokio::time::Instant,
+}
+
+impl Clock {
+    /// A clock that reads the system's time now.
+    pub(crate) fn start() -> Self {
+        Self {
+            base_unix_ms: now_unix_ms(),
+            base: tokio::time::Instant::now(),
+        }
+    }
+
+    /// The time now, in unix milliseconds.
+    pub(crate) fn now(&self) -> i64 {
+        self.base_unix_ms + i64::try_from(self.base.elapsed().as_millis()).unwrap_or(i64::MAX / 2)
+    }
+}
+
 /// The state the hub owns.
 pub(crate) struct Hub {
+    /// What time it is.
+    clock: Clock,
     /// How it behaves.
     config: HubConfig,
     /// Every member and inbox.
@@ -338,14 +370,14 @@ pub(crate) fn load(
         .map(|(id, _)| id + 1)
         .max()
         .unwrap_or(1);
-    let now = now_unix_ms();
+    let clock = Clock::start();
+    let now = clock.now();
     let grace_until = now + i64::try_from(config.grace.as_millis()).unwrap_or(i64::MAX / 2);
-    let roster = Roster::restore(&mut snapshot, now, grace_until).map_err(|detail| {
-        StoreError::Decode {
+    let roster =
+        Roster::restore(&mut snapshot, now, grace_until).map_err(|detail| StoreError::Decode {
             what: "member",
             detail,
-        }
-    })?;
+        })?;
     let tracker = Tracker::restore(std::mem::take(&mut snapshot.requests));
     let tasks = tasks::restore(std::mem::take(&mut snapshot.tasks));
     let holds = tasks::restore_holds(&tracker, &tasks, |name| {
@@ -353,6 +385,7 @@ pub(crate) fn load(
     });
     let (tx, rx) = mpsc::channel(4096);
     let mut hub = Hub {
+        clock,
         config,
         roster,
         tracker,
@@ -412,13 +445,12 @@ pub(crate) fn start(
     }
     let task = tokio::spawn(async move {
         let result = loop {
-            let wake = hub.next_wakeup();
+            let wait = hub
+                .next_wakeup()
+                .map(|at| Duration::from_millis(u64::try_from(at - hub.now()).unwrap_or(0)));
             let sleep = async {
-                match wake {
-                    Some(at) => {
-                        let wait = u64::try_from(at - now_unix_ms()).unwrap_or(0);
-                        tokio::time::sleep(Duration::from_millis(wait)).await;
-                    }
+                match wait {
+                    Some(wait) => tokio::time::sleep(wait).await,
                     None => std::future::pending().await,
                 }
             };
@@ -453,6 +485,11 @@ pub(crate) fn start(
 }
 
 impl Hub {
+    /// The time now, in unix milliseconds.
+    fn now(&self) -> i64 {
+        self.clock.now()
+    }
+
     /// Runs one command.
     fn handle(&mut self, command: Command) {
         match command {
@@ -604,7 +641,7 @@ impl Hub {
             return;
         }
         self.events.push(pb::Event {
-            at_unix_ms: now_unix_ms(),
+            at_unix_ms: self.now(),
             kind: Some(kind),
         });
     }
@@ -616,7 +653,7 @@ impl Hub {
             seq: 0,
             message_id: message_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             from: from.to_owned(),
-            sent_at_unix_ms: now_unix_ms(),
+            sent_at_unix_ms: self.now(),
             payload: Payload::Own(body),
         };
         if to == LEAD {
@@ -657,7 +694,7 @@ impl Hub {
             seq: 0,
             message_id,
             from: from.to_owned(),
-            sent_at_unix_ms: now_unix_ms(),
+            sent_at_unix_ms: self.now(),
             payload: Payload::Shared(shared),
         };
         for to in recipients {

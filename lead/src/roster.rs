@@ -250,13 +250,7 @@ pub(crate) enum SeenId {
 impl Member {
     /// A member that just joined, in plan mode; its grace period for opening
     /// its inbox ends at `grace_until`.
-    pub(crate) fn new(
-        name: Name,
-        role: String,
-        token: &str,
-        order: u64,
-        grace_until: i64,
-    ) -> Self {
+    pub(crate) fn new(name: Name, role: String, token: &str, order: u64, grace_until: i64) -> Self {
         Self {
             id: uuid::Uuid::new_v4().to_string(),
             name,

@@ -1,7 +1,7 @@
 //! Time and the end of things: deadlines, grace periods for the
 //! disconnected, and stopping the lead with its children.
 
-use shared::{auth::now_unix_ms, lifecycle::Event, pb, protocol::Kind};
+use shared::{lifecycle::Event, pb, protocol::Kind};
 
 use super::Hub;
 use crate::{children::Child, store::Change};
@@ -31,7 +31,7 @@ impl Hub {
     /// Expires what is due.
     pub(super) fn on_timer(&mut self) {
         self.expire_due();
-        let now = now_unix_ms();
+        let now = self.now();
         if now >= self.next_sweep {
             self.next_sweep = now + SWEEP_EVERY_MS;
             self.end_stuck_streams(now);
@@ -109,7 +109,7 @@ impl Hub {
 
     /// When a grace period that starts now ends.
     pub(super) fn grace_until(&self) -> i64 {
-        now_unix_ms() + i64::try_from(self.config.grace.as_millis()).unwrap_or(i64::MAX / 2)
+        self.now() + i64::try_from(self.config.grace.as_millis()).unwrap_or(i64::MAX / 2)
     }
 
     /// Applies `event` to `name`'s life, keeping the index of grace periods
@@ -139,7 +139,7 @@ impl Hub {
     /// The lead is stopping: every child it started is asked to shut down.
     pub(super) fn begin_stop(&mut self) {
         let wait = i64::try_from(self.config.stop_wait.as_millis()).unwrap_or(0);
-        self.stopping_until = Some(now_unix_ms() + wait);
+        self.stopping_until = Some(self.now() + wait);
         let names: Vec<String> = self.children.keys().cloned().collect();
         tracing::info!(
             children = names.len(),
@@ -151,7 +151,7 @@ impl Hub {
                     request_id: String::new(),
                     target: name.clone(),
                     reason: "the lead is stopping".into(),
-                    deadline_unix_ms: now_unix_ms() + wait.max(1),
+                    deadline_unix_ms: self.now() + wait.max(1),
                 };
                 if let Err(e) = self.request_shutdown(request) {
                     tracing::warn!(member = %name, error = %e, "could not ask to shut down");
@@ -163,7 +163,7 @@ impl Hub {
     /// Stopping, and no child is left to wait for (or the wait is over).
     pub(super) fn stop_done(&self) -> bool {
         self.stopping_until
-            .is_some_and(|until| self.children.is_empty() || now_unix_ms() >= until)
+            .is_some_and(|until| self.children.is_empty() || self.now() >= until)
     }
 
     /// Stops the children still running (TERM, then KILL), waits for them to

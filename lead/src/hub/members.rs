@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use sha2::Digest as _;
 use shared::{
-    auth::now_unix_ms,
     display::Escaped,
     error::FieldError,
     grant::Grant,
@@ -82,7 +81,7 @@ impl Hub {
         }
         let before = member.life.grace_until();
         self.roster
-            .open_stream(&name, stream_id, after_seq, sink, ender, now_unix_ms());
+            .open_stream(&name, stream_id, after_seq, sink, ender, self.now());
         if after_seq > 0 {
             self.changes.push(Change::Ack {
                 member: name.clone(),
@@ -351,7 +350,7 @@ impl Hub {
             _ => return,
         };
         self.roster
-            .on_life(name, Event::Terminate { at: now_unix_ms() });
+            .on_life(name, Event::Terminate { at: self.now() });
         if let Some(member) = self.roster.live_mut(name) {
             member.stream = None;
         }
@@ -381,7 +380,7 @@ impl Hub {
     /// the last notice's hold has passed. A notice costs O(1) per recipient,
     /// and many members ending at once make one notice, not one each.
     pub(super) fn send_due_notices(&mut self) {
-        let now = now_unix_ms();
+        let now = self.now();
         if self.notices.is_empty() || self.notice_ready_at > now {
             return;
         }

@@ -4,7 +4,6 @@
 
 use serde_json::json;
 use shared::{
-    auth::now_unix_ms,
     error::FieldError,
     grant::{Grant, Mode},
     limits,
@@ -63,14 +62,14 @@ impl Hub {
                 payload_json: payload.to_string(),
                 deadline_unix_ms: None,
             },
-            now_unix_ms(),
+            self.now(),
         )?;
         if outcome.fresh {
             tracing::info!(request_id = %id, member = %sender, "plan submitted");
             if let Some(old) = superseded {
                 if let Some(expired) =
                     self.tracker
-                        .expire(&old, &format!("superseded by {id}"), now_unix_ms())
+                        .expire(&old, &format!("superseded by {id}"), self.now())
                 {
                     self.emit(pb::event::Kind::Request(expired.to_pb()));
                 }
@@ -295,7 +294,7 @@ impl Hub {
             Kind::PlanApproval,
             &Party::Operator,
             decision,
-            now_unix_ms(),
+            self.now(),
         )?;
         let response = plan_response(&outcome.request);
         if outcome.fresh {
@@ -365,7 +364,7 @@ impl Hub {
                 payload_json: payload.to_string(),
                 deadline_unix_ms: None,
             },
-            now_unix_ms(),
+            self.now(),
         )?;
         if outcome.fresh {
             let body = pb::PermissionRequest {
@@ -426,13 +425,9 @@ impl Hub {
         id: &RequestId,
         decision: Decision,
     ) -> Result<pb::PermissionResponse, HubError> {
-        let outcome = self.tracker.answer(
-            id,
-            Kind::Permission,
-            &Party::Operator,
-            decision,
-            now_unix_ms(),
-        )?;
+        let outcome =
+            self.tracker
+                .answer(id, Kind::Permission, &Party::Operator, decision, self.now())?;
         let request = &outcome.request;
         let response = pb::PermissionResponse {
             request_id: id.to_string(),

@@ -4,7 +4,6 @@
 
 use serde_json::json;
 use shared::{
-    auth::now_unix_ms,
     error::FieldError,
     lifecycle::Event,
     names::{Name, RequestId, LEAD},
@@ -32,7 +31,7 @@ impl Hub {
             }
             Some(_) => {}
         }
-        let now = now_unix_ms();
+        let now = self.now();
         let deadline = match request.deadline_unix_ms {
             0 => {
                 now + i64::try_from(self.config.shutdown_deadline.as_millis())
@@ -116,7 +115,7 @@ impl Hub {
             Kind::Shutdown,
             &Party::Member(name.clone()),
             decision,
-            now_unix_ms(),
+            self.now(),
         )?;
         if outcome.fresh {
             tracing::info!(request_id = %id, member = %name, approve = response.approve, reason = %shared::display::Escaped(&response.reason), "shutdown answered");
@@ -139,7 +138,7 @@ impl Hub {
     /// Expires every request whose deadline passed; a spawned teammate that
     /// let its shutdown deadline pass is stopped by signal.
     pub(super) fn expire_due(&mut self) {
-        let now = now_unix_ms();
+        let now = self.now();
         for id in self.tracker.due(now) {
             let Some(request) = self
                 .tracker
@@ -162,7 +161,7 @@ impl Hub {
 
     /// Expires every pending request `name` sends or must answer.
     pub(super) fn expire_involving(&mut self, name: &str, reason: &str) {
-        let now = now_unix_ms();
+        let now = self.now();
         for id in self.tracker.pending_involving(name) {
             if let Some(request) = self.tracker.expire(&id, reason, now) {
                 self.emit(pb::event::Kind::Request(request.to_pb()));

@@ -2,7 +2,6 @@
 //! store, the watchers and the inboxes of idle members.
 
 use shared::{
-    auth::now_unix_ms,
     grant::Mode,
     holds::Holds,
     pb::{self, envelope::Body},
@@ -30,7 +29,7 @@ impl Hub {
     pub(super) fn create_task(&mut self, new: NewTask) -> Result<pb::Task, HubError> {
         let task = self
             .tasks
-            .create(uuid::Uuid::new_v4().to_string(), new, now_unix_ms())?;
+            .create(uuid::Uuid::new_v4().to_string(), new, self.now())?;
         tracing::info!(task_id = %task.task_id, subject = %shared::display::Escaped(&task.subject), "task created");
         self.task_changed(&task);
         if self.tasks.is_claimable(&task) {
@@ -65,7 +64,7 @@ impl Hub {
         let before = id
             .and_then(|id| self.tasks.get(id))
             .map(|t| t.updated_at_unix_ms);
-        let task = self.tasks.claim(&name, id, now_unix_ms())?;
+        let task = self.tasks.claim(&name, id, self.now())?;
         if before != Some(task.updated_at_unix_ms) {
             tracing::info!(task_id = %task.task_id, member = %name, "task claimed");
             self.task_changed(&task);
@@ -86,9 +85,7 @@ impl Hub {
         if task_id.is_empty() {
             return Err(shared::error::FieldError::new("task_id", "is required").into());
         }
-        let done = self
-            .tasks
-            .complete(&name, task_id, summary, now_unix_ms())?;
+        let done = self.tasks.complete(&name, task_id, summary, self.now())?;
         if done.fresh {
             tracing::info!(task_id = %task_id, member = %name, "task completed");
             // The grant was for that task's plan: it ends with the task, and
@@ -108,7 +105,7 @@ impl Hub {
     /// A terminated member's claimed tasks go back to the list.
     pub(super) fn release_tasks(&mut self, name: &str) {
         self.holds.release(name);
-        let released = self.tasks.release(name, now_unix_ms());
+        let released = self.tasks.release(name, self.now());
         for task in &released {
             tracing::info!(task_id = %task.task_id, member = %name, "task given back: its owner terminated");
             self.task_changed(task);

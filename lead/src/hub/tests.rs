@@ -1,0 +1,208 @@
+//! The hub's time logic, in process on tokio's paused clock: grace periods
+//! and shutdown deadlines end when the clock says so, not after real waits.
+//! (The process tests show the same over the wire; these pin the edges.)
+
+use std::time::Duration;
+
+use shared::{names::Name, pb};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::{load, start, Command, HubConfig, HubHandle};
+use crate::store::MemoryStore;
+
+/// A hub on a memory store, with `grace` and `shutdown_deadline`.
+fn hub(grace: Duration, shutdown_deadline: Duration) -> (HubHandle, watch::Sender<bool>) {
+    let config = HubConfig {
+        grace,
+        shutdown_deadline,
+        ..HubConfig::default()
+    };
+    let (hub, commands) = load(config, Box::new(MemoryStore)).expect("a memory store loads");
+    let (stop, stop_rx) = watch::channel(false);
+    let (handle, _task) = start(hub, commands, stop_rx);
+    (handle, stop)
+}
+
+/// Joins `name`; its session token.
+async fn join(hub: &HubHandle, name: &str) -> String {
+    let name = Name::parse("name", name).expect("valid name");
+    hub.call(|reply| Command::Join {
+        name,
+        role: "coder".into(),
+        reply,
+    })
+    .await
+    .expect("joins")
+    .session_token
+}
+
+/// An open inbox stream: the envelopes it receives, and the handle that
+/// keeps it open (dropping the receiver closes it).
+struct Stream {
+    envelopes: mpsc::Receiver<Result<pb::Envelope, tonic::Status>>,
+    _ended: oneshot::Receiver<tonic::Status>,
+    name: String,
+    id: u64,
+}
+
+async fn open_inbox(hub: &HubHandle, token: &str) -> Stream {
+    let (sink, envelopes) = mpsc::channel(64);
+    let (ender, ended) = oneshot::channel();
+    let (name, id) = hub
+        .call(|reply| Command::Inbox {
+            token: token.to_owned(),
+            after_seq: 0,
+            sink,
+            ender,
+            reply,
+        })
+        .await
+        .expect("opens");
+    Stream {
+        envelopes,
+        _ended: ended,
+        name,
+        id,
+    }
+}
+
+/// `name`'s status.
+async fn status(hub: &HubHandle, name: &str) -> pb::MemberStatus {
+    let team = hub
+        .call(|reply| Command::ListTeam {
+            request: pb::ListTeamRequest::default(),
+            reply,
+        })
+        .await
+        .expect("lists");
+    let member = team
+        .members
+        .into_iter()
+        .find(|m| m.name == name)
+        .expect("on the team");
+    pb::MemberStatus::try_from(member.status).expect("a known status")
+}
+
+/// The request's status.
+async fn request_status(hub: &HubHandle, id: &str) -> pb::RequestStatus {
+    let state = hub
+        .call(|reply| Command::GetRequest {
+            request_id: id.to_owned(),
+            reply,
+        })
+        .await
+        .expect("exists");
+    pb::RequestStatus::try_from(state.status).expect("a known status")
+}
+
+const GRACE: Duration = Duration::from_secs(30);
+const DEADLINE: Duration = Duration::from_secs(20);
+
+#[tokio::test(start_paused = true)]
+async fn a_member_that_never_opens_its_inbox_is_terminated_when_its_grace_ends() {
+    let (hub, _stop) = hub(GRACE, DEADLINE);
+    join(&hub, "alice").await;
+    let bob = join(&hub, "bob").await;
+    let mut bobs = open_inbox(&hub, &bob).await;
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Disconnected);
+
+    tokio::time::sleep(GRACE - Duration::from_secs(1)).await;
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Disconnected);
+
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Terminated);
+    let notice = bobs.envelopes.recv().await.expect("bob hears").expect("ok");
+    assert!(
+        matches!(&notice.body, Some(pb::envelope::Body::TeammateTerminated(t))
+            if t.name == "alice" && t.reason.contains("grace period")),
+        "{notice:?}"
+    );
+    assert_eq!(status(&hub, "bob").await, pb::MemberStatus::Working);
+}
+
+#[tokio::test(start_paused = true)]
+async fn coming_back_within_the_grace_period_keeps_the_member_and_its_idleness() {
+    let (hub, _stop) = hub(GRACE, DEADLINE);
+    let alice = join(&hub, "alice").await;
+    let stream = open_inbox(&hub, &alice).await;
+    hub.call(|reply| Command::ReportIdle {
+        token: alice.clone(),
+        idle: pb::IdleNotification::default(),
+        reply,
+    })
+    .await
+    .expect("idle");
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Idle);
+
+    let (name, stream_id) = (stream.name.clone(), stream.id);
+    drop(stream);
+    hub.notify(Command::StreamClosed { name, stream_id });
+    tokio::time::sleep(GRACE - Duration::from_secs(1)).await;
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Disconnected);
+    let _back = open_inbox(&hub, &alice).await;
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Idle);
+
+    // The old grace period's end passes without effect.
+    tokio::time::sleep(GRACE).await;
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Idle);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_shutdown_expires_at_its_deadline_and_the_member_works_on() {
+    let (hub, _stop) = hub(GRACE, DEADLINE);
+    let alice = join(&hub, "alice").await;
+    let mut stream = open_inbox(&hub, &alice).await;
+    let ticket = hub
+        .call(|reply| Command::RequestShutdown {
+            request: pb::ShutdownRequest {
+                target: "alice".into(),
+                reason: "done".into(),
+                ..Default::default()
+            },
+            reply,
+        })
+        .await
+        .expect("asks");
+    let asked = stream
+        .envelopes
+        .recv()
+        .await
+        .expect("delivered")
+        .expect("ok");
+    assert!(matches!(
+        asked.body,
+        Some(pb::envelope::Body::ShutdownRequest(_))
+    ));
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::ShuttingDown);
+
+    tokio::time::sleep(DEADLINE - Duration::from_secs(1)).await;
+    assert_eq!(
+        request_status(&hub, &ticket.request_id).await,
+        pb::RequestStatus::Pending
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        request_status(&hub, &ticket.request_id).await,
+        pb::RequestStatus::Expired
+    );
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Working);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_disconnected_member_asked_to_shut_down_still_ends_with_its_grace() {
+    let (hub, _stop) = hub(GRACE, Duration::from_secs(600));
+    join(&hub, "alice").await;
+    hub.call(|reply| Command::RequestShutdown {
+        request: pb::ShutdownRequest {
+            target: "alice".into(),
+            reason: "done".into(),
+            ..Default::default()
+        },
+        reply,
+    })
+    .await
+    .expect("asks");
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::ShuttingDown);
+    tokio::time::sleep(GRACE + Duration::from_secs(1)).await;
+    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Terminated);
+}
