@@ -454,3 +454,94 @@ async fn deny_overlap_rejects_naming_the_holder_until_it_completes() {
         "{approved:?}"
     );
 }
+
+/// A script with `claim = "next"` works through the list on its own, its
+/// plans carry their task and get approved, each grant ends with its task
+/// (the member is in plan mode again), it idles when nothing is claimable,
+/// and a task created later wakes it without any polling.
+#[tokio::test]
+async fn a_claim_next_script_works_the_list_and_wakes_for_new_work() {
+    let lead = Lead::start(&["--approval", "auto"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let first = create(&mut operator, "first", &[]).await;
+    let second = create(&mut operator, "second", &[&first.task_id]).await;
+    let script = r#"
+claim = "next"
+
+[[tasks]]
+subject = "first"
+summary = "wrote one.txt"
+[[tasks.plans]]
+summary = "write one.txt"
+files = ["one.txt"]
+[[tasks.actions]]
+phase = "work"
+tool = "write_file"
+path = "one.txt"
+content = "1"
+
+[[tasks]]
+subject = "*"
+[[tasks.actions]]
+phase = "work"
+tool = "list_dir"
+"#;
+    let _alice = lead.teammate("alice", script);
+
+    // Both tasks get done in order; the plans name their tasks.
+    let mut plans: HashMap<String, String> = HashMap::new();
+    let mut completed: Vec<String> = Vec::new();
+    events
+        .find("both tasks to be completed", |kind| {
+            match kind {
+                pb::event::Kind::Request(r) if r.r#type == pb::RequestType::PlanApproval as i32 => {
+                    let payload: serde_json::Value = serde_json::from_str(&r.payload_json).unwrap();
+                    plans.insert(
+                        payload["plan"]["task_id"].as_str().unwrap().to_owned(),
+                        payload["plan"]["summary"].as_str().unwrap().to_owned(),
+                    );
+                }
+                pb::event::Kind::Task(t) if t.status == pb::TaskStatus::Completed as i32 => {
+                    assert_eq!(t.owner, "alice");
+                    completed.push(t.task_id.clone());
+                }
+                _ => {}
+            }
+            (completed.len() == 2).then_some(())
+        })
+        .await;
+    assert_eq!(
+        completed,
+        vec![first.task_id.clone(), second.task_id.clone()]
+    );
+    assert_eq!(plans[&first.task_id], "write one.txt");
+    assert_eq!(
+        plans[&second.task_id], "second",
+        "a plan made from the task"
+    );
+    assert_eq!(
+        std::fs::read_to_string(lead.workspace("alice").join("one.txt")).unwrap(),
+        "1"
+    );
+    let listed = tasks(&mut operator).await;
+    assert_eq!(listed[0].summary, "wrote one.txt");
+    assert_eq!(listed[1].summary, "done: second");
+
+    // Nothing left: alice idles in plan mode (the last grant ended with its task).
+    let idle = events.member_in("alice", pb::MemberStatus::Idle).await;
+    assert_eq!(idle.mode, pb::PermissionMode::Plan as i32, "{idle:?}");
+
+    // New work wakes her.
+    let third = create(&mut operator, "third", &[]).await;
+    events
+        .find("the new task to be completed", |kind| match kind {
+            pb::event::Kind::Task(t)
+                if t.task_id == third.task_id && t.status == pb::TaskStatus::Completed as i32 =>
+            {
+                Some(())
+            }
+            _ => None,
+        })
+        .await;
+}
