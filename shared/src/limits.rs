@@ -36,6 +36,8 @@ pub const GLOB: usize = 1_024;
 pub const PAGE_TOKEN: usize = 64;
 /// Paths of `SpawnTeammateRequest` (`script_path`, `workspace`, `teammate_bin`).
 pub const PATH: usize = 4_096;
+/// A task's subject.
+pub const SUBJECT: usize = 1_024;
 
 /// `value` of the field `field` within `limit` bytes, or INVALID_ARGUMENT
 /// naming both.

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::{error::FieldError, grant::PathSet, pb};
+use crate::{error::FieldError, grant::PathSet, limits, pb};
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -230,6 +230,23 @@ impl TaskBoard {
         if new.subject.trim().is_empty() {
             return Err(FieldError::new("subject", "is required").into());
         }
+        limits::check("subject", &new.subject, limits::SUBJECT)?;
+        limits::check("description", &new.description, limits::PLAN)?;
+        for (field, items) in [("blocked_by", &new.blocked_by), ("files", &new.files)] {
+            if items.len() > limits::LIST_ITEMS {
+                return Err(FieldError::new(
+                    field,
+                    format!("has {} items; the limit is {}", items.len(), limits::LIST_ITEMS),
+                )
+                .into());
+            }
+        }
+        for (i, id) in new.blocked_by.iter().enumerate() {
+            limits::check(&format!("blocked_by[{i}]"), id, limits::ID)?;
+        }
+        for (i, glob) in new.files.iter().enumerate() {
+            limits::check(&format!("files[{i}]"), glob, limits::GLOB)?;
+        }
         if self.tasks.len() >= self.max_tasks {
             return Err(TaskError::ResourceExhausted(format!(
                 "the task list holds {} tasks, the most it may",
@@ -331,6 +348,7 @@ impl TaskBoard {
         summary: String,
         now: i64,
     ) -> Result<Completed, TaskError> {
+        limits::check("summary", &summary, limits::TEXT)?;
         let &at = self
             .index
             .get(id)
@@ -426,6 +444,15 @@ mod tests {
             4,
         );
         assert!(matches!(outside, Err(TaskError::Invalid(_))), "{outside:?}");
+        let long = board.create("d".into(), new(&"s".repeat(limits::SUBJECT + 1), &[]), 4);
+        assert!(matches!(long, Err(TaskError::Invalid(e)) if e.field == "subject"));
+        let many = NewTask {
+            subject: "x".into(),
+            files: vec!["a".into(); limits::LIST_ITEMS + 1],
+            ..NewTask::default()
+        };
+        let many = board.create("d".into(), many, 4);
+        assert!(matches!(many, Err(TaskError::Invalid(e)) if e.field == "files"));
         let twice = board
             .create("d".into(), new("x", &["a", "a"]), 4)
             .expect("d");
@@ -497,6 +524,8 @@ mod tests {
         assert!(
             matches!(&stranger, Err(TaskError::PermissionDenied(m)) if m.contains("owned by alice"))
         );
+        let long = board.complete("alice", "a", "s".repeat(limits::TEXT + 1), 7);
+        assert!(matches!(long, Err(TaskError::Invalid(e)) if e.field == "summary"));
         let done = board
             .complete("alice", "a", "parser added".into(), 7)
             .expect("done");
