@@ -81,14 +81,24 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
     ))
 }
 
-/// `lead team`.
-/// `lead tasks`: the shared task list, oldest first.
+/// `lead tasks`: the shared task list, oldest first, every page.
 pub async fn tasks(client: &mut Operator, json: bool) -> Result<String, CliError> {
-    let tasks = client
-        .list_tasks(pb::ListTasksRequest::default())
-        .await?
-        .into_inner()
-        .tasks;
+    let mut tasks = Vec::new();
+    let mut page_token = String::new();
+    loop {
+        let page = client
+            .list_tasks(pb::ListTasksRequest {
+                page_token: page_token.clone(),
+                ..Default::default()
+            })
+            .await?
+            .into_inner();
+        tasks.extend(page.tasks);
+        if page.next_page_token.is_empty() || page.next_page_token == page_token {
+            break;
+        }
+        page_token = page.next_page_token;
+    }
     if json {
         return Ok(render::json_text(&serde_json::Value::Array(
             tasks.iter().map(render::task_json).collect(),
@@ -122,6 +132,7 @@ pub async fn add_task(
     Ok(format!("{}\n", task.task_id))
 }
 
+/// `lead team`.
 pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError> {
     let mut members = Vec::new();
     let mut page_token = String::new();
@@ -324,8 +335,9 @@ pub async fn permit(
     Ok(format!("{verdict} {}\n", response.request_id))
 }
 
-/// `lead shutdown`: asks, then (unless `wait` is false) waits for the answer
-/// or the deadline and says how it ended.
+/// `lead shutdown`: asks and prints the request id at once, then (unless
+/// `wait` is false) waits for the answer or the deadline and says how it
+/// ended.
 pub async fn shutdown(
     client: &mut Operator,
     name: String,
@@ -354,12 +366,16 @@ pub async fn shutdown(
         })
         .await?
         .into_inner();
+    let asked = format!("asked {name} to shut down: request {}\n", ticket.request_id);
     let Some(events) = events.as_mut() else {
-        return Ok(format!(
-            "asked {name} to shut down: request {}\n",
-            ticket.request_id
-        ));
+        return Ok(asked);
     };
+    // The id comes at once, so the operator can follow the request (`lead
+    // requests`, `lead watch`) while this waits for the outcome.
+    let mut out = std::io::stdout().lock();
+    out.write_all(asked.as_bytes())?;
+    out.flush()?;
+    drop(out);
     while let Some(event) = events.next().await {
         if let Some(pb::event::Kind::Request(r)) = event?.kind {
             if r.request_id != ticket.request_id || r.status == pb::RequestStatus::Pending as i32 {

@@ -172,7 +172,7 @@ pub(crate) enum Command {
     /// `token`: a member's `ListTasks`; `None`: an operator's.
     ListTasks {
         token: Option<String>,
-        status: Option<shared::tasks::TaskStatus>,
+        request: pb::ListTasksRequest,
         reply: Reply<pb::ListTasksResponse>,
     },
     ClaimTask {
@@ -574,10 +574,10 @@ impl Hub {
             }
             Command::ListTasks {
                 token,
-                status,
+                request,
                 reply,
             } => {
-                let result = self.list_tasks(token.as_deref(), status);
+                let result = self.list_tasks(token.as_deref(), &request);
                 self.reply(reply, result);
             }
             Command::ClaimTask {

@@ -7,13 +7,7 @@ use std::{
     task::{Context, Poll},
 };
 
-use shared::{
-    auth::bearer,
-    limits,
-    names::Name,
-    pb,
-    tasks::{NewTask, TaskStatus},
-};
+use shared::{auth::bearer, limits, names::Name, pb, tasks::NewTask};
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::{wrappers::ReceiverStream, Stream};
 use tonic::{Request, Response, Status};
@@ -327,12 +321,12 @@ impl pb::lead_server::Lead for LeadService {
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
         let token = self.session(&request, "ListTasks")?;
-        let status = TaskStatus::from_pb(request.into_inner().status);
+        let request = request.into_inner();
         Ok(Response::new(
             self.hub
                 .call(|reply| Command::ListTasks {
                     token: Some(token),
-                    status,
+                    request,
                     reply,
                 })
                 .await?,
@@ -542,9 +536,9 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.run(request, |r, reply| Command::ListTasks {
+        self.run(request, |request, reply| Command::ListTasks {
             token: None,
-            status: TaskStatus::from_pb(r.status),
+            request,
             reply,
         })
         .await

@@ -191,6 +191,20 @@ impl TaskBoard {
             .collect()
     }
 
+    /// Tasks oldest first, of one status or all, from position `start` on,
+    /// each with its position (which never changes: tasks are not removed).
+    pub fn iter_from(
+        &self,
+        status: Option<TaskStatus>,
+        start: usize,
+    ) -> impl Iterator<Item = (usize, &Task)> {
+        self.tasks
+            .iter()
+            .enumerate()
+            .skip(start)
+            .filter(move |(_, t)| status.is_none_or(|s| t.status == s))
+    }
+
     /// Whether `task` can be claimed: pending, every blocker completed.
     pub fn is_claimable(&self, task: &Task) -> bool {
         task.status == TaskStatus::Pending && self.open_blockers(task).is_empty()
@@ -236,7 +250,11 @@ impl TaskBoard {
             if items.len() > limits::LIST_ITEMS {
                 return Err(FieldError::new(
                     field,
-                    format!("has {} items; the limit is {}", items.len(), limits::LIST_ITEMS),
+                    format!(
+                        "has {} items; the limit is {}",
+                        items.len(),
+                        limits::LIST_ITEMS
+                    ),
                 )
                 .into());
             }

@@ -464,14 +464,21 @@ impl Session {
                 .await
                 .map(|list| {
                     if list.tasks.is_empty() {
-                        "the task list is empty".to_owned()
-                    } else {
-                        list.tasks
-                            .iter()
-                            .map(describe_task)
-                            .collect::<Vec<_>>()
-                            .join("\n")
+                        return "the task list is empty".to_owned();
                     }
+                    let mut text = list
+                        .tasks
+                        .iter()
+                        .map(describe_task)
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    if !list.next_page_token.is_empty() {
+                        text.push_str(&format!(
+                            "\n(the first {} tasks; claim_task() with no id takes the oldest claimable one)",
+                            list.tasks.len()
+                        ));
+                    }
+                    text
                 }),
             TaskCall::Claim(id) => {
                 let request = pb::ClaimTaskRequest {

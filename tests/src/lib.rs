@@ -330,19 +330,23 @@ impl Lead {
         path
     }
 
+    /// `lead ARGS --state-dir DIR` (an operator command), ready to run.
+    pub fn cli_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(bin("lead"));
+        command
+            .args(args)
+            .arg("--state-dir")
+            .arg(self.state_dir())
+            .env("MESH_OPERATOR_TOKEN", &self.operator_token)
+            .kill_on_drop(true);
+        command
+    }
+
     /// Runs `lead ARGS --state-dir DIR` (an operator command); returns (success, stdout, stderr).
     pub async fn cli(&self, args: &[&str]) -> (bool, String, String) {
-        let output = within(
-            &format!("lead {args:?}"),
-            Command::new(bin("lead"))
-                .args(args)
-                .arg("--state-dir")
-                .arg(self.state_dir())
-                .env("MESH_OPERATOR_TOKEN", &self.operator_token)
-                .output(),
-        )
-        .await
-        .expect("run lead cli");
+        let output = within(&format!("lead {args:?}"), self.cli_command(args).output())
+            .await
+            .expect("run lead cli");
         (
             output.status.success(),
             String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -413,3 +413,64 @@ async fn the_lead_stops_cleanly_on_sigterm_with_streams_open() {
     let status = lead.terminate().await;
     assert!(status.success(), "{status:?}");
 }
+
+/// `lead shutdown` prints the request id as soon as it asked, while it still
+/// waits for the answer; then how it ended.
+#[tokio::test]
+async fn lead_shutdown_prints_the_request_id_before_the_answer() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut quiet = lead.join("quiet").await;
+    quiet.open_inbox(0).await;
+    let mut shutdown = lead
+        .cli_command(&["shutdown", "quiet", "--reason", "wrap up"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(shutdown.stdout.take().unwrap()).lines();
+    let first = mesh_tests::within("the first line", lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    let request_id = first
+        .strip_prefix("asked quiet to shut down: request ")
+        .unwrap_or_else(|| panic!("{first:?}"))
+        .to_owned();
+    // Still waiting: the request is pending, and quiet has it.
+    let pending = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: request_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(is(pending.status, RequestStatus::Pending), "{pending:?}");
+    let asked = quiet
+        .next_matching(|e| matches!(e.body, Some(Body::ShutdownRequest(_))))
+        .await;
+    assert!(matches!(&asked.body, Some(Body::ShutdownRequest(r)) if r.request_id == request_id));
+
+    quiet
+        .api
+        .respond_shutdown(pb::ShutdownResponse {
+            request_id: request_id.clone(),
+            approve: true,
+            reason: "done here".into(),
+        })
+        .await
+        .unwrap();
+    let outcome = mesh_tests::within("the outcome line", lines.next_line())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        outcome,
+        format!("quiet agreed to shut down: done here [request {request_id}]")
+    );
+    assert!(mesh_tests::within("lead shutdown to exit", shutdown.wait())
+        .await
+        .unwrap()
+        .success());
+}

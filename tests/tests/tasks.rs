@@ -545,3 +545,136 @@ tool = "list_dir"
         })
         .await;
 }
+
+/// A completion that unblocks many tasks costs one envelope per idle member
+/// (naming the oldest), not one per task per member; a member holding a task
+/// of its own hears nothing.
+#[tokio::test]
+async fn unblocking_many_tasks_tells_each_idle_member_once() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let blocker = create(&mut operator, "blocker", &[]).await;
+    let mut waiting = Vec::new();
+    for i in 0..50 {
+        waiting.push(create(&mut operator, &format!("waiting {i}"), &[&blocker.task_id]).await);
+    }
+    let busy_task = create(&mut operator, "busy", &[]).await;
+    let mut owner = lead.join("owner").await;
+    owner.api.claim_task(claim(&blocker.task_id)).await.unwrap();
+    let mut idle = Vec::new();
+    // dan first: he claims the one claimable task before the others report
+    // idle, so nothing is claimable when they do.
+    for name in ["dan", "ann", "ben", "cat"] {
+        let mut member = lead.join(name).await;
+        if name == "dan" {
+            member
+                .api
+                .claim_task(claim(&busy_task.task_id))
+                .await
+                .unwrap();
+        }
+        member
+            .api
+            .report_idle(pb::IdleNotification::default())
+            .await
+            .unwrap();
+        member.open_inbox(0).await;
+        idle.push(member);
+    }
+    owner
+        .api
+        .complete_task(pb::CompleteTaskRequest {
+            task_id: blocker.task_id.clone(),
+            summary: "unblocks fifty".into(),
+        })
+        .await
+        .unwrap();
+    // A text sent after the completion marks the end of what it caused.
+    for member in &idle {
+        owner.send(&member.name, "after", "").await.unwrap();
+    }
+    for member in &mut idle {
+        let mut heard = Vec::new();
+        loop {
+            match member.next().await.body {
+                Some(Body::TaskClaimable(t)) => heard.push(t.task_id),
+                Some(Body::Text(t)) if t.content == "after" => break,
+                _ => {}
+            }
+        }
+        let expected = if member.name == "dan" {
+            vec![]
+        } else {
+            vec![waiting[0].task_id.clone()]
+        };
+        assert_eq!(heard, expected, "{}", member.name);
+    }
+}
+
+/// `ListTasks` pages (oldest first, 1,000 at most by default, a token that
+/// only this list accepts); `lead tasks` reads every page; a status filter
+/// pages too.
+#[tokio::test]
+async fn task_lists_page_and_the_cli_reads_every_page() {
+    let lead = Lead::start(&["--store", "memory"]).await;
+    let mut operator = lead.operator().await;
+    let mut ids = Vec::new();
+    for i in 0..1_205 {
+        ids.push(
+            create(&mut operator, &format!("task {i}"), &[])
+                .await
+                .task_id,
+        );
+    }
+    let mut alice = lead.join("alice").await;
+    alice.api.claim_task(claim(&ids[1_100])).await.unwrap();
+
+    let first = operator
+        .list_tasks(pb::ListTasksRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(first.tasks.len(), 1_000);
+    assert_eq!(first.tasks[0].task_id, ids[0]);
+    assert!(!first.next_page_token.is_empty());
+    let rest = operator
+        .list_tasks(pb::ListTasksRequest {
+            page_token: first.next_page_token.clone(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(rest.tasks.len(), 205);
+    assert_eq!(rest.tasks[0].task_id, ids[1_000]);
+    assert!(rest.next_page_token.is_empty());
+
+    let claimed = alice
+        .api
+        .list_tasks(pb::ListTasksRequest {
+            status: pb::TaskStatus::Claimed as i32,
+            page_size: 1,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(claimed.tasks.len(), 1);
+    assert_eq!(claimed.tasks[0].task_id, ids[1_100]);
+    assert!(claimed.next_page_token.is_empty(), "{claimed:?}");
+
+    let bad = operator
+        .list_tasks(pb::ListTasksRequest {
+            page_token: "m3".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(bad.code(), Code::InvalidArgument);
+    assert!(bad.message().contains("page_token"), "{bad:?}");
+
+    let (ok, json, err) = lead.cli(&["tasks", "--json"]).await;
+    assert!(ok, "{err}");
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json.as_array().map(Vec::len), Some(1_205));
+}

@@ -38,22 +38,32 @@ impl Hub {
         Ok(task.to_pb())
     }
 
-    /// `ListTasks`, for a member (`token`) or an operator (`None`).
+    /// `ListTasks`, for a member (`token`) or an operator (`None`): one page
+    /// oldest first, at most `page_size` (default and cap 1,000) and about
+    /// 1 MiB.
     pub(super) fn list_tasks(
         &self,
         token: Option<&str>,
-        status: Option<TaskStatus>,
+        request: &pb::ListTasksRequest,
     ) -> Result<pb::ListTasksResponse, HubError> {
         if let Some(token) = token {
             self.caller(token)?;
         }
+        let status = TaskStatus::from_pb(request.status);
+        let page = super::paging::Page::parse(request.page_size, &request.page_token, "t")?;
+        let start = page.after.map_or(0, |after| {
+            usize::try_from(after)
+                .unwrap_or(usize::MAX)
+                .saturating_add(1)
+        });
+        let (tasks, next_page_token) = page.collect(
+            self.tasks
+                .iter_from(status, start)
+                .map(|(at, t)| (u64::try_from(at).unwrap_or(u64::MAX), t.to_pb())),
+        );
         Ok(pb::ListTasksResponse {
-            tasks: self
-                .tasks
-                .list(status)
-                .into_iter()
-                .map(Task::to_pb)
-                .collect(),
+            tasks,
+            next_page_token,
         })
     }
 
@@ -139,23 +149,36 @@ impl Hub {
         self.emit(pb::event::Kind::Task(task.to_pb()));
     }
 
-    /// Tells every idle active member without a task of its own that
-    /// `tasks` can be claimed.
+    /// Tells every idle active member without a task of its own that work
+    /// can be claimed: one envelope each, naming the oldest of `tasks` (a
+    /// claim with no id takes the oldest claimable task anyway), its body
+    /// stored once for them all. However many tasks one change unblocks, it
+    /// costs one envelope per idle member.
     fn announce_claimable(&mut self, tasks: &[Task]) {
-        if tasks.is_empty() {
+        let Some(oldest) = tasks.iter().min_by_key(|t| t.created_at_unix_ms) else {
             return;
-        }
+        };
+        let body = Body::TaskClaimable(oldest.to_pb());
+        let owners: std::collections::HashSet<&str> = self
+            .tasks
+            .list(Some(TaskStatus::Claimed))
+            .into_iter()
+            .map(|t| t.owner.as_str())
+            .collect();
         let idle: Vec<String> = self
             .roster
             .iter()
             .filter(|m| !m.terminated() && m.life.is_idle() && m.name.as_str() != LEAD)
-            .filter(|m| !self.tasks.has_claimed(m.name.as_str()))
+            .filter(|m| !owners.contains(m.name.as_str()))
             .map(|m| m.name.to_string())
             .collect();
-        for name in idle {
-            for task in tasks {
-                self.deliver(LEAD, &name, None, Body::TaskClaimable(task.to_pb()));
+        match idle.as_slice() {
+            [] => {}
+            [one] => {
+                let one = one.clone();
+                self.deliver(LEAD, &one, None, body);
             }
+            _ => self.fan_out(LEAD, &idle, uuid::Uuid::new_v4().to_string(), body),
         }
     }
 }
