@@ -173,6 +173,34 @@ pub struct Request {
     pub created_at_unix_ms: i64,
     /// When it was resolved.
     pub resolved_at_unix_ms: Option<i64>,
+    /// What each reviewer said of it, oldest first.
+    pub reviews: Vec<ReviewStep>,
+}
+
+/// One reviewer's word on a request: a stage of a review chain, or the
+/// operator.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReviewStep {
+    /// Who: `policy`, `program NAME`, `model NAME`, `human`, `operator`.
+    pub reviewer: String,
+    /// What: `approve`, `reject`, `pass`, `error`, `waits`.
+    pub verdict: String,
+    /// Why, in its words.
+    pub words: String,
+    /// When (unix ms).
+    pub at_unix_ms: i64,
+}
+
+impl ReviewStep {
+    /// To the wire.
+    pub fn to_pb(&self) -> pb::ReviewStep {
+        pb::ReviewStep {
+            reviewer: self.reviewer.clone(),
+            verdict: self.verdict.clone(),
+            words: self.words.clone(),
+            at_unix_ms: self.at_unix_ms,
+        }
+    }
 }
 
 impl Request {
@@ -201,6 +229,7 @@ impl Request {
             feedback: self.feedback.clone(),
             created_at_unix_ms: self.created_at_unix_ms,
             resolved_at_unix_ms: self.resolved_at_unix_ms.unwrap_or(0),
+            reviews: self.reviews.iter().map(ReviewStep::to_pb).collect(),
         }
     }
 }
@@ -352,6 +381,7 @@ impl Tracker {
             feedback: String::new(),
             created_at_unix_ms: now,
             resolved_at_unix_ms: None,
+            reviews: Vec::new(),
         };
         if let Some(deadline) = request.opening.deadline_unix_ms {
             self.deadlines.insert((deadline, request.id().clone()));
@@ -432,6 +462,16 @@ impl Tracker {
                 status,
             }),
         }
+    }
+
+    /// Records a reviewer's word on request `id`; the request as it now
+    /// stands (`None` if there is no such request).
+    pub fn review(&mut self, id: &RequestId, step: ReviewStep) -> Option<Request> {
+        let ord = *self.by_id.get(id)?;
+        let request = self.requests.get_mut(&ord)?;
+        request.reviews.push(step);
+        self.touched.push(id.clone());
+        Some(request.clone())
     }
 
     /// Request `id` expires, if it is still pending; `None` otherwise.

@@ -25,7 +25,7 @@ pub const MARKER_FILE: &str = "mesh.db.id";
 /// Tells a mesh database from any other SQLite file.
 const MAGIC: &str = "mesh-lead-state";
 /// The schema version this code writes.
-const SCHEMA_VERSION: i64 = 3;
+const SCHEMA_VERSION: i64 = 4;
 /// `Send` message ids kept per sender.
 const KEPT_MESSAGE_IDS: u64 = 4_096;
 
@@ -88,6 +88,12 @@ UPDATE meta SET value = '2' WHERE key = 'schema_version';
 const SCHEMA_3: &str = "
 CREATE TABLE tasks (task_id TEXT PRIMARY KEY, created INTEGER NOT NULL, body BLOB NOT NULL);
 UPDATE meta SET value = '3' WHERE key = 'schema_version';
+";
+
+/// Schema 4 (over 3): each request keeps what its reviewers said (JSON).
+const SCHEMA_4: &str = "
+ALTER TABLE requests ADD COLUMN reviews TEXT NOT NULL DEFAULT '[]';
+UPDATE meta SET value = '4' WHERE key = 'schema_version';
 ";
 
 impl SqliteStore {
@@ -191,17 +197,20 @@ impl SqliteStore {
             .map_err(corrupt)?;
         match version {
             1 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_2} {SCHEMA_3} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} COMMIT;"))
                 .map_err(corrupt)?,
             2 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_3} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_3} {SCHEMA_4} COMMIT;"))
+                .map_err(corrupt)?,
+            3 => conn
+                .execute_batch(&format!("BEGIN; {SCHEMA_4} COMMIT;"))
                 .map_err(corrupt)?,
             SCHEMA_VERSION => {}
             other => {
                 return Err(StoreError::Corrupt {
                     path: display,
                     detail: format!(
-                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 and 2)"
+                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 3)"
                     ),
                 })
             }
@@ -278,7 +287,8 @@ impl Store for SqliteStore {
             });
         }
         let mut requests = self.conn.prepare(
-            "SELECT request_id, kind, sender, target, status, payload, feedback, created, resolved, deadline, decision
+            "SELECT request_id, kind, sender, target, status, payload, feedback, created, resolved, deadline, decision,
+                 reviews
              FROM requests ORDER BY rowid",
         )?;
         let rows = requests.query_map([], |row| {
@@ -294,6 +304,7 @@ impl Store for SqliteStore {
                 row.get::<_, Option<i64>>(8)?,
                 row.get::<_, Option<i64>>(9)?,
                 row.get::<_, Option<Vec<u8>>>(10)?,
+                row.get::<_, String>(11)?,
             ))
         })?;
         for row in rows {
@@ -309,6 +320,7 @@ impl Store for SqliteStore {
                 resolved,
                 deadline,
                 decision,
+                reviews,
             ) = row?;
             let bad = |what: &'static str, detail: String| StoreError::Decode { what, detail };
             let id = RequestId::existing("request_id", &id)
@@ -329,6 +341,8 @@ impl Store for SqliteStore {
                 feedback,
                 created_at_unix_ms: created,
                 resolved_at_unix_ms: resolved,
+                reviews: serde_json::from_str(&reviews)
+                    .map_err(|e| bad("request reviews", e.to_string()))?,
             });
         }
         let mut ids = self
@@ -429,10 +443,10 @@ impl Store for SqliteStore {
                 Change::Request(r) => {
                     tx.prepare_cached(
                         "INSERT INTO requests (request_id, kind, sender, target, status, payload, feedback,
-                             created, resolved, deadline, decision)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                             created, resolved, deadline, decision, reviews)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
                          ON CONFLICT (request_id) DO UPDATE SET status = ?5, feedback = ?7, resolved = ?9,
-                             decision = ?11",
+                             decision = ?11, reviews = ?12",
                     )?
                     .execute(params![
                         r.opening.id.as_str(),
@@ -446,6 +460,7 @@ impl Store for SqliteStore {
                         r.resolved_at_unix_ms,
                         r.opening.deadline_unix_ms,
                         r.decision.as_ref().map(encode_decision),
+                        serde_json::to_string(&r.reviews).unwrap_or_else(|_| "[]".into()),
                     ])?;
                 }
                 Change::MessageId {
@@ -530,6 +545,12 @@ mod tests {
             feedback: String::new(),
             created_at_unix_ms: 1,
             resolved_at_unix_ms: None,
+            reviews: vec![shared::protocol::ReviewStep {
+                reviewer: "program check".into(),
+                verdict: "pass".into(),
+                words: "no opinion".into(),
+                at_unix_ms: 1,
+            }],
         }
     }
 
