@@ -29,12 +29,7 @@
 //! plan that escalates hears every machine stage as advice and ends with a
 //! person, whatever they said. Running out of stages also ends with a person.
 
-use std::{
-    path::Path,
-    process::Stdio,
-    sync::Arc,
-    time::Duration,
-};
+use std::{path::Path, process::Stdio, sync::Arc, time::Duration};
 
 use serde::Deserialize;
 use shared::{
@@ -110,10 +105,13 @@ impl Stage {
     pub fn name(&self) -> String {
         match self {
             Stage::Policy { .. } => "policy".into(),
-            Stage::Program { command, .. } => format!(
-                "program {}",
-                command.first().map(String::as_str).unwrap_or_default()
-            ),
+            Stage::Program { command, .. } => {
+                let program = command.first().map(String::as_str).unwrap_or_default();
+                let short = Path::new(program)
+                    .file_name()
+                    .map_or(program.into(), |n| n.to_string_lossy());
+                format!("program {short}")
+            }
             Stage::Model(reviewer) => reviewer.name(),
             Stage::Human => "human".into(),
         }
@@ -389,13 +387,25 @@ mod tests {
                 ..
             })
         ));
-        assert_eq!(chain.stage(1).map(Stage::name).as_deref(), Some("program true"));
+        assert_eq!(
+            chain.stage(1).map(Stage::name).as_deref(),
+            Some("program true")
+        );
         let cases = [
-            ("[[stages]]\nkind = \"policy\"\nfile = \"none.toml\"\n", "stages[0].file: none.toml"),
-            ("[[stages]]\nkind = \"program\"\ncommand = []\n", "stages[0].command: is empty"),
+            (
+                "[[stages]]\nkind = \"policy\"\nfile = \"none.toml\"\n",
+                "stages[0].file: none.toml",
+            ),
+            (
+                "[[stages]]\nkind = \"program\"\ncommand = []\n",
+                "stages[0].command: is empty",
+            ),
             ("[[stages]]\nkind = \"oracle\"\n", "oracle"),
             ("stages = []\n", "stages: is empty"),
-            ("escalate = [\"../x\"]\n[[stages]]\nkind = \"human\"\n", "escalate"),
+            (
+                "escalate = [\"../x\"]\n[[stages]]\nkind = \"human\"\n",
+                "escalate",
+            ),
         ];
         for (text, expected) in cases {
             let err = Chain::parse(text, dir.path()).expect_err(text);
@@ -410,11 +420,21 @@ mod tests {
         let approve = run_program(&sh("cat >/dev/null; exit 0"), second, "{}").await;
         assert!(matches!(approve, Verdict::Approve { .. }), "{approve:?}");
         let reject = run_program(&sh("echo 'add tests' >&2; exit 2"), second, "{}").await;
-        assert_eq!(reject, Verdict::Reject { words: "add tests".into() });
+        assert_eq!(
+            reject,
+            Verdict::Reject {
+                words: "add tests".into()
+            }
+        );
         let pass = run_program(&sh("exit 1"), second, "{}").await;
         assert!(matches!(pass, Verdict::Pass { .. }));
         let crash = run_program(&sh("echo boom >&2; exit 3"), second, "{}").await;
-        assert_eq!(crash, Verdict::Error { words: "exit status 3: boom".into() });
+        assert_eq!(
+            crash,
+            Verdict::Error {
+                words: "exit status 3: boom".into()
+            }
+        );
         let silent = run_program(&sh("exit 2"), second, "{}").await;
         assert!(matches!(silent, Verdict::Error { .. }));
         let input = run_program(&sh("grep -q '\"plan\"' || exit 3"), second, "{\"plan\":{}}").await;

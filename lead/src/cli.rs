@@ -216,11 +216,14 @@ pub async fn requests(
         "DETAIL".into(),
     ]];
     rows.extend(requests.iter().map(|r| {
-        let detail = if r.feedback.is_empty() {
+        let mut detail = if r.feedback.is_empty() {
             summary(&r.payload_json)
         } else {
             r.feedback.clone()
         };
+        if let Some(line) = render::reviews_line(r) {
+            detail = format!("{detail} {line}");
+        }
         vec![
             r.request_id.clone(),
             render::request_type(r.r#type),

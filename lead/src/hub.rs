@@ -24,6 +24,7 @@ use crate::{
     store::{Change, Store, StoreError},
 };
 
+mod chain;
 mod commit;
 mod lifecycle;
 mod members;
@@ -47,6 +48,9 @@ pub enum Approval {
     /// own that the hub hands jobs to; it answers as an operator would.
     /// Undecided plans stay pending.
     Model(std::sync::Arc<crate::reviewer::Reviewer>),
+    /// A chain of reviewers (`--approval chain:FILE`): stages tried in
+    /// order; what they cannot decide waits for an operator.
+    Chain(std::sync::Arc<crate::chain::Chain>),
 }
 
 /// How the hub behaves.
@@ -188,7 +192,15 @@ pub(crate) enum Command {
     },
     ReviewPlan {
         review: pb::PlanReview,
+        /// Who decides, for the request's history (`operator`, `model NAME`).
+        by: String,
         reply: Reply<pb::PlanApprovalResponse>,
+    },
+    /// A chain stage's verdict on a plan (`--approval chain:FILE`).
+    StageVerdict {
+        request_id: shared::names::RequestId,
+        stage: usize,
+        verdict: crate::chain::Verdict,
     },
     RequestShutdown {
         request: pb::ShutdownRequest,
@@ -340,6 +352,8 @@ pub(crate) struct Hub {
     handle: HubHandle,
     /// Plans for the model reviewer, with `--approval model:FILE`.
     review_jobs: Option<mpsc::Sender<crate::reviewer::Job>>,
+    /// Stages to run outside the hub, with `--approval chain:FILE`.
+    stage_jobs: Option<mpsc::Sender<chain::StageJob>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -407,6 +421,7 @@ pub(crate) fn load(
         next_sweep: 0,
         handle: HubHandle { tx },
         review_jobs: None,
+        stage_jobs: None,
     };
     // Everyone is disconnected until they come back; the grace period started
     // as the roster was restored.
@@ -440,8 +455,12 @@ pub(crate) fn start(
     mut stop: watch::Receiver<bool>,
 ) -> (HubHandle, tokio::task::JoinHandle<Result<(), HubFailure>>) {
     let handle = hub.handle.clone();
-    if let Approval::Model(reviewer) = &hub.config.approval {
-        hub.review_jobs = Some(crate::reviewer::start(reviewer.clone(), handle.clone()));
+    match &hub.config.approval {
+        Approval::Model(reviewer) => {
+            hub.review_jobs = Some(crate::reviewer::start(reviewer.clone(), handle.clone()));
+        }
+        Approval::Chain(_) => hub.stage_jobs = Some(chain::start(handle.clone())),
+        Approval::Manual | Approval::Auto | Approval::Policy(_) => {}
     }
     let task = tokio::spawn(async move {
         let result = loop {
@@ -597,8 +616,13 @@ impl Hub {
                 let result = self.complete_task(&token, &task_id, summary);
                 self.reply(reply, result);
             }
-            Command::ReviewPlan { review, reply } => {
-                let result = self.review_plan(review);
+            Command::StageVerdict {
+                request_id,
+                stage,
+                verdict,
+            } => self.stage_verdict(&request_id, stage, verdict),
+            Command::ReviewPlan { review, by, reply } => {
+                let result = self.review_plan(review, &by);
                 self.reply(reply, result);
             }
             Command::ReviewNote { note } => self.emit(pb::event::Kind::ReviewNote(note)),

@@ -175,8 +175,9 @@ struct ServeArgs {
     /// The token operators use (default: generated into <state-dir>/operator.token).
     #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
     operator_token: Option<String>,
-    /// Who approves plans: manual, auto, policy:FILE, or model:FILE (a
-    /// language model with criteria; see the README, "Bring a model").
+    /// Who approves plans: manual, auto, policy:FILE, model:FILE (a
+    /// language model with criteria; see the README, "Bring a model"), or
+    /// chain:FILE (reviewers in order; see the README, "Approval modes").
     #[arg(long, default_value = "manual")]
     approval: String,
     /// Seconds a shutdown request waits for its answer when it names no deadline.
@@ -415,6 +416,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         "manual" => Approval::Manual,
         "auto" => Approval::Auto,
         other => match other.strip_prefix("policy:") {
+            None if other.starts_with("chain:") => {
+                let file = std::path::Path::new(&other["chain:".len()..]);
+                let text = std::fs::read_to_string(file)
+                    .map_err(|e| anyhow::anyhow!("--approval chain:{}: {e}", file.display()))?;
+                let dir = file.parent().unwrap_or(std::path::Path::new("."));
+                Approval::Chain(std::sync::Arc::new(
+                    lead::chain::Chain::parse(&text, dir)
+                        .map_err(|e| anyhow::anyhow!("--approval chain:{}: {e}", file.display()))?,
+                ))
+            }
             None if other.starts_with("model:") => {
                 let file = &other["model:".len()..];
                 let text = std::fs::read_to_string(file)
@@ -433,7 +444,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 )
             }
             None => anyhow::bail!(
-                "--approval: {other:?} is not manual, auto, policy:FILE or model:FILE"
+                "--approval: {other:?} is not manual, auto, policy:FILE, model:FILE or chain:FILE"
             ),
         },
     };

@@ -92,6 +92,26 @@ pub fn request_json(r: &pb::ProtocolState) -> Value {
         "payload": serde_json::from_str::<Value>(&r.payload_json).unwrap_or(Value::Null),
         "feedback": r.feedback, "created_at_unix_ms": r.created_at_unix_ms,
         "resolved_at_unix_ms": r.resolved_at_unix_ms,
+        "reviews": r.reviews.iter().map(|s| json!({
+            "reviewer": s.reviewer, "verdict": s.verdict, "words": s.words,
+            "at_unix_ms": s.at_unix_ms,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// A request's history in a line: each reviewer and its verdict, and the
+/// last one's words.
+pub fn reviews_line(r: &pb::ProtocolState) -> Option<String> {
+    let last = r.reviews.last()?;
+    let steps: Vec<String> = r
+        .reviews
+        .iter()
+        .map(|s| format!("{} {}", s.reviewer, s.verdict))
+        .collect();
+    Some(if last.words.is_empty() {
+        format!("[{}]", steps.join(" > "))
+    } else {
+        format!("[{}: {}]", steps.join(" > "), last.words)
     })
 }
 

@@ -348,11 +348,44 @@ async fn review(reviewer: &Reviewer, hub: &HubHandle, job: Job) {
         ),
     };
     match hub
-        .call(|reply| Command::ReviewPlan { review, reply })
+        .call(|reply| Command::ReviewPlan {
+            review,
+            by: name.clone(),
+            reply,
+        })
         .await
     {
         Ok(_) => note(said),
         Err(e) => note(format!("decided ({said}) but could not record it: {e}")),
+    }
+}
+
+/// The model's verdict as a stage of a chain: a decision, or an error
+/// (which never approves) saying why there is none.
+pub(crate) async fn stage_verdict(reviewer: &Reviewer, job: &Job) -> crate::chain::Verdict {
+    use crate::chain::Verdict as Stage;
+    match tokio::time::timeout(reviewer.timeout, reviewer.decide(job)).await {
+        Ok(Ok(Verdict::Approve {
+            feedback,
+            write_paths,
+        })) => match shared::grant::PathSet::new("write_paths", &write_paths) {
+            Ok(_) => Stage::Approve {
+                grant: Some(shared::grant::Grant {
+                    mode: shared::grant::Mode::AcceptEdits,
+                    write_paths,
+                    expires_at_unix_ms: None,
+                }),
+                words: feedback,
+            },
+            Err(e) => Stage::Error {
+                words: format!("the model approved with bad write paths: {e}"),
+            },
+        },
+        Ok(Ok(Verdict::Reject { feedback })) => Stage::Reject { words: feedback },
+        Ok(Err(why)) => Stage::Error { words: why },
+        Err(_) => Stage::Error {
+            words: format!("no answer within {}s", reviewer.timeout.as_secs()),
+        },
     }
 }
 

@@ -421,6 +421,7 @@ impl pb::operator_server::Operator for OperatorService {
         request: Request<pb::PlanReview>,
     ) -> Result<Response<pb::PlanApprovalResponse>, Status> {
         self.run(request, |review, reply| Command::ReviewPlan {
+            by: "operator".into(),
             review,
             reply,
         })

@@ -123,6 +123,10 @@ impl Hub {
     fn auto_review_plan(&mut self, id: &RequestId, plan: &pb::Plan) -> Result<(), HubError> {
         let decision = match &self.config.approval {
             Approval::Manual => return Ok(()),
+            Approval::Chain(_) => {
+                self.run_stage(id, 0);
+                return Ok(());
+            }
             Approval::Model(reviewer) => {
                 let job = self.review_job(id, plan);
                 let sent = match &self.review_jobs {
@@ -168,7 +172,7 @@ impl Hub {
 
     /// What the model reviewer needs for the plan `id`: who sent it, and the
     /// other members' plans that are approved or still pending.
-    fn review_job(&self, id: &RequestId, plan: &pb::Plan) -> crate::reviewer::Job {
+    pub(super) fn review_job(&self, id: &RequestId, plan: &pb::Plan) -> crate::reviewer::Job {
         let sender = self
             .tracker
             .get(id)
@@ -227,7 +231,7 @@ impl Hub {
     }
 
     /// Where the files of plan `id` fall inside other members' holds now.
-    fn overlaps_of(&self, id: &RequestId) -> Vec<shared::holds::Overlap> {
+    pub(super) fn overlaps_of(&self, id: &RequestId) -> Vec<shared::holds::Overlap> {
         self.tracker
             .get(id)
             .map(|request| {
@@ -241,8 +245,13 @@ impl Hub {
     pub(super) fn review_plan(
         &mut self,
         review: pb::PlanReview,
+        by: &str,
     ) -> Result<pb::PlanApprovalResponse, HubError> {
         let id = RequestId::existing("request_id", &review.request_id)?;
+        let was_pending = self
+            .tracker
+            .get(&id)
+            .is_some_and(|r| r.status == Status::Pending);
         check_text("feedback", &review.feedback)?;
         let decision = if review.approve {
             let overlaps = self.overlaps_of(&id);
@@ -280,11 +289,34 @@ impl Hub {
                 grant: None,
             }
         };
-        self.decide_plan(&id, decision)
+        let verdict = if decision.approve {
+            "approve"
+        } else {
+            "reject"
+        };
+        let words = decision.feedback.clone();
+        let response = self.decide_plan(&id, decision)?;
+        if was_pending {
+            self.record_review(&id, by, verdict, words);
+        }
+        Ok(response)
+    }
+
+    /// Adds a reviewer's word to request `id`'s history and shows it.
+    pub(super) fn record_review(&mut self, id: &RequestId, by: &str, verdict: &str, words: String) {
+        let step = shared::protocol::ReviewStep {
+            reviewer: by.to_owned(),
+            verdict: verdict.to_owned(),
+            words: shared::limits::cut(&words, shared::limits::REASON),
+            at_unix_ms: self.now(),
+        };
+        if let Some(request) = self.tracker.review(id, step) {
+            self.emit(pb::event::Kind::Request(request.to_pb()));
+        }
     }
 
     /// Records a plan decision and, the first time, tells the teammate.
-    fn decide_plan(
+    pub(super) fn decide_plan(
         &mut self,
         id: &RequestId,
         decision: Decision,
@@ -374,8 +406,9 @@ impl Hub {
             self.deliver(&sender, LEAD, None, Body::PermissionRequest(body));
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             let verdict = match &self.config.approval {
-                // The model reviews plans only; permissions wait for a person.
-                Approval::Manual | Approval::Model { .. } => None,
+                // The model and the chain review plans only; permissions
+                // wait for a person.
+                Approval::Manual | Approval::Model { .. } | Approval::Chain(_) => None,
                 Approval::Auto => Some(true),
                 Approval::Policy(policy) => {
                     policy.allows_call(&request.tool, args.get("path").and_then(|p| p.as_str()))
@@ -493,7 +526,7 @@ impl Hub {
 }
 
 /// The grant an approval without one carries: the plan's files, in `mode`.
-fn default_grant(mode: Mode) -> Grant {
+pub(super) fn default_grant(mode: Mode) -> Grant {
     Grant {
         mode,
         write_paths: Vec::new(),

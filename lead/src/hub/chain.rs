@@ -1,0 +1,253 @@
+//! The chain of reviewers on the hub (`--approval chain:FILE`): the hub runs
+//! the quick stages (policy, human) itself and hands the slow ones (program,
+//! model) to tasks of their own, which send their verdicts back as commands.
+//! Each verdict goes into the request's history before the chain's rule
+//! ([`crate::chain::Chain::after`]) says what follows.
+
+use std::{sync::Arc, time::Duration};
+
+use serde_json::json;
+use shared::{
+    grant::Mode,
+    names::RequestId,
+    pb, policy,
+    protocol::{Decision, Status},
+};
+use tokio::sync::{mpsc, Semaphore};
+
+use super::{requests::default_grant, Approval, Command, Hub, HubHandle};
+use crate::{
+    chain::{Chain, Next, OnPass, Stage, Verdict},
+    reviewer::{self, Reviewer},
+};
+
+/// Stages run at once outside the hub.
+const CONCURRENT_STAGES: usize = 4;
+/// Stages waiting to run before new ones count as failed (to a person).
+const QUEUE: usize = 256;
+
+/// A stage to run outside the hub.
+#[derive(Debug)]
+pub(crate) struct StageJob {
+    request_id: RequestId,
+    stage: usize,
+    work: Work,
+}
+
+/// What a slow stage does.
+#[derive(Debug)]
+enum Work {
+    Program {
+        command: Vec<String>,
+        timeout: Duration,
+        input: String,
+    },
+    Model {
+        reviewer: Arc<Reviewer>,
+        job: Box<reviewer::Job>,
+    },
+}
+
+/// Runs the stages the hub sends, a few at a time, until the hub goes.
+pub(super) fn start(hub: HubHandle) -> mpsc::Sender<StageJob> {
+    let (tx, mut jobs) = mpsc::channel::<StageJob>(QUEUE);
+    let slots = Arc::new(Semaphore::new(CONCURRENT_STAGES));
+    tokio::spawn(async move {
+        while let Some(job) = jobs.recv().await {
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            let hub = hub.clone();
+            tokio::spawn(async move {
+                let verdict = match &job.work {
+                    Work::Program {
+                        command,
+                        timeout,
+                        input,
+                    } => crate::chain::run_program(command, *timeout, input).await,
+                    Work::Model { reviewer, job } => reviewer::stage_verdict(reviewer, job).await,
+                };
+                hub.notify(Command::StageVerdict {
+                    request_id: job.request_id,
+                    stage: job.stage,
+                    verdict,
+                });
+                drop(slot);
+            });
+        }
+    });
+    tx
+}
+
+impl Hub {
+    /// The chain, with `--approval chain:FILE`.
+    fn chain(&self) -> Option<Arc<Chain>> {
+        match &self.config.approval {
+            Approval::Chain(chain) => Some(chain.clone()),
+            _ => None,
+        }
+    }
+
+    /// Runs stage `at` of the chain on plan `id`, if the plan still waits.
+    pub(super) fn run_stage(&mut self, id: &RequestId, at: usize) {
+        let Some(chain) = self.chain() else {
+            return;
+        };
+        let Some(request) = self.tracker.get(id) else {
+            return;
+        };
+        if request.status != Status::Pending {
+            return;
+        }
+        let payload: serde_json::Value =
+            serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
+        let plan = plan_of(&payload);
+        match chain.stage(at) {
+            None | Some(Stage::Human) => {
+                self.record_review(id, "human", "waits", "waiting for an operator".into());
+            }
+            Some(Stage::Policy { policy, on_pass }) => {
+                let verdict = match policy.review(&plan, &self.overlaps_of(id)) {
+                    policy::Verdict::Approve(grant) if *on_pass == OnPass::Approve => {
+                        Verdict::Approve {
+                            grant: Some(grant),
+                            words: "every criterion holds".into(),
+                        }
+                    }
+                    policy::Verdict::Approve(_) => Verdict::Pass {
+                        words: "every criterion holds".into(),
+                    },
+                    policy::Verdict::Reject(unmet) => Verdict::Reject {
+                        words: unmet.join("; "),
+                    },
+                };
+                self.stage_verdict(id, at, verdict);
+            }
+            Some(Stage::Program { command, timeout }) => {
+                let role = self
+                    .roster
+                    .get(&request.opening.sender)
+                    .map(|m| m.role.clone())
+                    .unwrap_or_default();
+                let input = json!({
+                    "request_id": id.as_str(),
+                    "sender": request.opening.sender,
+                    "role": role,
+                    "plan": payload["plan"],
+                    "supersedes": payload["supersedes"],
+                    "overlaps": payload["overlaps"],
+                })
+                .to_string();
+                let work = Work::Program {
+                    command: command.clone(),
+                    timeout: *timeout,
+                    input,
+                };
+                self.send_stage(id, at, work);
+            }
+            Some(Stage::Model(reviewer)) => {
+                let work = Work::Model {
+                    reviewer: reviewer.clone(),
+                    job: Box::new(self.review_job(id, &plan)),
+                };
+                self.send_stage(id, at, work);
+            }
+        }
+    }
+
+    /// Hands a slow stage to the runner; a runner that cannot take it is
+    /// the stage failing.
+    fn send_stage(&mut self, id: &RequestId, at: usize, work: Work) {
+        let job = StageJob {
+            request_id: id.clone(),
+            stage: at,
+            work,
+        };
+        let sent = match &self.stage_jobs {
+            Some(jobs) => jobs.try_send(job).map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => "too many stages are queued",
+                mpsc::error::TrySendError::Closed(_) => "the stage runner has stopped",
+            }),
+            None => Err("the stage runner is not running"),
+        };
+        if let Err(why) = sent {
+            self.stage_verdict(id, at, Verdict::Error { words: why.into() });
+        }
+    }
+
+    /// Stage `at` said `verdict` of plan `id`: it goes into the history, and
+    /// the chain decides, runs the next stage, or leaves it to a person.
+    pub(super) fn stage_verdict(&mut self, id: &RequestId, at: usize, verdict: Verdict) {
+        let Some(chain) = self.chain() else {
+            return;
+        };
+        let Some(request) = self.tracker.get(id) else {
+            return;
+        };
+        if request.status != Status::Pending {
+            // An operator decided while the stage ran.
+            return;
+        }
+        let (files, _) = super::tasks::plan_files(request);
+        let escalated = chain.escalates(&files);
+        let name = chain.stage(at).map(Stage::name).unwrap_or_default();
+        self.record_review(id, &name, verdict.label(), verdict.words().to_owned());
+        let signed = |words: &str| {
+            shared::limits::cut(
+                &if words.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{name}: {words}")
+                },
+                shared::limits::REASON,
+            )
+        };
+        let decision = match chain.after(at, &verdict, escalated) {
+            Next::Run(next) => return self.run_stage(id, next),
+            Next::Person(reason) => {
+                return self.record_review(
+                    id,
+                    "chain",
+                    "waits",
+                    format!("{reason}; waiting for an operator"),
+                );
+            }
+            Next::Decide(Verdict::Approve { grant, words }) => Decision {
+                approve: true,
+                feedback: format!("approved by {}", signed(&words)),
+                grant: Some(grant.unwrap_or_else(|| default_grant(Mode::AcceptEdits))),
+            },
+            Next::Decide(verdict) => Decision {
+                approve: false,
+                feedback: format!("rejected by {}", signed(verdict.words())),
+                grant: None,
+            },
+        };
+        if let Err(e) = self.decide_plan(id, decision) {
+            tracing::warn!(request_id = %id, error = %e, "the chain's decision was not recorded");
+        }
+    }
+}
+
+/// The plan in a plan request's payload.
+fn plan_of(payload: &serde_json::Value) -> pb::Plan {
+    let strings = |v: &serde_json::Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let plan = &payload["plan"];
+    let text = |key: &str| plan[key].as_str().unwrap_or_default().to_owned();
+    pb::Plan {
+        summary: text("summary"),
+        steps: strings(&plan["steps"]),
+        files: strings(&plan["files"]),
+        tests: strings(&plan["tests"]),
+        body: text("body"),
+        task_id: text("task_id"),
+    }
+}
