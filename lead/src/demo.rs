@@ -253,7 +253,10 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let store = SqliteStore::open(&state, Sync::Full)?;
     let server = tokio::spawn(server::run(
-        listener,
+        server::Listeners {
+            grpc: listener,
+            console: None,
+        },
         config,
         Box::new(store),
         tokens.clone(),

@@ -5,6 +5,7 @@ pub mod chain;
 pub mod children;
 pub mod cli;
 pub mod connections;
+mod console;
 pub mod demo;
 pub mod error;
 pub mod hub;

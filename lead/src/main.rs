@@ -175,6 +175,10 @@ struct ServeArgs {
     /// The token operators use (default: generated into <state-dir>/operator.token).
     #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
     operator_token: Option<String>,
+    /// Where the web console listens (HOST:PORT), or `off`. Default: a free
+    /// loopback port; the second stdout line says where.
+    #[arg(long)]
+    http: Option<String>,
     /// Who approves plans: manual, auto, policy:FILE, model:FILE (a
     /// language model with criteria; see the README, "Bring a model"), or
     /// chain:FILE (reviewers in order; see the README, "Approval modes").
@@ -501,12 +505,33 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     state.write_addr(&addr.to_string())?;
     println!("listening on {addr}");
+    let console = match args.http.as_deref() {
+        Some("off") => None,
+        spec => {
+            let spec = spec.unwrap_or("127.0.0.1:0");
+            let http: SocketAddr = spec
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--http: {spec:?} is not HOST:PORT or off ({e})"))?;
+            let listener = tokio::net::TcpListener::bind(http)
+                .await
+                .map_err(|e| anyhow::anyhow!("--http {http}: {e}"))?;
+            println!("console on http://{}/", listener.local_addr()?);
+            Some(listener)
+        }
+    };
+    {
+        use std::io::Write as _;
+        std::io::stdout().flush()?;
+    }
     let keepalive = server::Keepalive {
         interval: seconds("--keepalive", args.keepalive)?,
         timeout: seconds("--keepalive", args.keepalive)? + Duration::from_secs(1),
     };
     server::run(
-        listener,
+        server::Listeners {
+            grpc: listener,
+            console,
+        },
         config,
         store,
         tokens,

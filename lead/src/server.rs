@@ -106,11 +106,20 @@ impl Default for Keepalive {
     }
 }
 
-/// Serves on `listener` until `shutdown` completes. Then every child the lead
+/// Where the lead listens.
+#[derive(Debug)]
+pub struct Listeners {
+    /// gRPC (HTTP/2).
+    pub grpc: TcpListener,
+    /// The web console (HTTP/1.1), if it is on.
+    pub console: Option<tokio::net::TcpListener>,
+}
+
+/// Serves on `listeners` until `shutdown` completes. Then every child the lead
 /// started is asked to shut down and stopped by signal if it does not in
 /// time; then every stream ends and it returns.
 pub async fn run(
-    listener: TcpListener,
+    listeners: Listeners,
     config: HubConfig,
     store: Box<dyn Store>,
     tokens: Tokens,
@@ -120,7 +129,23 @@ pub async fn run(
 ) -> Result<(), ServeError> {
     let (hub, commands) = hub::load(config, store)?;
     let (stop_tx, stop_rx) = watch::channel(false);
+    let mut console_stop = stop_rx.clone();
     let (hub, hub_task) = hub::start(hub, commands, stop_rx);
+    let Listeners {
+        grpc: listener,
+        console,
+    } = listeners;
+    if let Some(listener) = console {
+        let stop = async move {
+            let _ = console_stop.wait_for(|s| *s).await;
+        };
+        let served = crate::console::serve(listener, hub.clone(), tokens.operator.clone(), stop);
+        tokio::spawn(async move {
+            if let Err(e) = served.await {
+                tracing::error!(error = %e, "the console stopped");
+            }
+        });
+    }
     let (ended_tx, ended_rx) = oneshot::channel::<Result<(), HubFailure>>();
     tokio::spawn(async move {
         let result = hub_task.await.unwrap_or(Ok(()));

@@ -24,6 +24,7 @@ use tokio_stream::StreamExt;
 use tonic::{service::interceptor::InterceptedService, transport::Channel};
 
 pub mod fake_model;
+pub mod webdriver;
 
 /// The longest any single wait in a test may take.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
@@ -92,6 +93,8 @@ pub struct Lead {
     pub addr: String,
     /// `http://HOST:PORT`.
     pub url: String,
+    /// The web console's URL (`http://HOST:PORT/`), unless `--http off`.
+    pub console: Option<String>,
     /// Its state directory (and room for workspaces and scripts).
     pub dir: tempfile::TempDir,
     pub join_token: String,
@@ -154,6 +157,12 @@ impl Lead {
         join_token: String,
         operator_token: String,
     ) -> Lead {
+        let args: Vec<String> = command
+            .as_std()
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let console_off = args.windows(2).any(|w| w[0] == "--http" && w[1] == "off");
         let mut child = command
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -169,11 +178,26 @@ impl Lead {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
             .to_owned();
+        let console = if console_off {
+            None
+        } else {
+            let second = within("the lead's second line", lines.next_line())
+                .await
+                .expect("read")
+                .expect("a second line");
+            Some(
+                second
+                    .strip_prefix("console on ")
+                    .unwrap_or_else(|| panic!("unexpected second line {second:?}"))
+                    .to_owned(),
+            )
+        };
         // Keep draining stdout so the lead never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Lead {
             child,
             url: format!("http://{addr}"),
+            console,
             addr,
             dir,
             join_token,

@@ -1,0 +1,464 @@
+//! The operator's console: a web page served by the lead (`lead serve
+//! --http ADDR`), live from the hub's event stream (server-sent events), with
+//! every asset compiled into the binary. It needs the operator token, typed
+//! once on a login form; the lead then sets a session cookie. Every request
+//! is checked: without a valid session (or `Authorization: Bearer` with the
+//! operator token) the page is the login form and every API call is 401.
+//!
+//! The console speaks to the hub with the same commands the `Operator`
+//! service sends, so it decides nothing the gRPC API could not.
+
+use std::{
+    collections::HashSet,
+    convert::Infallible,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use axum::{
+    extract::{Form, State},
+    http::{header, HeaderMap, StatusCode},
+    response::{
+        sse::{Event, KeepAlive, Sse},
+        Html, IntoResponse, Redirect, Response,
+    },
+    routing::{get, post},
+    Json, Router,
+};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use shared::pb;
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+use tokio_stream::{wrappers::ReceiverStream, StreamExt};
+
+use crate::{
+    hub::{Command, HubHandle},
+    render,
+};
+
+const LOGIN: &str = include_str!("console/login.html");
+const PAGE: &str = include_str!("console/index.html");
+const SCRIPT: &str = include_str!("console/app.js");
+const STYLE: &str = include_str!("console/app.css");
+
+/// The session cookie's name.
+const COOKIE: &str = "mesh_console";
+/// The most console sessions kept (the oldest go first).
+const MAX_SESSIONS: usize = 1_000;
+
+/// What every handler shares.
+#[derive(Clone)]
+struct Console {
+    hub: HubHandle,
+    operator_token: Arc<String>,
+    sessions: Arc<Mutex<Sessions>>,
+}
+
+/// Session ids, oldest first.
+#[derive(Default)]
+struct Sessions {
+    ids: HashSet<String>,
+    order: std::collections::VecDeque<String>,
+}
+
+impl Console {
+    /// Whether the request carries a live session or the operator token.
+    fn authorized(&self, headers: &HeaderMap) -> bool {
+        if let Some(token) = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+        {
+            return self.is_operator_token(token);
+        }
+        let Some(session) = cookie(headers, COOKIE) else {
+            return false;
+        };
+        self.sessions
+            .lock()
+            .map(|s| s.ids.contains(session))
+            .unwrap_or(false)
+    }
+
+    fn is_operator_token(&self, token: &str) -> bool {
+        bool::from(token.as_bytes().ct_eq(self.operator_token.as_bytes()))
+    }
+
+    /// A new session id.
+    fn open_session(&self) -> String {
+        let id = shared::auth::new_token();
+        if let Ok(mut sessions) = self.sessions.lock() {
+            if sessions.order.len() >= MAX_SESSIONS {
+                if let Some(old) = sessions.order.pop_front() {
+                    sessions.ids.remove(&old);
+                }
+            }
+            sessions.ids.insert(id.clone());
+            sessions.order.push_back(id.clone());
+        }
+        id
+    }
+}
+
+/// The value of cookie `name`.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Serves the console on `listener` until `stop` completes.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    hub: HubHandle,
+    operator_token: String,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let console = Console {
+        hub,
+        operator_token: Arc::new(operator_token),
+        sessions: Arc::default(),
+    };
+    let app = Router::new()
+        .route("/", get(index))
+        .route("/login", post(login))
+        .route("/app.js", get(script))
+        .route("/app.css", get(style))
+        .route("/api/state", get(state))
+        .route("/api/events", get(events))
+        .route("/api/approve", post(approve))
+        .route("/api/reject", post(reject))
+        .route("/api/permission", post(permission))
+        .route("/api/shutdown", post(shutdown))
+        .with_state(console);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(stop)
+        .await
+}
+
+/// 401 with a short reason, for API calls without a session.
+fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        Json(json!({"error": "log in with the operator token first"})),
+    )
+        .into_response()
+}
+
+/// A hub error as an HTTP answer that names the problem.
+fn failed(error: impl std::fmt::Display, status: StatusCode) -> Response {
+    (status, Json(json!({"error": error.to_string()}))).into_response()
+}
+
+/// A hub error as an HTTP answer: the status its gRPC code maps to, and
+/// its message (which names the field or the state).
+fn hub_failed(error: crate::error::HubError) -> Response {
+    let status = tonic::Status::from(error);
+    let code = match status.code() {
+        tonic::Code::InvalidArgument | tonic::Code::OutOfRange => StatusCode::BAD_REQUEST,
+        tonic::Code::NotFound => StatusCode::NOT_FOUND,
+        tonic::Code::FailedPrecondition | tonic::Code::AlreadyExists => StatusCode::CONFLICT,
+        tonic::Code::PermissionDenied => StatusCode::FORBIDDEN,
+        tonic::Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
+        tonic::Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
+    };
+    failed(status.message(), code)
+}
+
+fn no_store(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, "no-store".parse().expect("valid"));
+    response
+}
+
+async fn index(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if console.authorized(&headers) {
+        no_store(Html(PAGE).into_response())
+    } else {
+        no_store(Html(LOGIN.replace("{{error}}", "")).into_response())
+    }
+}
+
+#[derive(Deserialize)]
+struct LoginForm {
+    token: String,
+}
+
+async fn login(State(console): State<Console>, Form(form): Form<LoginForm>) -> Response {
+    if !console.is_operator_token(form.token.trim()) {
+        let page = LOGIN.replace(
+            "{{error}}",
+            "<p class=\"error\" role=\"alert\">That is not the operator token.</p>",
+        );
+        return no_store((StatusCode::UNAUTHORIZED, Html(page)).into_response());
+    }
+    let session = console.open_session();
+    let mut response = Redirect::to("/").into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        format!("{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/")
+            .parse()
+            .expect("valid cookie"),
+    );
+    response
+}
+
+async fn script(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        SCRIPT,
+    )
+        .into_response()
+}
+
+async fn style(State(_console): State<Console>) -> Response {
+    // The login form needs the style too; it holds nothing secret.
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE).into_response()
+}
+
+/// Everything the page shows at first: the team, the requests, the tasks.
+async fn state(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    match snapshot(&console.hub).await {
+        Ok(value) => no_store(Json(value).into_response()),
+        Err(e) => hub_failed(e),
+    }
+}
+
+async fn snapshot(hub: &HubHandle) -> Result<Value, crate::error::HubError> {
+    let mut members = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = hub
+            .call(|reply| Command::ListTeam {
+                request: pb::ListTeamRequest {
+                    page_token: token.clone(),
+                    ..Default::default()
+                },
+                reply,
+            })
+            .await?;
+        members.extend(page.members.iter().map(render::member_json));
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    let mut requests = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page = hub
+            .call(|reply| Command::ListRequests {
+                filter: pb::ListRequestsRequest {
+                    page_token: token.clone(),
+                    ..Default::default()
+                },
+                reply,
+            })
+            .await?;
+        requests.extend(page.requests.iter().map(render::request_json));
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
+    Ok(
+        json!({ "members": members, "requests": requests, "now_unix_ms": shared::auth::now_unix_ms() }),
+    )
+}
+
+/// The hub's events, live, as server-sent events (one JSON object each).
+async fn events(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    let (sink, events) = tokio::sync::mpsc::channel(16 * 1024);
+    if let Err(e) = console
+        .hub
+        .call(|reply| Command::Watch { sink, reply })
+        .await
+    {
+        return hub_failed(e);
+    }
+    let stream = ReceiverStream::new(events).map(|event| {
+        let data = match event {
+            Ok(event) => render::event_json(&event),
+            Err(status) => json!({"error": status.message()}),
+        };
+        Ok::<_, Infallible>(Event::default().data(data.to_string()))
+    });
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+#[derive(Deserialize)]
+struct Approve {
+    request_id: String,
+    #[serde(default)]
+    mode: String,
+    #[serde(default)]
+    write_paths: Vec<String>,
+    #[serde(default)]
+    feedback: String,
+    #[serde(default)]
+    allow_overlap: bool,
+}
+
+async fn approve(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Json(form): Json<Approve>,
+) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    let mode = match form.mode.as_str() {
+        "" | "accept-edits" => pb::PermissionMode::AcceptEdits,
+        "default" => pb::PermissionMode::Default,
+        "bypass" => pb::PermissionMode::Bypass,
+        other => {
+            return failed(
+                format!("mode: {other:?} is not accept-edits, default or bypass"),
+                StatusCode::BAD_REQUEST,
+            )
+        }
+    };
+    let review = pb::PlanReview {
+        request_id: form.request_id,
+        approve: true,
+        grant: Some(pb::PermissionGrant {
+            mode: mode as i32,
+            write_paths: form.write_paths,
+            expires_at_unix_ms: 0,
+        }),
+        feedback: form.feedback,
+        refuse_overlap: !form.allow_overlap,
+    };
+    decided(
+        console
+            .hub
+            .call(|reply| Command::ReviewPlan {
+                review,
+                by: "operator (console)".into(),
+                reply,
+            })
+            .await
+            .map(|r| json!({"request_id": r.request_id, "approve": r.approve})),
+    )
+}
+
+#[derive(Deserialize)]
+struct Reject {
+    request_id: String,
+    feedback: String,
+}
+
+async fn reject(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Json(form): Json<Reject>,
+) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    let review = pb::PlanReview {
+        request_id: form.request_id,
+        approve: false,
+        grant: None,
+        feedback: form.feedback,
+        refuse_overlap: false,
+    };
+    decided(
+        console
+            .hub
+            .call(|reply| Command::ReviewPlan {
+                review,
+                by: "operator (console)".into(),
+                reply,
+            })
+            .await
+            .map(|r| json!({"request_id": r.request_id, "approve": r.approve})),
+    )
+}
+
+#[derive(Deserialize)]
+struct Permission {
+    request_id: String,
+    approve: bool,
+    #[serde(default)]
+    feedback: String,
+}
+
+async fn permission(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Json(form): Json<Permission>,
+) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    let review = pb::PermissionReview {
+        request_id: form.request_id,
+        approve: form.approve,
+        feedback: form.feedback,
+    };
+    decided(
+        console
+            .hub
+            .call(|reply| Command::ReviewPermission { review, reply })
+            .await
+            .map(|r| json!({"request_id": r.request_id, "approve": r.approve})),
+    )
+}
+
+#[derive(Deserialize)]
+struct Shutdown {
+    name: String,
+    #[serde(default)]
+    reason: String,
+}
+
+async fn shutdown(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Json(form): Json<Shutdown>,
+) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    let request = pb::ShutdownRequest {
+        request_id: String::new(),
+        target: form.name,
+        reason: form.reason,
+        deadline_unix_ms: 0,
+    };
+    decided(
+        console
+            .hub
+            .call(|reply| Command::RequestShutdown { request, reply })
+            .await
+            .map(|t| json!({"request_id": t.request_id})),
+    )
+}
+
+/// A hub call's result as the answer.
+fn decided(result: Result<Value, crate::error::HubError>) -> Response {
+    match result {
+        Ok(value) => Json(value).into_response(),
+        Err(e) => hub_failed(e),
+    }
+}

@@ -1,0 +1,288 @@
+// The mesh console: the state at load, then the lead's events as they come
+// (server-sent events). Peer text only ever goes into textContent.
+"use strict";
+
+const members = new Map();   // name -> member
+const requests = new Map();  // request_id -> request
+const events = [];           // newest last
+const MAX_EVENTS = 1000;
+const filter = document.getElementById("event-filter");
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "text") node.textContent = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) if (child) node.append(child);
+  return node;
+}
+
+function ago(ms) {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return s + "s";
+  if (s < 3600) return Math.round(s / 60) + "m";
+  return Math.round(s / 3600) + "h";
+}
+
+async function post(path, body) {
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const answer = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(answer.error || response.statusText);
+  return answer;
+}
+
+// The files of each member's approved plan, newest approval last.
+function approvedFiles() {
+  const files = new Map();
+  const approved = [...requests.values()]
+    .filter((r) => r.type === "plan_approval" && r.status === "approved")
+    .sort((a, b) => a.resolved_at_unix_ms - b.resolved_at_unix_ms);
+  for (const r of approved) files.set(r.sender, (r.payload && r.payload.plan && r.payload.plan.files) || []);
+  return files;
+}
+
+function list(items) {
+  return el("ul", {}, ...items.map((i) => el("li", { text: i })));
+}
+
+// What a revision changed from the plan it supersedes.
+function diff(request) {
+  const old = requests.get(request.payload && request.payload.supersedes);
+  if (!old || !old.payload || !old.payload.plan) return null;
+  const before = old.payload.plan, after = request.payload.plan;
+  const box = el("div", { class: "diff", "data-testid": "diff" },
+    el("strong", { text: "Changes from the rejected plan" }));
+  if (old.feedback) box.append(el("p", { text: "It answers: " + old.feedback }));
+  for (const key of ["files", "steps", "tests"]) {
+    const was = before[key] || [], now = after[key] || [];
+    const added = now.filter((x) => !was.includes(x));
+    const removed = was.filter((x) => !now.includes(x));
+    if (!added.length && !removed.length) continue;
+    const ul = el("ul", {});
+    for (const a of added) ul.append(el("li", { class: "added", text: "+ " + a }));
+    for (const r of removed) ul.append(el("li", { class: "removed", text: "- " + r }));
+    box.append(el("div", { text: key + ":" }), ul);
+  }
+  return box;
+}
+
+function historyOf(request) {
+  if (!request.reviews || !request.reviews.length) return null;
+  return el("div", { class: "meta" }, el("span", { text: "Reviews: " }),
+    list(request.reviews.map((s) => `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""}`)));
+}
+
+function planCard(r) {
+  const plan = (r.payload && r.payload.plan) || {};
+  const id = r.request_id;
+  const card = el("article", { class: "card", "data-request-id": id, "data-testid": "plan" },
+    el("h3", { text: plan.summary || "(no summary)" }),
+    el("div", { class: "meta", text: `plan from ${r.sender}, waiting ${ago(r.created_at_unix_ms)}` + (plan.task_id ? `, for task ${plan.task_id}` : "") }));
+  const overlaps = (r.payload && r.payload.overlaps) || [];
+  for (const o of overlaps) card.append(el("p", { class: "overlap", text: `overlaps ${o.member}: ${o.files.join(", ")}` }));
+  const changed = diff(r);
+  if (changed) card.append(changed);
+  card.append(el("div", { text: "Steps:" }), list(plan.steps || []),
+    el("div", { text: "Files:" }), list(plan.files || []),
+    el("div", { text: "Tests:" }), list(plan.tests || []));
+  if (plan.body) card.append(el("pre", { text: plan.body }));
+  const history = historyOf(r);
+  if (history) card.append(history);
+
+  const mode = el("select", { "aria-label": "grant mode", "data-testid": "mode" },
+    el("option", { value: "accept-edits", text: "accept-edits" }),
+    el("option", { value: "default", text: "default" }),
+    el("option", { value: "bypass", text: "bypass" }));
+  const globs = el("input", { type: "text", "aria-label": "write globs (comma-separated)", "data-testid": "globs" });
+  globs.value = (plan.files || []).join(", ");
+  const overlapOk = el("input", { type: "checkbox", id: "ov-" + id });
+  const feedback = el("textarea", { rows: "2", "aria-label": "feedback", "data-testid": "feedback" });
+  const status = el("p", { class: "error", role: "alert" });
+  const act = (path, body) => post(path, body).catch((e) => { status.textContent = e.message; });
+  card.append(
+    el("label", { text: "Mode " }), mode,
+    el("label", { text: "Write globs" }), globs,
+    overlaps.length ? el("label", { for: "ov-" + id, text: " allow the overlap" }) : null,
+    overlaps.length ? overlapOk : null,
+    el("label", { text: "Feedback (required to reject)" }), feedback,
+    el("button", { class: "approve", "data-testid": "approve", text: "Approve", onclick: () => act("/api/approve", {
+      request_id: id, mode: mode.value, feedback: feedback.value, allow_overlap: overlapOk.checked,
+      write_paths: globs.value.split(",").map((g) => g.trim()).filter((g) => g) }) }),
+    el("button", { class: "reject", "data-testid": "reject", text: "Reject", onclick: () => {
+      if (!feedback.value.trim()) { status.textContent = "Say why: the teammate revises against the feedback."; feedback.focus(); return; }
+      act("/api/reject", { request_id: id, feedback: feedback.value });
+    } }),
+    status);
+  return card;
+}
+
+function permissionCard(r) {
+  const p = r.payload || {};
+  const id = r.request_id;
+  const status = el("p", { class: "error", role: "alert" });
+  const act = (approve) => post("/api/permission", { request_id: id, approve, feedback: approve ? "" : "denied in the console" })
+    .catch((e) => { status.textContent = e.message; });
+  return el("article", { class: "card", "data-request-id": id, "data-testid": "permission" },
+    el("h3", { text: `${r.sender} asks to run ${p.tool || "a tool"}` }),
+    el("pre", { text: p.args_json || JSON.stringify(p) }),
+    el("div", { class: "meta", text: "waiting " + ago(r.created_at_unix_ms) }),
+    el("button", { class: "approve", text: "Allow", onclick: () => act(true) }),
+    el("button", { class: "reject", text: "Deny", onclick: () => act(false) }),
+    status);
+}
+
+function renderQueue() {
+  const queue = document.getElementById("queue");
+  const pending = [...requests.values()]
+    .filter((r) => r.status === "pending" && r.type !== "shutdown")
+    .sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms);
+  document.getElementById("queue-count").textContent = `(${pending.length})`;
+  // Keep what the operator is typing: only cards that changed are redrawn.
+  const keep = new Set(pending.map((r) => r.request_id + ":" + (r.reviews || []).length));
+  for (const card of [...queue.children]) if (!keep.has(card.dataset.key)) card.remove();
+  const present = new Set([...queue.children].map((c) => c.dataset.key));
+  let previous = null;
+  for (const r of pending) {
+    const key = r.request_id + ":" + (r.reviews || []).length;
+    let card = [...queue.children].find((c) => c.dataset.key === key);
+    if (!present.has(key)) {
+      card = r.type === "permission" ? permissionCard(r) : planCard(r);
+      card.dataset.key = key;
+    }
+    if (previous) previous.after(card); else queue.prepend(card);
+    previous = card;
+  }
+  if (!pending.length && !queue.querySelector(".empty")) queue.append(el("p", { class: "empty", text: "Nothing waits for you." }));
+  if (pending.length) queue.querySelectorAll(".empty").forEach((e) => e.remove());
+}
+
+// How the last shutdown request to `name` ended.
+function shutdownOutcome(name) {
+  const asked = [...requests.values()]
+    .filter((r) => r.type === "shutdown" && r.target === name)
+    .sort((a, b) => b.created_at_unix_ms - a.created_at_unix_ms)[0];
+  if (!asked) return "";
+  switch (asked.status) {
+    case "pending": return "asked; waiting";
+    case "approved": return "agreed" + (asked.feedback ? ": " + asked.feedback : "");
+    case "rejected": return "refused: " + asked.feedback;
+    default: return "expired";
+  }
+}
+
+function renderTeam() {
+  const body = document.querySelector("#team tbody");
+  const files = approvedFiles();
+  body.replaceChildren(...[...members.values()].map((m) => {
+    const reason = el("input", { type: "text", "aria-label": `reason to shut ${m.name} down`, placeholder: "reason" });
+    const status = el("span", { class: "meta", "data-testid": "shutdown-outcome", text: shutdownOutcome(m.name) });
+    const cell = m.status === "terminated" ? el("td", {}, status) : el("td", {}, reason,
+      el("button", { "data-testid": "shutdown", text: "Shut down", onclick: () =>
+        post("/api/shutdown", { name: m.name, reason: reason.value }).catch((e) => { status.textContent = e.message; }) }),
+      status);
+    return el("tr", { "data-member": m.name },
+      el("td", { text: m.name }), el("td", { text: m.role }),
+      el("td", { "data-testid": "status", text: m.status }), el("td", { text: m.mode }),
+      el("td", { text: (files.get(m.name) || []).join(", ") }), cell);
+  }));
+  const names = [...members.keys()];
+  const current = filter.value;
+  filter.replaceChildren(el("option", { value: "", text: "everyone" }), ...names.map((n) => el("option", { value: n, text: n })));
+  filter.value = current;
+}
+
+function renderHistory() {
+  const decided = [...requests.values()].filter((r) => r.status !== "pending")
+    .sort((a, b) => b.resolved_at_unix_ms - a.resolved_at_unix_ms).slice(0, 100);
+  document.getElementById("history").replaceChildren(...decided.map((r) => {
+    const summary = r.type === "plan_approval" ? (r.payload.plan || {}).summary : r.type;
+    const item = el("li", { text: `${r.status}: ${summary} (${r.sender} → ${r.target})${r.feedback ? " — " + r.feedback : ""}` });
+    const history = historyOf(r);
+    if (history) item.append(history);
+    return item;
+  }));
+}
+
+function describe(e) {
+  const ev = e.event || {};
+  if (ev.envelope) return [ev.envelope.from + " → " + ev.envelope.to + ": " + ev.envelope.body, ev.envelope.from, ev.envelope.to];
+  if (ev.request) return [`request ${ev.request.type} ${ev.request.sender} → ${ev.request.target}: ${ev.request.status}`, ev.request.sender, ev.request.target];
+  if (ev.member) return [`${ev.member.name} is ${ev.member.status} (${ev.member.mode})`, ev.member.name];
+  if (ev.tool_call) return [`${ev.tool_call.member} ${ev.tool_call.allowed ? "ran" : "was refused"} ${ev.tool_call.tool}: ${ev.tool_call.outcome}`, ev.tool_call.member];
+  if (ev.review_note) return [`${ev.review_note.reviewer}: ${ev.review_note.note}`];
+  if (ev.task) return [`task ${ev.task.subject}: ${ev.task.status}${ev.task.owner ? " (" + ev.task.owner + ")" : ""}`, ev.task.owner];
+  return [JSON.stringify(ev)];
+}
+
+function renderEvents() {
+  const who = filter.value;
+  const shown = events.filter((e) => !who || e.who.includes(who)).slice(-200).reverse();
+  document.getElementById("events").replaceChildren(...shown.map((e) =>
+    el("li", { text: new Date(e.at).toLocaleTimeString() + " " + e.text })));
+}
+
+filter.addEventListener("change", renderEvents);
+
+// A request only moves forward: pending, then decided; its history only grows.
+function newer(old, now) {
+  if (!old) return true;
+  if (old.status !== "pending" && now.status === "pending") return false;
+  return (now.reviews || []).length >= (old.reviews || []).length;
+}
+
+function apply(e) {
+  const ev = e.event || {};
+  if (ev.member) members.set(ev.member.name, ev.member);
+  if (ev.request && newer(requests.get(ev.request.request_id), ev.request)) {
+    requests.set(ev.request.request_id, ev.request);
+  }
+  const [text, ...who] = describe(e);
+  events.push({ at: e.at_unix_ms, text, who: who.filter(Boolean) });
+  if (events.length > MAX_EVENTS) events.shift();
+}
+
+let redraw = null;
+function schedule() {
+  if (redraw) return;
+  redraw = requestAnimationFrame(() => {
+    redraw = null;
+    renderQueue(); renderTeam(); renderHistory(); renderEvents();
+  });
+}
+
+function start() {
+  const live = document.getElementById("live");
+  // The state is read once the event stream is open (the lead watches for
+  // this page from then on), so nothing between the two is lost; events that
+  // come while it loads are applied after it.
+  const source = new EventSource("/api/events");
+  let early = [];
+  let loaded = false;
+  source.onmessage = (message) => {
+    const e = JSON.parse(message.data);
+    if (loaded) { apply(e); schedule(); } else early.push(e);
+  };
+  source.onopen = async () => {
+    loaded = false;
+    const response = await fetch("/api/state");
+    if (response.status === 401) { location.reload(); return; }
+    const state = await response.json();
+    for (const m of state.members) members.set(m.name, m);
+    for (const r of state.requests) if (newer(requests.get(r.request_id), r)) requests.set(r.request_id, r);
+    for (const e of early) apply(e);
+    early = [];
+    loaded = true;
+    live.textContent = "live";
+    schedule();
+  };
+  source.onerror = () => { live.textContent = "reconnecting…"; };
+  setInterval(schedule, 10000); // "waiting 3m" stays true
+}
+
+start();

@@ -1,0 +1,254 @@
+//! Just enough of the W3C WebDriver protocol to drive headless Chromium
+//! through `chromedriver` (Debian's `chromium` and `chromium-driver`).
+
+use std::{
+    path::Path,
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use base64::Engine;
+use serde_json::{json, Value};
+use tokio::process::{Child, Command};
+
+/// The key WebDriver names elements by.
+const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
+/// How long a wait for the page lasts before the test fails.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A chromedriver process and one browser session in it.
+pub struct Browser {
+    _driver: Child,
+    http: reqwest::Client,
+    session: String,
+}
+
+/// An element of the page.
+#[derive(Debug, Clone)]
+pub struct Element(String);
+
+impl Browser {
+    /// Starts chromedriver on a free port and a headless Chromium session,
+    /// its window `width` x `height`.
+    pub async fn start(width: u32, height: u32) -> Browser {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let driver = Command::new(which("chromedriver"))
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start chromedriver (Debian: apt-get install chromium chromium-driver)");
+        let http = http_client(reqwest::Client::builder());
+        let base = format!("http://127.0.0.1:{port}");
+        // chromedriver says when it is ready.
+        let ready = Instant::now();
+        loop {
+            let status = http.get(format!("{base}/status")).send().await;
+            if let Ok(response) = status {
+                let body: Value = response.json().await.unwrap_or_default();
+                if body["value"]["ready"] == true {
+                    break;
+                }
+            }
+            assert!(ready.elapsed() < WAIT, "chromedriver did not become ready");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let capabilities = json!({"capabilities": {"alwaysMatch": {
+            "browserName": "chrome",
+            "goog:chromeOptions": {
+                "binary": which("chromium"),
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+                         "--disable-dev-shm-usage", format!("--window-size={width},{height}")],
+            },
+        }}});
+        let created: Value = http
+            .post(format!("{base}/session"))
+            .json(&capabilities)
+            .send()
+            .await
+            .expect("new session")
+            .json()
+            .await
+            .expect("json");
+        let session = created["value"]["sessionId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session: {created}"))
+            .to_owned();
+        Browser {
+            _driver: driver,
+            http,
+            session: format!("{base}/session/{session}"),
+        }
+    }
+
+    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+        let mut request = self.http.request(method, format!("{}{path}", self.session));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response: Value = request
+            .send()
+            .await
+            .expect("webdriver call")
+            .json()
+            .await
+            .expect("json");
+        response["value"].clone()
+    }
+
+    /// Opens `url`.
+    pub async fn open(&self, url: &str) {
+        self.call(reqwest::Method::POST, "/url", Some(json!({ "url": url })))
+            .await;
+    }
+
+    /// The elements `css` selects now.
+    pub async fn all(&self, css: &str) -> Vec<Element> {
+        let found = self
+            .call(
+                reqwest::Method::POST,
+                "/elements",
+                Some(json!({"using": "css selector", "value": css})),
+            )
+            .await;
+        found
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e[ELEMENT].as_str().map(|id| Element(id.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Waits until `css` selects an element whose text contains `text`.
+    pub async fn wait_for(&self, css: &str, text: &str) -> Element {
+        let start = Instant::now();
+        loop {
+            for element in self.all(css).await {
+                if self.text(&element).await.contains(text) {
+                    return element;
+                }
+            }
+            assert!(
+                start.elapsed() < WAIT,
+                "no {css:?} with {text:?} appeared; the page says:\n{}",
+                self.page_text().await
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// The first element `css` selects within `parent`.
+    pub async fn within(&self, parent: &Element, css: &str) -> Element {
+        let found = self
+            .call(
+                reqwest::Method::POST,
+                &format!("/element/{}/element", parent.0),
+                Some(json!({"using": "css selector", "value": css})),
+            )
+            .await;
+        Element(
+            found[ELEMENT]
+                .as_str()
+                .unwrap_or_else(|| panic!("no {css:?}: {found}"))
+                .to_owned(),
+        )
+    }
+
+    /// The element's visible text.
+    pub async fn text(&self, element: &Element) -> String {
+        self.call(
+            reqwest::Method::GET,
+            &format!("/element/{}/text", element.0),
+            None,
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+
+    /// The whole page's text.
+    pub async fn page_text(&self) -> String {
+        match self.all("body").await.first() {
+            Some(body) => self.text(body).await,
+            None => String::new(),
+        }
+    }
+
+    /// Types `text` into the element (after clearing it).
+    pub async fn type_into(&self, element: &Element, text: &str) {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{}/clear", element.0),
+            Some(json!({})),
+        )
+        .await;
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{}/value", element.0),
+            Some(json!({ "text": text })),
+        )
+        .await;
+    }
+
+    /// Clicks the element.
+    pub async fn click(&self, element: &Element) {
+        self.call(
+            reqwest::Method::POST,
+            &format!("/element/{}/click", element.0),
+            Some(json!({})),
+        )
+        .await;
+    }
+
+    /// Saves a screenshot of the window as a PNG at `path`.
+    pub async fn screenshot(&self, path: &Path) {
+        let shot = self.call(reqwest::Method::GET, "/screenshot", None).await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot.as_str().unwrap_or_default())
+            .expect("a base64 screenshot");
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).expect("screenshot dir");
+        }
+        std::fs::write(path, png).expect("write screenshot");
+    }
+
+    /// Ends the session: Chromium exits, then chromedriver goes with this.
+    pub async fn quit(self) {
+        self.call(reqwest::Method::DELETE, "", None).await;
+    }
+
+    /// Resizes the window.
+    pub async fn resize(&self, width: u32, height: u32) {
+        self.call(
+            reqwest::Method::POST,
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        )
+        .await;
+    }
+}
+
+/// An HTTP client from `builder` (reqwest here needs rustls's one crypto
+/// provider installed first, though the tests speak plain HTTP).
+pub fn http_client(builder: reqwest::ClientBuilder) -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    builder.build().expect("an HTTP client")
+}
+
+/// The path of `program` on PATH, or the name itself.
+fn which(program: &str) -> String {
+    std::env::var_os("PATH")
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(program))
+                .find(|p| p.is_file())
+        })
+        .map_or_else(|| program.to_owned(), |p| p.display().to_string())
+}

@@ -1,0 +1,247 @@
+//! The web console in real headless Chromium (Debian's `chromium` and
+//! `chromium-driver`, through WebDriver), and every console endpoint without
+//! the operator token.
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+
+use mesh_tests::{
+    webdriver::{http_client, Browser},
+    Events, Lead,
+};
+use shared::pb;
+
+const ALICE: &str = r#"
+[[plans]]
+summary = "Add a"
+files = ["src/a.rs"]
+steps = ["write src/a.rs"]
+
+[[plans]]
+summary = "Add a, with a test"
+files = ["src/a.rs", "tests/a_test.rs"]
+tests = ["tests/a_test.rs"]
+steps = ["write src/a.rs", "write tests/a_test.rs"]
+
+[[actions]]
+phase = "work"
+tool = "write_file"
+path = "src/a.rs"
+content = "pub fn a() {}\n"
+
+[shutdown]
+approve = true
+reason = "a is written"
+"#;
+
+/// Where the screenshots go: `target/console/`.
+fn shots() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/console")
+}
+
+#[tokio::test]
+async fn an_operator_reviews_and_shuts_down_from_the_console() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let url = lead.console.clone().expect("the console is on");
+    let browser = Browser::start(1280, 800).await;
+
+    // A wrong token gets the login form again, and nothing else.
+    browser.open(&url).await;
+    let token = browser.wait_for("#token", "").await;
+    browser.type_into(&token, "not-the-token").await;
+    browser
+        .click(&browser.wait_for("#login", "Log in").await)
+        .await;
+    browser.wait_for(".error", "not the operator token").await;
+    assert!(browser.all("#queue").await.is_empty());
+
+    let token = browser.wait_for("#token", "").await;
+    browser.type_into(&token, &lead.operator_token).await;
+    browser
+        .click(&browser.wait_for("#login", "Log in").await)
+        .await;
+    browser.wait_for("#live", "live").await;
+
+    // A teammate's plan appears without a reload.
+    let mut alice = lead.teammate("alice", ALICE);
+    let plan = browser.wait_for("[data-testid=plan]", "Add a").await;
+    browser.screenshot(&shots().join("queue.png")).await;
+    let feedback = browser.within(&plan, "[data-testid=feedback]").await;
+    browser.type_into(&feedback, "add a test for a").await;
+    browser
+        .click(&browser.within(&plan, "[data-testid=reject]").await)
+        .await;
+
+    // The revision shows what changed and which feedback it answers.
+    let revision = browser
+        .wait_for("[data-testid=plan]", "Add a, with a test")
+        .await;
+    let diff = browser
+        .text(&browser.within(&revision, "[data-testid=diff]").await)
+        .await;
+    assert!(diff.contains("It answers: add a test for a"), "{diff}");
+    assert!(diff.contains("+ tests/a_test.rs"), "{diff}");
+    browser.screenshot(&shots().join("revision.png")).await;
+    browser
+        .click(&browser.within(&revision, "[data-testid=approve]").await)
+        .await;
+
+    // The teammate writes its file.
+    events
+        .tool_call("alice's write", |t| t.tool == "write_file" && t.allowed)
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(lead.workspace("alice").join("src/a.rs")).unwrap(),
+        "pub fn a() {}\n"
+    );
+    browser.wait_for("#queue", "Nothing waits for you").await;
+    browser
+        .wait_for("tr[data-member=alice]", "tests/a_test.rs")
+        .await;
+    browser.screenshot(&shots().join("team.png")).await;
+
+    // Shut alice down from the page and see it end.
+    let row = browser.wait_for("tr[data-member=alice]", "alice").await;
+    browser
+        .type_into(&browser.within(&row, "input").await, "done for today")
+        .await;
+    browser
+        .click(&browser.within(&row, "[data-testid=shutdown]").await)
+        .await;
+    browser
+        .wait_for("tr[data-member=alice]", "terminated")
+        .await;
+    browser
+        .wait_for("tr[data-member=alice]", "agreed: a is written")
+        .await;
+    assert!(alice.exit().await.success());
+    let request = events
+        .request("the shutdown", |r| {
+            r.r#type == pb::RequestType::Shutdown as i32
+                && r.status == pb::RequestStatus::Approved as i32
+        })
+        .await;
+    assert_eq!(request.target, "alice");
+
+    // The event log, filtered by member, and a phone-width window.
+    browser.wait_for("#events", "alice").await;
+    browser.resize(390, 844).await;
+    browser.screenshot(&shots().join("phone.png")).await;
+    browser.quit().await;
+}
+
+#[tokio::test]
+async fn every_console_endpoint_refuses_a_missing_or_wrong_token() {
+    let lead = Lead::start(&[]).await;
+    let url = lead.console.clone().expect("the console is on");
+    let _alice = lead.join("alice").await;
+    let http = http_client(reqwest::Client::builder());
+    let gets = ["api/state", "api/events", "app.js"];
+    let posts = [
+        ("api/approve", r#"{"request_id":"x"}"#),
+        ("api/reject", r#"{"request_id":"x","feedback":"no"}"#),
+        ("api/permission", r#"{"request_id":"x","approve":true}"#),
+        ("api/shutdown", r#"{"name":"alice","reason":"r"}"#),
+    ];
+    let ways: [(&str, Option<(&str, String)>); 4] = [
+        ("no credentials", None),
+        (
+            "a wrong bearer token",
+            Some(("authorization", "Bearer wrong".into())),
+        ),
+        (
+            "the join token",
+            Some(("authorization", format!("Bearer {}", lead.join_token))),
+        ),
+        (
+            "a made-up session",
+            Some(("cookie", "mesh_console=forged".into())),
+        ),
+    ];
+    for (how, header) in &ways {
+        for path in gets {
+            let mut request = http.get(format!("{url}{path}"));
+            if let Some((name, value)) = header {
+                request = request.header(*name, value);
+            }
+            let status = request.send().await.unwrap().status();
+            assert_eq!(status, 401, "GET /{path} with {how}");
+        }
+        for (path, body) in posts {
+            let mut request = http
+                .post(format!("{url}{path}"))
+                .header("content-type", "application/json")
+                .body(body);
+            if let Some((name, value)) = header {
+                request = request.header(*name, value);
+            }
+            let status = request.send().await.unwrap().status();
+            assert_eq!(status, 401, "POST /{path} with {how}");
+        }
+        let mut request = http.get(&url);
+        if let Some((name, value)) = header {
+            request = request.header(*name, value);
+        }
+        let page = request.send().await.unwrap().text().await.unwrap();
+        assert!(
+            page.contains("Operator token") && !page.contains("app.js"),
+            "/ with {how}"
+        );
+    }
+    // Nothing changed: alice was not asked to shut down.
+    let mut operator = lead.operator().await;
+    let requests = operator
+        .list_requests(pb::ListRequestsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .requests;
+    assert!(requests.is_empty(), "{requests:?}");
+
+    // The operator token works, as a bearer and through the login form.
+    let state = http
+        .get(format!("{url}api/state"))
+        .header("authorization", format!("Bearer {}", lead.operator_token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(state.status(), 200);
+    let wrong = http
+        .post(format!("{url}login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("token=wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 401);
+    let no_redirects =
+        http_client(reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()));
+    let right = no_redirects
+        .post(format!("{url}login"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!("token={}", lead.operator_token))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), 303);
+    let cookie = right
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let state = http
+        .get(format!("{url}api/state"))
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(state.status(), 200);
+}
