@@ -219,6 +219,19 @@ impl Browser {
         std::fs::write(path, png).expect("write screenshot");
     }
 
+    /// Scrolls the element `css` selects to the top of the window.
+    pub async fn scroll_to(&self, css: &str) {
+        self.call(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({
+                "script": "document.querySelector(arguments[0]).scrollIntoView({block: 'start'});",
+                "args": [css],
+            })),
+        )
+        .await;
+    }
+
     /// Ends the session: Chromium exits, then chromedriver goes with this.
     pub async fn quit(self) {
         self.call(reqwest::Method::DELETE, "", None).await;

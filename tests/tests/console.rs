@@ -68,6 +68,7 @@ async fn an_operator_reviews_and_shuts_down_from_the_console() {
     // A teammate's plan appears without a reload.
     let mut alice = lead.teammate("alice", ALICE);
     let plan = browser.wait_for("[data-testid=plan]", "Add a").await;
+    browser.scroll_to("header").await;
     browser.screenshot(&shots().join("queue.png")).await;
     let feedback = browser.within(&plan, "[data-testid=feedback]").await;
     browser.type_into(&feedback, "add a test for a").await;
@@ -101,6 +102,7 @@ async fn an_operator_reviews_and_shuts_down_from_the_console() {
     browser
         .wait_for("tr[data-member=alice]", "tests/a_test.rs")
         .await;
+    browser.scroll_to("header").await;
     browser.screenshot(&shots().join("team.png")).await;
 
     // Shut alice down from the page and see it end.
@@ -129,6 +131,7 @@ async fn an_operator_reviews_and_shuts_down_from_the_console() {
     // The event log, filtered by member, and a phone-width window.
     browser.wait_for("#events", "alice").await;
     browser.resize(390, 844).await;
+    browser.scroll_to("header").await;
     browser.screenshot(&shots().join("phone.png")).await;
     browser.quit().await;
 }

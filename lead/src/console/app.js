@@ -48,6 +48,7 @@ function approvedFiles() {
 }
 
 function list(items) {
+  if (!items.length) return el("p", { class: "meta", text: "none" });
   return el("ul", {}, ...items.map((i) => el("li", { text: i })));
 }
 
@@ -95,22 +96,22 @@ function planCard(r) {
   const history = historyOf(r);
   if (history) card.append(history);
 
-  const mode = el("select", { "aria-label": "grant mode", "data-testid": "mode" },
+  const mode = el("select", { id: "mode-" + id, "data-testid": "mode" },
     el("option", { value: "accept-edits", text: "accept-edits" }),
     el("option", { value: "default", text: "default" }),
     el("option", { value: "bypass", text: "bypass" }));
-  const globs = el("input", { type: "text", "aria-label": "write globs (comma-separated)", "data-testid": "globs" });
+  const globs = el("input", { type: "text", id: "globs-" + id, "data-testid": "globs" });
   globs.value = (plan.files || []).join(", ");
   const overlapOk = el("input", { type: "checkbox", id: "ov-" + id });
-  const feedback = el("textarea", { rows: "2", "aria-label": "feedback", "data-testid": "feedback" });
+  const feedback = el("textarea", { rows: "2", id: "fb-" + id, "data-testid": "feedback" });
   const status = el("p", { class: "error", role: "alert" });
   const act = (path, body) => post(path, body).catch((e) => { status.textContent = e.message; });
-  card.append(
-    el("label", { text: "Mode " }), mode,
-    el("label", { text: "Write globs" }), globs,
-    overlaps.length ? el("label", { for: "ov-" + id, text: " allow the overlap" }) : null,
-    overlaps.length ? overlapOk : null,
-    el("label", { text: "Feedback (required to reject)" }), feedback,
+  const form = el("div", { class: "decide" },
+    el("label", { for: "mode-" + id, text: "Grant mode" }), mode,
+    el("label", { for: "globs-" + id, text: "Write globs (comma-separated)" }), globs);
+  if (overlaps.length) form.append(el("div", {}, overlapOk, el("label", { for: "ov-" + id, text: " allow the overlap" })));
+  form.append(
+    el("label", { for: "fb-" + id, text: "Feedback (required to reject)" }), feedback,
     el("button", { class: "approve", "data-testid": "approve", text: "Approve", onclick: () => act("/api/approve", {
       request_id: id, mode: mode.value, feedback: feedback.value, allow_overlap: overlapOk.checked,
       write_paths: globs.value.split(",").map((g) => g.trim()).filter((g) => g) }) }),
@@ -119,6 +120,7 @@ function planCard(r) {
       act("/api/reject", { request_id: id, feedback: feedback.value });
     } }),
     status);
+  card.append(form);
   return card;
 }
 
