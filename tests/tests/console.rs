@@ -248,3 +248,98 @@ async fn every_console_endpoint_refuses_a_missing_or_wrong_token() {
         .unwrap();
     assert_eq!(state.status(), 200);
 }
+
+/// The console's actions answer as the operator service does: bad input is
+/// refused naming the field, with the HTTP status of its gRPC code, and good
+/// input decides.
+#[tokio::test]
+async fn console_actions_validate_and_decide_like_the_operator_service() {
+    let lead = Lead::start(&[]).await;
+    let url = lead.console.clone().expect("the console is on");
+    let http = http_client(reqwest::Client::builder());
+    let bearer = format!("Bearer {}", lead.operator_token);
+    let post = |path: &str, body: serde_json::Value| {
+        http.post(format!("{url}{path}"))
+            .header("authorization", &bearer)
+            .json(&body)
+            .send()
+    };
+    let mut bob = lead.join("bob").await;
+    let plan = bob.submit("", "edit b", &["src/b.rs"]).await.unwrap();
+
+    // Rejecting needs feedback; an unknown request is not found; a bad mode is named.
+    let answer = post(
+        "api/reject",
+        serde_json::json!({"request_id": plan, "feedback": " "}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 400);
+    let text = answer.text().await.unwrap();
+    assert!(text.contains("feedback"), "{text}");
+    let answer = post(
+        "api/approve",
+        serde_json::json!({"request_id": "00000000-0000-4000-8000-000000000000"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 404);
+    let answer = post(
+        "api/approve",
+        serde_json::json!({"request_id": plan, "mode": "yolo"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 400);
+    assert!(answer.text().await.unwrap().contains("mode"));
+    // An unknown member is INVALID_ARGUMENT in the contract: 400, naming the field.
+    let answer = post("api/shutdown", serde_json::json!({"name": "nobody"}))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 400);
+    assert!(answer.text().await.unwrap().contains("target"));
+
+    // Approve in DEFAULT mode; then a permission request is allowed from the console.
+    let answer = post(
+        "api/approve",
+        serde_json::json!({"request_id": plan, "mode": "default"}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 200);
+    let asked = bob
+        .api
+        .request_permission(pb::PermissionRequest {
+            request_id: String::new(),
+            tool: "write_file".into(),
+            args_json: r#"{"path":"src/b.rs","content":"x"}"#.into(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let answer = post(
+        "api/permission",
+        serde_json::json!({"request_id": asked.request_id, "approve": true}),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answer.status(), 200);
+    let mut operator = lead.operator().await;
+    let state = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: asked.request_id.clone(),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(state.status, pb::RequestStatus::Approved as i32);
+    let decided = operator
+        .get_request(pb::GetRequestRequest { request_id: plan })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        decided.reviews.last().unwrap().reviewer,
+        "operator (console)"
+    );
+}
