@@ -210,7 +210,7 @@ impl SqliteStore {
                 return Err(StoreError::Corrupt {
                     path: display,
                     detail: format!(
-                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 3)"
+                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 3 to it)"
                     ),
                 })
             }
@@ -630,6 +630,38 @@ mod tests {
             snapshot.message_ids,
             vec![("alice".to_owned(), "x".to_owned(), "d".to_owned())]
         );
+    }
+
+    #[test]
+    fn a_schema_3_database_is_upgraded_and_its_requests_have_no_reviews_yet() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("create");
+            store
+                .commit(&[Change::Request(Box::new(request("r1", Status::Pending)))])
+                .expect("commit");
+        }
+        // Make it what a schema-3 lead left.
+        let conn = Connection::open(dir.path().join(DB_FILE)).expect("open");
+        conn.execute_batch(
+            "ALTER TABLE requests DROP COLUMN reviews;
+             UPDATE meta SET value = '3' WHERE key = 'schema_version';",
+        )
+        .expect("downgrade");
+        drop(conn);
+        let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("upgrade");
+        let snapshot = store.load().expect("load");
+        assert_eq!(snapshot.requests.len(), 1);
+        assert!(snapshot.requests[0].reviews.is_empty());
+        let version: i64 = store
+            .conn
+            .query_row(
+                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .expect("version");
+        assert_eq!(version, SCHEMA_VERSION);
     }
 
     #[test]
