@@ -28,7 +28,6 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{json, Value};
 use shared::pb;
-use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tokio_stream::{wrappers::ReceiverStream, StreamExt};
 
@@ -82,7 +81,7 @@ impl Console {
     }
 
     fn is_operator_token(&self, token: &str) -> bool {
-        bool::from(token.as_bytes().ct_eq(self.operator_token.as_bytes()))
+        shared::auth::same_token(token, &self.operator_token)
     }
 
     /// A new session id.

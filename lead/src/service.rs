@@ -7,7 +7,13 @@ use std::{
     task::{Context, Poll},
 };
 
-use shared::{auth::bearer, limits, names::Name, pb, tasks::NewTask};
+use shared::{
+    auth::{bearer, same_token},
+    limits,
+    names::Name,
+    pb,
+    tasks::NewTask,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio_stream::{wrappers::ReceiverStream, Stream};
 use tonic::{Request, Response, Status};
@@ -66,12 +72,12 @@ impl LeadService {
     /// known but do not belong here.
     fn session<T>(&self, request: &Request<T>, rpc: &str) -> Result<String, Status> {
         let token = token_of(request)?;
-        if token == self.tokens.operator {
+        if same_token(&token, &self.tokens.operator) {
             return Err(Status::permission_denied(format!(
                 "authorization: the operator token cannot call Lead.{rpc}; teammates use their session token"
             )));
         }
-        if token == self.tokens.join {
+        if same_token(&token, &self.tokens.join) {
             return Err(Status::permission_denied(format!(
                 "authorization: the join token only calls Lead.Join; Lead.{rpc} takes the session token Join returned"
             )));
@@ -138,7 +144,7 @@ impl pb::lead_server::Lead for LeadService {
         request: Request<pb::JoinRequest>,
     ) -> Result<Response<pb::JoinResponse>, Status> {
         let token = token_of(&request)?;
-        if token != self.tokens.join {
+        if !same_token(&token, &self.tokens.join) {
             return Err(Status::unauthenticated(
                 "authorization: Join needs the lead's join token",
             ));
@@ -377,10 +383,10 @@ impl OperatorService {
     /// token is PERMISSION_DENIED, anything else UNAUTHENTICATED.
     async fn operator<T>(&self, request: &Request<T>) -> Result<(), Status> {
         let token = token_of(request)?;
-        if token == self.tokens.operator {
+        if same_token(&token, &self.tokens.operator) {
             return Ok(());
         }
-        if token == self.tokens.join {
+        if same_token(&token, &self.tokens.join) {
             return Err(Status::permission_denied(
                 "authorization: the join token cannot call Operator",
             ));

@@ -45,6 +45,13 @@ impl Interceptor for BearerToken {
     }
 }
 
+/// Whether `given` is `expected`, compared in constant time (how long it
+/// takes says nothing of how much of a secret token was right).
+pub fn same_token(given: &str, expected: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+}
+
 /// Milliseconds since the Unix epoch, from the system clock.
 pub fn now_unix_ms() -> i64 {
     std::time::SystemTime::now()
@@ -59,4 +66,19 @@ pub fn new_token() -> String {
         uuid::Uuid::new_v4().simple(),
         uuid::Uuid::new_v4().simple()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_match_only_exactly() {
+        let token = new_token();
+        assert_eq!(token.len(), 64);
+        assert!(same_token(&token, &token.clone()));
+        assert!(!same_token(&token[..63], &token));
+        assert!(!same_token("", &token));
+        assert!(!same_token(&new_token(), &token));
+    }
 }
