@@ -97,6 +97,12 @@ impl Server {
         .map(|s| s.to_string())
         .collect();
         args.push(dir.path().join("state").to_string_lossy().into_owned());
+        // The bench measures the mechanism, not the lead's guard against a
+        // leaked join token: team size and join rate are unbounded here.
+        for flag in ["--max-members", "--join-rate", "--join-burst"] {
+            args.push(flag.into());
+            args.push("1000000".into());
+        }
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut server = Self::start(beside("lead")?, &args).await?;
         server._dir = dir;

@@ -80,6 +80,12 @@ pub struct HubConfig {
     /// When the lead stops: how long spawned teammates have to agree to shut
     /// down before they are stopped by signal.
     pub stop_wait: Duration,
+    /// The most members not terminated; a `Join` past it is RESOURCE_EXHAUSTED.
+    pub max_members: usize,
+    /// `Join` attempts per second, on average ...
+    pub join_rate: f64,
+    /// ... and at once.
+    pub join_burst: u32,
 }
 
 impl Default for HubConfig {
@@ -95,6 +101,9 @@ impl Default for HubConfig {
             spawner: None,
             grace: Duration::from_secs(30),
             stop_wait: Duration::from_secs(5),
+            max_members: 10_000,
+            join_rate: 200.0,
+            join_burst: 1_000,
         }
     }
 }
@@ -350,6 +359,8 @@ pub(crate) struct Hub {
     next_sweep: i64,
     /// For children's exit notices.
     handle: HubHandle,
+    /// `Join` attempts, limited.
+    joins: shared::rate::TokenBucket,
     /// Plans for the model reviewer, with `--approval model:FILE`.
     review_jobs: Option<mpsc::Sender<crate::reviewer::Job>>,
     /// Stages to run outside the hub, with `--approval chain:FILE`.
@@ -398,6 +409,7 @@ pub(crate) fn load(
         roster.get(name).is_some_and(|m| !m.terminated())
     });
     let (tx, rx) = mpsc::channel(4096);
+    let joins = shared::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
     let mut hub = Hub {
         clock,
         config,
@@ -420,6 +432,7 @@ pub(crate) fn load(
         notice_ready_at: 0,
         next_sweep: 0,
         handle: HubHandle { tx },
+        joins,
         review_jobs: None,
         stage_jobs: None,
     };

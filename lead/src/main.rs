@@ -228,6 +228,16 @@ struct ServeArgs {
     /// Seconds resolved requests and terminated members are kept.
     #[arg(long, default_value_t = 86_400.0)]
     retention: f64,
+    /// The most members not terminated; a Join past it is RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = 10_000)]
+    max_members: usize,
+    /// Join attempts allowed per second, on average (more are
+    /// RESOURCE_EXHAUSTED).
+    #[arg(long, default_value_t = 200.0)]
+    join_rate: f64,
+    /// Join attempts allowed at once, above the rate.
+    #[arg(long, default_value_t = 1_000)]
+    join_burst: u32,
     /// The most connections open at once; more are closed on accept.
     #[arg(long, default_value_t = 16_384)]
     max_connections: usize,
@@ -497,6 +507,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         max_held_bytes: args.held_max_bytes,
         ack_timeout: seconds("--ack-timeout", args.ack_timeout)?,
         retention: seconds("--retention", args.retention)?,
+        max_members: args.max_members,
+        join_rate: if args.join_rate.is_finite() && args.join_rate >= 0.0 {
+            args.join_rate
+        } else {
+            anyhow::bail!(
+                "--join-rate: {} is not a rate (joins a second, 0 or more)",
+                args.join_rate
+            )
+        },
+        join_burst: args.join_burst,
     };
     let connections = server::ConnLimits {
         max: server::connection_cap("--max-connections", args.max_connections)?,

@@ -459,6 +459,8 @@ pub(crate) struct Roster {
     retired: HashMap<String, String>,
     /// Names changed since the last [`Roster::take_touched`], for persistence.
     touched: HashSet<String>,
+    /// Members not terminated.
+    active: usize,
     /// The next join order number.
     next_order: u64,
     /// What every inbox holds, in bytes, shared bodies counted once.
@@ -561,6 +563,9 @@ impl Roster {
     /// Adds (or, for a terminated name, replaces) a member.
     pub(crate) fn insert(&mut self, member: Member) {
         let name = member.name.to_string();
+        if !member.terminated() {
+            self.active += 1;
+        }
         if let Some(hash) = &member.token_hash {
             if member.terminated() {
                 self.retired.insert(hash.clone(), name.clone());
@@ -569,6 +574,9 @@ impl Roster {
             }
         }
         if let Some(mut old) = self.members.remove(&name) {
+            if !old.terminated() {
+                self.active -= 1;
+            }
             self.held_bytes -= old.clear();
             self.order.remove(&old.order);
             if let Some(hash) = &old.token_hash {
@@ -592,6 +600,9 @@ impl Roster {
     /// Forgets a terminated member for good (its retention passed).
     pub(crate) fn remove(&mut self, name: &str) {
         if let Some(mut member) = self.members.remove(name) {
+            if !member.terminated() {
+                self.active -= 1;
+            }
             self.held_bytes -= member.clear();
             self.order.remove(&member.order);
             if let Some(hash) = &member.token_hash {
@@ -664,12 +675,20 @@ impl Roster {
         let member = self.members.get_mut(name)?;
         let before = member.life;
         let changed = member.life.on(event);
+        if !before.is_terminated() && member.life.is_terminated() {
+            self.active -= 1;
+        }
         if before.is_idle() != member.life.is_idle()
             || before.is_terminated() != member.life.is_terminated()
         {
             self.touched.insert(name.to_owned());
         }
         Some(changed)
+    }
+
+    /// How many members are not terminated.
+    pub(crate) fn active(&self) -> usize {
+        self.active
     }
 
     /// Names of active members other than `except`.
@@ -877,6 +896,24 @@ mod tests {
         roster.remove("bob");
         assert!(roster.get("bob").is_none());
         assert_eq!(roster.by_token("t-bob"), None);
+    }
+
+    #[test]
+    fn active_members_are_counted_through_every_change() {
+        let mut roster = Roster::default();
+        roster.insert(member("alice"));
+        roster.insert(member("bob"));
+        assert_eq!(roster.active(), 2);
+        roster.on_life("bob", Event::Terminate { at: 1 });
+        roster.on_life("bob", Event::Terminate { at: 2 });
+        assert_eq!(roster.active(), 1);
+        roster.insert(member("bob"));
+        assert_eq!(roster.active(), 2, "a terminated name reused");
+        roster.insert(member("bob"));
+        assert_eq!(roster.active(), 2, "an active entry replaced");
+        roster.on_life("alice", Event::Terminate { at: 3 });
+        roster.remove("alice");
+        assert_eq!(roster.active(), 1);
     }
 
     #[test]

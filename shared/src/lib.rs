@@ -28,5 +28,6 @@ pub mod names;
 pub mod plan;
 pub mod policy;
 pub mod protocol;
+pub mod rate;
 pub mod signal;
 pub mod tasks;

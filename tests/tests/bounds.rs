@@ -712,3 +712,58 @@ async fn operator_commands_show_peer_text_escaped() {
         .as_str()
         .is_some_and(|r| r.contains('\u{202e}')));
 }
+
+/// A leaked join token cannot fill the host: the team has a maximum size
+/// (terminated members do not count), and Join attempts, failed ones too,
+/// are rate limited.
+#[tokio::test]
+async fn team_size_and_join_attempts_are_bounded() {
+    let lead = Lead::start(&["--max-members", "3"]).await;
+    let mut joiner = lead.lead_api(&lead.join_token).await;
+    let join = |name: &str| pb::JoinRequest {
+        name: name.into(),
+        role: "r".into(),
+    };
+    let mut first = lead.join("m0").await;
+    lead.join("m1").await;
+    lead.join("m2").await;
+    let full = joiner.join(join("m3")).await.unwrap_err();
+    assert_eq!(full.code(), Code::ResourceExhausted, "{full:?}");
+    assert!(full.message().contains("--max-members"), "{full:?}");
+    first
+        .api
+        .leave(pb::LeaveRequest {
+            reason: "making room".into(),
+        })
+        .await
+        .unwrap();
+    joiner.join(join("m3")).await.expect("room again");
+    drop(lead);
+
+    let lead = Lead::start(&["--join-rate", "0", "--join-burst", "4"]).await;
+    let mut joiner = lead.lead_api(&lead.join_token).await;
+    joiner.join(join("a")).await.expect("1");
+    let taken = joiner.join(join("a")).await.unwrap_err();
+    assert_eq!(
+        taken.code(),
+        Code::AlreadyExists,
+        "a failed attempt still counts"
+    );
+    joiner.join(join("b")).await.expect("3");
+    joiner.join(join("c")).await.expect("4");
+    let limited = joiner.join(join("d")).await.unwrap_err();
+    assert_eq!(limited.code(), Code::ResourceExhausted, "{limited:?}");
+    assert!(limited.message().contains("--join-rate"), "{limited:?}");
+    let bad = within(
+        "lead serve with a bad rate",
+        tokio::process::Command::new(mesh_tests::bin("lead"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--join-rate=-1"])
+            .arg("--state-dir")
+            .arg(lead.dir.path().join("other"))
+            .output(),
+    )
+    .await
+    .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--join-rate"));
+}

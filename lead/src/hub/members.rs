@@ -30,6 +30,15 @@ const NOTICE_RATE: i64 = 100_000;
 impl Hub {
     /// `Join`: a new member in plan mode, or ALREADY_EXISTS for an active name.
     pub(super) fn join(&mut self, name: Name, role: String) -> Result<pb::JoinResponse, HubError> {
+        // Every attempt counts, so a leaked join token cannot be tried
+        // faster than the rate either.
+        let now = self.now();
+        if !self.joins.take(now) {
+            return Err(HubError::ResourceExhausted(format!(
+                "Join: more than --join-rate {} joins a second (burst --join-burst {}); retry later",
+                self.config.join_rate, self.config.join_burst
+            )));
+        }
         limits::check("role", &role, limits::ROLE)?;
         let spawned = match self.roster.get(name.as_str()) {
             Some(existing) if !existing.terminated() => {
@@ -39,6 +48,13 @@ impl Hub {
             }
             _ => self.children.contains_key(name.as_str()),
         };
+        if self.roster.active() >= self.config.max_members {
+            return Err(HubError::ResourceExhausted(format!(
+                "the team has {} members, the most --max-members allows; \
+                 wait for one to leave",
+                self.roster.active()
+            )));
+        }
         if self.roster.get(name.as_str()).is_some() {
             // A terminated member's name is reused: its old inbox goes.
             self.changes.push(Change::ClearInbox {
