@@ -274,9 +274,7 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, crate::error::HubError> {
         }
         token = page.next_page_token;
     }
-    Ok(
-        json!({ "members": members, "requests": requests, "now_unix_ms": shared::auth::now_unix_ms() }),
-    )
+    Ok(json!({ "members": members, "requests": requests }))
 }
 
 /// The hub's events, live, as server-sent events (one JSON object each).
@@ -347,6 +345,11 @@ async fn approve(
         feedback: form.feedback,
         refuse_overlap: !form.allow_overlap,
     };
+    review_plan(&console, review).await
+}
+
+/// An operator's decision on a plan, made in the console.
+async fn review_plan(console: &Console, review: pb::PlanReview) -> Response {
     decided(
         console
             .hub
@@ -381,17 +384,7 @@ async fn reject(
         feedback: form.feedback,
         refuse_overlap: false,
     };
-    decided(
-        console
-            .hub
-            .call(|reply| Command::ReviewPlan {
-                review,
-                by: "operator (console)".into(),
-                reply,
-            })
-            .await
-            .map(|r| json!({"request_id": r.request_id, "approve": r.approve})),
-    )
+    review_plan(&console, review).await
 }
 
 #[derive(Deserialize)]

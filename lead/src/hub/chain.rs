@@ -10,12 +10,15 @@ use serde_json::json;
 use shared::{
     grant::Mode,
     names::RequestId,
-    pb, policy,
-    protocol::{Decision, Status},
+    policy,
+    protocol::{Decision, Request, Status},
 };
 use tokio::sync::{mpsc, Semaphore};
 
-use super::{requests::default_grant, Approval, Command, Hub, HubHandle};
+use super::{
+    requests::{default_grant, plan_of},
+    Approval, Command, Hub, HubHandle,
+};
 use crate::{
     chain::{Chain, Next, OnPass, Stage, Verdict},
     reviewer::{self, Reviewer},
@@ -80,28 +83,23 @@ pub(super) fn start(hub: HubHandle) -> mpsc::Sender<StageJob> {
 }
 
 impl Hub {
-    /// The chain, with `--approval chain:FILE`.
-    fn chain(&self) -> Option<Arc<Chain>> {
-        match &self.config.approval {
-            Approval::Chain(chain) => Some(chain.clone()),
-            _ => None,
-        }
+    /// With `--approval chain:FILE`, the chain and plan request `id`, if
+    /// the plan still waits for a decision (an operator may have decided
+    /// while a stage ran).
+    fn waiting(&self, id: &RequestId) -> Option<(Arc<Chain>, Request)> {
+        let Approval::Chain(chain) = &self.config.approval else {
+            return None;
+        };
+        let request = self.tracker.get(id)?;
+        (request.status == Status::Pending).then(|| (chain.clone(), request.clone()))
     }
 
     /// Runs stage `at` of the chain on plan `id`, if the plan still waits.
     pub(super) fn run_stage(&mut self, id: &RequestId, at: usize) {
-        let Some(chain) = self.chain() else {
+        let Some((chain, request)) = self.waiting(id) else {
             return;
         };
-        let Some(request) = self.tracker.get(id) else {
-            return;
-        };
-        if request.status != Status::Pending {
-            return;
-        }
-        let payload: serde_json::Value =
-            serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
-        let plan = plan_of(&payload);
+        let plan = plan_of(&request);
         match chain.stage(at) {
             None | Some(Stage::Human) => {
                 self.record_review(id, "human", "waits", "waiting for an operator".into());
@@ -124,6 +122,8 @@ impl Hub {
                 self.stage_verdict(id, at, verdict);
             }
             Some(Stage::Program { command, timeout }) => {
+                let payload: serde_json::Value =
+                    serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
                 let role = self
                     .roster
                     .get(&request.opening.sender)
@@ -178,18 +178,10 @@ impl Hub {
     /// Stage `at` said `verdict` of plan `id`: it goes into the history, and
     /// the chain decides, runs the next stage, or leaves it to a person.
     pub(super) fn stage_verdict(&mut self, id: &RequestId, at: usize, verdict: Verdict) {
-        let Some(chain) = self.chain() else {
+        let Some((chain, request)) = self.waiting(id) else {
             return;
         };
-        let Some(request) = self.tracker.get(id) else {
-            return;
-        };
-        if request.status != Status::Pending {
-            // An operator decided while the stage ran.
-            return;
-        }
-        let (files, _) = super::tasks::plan_files(request);
-        let escalated = chain.escalates(&files);
+        let escalated = chain.escalates(&plan_of(&request).files);
         let name = chain.stage(at).map(Stage::name).unwrap_or_default();
         self.record_review(id, &name, verdict.label(), verdict.words().to_owned());
         let signed = |words: &str| {
@@ -226,28 +218,5 @@ impl Hub {
         if let Err(e) = self.decide_plan(id, decision) {
             tracing::warn!(request_id = %id, error = %e, "the chain's decision was not recorded");
         }
-    }
-}
-
-/// The plan in a plan request's payload.
-fn plan_of(payload: &serde_json::Value) -> pb::Plan {
-    let strings = |v: &serde_json::Value| -> Vec<String> {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let plan = &payload["plan"];
-    let text = |key: &str| plan[key].as_str().unwrap_or_default().to_owned();
-    pb::Plan {
-        summary: text("summary"),
-        steps: strings(&plan["steps"]),
-        files: strings(&plan["files"]),
-        tests: strings(&plan["tests"]),
-        body: text("body"),
-        task_id: text("task_id"),
     }
 }

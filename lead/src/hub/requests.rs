@@ -193,25 +193,12 @@ impl Hub {
                     Status::Pending => "pending",
                     Status::Rejected | Status::Expired => return None,
                 };
-                let payload: serde_json::Value =
-                    serde_json::from_str(&r.opening.payload_json).ok()?;
-                let strings = |v: &serde_json::Value| -> Vec<String> {
-                    v.as_array()
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|s| s.as_str().map(str::to_owned))
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                };
+                let plan = plan_of(r);
                 Some(crate::reviewer::OtherPlan {
                     member: r.opening.sender.clone(),
                     status,
-                    summary: payload["plan"]["summary"]
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                    files: strings(&payload["plan"]["files"]),
+                    summary: plan.summary,
+                    files: plan.files,
                 })
             })
             .collect();
@@ -235,8 +222,8 @@ impl Hub {
         self.tracker
             .get(id)
             .map(|request| {
-                let (files, _) = super::tasks::plan_files(request);
-                self.holds.overlaps(&request.opening.sender, &files)
+                self.holds
+                    .overlaps(&request.opening.sender, &plan_of(request).files)
             })
             .unwrap_or_default()
     }
@@ -522,6 +509,32 @@ impl Hub {
             .get(&id)
             .map(Request::to_pb)
             .ok_or_else(|| HubError::NotFound(format!("request_id: no request {id}")))
+    }
+}
+
+/// The plan in a plan request's payload (empty fields where it has none).
+pub(super) fn plan_of(request: &Request) -> pb::Plan {
+    let payload: serde_json::Value =
+        serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
+    let plan = &payload["plan"];
+    let text = |key: &str| plan[key].as_str().unwrap_or_default().to_owned();
+    let strings = |key: &str| -> Vec<String> {
+        plan[key]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    pb::Plan {
+        summary: text("summary"),
+        steps: strings("steps"),
+        files: strings("files"),
+        tests: strings("tests"),
+        body: text("body"),
+        task_id: text("task_id"),
     }
 }
 

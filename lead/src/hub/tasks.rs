@@ -188,36 +188,17 @@ pub(super) fn restore(tasks: Vec<Task>) -> TaskBoard {
     TaskBoard::restore(TaskBoard::DEFAULT_MAX_TASKS, tasks)
 }
 
-/// A plan request's files and task, from its payload.
-pub(super) fn plan_files(request: &shared::protocol::Request) -> (Vec<String>, String) {
-    let payload: serde_json::Value =
-        serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
-    let files = payload["plan"]["files"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f.as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    let task_id = payload["plan"]["task_id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    (files, task_id)
-}
-
 /// The hold an approved plan gives: the grant's write paths, or the plan's
 /// files where the grant names none.
 pub(super) fn hold_of(request: &shared::protocol::Request) -> Option<(Vec<String>, String)> {
     let grant = request.decision.as_ref()?.grant.as_ref()?;
-    let (files, task_id) = plan_files(request);
+    let plan = super::requests::plan_of(request);
     let paths = if grant.write_paths.is_empty() {
-        files
+        plan.files
     } else {
         grant.write_paths.clone()
     };
-    Some((paths, task_id))
+    Some((paths, plan.task_id))
 }
 
 /// The holds after a restart: each active member's last approved plan,

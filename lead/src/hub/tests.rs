@@ -83,6 +83,21 @@ async fn status(hub: &HubHandle, name: &str) -> pb::MemberStatus {
     pb::MemberStatus::try_from(member.status).expect("a known status")
 }
 
+/// Asks `name` to shut down (by the hub's default deadline); the request id.
+async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
+    hub.call(|reply| Command::RequestShutdown {
+        request: pb::ShutdownRequest {
+            target: name.into(),
+            reason: "done".into(),
+            ..Default::default()
+        },
+        reply,
+    })
+    .await
+    .expect("asks")
+    .request_id
+}
+
 /// The request's status.
 async fn request_status(hub: &HubHandle, id: &str) -> pb::RequestStatus {
     let state = hub
@@ -152,17 +167,7 @@ async fn an_unanswered_shutdown_expires_at_its_deadline_and_the_member_works_on(
     let (hub, _stop) = hub(GRACE, DEADLINE);
     let alice = join(&hub, "alice").await;
     let mut stream = open_inbox(&hub, &alice).await;
-    let ticket = hub
-        .call(|reply| Command::RequestShutdown {
-            request: pb::ShutdownRequest {
-                target: "alice".into(),
-                reason: "done".into(),
-                ..Default::default()
-            },
-            reply,
-        })
-        .await
-        .expect("asks");
+    let request_id = ask_to_shut_down(&hub, "alice").await;
     let asked = stream
         .envelopes
         .recv()
@@ -177,12 +182,12 @@ async fn an_unanswered_shutdown_expires_at_its_deadline_and_the_member_works_on(
 
     tokio::time::sleep(DEADLINE - Duration::from_secs(1)).await;
     assert_eq!(
-        request_status(&hub, &ticket.request_id).await,
+        request_status(&hub, &request_id).await,
         pb::RequestStatus::Pending
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
-        request_status(&hub, &ticket.request_id).await,
+        request_status(&hub, &request_id).await,
         pb::RequestStatus::Expired
     );
     assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Working);
@@ -192,16 +197,7 @@ async fn an_unanswered_shutdown_expires_at_its_deadline_and_the_member_works_on(
 async fn a_disconnected_member_asked_to_shut_down_still_ends_with_its_grace() {
     let (hub, _stop) = hub(GRACE, Duration::from_secs(600));
     join(&hub, "alice").await;
-    hub.call(|reply| Command::RequestShutdown {
-        request: pb::ShutdownRequest {
-            target: "alice".into(),
-            reason: "done".into(),
-            ..Default::default()
-        },
-        reply,
-    })
-    .await
-    .expect("asks");
+    ask_to_shut_down(&hub, "alice").await;
     assert_eq!(status(&hub, "alice").await, pb::MemberStatus::ShuttingDown);
     tokio::time::sleep(GRACE + Duration::from_secs(1)).await;
     assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Terminated);
