@@ -5,6 +5,7 @@ the stream or the lead goes away), submits a plan, revises it once if it is
 rejected, reports idle, and answers a shutdown request.
 
     python teammate.py --lead 127.0.0.1:7447 --name py --stubs gen
+    python teammate.py --lead https://mesh.example:7447 --ca ca.pem --name py
     (join token from --join-token or MESH_JOIN_TOKEN)
 """
 import argparse
@@ -19,7 +20,11 @@ import uuid
 
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--lead", required=True, help="HOST:PORT of the lead")
+    p.add_argument("--lead", required=True,
+                   help="HOST:PORT of the lead (plain text), or https://HOST:PORT (TLS)")
+    p.add_argument("--ca", help="for https: the CA certificate (PEM) to trust; default the system's")
+    p.add_argument("--cert", help="for a lead with --client-ca: this client's certificate (PEM)")
+    p.add_argument("--key", help="the private key of --cert (PEM)")
     p.add_argument("--name", required=True)
     p.add_argument("--role", default="python")
     p.add_argument("--join-token", default=os.environ.get("MESH_JOIN_TOKEN", ""))
@@ -104,8 +109,29 @@ class Inbox(threading.Thread):
             self.call.cancel()
 
 
+def read(path):
+    if path is None:
+        return None
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def open_channel():
+    """Plain text for HOST:PORT or http://, TLS for https:// (grpc.ssl_channel_credentials)."""
+    if args.lead.startswith("https://"):
+        credentials = grpc.ssl_channel_credentials(
+            root_certificates=read(args.ca),
+            private_key=read(args.key),
+            certificate_chain=read(args.cert),
+        )
+        return grpc.secure_channel(args.lead[len("https://"):], credentials)
+    if args.ca or args.cert or args.key:
+        sys.exit("--ca/--cert/--key are for TLS; give --lead https://HOST:PORT")
+    return grpc.insecure_channel(args.lead.removeprefix("http://"))
+
+
 def main():
-    channel = grpc.insecure_channel(args.lead)
+    channel = open_channel()
     stub = rpc.LeadStub(channel)
     joined = call(stub.Join, pb.JoinRequest(name=args.name, role=args.role), args.join_token)
     token = joined.session_token

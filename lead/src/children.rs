@@ -15,8 +15,10 @@ use tokio::{process::Command, sync::mpsc, task::JoinHandle};
 pub struct Spawner {
     /// The `teammate` executable, unless a spawn request names another.
     pub teammate_bin: PathBuf,
-    /// The URL the teammate dials (`http://127.0.0.1:PORT`).
+    /// The URL the teammate dials (`http://127.0.0.1:PORT`, or `https://`).
     pub lead_url: String,
+    /// What the teammate trusts and shows over TLS (`--ca`, `--cert`, `--key`).
+    pub tls: shared::transport::ClientTls,
     /// Passed in `MESH_JOIN_TOKEN`, never on the command line.
     pub join_token: String,
     /// Logs go to `<state_dir>/logs/<name>.log`; default workspaces under `<state_dir>/workspaces`.
@@ -114,6 +116,7 @@ impl Spawner {
             .arg("--workspace")
             .arg(workspace)
             .args(brain.args())
+            .args(self.tls.args())
             .env("MESH_JOIN_TOKEN", &self.join_token)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)

@@ -7,6 +7,7 @@ use shared::{
     auth::{now_unix_ms, BearerToken},
     grant::{check_relative_glob, Mode},
     pb::{self, operator_client::OperatorClient},
+    transport::ClientTls,
 };
 use tokio_stream::StreamExt;
 use tonic::{service::interceptor::InterceptedService, transport::Channel};
@@ -45,6 +46,8 @@ pub struct Target {
     pub operator_token: Option<String>,
     /// The lead's state dir.
     pub state_dir: PathBuf,
+    /// For an `https://` lead: what to trust and which certificate to show.
+    pub tls: ClientTls,
 }
 
 /// Connects to the lead named by `target`.
@@ -52,14 +55,11 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
     let state = StateDir::open(&target.state_dir);
     let url = match &target.lead {
         Some(url) => url.clone(),
-        None => {
-            let addr = state.read_addr().map_err(|e| {
-                CliError::Connect(format!(
-                    "no running lead found ({e}); start one with `lead serve` or pass --lead URL"
-                ))
-            })?;
-            format!("http://{addr}")
-        }
+        None => state.read_url().map_err(|e| {
+            CliError::Connect(format!(
+                "no running lead found ({e}); start one with `lead serve` or pass --lead URL"
+            ))
+        })?,
     };
     let token = match &target.operator_token {
         Some(token) => token.clone(),
@@ -69,8 +69,10 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
             ))
         })?,
     };
-    let channel = Channel::from_shared(url.clone())
-        .map_err(|e| CliError::Connect(format!("--lead {url:?}: {e}")))?
+    let channel = target
+        .tls
+        .endpoint(&url)
+        .map_err(|e| CliError::Connect(e.to_string()))?
         .connect_timeout(Duration::from_secs(5))
         .connect()
         .await

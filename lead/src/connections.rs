@@ -1,6 +1,9 @@
 //! What a connection may hold of the lead: at most `--max-connections` at
-//! once (more are closed on accept), `--handshake-timeout` to send the HTTP/2
-//! preface, `--idle-timeout` with no call in progress before it is closed.
+//! once (more are closed on accept), `--handshake-timeout` to finish the TLS
+//! handshake (if TLS is on) and again to send the HTTP/2 preface,
+//! `--idle-timeout` with no call in progress before it is closed. The console's
+//! port has the same limits, with "idle" meaning no byte either way (its
+//! event stream sends a keep-alive every 15 s).
 //! Also the one place where the transport's own statuses are put right: a
 //! request over the size limit is RESOURCE_EXHAUSTED, one that does not decode
 //! INVALID_ARGUMENT.
@@ -20,10 +23,10 @@ use std::{
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::{TcpListener, TcpStream},
-    sync::{OwnedSemaphorePermit, Semaphore},
+    sync::{mpsc, OwnedSemaphorePermit, Semaphore},
     time::Sleep,
 };
-use tokio_stream::Stream;
+use tokio_rustls::{server::TlsStream, TlsAcceptor};
 use tonic::transport::server::Connected;
 
 /// The limits on connections.
@@ -47,19 +50,40 @@ impl Default for ConnLimits {
     }
 }
 
-/// The HTTP/2 client preface's length: a connection has sent it once it has
-/// sent this many bytes.
-const PREFACE_LEN: usize = 24;
+/// What a port speaks, which decides when a connection has started and when
+/// it is idle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Speaks {
+    /// gRPC: started once the HTTP/2 preface arrived; idle with no call.
+    Grpc,
+    /// The console's HTTP/1.1: started with its first byte; idle with no
+    /// byte either way.
+    Http1,
+}
 
-/// Accepts connections from `listener` within `limits`, on a task of its own.
+impl Speaks {
+    /// Bytes a connection sends before it has started: the HTTP/2 client
+    /// preface's length, or one byte of a request line.
+    fn preface_len(self) -> usize {
+        match self {
+            Speaks::Grpc => 24,
+            Speaks::Http1 => 1,
+        }
+    }
+}
+
+/// Accepts connections from `listener` within `limits`, with TLS if
+/// `tls` is given, on a task of its own; they arrive on the receiver.
 pub fn incoming(
     listener: TcpListener,
     limits: ConnLimits,
-) -> impl Stream<Item = io::Result<Conn>> + Send {
+    tls: Option<TlsAcceptor>,
+    speaks: Speaks,
+) -> mpsc::Receiver<io::Result<Conn>> {
     let permits = Arc::new(Semaphore::new(limits.max));
-    let (tx, rx) = tokio::sync::mpsc::channel(64);
-    tokio::spawn(accept_loop(listener, permits, limits, tx));
-    tokio_stream::wrappers::ReceiverStream::new(rx)
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(accept_loop(listener, permits, limits, tls, speaks, tx));
+    rx
 }
 
 /// Accepts connections while the server takes them; a connection past the
@@ -69,7 +93,9 @@ async fn accept_loop(
     listener: TcpListener,
     permits: Arc<Semaphore>,
     limits: ConnLimits,
-    tx: tokio::sync::mpsc::Sender<io::Result<Conn>>,
+    tls: Option<TlsAcceptor>,
+    speaks: Speaks,
+    tx: mpsc::Sender<io::Result<Conn>>,
 ) {
     let mut last_refusal_log: Option<Instant> = None;
     loop {
@@ -97,9 +123,93 @@ async fn accept_loop(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "TCP_NODELAY");
         }
-        let conn = Conn::new(stream, limits, permit);
-        if tx.send(Ok(conn)).await.is_err() {
-            return;
+        let Some(acceptor) = &tls else {
+            let conn = Conn::new(Io::Plain(stream), limits, speaks, permit);
+            if tx.send(Ok(conn)).await.is_err() {
+                return;
+            }
+            continue;
+        };
+        // The handshake runs on its own task, so a slow client holds only
+        // its own connection slot, and for at most --handshake-timeout.
+        let handshake = acceptor.accept(stream);
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            match tokio::time::timeout(limits.handshake, handshake).await {
+                Ok(Ok(stream)) => {
+                    let conn = Conn::new(Io::Tls(Box::new(stream)), limits, speaks, permit);
+                    let _ = tx.send(Ok(conn)).await;
+                }
+                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
+                Err(_) => tracing::debug!(%peer, "no TLS handshake within --handshake-timeout"),
+            }
+        });
+    }
+}
+
+/// A connection's bytes: plain TCP, or TLS over it.
+#[derive(Debug)]
+pub enum Io {
+    /// Plain TCP.
+    Plain(TcpStream),
+    /// TLS over TCP.
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(io) => Pin::new(io).poll_read(cx, buf),
+            Io::Tls(io) => Pin::new(io).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(io) => Pin::new(io).poll_write(cx, buf),
+            Io::Tls(io) => Pin::new(io).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(io) => Pin::new(io).poll_flush(cx),
+            Io::Tls(io) => Pin::new(io).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Io::Plain(io) => Pin::new(io).poll_shutdown(cx),
+            Io::Tls(io) => Pin::new(io).poll_shutdown(cx),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Io::Plain(io) => Pin::new(io).poll_write_vectored(cx, bufs),
+            Io::Tls(io) => Pin::new(io).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            Io::Plain(io) => io.is_write_vectored(),
+            Io::Tls(io) => io.is_write_vectored(),
         }
     }
 }
@@ -132,10 +242,11 @@ pub struct ConnInfo {
 /// One accepted connection, within its limits.
 #[derive(Debug)]
 pub struct Conn {
-    io: TcpStream,
+    io: Io,
     /// Bytes of the preface still to come.
     preface_left: usize,
     limits: ConnLimits,
+    speaks: Speaks,
     state: Arc<ConnState>,
     timer: Pin<Box<Sleep>>,
     /// Held while the connection is open.
@@ -143,11 +254,12 @@ pub struct Conn {
 }
 
 impl Conn {
-    fn new(io: TcpStream, limits: ConnLimits, permit: OwnedSemaphorePermit) -> Self {
+    fn new(io: Io, limits: ConnLimits, speaks: Speaks, permit: OwnedSemaphorePermit) -> Self {
         Self {
             io,
-            preface_left: PREFACE_LEN,
+            preface_left: speaks.preface_len(),
             limits,
+            speaks,
             state: Arc::new(ConnState {
                 calls: AtomicUsize::new(0),
                 idle_since_ms: AtomicI64::new(0),
@@ -155,6 +267,16 @@ impl Conn {
             }),
             timer: Box::pin(tokio::time::sleep(limits.handshake)),
             _permit: permit,
+        }
+    }
+
+    /// Bytes moved: on a port where idle means no byte, the idle clock
+    /// starts again.
+    fn moved(&self) {
+        if self.speaks == Speaks::Http1 {
+            self.state
+                .idle_since_ms
+                .store(self.state.now_ms(), Ordering::Release);
         }
     }
 
@@ -182,10 +304,11 @@ impl Conn {
             self.timer.as_mut().reset(deadline);
         }
         if self.timer.as_mut().poll(cx).is_ready() {
-            let why = if self.preface_left > 0 {
-                "no HTTP/2 preface within --handshake-timeout"
-            } else {
-                "no call within --idle-timeout"
+            let why = match (self.preface_left > 0, self.speaks) {
+                (true, Speaks::Grpc) => "no HTTP/2 preface within --handshake-timeout",
+                (true, Speaks::Http1) => "no request within --handshake-timeout",
+                (false, Speaks::Grpc) => "no call within --idle-timeout",
+                (false, Speaks::Http1) => "no byte within --idle-timeout",
             };
             return Err(io::Error::new(io::ErrorKind::TimedOut, why));
         }
@@ -204,6 +327,9 @@ impl AsyncRead for Conn {
             Poll::Ready(Ok(())) => {
                 let read = buf.filled().len() - before;
                 self.preface_left = self.preface_left.saturating_sub(read);
+                if read > 0 {
+                    self.moved();
+                }
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
@@ -221,7 +347,11 @@ impl AsyncWrite for Conn {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, buf)
+        let written = Pin::new(&mut self.io).poll_write(cx, buf);
+        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+            self.moved();
+        }
+        written
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -237,7 +367,11 @@ impl AsyncWrite for Conn {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
+        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
+            self.moved();
+        }
+        written
     }
 
     fn is_write_vectored(&self) -> bool {

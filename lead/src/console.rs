@@ -28,10 +28,11 @@ use axum::{
 use serde::Deserialize;
 use serde_json::{json, Value};
 use shared::pb;
-use tokio::net::TcpListener;
+use tokio::sync::mpsc;
 use tokio_stream::{wrappers::ReceiverStream, StreamExt};
 
 use crate::{
+    connections::Conn,
     hub::{Command, HubHandle},
     render,
 };
@@ -52,6 +53,46 @@ struct Console {
     hub: HubHandle,
     operator_token: Arc<String>,
     sessions: Arc<Mutex<Sessions>>,
+    /// Served over TLS: the session cookie is `Secure`.
+    tls: bool,
+}
+
+/// The console's connections, accepted within the port's limits (and with
+/// TLS, if it is on) by [`crate::connections::incoming`].
+#[derive(Debug)]
+pub(crate) struct Accepted {
+    connections: mpsc::Receiver<std::io::Result<Conn>>,
+    addr: std::net::SocketAddr,
+}
+
+impl Accepted {
+    /// Connections from `connections`, for a listener bound to `addr`.
+    pub(crate) fn new(
+        connections: mpsc::Receiver<std::io::Result<Conn>>,
+        addr: std::net::SocketAddr,
+    ) -> Self {
+        Self { connections, addr }
+    }
+}
+
+impl axum::serve::Listener for Accepted {
+    type Io = Conn;
+    type Addr = std::net::SocketAddr;
+
+    async fn accept(&mut self) -> (Conn, std::net::SocketAddr) {
+        loop {
+            match self.connections.recv().await {
+                Some(Ok(conn)) => return (conn, self.addr),
+                Some(Err(e)) => tracing::debug!(error = %e, "console connection"),
+                // The accepting task ended: nothing more will come.
+                None => std::future::pending::<()>().await,
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        Ok(self.addr)
+    }
 }
 
 /// Session ids, oldest first.
@@ -114,7 +155,8 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// Serves the console on `listener` until `stop` completes.
 pub(crate) async fn serve(
-    listener: TcpListener,
+    listener: Accepted,
+    tls: bool,
     hub: HubHandle,
     operator_token: String,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
@@ -123,6 +165,7 @@ pub(crate) async fn serve(
         hub,
         operator_token: Arc::new(operator_token),
         sessions: Arc::default(),
+        tls,
     };
     let app = Router::new()
         .route("/", get(index))
@@ -203,9 +246,12 @@ async fn login(State(console): State<Console>, Form(form): Form<LoginForm>) -> R
     let mut response = Redirect::to("/").into_response();
     response.headers_mut().insert(
         header::SET_COOKIE,
-        format!("{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/")
-            .parse()
-            .expect("valid cookie"),
+        format!(
+            "{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/{}",
+            if console.tls { "; Secure" } else { "" }
+        )
+        .parse()
+        .expect("valid cookie"),
     );
     response
 }

@@ -240,6 +240,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
         spawner: Some(Spawner {
             teammate_bin,
             lead_url: format!("http://{addr}"),
+            tls: shared::transport::ClientTls::default(),
             join_token: tokens.join.clone(),
             state_dir: state.clone(),
             kill_grace: Duration::from_secs(2),
@@ -256,6 +257,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
         server::Listeners {
             grpc: listener,
             console: None,
+            tls: None,
         },
         config,
         Box::new(store),

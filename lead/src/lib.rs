@@ -16,3 +16,4 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod tls;

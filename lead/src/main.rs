@@ -12,7 +12,7 @@ use lead::{
     state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
     store::{MemoryStore, SqliteStore, Store, Sync},
 };
-use shared::{pb, policy::Policy};
+use shared::{pb, policy::Policy, transport::ClientTls};
 
 /// The mesh lead: serves the team, and the operator commands that steer it.
 #[derive(Debug, Parser)]
@@ -247,6 +247,26 @@ struct ServeArgs {
     /// Seconds a connection with no call in progress is kept open.
     #[arg(long, default_value_t = 300.0)]
     idle_timeout: f64,
+    /// Serve over TLS with this certificate (PEM; the chain, leaf first),
+    /// gRPC and the console both. Clients then dial https://.
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Refuse, in the TLS handshake, every client without a certificate this
+    /// CA (PEM) signed (mutual TLS).
+    #[arg(long, requires = "tls_cert")]
+    client_ca: Option<PathBuf>,
+    /// Listen on a non-loopback address without TLS (tokens then cross the
+    /// network in plain text).
+    #[arg(long)]
+    insecure: bool,
+    /// What teammates the lead spawns use to reach it over TLS: --ca
+    /// (default: the --tls-cert file), and --cert/--key where --client-ca
+    /// asks for a client certificate.
+    #[command(flatten)]
+    spawn_tls: ClientTls,
 }
 
 #[derive(Debug, Args)]
@@ -260,6 +280,8 @@ struct TargetArgs {
     /// The operator token (instead of <state-dir>/operator.token).
     #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
     operator_token: Option<String>,
+    #[command(flatten)]
+    tls: ClientTls,
 }
 
 impl From<TargetArgs> for Target {
@@ -268,6 +290,7 @@ impl From<TargetArgs> for Target {
             lead: args.lead,
             operator_token: args.operator_token,
             state_dir: args.state_dir,
+            tls: args.tls,
         }
     }
 }
@@ -478,6 +501,26 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         join: state.token(args.join_token, JOIN_TOKEN_FILE)?,
         operator: state.token(args.operator_token, OPERATOR_TOKEN_FILE)?,
     };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(lead::tls::ServerTls::load(&lead::tls::TlsFiles {
+            cert,
+            key,
+            client_ca: args.client_ca.as_deref(),
+        })?),
+        _ => None,
+    };
+    exposed("--listen", args.listen, tls.is_some(), args.insecure)?;
+    let console_addr = match args.http.as_deref() {
+        Some("off") => None,
+        spec => {
+            let spec = spec.unwrap_or("127.0.0.1:0");
+            let http: SocketAddr = spec
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--http: {spec:?} is not HOST:PORT or off ({e})"))?;
+            exposed("--http", http, tls.is_some(), args.insecure)?;
+            Some(http)
+        }
+    };
     let listener = server::bind(args.listen)?;
     let addr = listener.local_addr()?;
     let connect_ip = if addr.ip().is_unspecified() {
@@ -486,6 +529,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         addr.ip().to_string()
     };
     let connect_addr = SocketAddr::new(connect_ip.parse()?, addr.port());
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let mut spawn_tls = args.spawn_tls.clone();
+    if tls.is_some() && spawn_tls.ca.is_none() {
+        spawn_tls.ca = args
+            .tls_cert
+            .as_deref()
+            .map(std::path::absolute)
+            .transpose()?;
+    }
     let teammate_bin = match args.teammate_bin {
         Some(bin) => bin,
         None => lead::demo::beside_lead("teammate")?,
@@ -495,7 +547,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         shutdown_deadline: Duration::from_secs(args.shutdown_deadline),
         spawner: Some(Spawner {
             teammate_bin,
-            lead_url: format!("http://{connect_addr}"),
+            lead_url: format!("{scheme}://{connect_addr}"),
+            tls: if tls.is_some() {
+                spawn_tls
+            } else {
+                ClientTls::default()
+            },
             join_token: tokens.join.clone(),
             state_dir: std::path::absolute(&state.root)?,
             kill_grace: Duration::from_secs(args.kill_grace),
@@ -523,19 +580,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         handshake: seconds("--handshake-timeout", args.handshake_timeout)?,
         idle: seconds("--idle-timeout", args.idle_timeout)?,
     };
-    state.write_addr(&addr.to_string())?;
+    state.write_addr(&addr.to_string(), &format!("{scheme}://{connect_addr}"))?;
     println!("listening on {addr}");
-    let console = match args.http.as_deref() {
-        Some("off") => None,
-        spec => {
-            let spec = spec.unwrap_or("127.0.0.1:0");
-            let http: SocketAddr = spec
-                .parse()
-                .map_err(|e| anyhow::anyhow!("--http: {spec:?} is not HOST:PORT or off ({e})"))?;
+    let console = match console_addr {
+        None => None,
+        Some(http) => {
             let listener = tokio::net::TcpListener::bind(http)
                 .await
                 .map_err(|e| anyhow::anyhow!("--http {http}: {e}"))?;
-            println!("console on http://{}/", listener.local_addr()?);
+            println!("console on {scheme}://{}/", listener.local_addr()?);
             Some(listener)
         }
     };
@@ -551,6 +604,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         server::Listeners {
             grpc: listener,
             console,
+            tls,
         },
         config,
         store,
@@ -561,6 +615,18 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await?;
     Ok(())
+}
+
+/// Refuses to listen on `addr` beyond this host in plain text, unless
+/// `--insecure` says to.
+fn exposed(flag: &str, addr: SocketAddr, tls: bool, insecure: bool) -> anyhow::Result<()> {
+    if tls || insecure || addr.ip().is_loopback() {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{flag} {addr}: refusing to listen beyond this host without TLS, where every token \
+         would cross the network in plain text; give --tls-cert and --tls-key, or --insecure"
+    )
 }
 
 /// A duration from a flag's seconds.

@@ -12,10 +12,11 @@ use tonic::transport::Server;
 
 pub use crate::connections::ConnLimits;
 use crate::{
-    connections::{self, CallsLayer},
+    connections::{self, CallsLayer, Speaks},
     hub::{self, HubConfig, HubFailure},
     service::{LeadService, OperatorService, Tokens},
     store::{Store, StoreError},
+    tls::ServerTls,
 };
 
 /// How many connections may wait to be accepted. Tonic's `serve(addr)` uses
@@ -74,6 +75,9 @@ pub enum ServeError {
     /// The reflection service could not read the descriptor set.
     #[error("server reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
+    /// The console's listener failed.
+    #[error("console: {0}")]
+    Console(std::io::Error),
     /// The transport failed.
     #[error("transport: {0}")]
     Transport(#[from] tonic::transport::Error),
@@ -113,6 +117,8 @@ pub struct Listeners {
     pub grpc: TcpListener,
     /// The web console (HTTP/1.1), if it is on.
     pub console: Option<tokio::net::TcpListener>,
+    /// TLS for both, if it is on.
+    pub tls: Option<ServerTls>,
 }
 
 /// Serves on `listeners` until `shutdown` completes. Then every child the lead
@@ -134,12 +140,26 @@ pub async fn run(
     let Listeners {
         grpc: listener,
         console,
+        tls,
     } = listeners;
     if let Some(listener) = console {
         let stop = async move {
             let _ = console_stop.wait_for(|s| *s).await;
         };
-        let served = crate::console::serve(listener, hub.clone(), tokens.operator.clone(), stop);
+        let addr = listener.local_addr().map_err(ServeError::Console)?;
+        let accepted = connections::incoming(
+            listener,
+            connections,
+            tls.as_ref().map(|tls| tls.console.clone()),
+            Speaks::Http1,
+        );
+        let served = crate::console::serve(
+            crate::console::Accepted::new(accepted, addr),
+            tls.is_some(),
+            hub.clone(),
+            tokens.operator.clone(),
+            stop,
+        );
         tokio::spawn(async move {
             if let Err(e) = served.await {
                 tracing::error!(error = %e, "the console stopped");
@@ -169,7 +189,12 @@ pub async fn run(
         tokens: tokens.clone(),
     };
     let operator = OperatorService { hub, tokens };
-    let incoming = connections::incoming(listener, connections);
+    let incoming = tokio_stream::wrappers::ReceiverStream::new(connections::incoming(
+        listener,
+        connections,
+        tls.map(|tls| tls.grpc),
+        Speaks::Grpc,
+    ));
     let mut hub_result = Ok(());
     let signal = async {
         // The server keeps serving while the hub stops its children (they

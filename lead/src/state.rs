@@ -21,6 +21,8 @@ pub const JOIN_TOKEN_FILE: &str = "join.token";
 pub const OPERATOR_TOKEN_FILE: &str = "operator.token";
 /// The running lead's address (`HOST:PORT`).
 pub const ADDR_FILE: &str = "lead.addr";
+/// The URL clients on this host dial (`http://` or `https://HOST:PORT`).
+pub const URL_FILE: &str = "lead.url";
 
 impl StateDir {
     /// Creates the directory (mode 0700) if needed. An existing directory
@@ -82,14 +84,15 @@ impl StateDir {
             .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
     }
 
-    /// Records the address the lead listens on.
-    pub fn write_addr(&self, addr: &str) -> std::io::Result<()> {
-        write_private(&self.root.join(ADDR_FILE), &format!("{addr}\n"))
+    /// Records the address the lead listens on, and the URL to dial it.
+    pub fn write_addr(&self, addr: &str, url: &str) -> std::io::Result<()> {
+        write_private(&self.root.join(ADDR_FILE), &format!("{addr}\n"))?;
+        write_private(&self.root.join(URL_FILE), &format!("{url}\n"))
     }
 
-    /// The address a running lead recorded.
-    pub fn read_addr(&self) -> std::io::Result<String> {
-        self.read_token(ADDR_FILE)
+    /// The URL a running lead recorded.
+    pub fn read_url(&self) -> std::io::Result<String> {
+        self.read_token(URL_FILE)
     }
 }
 
@@ -129,7 +132,9 @@ mod tests {
                 .expect("given"),
             "given"
         );
-        state.write_addr("127.0.0.1:5").expect("addr");
-        assert_eq!(state.read_addr().expect("read"), "127.0.0.1:5");
+        state
+            .write_addr("127.0.0.1:5", "https://127.0.0.1:5")
+            .expect("addr");
+        assert_eq!(state.read_url().expect("read"), "https://127.0.0.1:5");
     }
 }

@@ -31,3 +31,4 @@ pub mod protocol;
 pub mod rate;
 pub mod signal;
 pub mod tasks;
+pub mod transport;

@@ -8,6 +8,7 @@ use clap::{ArgGroup, Parser};
 use shared::{
     chat::{ChatClient, ChatConfig, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL},
     display::Escaped,
+    transport::ClientTls,
 };
 use teammate::{
     driver::Driver,
@@ -25,7 +26,7 @@ use teammate::{
 #[derive(Debug, Parser)]
 #[command(name = "teammate mcp", bin_name = "teammate mcp", version)]
 struct McpArgs {
-    /// The lead's URL, e.g. http://127.0.0.1:7447.
+    /// The lead's URL, e.g. http://127.0.0.1:7447 (https:// for a lead with TLS).
     #[arg(long)]
     lead: String,
     /// The member name to join as.
@@ -47,6 +48,8 @@ struct McpArgs {
     /// Seconds the lead may be unreachable before the teammate gives up.
     #[arg(long, default_value_t = 60)]
     lead_gone_limit: u64,
+    #[command(flatten)]
+    tls: ClientTls,
 }
 
 /// A mesh teammate, driven by a script (`--script`), a language model
@@ -58,7 +61,7 @@ struct McpArgs {
 #[command(group(ArgGroup::new("driver").required(true).args(["script", "model"])))]
 #[command(group(ArgGroup::new("task_source").args(["task", "task_file"])))]
 struct Args {
-    /// The lead's URL, e.g. http://127.0.0.1:7447.
+    /// The lead's URL, e.g. http://127.0.0.1:7447 (https:// for a lead with TLS).
     #[arg(long)]
     lead: String,
     /// The member name to join as.
@@ -109,6 +112,8 @@ struct Args {
     /// Seconds the lead may be unreachable before the teammate exits.
     #[arg(long, default_value_t = 60)]
     lead_gone_limit: u64,
+    #[command(flatten)]
+    tls: ClientTls,
 }
 
 #[tokio::main]
@@ -133,6 +138,7 @@ async fn main() -> ExitCode {
         workspace: args.workspace.clone(),
         join_token: args.join_token.clone(),
         lead_gone_limit: Duration::from_secs(args.lead_gone_limit),
+        tls: args.tls.clone(),
     };
     let result = match (&args.script, &args.model) {
         (Some(script), _) => match script_driver(script) {
@@ -238,6 +244,7 @@ async fn serve_mcp(args: McpArgs) -> i32 {
         workspace: args.workspace.clone(),
         join_token: args.join_token.clone(),
         lead_gone_limit: Duration::from_secs(args.lead_gone_limit),
+        tls: args.tls.clone(),
     };
     let name = Escaped(&args.name).to_string();
     // The session stops on a signal, or when the client goes away.

@@ -14,6 +14,7 @@ use shared::{
     grant::{Grant, Mode},
     limits,
     pb::{self, envelope::Body, lead_client::LeadClient},
+    transport::ClientTls,
 };
 use tokio::sync::{mpsc, watch};
 use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, Status};
@@ -43,6 +44,8 @@ pub struct Config {
     pub join_token: String,
     /// How long the lead may be unreachable before the teammate gives up.
     pub lead_gone_limit: Duration,
+    /// For an `https://` lead: what to trust and which certificate to show.
+    pub tls: ClientTls,
 }
 
 /// Why a teammate stopped.
@@ -191,8 +194,10 @@ impl Session {
         let workspace = Workspace::open(&config.workspace).map_err(|e| {
             SessionError::Setup(format!("--workspace {}: {e}", config.workspace.display()))
         })?;
-        let channel = tonic::transport::Endpoint::from_shared(config.lead_url.clone())
-            .map_err(|e| SessionError::Setup(format!("--lead {:?}: {e}", config.lead_url)))?
+        let channel = config
+            .tls
+            .endpoint(&config.lead_url)
+            .map_err(|e| SessionError::Setup(e.to_string()))?
             .connect_timeout(Duration::from_secs(5))
             .http2_keep_alive_interval(Duration::from_secs(10))
             .keep_alive_timeout(Duration::from_secs(10))

@@ -24,6 +24,7 @@ use tokio_stream::StreamExt;
 use tonic::{service::interceptor::InterceptedService, transport::Channel};
 
 pub mod fake_model;
+pub mod pki;
 pub mod webdriver;
 
 /// The longest any single wait in a test may take.
@@ -97,6 +98,9 @@ pub struct Lead {
     pub console: Option<String>,
     /// Its state directory (and room for workspaces and scripts).
     pub dir: tempfile::TempDir,
+    /// What the harness's clients (gRPC, teammates, the CLI) trust and show
+    /// over TLS; empty for a plain-text lead.
+    pub tls: shared::transport::ClientTls,
     pub join_token: String,
     pub operator_token: String,
 }
@@ -194,9 +198,11 @@ impl Lead {
         };
         // Keep draining stdout so the lead never blocks on a full pipe.
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let tls = args.iter().any(|a| a == "--tls-cert");
         Lead {
             child,
-            url: format!("http://{addr}"),
+            url: format!("{}://{addr}", if tls { "https" } else { "http" }),
+            tls: shared::transport::ClientTls::default(),
             console,
             addr,
             dir,
@@ -214,9 +220,7 @@ impl Lead {
     pub async fn channel(&self) -> Channel {
         within(
             "connecting",
-            Channel::from_shared(self.url.clone())
-                .expect("url")
-                .connect(),
+            self.tls.endpoint(&self.url).expect("endpoint").connect(),
         )
         .await
         .expect("connect")
@@ -338,6 +342,7 @@ impl Lead {
                 "--workspace",
             ])
             .arg(self.workspace(name))
+            .args(self.tls.args())
             .args(args)
             .env("MESH_JOIN_TOKEN", &self.join_token)
             .env("RUST_LOG", "warn")
@@ -361,6 +366,7 @@ impl Lead {
             .args(args)
             .arg("--state-dir")
             .arg(self.state_dir())
+            .args(self.tls.args())
             .env("MESH_OPERATOR_TOKEN", &self.operator_token)
             .kill_on_drop(true);
         command

@@ -6,12 +6,23 @@
 
 use std::{path::Path, process::Stdio};
 
-use mesh_tests::{is, python, within, Events, Lead};
+use mesh_tests::{is, pki::Pki, python, within, Events, Lead};
 use shared::pb::{self, envelope::Body, RequestStatus};
 use tokio::process::Command;
 
 #[tokio::test]
 async fn the_python_teammate_plans_revises_and_shuts_down() {
+    story(None).await;
+}
+
+/// The same story with the lead on TLS: the example dials `https://` and
+/// trusts the test's CA (`grpc.ssl_channel_credentials`).
+#[tokio::test]
+async fn the_python_teammate_works_over_tls() {
+    story(Some(Pki::new())).await;
+}
+
+async fn story(pki: Option<Pki>) {
     let python = python();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python");
     let scratch = tempfile::tempdir().unwrap();
@@ -25,7 +36,24 @@ async fn the_python_teammate_plans_revises_and_shuts_down() {
     let policy = scratch.path().join("policy.toml");
     std::fs::write(&policy, "require_tests = true\n").unwrap();
 
-    let lead = Lead::start(&["--approval", &format!("policy:{}", policy.display())]).await;
+    let mut flags = vec![
+        "--approval".to_owned(),
+        format!("policy:{}", policy.display()),
+    ];
+    if let Some(pki) = &pki {
+        flags.extend(pki.server_args());
+    }
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut lead = Lead::start(&flags).await;
+    let mut py_args = vec![lead.addr.clone()];
+    if let Some(pki) = &pki {
+        lead.tls = pki.client(None);
+        py_args = vec![
+            lead.url.clone(),
+            "--ca".into(),
+            pki.cert("ca").display().to_string(),
+        ];
+    }
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let mut observer = lead.join("observer").await;
@@ -33,7 +61,9 @@ async fn the_python_teammate_plans_revises_and_shuts_down() {
 
     let mut py = Command::new(&python)
         .arg(example.join("teammate.py"))
-        .args(["--lead", &lead.addr, "--name", "py", "--stubs"])
+        .arg("--lead")
+        .args(&py_args)
+        .args(["--name", "py", "--stubs"])
         .arg(&stubs)
         .env("MESH_JOIN_TOKEN", &lead.join_token)
         .stdout(Stdio::piped())

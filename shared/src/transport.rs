@@ -1,0 +1,95 @@
+//! How a client reaches the lead: `http://` in plain text, `https://` over
+//! TLS (rustls), trusting `--ca` (else the system's roots) and showing
+//! `--cert`/`--key` when the lead asks for a client certificate.
+
+use std::{ffi::OsString, path::PathBuf};
+
+use tonic::transport::{Certificate, ClientTlsConfig, Endpoint, Identity};
+
+/// A client's TLS files: `--ca`, `--cert`, `--key`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, clap::Args)]
+pub struct ClientTls {
+    /// For an https:// lead: the CA certificate(s), PEM, to trust (default:
+    /// the system's roots).
+    #[arg(long, env = "MESH_TLS_CA")]
+    pub ca: Option<PathBuf>,
+    /// For a lead that asks for client certificates (--client-ca): this
+    /// client's certificate, PEM.
+    #[arg(long, env = "MESH_TLS_CERT", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// The private key of --cert, PEM.
+    #[arg(long, env = "MESH_TLS_KEY", requires = "cert")]
+    pub key: Option<PathBuf>,
+}
+
+/// Why an endpoint could not be set up; the message names the flag.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct EndpointError(String);
+
+impl ClientTls {
+    /// Whether any file is named.
+    pub fn is_empty(&self) -> bool {
+        self.ca.is_none() && self.cert.is_none() && self.key.is_none()
+    }
+
+    /// The endpoint for `url`: plain for `http://`, TLS for `https://`.
+    /// TLS files with an `http://` URL are an error (they would be ignored).
+    pub fn endpoint(&self, url: &str) -> Result<Endpoint, EndpointError> {
+        let endpoint = Endpoint::from_shared(url.to_owned())
+            .map_err(|e| EndpointError(format!("--lead {url:?}: {e}")))?;
+        let tls = url.starts_with("https://");
+        if !tls {
+            if !self.is_empty() {
+                return Err(EndpointError(format!(
+                    "--ca/--cert/--key are for TLS, but --lead {url:?} is not https://"
+                )));
+            }
+            return Ok(endpoint);
+        }
+        let mut config = ClientTlsConfig::new();
+        config = match &self.ca {
+            Some(ca) => config.ca_certificate(Certificate::from_pem(read("--ca", ca)?)),
+            None => config.with_native_roots(),
+        };
+        match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => {
+                config = config.identity(Identity::from_pem(
+                    read("--cert", cert)?,
+                    read("--key", key)?,
+                ));
+            }
+            (None, None) => {}
+            (Some(_), None) => {
+                return Err(EndpointError("--cert needs --key".into()));
+            }
+            (None, Some(_)) => {
+                return Err(EndpointError("--key needs --cert".into()));
+            }
+        }
+        endpoint
+            .tls_config(config)
+            .map_err(|e| EndpointError(format!("--lead {url:?}: TLS: {e}")))
+    }
+
+    /// These settings as flags for a child process (`teammate`).
+    pub fn args(&self) -> Vec<OsString> {
+        let mut args = Vec::new();
+        for (flag, path) in [
+            ("--ca", &self.ca),
+            ("--cert", &self.cert),
+            ("--key", &self.key),
+        ] {
+            if let Some(path) = path {
+                args.push(flag.into());
+                args.push(path.into());
+            }
+        }
+        args
+    }
+}
+
+/// A PEM file's bytes; the error names the flag.
+fn read(flag: &str, path: &PathBuf) -> Result<Vec<u8>, EndpointError> {
+    std::fs::read(path).map_err(|e| EndpointError(format!("{flag} {}: {e}", path.display())))
+}
