@@ -8,7 +8,7 @@
 //!                                                  \--> NeedsPermission --permit(response)--> Ticket
 //! ```
 
-use std::{io::Write, path::Path, time::Duration};
+use std::{io::Write, path::Path};
 
 use shared::{
     auth::now_unix_ms,
@@ -16,10 +16,10 @@ use shared::{
     pb,
 };
 
-use crate::tools::{read_text, truncate, ToolCall, ToolError, Workspace};
-
-/// How long `run_command` may run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+use crate::{
+    command::CommandLimits,
+    tools::{read_text, ToolCall, ToolError, Workspace},
+};
 
 /// What the teammate may do, as its current grant says.
 #[derive(Debug)]
@@ -58,6 +58,8 @@ pub struct Writer {
     paths: PathSet,
     /// When the grant lapses.
     expires_at_unix_ms: Option<i64>,
+    /// How `run_command` runs.
+    commands: CommandLimits,
 }
 
 /// Leave to run exactly one gated call.
@@ -85,6 +87,7 @@ impl Writer {
         grant: &Grant,
         plan_files: &[String],
         workspace: &Workspace,
+        commands: &CommandLimits,
     ) -> Result<Option<Self>, shared::error::FieldError> {
         if grant.mode == Mode::Plan {
             return Ok(None);
@@ -99,6 +102,7 @@ impl Writer {
             mode: grant.mode,
             paths: PathSet::new("grant.write_paths", patterns)?,
             expires_at_unix_ms: grant.expires_at_unix_ms,
+            commands: commands.clone(),
         }))
     }
 
@@ -212,28 +216,26 @@ impl Writer {
         }
     }
 
-    /// `run_command`: `sh -c` in the workspace, with a time limit.
+    /// `run_command`: `sh -c` in the workspace, within the command limits
+    /// (see [`crate::command`]).
     async fn run_command(&self, command: &str) -> Result<String, ToolError> {
-        let child = tokio::process::Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .current_dir(self.workspace.root())
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output();
-        let output = tokio::time::timeout(COMMAND_TIMEOUT, child)
+        let done = crate::command::run(self.workspace.root(), command, &self.commands)
             .await
-            .map_err(|_| ToolError::Failed(format!("timed out after {COMMAND_TIMEOUT:?}")))?
             .map_err(|e| ToolError::Failed(format!("could not run sh: {e}")))?;
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let Some(status) = done.status else {
+            return Err(ToolError::Failed(format!(
+                "timed out after {:?}; it and everything it started were killed; stdout: {}; stderr: {}",
+                self.commands.timeout,
+                done.stdout.trim(),
+                done.stderr.trim()
+            )));
+        };
         let summary = format!(
-            "{}; stdout: {}; stderr: {}",
-            output.status,
-            truncate(stdout.trim(), 2000),
-            truncate(stderr.trim(), 2000)
+            "{status}; stdout: {}; stderr: {}",
+            done.stdout.trim(),
+            done.stderr.trim()
         );
-        if output.status.success() {
+        if status.success() {
             Ok(summary)
         } else {
             Err(ToolError::Failed(summary))
@@ -271,7 +273,13 @@ mod tests {
             write_paths: write_paths.iter().map(|s| s.to_string()).collect(),
             expires_at_unix_ms: None,
         };
-        let writer = Writer::unlock(&grant, &["src/plan.rs".to_owned()], &ws).expect("valid grant");
+        let writer = Writer::unlock(
+            &grant,
+            &["src/plan.rs".to_owned()],
+            &ws,
+            &CommandLimits::default(),
+        )
+        .expect("valid grant");
         (dir, ws, writer)
     }
 
@@ -464,7 +472,7 @@ mod tests {
                 write_paths: Vec::new(),
                 expires_at_unix_ms: None,
             };
-            let writer = Writer::unlock(&grant, &[], &ws)
+            let writer = Writer::unlock(&grant, &[], &ws, &CommandLimits::default())
                 .expect("valid grant")
                 .expect("unlocked");
             let Clearance::Run(ticket) = writer.clear(&call) else {
@@ -476,7 +484,7 @@ mod tests {
                 .expect("runtime");
             let _ = tx.send(runtime.block_on(writer.run(ticket)));
         });
-        rx.recv_timeout(Duration::from_secs(10))
+        rx.recv_timeout(std::time::Duration::from_secs(10))
             .expect("the call returned instead of blocking")
     }
 

@@ -2,6 +2,7 @@
 //! for approval, and works only within the grant that comes back.
 
 pub mod catalog;
+pub mod command;
 pub mod driver;
 pub mod gate;
 pub mod inbox;

@@ -11,6 +11,7 @@ use shared::{
     transport::ClientTls,
 };
 use teammate::{
+    command::{CommandLimits, Sandbox},
     driver::Driver,
     gate::Gate,
     mcp,
@@ -18,6 +19,41 @@ use teammate::{
     script::ScriptDriver,
     session::{Config, Exit, Session},
 };
+
+/// How `run_command` runs (see the README, "What run_command can reach").
+#[derive(Debug, clap::Args)]
+struct CommandArgs {
+    /// Seconds one run_command may take; then it and everything it started
+    /// are killed.
+    #[arg(long, default_value_t = 60.0)]
+    command_timeout: f64,
+    /// Bytes of a command's stdout, and of its stderr, kept for the result.
+    #[arg(long, default_value_t = 16 * 1024)]
+    command_output_max: usize,
+    /// Where commands run: none (as this user, in the workspace), bwrap
+    /// (bubblewrap: read-only filesystem but the workspace, no network), or
+    /// auto (bwrap where installed).
+    #[arg(long, default_value = "none")]
+    sandbox: String,
+}
+
+impl CommandArgs {
+    fn limits(&self) -> Result<CommandLimits, String> {
+        Ok(CommandLimits {
+            timeout: Duration::try_from_secs_f64(self.command_timeout)
+                .ok()
+                .filter(|t| !t.is_zero())
+                .ok_or_else(|| {
+                    format!(
+                        "--command-timeout: {} is not a number of seconds above 0",
+                        self.command_timeout
+                    )
+                })?,
+            output_max: self.command_output_max,
+            sandbox: Sandbox::parse(&self.sandbox)?,
+        })
+    }
+}
 
 /// Serve the mesh's tools to an MCP client over stdio (stdout is the
 /// protocol; logs go to stderr): the agent that started this process is the
@@ -50,6 +86,8 @@ struct McpArgs {
     lead_gone_limit: u64,
     #[command(flatten)]
     tls: ClientTls,
+    #[command(flatten)]
+    commands: CommandArgs,
 }
 
 /// A mesh teammate, driven by a script (`--script`), a language model
@@ -114,6 +152,8 @@ struct Args {
     lead_gone_limit: u64,
     #[command(flatten)]
     tls: ClientTls,
+    #[command(flatten)]
+    commands: CommandArgs,
 }
 
 #[tokio::main]
@@ -139,6 +179,10 @@ async fn main() -> ExitCode {
         join_token: args.join_token.clone(),
         lead_gone_limit: Duration::from_secs(args.lead_gone_limit),
         tls: args.tls.clone(),
+        commands: match args.commands.limits() {
+            Ok(limits) => limits,
+            Err(e) => return usage(&e),
+        },
     };
     let result = match (&args.script, &args.model) {
         (Some(script), _) => match script_driver(script) {
@@ -245,6 +289,13 @@ async fn serve_mcp(args: McpArgs) -> i32 {
         join_token: args.join_token.clone(),
         lead_gone_limit: Duration::from_secs(args.lead_gone_limit),
         tls: args.tls.clone(),
+        commands: match args.commands.limits() {
+            Ok(limits) => limits,
+            Err(e) => {
+                eprintln!("teammate mcp: {e}");
+                return 2;
+            }
+        },
     };
     let name = Escaped(&args.name).to_string();
     // The session stops on a signal, or when the client goes away.

@@ -21,6 +21,7 @@ use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, 
 
 use crate::{
     catalog,
+    command::CommandLimits,
     driver::{ClaimedTask, Driver, Observation, Step, TaskCall},
     gate::{Clearance, Gate, Writer},
     inbox::{self, Backoff, Incoming},
@@ -46,6 +47,8 @@ pub struct Config {
     pub lead_gone_limit: Duration,
     /// For an `https://` lead: what to trust and which certificate to show.
     pub tls: ClientTls,
+    /// How `run_command` runs.
+    pub commands: CommandLimits,
 }
 
 /// Why a teammate stopped.
@@ -840,7 +843,7 @@ impl Session {
             }),
         }
         .map_err(|e| SessionError::Setup(format!("the lead sent a bad grant: {e}")))?;
-        let writer = Writer::unlock(&grant, &files, &self.workspace)
+        let writer = Writer::unlock(&grant, &files, &self.workspace, &self.config.commands)
             .map_err(|e| SessionError::Setup(format!("the lead sent a bad grant: {e}")))?;
         self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);
         if let Some(last) = &mut self.last_plan {

@@ -390,3 +390,100 @@ async fn a_single_plan_the_lead_refuses_leaves_the_teammate_idle_not_dead() {
     assert!(reason.contains("rejected"), "{reason}");
     shuts_down(&lead, "max", &mut max).await;
 }
+
+/// Whether `pid` is gone (or a zombie nobody reaped yet).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// Waits for `pid` to die: SIGKILL lands asynchronously.
+async fn dies(pid: i32) {
+    mesh_tests::within(&format!("process {pid} to die"), async {
+        while !gone(pid) {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+/// The number after `key=` in `text`.
+fn pid_after(text: &str, key: &str) -> i32 {
+    let at = text.find(key).unwrap_or_else(|| panic!("{key} in {text}")) + key.len();
+    text[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn run_command_gets_a_clean_environment_and_its_process_group_is_killed() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let script = r#"
+[[plans]]
+summary = "Look around, leave something running, then hang"
+files = ["out.txt"]
+
+[[actions]]
+phase = "work"
+tool = "run_command"
+command = "echo names=$(env | cut -d= -f1 | sort | tr '\n' ' '); echo cwd=$(pwd); sleep 1000 >/dev/null 2>&1 & echo bg=$!"
+
+[[actions]]
+phase = "work"
+tool = "run_command"
+command = "sleep 1000 & echo $! > hung.pid; sleep 1000"
+"#;
+    let mut lea = lead.teammate_with("lea", script, &["--command-timeout", "1"]);
+    let plan = pending_plan(&mut events, "lea").await;
+    let (ok, out, err) = lead
+        .cli(&["approve", &plan.request_id, "--mode", "bypass"])
+        .await;
+    assert!(ok, "{out}{err}");
+
+    let first = events
+        .tool_call("the first command", |t| {
+            t.member == "lea" && t.args_json.contains("names=")
+        })
+        .await;
+    assert!(first.allowed, "{}", first.outcome);
+    let names = first.outcome.split("names=").nth(1).unwrap();
+    let names = names.split(" cwd=").next().unwrap();
+    assert!(names.contains("PATH"), "{names}");
+    // The join token the teammate holds (MESH_JOIN_TOKEN) stays behind.
+    assert!(!names.contains("MESH_"), "{names}");
+    assert!(!first.outcome.contains(&lead.join_token));
+    let workspace = lea.workspace.canonicalize().unwrap();
+    assert!(
+        first
+            .outcome
+            .contains(&format!("cwd={}", workspace.display())),
+        "{}",
+        first.outcome
+    );
+    // What it left in the background went with it.
+    dies(pid_after(&first.outcome, "bg=")).await;
+
+    let second = events
+        .tool_call("the hung command", |t| {
+            t.member == "lea" && t.args_json.contains("hung.pid")
+        })
+        .await;
+    assert!(second.outcome.contains("timed out"), "{}", second.outcome);
+    let hung: i32 = std::fs::read_to_string(workspace.join("hung.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    dies(hung).await;
+    shuts_down(&lead, "lea", &mut lea).await;
+}

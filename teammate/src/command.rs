@@ -1,0 +1,358 @@
+//! `run_command`'s process: `sh -c` in the workspace, with a cleaned
+//! environment, in a process group of its own that is killed when the command
+//! ends (so nothing it started in the background outlives the call), when it
+//! runs past its time limit, or when the call is abandoned; its output is kept
+//! up to a cap. Optionally inside `bwrap` (bubblewrap).
+//!
+//! What this does not stop, without the sandbox: the command runs as the
+//! teammate's user, so it can read (and, outside the grant's paths, write)
+//! whatever that user can, and reach the network. A process that leaves the
+//! group (`setsid`) escapes the kill. The sandbox closes these; see
+//! [`Sandbox::Bwrap`].
+
+use std::{
+    path::{Path, PathBuf},
+    process::{ExitStatus, Stdio},
+    time::Duration,
+};
+
+use nix::{sys::signal::Signal, unistd::Pid};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// The variables a command gets from the teammate's environment; every
+/// other one (tokens, API keys, cloud credentials) stays behind.
+const PASSED_ENV: [&str; 4] = ["PATH", "LANG", "LC_ALL", "TZ"];
+
+/// The `PATH` a command gets when the teammate has none.
+const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// How long the output is read after the command ended and its group was
+/// killed: a process that left the group may hold the pipes open.
+const DRAIN: Duration = Duration::from_secs(1);
+
+/// Where a command runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sandbox {
+    /// As the teammate's user, with the limits above.
+    None,
+    /// Inside bubblewrap (the path of `bwrap`): the filesystem read-only but
+    /// for the workspace and a private `/tmp`; no network; its own PID
+    /// namespace, so every process it starts dies with it (`setsid` does not
+    /// escape). It still reads what the user can read outside the
+    /// workspace, and it does not bound CPU or memory.
+    Bwrap(PathBuf),
+}
+
+impl Sandbox {
+    /// `--sandbox none|bwrap|auto`: `auto` is bwrap where it is installed.
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        match spec {
+            "none" => Ok(Sandbox::None),
+            "bwrap" => find("bwrap")
+                .map(Sandbox::Bwrap)
+                .ok_or_else(|| "--sandbox bwrap: no bwrap on PATH (install bubblewrap)".into()),
+            "auto" => Ok(find("bwrap").map_or(Sandbox::None, Sandbox::Bwrap)),
+            other => Err(format!("--sandbox: {other:?} is not none, bwrap or auto")),
+        }
+    }
+}
+
+/// `name` on `PATH`.
+fn find(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The limits a command runs within.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandLimits {
+    /// Longest run; then the whole group is killed.
+    pub timeout: Duration,
+    /// Bytes of stdout, and of stderr, kept; the rest is counted and dropped.
+    pub output_max: usize,
+    /// Where it runs.
+    pub sandbox: Sandbox,
+}
+
+impl Default for CommandLimits {
+    fn default() -> Self {
+        Self {
+            timeout: Duration::from_secs(60),
+            output_max: 16 * 1024,
+            sandbox: Sandbox::None,
+        }
+    }
+}
+
+/// How a command ended.
+#[derive(Debug)]
+pub struct Finished {
+    /// Its exit status; `None` when it was killed at the time limit.
+    pub status: Option<ExitStatus>,
+    /// What it printed, up to the cap, with a note of what was dropped.
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Kills the process group when dropped: the command ended, timed out, or
+/// the call was abandoned.
+struct Group(Pid);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // ESRCH: every process in it is gone already.
+        let _ = nix::sys::signal::killpg(self.0, Signal::SIGKILL);
+    }
+}
+
+/// Runs `command` with `sh -c` in `workspace` within `limits`.
+pub async fn run(
+    workspace: &Path,
+    command: &str,
+    limits: &CommandLimits,
+) -> std::io::Result<Finished> {
+    let mut process = match &limits.sandbox {
+        Sandbox::None => tokio::process::Command::new("sh"),
+        Sandbox::Bwrap(bwrap) => {
+            let mut bwrap = tokio::process::Command::new(bwrap);
+            bwrap
+                .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+                .args(["--tmpfs", "/tmp", "--bind"])
+                .arg(workspace)
+                .arg(workspace)
+                .args(["--unshare-all", "--die-with-parent", "--new-session"])
+                .arg("--chdir")
+                .arg(workspace)
+                .args(["--", "sh"]);
+            bwrap
+        }
+    };
+    process
+        .arg("-c")
+        .arg(command)
+        .current_dir(workspace)
+        .env_clear()
+        .envs(
+            PASSED_ENV
+                .iter()
+                .filter_map(|name| std::env::var_os(name).map(|value| (name, value))),
+        )
+        .env("HOME", workspace)
+        .env("TMPDIR", std::env::temp_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if std::env::var_os("PATH").is_none() {
+        process.env("PATH", DEFAULT_PATH);
+    }
+    let mut child = process.spawn()?;
+    let group = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .map(|id| Group(Pid::from_raw(id)));
+    let stdout = tokio::spawn(capped(child.stdout.take(), limits.output_max));
+    let stderr = tokio::spawn(capped(child.stderr.take(), limits.output_max));
+    let status = match tokio::time::timeout(limits.timeout, child.wait()).await {
+        Ok(status) => Some(status?),
+        Err(_) => None,
+    };
+    // Whatever it left running in the background goes with it.
+    drop(group);
+    let _ = child.kill().await;
+    let read = |task: tokio::task::JoinHandle<String>| async move {
+        match tokio::time::timeout(DRAIN, task).await {
+            Ok(Ok(text)) => text,
+            _ => "[output still held open by a process that left the group]".to_owned(),
+        }
+    };
+    Ok(Finished {
+        status,
+        stdout: read(stdout).await,
+        stderr: read(stderr).await,
+    })
+}
+
+/// Reads `pipe` to its end, keeping the first `max` bytes.
+async fn capped(pipe: Option<impl AsyncRead + Unpin>, max: usize) -> String {
+    let Some(mut pipe) = pipe else {
+        return String::new();
+    };
+    let mut kept = Vec::new();
+    let mut dropped = 0usize;
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = max.saturating_sub(kept.len()).min(n);
+                kept.extend_from_slice(&buf[..room]);
+                dropped += n - room;
+            }
+        }
+    }
+    let mut text = String::from_utf8_lossy(&kept).into_owned();
+    if dropped > 0 {
+        text.push_str(&format!("[... {dropped} more bytes not kept]"));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(timeout_ms: u64, output_max: usize) -> CommandLimits {
+        CommandLimits {
+            timeout: Duration::from_millis(timeout_ms),
+            output_max,
+            sandbox: Sandbox::None,
+        }
+    }
+
+    /// Whether `pid` is gone (or a zombie nobody reaped yet).
+    fn gone(pid: i32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    /// Whether `pid` dies within a few seconds: SIGKILL is delivered
+    /// asynchronously, so the kill may not have landed when `run` returns.
+    async fn dies(pid: i32) -> bool {
+        for _ in 0..500 {
+            if gone(pid) {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        false
+    }
+
+    #[tokio::test]
+    async fn it_runs_in_the_workspace_with_a_cleaned_environment() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().canonicalize().expect("canonical");
+        let secret = "MESH_JOIN_TOKEN";
+        // The test process's own environment stands in for the teammate's.
+        assert!(std::env::var_os("PATH").is_some());
+        let done = run(&ws, "pwd; env", &limits(10_000, 1 << 20))
+            .await
+            .expect("run");
+        assert!(done.status.is_some_and(|s| s.success()), "{done:?}");
+        let mut lines = done.stdout.lines();
+        assert_eq!(lines.next(), Some(ws.to_str().expect("utf-8")));
+        let names: Vec<&str> = lines.filter_map(|l| l.split('=').next()).collect();
+        assert!(!names.contains(&secret), "{names:?}");
+        for name in &names {
+            assert!(
+                PASSED_ENV.contains(name) || ["HOME", "TMPDIR", "PWD", "SHLVL", "_"].contains(name),
+                "{name} was passed on: {names:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn what_it_leaves_in_the_background_is_killed_when_it_ends() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let done = run(
+            dir.path(),
+            "sleep 1000 >/dev/null 2>&1 & echo $!",
+            &limits(10_000, 1024),
+        )
+        .await
+        .expect("run");
+        let pid: i32 = done.stdout.trim().parse().expect("a pid");
+        assert!(
+            dies(pid).await,
+            "the background sleep {pid} outlived the call"
+        );
+    }
+
+    #[tokio::test]
+    async fn past_its_time_limit_the_whole_group_is_killed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let done = run(
+            dir.path(),
+            "sleep 1000 & echo $! > bg.pid; sleep 1000",
+            &limits(300, 1024),
+        )
+        .await
+        .expect("run");
+        assert!(done.status.is_none(), "{done:?}");
+        let pid: i32 = std::fs::read_to_string(dir.path().join("bg.pid"))
+            .expect("pid file")
+            .trim()
+            .parse()
+            .expect("a pid");
+        assert!(
+            dies(pid).await,
+            "the background sleep {pid} outlived the timeout"
+        );
+    }
+
+    #[tokio::test]
+    async fn output_past_the_cap_is_counted_not_kept() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let done = run(
+            dir.path(),
+            "head -c 100000 /dev/zero | tr '\\0' x; echo oops >&2",
+            &limits(10_000, 1000),
+        )
+        .await
+        .expect("run");
+        assert!(done.stdout.starts_with(&"x".repeat(1000)));
+        assert!(
+            done.stdout.ends_with("[... 99000 more bytes not kept]"),
+            "{}",
+            &done.stdout[1000..]
+        );
+        assert_eq!(done.stderr, "oops\n");
+    }
+
+    /// Needs bubblewrap (`.ci/run` installs it): the workspace is writable,
+    /// nothing else is, there is no network but loopback, and the command is
+    /// PID 1's child in a namespace of its own.
+    #[tokio::test]
+    async fn in_bwrap_only_the_workspace_is_writable_and_there_is_no_network() {
+        let sandbox = Sandbox::parse("bwrap").expect("bwrap is installed (apt install bubblewrap)");
+        let ws = tempfile::tempdir().expect("tempdir");
+        let home = std::env::var("HOME").expect("HOME");
+        let outside = tempfile::tempdir_in(&home).expect("a directory outside /tmp");
+        let script = format!(
+            "echo in > in.txt; echo out > {}/f; \
+             echo nets=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '); echo pid=$$",
+            outside.path().display()
+        );
+        let done = run(
+            ws.path(),
+            &script,
+            &CommandLimits {
+                sandbox,
+                ..CommandLimits::default()
+            },
+        )
+        .await
+        .expect("run");
+        assert!(ws.path().join("in.txt").exists(), "{done:?}");
+        assert!(!outside.path().join("f").exists(), "{done:?}");
+        assert!(done.stderr.contains("Read-only file system"), "{done:?}");
+        assert!(done.stdout.contains("nets=lo\n"), "{done:?}");
+        assert!(done.stdout.contains("pid=2\n"), "{done:?}");
+    }
+
+    #[test]
+    fn sandbox_specs_parse_or_name_the_flag() {
+        assert_eq!(Sandbox::parse("none"), Ok(Sandbox::None));
+        assert!(Sandbox::parse("auto").is_ok());
+        let err = Sandbox::parse("docker").expect_err("unknown");
+        assert!(err.contains("--sandbox"), "{err}");
+    }
+}
