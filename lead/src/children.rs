@@ -25,6 +25,37 @@ pub struct Spawner {
     pub state_dir: PathBuf,
     /// Between SIGTERM and SIGKILL.
     pub kill_grace: Duration,
+    /// Scripts and workspaces a spawn request names must be inside it
+    /// (`--spawn-root`); default workspaces are under the state dir.
+    pub root: PathBuf,
+}
+
+/// Why a path a spawn request named may not be used.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Confined {
+    /// Not absolute, or with a `..` in it.
+    Malformed(&'static str),
+    /// Outside the spawn root (and the state dir's workspaces).
+    Outside,
+}
+
+/// `path` with its longest existing ancestor canonicalized (symlinks
+/// followed) and the rest appended as written.
+fn resolve(path: &Path) -> PathBuf {
+    let mut rest = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(canonical) = existing.canonicalize() {
+            return rest.iter().rev().fold(canonical, |p, c| p.join(c));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
 }
 
 /// What drives a spawned teammate.
@@ -91,6 +122,38 @@ impl Spawner {
         self.state_dir.join("workspaces").join(name)
     }
 
+    /// `path`, resolved (symlinks followed as far as it exists), if it lies
+    /// inside the spawn root or the state dir's workspaces. Nothing is said
+    /// of whether a path outside exists.
+    pub(crate) fn confine(&self, path: &Path) -> Result<PathBuf, Confined> {
+        if !path.is_absolute() {
+            return Err(Confined::Malformed("must be an absolute path"));
+        }
+        if path
+            .components()
+            .any(|c| matches!(c, std::path::Component::ParentDir))
+        {
+            return Err(Confined::Malformed("may not contain '..'"));
+        }
+        let resolved = resolve(path);
+        let inside = [
+            resolve(&self.root),
+            resolve(&self.state_dir.join("workspaces")),
+        ]
+        .iter()
+        .any(|root| resolved.starts_with(root));
+        if inside {
+            Ok(resolved)
+        } else {
+            Err(Confined::Outside)
+        }
+    }
+
+    /// Whether `bin` is the configured teammate executable.
+    pub(crate) fn is_teammate_bin(&self, bin: &Path) -> bool {
+        resolve(bin) == resolve(&self.teammate_bin)
+    }
+
     /// Starts `teammate` for `name`; `on_exit` hears its pid and how it ended, once it is reaped.
     pub(crate) fn spawn(
         &self,
@@ -117,14 +180,24 @@ impl Spawner {
             .arg(workspace)
             .args(brain.args())
             .args(self.tls.args())
+            // The teammate needs the join token, never the operator's.
+            .env_remove("MESH_OPERATOR_TOKEN")
             .env("MESH_JOIN_TOKEN", &self.join_token)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log)
-            // Its own process group, so that stopping it also stops the
-            // commands it runs.
-            .process_group(0)
             .kill_on_drop(true);
+        // Its own session (and process group), so that stopping it also
+        // stops the commands it runs, which get process groups of their own
+        // inside that session.
+        // SAFETY: setsid is async-signal-safe and touches no memory of ours.
+        unsafe {
+            command.pre_exec(|| {
+                nix::unistd::setsid()
+                    .map(drop)
+                    .map_err(std::io::Error::from)
+            });
+        }
         let mut child = command.spawn()?;
         let pid = child.id().unwrap_or(0);
         let (stop, mut stop_rx) = mpsc::channel(1);
@@ -134,19 +207,20 @@ impl Spawner {
             let status = tokio::select! {
                 status = child.wait() => status,
                 _ = stop_rx.recv() => {
+                    // The teammate alone: it finishes the call in progress.
                     signal_group(pid, Signal::SIGTERM);
                     match tokio::time::timeout(grace, child.wait()).await {
                         Ok(status) => status,
                         Err(_) => {
                             tracing::warn!(member = %name, pid, "did not stop after SIGTERM; sending SIGKILL");
-                            signal_group(pid, Signal::SIGKILL);
+                            signal_session(pid, Signal::SIGKILL);
                             child.wait().await
                         }
                     }
                 }
             };
             // Whatever it started and left behind goes with it.
-            signal_group(pid, Signal::SIGKILL);
+            signal_session(pid, Signal::SIGKILL);
             let how = match status {
                 Ok(status) => describe(status),
                 Err(e) => format!("could not be waited for: {e}"),
@@ -163,6 +237,36 @@ fn signal_group(pid: u32, sig: Signal) {
     if let Ok(raw) = i32::try_from(pid) {
         if raw > 0 {
             let _ = nix::sys::signal::killpg(Pid::from_raw(raw), sig);
+        }
+    }
+}
+
+/// Sends `sig` to every process in the session `sid` leads: the teammate
+/// and the commands it runs in process groups of their own (found in
+/// `/proc`; a process that started a session of its own is not found).
+fn signal_session(sid: u32, sig: Signal) {
+    signal_group(sid, sig);
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // "pid (comm) state ppid pgrp session ...": comm may hold spaces.
+        let session = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(3))
+            .and_then(|field| field.parse::<u32>().ok());
+        if session == Some(sid) && sid > 0 {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), sig);
         }
     }
 }

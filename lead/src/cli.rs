@@ -450,7 +450,8 @@ pub struct SpawnArgs {
     /// Its workspace (default: <state-dir>/workspaces/<name>).
     #[arg(long)]
     pub workspace: Option<PathBuf>,
-    /// The `teammate` executable (default: the lead's --teammate-bin, else beside the lead).
+    /// The `teammate` executable; the lead starts only its own (its
+    /// --teammate-bin, else the one beside it), so this may only name that.
     #[arg(long)]
     pub teammate_bin: Option<PathBuf>,
 }

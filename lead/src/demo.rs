@@ -244,6 +244,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
             join_token: tokens.join.clone(),
             state_dir: state.clone(),
             kill_grace: Duration::from_secs(2),
+            root: dir.clone(),
         }),
         ..HubConfig::default()
     };

@@ -190,9 +190,14 @@ struct ServeArgs {
     /// Seconds between SIGTERM and SIGKILL for a child that will not stop.
     #[arg(long, default_value_t = 3)]
     kill_grace: u64,
-    /// The `teammate` executable for `lead spawn` (default: beside `lead`).
+    /// The `teammate` executable for `lead spawn` (default: beside `lead`);
+    /// the only one a spawn request may start.
     #[arg(long)]
     teammate_bin: Option<PathBuf>,
+    /// Scripts and workspaces a spawn request names must be inside this
+    /// directory (default workspaces are under the state dir).
+    #[arg(long, default_value = ".")]
+    spawn_root: PathBuf,
     /// Where state is kept: sqlite (<state-dir>/mesh.db, survives restarts) or memory.
     #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "memory"])]
     store: String,
@@ -556,6 +561,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             join_token: tokens.join.clone(),
             state_dir: std::path::absolute(&state.root)?,
             kill_grace: Duration::from_secs(args.kill_grace),
+            root: args
+                .spawn_root
+                .canonicalize()
+                .map_err(|e| anyhow::anyhow!("--spawn-root {}: {e}", args.spawn_root.display()))?,
         }),
         grace: seconds("--grace", args.grace)?,
         stop_wait: seconds("--stop-wait", args.stop_wait)?,

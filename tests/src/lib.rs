@@ -133,6 +133,8 @@ impl Lead {
                 "--operator-token",
                 &operator_token,
             ])
+            .arg("--spawn-root")
+            .arg(dir.path())
             .args(extra)
             .env("RUST_LOG", "warn");
         Self::spawn(command, dir, join_token, operator_token).await

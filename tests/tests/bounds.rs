@@ -767,3 +767,94 @@ async fn team_size_and_join_attempts_are_bounded() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--join-rate"));
 }
+
+#[tokio::test]
+async fn spawn_starts_only_the_configured_teammate_with_paths_inside_the_spawn_root() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let script = lead.script("ok", "[[plans]]\nsummary = \"s\"\nfiles = [\"a\"]\n");
+    let script = script.display().to_string();
+    let outside = tempfile::tempdir().unwrap();
+    let outside_script = outside.path().join("evil.toml");
+    std::fs::write(&outside_script, "[[plans]]\nsummary = \"s\"\n").unwrap();
+    let request = |f: &dyn Fn(&mut pb::SpawnTeammateRequest)| {
+        let mut request = pb::SpawnTeammateRequest {
+            name: "spawned".into(),
+            role: "coder".into(),
+            script_path: script.clone(),
+            ..Default::default()
+        };
+        f(&mut request);
+        request
+    };
+    let refused = [
+        (
+            "a foreign binary",
+            request(&|r| r.teammate_bin = "/bin/sh".into()),
+            Code::PermissionDenied,
+            "teammate_bin",
+        ),
+        (
+            "a script outside the root",
+            request(&|r| r.script_path = outside_script.display().to_string()),
+            Code::PermissionDenied,
+            "script_path",
+        ),
+        // The same answer whether or not the file exists: no oracle.
+        (
+            "a missing file outside the root",
+            request(&|r| r.script_path = "/etc/no-such-file".into()),
+            Code::PermissionDenied,
+            "script_path",
+        ),
+        (
+            "a workspace outside the root",
+            request(&|r| r.workspace = outside.path().join("ws").display().to_string()),
+            Code::PermissionDenied,
+            "workspace",
+        ),
+        (
+            "a way out with ..",
+            request(&|r| r.workspace = format!("{}/../../tmp/x", lead.dir.path().display())),
+            Code::InvalidArgument,
+            "workspace",
+        ),
+        (
+            "the lead's own secrets as an API key",
+            request(&|r| {
+                r.script_path = String::new();
+                r.model = "m".into();
+                r.task = "t".into();
+                r.api_key_env = "MESH_OPERATOR_TOKEN".into();
+            }),
+            Code::PermissionDenied,
+            "api_key_env",
+        ),
+    ];
+    for (what, request, code, field) in refused {
+        let status = operator.spawn_teammate(request).await.expect_err(what);
+        assert_eq!(status.code(), code, "{what}: {status:?}");
+        assert!(status.message().starts_with(field), "{what}: {status:?}");
+    }
+    assert!(
+        mesh_tests::team(&mut operator).await.is_empty(),
+        "nothing was started"
+    );
+    let missing = operator
+        .spawn_teammate(request(&|_| {}))
+        .await
+        .map(|r| r.into_inner().pid);
+    assert!(
+        missing.is_ok_and(|pid| pid > 0),
+        "inside the root it starts"
+    );
+    // The configured binary named explicitly is fine too.
+    let own = mesh_tests::bin("teammate").display().to_string();
+    let again = operator
+        .spawn_teammate(request(&|r| {
+            r.name = "again".into();
+            r.teammate_bin = own.clone();
+        }))
+        .await;
+    assert!(again.is_ok(), "{again:?}");
+}

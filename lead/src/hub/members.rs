@@ -1,7 +1,7 @@
 //! The hub's member commands: joining, inboxes, messages, idleness, tool-call
 //! reports, spawning and termination.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use sha2::Digest as _;
 use shared::{
@@ -16,7 +16,7 @@ use shared::{
 
 use super::{Command, Hub};
 use crate::{
-    children::Brain,
+    children::{Brain, Confined},
     error::HubError,
     roster::{envelope_bytes, InboxSink, Member, SeenId, StreamEnder},
     store::Change,
@@ -464,17 +464,43 @@ impl Hub {
                 "name: {name:?} is already on the team"
             )));
         }
+        // The configured binary only, and paths inside the spawn root, each
+        // checked before anything is said of whether a file exists.
+        if !(request.teammate_bin.is_empty()
+            || spawner.is_teammate_bin(Path::new(&request.teammate_bin)))
+        {
+            return Err(HubError::PermissionDenied(format!(
+                "teammate_bin: this lead starts only its own teammate executable ({}, \
+                 --teammate-bin), not {:?}; leave teammate_bin empty",
+                spawner.teammate_bin.display(),
+                request.teammate_bin
+            )));
+        }
+        let confine = |field: &str, path: &str| -> Result<PathBuf, HubError> {
+            spawner.confine(Path::new(path)).map_err(|e| match e {
+                Confined::Malformed(problem) => FieldError::new(field, problem).into(),
+                Confined::Outside => HubError::PermissionDenied(format!(
+                    "{field}: {path:?} is outside the directory this lead spawns from ({}, \
+                     --spawn-root)",
+                    spawner.root.display()
+                )),
+            })
+        };
+        if !request.script_path.is_empty() {
+            confine("script_path", &request.script_path)?;
+        }
+        if request.api_key_env.starts_with("MESH_") {
+            return Err(HubError::PermissionDenied(
+                "api_key_env: the lead's own MESH_ variables are not passed on".into(),
+            ));
+        }
         let brain = brain(&request)?;
         let workspace = if request.workspace.is_empty() {
             spawner.default_workspace(name.as_str())
         } else {
-            PathBuf::from(&request.workspace)
+            confine("workspace", &request.workspace)?
         };
-        let bin = if request.teammate_bin.is_empty() {
-            spawner.teammate_bin.clone()
-        } else {
-            PathBuf::from(&request.teammate_bin)
-        };
+        let bin = spawner.teammate_bin.clone();
         if !bin.is_file() {
             return Err(HubError::FailedPrecondition(format!(
                 "teammate_bin: no teammate executable at {}; build it (cargo build -p teammate) \
