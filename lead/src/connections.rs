@@ -493,13 +493,29 @@ where
     }
 }
 
+/// The longest status message sent.
+const STATUS_MESSAGE_MAX: usize = 2048;
+
 /// The transport answers a request over the size limit with OUT_OF_RANGE and
 /// one that does not decode with INTERNAL; gRPC's cores answer the first with
 /// RESOURCE_EXHAUSTED, and the second is the caller's error: INVALID_ARGUMENT.
+/// Also cuts any status message past [`STATUS_MESSAGE_MAX`] bytes: clients
+/// bound the header it travels in (tonic's resets the stream past 16 KiB),
+/// and no message of the lead's needs more.
 fn fix_status(headers: &mut http::HeaderMap) {
     let Some(status) = tonic::Status::from_header_map(headers) else {
         return;
     };
+    if status.message().len() > STATUS_MESSAGE_MAX {
+        let cut = tonic::Status::new(
+            status.code(),
+            shared::limits::cut(status.message(), STATUS_MESSAGE_MAX),
+        );
+        if cut.add_header(headers).is_err() {
+            tracing::debug!("could not cut a status message");
+        }
+        return fix_status(headers);
+    }
     let code = match status.code() {
         tonic::Code::OutOfRange
             if status
@@ -546,5 +562,13 @@ mod tests {
         assert_eq!(garbled.code(), tonic::Code::InvalidArgument);
         let ours = fixed(tonic::Status::out_of_range("seq: 5 is past the newest"));
         assert_eq!(ours.code(), tonic::Code::OutOfRange);
+        let long = fixed(tonic::Status::not_found("x".repeat(100_000)));
+        assert_eq!(long.code(), tonic::Code::NotFound);
+        assert!(
+            long.message().len() <= STATUS_MESSAGE_MAX,
+            "{}",
+            long.message().len()
+        );
+        assert!(long.message().ends_with("[cut: 100000 bytes in all]"));
     }
 }

@@ -145,9 +145,23 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::JoinResponse>, Status> {
         let token = token_of(&request)?;
         if !same_token(&token, &self.tokens.join) {
-            return Err(Status::unauthenticated(
-                "authorization: Join needs the lead's join token",
-            ));
+            // A known token of another kind is PERMISSION_DENIED, as on
+            // every other rpc; an unknown one UNAUTHENTICATED.
+            if same_token(&token, &self.tokens.operator) {
+                return Err(Status::permission_denied(
+                    "authorization: the operator token cannot call Lead.Join; Join takes the join token",
+                ));
+            }
+            let member = self
+                .hub
+                .call(|reply| Command::Identify { token, reply })
+                .await?;
+            return Err(match member {
+                Some(name) => Status::permission_denied(format!(
+                    "authorization: {name:?} already joined; Join takes the join token, not a session token"
+                )),
+                None => Status::unauthenticated("authorization: Join needs the lead's join token"),
+            });
         }
         let request = request.into_inner();
         let name = Name::parse("name", &request.name)?;

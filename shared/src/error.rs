@@ -11,12 +11,16 @@ pub struct FieldError {
     pub problem: String,
 }
 
+/// The longest `problem` kept: an error that quotes a peer's value must not
+/// grow with it (a status travels in a header, which clients bound).
+pub const PROBLEM_MAX: usize = 1024;
+
 impl FieldError {
-    /// `field`: `problem`.
+    /// `field`: `problem`, the problem cut to [`PROBLEM_MAX`] bytes.
     pub fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
         Self {
-            field: field.into(),
-            problem: problem.into(),
+            field: crate::limits::cut(&field.into(), 256),
+            problem: crate::limits::cut(&problem.into(), PROBLEM_MAX),
         }
     }
 }

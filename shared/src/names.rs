@@ -30,7 +30,10 @@ impl Name {
         if !first_ok || !rest_ok || value.len() > 64 {
             return Err(FieldError::new(
                 field,
-                format!("{value:?} does not match ^[a-z0-9][a-z0-9_-]{{0,63}}$"),
+                format!(
+                    "{:?} does not match ^[a-z0-9][a-z0-9_-]{{0,63}}$",
+                    crate::limits::cut(value, 80)
+                ),
             ));
         }
         if value == LEAD {

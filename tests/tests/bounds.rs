@@ -858,3 +858,64 @@ async fn spawn_starts_only_the_configured_teammate_with_paths_inside_the_spawn_r
         .await;
     assert!(again.is_ok(), "{again:?}");
 }
+
+/// The server's first SETTINGS frame on a fresh HTTP/2 connection, as
+/// (identifier, value) pairs.
+async fn server_settings(addr: &str) -> Vec<(u16, u32)> {
+    let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
+    socket
+        .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    // An empty SETTINGS frame: length 0, type 4, no flags, stream 0.
+    socket
+        .write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0])
+        .await
+        .unwrap();
+    within("the server's SETTINGS", async {
+        loop {
+            let mut header = [0u8; 9];
+            socket.read_exact(&mut header).await.unwrap();
+            let len =
+                usize::from(header[0]) << 16 | usize::from(header[1]) << 8 | usize::from(header[2]);
+            let mut payload = vec![0u8; len];
+            socket.read_exact(&mut payload).await.unwrap();
+            let (kind, flags) = (header[3], header[4]);
+            if kind == 4 && flags & 1 == 0 {
+                return payload
+                    .chunks_exact(6)
+                    .map(|s| {
+                        (
+                            u16::from_be_bytes([s[0], s[1]]),
+                            u32::from_be_bytes([s[2], s[3], s[4], s[5]]),
+                        )
+                    })
+                    .collect();
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_connection_may_have_at_most_256_calls_in_progress() {
+    let lead = Lead::start(&[]).await;
+    // SETTINGS_MAX_CONCURRENT_STREAMS (0x3): h2 refuses streams past it.
+    let settings = server_settings(&lead.addr).await;
+    assert!(settings.contains(&(3, 256)), "{settings:?}");
+    // 256 calls in progress on one connection are served (a 257th would
+    // wait on that connection for one to end); other connections go on.
+    let mut saturated = lead.operator().await;
+    let mut streams = Vec::new();
+    for _ in 0..256 {
+        streams.push(
+            saturated
+                .watch(pb::WatchRequest {})
+                .await
+                .unwrap()
+                .into_inner(),
+        );
+    }
+    let mut other = lead.operator().await;
+    assert_eq!(mesh_tests::team(&mut other).await.len(), 0);
+}

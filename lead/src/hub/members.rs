@@ -454,6 +454,27 @@ impl Hub {
         if request.role.is_empty() {
             return Err(FieldError::new("role", "is required").into());
         }
+        for (field, value, limit) in [
+            ("role", &request.role, limits::ROLE),
+            ("script_path", &request.script_path, limits::PATH),
+            ("workspace", &request.workspace, limits::PATH),
+            ("teammate_bin", &request.teammate_bin, limits::PATH),
+        ] {
+            limits::check(field, value, limit)?;
+        }
+        for (field, value) in [
+            ("role", &request.role),
+            ("script_path", &request.script_path),
+            ("workspace", &request.workspace),
+            ("teammate_bin", &request.teammate_bin),
+            ("model", &request.model),
+            ("task", &request.task),
+            ("base_url", &request.base_url),
+        ] {
+            if value.contains('\0') {
+                return Err(FieldError::new(field, "may not contain a NUL byte").into());
+            }
+        }
         if self
             .roster
             .get(name.as_str())
@@ -500,6 +521,12 @@ impl Hub {
         } else {
             confine("workspace", &request.workspace)?
         };
+        std::fs::create_dir_all(&workspace).map_err(|e| {
+            HubError::FailedPrecondition(format!(
+                "workspace: cannot create {}: {e}",
+                workspace.display()
+            ))
+        })?;
         let bin = spawner.teammate_bin.clone();
         if !bin.is_file() {
             return Err(HubError::FailedPrecondition(format!(
