@@ -9,6 +9,7 @@ use clap::Parser;
 mod floor;
 mod mesh;
 mod procs;
+mod shapes;
 mod stats;
 
 use procs::Server;
@@ -36,6 +37,9 @@ struct Args {
     /// Only the terminations scenario (with --terminations, --stores).
     #[arg(long)]
     terminations_only: bool,
+    /// Only the floor and the team shapes (with --stores).
+    #[arg(long)]
+    shapes_only: bool,
     /// Stores to measure with: sqlite (--sync full), sqlite-normal (--sync normal), memory.
     #[arg(
         long,
@@ -61,6 +65,10 @@ struct Counts {
     scale: Vec<usize>,
     scale_handshakes: usize,
     terminations: Vec<usize>,
+    /// Messages routed, and handshakes, per team shape.
+    shapes: (usize, usize),
+    /// Flushed commits timed.
+    flushes: usize,
 }
 
 impl Counts {
@@ -76,6 +84,8 @@ impl Counts {
                 scale: vec![100],
                 scale_handshakes: 50,
                 terminations: vec![200],
+                shapes: (256, 64),
+                flushes: 50,
             }
         } else {
             Counts {
@@ -88,6 +98,8 @@ impl Counts {
                 scale: vec![1_000, 5_000, 10_000],
                 scale_handshakes: 500,
                 terminations: vec![2_000, 10_000],
+                shapes: (8_000, 2_048),
+                flushes: 500,
             }
         };
         if let Some(runs) = args.runs {
@@ -122,6 +134,14 @@ async fn main() -> anyhow::Result<()> {
         }
         let floor = Server::start(procs::beside("bench")?, &["--floor-server".into()]).await?;
         measure_floor(&floor.addr, &counts, &mut report).await?;
+        if args.shapes_only {
+            for store in &args.stores {
+                let (_server, lead) = start_lead(store, &["--approval", "auto"]).await?;
+                let (routed, handshakes) = counts.shapes;
+                shapes::measure(&lead, store, routed, handshakes, &mut report).await?;
+            }
+            continue;
+        }
         for store in &args.stores {
             measure_mesh(&floor.addr, &counts, store, &mut report).await?;
             measure_terminations(&counts, store, &mut report).await?;
@@ -129,6 +149,7 @@ async fn main() -> anyhow::Result<()> {
     }
     println!("\n{}", report.table());
     print_ratios(&report, &args.stores);
+    shapes::print(&report, &args.stores);
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&report.json())?)?;
         eprintln!("bench: wrote {}", path.display());
@@ -137,6 +158,9 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn measure_floor(addr: &str, counts: &Counts, report: &mut Report) -> anyhow::Result<()> {
+    let flushes = shapes::flush_cost(counts.flushes)?;
+    report.add("flushed commit p50", "us", flushes.quantile_us(0.5));
+    report.add("flushed commit p99", "us", flushes.quantile_us(0.99));
     let [p50, p99, max] = floor::unary(addr, counts.floor).await?.summary();
     report.add("floor unary p50", "us", p50);
     report.add("floor unary p99", "us", p99);
@@ -213,6 +237,11 @@ async fn measure_mesh(
         "us",
         delivery.quantile_us(0.99),
     );
+    drop(_server);
+
+    let (_server, lead) = start_lead(store, &["--approval", "auto"]).await?;
+    let (routed, handshakes) = counts.shapes;
+    shapes::measure(&lead, store, routed, handshakes, report).await?;
     drop(_server);
 
     let (_server, lead) = start_lead(store, &["--approval", "manual"]).await?;
@@ -318,6 +347,20 @@ fn print_ratios(report: &Report, stores: &[String]) {
             report.median(&format!("[{store}] handshake auto p99 / floor p99")),
         ) {
             println!("  [{store}] p50 {r50:.2}x, p99 {r99:.2}x (medians of the per-run ratios)");
+        }
+    }
+    if let (Some(floor), Some(flush)) = (
+        report.median("floor unary p50"),
+        report.median("flushed commit p50"),
+    ) {
+        for store in stores {
+            if let Some(p50) = report.median(&format!("[{store}] handshake auto p50")) {
+                println!(
+                    "  [{store}] sequential handshake p50 {p50:.0} us = floor + flush ({:.0} us) x {:.2}",
+                    floor + flush,
+                    p50 / (floor + flush)
+                );
+            }
         }
     }
 }

@@ -23,7 +23,7 @@ type Api = LeadClient<InterceptedService<Channel, BearerToken>>;
 type Operator = OperatorClient<InterceptedService<Channel, BearerToken>>;
 
 /// The longest any one wait may take.
-const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// How to reach a lead.
 #[derive(Debug, Clone)]

@@ -613,7 +613,7 @@ async fn lead_spawn_starts_a_model_teammate_with_the_flags_passed_on() {
             "--base-url",
             &model.base_url,
             "--api-key-env",
-            "MESH_NO_SUCH_KEY",
+            "NO_SUCH_MODEL_KEY",
         ])
         .await;
     assert!(ok, "{out}{err}");
