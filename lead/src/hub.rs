@@ -3,7 +3,7 @@
 //! and await the reply, so every event is seen by everyone in one order.
 
 use std::{
-    collections::{BTreeSet, HashMap, HashSet},
+    collections::{BTreeSet, HashMap},
     time::Duration,
 };
 
@@ -327,16 +327,12 @@ pub(crate) struct Hub {
     tasks: shared::tasks::TaskBoard,
     /// Who holds which files under an approved plan.
     holds: shared::holds::Holds,
-    /// Where state is kept.
-    store: Box<dyn Store>,
+    /// Who writes to the store.
+    committer: commit::Committer,
     /// Changes not yet committed (members and requests are added at commit).
     changes: Vec<Change>,
-    /// Replies held until their changes are committed.
-    replies: Vec<Box<dyn FnOnce() + Send>>,
-    /// Events held until their changes are committed.
-    events: Vec<pb::Event>,
-    /// Members whose streams have envelopes to hand out after the commit.
-    dirty_streams: HashSet<String>,
+    /// Replies, events and envelopes held until their changes are committed.
+    forming: commit::Forming,
     /// Disconnected members by the end of their grace period.
     grace: BTreeSet<(i64, String)>,
     /// Open `Watch` streams.
@@ -370,7 +366,7 @@ pub(crate) struct Hub {
 impl std::fmt::Debug for Hub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hub")
-            .field("store", &self.store)
+            .field("committer", &self.committer)
             .finish_non_exhaustive()
     }
 }
@@ -417,11 +413,9 @@ pub(crate) fn load(
         tracker,
         tasks,
         holds,
-        store,
+        committer: commit::Committer::new(store),
         changes: Vec::new(),
-        replies: Vec::new(),
-        events: Vec::new(),
-        dirty_streams: HashSet::new(),
+        forming: commit::Forming::default(),
         grace: BTreeSet::new(),
         watchers: Vec::new(),
         children: HashMap::new(),
@@ -487,6 +481,12 @@ pub(crate) fn start(
                 }
             };
             tokio::select! {
+                result = hub.committer.durable(), if hub.committer.busy() => {
+                    if let Err(e) = hub.committed(result) {
+                        tracing::error!(error = %e, "cannot persist state; stopping the lead");
+                        break Err(HubFailure::from(e));
+                    }
+                }
                 command = rx.recv() => {
                     let Some(command) = command else { break Ok(()) };
                     hub.handle(command);
@@ -501,11 +501,10 @@ pub(crate) fn start(
                 _ = stop.wait_for(|s| *s), if hub.stopping_until.is_none() => hub.begin_stop(),
             }
             hub.send_due_notices();
-            if let Err(e) = hub.commit() {
+            if let Err(e) = hub.advance() {
                 tracing::error!(error = %e, "cannot persist state; stopping the lead");
                 break Err(HubFailure::from(e));
             }
-            hub.flush();
             if hub.stop_done() {
                 break Ok(());
             }
@@ -677,7 +676,7 @@ impl Hub {
         if self.watchers.is_empty() {
             return;
         }
-        self.events.push(pb::Event {
+        self.forming.events.push(pb::Event {
             at_unix_ms: self.now(),
             kind: Some(kind),
         });
@@ -703,7 +702,7 @@ impl Hub {
         let record = stored.record(to);
         let event = (!self.watchers.is_empty()).then(|| stored.envelope(to));
         self.changes.push(Change::Envelope(record));
-        self.dirty_streams.insert(to.to_owned());
+        self.forming.streams.insert(to.to_owned());
         if let Some(envelope) = event {
             self.emit(pb::event::Kind::Envelope(envelope));
         }
@@ -737,7 +736,7 @@ impl Hub {
         for to in recipients {
             if let Some(stored) = self.roster.push(to, entry.clone()) {
                 self.changes.push(Change::Envelope(stored.record(to)));
-                self.dirty_streams.insert(to.clone());
+                self.forming.streams.insert(to.clone());
             }
         }
         self.emit_envelope(&entry, EVERYONE);

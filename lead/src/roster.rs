@@ -378,16 +378,18 @@ impl Member {
         self.life.on(Event::StreamLost { grace_until });
     }
 
-    /// Hands the stream every envelope it has not had. A stream that cannot
+    /// Hands the stream every envelope up to `upto` (the last one
+    /// committed) it has not had. A stream that cannot
     /// take them is dropped (`false`; the grace period to come back runs
     /// until `grace_until`): the member reconnects and resumes from its last
     /// processed `seq`, so nothing is lost.
-    pub(crate) fn flush(&mut self, grace_until: i64) -> bool {
+    pub(crate) fn flush(&mut self, grace_until: i64, upto: u64) -> bool {
         let Some(stream) = &mut self.stream else {
             return true;
         };
         let start = self.inbox.partition_point(|e| e.seq <= stream.sent);
-        for entry in self.inbox.range(start..) {
+        let end = self.inbox.partition_point(|e| e.seq <= upto);
+        for entry in self.inbox.range(start..end.max(start)) {
             if stream
                 .sink
                 .try_send(Ok(entry.envelope(self.name.as_str())))
@@ -512,6 +514,8 @@ impl Roster {
                 payload,
             };
             if let Some(member) = roster.members.get_mut(&record.member) {
+                // Envelopes are stored without rewriting the member's record.
+                member.last_seq = member.last_seq.max(entry.seq);
                 member.inbox_bytes += entry.bytes();
                 roster.held_bytes += entry.added_bytes();
                 member.inbox.push_back(entry);
@@ -762,11 +766,14 @@ mod tests {
             alice.push(text(&i.to_string()));
         }
         let mut rx = open(&mut alice, 2, 16);
-        assert!(alice.flush(0));
+        assert!(alice.flush(0, u64::MAX));
         assert_eq!(received(&mut rx), vec![3, 4, 5]);
         alice.push(text("6"));
-        assert!(alice.flush(0));
-        assert!(alice.flush(0), "a second flush sends nothing again");
+        assert!(alice.flush(0, u64::MAX));
+        assert!(
+            alice.flush(0, u64::MAX),
+            "a second flush sends nothing again"
+        );
         assert_eq!(received(&mut rx), vec![6]);
         alice.ack(6);
         assert!(alice.inbox.is_empty());
@@ -781,7 +788,7 @@ mod tests {
         for i in 1..=3 {
             alice.push(text(&i.to_string()));
         }
-        assert!(!alice.flush(0));
+        assert!(!alice.flush(0, u64::MAX));
         assert!(alice.stream.is_none());
         assert_eq!(alice.status(), pb::MemberStatus::Disconnected);
         assert_eq!(alice.inbox.len(), 3, "everything stays until acknowledged");

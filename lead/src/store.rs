@@ -116,6 +116,9 @@ pub enum StoreError {
     /// A stored value did not decode.
     #[error("state database: a stored {what} did not decode: {detail}")]
     Decode { what: &'static str, detail: String },
+    /// The committer thread is gone (it stopped after a failure).
+    #[error("state database: the committer stopped")]
+    Stopped,
 }
 
 /// A place to keep the lead's state.

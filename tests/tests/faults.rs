@@ -179,6 +179,45 @@ async fn unacked_envelopes_survive_a_crash_and_acked_ones_do_not_return() {
     }
 }
 
+/// Seqs keep growing across a restart, whether the member's envelopes are
+/// still held or all acknowledged: a resuming client never skips a new one
+/// as already seen.
+#[tokio::test]
+async fn seqs_keep_growing_across_a_crash() {
+    let lead = Lead::start(&[]).await;
+    let mut alice = lead.join("alice").await;
+    let mut carol = lead.join("carol").await;
+    let mut bob = lead.join("bob").await;
+    for (to, n) in [("alice", 3), ("carol", 3)] {
+        for i in 1..=n {
+            bob.send(to, &format!("m{i}"), "").await.unwrap();
+        }
+    }
+    // alice acknowledges everything; carol nothing.
+    alice.api.ack(pb::AckRequest { seq: 3 }).await.unwrap();
+    let lead = lead.crash_and_restart(&[]).await;
+    bob.api = lead.lead_api(&bob.token).await;
+    alice.api = lead.lead_api(&alice.token).await;
+    carol.api = lead.lead_api(&carol.token).await;
+    bob.send("alice", "after", "").await.unwrap();
+    bob.send("carol", "after", "").await.unwrap();
+    alice.open_inbox(3).await;
+    assert_eq!(alice.next().await.seq, 4, "alice's next envelope after 3");
+    carol.open_inbox(0).await;
+    let seqs: Vec<u64> = [
+        carol.next().await.seq,
+        carol.next().await.seq,
+        carol.next().await.seq,
+        carol.next().await.seq,
+    ]
+    .to_vec();
+    assert_eq!(
+        seqs,
+        [1, 2, 3, 4],
+        "carol's held envelopes, then the new one"
+    );
+}
+
 #[tokio::test]
 async fn a_teammate_killed_during_writes_leaves_the_old_or_the_new_file_never_a_part() {
     let lead = Lead::start(&["--approval", "auto"]).await;

@@ -1,26 +1,159 @@
-//! Group commit: the changes of a burst of commands go to the store in one
-//! transaction, and only then are their replies, envelopes and events let out.
+//! Pipelined group commit. The changes of a burst of commands go to the
+//! store in one transaction, and only then are that burst's replies, events
+//! and envelopes let out. A store that waits for the disk commits on a thread
+//! of its own (the committer, which owns only the store): while it flushes
+//! one batch, the hub keeps handling commands and forms the next, which goes
+//! to the committer as soon as the first is durable. At most one batch is in
+//! flight; batches are let out in order, each after its own flush.
+//!
+//! ```text
+//! commands --> hub (state) --changes--> committer --flush--> disk
+//!                 ^                          |
+//!                 +------- durable ----------+
+//!          replies, events, envelopes <= that batch's seqs go out
+//! ```
+
+use std::collections::HashSet;
+
+use shared::pb;
+use tokio::sync::mpsc;
 
 use super::{Hub, Reply};
 use crate::{
     error::HubError,
-    store::{Change, StoreError},
+    store::{Change, Store, StoreError},
 };
 
+/// What the commands since the last batch closed will let out.
+#[derive(Default)]
+pub(super) struct Forming {
+    /// Replies, in order.
+    replies: Vec<Box<dyn FnOnce() + Send>>,
+    /// Events, in order.
+    pub(super) events: Vec<pb::Event>,
+    /// Members whose streams have envelopes to hand out.
+    pub(super) streams: HashSet<String>,
+}
+
+impl Forming {
+    fn is_empty(&self) -> bool {
+        self.replies.is_empty() && self.events.is_empty() && self.streams.is_empty()
+    }
+}
+
+/// A closed batch: what it lets out once its changes are durable.
+pub(super) struct Batch {
+    replies: Vec<Box<dyn FnOnce() + Send>>,
+    events: Vec<pb::Event>,
+    /// Each member's stream gets the envelopes up to this seq.
+    streams: Vec<(String, u64)>,
+}
+
+/// Who writes to the store.
+pub(super) enum Committer {
+    /// In the hub's task: a store that does not wait on I/O (memory).
+    Inline(Box<dyn Store>),
+    /// On a thread of its own, one batch at a time.
+    Thread {
+        /// Batches to commit.
+        batches: std::sync::mpsc::Sender<Vec<Change>>,
+        /// Each batch's result, in order, with its buffer back.
+        done: mpsc::UnboundedReceiver<Result<Vec<Change>, StoreError>>,
+        /// The batch being committed.
+        in_flight: Option<Batch>,
+    },
+}
+
+impl std::fmt::Debug for Committer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Committer::Inline(store) => f.debug_tuple("Inline").field(store).finish(),
+            Committer::Thread { in_flight, .. } => f
+                .debug_struct("Thread")
+                .field("in_flight", &in_flight.is_some())
+                .finish(),
+        }
+    }
+}
+
+impl Committer {
+    /// Commits inline if `store` does not block, else on a thread it owns.
+    pub(super) fn new(mut store: Box<dyn Store>) -> Self {
+        if !store.blocks() {
+            return Committer::Inline(store);
+        }
+        let (batches, incoming) = std::sync::mpsc::channel::<Vec<Change>>();
+        let (results, done) = mpsc::unbounded_channel();
+        std::thread::Builder::new()
+            .name("mesh-committer".into())
+            .spawn(move || {
+                // Ends when the hub drops its sender.
+                for mut changes in incoming {
+                    let result = store.commit(&changes).map(|()| {
+                        changes.clear();
+                        changes
+                    });
+                    let failed = result.is_err();
+                    if results.send(result).is_err() || failed {
+                        return;
+                    }
+                }
+            })
+            .map_or_else(
+                |e| {
+                    tracing::error!(error = %e, "cannot start the committer thread");
+                    Committer::Thread {
+                        batches: std::sync::mpsc::channel().0,
+                        done: mpsc::unbounded_channel().1,
+                        in_flight: None,
+                    }
+                },
+                |_| Committer::Thread {
+                    batches,
+                    done,
+                    in_flight: None,
+                },
+            )
+    }
+
+    /// Whether a batch is being committed.
+    pub(super) fn busy(&self) -> bool {
+        matches!(
+            self,
+            Committer::Thread {
+                in_flight: Some(_),
+                ..
+            }
+        )
+    }
+
+    /// The result of the batch in flight, once the committer has it.
+    pub(super) async fn durable(&mut self) -> Result<Vec<Change>, StoreError> {
+        match self {
+            Committer::Thread { done, .. } => match done.recv().await {
+                Some(result) => result,
+                None => Err(StoreError::Stopped),
+            },
+            Committer::Inline(_) => std::future::pending().await,
+        }
+    }
+}
+
 impl Hub {
-    /// Holds a reply until the changes of this burst are committed.
+    /// Holds a reply until the changes of this batch are committed.
     pub(super) fn reply<T: Send + 'static>(
         &mut self,
         reply: Reply<T>,
         result: Result<T, HubError>,
     ) {
-        self.replies.push(Box::new(move || {
+        self.forming.replies.push(Box::new(move || {
             let _ = reply.send(result);
         }));
     }
 
-    /// Commits every change since the last commit, in one transaction.
-    pub(super) fn commit(&mut self) -> Result<(), StoreError> {
+    /// Every change since the last batch closed: the recorded ones, and each
+    /// member and request touched, once.
+    fn take_changes(&mut self) -> Vec<Change> {
         let mut changes = std::mem::take(&mut self.changes);
         for name in self.roster.take_touched() {
             if let Some(member) = self.roster.get(&name) {
@@ -35,44 +168,119 @@ impl Hub {
                 changes.push(Change::Request(Box::new(request.clone())));
             }
         }
-        if changes.is_empty() {
-            self.changes = changes;
-            return Ok(());
-        }
-        let store = &mut self.store;
-        let committed = if store.blocks() {
-            tokio::task::block_in_place(|| store.commit(&changes))
-        } else {
-            store.commit(&changes)
-        };
-        // Keep the buffer's room for the next burst.
-        changes.clear();
-        self.changes = changes;
-        committed
+        changes
     }
 
-    /// After a commit: hands out envelopes, events and replies.
-    pub(super) fn flush(&mut self) {
+    /// Closes the forming batch: what it lets out, each stream up to the
+    /// envelopes it holds now.
+    fn close(&mut self) -> Batch {
+        let forming = std::mem::take(&mut self.forming);
+        let streams = forming
+            .streams
+            .into_iter()
+            .filter_map(|name| {
+                let last = self.roster.get(&name)?.last_seq;
+                Some((name, last))
+            })
+            .collect();
+        Batch {
+            replies: forming.replies,
+            events: forming.events,
+            streams,
+        }
+    }
+
+    /// Unless a batch is in flight: closes the forming one and commits it
+    /// (inline, or hands it to the committer), or lets it out at once if it
+    /// changed nothing.
+    pub(super) fn advance(&mut self) -> Result<(), StoreError> {
+        while !self.committer.busy() {
+            let mut changes = self.take_changes();
+            if changes.is_empty() {
+                // Nothing to wait for: what it read is durable already.
+                self.changes = changes;
+                if self.forming.is_empty() {
+                    return Ok(());
+                }
+                let batch = self.close();
+                self.release(batch);
+                continue;
+            }
+            let batch = self.close();
+            match &mut self.committer {
+                Committer::Inline(store) => {
+                    store.commit(&changes)?;
+                    changes.clear();
+                    self.changes = changes;
+                    self.release(batch);
+                }
+                Committer::Thread {
+                    batches, in_flight, ..
+                } => {
+                    batches.send(changes).map_err(|_| StoreError::Stopped)?;
+                    *in_flight = Some(batch);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The batch in flight is durable (or failed): lets it out, then sends
+    /// the next.
+    pub(super) fn committed(
+        &mut self,
+        result: Result<Vec<Change>, StoreError>,
+    ) -> Result<(), StoreError> {
+        let buffer = result?;
+        if self.changes.is_empty() && self.changes.capacity() < buffer.capacity() {
+            // Keep the larger buffer's room for the next batch.
+            self.changes = buffer;
+        }
+        if let Committer::Thread { in_flight, .. } = &mut self.committer {
+            if let Some(batch) = in_flight.take() {
+                self.release(batch);
+            }
+        }
+        self.advance()
+    }
+
+    /// Waits for the batch in flight and commits what is left: for stopping.
+    pub(super) async fn settle(&mut self) -> Result<(), StoreError> {
+        loop {
+            if self.committer.busy() {
+                let result = self.committer.durable().await;
+                self.committed(result)?;
+            } else {
+                self.advance()?;
+                if !self.committer.busy() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+
+    /// After its commit: hands out a batch's envelopes, events and replies.
+    fn release(&mut self, batch: Batch) {
         let grace_until = self.grace_until();
-        for name in std::mem::take(&mut self.dirty_streams) {
+        for (name, upto) in batch.streams {
             let dropped = self
                 .roster
                 .live_mut(&name)
-                .is_some_and(|m| !m.flush(grace_until));
+                .is_some_and(|m| !m.flush(grace_until, upto));
             if dropped {
                 self.track_grace(&name, None);
                 self.emit_member(&name);
             }
         }
         if self.watchers.is_empty() {
-            self.events.clear();
+            drop(batch.events);
         } else {
-            for event in self.events.drain(..) {
+            for event in batch.events {
                 self.watchers
                     .retain(|w| w.try_send(Ok(event.clone())).is_ok());
             }
         }
-        for reply in self.replies.drain(..) {
+        for reply in batch.replies {
             reply();
         }
     }

@@ -177,16 +177,13 @@ impl Hub {
             let _ = child.task.await;
             self.terminate(&name, "stopped by signal as the lead stopped");
         }
-        if let Err(e) = self.commit() {
+        if let Err(e) = self.settle().await {
             tracing::error!(error = %e, "cannot persist the last changes");
         }
         for member in self.roster.iter_live_mut() {
             member.stream = None;
         }
         self.watchers.clear();
-        for reply in self.replies.drain(..) {
-            reply();
-        }
     }
 
     /// Whether a shutdown request for `name` is pending.

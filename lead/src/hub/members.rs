@@ -105,7 +105,7 @@ impl Hub {
             });
         }
         self.track_grace(&name, before);
-        self.dirty_streams.insert(name.clone());
+        self.forming.streams.insert(name.clone());
         self.emit_member(&name);
         Ok((name, stream_id))
     }

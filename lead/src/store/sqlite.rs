@@ -435,6 +435,13 @@ impl Store for SqliteStore {
                 Change::Ack { member, seq } => {
                     tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1 AND seq <= ?2")?
                         .execute(params![member, seq])?;
+                    // The member's record is not rewritten for each envelope:
+                    // keep its last seq at least what was acknowledged, so a
+                    // restart never hands out a seq the member has seen.
+                    tx.prepare_cached(
+                        "UPDATE members SET last_seq = max(last_seq, ?2) WHERE name = ?1",
+                    )?
+                    .execute(params![member, seq])?;
                 }
                 Change::ClearInbox { member } => {
                     tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1")?
