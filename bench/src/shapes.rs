@@ -46,10 +46,11 @@ pub(crate) fn flush_cost(n: usize) -> anyhow::Result<Samples> {
     Ok(samples)
 }
 
-/// `pairs` senders, each sending to its own recipient one message at a time
-/// (the next once the lead accepted the last: `pairs` messages in flight),
-/// `total` messages in all; each recipient reads and acknowledges every
-/// envelope, as a teammate does. Messages a second, and send-to-read times.
+/// `pairs` senders, each sending to its own recipient one message at a time:
+/// the next once the recipient has read the last (`pairs` messages in
+/// flight), `total` messages in all. Each recipient acknowledges every
+/// envelope as it reads it, as a teammate does. Messages a second, and
+/// send-to-read times.
 pub(crate) async fn routing(
     lead: &Lead,
     prefix: &str,
@@ -57,7 +58,6 @@ pub(crate) async fn routing(
     total: usize,
 ) -> anyhow::Result<(f64, Samples)> {
     let each = (total / pairs).max(1);
-    let epoch = Instant::now();
     let mut members = Vec::new();
     for i in 0..pairs {
         let receiver = lead.member(&format!("{prefix}r{i}"), None).await?;
@@ -65,11 +65,12 @@ pub(crate) async fn routing(
         members.push((sender, receiver));
     }
     let start = Instant::now();
-    let mut receiving = JoinSet::new();
-    let mut sending = JoinSet::new();
+    let mut pairs_running = JoinSet::new();
     for (sender, mut receiver) in members {
         let to = receiver.name.clone();
-        receiving.spawn(async move {
+        // The recipient tells its sender each time it has read a message.
+        let (read_tx, mut read_rx) = tokio::sync::mpsc::channel::<()>(1);
+        pairs_running.spawn(async move {
             let mut samples = Samples::with_capacity(each);
             while samples.len() < each {
                 let envelope = tokio::time::timeout(mesh::WAIT, receiver.inbox.message())
@@ -78,7 +79,9 @@ pub(crate) async fn routing(
                     .ok_or_else(|| anyhow!("inbox ended"))?;
                 if let Some(Body::Text(t)) = envelope.body {
                     let sent: u64 = t.content.parse()?;
-                    samples.push(epoch.elapsed().saturating_sub(Duration::from_micros(sent)));
+                    let at = u64::try_from(start.elapsed().as_micros())?;
+                    samples.push(Duration::from_micros(at.saturating_sub(sent)));
+                    let _ = read_tx.send(()).await;
                 }
                 receiver
                     .api
@@ -88,24 +91,24 @@ pub(crate) async fn routing(
             anyhow::Ok(samples)
         });
         let mut api = sender.api;
-        sending.spawn(async move {
+        pairs_running.spawn(async move {
             for _ in 0..each {
-                let content = u64::try_from(epoch.elapsed().as_micros())?.to_string();
+                let content = u64::try_from(start.elapsed().as_micros())?.to_string();
                 api.send(pb::SendRequest {
                     to: to.clone(),
                     text: Some(pb::Text { content }),
                     message_id: String::new(),
                 })
                 .await?;
+                tokio::time::timeout(mesh::WAIT, read_rx.recv())
+                    .await
+                    .context("waiting for the recipient")?;
             }
-            anyhow::Ok(())
+            anyhow::Ok(Samples::default())
         });
     }
-    while let Some(done) = sending.join_next().await {
-        done??;
-    }
     let mut all = Samples::with_capacity(pairs * each);
-    while let Some(done) = receiving.join_next().await {
+    while let Some(done) = pairs_running.join_next().await {
         all.extend(done??);
     }
     Ok(((pairs * each) as f64 / start.elapsed().as_secs_f64(), all))
