@@ -527,3 +527,165 @@ async fn a_second_lead_on_the_same_state_dir_is_refused() {
         .await
         .unwrap();
 }
+
+/// The lead is killed while senders keep many calls, and so several group
+/// commits, in flight. After the restart every answered `Send` is there; a
+/// broadcast is in every inbox it was for or in none (nothing half-applied);
+/// and each inbox's seqs run 1, 2, 3... with no gap, so no batch was stored
+/// without the ones before it.
+#[tokio::test]
+async fn killed_with_batches_in_flight_it_keeps_every_answer_and_no_half() {
+    use std::{
+        collections::{BTreeMap, BTreeSet},
+        sync::{
+            atomic::{AtomicBool, AtomicUsize, Ordering},
+            Arc, Mutex,
+        },
+    };
+
+    const SENDERS: usize = 8;
+    const RECIPIENTS: usize = 3;
+    let lead = Lead::start(&[]).await;
+    let mut recipients = Vec::new();
+    for r in 0..RECIPIENTS {
+        recipients.push(lead.join(&format!("r{r}")).await);
+    }
+    let mut senders = Vec::new();
+    for s in 0..SENDERS {
+        senders.push(lead.join(&format!("s{s}")).await);
+    }
+    let names: Vec<String> = recipients
+        .iter()
+        .chain(senders.iter())
+        .map(|m| m.name.clone())
+        .collect();
+    let answered = Arc::new(Mutex::new(Vec::<(String, String)>::new()));
+    let count = Arc::new(AtomicUsize::new(0));
+    let enough = Arc::new(tokio::sync::Notify::new());
+    let killed = Arc::new(AtomicBool::new(false));
+    let mut tasks = tokio::task::JoinSet::new();
+    for (s, sender) in senders.iter().enumerate() {
+        let mut api = sender.api.clone();
+        let (answered, count, enough, killed) = (
+            answered.clone(),
+            count.clone(),
+            enough.clone(),
+            killed.clone(),
+        );
+        tasks.spawn(async move {
+            for i in 0.. {
+                if killed.load(Ordering::SeqCst) {
+                    return;
+                }
+                let to = if i % 2 == 0 {
+                    format!("r{}", i % RECIPIENTS)
+                } else {
+                    "*".to_owned()
+                };
+                let content = format!("s{s}-{i}");
+                let sent = api
+                    .send(pb::SendRequest {
+                        to: to.clone(),
+                        text: Some(pb::Text {
+                            content: content.clone(),
+                        }),
+                        message_id: String::new(),
+                    })
+                    .await;
+                if sent.is_err() {
+                    return;
+                }
+                answered.lock().unwrap().push((to, content));
+                if count.fetch_add(1, Ordering::SeqCst) + 1 == 400 {
+                    enough.notify_one();
+                }
+            }
+        });
+    }
+    within("400 answered sends", enough.notified()).await;
+    killed.store(true, Ordering::SeqCst);
+    let lead = lead.crash_and_restart(&[]).await;
+    while tasks.join_next().await.is_some() {}
+
+    // Read every inbox to a marker sent after the restart.
+    let mut marker = lead.join("marker").await;
+    let mut inboxes: BTreeMap<String, Vec<pb::Envelope>> = BTreeMap::new();
+    for (member, token) in recipients
+        .iter()
+        .chain(senders.iter())
+        .map(|m| (m.name.clone(), m.token.clone()))
+    {
+        marker.send(&member, "end", "").await.unwrap();
+        let mut reader = mesh_tests::Member {
+            name: member.clone(),
+            token: token.clone(),
+            api: lead.lead_api(&token).await,
+            inbox: None,
+        };
+        let mut got = Vec::new();
+        loop {
+            let envelope = reader.next().await;
+            if envelope.from == "marker" {
+                break;
+            }
+            got.push(envelope);
+        }
+        inboxes.insert(member, got);
+    }
+    for (member, envelopes) in &inboxes {
+        let seqs: Vec<u64> = envelopes.iter().map(|e| e.seq).collect();
+        let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
+        assert_eq!(seqs, expected, "{member}'s seqs run on with no gap");
+    }
+    let text = |e: &pb::Envelope| match &e.body {
+        Some(Body::Text(t)) => t.content.clone(),
+        _ => String::new(),
+    };
+    let held: BTreeMap<&String, BTreeSet<String>> = inboxes
+        .iter()
+        .map(|(member, envelopes)| (member, envelopes.iter().map(text).collect()))
+        .collect();
+    let answered = answered.lock().unwrap().clone();
+    assert!(answered.len() >= 400);
+    for (to, content) in &answered {
+        if to == "*" {
+            continue;
+        }
+        assert!(
+            held[to].contains(content),
+            "answered {content} to {to} survived"
+        );
+    }
+    // Every broadcast any inbox holds, answered or not: in all or in none.
+    let broadcasts: BTreeSet<String> = answered
+        .iter()
+        .filter(|(to, _)| to == "*")
+        .map(|(_, c)| c.clone())
+        .chain(
+            held.values()
+                .flatten()
+                .filter(|c| {
+                    c.split('-')
+                        .nth(1)
+                        .and_then(|i| i.parse::<usize>().ok())
+                        .is_some_and(|i| i % 2 == 1)
+                })
+                .cloned(),
+        )
+        .collect();
+    let mut whole = 0;
+    for content in &broadcasts {
+        let from = content.split('-').next().unwrap();
+        let holders: Vec<&String> = names
+            .iter()
+            .filter(|n| n.as_str() != from && held[n].contains(content))
+            .collect();
+        let was_answered = answered.iter().any(|(to, c)| to == "*" && c == content);
+        assert!(
+            holders.len() == names.len() - 1 || (holders.is_empty() && !was_answered),
+            "broadcast {content} (answered: {was_answered}) is held by {holders:?} only"
+        );
+        whole += usize::from(!holders.is_empty());
+    }
+    assert!(whole > 0, "some broadcasts survived");
+}
