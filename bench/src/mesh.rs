@@ -119,7 +119,7 @@ impl Member {
         let request_id = uuid::Uuid::new_v4().to_string();
         let plan = pb::Plan {
             summary: "bench".into(),
-            files: vec!["a.rs".into()],
+            files: vec![format!("src/{}.rs", self.name)],
             tests: vec!["t".into()],
             ..Default::default()
         };

@@ -35,31 +35,34 @@ impl Hub {
         if !plan.task_id.is_empty() && self.tracker.get(&id).is_none() {
             self.owns_task(&sender, &plan.task_id)?;
         }
-        let overlaps: Vec<serde_json::Value> = self
-            .holds
-            .overlaps(&sender, &plan.files)
-            .into_iter()
-            .map(|o| json!({ "member": o.member, "files": o.files }))
-            .collect();
-        let payload = json!({
-            "plan": {
-                "summary": plan.summary,
-                "steps": plan.steps,
-                "files": plan.files,
-                "tests": plan.tests,
-                "body": plan.body,
-                "task_id": plan.task_id,
+        let overlaps = self.holds.overlaps(&sender, &plan.files);
+        let payload = PlanPayload {
+            overlaps: overlaps
+                .iter()
+                .map(|o| OverlapOut {
+                    files: &o.files,
+                    member: &o.member,
+                })
+                .collect(),
+            plan: PlanOut {
+                body: &plan.body,
+                files: &plan.files,
+                steps: &plan.steps,
+                summary: &plan.summary,
+                task_id: &plan.task_id,
+                tests: &plan.tests,
             },
-            "supersedes": request.supersedes,
-            "overlaps": overlaps,
-        });
+            supersedes: &request.supersedes,
+        };
+        let payload = serde_json::to_string(&payload)
+            .map_err(|e| HubError::Internal(format!("could not encode the plan's payload: {e}")))?;
         let outcome = self.tracker.open(
             Opening {
                 id: id.clone(),
                 kind: Kind::PlanApproval,
                 sender: sender.clone(),
                 target: LEAD.to_owned(),
-                payload_json: payload.to_string(),
+                payload_json: payload,
                 deadline_unix_ms: None,
             },
             self.now(),
@@ -512,29 +515,61 @@ impl Hub {
     }
 }
 
+/// A plan request's payload as stored (`payload_json`). The fields are in
+/// the order of their names, as the `json!` object that wrote it before had
+/// them, so a retry matches a payload an earlier version stored.
+#[derive(serde::Serialize)]
+struct PlanPayload<'a> {
+    overlaps: Vec<OverlapOut<'a>>,
+    plan: PlanOut<'a>,
+    supersedes: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct PlanOut<'a> {
+    body: &'a str,
+    files: &'a [String],
+    steps: &'a [String],
+    summary: &'a str,
+    task_id: &'a str,
+    tests: &'a [String],
+}
+
+#[derive(serde::Serialize)]
+struct OverlapOut<'a> {
+    files: &'a [String],
+    member: &'a str,
+}
+
+/// The part of a stored payload [`plan_of`] reads; the rest (overlaps) is
+/// skipped, not built.
+#[derive(serde::Deserialize, Default)]
+struct PlanIn {
+    #[serde(default)]
+    plan: PlanFields,
+}
+
+#[derive(serde::Deserialize, Default)]
+#[serde(default)]
+struct PlanFields {
+    summary: String,
+    steps: Vec<String>,
+    files: Vec<String>,
+    tests: Vec<String>,
+    body: String,
+    task_id: String,
+}
+
 /// The plan in a plan request's payload (empty fields where it has none).
 pub(super) fn plan_of(request: &Request) -> pb::Plan {
-    let payload: serde_json::Value =
-        serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
-    let plan = &payload["plan"];
-    let text = |key: &str| plan[key].as_str().unwrap_or_default().to_owned();
-    let strings = |key: &str| -> Vec<String> {
-        plan[key]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let PlanIn { plan } = serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
     pb::Plan {
-        summary: text("summary"),
-        steps: strings("steps"),
-        files: strings("files"),
-        tests: strings("tests"),
-        body: text("body"),
-        task_id: text("task_id"),
+        summary: plan.summary,
+        steps: plan.steps,
+        files: plan.files,
+        tests: plan.tests,
+        body: plan.body,
+        task_id: plan.task_id,
     }
 }
 
@@ -564,4 +599,64 @@ fn plan_response(request: &Request) -> pb::PlanApprovalResponse {
 /// Free text within the size limit.
 pub(super) fn check_text(field: &str, text: &str) -> Result<(), FieldError> {
     limits::check(field, text, limits::REASON)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed payload is byte for byte what the `json!` object wrote
+    /// before it, so stored payloads still match a retry.
+    #[test]
+    fn a_plan_payload_is_written_as_before_and_read_back() {
+        let files = vec!["src/a.rs".to_owned()];
+        let steps = vec!["one".to_owned(), "two \"quoted\"".to_owned()];
+        let tests = vec!["t".to_owned()];
+        let held = vec!["src/**".to_owned()];
+        let typed = serde_json::to_string(&PlanPayload {
+            overlaps: vec![OverlapOut {
+                files: &held,
+                member: "bob",
+            }],
+            plan: PlanOut {
+                body: "b",
+                files: &files,
+                steps: &steps,
+                summary: "s",
+                task_id: "",
+                tests: &tests,
+            },
+            supersedes: "x",
+        })
+        .expect("encodes");
+        let before = json!({
+            "plan": {
+                "summary": "s", "steps": steps, "files": files, "tests": tests,
+                "body": "b", "task_id": "",
+            },
+            "supersedes": "x",
+            "overlaps": [json!({ "member": "bob", "files": held })],
+        })
+        .to_string();
+        assert_eq!(typed, before);
+        let request = shared::protocol::Tracker::new()
+            .open(
+                Opening {
+                    id: RequestId::existing("id", "0b6f3c1e-1d2a-4f5b-8c9d-0e1f2a3b4c5d")
+                        .expect("id"),
+                    kind: Kind::PlanApproval,
+                    sender: "alice".into(),
+                    target: LEAD.into(),
+                    payload_json: typed,
+                    deadline_unix_ms: None,
+                },
+                0,
+            )
+            .expect("opens")
+            .request;
+        let plan = plan_of(&request);
+        assert_eq!(plan.files, files);
+        assert_eq!(plan.steps, steps);
+        assert_eq!(plan.summary, "s");
+    }
 }
