@@ -222,6 +222,18 @@ impl Session {
                         return Err(SessionError::LeadGone(config.lead_url.clone()));
                     }
                 }
+                Err(status)
+                    if config.lead_url.starts_with("http://")
+                        && status.message().contains("h2 protocol error") =>
+                {
+                    // What plain text gets from a lead that serves TLS.
+                    return Err(SessionError::Setup(format!(
+                        "--lead {}: the lead did not speak plain HTTP/2 ({}); if it serves TLS, \
+                         dial https:// (with --ca)",
+                        config.lead_url,
+                        status.message()
+                    )));
+                }
                 Err(status) => {
                     return Err(SessionError::Rpc {
                         rpc: "Join",

@@ -10,6 +10,7 @@ use shared::{
     pb::{self, RequestStatus},
     transport::ClientTls,
 };
+use tokio::process::Command;
 
 const PLAN_THEN_WORK: &str = r#"
 [[plans]]
@@ -129,15 +130,23 @@ async fn plain_text_against_a_tls_lead_fails_cleanly() {
         list_team(&lead.url, &lead.tls, &lead.operator_token).await,
         Ok(0)
     );
-    // And a plain-text teammate gives up with a transport error, not a hang.
-    let mut teammate = std::process::Command::new(bin("teammate"));
+    // And a plain-text teammate gives up on the lead, not on its script,
+    // saying what to do, and does not hang.
+    let script = lead.script("plain", PLAN_THEN_WORK);
+    let mut teammate = Command::new(bin("teammate"));
     teammate
-        .args(["--lead", &plain, "--name", "plain", "--script", "/dev/null"])
+        .args(["--lead", &plain, "--name", "plain", "--script"])
+        .arg(&script)
         .args(["--lead-gone-limit", "1", "--workspace"])
         .arg(lead.workspace("plain"))
-        .env("MESH_JOIN_TOKEN", &lead.join_token);
-    let output = teammate.output().unwrap();
+        .env("MESH_JOIN_TOKEN", &lead.join_token)
+        .kill_on_drop(true);
+    let output = within("the plain-text teammate to give up", teammate.output())
+        .await
+        .unwrap();
     assert!(!output.status.success());
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("dial https://"), "{err}");
 }
 
 #[tokio::test]
