@@ -11,6 +11,7 @@ mod mesh;
 mod procs;
 mod shapes;
 mod stats;
+mod tls;
 
 use procs::Server;
 use stats::Report;
@@ -150,6 +151,17 @@ async fn main() -> anyhow::Result<()> {
     println!("\n{}", report.table());
     print_ratios(&report, &args.stores);
     shapes::print(&report, &args.stores);
+    if let (Some(tls), Some(plain), Some(tls_rate), Some(plain_rate)) = (
+        report.median("[sqlite, TLS] handshake auto p50"),
+        report.median("[sqlite] handshake auto p50"),
+        report.median("[sqlite, TLS] routing 16 in flight"),
+        report.median("[sqlite] routing 16 in flight"),
+    ) {
+        println!(
+            "\nTLS (sqlite): handshake p50 {tls:.0} us against {plain:.0} us in plain text; \
+             routing 16 in flight {tls_rate:.0} against {plain_rate:.0} msg/s"
+        );
+    }
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&report.json())?)?;
         eprintln!("bench: wrote {}", path.display());
@@ -185,6 +197,7 @@ async fn start_lead(store: &str, extra: &[&str]) -> anyhow::Result<(Server, mesh
         addr: server.addr.clone(),
         join,
         operator,
+        tls: None,
     };
     Ok((server, lead))
 }
@@ -243,6 +256,9 @@ async fn measure_mesh(
     let (routed, handshakes) = counts.shapes;
     shapes::measure(&lead, store, routed, handshakes, report).await?;
     drop(_server);
+    if store == "sqlite" {
+        measure_tls(counts, report).await?;
+    }
 
     let (_server, lead) = start_lead(store, &["--approval", "manual"]).await?;
     let operator = mesh::run_operator(lead.clone()).await?;
@@ -295,6 +311,27 @@ async fn measure_mesh(
         // Let the kernel reclaim the closed sockets before the next size.
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    Ok(())
+}
+
+/// What TLS costs: a sequential handshake and routing with 16 in flight
+/// against a sqlite lead on TLS (a self-signed certificate), to set beside
+/// the same figures in plain text.
+async fn measure_tls(counts: &Counts, report: &mut Report) -> anyhow::Result<()> {
+    let cert = tls::SelfSigned::new()?;
+    let mut flags = vec!["--approval".to_owned(), "auto".to_owned()];
+    flags.extend(cert.server_flags());
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let (_server, mut lead) = start_lead("sqlite", &flags).await?;
+    lead.tls = Some(cert.client());
+    let (samples, _) = mesh::handshakes_sequential(&lead, "tls", counts.handshakes / 2).await?;
+    report.add(
+        "[sqlite, TLS] handshake auto p50",
+        "us",
+        samples.quantile_us(0.5),
+    );
+    let (rate, _) = shapes::routing(&lead, "tlsr", 16, counts.shapes.0).await?;
+    report.add("[sqlite, TLS] routing 16 in flight", "msg/s", rate);
     Ok(())
 }
 

@@ -34,6 +34,8 @@ pub(crate) struct Lead {
     pub(crate) join: String,
     /// The operator token.
     pub(crate) operator: String,
+    /// For a lead on TLS: what to trust.
+    pub(crate) tls: Option<shared::transport::ClientTls>,
 }
 
 /// A joined member with its inbox open.
@@ -48,9 +50,11 @@ pub(crate) struct Member {
 
 impl Lead {
     async fn channel(&self) -> anyhow::Result<Channel> {
-        Ok(Channel::from_shared(format!("http://{}", self.addr))?
-            .connect()
-            .await?)
+        let endpoint = match &self.tls {
+            Some(tls) => tls.endpoint(&format!("https://{}", self.addr))?,
+            None => Channel::from_shared(format!("http://{}", self.addr))?,
+        };
+        Ok(endpoint.connect().await?)
     }
 
     /// An operator client on its own connection.
