@@ -482,7 +482,7 @@ pub(crate) fn start(
             };
             tokio::select! {
                 result = hub.committer.durable(), if hub.committer.busy() => {
-                    if let Err(e) = hub.committed(result) {
+                    if let Err(e) = hub.committed(result, rx.is_empty()) {
                         tracing::error!(error = %e, "cannot persist state; stopping the lead");
                         break Err(HubFailure::from(e));
                     }
@@ -501,7 +501,7 @@ pub(crate) fn start(
                 _ = stop.wait_for(|s| *s), if hub.stopping_until.is_none() => hub.begin_stop(),
             }
             hub.send_due_notices();
-            if let Err(e) = hub.advance() {
+            if let Err(e) = hub.advance(rx.is_empty()) {
                 tracing::error!(error = %e, "cannot persist state; stopping the lead");
                 break Err(HubFailure::from(e));
             }

@@ -4,7 +4,9 @@
 //! of its own (the committer, which owns only the store): while it flushes
 //! one batch, the hub keeps handling commands and forms the next, which goes
 //! to the committer as soon as the first is durable. At most one batch is in
-//! flight; batches are let out in order, each after its own flush.
+//! flight; batches are let out in order, each after its own flush. When no
+//! command is waiting, there is nothing to overlap: the hub then commits
+//! itself, sparing the two thread hand-offs.
 //!
 //! ```text
 //! commands --> hub (state) --changes--> committer --flush--> disk
@@ -13,7 +15,10 @@
 //!          replies, events, envelopes <= that batch's seqs go out
 //! ```
 
-use std::collections::HashSet;
+use std::{
+    collections::HashSet,
+    sync::{Arc, Mutex},
+};
 
 use shared::pb;
 use tokio::sync::mpsc;
@@ -53,8 +58,11 @@ pub(super) struct Batch {
 pub(super) enum Committer {
     /// In the hub's task: a store that does not wait on I/O (memory).
     Inline(Box<dyn Store>),
-    /// On a thread of its own, one batch at a time.
+    /// On a thread of its own, one batch at a time (or by the hub itself
+    /// when it has nothing else to do).
     Thread {
+        /// The store, shared with the thread.
+        store: Arc<Mutex<Box<dyn Store>>>,
         /// Batches to commit.
         batches: std::sync::mpsc::Sender<Vec<Change>>,
         /// Each batch's result, in order, with its buffer back.
@@ -78,18 +86,20 @@ impl std::fmt::Debug for Committer {
 
 impl Committer {
     /// Commits inline if `store` does not block, else on a thread it owns.
-    pub(super) fn new(mut store: Box<dyn Store>) -> Self {
+    pub(super) fn new(store: Box<dyn Store>) -> Self {
         if !store.blocks() {
             return Committer::Inline(store);
         }
+        let store = Arc::new(Mutex::new(store));
         let (batches, incoming) = std::sync::mpsc::channel::<Vec<Change>>();
         let (results, done) = mpsc::unbounded_channel();
+        let shared = store.clone();
         std::thread::Builder::new()
             .name("mesh-committer".into())
             .spawn(move || {
                 // Ends when the hub drops its sender.
                 for mut changes in incoming {
-                    let result = store.commit(&changes).map(|()| {
+                    let result = commit_to(&shared, &changes).map(|()| {
                         changes.clear();
                         changes
                     });
@@ -103,12 +113,14 @@ impl Committer {
                 |e| {
                     tracing::error!(error = %e, "cannot start the committer thread");
                     Committer::Thread {
+                        store: store.clone(),
                         batches: std::sync::mpsc::channel().0,
                         done: mpsc::unbounded_channel().1,
                         in_flight: None,
                     }
                 },
                 |_| Committer::Thread {
+                    store: store.clone(),
                     batches,
                     done,
                     in_flight: None,
@@ -137,6 +149,15 @@ impl Committer {
             Committer::Inline(_) => std::future::pending().await,
         }
     }
+}
+
+/// Commits `changes` to the shared store (a panic elsewhere while holding it
+/// does not stop the lead from committing).
+fn commit_to(store: &Mutex<Box<dyn Store>>, changes: &[Change]) -> Result<(), StoreError> {
+    store
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .commit(changes)
 }
 
 impl Hub {
@@ -192,8 +213,9 @@ impl Hub {
 
     /// Unless a batch is in flight: closes the forming one and commits it
     /// (inline, or hands it to the committer), or lets it out at once if it
-    /// changed nothing.
-    pub(super) fn advance(&mut self) -> Result<(), StoreError> {
+    /// changed nothing. `quiet`: no command is waiting, so the hub commits
+    /// itself rather than hand the batch to the committer and back.
+    pub(super) fn advance(&mut self, quiet: bool) -> Result<(), StoreError> {
         while !self.committer.busy() {
             let mut changes = self.take_changes();
             if changes.is_empty() {
@@ -214,6 +236,12 @@ impl Hub {
                     self.changes = changes;
                     self.release(batch);
                 }
+                Committer::Thread { store, .. } if quiet => {
+                    tokio::task::block_in_place(|| commit_to(store, &changes))?;
+                    changes.clear();
+                    self.changes = changes;
+                    self.release(batch);
+                }
                 Committer::Thread {
                     batches, in_flight, ..
                 } => {
@@ -230,6 +258,7 @@ impl Hub {
     pub(super) fn committed(
         &mut self,
         result: Result<Vec<Change>, StoreError>,
+        quiet: bool,
     ) -> Result<(), StoreError> {
         let buffer = result?;
         if self.changes.is_empty() && self.changes.capacity() < buffer.capacity() {
@@ -241,7 +270,7 @@ impl Hub {
                 self.release(batch);
             }
         }
-        self.advance()
+        self.advance(quiet)
     }
 
     /// Waits for the batch in flight and commits what is left: for stopping.
@@ -249,9 +278,9 @@ impl Hub {
         loop {
             if self.committer.busy() {
                 let result = self.committer.durable().await;
-                self.committed(result)?;
+                self.committed(result, false)?;
             } else {
-                self.advance()?;
+                self.advance(false)?;
                 if !self.committer.busy() {
                     return Ok(());
                 }
