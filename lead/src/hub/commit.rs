@@ -69,6 +69,8 @@ pub(super) enum Committer {
         done: mpsc::UnboundedReceiver<Result<Vec<Change>, StoreError>>,
         /// The batch being committed.
         in_flight: Option<Batch>,
+        /// The thread, to wait for when the lead stops.
+        thread: Option<std::thread::JoinHandle<()>>,
     },
 }
 
@@ -117,15 +119,36 @@ impl Committer {
                         batches: std::sync::mpsc::channel().0,
                         done: mpsc::unbounded_channel().1,
                         in_flight: None,
+                        thread: None,
                     }
                 },
-                |_| Committer::Thread {
+                |thread| Committer::Thread {
                     store: store.clone(),
                     batches,
                     done,
                     in_flight: None,
+                    thread: Some(thread),
                 },
             )
+    }
+
+    /// Stops the committer thread and waits for it, so that the store is
+    /// closed (SQLite checkpoints its WAL into the database) when the hub
+    /// that holds the last reference to it is dropped, before the process
+    /// exits. Call it once nothing is in flight.
+    pub(super) fn close(&mut self) {
+        if let Committer::Thread {
+            batches, thread, ..
+        } = self
+        {
+            // A closed channel ends the thread's loop.
+            *batches = std::sync::mpsc::channel().0;
+            if let Some(thread) = thread.take() {
+                if tokio::task::block_in_place(|| thread.join()).is_err() {
+                    tracing::error!("the committer thread panicked");
+                }
+            }
+        }
     }
 
     /// Whether a batch is being committed.

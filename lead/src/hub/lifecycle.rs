@@ -180,6 +180,8 @@ impl Hub {
         if let Err(e) = self.settle().await {
             tracing::error!(error = %e, "cannot persist the last changes");
         }
+        // The store closes as the hub is dropped at the end of this call.
+        self.committer.close();
         for member in self.roster.iter_live_mut() {
             member.stream = None;
         }
