@@ -98,8 +98,14 @@ impl Server {
         .collect();
         args.push(dir.path().join("state").to_string_lossy().into_owned());
         // The bench measures the mechanism, not the lead's guard against a
-        // leaked join token: team size and join rate are unbounded here.
-        for flag in ["--max-members", "--join-rate", "--join-burst"] {
+        // leaked join token: team size, join rate and connections from one
+        // address (every teammate here is on loopback) are unbounded here.
+        for flag in [
+            "--max-members",
+            "--join-rate",
+            "--join-burst",
+            "--max-connections-per-address",
+        ] {
             args.push(flag.into());
             args.push("1000000".into());
         }

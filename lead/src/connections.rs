@@ -1,20 +1,24 @@
 //! What a connection may hold of the lead: at most `--max-connections` at
-//! once (more are closed on accept), `--handshake-timeout` to finish the TLS
-//! handshake (if TLS is on) and again to send the HTTP/2 preface,
-//! `--idle-timeout` with no call in progress before it is closed. The console's
-//! port has the same limits, with "idle" meaning no byte either way (its
-//! event stream sends a keep-alive every 15 s).
+//! once, and `--max-connections-per-address` from one address (more are
+//! closed on accept), `--handshake-timeout` to finish the TLS handshake (if
+//! TLS is on) and again to send the HTTP/2 preface, `--idle-timeout` with no
+//! call in progress before it is closed; a call refused UNAUTHENTICATED does
+//! not count as one, so a connection without a token cannot stay. The
+//! console's port has the same limits, with "idle" meaning no byte either way
+//! (its event stream sends a keep-alive every 15 s).
 //! Also the one place where the transport's own statuses are put right: a
 //! request over the size limit is RESOURCE_EXHAUSTED, one that does not decode
 //! INVALID_ARGUMENT.
 
 use std::{
+    collections::HashMap,
     future::Future as _,
     io,
+    net::IpAddr,
     pin::Pin,
     sync::{
         atomic::{AtomicI64, AtomicUsize, Ordering},
-        Arc,
+        Arc, Mutex,
     },
     task::{Context, Poll},
     time::{Duration, Instant},
@@ -38,6 +42,9 @@ pub struct ConnLimits {
     pub handshake: Duration,
     /// How long a connection with no call in progress is kept.
     pub idle: Duration,
+    /// The most connections open at once from one address (an IPv6 peer's
+    /// /64 is one address: a host is given one, not one address).
+    pub per_address: usize,
 }
 
 impl Default for ConnLimits {
@@ -46,8 +53,86 @@ impl Default for ConnLimits {
             max: 16_384,
             handshake: Duration::from_secs(10),
             idle: Duration::from_secs(300),
+            per_address: 256,
         }
     }
+}
+
+/// What one peer counts as for `per_address`: its IPv4 address (an
+/// IPv4-mapped IPv6 address is that IPv4 address), or its IPv6 /64.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Address {
+    V4([u8; 4]),
+    V6Prefix([u8; 8]),
+}
+
+impl From<IpAddr> for Address {
+    fn from(ip: IpAddr) -> Self {
+        match ip {
+            IpAddr::V4(v4) => Address::V4(v4.octets()),
+            IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => Address::V4(v4.octets()),
+                None => {
+                    let mut prefix = [0; 8];
+                    prefix.copy_from_slice(&v6.octets()[..8]);
+                    Address::V6Prefix(prefix)
+                }
+            },
+        }
+    }
+}
+
+/// Connections open per address.
+#[derive(Debug, Default)]
+struct PerAddress {
+    open: Mutex<HashMap<Address, usize>>,
+}
+
+impl PerAddress {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Address, usize>> {
+        self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A slot for `address`, unless it holds `max` already.
+    fn take(self: &Arc<Self>, address: Address, max: usize) -> Option<AddressSlot> {
+        let mut open = self.lock();
+        let count = open.entry(address).or_insert(0);
+        if *count >= max {
+            return None;
+        }
+        *count += 1;
+        Some(AddressSlot {
+            table: self.clone(),
+            address,
+        })
+    }
+}
+
+/// One connection's place among its address's, given back when it closes.
+#[derive(Debug)]
+struct AddressSlot {
+    table: Arc<PerAddress>,
+    address: Address,
+}
+
+impl Drop for AddressSlot {
+    fn drop(&mut self) {
+        let mut open = self.table.lock();
+        if let Some(count) = open.get_mut(&self.address) {
+            *count -= 1;
+            if *count == 0 {
+                open.remove(&self.address);
+            }
+        }
+    }
+}
+
+/// What an open connection holds: its place under `--max-connections` and
+/// under its address's cap.
+#[derive(Debug)]
+struct Slot {
+    _permit: OwnedSemaphorePermit,
+    _address: AddressSlot,
 }
 
 /// What a port speaks, which decides when a connection has started and when
@@ -98,6 +183,8 @@ async fn accept_loop(
     tx: mpsc::Sender<io::Result<Conn>>,
 ) {
     let mut last_refusal_log: Option<Instant> = None;
+    let mut last_address_log: Option<Instant> = None;
+    let per_address = Arc::new(PerAddress::default());
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -119,6 +206,22 @@ async fn accept_loop(
             }
             drop(stream);
             continue;
+        };
+        let Some(address) = per_address.take(peer.ip().into(), limits.per_address) else {
+            if last_address_log.is_none_or(|at| at.elapsed() > Duration::from_secs(10)) {
+                tracing::warn!(
+                    %peer,
+                    max = limits.per_address,
+                    "connection refused: --max-connections-per-address are open from this address"
+                );
+                last_address_log = Some(Instant::now());
+            }
+            drop(stream);
+            continue;
+        };
+        let permit = Slot {
+            _permit: permit,
+            _address: address,
         };
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(error = %e, "TCP_NODELAY");
@@ -250,11 +353,11 @@ pub struct Conn {
     state: Arc<ConnState>,
     timer: Pin<Box<Sleep>>,
     /// Held while the connection is open.
-    _permit: OwnedSemaphorePermit,
+    _permit: Slot,
 }
 
 impl Conn {
-    fn new(io: Io, limits: ConnLimits, speaks: Speaks, permit: OwnedSemaphorePermit) -> Self {
+    fn new(io: Io, limits: ConnLimits, speaks: Speaks, permit: Slot) -> Self {
         Self {
             io,
             preface_left: speaks.preface_len(),
@@ -389,23 +492,34 @@ impl Connected for Conn {
     }
 }
 
-/// Counts a call in progress on its connection until dropped.
+/// Counts a call in progress on its connection until dropped; then the
+/// connection's idle clock starts again, unless the call was refused for
+/// want of a token.
 #[derive(Debug)]
-struct CallGuard(Option<Arc<ConnState>>);
+struct CallGuard {
+    state: Option<Arc<ConnState>>,
+    /// The call was refused UNAUTHENTICATED: it is not activity.
+    refused: bool,
+}
 
 impl CallGuard {
     fn new(state: Option<Arc<ConnState>>) -> Self {
         if let Some(state) = &state {
             state.calls.fetch_add(1, Ordering::AcqRel);
         }
-        Self(state)
+        Self {
+            state,
+            refused: false,
+        }
     }
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        if let Some(state) = &self.0 {
-            state.idle_since_ms.store(state.now_ms(), Ordering::Release);
+        if let Some(state) = &self.state {
+            if !self.refused {
+                state.idle_since_ms.store(state.now_ms(), Ordering::Release);
+            }
             state.calls.fetch_sub(1, Ordering::AcqRel);
         }
     }
@@ -481,9 +595,15 @@ where
         let guard = CallGuard::new(state);
         let future = self.inner.call(request);
         Box::pin(async move {
+            let mut guard = guard;
             let response = future.await?;
             let (mut parts, body) = response.into_parts();
             fix_status(&mut parts.headers);
+            if tonic::Status::from_header_map(&parts.headers)
+                .is_some_and(|status| status.code() == tonic::Code::Unauthenticated)
+            {
+                guard.refused = true;
+            }
             let body = tonic::body::Body::new(GuardedBody {
                 inner: body,
                 _guard: guard,

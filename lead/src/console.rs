@@ -29,7 +29,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use shared::pb;
 use tokio::sync::mpsc;
-use tokio_stream::{wrappers::ReceiverStream, StreamExt};
+use tokio_stream::StreamExt;
 
 use crate::{
     connections::Conn,
@@ -328,15 +328,11 @@ async fn events(State(console): State<Console>, headers: HeaderMap) -> Response 
     if !console.authorized(&headers) {
         return unauthorized();
     }
-    let (sink, events) = tokio::sync::mpsc::channel(16 * 1024);
-    if let Err(e) = console
-        .hub
-        .call(|reply| Command::Watch { sink, reply })
-        .await
-    {
-        return hub_failed(e);
-    }
-    let stream = ReceiverStream::new(events).map(|event| {
+    let events = match console.hub.call(|reply| Command::Watch { reply }).await {
+        Ok(events) => events,
+        Err(e) => return hub_failed(e),
+    };
+    let stream = events.map(|event| {
         let data = match event {
             Ok(event) => render::event_json(&event),
             Err(status) => json!({"error": status.message()}),

@@ -20,7 +20,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::{
     children::{Child, Spawner},
     error::HubError,
-    roster::{Entry, InboxSink, Payload, Roster, SharedBody, StreamEnder},
+    outbox,
+    roster::{Entry, Payload, Roster, SharedBody},
     store::{Change, Store, StoreError},
 };
 
@@ -86,6 +87,23 @@ pub struct HubConfig {
     pub join_rate: f64,
     /// ... and at once.
     pub join_burst: u32,
+    /// The most bytes one response stream (an inbox, a watcher, the
+    /// console's events) holds that its client has not read: an inbox waits
+    /// for its reader, a watcher is dropped.
+    pub stream_max_bytes: usize,
+    /// What the pending requests one member opened may hold ...
+    pub pending_per_member: PendingBudget,
+    /// ... and what those of every member together may.
+    pub pending_total: PendingBudget,
+}
+
+/// A bound on pending requests, in count and in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingBudget {
+    /// The most pending requests.
+    pub count: usize,
+    /// The most bytes of them (payload and names).
+    pub bytes: usize,
 }
 
 impl Default for HubConfig {
@@ -104,6 +122,15 @@ impl Default for HubConfig {
             max_members: 10_000,
             join_rate: 200.0,
             join_burst: 1_000,
+            stream_max_bytes: 4 * 1024 * 1024,
+            pending_per_member: PendingBudget {
+                count: 64,
+                bytes: 2 * 1024 * 1024,
+            },
+            pending_total: PendingBudget {
+                count: 10_000,
+                bytes: 128 * 1024 * 1024,
+            },
         }
     }
 }
@@ -111,8 +138,12 @@ impl Default for HubConfig {
 /// The reply channel of one command.
 pub(crate) type Reply<T> = oneshot::Sender<Result<T, HubError>>;
 
+/// An inbox stream the hub opened: the member's name, the stream's id and
+/// where its envelopes come out.
+pub(crate) type OpenedInbox = (String, u64, outbox::Receiver<pb::Envelope>);
+
 /// Where a watcher receives events.
-pub(crate) type EventSink = mpsc::Sender<Result<pb::Event, tonic::Status>>;
+pub(crate) type EventSink = outbox::Sender<pb::Event>;
 
 /// What RPC handlers ask of the hub. Teammate commands carry the caller's
 /// session token; the hub resolves it to a member.
@@ -130,9 +161,13 @@ pub(crate) enum Command {
     Inbox {
         token: String,
         after_seq: u64,
-        sink: InboxSink,
-        ender: StreamEnder,
-        reply: Reply<(String, u64)>,
+        reply: Reply<OpenedInbox>,
+    },
+    /// An inbox stream's reader took half of what waited for it: it has
+    /// room for more.
+    InboxRoom {
+        name: String,
+        stream_id: u64,
     },
     StreamClosed {
         name: String,
@@ -232,8 +267,7 @@ pub(crate) enum Command {
         reply: Reply<pb::ProtocolState>,
     },
     Watch {
-        sink: EventSink,
-        reply: Reply<()>,
+        reply: Reply<outbox::Receiver<pb::Event>>,
     },
     Spawn {
         request: pb::SpawnTeammateRequest,
@@ -535,13 +569,12 @@ impl Hub {
             Command::Inbox {
                 token,
                 after_seq,
-                sink,
-                ender,
                 reply,
             } => {
-                let result = self.open_inbox(&token, after_seq, sink, ender);
+                let result = self.open_inbox(&token, after_seq);
                 self.reply(reply, result);
             }
+            Command::InboxRoom { name, stream_id } => self.inbox_room(name, stream_id),
             Command::StreamClosed { name, stream_id } => self.stream_closed(&name, stream_id),
             Command::Ack { token, seq, reply } => {
                 let result = self.ack(&token, seq);
@@ -658,10 +691,10 @@ impl Hub {
                 let result = self.get_request(&request_id);
                 self.reply(reply, result);
             }
-            Command::Watch { sink, reply } => {
+            Command::Watch { reply } => {
+                let (sink, events) = outbox::channel(self.config.stream_max_bytes);
                 self.watchers.push(sink);
-                let result = Ok(());
-                self.reply(reply, result);
+                self.reply(reply, Ok(events));
             }
             Command::Spawn { request, reply } => {
                 let result = self.spawn(request);

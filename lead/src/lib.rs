@@ -9,6 +9,7 @@ mod console;
 pub mod demo;
 pub mod error;
 pub mod hub;
+mod outbox;
 pub mod render;
 pub mod reviewer;
 mod roster;

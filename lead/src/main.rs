@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use lead::{
     children::Spawner,
     cli::{self, CliError, Target},
-    hub::{Approval, HubConfig},
+    hub::{Approval, HubConfig, PendingBudget},
     server,
     service::Tokens,
     state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
@@ -240,12 +240,38 @@ struct ServeArgs {
     /// RESOURCE_EXHAUSTED).
     #[arg(long, default_value_t = 200.0)]
     join_rate: f64,
-    /// Join attempts allowed at once, above the rate.
-    #[arg(long, default_value_t = 1_000)]
-    join_burst: u32,
+    /// Join attempts allowed at once, above the rate (default: five
+    /// seconds' worth of --join-rate, at least 1: 1,000 at 200 a second).
+    #[arg(long)]
+    join_burst: Option<u32>,
     /// The most connections open at once; more are closed on accept.
     #[arg(long, default_value_t = 16_384)]
     max_connections: usize,
+    /// The most connections open at once from one address (IPv6: one /64);
+    /// more are closed on accept. Loopback is one address: a team of more
+    /// teammates than this on one host raises it.
+    #[arg(long, default_value_t = 256)]
+    max_connections_per_address: usize,
+    /// The most bytes of messages one response stream (an Inbox, a Watch,
+    /// the console's events) holds that its client has not read: an inbox
+    /// then waits for its reader, a watcher is ended with
+    /// RESOURCE_EXHAUSTED.
+    #[arg(long, default_value_t = 4 * 1024 * 1024)]
+    stream_max_bytes: usize,
+    /// The most requests (plans, permissions) one member may have pending;
+    /// more are RESOURCE_EXHAUSTED. A plan that supersedes a pending one
+    /// counts in its stead.
+    #[arg(long, default_value_t = 64)]
+    pending_max_per_member: usize,
+    /// The most bytes of requests one member may have pending.
+    #[arg(long, default_value_t = 2 * 1024 * 1024)]
+    pending_max_bytes_per_member: usize,
+    /// The most requests pending in all.
+    #[arg(long, default_value_t = 10_000)]
+    pending_max: usize,
+    /// The most bytes of requests pending in all.
+    #[arg(long, default_value_t = 128 * 1024 * 1024)]
+    pending_max_bytes: usize,
     /// Seconds a new connection has to send the HTTP/2 preface.
     #[arg(long, default_value_t = 10.0)]
     handshake_timeout: f64,
@@ -547,6 +573,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         Some(bin) => bin,
         None => lead::demo::beside_lead("teammate")?,
     };
+    if !(args.join_rate.is_finite() && args.join_rate >= 0.0) {
+        anyhow::bail!(
+            "--join-rate: {} is not a rate (joins a second, 0 or more)",
+            args.join_rate
+        )
+    }
     let config = HubConfig {
         approval,
         shutdown_deadline: Duration::from_secs(args.shutdown_deadline),
@@ -574,20 +606,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ack_timeout: seconds("--ack-timeout", args.ack_timeout)?,
         retention: seconds("--retention", args.retention)?,
         max_members: args.max_members,
-        join_rate: if args.join_rate.is_finite() && args.join_rate >= 0.0 {
-            args.join_rate
-        } else {
-            anyhow::bail!(
-                "--join-rate: {} is not a rate (joins a second, 0 or more)",
-                args.join_rate
-            )
+        join_rate: args.join_rate,
+        join_burst: args
+            .join_burst
+            .unwrap_or_else(|| shared::rate::default_burst(args.join_rate)),
+        stream_max_bytes: args.stream_max_bytes,
+        pending_per_member: PendingBudget {
+            count: args.pending_max_per_member,
+            bytes: args.pending_max_bytes_per_member,
         },
-        join_burst: args.join_burst,
+        pending_total: PendingBudget {
+            count: args.pending_max,
+            bytes: args.pending_max_bytes,
+        },
     };
     let connections = server::ConnLimits {
         max: server::connection_cap("--max-connections", args.max_connections)?,
         handshake: seconds("--handshake-timeout", args.handshake_timeout)?,
         idle: seconds("--idle-timeout", args.idle_timeout)?,
+        per_address: args.max_connections_per_address.max(1),
     };
     state.write_addr(&addr.to_string(), &format!("{scheme}://{connect_addr}"))?;
     println!("listening on {addr}");

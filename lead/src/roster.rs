@@ -11,15 +11,14 @@ use shared::{
     names::Name,
     pb::{self, envelope::Body},
 };
-use tokio::sync::{mpsc, oneshot};
+use crate::{
+    outbox::{self, Refused},
+    store::{token_hash, EnvelopeRecord, MemberRecord, Snapshot},
+};
 
-use crate::store::{token_hash, EnvelopeRecord, MemberRecord, Snapshot};
-
-/// Where a member's inbox stream sends envelopes.
-pub(crate) type InboxSink = mpsc::Sender<Result<pb::Envelope, tonic::Status>>;
-
-/// How the hub ends an inbox stream early, with a status that says why.
-pub(crate) type StreamEnder = oneshot::Sender<tonic::Status>;
+/// Where a member's inbox stream sends envelopes; also how the hub ends it
+/// early, with a status that says why.
+pub(crate) type InboxSink = outbox::Sender<pb::Envelope>;
 
 /// The most `Send` message ids remembered per sender, for deduplicating retries.
 const REMEMBERED_MESSAGE_IDS: usize = 4_096;
@@ -178,10 +177,8 @@ impl Entry {
 pub(crate) struct Stream {
     /// Tells this stream from a later one, so that a stale close is ignored.
     pub(crate) id: u64,
-    /// Where envelopes go.
+    /// Where envelopes go, at most `--stream-max-bytes` of them unread.
     sink: InboxSink,
-    /// Ends the stream early with a status (replaced, stuck).
-    ender: Option<StreamEnder>,
     /// The last `seq` handed to this stream.
     sent: u64,
     /// When it opened (unix ms).
@@ -190,10 +187,9 @@ pub(crate) struct Stream {
 
 impl Stream {
     /// Ends the stream with `status` (the client sees it as the stream's end).
-    pub(crate) fn end(mut self, status: tonic::Status) {
-        if let Some(ender) = self.ender.take() {
-            let _ = ender.send(status);
-        }
+    /// What it held unread is freed at once.
+    pub(crate) fn end(self, status: tonic::Status) {
+        self.sink.end(status);
     }
 }
 
@@ -343,7 +339,6 @@ impl Member {
         id: u64,
         after_seq: u64,
         sink: InboxSink,
-        ender: StreamEnder,
         now: i64,
     ) -> usize {
         let freed = self.ack(after_seq);
@@ -351,7 +346,6 @@ impl Member {
         let old = self.stream.replace(Stream {
             id,
             sink,
-            ender: Some(ender),
             sent: after_seq,
             opened_at_unix_ms: now,
         });
@@ -378,11 +372,12 @@ impl Member {
         self.life.on(Event::StreamLost { grace_until });
     }
 
-    /// Hands the stream every envelope up to `upto` (the last one
-    /// committed) it has not had. A stream that cannot
-    /// take them is dropped (`false`; the grace period to come back runs
-    /// until `grace_until`): the member reconnects and resumes from its last
-    /// processed `seq`, so nothing is lost.
+    /// Hands the stream the envelopes up to `upto` (the last one committed)
+    /// it has not had, while it has room: a reader that is behind gets the
+    /// rest when it asks for more (its sink's `on_room`). A stream whose
+    /// reader is gone is dropped (`false`; the grace period to come back
+    /// runs until `grace_until`): the member reconnects and resumes from its
+    /// last processed `seq`, so nothing is lost.
     pub(crate) fn flush(&mut self, grace_until: i64, upto: u64) -> bool {
         let Some(stream) = &mut self.stream else {
             return true;
@@ -390,22 +385,23 @@ impl Member {
         let start = self.inbox.partition_point(|e| e.seq <= stream.sent);
         let end = self.inbox.partition_point(|e| e.seq <= upto);
         for entry in self.inbox.range(start..end.max(start)) {
-            if stream
+            match stream
                 .sink
-                .try_send(Ok(entry.envelope(self.name.as_str())))
-                .is_err()
+                .try_send(entry.envelope(self.name.as_str()), entry.bytes())
             {
-                tracing::warn!(member = %self.name, "inbox stream is full or gone; dropping it");
-                self.end_stream(
-                    tonic::Status::unavailable(
-                        "inbox: this stream fell behind what the lead had for it; \
-                         reconnect with after_seq and resume",
-                    ),
-                    grace_until,
-                );
-                return false;
+                Ok(()) => stream.sent = entry.seq,
+                Err(Refused::Full) => return true,
+                Err(Refused::Gone) => {
+                    tracing::debug!(member = %self.name, "inbox stream is gone");
+                    self.end_stream(
+                        tonic::Status::unavailable(
+                            "inbox: this stream is gone; reconnect with after_seq and resume",
+                        ),
+                        grace_until,
+                    );
+                    return false;
+                }
             }
-            stream.sent = entry.seq;
         }
         true
     }
@@ -646,11 +642,10 @@ impl Roster {
         id: u64,
         after_seq: u64,
         sink: InboxSink,
-        ender: StreamEnder,
         now: i64,
     ) {
         if let Some(member) = self.members.get_mut(name) {
-            self.held_bytes -= member.open_stream(id, after_seq, sink, ender, now);
+            self.held_bytes -= member.open_stream(id, after_seq, sink, now);
         }
     }
 
@@ -740,22 +735,31 @@ mod tests {
         }
     }
 
-    fn received(rx: &mut mpsc::Receiver<Result<pb::Envelope, tonic::Status>>) -> Vec<u64> {
+    fn received(rx: &mut outbox::Receiver<pb::Envelope>) -> Vec<u64> {
+        use tokio_stream::StreamExt as _;
         let mut seqs = Vec::new();
-        while let Ok(Ok(e)) = rx.try_recv() {
+        while let Some(Some(Ok(e))) = rx.next().now_or_never() {
             seqs.push(e.seq);
         }
         seqs
     }
 
-    fn open(
-        member: &mut Member,
-        after: u64,
-        capacity: usize,
-    ) -> mpsc::Receiver<Result<pb::Envelope, tonic::Status>> {
-        let (tx, rx) = mpsc::channel(capacity);
-        let (ender, _ended) = oneshot::channel();
-        member.open_stream(1, after, tx, ender, 0);
+    /// Polls a future once.
+    trait NowOrNever: std::future::Future + Sized {
+        fn now_or_never(self) -> Option<Self::Output> {
+            let mut future = std::pin::pin!(self);
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            match future.as_mut().poll(&mut cx) {
+                std::task::Poll::Ready(out) => Some(out),
+                std::task::Poll::Pending => None,
+            }
+        }
+    }
+    impl<F: std::future::Future> NowOrNever for F {}
+
+    fn open(member: &mut Member, after: u64, max_bytes: usize) -> outbox::Receiver<pb::Envelope> {
+        let (tx, rx) = outbox::channel(max_bytes);
+        member.open_stream(1, after, tx, 0);
         rx
     }
 
@@ -765,7 +769,7 @@ mod tests {
         for i in 1..=5 {
             alice.push(text(&i.to_string()));
         }
-        let mut rx = open(&mut alice, 2, 16);
+        let mut rx = open(&mut alice, 2, 1 << 20);
         assert!(alice.flush(0, u64::MAX));
         assert_eq!(received(&mut rx), vec![3, 4, 5]);
         alice.push(text("6"));
@@ -782,35 +786,57 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_stream_that_cannot_keep_up_is_dropped_and_loses_nothing() {
+    async fn a_stream_that_is_behind_gets_the_rest_once_it_reads() {
         let mut alice = member("alice");
-        let _rx = open(&mut alice, 0, 2);
-        for i in 1..=3 {
+        let per_entry = text("1").bytes();
+        let mut rx = open(&mut alice, 0, 2 * per_entry);
+        for i in 1..=5 {
             alice.push(text(&i.to_string()));
         }
-        assert!(!alice.flush(0, u64::MAX));
-        assert!(alice.stream.is_none());
-        assert_eq!(alice.status(), pb::MemberStatus::Disconnected);
-        assert_eq!(alice.inbox.len(), 3, "everything stays until acknowledged");
+        assert!(alice.flush(0, u64::MAX), "kept, not dropped");
+        assert_eq!(received(&mut rx), vec![1, 2]);
+        assert!(alice.flush(0, u64::MAX));
+        assert_eq!(received(&mut rx), vec![3, 4]);
+        assert!(alice.flush(0, u64::MAX));
+        assert_eq!(received(&mut rx), vec![5]);
+        assert_eq!(alice.status(), pb::MemberStatus::Working);
+        assert_eq!(alice.inbox.len(), 5, "everything stays until acknowledged");
     }
 
     #[tokio::test]
-    async fn a_replaced_stream_ends_with_aborted() {
+    async fn a_stream_whose_reader_is_gone_is_dropped_and_loses_nothing() {
         let mut alice = member("alice");
-        let (tx, _rx) = mpsc::channel(4);
-        let (ender, ended) = oneshot::channel();
-        alice.open_stream(1, 0, tx, ender, 0);
-        let _second = open(&mut alice, 0, 4);
-        let status = ended.await.expect("the first stream was ended");
+        drop(open(&mut alice, 0, 1 << 20));
+        alice.push(text("1"));
+        assert!(!alice.flush(0, u64::MAX));
+        assert!(alice.stream.is_none());
+        assert_eq!(alice.status(), pb::MemberStatus::Disconnected);
+        assert_eq!(alice.inbox.len(), 1, "everything stays until acknowledged");
+    }
+
+    #[tokio::test]
+    async fn a_replaced_stream_ends_with_aborted_and_frees_what_it_held() {
+        use tokio_stream::StreamExt as _;
+        let mut alice = member("alice");
+        alice.push(text("1"));
+        let mut first = open(&mut alice, 0, 1 << 20);
+        assert!(alice.flush(0, u64::MAX));
+        let _second = open(&mut alice, 0, 1 << 20);
+        let status = first
+            .next()
+            .await
+            .expect("an item")
+            .expect_err("ended before its unread envelope");
         assert_eq!(status.code(), tonic::Code::Aborted);
         assert!(status.message().contains("replaced"), "{status:?}");
+        assert!(first.next().await.is_none());
     }
 
     #[tokio::test]
     async fn a_member_is_stuck_once_its_oldest_envelope_waits_past_the_timeout() {
         let mut alice = member("alice");
         assert_eq!(alice.stuck_since(100), None, "no stream, not stuck");
-        let _rx = open(&mut alice, 0, 16);
+        let _rx = open(&mut alice, 0, 1 << 20);
         assert_eq!(alice.stuck_since(100), None, "nothing unread");
         let mut late = text("x");
         late.sent_at_unix_ms = 50;

@@ -2,7 +2,6 @@
 //! what it can alone, sends a command to the hub and maps the reply.
 
 use std::{
-    future::Future,
     pin::Pin,
     task::{Context, Poll},
 };
@@ -14,15 +13,10 @@ use shared::{
     pb,
     tasks::NewTask,
 };
-use tokio::sync::{mpsc, oneshot};
-use tokio_stream::{wrappers::ReceiverStream, Stream};
+use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::hub::{Command, HubHandle, Reply};
-
-/// Room in an inbox or watch stream before the hub drops a slow reader. An
-/// inbox reader that is dropped reconnects and resumes; nothing is lost.
-const STREAM_BUFFER: usize = 16 * 1024;
 
 /// The tokens the lead accepts, fixed at start.
 #[derive(Clone)]
@@ -89,11 +83,9 @@ impl LeadService {
 /// An inbox stream that tells the hub when the client goes away, and that the
 /// hub can end early with a status (replaced by a newer stream, stuck).
 struct InboxStream {
-    /// Envelopes from the hub; `None` once the stream was ended.
-    inner: Option<ReceiverStream<Result<pb::Envelope, Status>>>,
-    /// The status the hub ends the stream with, if it does; `None` once the
-    /// hub let the stream go without one.
-    ended: Option<oneshot::Receiver<Status>>,
+    /// Envelopes from the hub, ending with the status the hub ended the
+    /// stream with, if it did.
+    inner: crate::outbox::Receiver<pb::Envelope>,
     /// Whom to tell, and about which stream.
     hub: HubHandle,
     /// The member.
@@ -106,23 +98,7 @@ impl Stream for InboxStream {
     type Item = Result<pb::Envelope, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if let Some(ended) = self.ended.as_mut() {
-            match Pin::new(ended).poll(cx) {
-                Poll::Ready(Ok(status)) => {
-                    // What the client has not read goes with the stream; it
-                    // resumes after the last `seq` it processed.
-                    self.ended = None;
-                    self.inner = None;
-                    return Poll::Ready(Some(Err(status)));
-                }
-                Poll::Ready(Err(_)) => self.ended = None,
-                Poll::Pending => {}
-            }
-        }
-        match self.inner.as_mut() {
-            Some(inner) => Pin::new(inner).poll_next(cx),
-            None => Poll::Ready(None),
-        }
+        Pin::new(&mut self.inner).poll_next(cx)
     }
 }
 
@@ -188,21 +164,16 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<Self::InboxStream>, Status> {
         let token = self.session(&request, "Inbox")?;
         let after_seq = request.into_inner().after_seq;
-        let (sink, rx) = mpsc::channel(STREAM_BUFFER);
-        let (ender, ended) = oneshot::channel();
-        let (name, stream_id) = self
+        let (name, stream_id, envelopes) = self
             .hub
             .call(|reply| Command::Inbox {
                 token,
                 after_seq,
-                sink,
-                ender,
                 reply,
             })
             .await?;
         let stream = InboxStream {
-            inner: Some(ReceiverStream::new(rx)),
-            ended: Some(ended),
+            inner: envelopes,
             hub: self.hub.clone(),
             name,
             stream_id,
@@ -510,11 +481,8 @@ impl pb::operator_server::Operator for OperatorService {
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
         self.operator(&request).await?;
-        let (sink, rx) = mpsc::channel(STREAM_BUFFER);
-        self.hub
-            .call(|reply| Command::Watch { sink, reply })
-            .await?;
-        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+        let events = self.hub.call(|reply| Command::Watch { reply }).await?;
+        Ok(Response::new(Box::pin(events)))
     }
 
     async fn create_task(

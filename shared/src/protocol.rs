@@ -282,6 +282,36 @@ pub struct Outcome {
     pub fresh: bool,
 }
 
+/// What pending requests hold: how many, and their bytes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Load {
+    /// Pending requests.
+    pub count: usize,
+    /// Their bytes ([`Opening::bytes`]).
+    pub bytes: usize,
+}
+
+impl Load {
+    fn add(&mut self, bytes: usize) {
+        self.count += 1;
+        self.bytes += bytes;
+    }
+
+    fn remove(&mut self, bytes: usize) {
+        self.count = self.count.saturating_sub(1);
+        self.bytes = self.bytes.saturating_sub(bytes);
+    }
+}
+
+impl Opening {
+    /// What the request costs the lead to hold, for its budgets of pending
+    /// requests: its payload and names, plus a fixed overhead.
+    pub fn bytes(&self) -> usize {
+        const OVERHEAD: usize = 128;
+        OVERHEAD + self.payload_json.len() + self.sender.len() + self.target.len()
+    }
+}
+
 /// Every protocol request the lead knows, by id.
 #[derive(Debug, Default, Clone)]
 pub struct Tracker {
@@ -298,6 +328,10 @@ pub struct Tracker {
     deadlines: BTreeSet<(i64, RequestId)>,
     /// Ids changed since the last [`Tracker::take_touched`], for persistence.
     touched: Vec<RequestId>,
+    /// What pending requests hold, by sender.
+    pending_by_sender: HashMap<String, Load>,
+    /// What pending requests hold, in all.
+    pending_total: Load,
 }
 
 impl Tracker {
@@ -314,6 +348,7 @@ impl Tracker {
             tracker.next_ord += 1;
             if request.status == Status::Pending {
                 tracker.pending.insert(ord);
+                tracker.count_pending(&request.opening);
                 if let Some(deadline) = request.opening.deadline_unix_ms {
                     tracker.deadlines.insert((deadline, request.id().clone()));
                 }
@@ -322,6 +357,39 @@ impl Tracker {
             tracker.requests.insert(ord, request);
         }
         tracker
+    }
+
+    /// What the pending requests `sender` opened hold.
+    pub fn pending_load(&self, sender: &str) -> Load {
+        self.pending_by_sender
+            .get(sender)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// What every pending request holds.
+    pub fn pending_total(&self) -> Load {
+        self.pending_total
+    }
+
+    fn count_pending(&mut self, opening: &Opening) {
+        let bytes = opening.bytes();
+        self.pending_total.add(bytes);
+        self.pending_by_sender
+            .entry(opening.sender.clone())
+            .or_default()
+            .add(bytes);
+    }
+
+    fn uncount_pending(&mut self, opening: &Opening) {
+        let bytes = opening.bytes();
+        self.pending_total.remove(bytes);
+        if let Some(load) = self.pending_by_sender.get_mut(&opening.sender) {
+            load.remove(bytes);
+            if load.count == 0 {
+                self.pending_by_sender.remove(&opening.sender);
+            }
+        }
     }
 
     /// The ids of requests opened or changed since the last call.
@@ -390,6 +458,7 @@ impl Tracker {
         self.next_ord += 1;
         self.by_id.insert(request.id().clone(), ord);
         self.pending.insert(ord);
+        self.count_pending(&request.opening);
         self.requests.insert(ord, request.clone());
         self.touched.push(request.id().clone());
         Ok(Outcome {
@@ -445,8 +514,10 @@ impl Tracker {
                 }
                 self.pending.remove(&index);
                 self.touched.push(id.clone());
+                let request = request.clone();
+                self.uncount_pending(&request.opening);
                 Ok(Outcome {
-                    request: request.clone(),
+                    request,
                     fresh: true,
                 })
             }
@@ -489,7 +560,9 @@ impl Tracker {
         }
         self.pending.remove(&index);
         self.touched.push(id.clone());
-        Some(request.clone())
+        let request = request.clone();
+        self.uncount_pending(&request.opening);
+        Some(request)
     }
 
     /// The pending requests whose deadline is at or before `now`.

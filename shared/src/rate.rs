@@ -14,6 +14,15 @@ pub struct TokenBucket {
     at: i64,
 }
 
+/// The burst a rate allows where none is given: five seconds' worth, at
+/// least one (1,000 at 200 a second).
+pub fn default_burst(per_second: f64) -> u32 {
+    // Saturating: a rate past u32::MAX / 5 a second is unbounded anyway.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let burst = (per_second * 5.0).ceil().clamp(1.0, f64::from(u32::MAX)) as u32;
+    burst
+}
+
 impl TokenBucket {
     /// A full bucket of `burst` (at least 1) refilled at `per_second`.
     pub fn new(per_second: f64, burst: u32, now: i64) -> Self {
@@ -46,6 +55,15 @@ impl TokenBucket {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_default_burst_follows_the_rate() {
+        assert_eq!(default_burst(200.0), 1_000);
+        assert_eq!(default_burst(2.0), 10);
+        assert_eq!(default_burst(0.0), 1);
+        assert_eq!(default_burst(0.1), 1);
+        assert_eq!(default_burst(1e12), u32::MAX);
+    }
 
     #[test]
     fn a_burst_then_the_rate() {

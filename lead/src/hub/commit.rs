@@ -20,12 +20,14 @@ use std::{
     sync::{Arc, Mutex},
 };
 
+use prost::Message as _;
 use shared::pb;
 use tokio::sync::mpsc;
 
 use super::{Hub, Reply};
 use crate::{
     error::HubError,
+    outbox::Refused,
     store::{Change, Store, StoreError},
 };
 
@@ -328,8 +330,24 @@ impl Hub {
             drop(batch.events);
         } else {
             for event in batch.events {
+                let bytes = event.encoded_len();
                 self.watchers
-                    .retain(|w| w.try_send(Ok(event.clone())).is_ok());
+                    .retain(|w| match w.try_send(event.clone(), bytes) {
+                        Ok(()) => true,
+                        Err(Refused::Full) => {
+                            tracing::warn!(
+                                "a watcher fell --stream-max-bytes behind; its stream is ended"
+                            );
+                            w.end(tonic::Status::resource_exhausted(format!(
+                                "watch: this watcher did not read {} bytes of events \
+                                 (--stream-max-bytes); its stream ends here and what \
+                                 follows is not sent (ListTeam and ListRequests tell the state)",
+                                self.config.stream_max_bytes
+                            )));
+                            false
+                        }
+                        Err(Refused::Gone) => false,
+                    });
             }
         }
         for reply in batch.replies {

@@ -18,7 +18,8 @@ use super::{Command, Hub};
 use crate::{
     children::{Brain, Confined},
     error::HubError,
-    roster::{envelope_bytes, InboxSink, Member, SeenId, StreamEnder},
+    outbox,
+    roster::{envelope_bytes, Member, SeenId},
     store::Change,
 };
 
@@ -77,14 +78,13 @@ impl Hub {
         })
     }
 
-    /// `Inbox`: opens the caller's stream; returns its name and stream id.
+    /// `Inbox`: opens the caller's stream; returns its name, the stream's id
+    /// and where its envelopes come out.
     pub(super) fn open_inbox(
         &mut self,
         token: &str,
         after_seq: u64,
-        sink: InboxSink,
-        ender: StreamEnder,
-    ) -> Result<(String, u64), HubError> {
+    ) -> Result<super::OpenedInbox, HubError> {
         let name = self.caller(token)?;
         self.next_stream_id += 1;
         let stream_id = self.next_stream_id;
@@ -96,8 +96,16 @@ impl Hub {
             )));
         }
         let before = member.life.grace_until();
+        let (sink, envelopes) = outbox::channel(self.config.stream_max_bytes);
+        let (handle, room_for) = (self.handle.clone(), name.clone());
+        sink.on_room(move || {
+            handle.notify(Command::InboxRoom {
+                name: room_for.clone(),
+                stream_id,
+            });
+        });
         self.roster
-            .open_stream(&name, stream_id, after_seq, sink, ender, self.now());
+            .open_stream(&name, stream_id, after_seq, sink, self.now());
         if after_seq > 0 {
             self.changes.push(Change::Ack {
                 member: name.clone(),
@@ -107,7 +115,20 @@ impl Hub {
         self.track_grace(&name, before);
         self.forming.streams.insert(name.clone());
         self.emit_member(&name);
-        Ok((name, stream_id))
+        Ok((name, stream_id, envelopes))
+    }
+
+    /// An inbox stream's reader has room for more: it gets what waits for
+    /// it with the next batch.
+    pub(super) fn inbox_room(&mut self, name: String, stream_id: u64) {
+        let current = self
+            .roster
+            .get(&name)
+            .and_then(|m| m.stream.as_ref())
+            .is_some_and(|s| s.id == stream_id);
+        if current {
+            self.forming.streams.insert(name);
+        }
     }
 
     /// An inbox stream ended (the client went away, or it was replaced).

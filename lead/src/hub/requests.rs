@@ -56,17 +56,16 @@ impl Hub {
         };
         let payload = serde_json::to_string(&payload)
             .map_err(|e| HubError::Internal(format!("could not encode the plan's payload: {e}")))?;
-        let outcome = self.tracker.open(
-            Opening {
-                id: id.clone(),
-                kind: Kind::PlanApproval,
-                sender: sender.clone(),
-                target: LEAD.to_owned(),
-                payload_json: payload,
-                deadline_unix_ms: None,
-            },
-            self.now(),
-        )?;
+        let opening = Opening {
+            id: id.clone(),
+            kind: Kind::PlanApproval,
+            sender: sender.clone(),
+            target: LEAD.to_owned(),
+            payload_json: payload,
+            deadline_unix_ms: None,
+        };
+        self.check_pending_room(&opening, superseded.as_ref())?;
+        let outcome = self.tracker.open(opening, self.now())?;
         if outcome.fresh {
             tracing::info!(request_id = %id, member = %sender, "plan submitted");
             if let Some(old) = superseded {
@@ -89,6 +88,60 @@ impl Hub {
         Ok(pb::SubmitPlanResponse {
             request_id: id.to_string(),
         })
+    }
+
+    /// Whether a member may open `opening`, within `--pending-max-*`: a
+    /// retry of a request already open may, and a plan that supersedes
+    /// `superseded` (still pending; it expires as this one opens) counts
+    /// in its stead.
+    fn check_pending_room(
+        &self,
+        opening: &Opening,
+        superseded: Option<&shared::names::RequestId>,
+    ) -> Result<(), HubError> {
+        if self.tracker.get(&opening.id).is_some() {
+            return Ok(());
+        }
+        let freed = superseded
+            .and_then(|old| self.tracker.get(old))
+            .filter(|old| old.status == Status::Pending)
+            .map_or(0, |old| old.opening.bytes());
+        let replaces = usize::from(freed > 0);
+        let bytes = opening.bytes();
+        let mine = self.tracker.pending_load(&opening.sender);
+        let all = self.tracker.pending_total();
+        let per_member = self.config.pending_per_member;
+        let total = self.config.pending_total;
+        let refusal = if mine.count.saturating_sub(replaces) >= per_member.count {
+            Some(format!(
+                "{:?} has {} requests pending, the most one member may \
+                 (--pending-max-per-member {}); wait for answers",
+                opening.sender, mine.count, per_member.count
+            ))
+        } else if mine.bytes.saturating_sub(freed) + bytes > per_member.bytes {
+            Some(format!(
+                "{:?} has {} bytes of requests pending; this one's {} would pass \
+                 --pending-max-bytes-per-member {}",
+                opening.sender, mine.bytes, bytes, per_member.bytes
+            ))
+        } else if all.count.saturating_sub(replaces) >= total.count {
+            Some(format!(
+                "the lead holds {} pending requests, the most it may (--pending-max {})",
+                all.count, total.count
+            ))
+        } else if all.bytes.saturating_sub(freed) + bytes > total.bytes {
+            Some(format!(
+                "the lead holds {} bytes of pending requests; this one's {} would pass \
+                 --pending-max-bytes {}",
+                all.bytes, bytes, total.bytes
+            ))
+        } else {
+            None
+        };
+        match refusal {
+            Some(why) => Err(HubError::ResourceExhausted(why)),
+            None => Ok(()),
+        }
     }
 
     /// `supersedes` must name one of the caller's own plans that is not approved.
@@ -377,17 +430,16 @@ impl Hub {
         };
         let id = RequestId::for_new("request_id", &request.request_id)?;
         let payload = json!({ "tool": request.tool, "args_json": request.args_json });
-        let outcome = self.tracker.open(
-            Opening {
-                id: id.clone(),
-                kind: Kind::Permission,
-                sender: sender.clone(),
-                target: LEAD.to_owned(),
-                payload_json: payload.to_string(),
-                deadline_unix_ms: None,
-            },
-            self.now(),
-        )?;
+        let opening = Opening {
+            id: id.clone(),
+            kind: Kind::Permission,
+            sender: sender.clone(),
+            target: LEAD.to_owned(),
+            payload_json: payload.to_string(),
+            deadline_unix_ms: None,
+        };
+        self.check_pending_room(&opening, None)?;
+        let outcome = self.tracker.open(opening, self.now())?;
         if outcome.fresh {
             let body = pb::PermissionRequest {
                 request_id: id.to_string(),

@@ -39,28 +39,22 @@ async fn join(hub: &HubHandle, name: &str) -> String {
 /// An open inbox stream: the envelopes it receives, and the handle that
 /// keeps it open (dropping the receiver closes it).
 struct Stream {
-    envelopes: mpsc::Receiver<Result<pb::Envelope, tonic::Status>>,
-    _ended: oneshot::Receiver<tonic::Status>,
+    envelopes: crate::outbox::Receiver<pb::Envelope>,
     name: String,
     id: u64,
 }
 
 async fn open_inbox(hub: &HubHandle, token: &str) -> Stream {
-    let (sink, envelopes) = mpsc::channel(64);
-    let (ender, ended) = oneshot::channel();
-    let (name, id) = hub
+    let (name, id, envelopes) = hub
         .call(|reply| Command::Inbox {
             token: token.to_owned(),
             after_seq: 0,
-            sink,
-            ender,
             reply,
         })
         .await
         .expect("opens");
     Stream {
         envelopes,
-        _ended: ended,
         name,
         id,
     }
@@ -126,7 +120,7 @@ async fn a_member_that_never_opens_its_inbox_is_terminated_when_its_grace_ends()
 
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Terminated);
-    let notice = bobs.envelopes.recv().await.expect("bob hears").expect("ok");
+    let notice = bobs.envelopes.next().await.expect("bob hears").expect("ok");
     assert!(
         matches!(&notice.body, Some(pb::envelope::Body::TeammateTerminated(t))
             if t.name == "alice" && t.reason.contains("grace period")),
@@ -170,7 +164,7 @@ async fn an_unanswered_shutdown_expires_at_its_deadline_and_the_member_works_on(
     let request_id = ask_to_shut_down(&hub, "alice").await;
     let asked = stream
         .envelopes
-        .recv()
+        .next()
         .await
         .expect("delivered")
         .expect("ok");
