@@ -38,7 +38,9 @@ struct State<T> {
     bytes: usize,
     /// The most bytes the queue holds (one item is always let in).
     max_bytes: usize,
-    /// The status the stream ends with, once the sender ended it.
+    /// The sender ended the stream: nothing more is queued.
+    ended: bool,
+    /// The status the stream ends with, until the reader takes it.
     end: Option<tonic::Status>,
     /// The sender was dropped: the stream ends once the queue is empty.
     sender_gone: bool,
@@ -97,6 +99,7 @@ pub(crate) fn channel<T>(max_bytes: usize) -> (Sender<T>, Receiver<T>) {
         queue: VecDeque::new(),
         bytes: 0,
         max_bytes,
+        ended: false,
         end: None,
         sender_gone: false,
         reader_gone: false,
@@ -120,7 +123,7 @@ impl<T> Sender<T> {
     /// empty queue takes any item) or the reader is gone.
     pub(crate) fn try_send(&self, item: T, bytes: usize) -> Result<(), Refused> {
         let mut state = lock(&self.shared);
-        if state.reader_gone || state.end.is_some() {
+        if state.reader_gone || state.ended {
             return Err(Refused::Gone);
         }
         if !state.queue.is_empty() && state.bytes.saturating_add(bytes) > state.max_bytes {
@@ -148,6 +151,7 @@ impl<T> Sender<T> {
         let mut state = lock(&self.shared);
         state.queue.clear();
         state.bytes = 0;
+        state.ended = true;
         state.end = Some(status);
         if let Some(waker) = state.waker.take() {
             drop(state);

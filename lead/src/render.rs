@@ -3,32 +3,30 @@
 
 use serde_json::{json, Value};
 use shared::{
-    display::escape,
+    display::{escape, is_unsafe},
     pb::{self, envelope::Body, event::Kind},
 };
 
 /// JSON text with the characters `serde_json` leaves as they are but a
-/// terminal acts on (C1 controls, DEL, bidirectional overrides) written as
-/// `\uXXXX` escapes: still the same JSON value.
+/// terminal acts on or hides (C1 controls, DEL, bidirectional marks,
+/// separators, invisible characters: [`is_unsafe`]) written as `\uXXXX`
+/// escapes (a surrogate pair past U+FFFF): still the same JSON value.
 pub fn json_text(value: &Value) -> String {
     let text = value.to_string();
-    if !text.chars().any(is_unsafe_in_json) {
+    if !text.chars().any(is_unsafe) {
         return text;
     }
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
-        if is_unsafe_in_json(c) {
-            out.push_str(&format!("\\u{:04x}", u32::from(c)));
+        if is_unsafe(c) {
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                out.push_str(&format!("\\u{unit:04x}"));
+            }
         } else {
             out.push(c);
         }
     }
     out
-}
-
-fn is_unsafe_in_json(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A member status without its prefix: `working`, `idle`, ...
@@ -338,5 +336,10 @@ mod tests {
         assert_eq!(table.lines().count(), 2, "{table:?}");
         let json = json_text(&json!({ "role": "x\u{202e}y" }));
         assert_eq!(json, "{\"role\":\"x\\u202ey\"}");
+        let hidden = json!({ "note": "a\u{2028}b\u{200b}c\u{e0041}d" });
+        let json = json_text(&hidden);
+        assert_eq!(json, "{\"note\":\"a\\u2028b\\u200bc\\udb40\\udc41d\"}");
+        let back: Value = serde_json::from_str(&json).expect("still JSON");
+        assert_eq!(back, hidden, "the same value");
     }
 }

@@ -132,8 +132,10 @@ pub enum ToolError {
     /// The mode or grant does not allow it.
     #[error("refused: {0}")]
     Refused(String),
-    /// The path leaves the workspace or is malformed.
-    #[error("bad path {path:?}: {problem}")]
+    /// The path leaves the workspace or is malformed. Shown as the model
+    /// wrote it: escaping is for whoever displays it (`lead watch` does),
+    /// so that it is escaped once.
+    #[error("bad path \"{path}\": {problem}")]
     Path { path: String, problem: String },
     /// It ran and failed.
     #[error("{0}")]

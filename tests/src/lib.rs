@@ -43,9 +43,14 @@ pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>)
 
 /// The directory holding the built `lead` and `teammate` binaries, building
 /// them first if they are missing or older than this test binary's build.
+/// `MESH_TEST_BIN_DIR` names another directory of built binaries instead
+/// (an older commit's, say, to see a new test fail against it).
 pub fn bin_dir() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("MESH_TEST_BIN_DIR") {
+            return PathBuf::from(dir);
+        }
         // target/<profile>/deps/<test-binary>
         let exe = std::env::current_exe().expect("test binary path");
         let dir = exe

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use shared::{names::Name, pb};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::watch;
+use tokio_stream::StreamExt as _;
 
 use super::{load, start, Command, HubConfig, HubHandle};
 use crate::store::MemoryStore;

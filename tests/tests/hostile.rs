@@ -1,0 +1,445 @@
+//! What a hostile peer can still try, over the wire against the real lead:
+//! connections held without a token, one address taking every slot,
+//! response streams whose client stops reading, pending requests without
+//! end, a burst of joins past the rate.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use mesh_tests::{within, Lead, Member};
+use shared::pb;
+use tokio::{io::AsyncWriteExt, net::TcpSocket};
+use tokio_stream::StreamExt;
+use tonic::Code;
+
+/// An HTTP/2 connection to the lead from `source` (a loopback address),
+/// its driver on a task of its own: the task ends when the connection does.
+async fn h2_from(
+    lead: &Lead,
+    source: &str,
+) -> Result<(h2::client::SendRequest<Bytes>, tokio::task::JoinHandle<()>), String> {
+    let socket = TcpSocket::new_v4().map_err(|e| e.to_string())?;
+    socket
+        .bind(format!("{source}:0").parse().expect("address"))
+        .map_err(|e| e.to_string())?;
+    let stream = socket
+        .connect(lead.addr.parse().expect("lead address"))
+        .await
+        .map_err(|e| e.to_string())?;
+    let (send, connection) = h2::client::handshake(stream)
+        .await
+        .map_err(|e| e.to_string())?;
+    let driver = tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok((send, driver))
+}
+
+/// One unary gRPC call of `Operator.ListTeam` with `token`; its
+/// `grpc-status`.
+async fn list_team(
+    send: &mut h2::client::SendRequest<Bytes>,
+    lead: &Lead,
+    token: &str,
+) -> Result<String, h2::Error> {
+    let request = http::Request::post(format!("{}/mesh.v1.Operator/ListTeam", lead.url))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .header("authorization", format!("Bearer {token}"))
+        .body(())
+        .expect("request");
+    let mut ready = send.clone().ready().await?;
+    let (response, mut body) = ready.send_request(request, false)?;
+    // An empty ListTeamRequest: no compression, length 0.
+    body.send_data(Bytes::from_static(&[0, 0, 0, 0, 0]), true)?;
+    let response = response.await?;
+    let (parts, mut data) = response.into_parts();
+    if let Some(status) = parts.headers.get("grpc-status") {
+        return Ok(status.to_str().unwrap_or("?").to_owned());
+    }
+    while let Some(chunk) = data.data().await {
+        let chunk = chunk?;
+        let _ = data.flow_control().release_capacity(chunk.len());
+    }
+    let trailers = data.trailers().await?.unwrap_or_default();
+    Ok(trailers
+        .get("grpc-status")
+        .and_then(|s| s.to_str().ok())
+        .unwrap_or("?")
+        .to_owned())
+}
+
+#[tokio::test]
+async fn a_connection_whose_every_call_is_refused_is_closed_when_idle() {
+    let lead = Lead::start(&["--idle-timeout", "1", "--keepalive", "30"]).await;
+    let (mut send, driver) = h2_from(&lead, "127.0.0.1").await.expect("connect");
+    // A call every 200 ms, each refused: on today's main every refusal
+    // restarted the idle clock, and the connection stayed for good.
+    let mut pace = tokio::time::interval(Duration::from_millis(200));
+    let calls = async {
+        let mut refused = 0;
+        loop {
+            pace.tick().await;
+            match list_team(&mut send, &lead, "not-a-token").await {
+                Ok(status) => {
+                    assert_eq!(status, "16", "UNAUTHENTICATED");
+                    refused += 1;
+                }
+                Err(_) => return refused,
+            }
+        }
+    };
+    within("the lead to close a connection without a token", async {
+        tokio::select! {
+            refused = calls => assert!(refused > 5, "closed after {refused} calls, before --idle-timeout"),
+            _ = driver => {}
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn one_address_cannot_take_every_connection_slot() {
+    let lead = Lead::start(&[
+        "--max-connections",
+        "8",
+        "--max-connections-per-address",
+        "4",
+        "--keepalive",
+        "30",
+    ])
+    .await;
+    // Eight connections from 127.0.0.1 that speak HTTP/2 and hold on; on
+    // today's main they took all eight slots.
+    let mut held = Vec::new();
+    for _ in 0..8 {
+        let mut socket = tokio::net::TcpStream::connect(&lead.addr)
+            .await
+            .expect("connect");
+        let _ = socket
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+            .await;
+        held.push(socket);
+    }
+    // Another address still gets in, and a real call is answered.
+    let (mut send, _driver) = within("a connection from 127.0.0.2", h2_from(&lead, "127.0.0.2"))
+        .await
+        .expect("127.0.0.2 connects");
+    let status = within(
+        "a real call from another address",
+        list_team(&mut send, &lead, &lead.operator_token),
+    )
+    .await
+    .expect("answered");
+    assert_eq!(status, "0", "OK");
+    // And 127.0.0.1 holds no more than its four.
+    let mut open = 0;
+    for mut socket in held {
+        let mut buf = [0u8; 64];
+        let closed = within("each held socket's fate", async {
+            loop {
+                match tokio::io::AsyncReadExt::read(&mut socket, &mut buf).await {
+                    Ok(0) | Err(_) => return true,
+                    // The lead's SETTINGS: this one is open.
+                    Ok(_) => return false,
+                }
+            }
+        })
+        .await;
+        if !closed {
+            open += 1;
+        }
+    }
+    assert_eq!(open, 4, "four from one address, the rest closed on accept");
+}
+
+/// An operator client on a channel of its own with small HTTP/2 windows, so
+/// that a stream it does not read stops the lead from sending at once.
+async fn small_window_channel(lead: &Lead) -> tonic::transport::Channel {
+    within(
+        "connecting",
+        lead.tls
+            .endpoint(&lead.url)
+            .expect("endpoint")
+            .initial_stream_window_size(Some(64 * 1024))
+            .initial_connection_window_size(Some(64 * 1024))
+            .connect(),
+    )
+    .await
+    .expect("connect")
+}
+
+#[tokio::test]
+async fn a_watcher_that_stops_reading_is_ended_and_the_lead_holds_little() {
+    const BUDGET: usize = 1024 * 1024;
+    let lead = Lead::start(&[
+        "--stream-max-bytes",
+        &BUDGET.to_string(),
+        "--store",
+        "memory",
+    ])
+    .await;
+    let mut watcher = pb::operator_client::OperatorClient::with_interceptor(
+        small_window_channel(&lead).await,
+        shared::auth::BearerToken::new(&lead.operator_token).expect("token"),
+    );
+    let mut events = watcher
+        .watch(pb::WatchRequest::default())
+        .await
+        .expect("watch")
+        .into_inner();
+    // 16 MiB of events while the watcher reads nothing.
+    let mut alice = lead.join("alice").await;
+    let text = "x".repeat(4096);
+    for i in 0..4_000 {
+        alice
+            .send("lead", &text, &format!("m{i}"))
+            .await
+            .expect("sent");
+    }
+    // Now it reads: what the lead held for it, then the end.
+    let mut bytes = 0;
+    let status = within("the watcher's stream to end", async {
+        loop {
+            match events.next().await {
+                Some(Ok(event)) => bytes += prost_len(&event),
+                Some(Err(status)) => return status,
+                None => panic!("the stream ended without a status after {bytes} bytes"),
+            }
+        }
+    })
+    .await;
+    assert_eq!(status.code(), Code::ResourceExhausted, "{status:?}");
+    assert!(
+        status.message().contains("--stream-max-bytes"),
+        "{status:?}"
+    );
+    // The budget, what the client's window and the transport's buffer took,
+    // and some room: far from the 16 MiB sent.
+    assert!(
+        bytes < BUDGET + 1024 * 1024,
+        "the watcher got {bytes} bytes before its end"
+    );
+}
+
+fn prost_len(event: &pb::Event) -> usize {
+    prost::Message::encoded_len(event)
+}
+
+/// The lead's resident memory, in KiB.
+fn rss_kib(lead: &Lead) -> u64 {
+    let pid = lead.child.id().expect("running");
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+#[tokio::test]
+async fn an_inbox_whose_reader_stops_holds_its_budget_and_loses_nothing() {
+    const BUDGET: usize = 1024 * 1024;
+    let lead = Lead::start(&[
+        "--stream-max-bytes",
+        &BUDGET.to_string(),
+        "--store",
+        "memory",
+    ])
+    .await;
+    let mut alice = lead.join("alice").await;
+    let bob = lead.join("bob").await;
+    let text = "y".repeat(4096);
+    // 12 MiB for bob.
+    for i in 0..3_000 {
+        alice
+            .send("bob", &text, &format!("m{i}"))
+            .await
+            .expect("sent");
+    }
+    let before = rss_kib(&lead);
+    // Bob opens his inbox eight times and reads none of them: each new
+    // stream replaces the last. On today's main each one kept its copy of
+    // the whole inbox (96 MiB) until its client read or went away.
+    let channel = small_window_channel(&lead).await;
+    let mut api = pb::lead_client::LeadClient::with_interceptor(
+        channel,
+        shared::auth::BearerToken::new(&bob.token).expect("token"),
+    );
+    let mut streams = Vec::new();
+    for _ in 0..8 {
+        streams.push(
+            api.inbox(pb::InboxRequest { after_seq: 0 })
+                .await
+                .expect("inbox")
+                .into_inner(),
+        );
+    }
+    // A call answered after the last Inbox: the hub has filled its stream.
+    let mut operator = lead.operator().await;
+    operator
+        .list_team(pb::ListTeamRequest::default())
+        .await
+        .expect("listed");
+    let grown_mib = rss_kib(&lead).saturating_sub(before) / 1024;
+    println!("the lead grew {grown_mib} MiB holding eight unread inbox streams");
+    assert!(
+        grown_mib < 40,
+        "eight unread streams of a 12 MiB inbox grew the lead {grown_mib} MiB"
+    );
+    // The last stream delivers everything, in order, as it is read: the
+    // lead feeds it as the reader takes what it holds.
+    let mut last = streams.pop().expect("a stream");
+    drop(streams);
+    let mut seq = 0;
+    within("every envelope on the last stream", async {
+        while seq < 3_000 {
+            let envelope = last.next().await.expect("not ended").expect("an envelope");
+            assert_eq!(envelope.seq, seq + 1, "in order, without a gap");
+            seq = envelope.seq;
+        }
+    })
+    .await;
+}
+
+/// A plan of `size` bytes of body.
+fn plan(summary: &str, size: usize) -> pb::Plan {
+    pb::Plan {
+        summary: summary.into(),
+        body: "p".repeat(size),
+        ..Default::default()
+    }
+}
+
+async fn submit(
+    member: &mut Member,
+    request_id: &str,
+    plan: pb::Plan,
+    supersedes: &str,
+) -> Result<String, tonic::Status> {
+    member
+        .api
+        .submit_plan(pb::PlanApprovalRequest {
+            request_id: request_id.into(),
+            plan: Some(plan),
+            supersedes: supersedes.into(),
+        })
+        .await
+        .map(|r| r.into_inner().request_id)
+}
+
+#[tokio::test]
+async fn pending_requests_are_bounded_per_member_and_in_all_in_count_and_bytes() {
+    let lead = Lead::start(&[
+        "--pending-max-per-member",
+        "3",
+        "--pending-max-bytes-per-member",
+        "150000",
+        "--pending-max",
+        "5",
+        "--pending-max-bytes",
+        "250000",
+    ])
+    .await;
+    let id = |n: u128| uuid::Uuid::from_u128(n).to_string();
+    let mut alice = lead.join("alice").await;
+    for n in 1..=3 {
+        submit(&mut alice, &id(n), plan(&format!("plan {n}"), 10), "")
+            .await
+            .expect("within the budget");
+    }
+    let refused = submit(&mut alice, &id(4), plan("plan 4", 10), "")
+        .await
+        .expect_err("a fourth pending plan");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused.message().contains("--pending-max-per-member 3"),
+        "{refused:?}"
+    );
+    // A retry of an open request is answered, and a revision that
+    // supersedes a pending plan takes its place rather than counting twice.
+    assert_eq!(
+        submit(&mut alice, &id(3), plan("plan 3", 10), "")
+            .await
+            .expect("a retry"),
+        id(3)
+    );
+    submit(&mut alice, &id(5), plan("plan 3, revised", 10), &id(3))
+        .await
+        .expect("a revision in place of a pending plan");
+
+    // Bytes, per member: bob's third 60 KB plan would pass 150,000.
+    let mut bob = lead.join("bob").await;
+    for n in 11..=12 {
+        submit(&mut bob, &id(n), plan("big", 60_000), "")
+            .await
+            .expect("within the budget");
+    }
+    let refused = submit(&mut bob, &id(13), plan("big", 60_000), "")
+        .await
+        .expect_err("past the bytes");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(
+        refused
+            .message()
+            .contains("--pending-max-bytes-per-member 150000"),
+        "{refused:?}"
+    );
+
+    // In all: alice holds 3, bob 2; carol's first is the sixth.
+    let mut carol = lead.join("carol").await;
+    let refused = submit(&mut carol, &id(21), plan("small", 10), "")
+        .await
+        .expect_err("past the total");
+    assert_eq!(refused.code(), Code::ResourceExhausted, "{refused:?}");
+    assert!(refused.message().contains("--pending-max 5"), "{refused:?}");
+
+    // An answer makes room.
+    let mut operator = lead.operator().await;
+    operator
+        .review_plan(pb::PlanReview {
+            request_id: id(1),
+            approve: false,
+            feedback: "no".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("rejected");
+    submit(&mut carol, &id(21), plan("small", 10), "")
+        .await
+        .expect("room again");
+}
+
+#[tokio::test]
+async fn the_join_burst_follows_a_low_join_rate() {
+    // --join-rate 2 with no --join-burst: ten at once (five seconds' worth),
+    // where today's main let a thousand through.
+    let lead = Lead::start(&["--join-rate", "2"]).await;
+    let mut joiner = lead.lead_api(&lead.join_token).await;
+    let mut admitted = 0;
+    let mut refusal = None;
+    for i in 0..20 {
+        match joiner
+            .join(pb::JoinRequest {
+                name: format!("m{i}"),
+                role: "tester".into(),
+            })
+            .await
+        {
+            Ok(_) => admitted += 1,
+            Err(status) => {
+                refusal = Some(status);
+                break;
+            }
+        }
+    }
+    let refusal = refusal.expect("a join past the burst is refused");
+    assert_eq!(refusal.code(), Code::ResourceExhausted, "{refusal:?}");
+    assert!(refusal.message().contains("--join-burst 10"), "{refusal:?}");
+    assert!(
+        (10..=11).contains(&admitted),
+        "{admitted} joins admitted at once"
+    );
+}
