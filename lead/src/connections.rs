@@ -90,7 +90,9 @@ struct PerAddress {
 
 impl PerAddress {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Address, usize>> {
-        self.open.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.open
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// A slot for `address`, unless it holds `max` already.

@@ -58,7 +58,9 @@ type Shared<T> = Arc<Mutex<State<T>>>;
 
 fn lock<T>(shared: &Shared<T>) -> MutexGuard<'_, State<T>> {
     // Nothing panics while holding the lock; a poisoned one is still whole.
-    shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    shared
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The hub's end of a stream.

@@ -5,15 +5,15 @@ use std::{
     sync::Arc,
 };
 
+use crate::{
+    outbox::{self, Refused},
+    store::{token_hash, EnvelopeRecord, MemberRecord, Snapshot},
+};
 use shared::{
     grant::Mode,
     lifecycle::{Event, Lifecycle},
     names::Name,
     pb::{self, envelope::Body},
-};
-use crate::{
-    outbox::{self, Refused},
-    store::{token_hash, EnvelopeRecord, MemberRecord, Snapshot},
 };
 
 /// Where a member's inbox stream sends envelopes; also how the hub ends it
@@ -334,13 +334,7 @@ impl Member {
     /// Opens a new inbox stream, replacing any older one (which ends with
     /// ABORTED); every envelope after `after_seq` goes to it at the next
     /// flush. Returns the bytes the lead frees by the acknowledgement.
-    fn open_stream(
-        &mut self,
-        id: u64,
-        after_seq: u64,
-        sink: InboxSink,
-        now: i64,
-    ) -> usize {
+    fn open_stream(&mut self, id: u64, after_seq: u64, sink: InboxSink, now: i64) -> usize {
         let freed = self.ack(after_seq);
         self.life.on(Event::StreamOpened);
         let old = self.stream.replace(Stream {
