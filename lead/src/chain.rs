@@ -29,16 +29,17 @@
 //! plan that escalates hears every machine stage as advice and ends with a
 //! person, whatever they said. Running out of stages also ends with a person.
 
-use std::{path::Path, process::Stdio, sync::Arc, time::Duration};
+use std::{path::Path, sync::Arc, time::Duration};
 
+use crate::reviewer::Reviewer;
 use serde::Deserialize;
 use shared::{
     grant::{Grant, PathSet},
     policy::Policy,
 };
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::reviewer::Reviewer;
+mod program;
+pub use program::run_program;
 
 /// The chain file, as written.
 #[derive(Debug, Deserialize)]
@@ -253,71 +254,6 @@ impl Chain {
     }
 }
 
-/// The most bytes of a program's stderr kept as feedback.
-const MAX_STDERR: usize = shared::limits::REASON;
-
-/// Runs a program stage: `input` on its stdin; exit 0 approves, 2 rejects
-/// with its stderr as the feedback, 1 passes; any other end, or no end
-/// within `timeout` (it is killed), is an error.
-pub async fn run_program(command: &[String], timeout: Duration, input: &str) -> Verdict {
-    let error = |words: String| Verdict::Error { words };
-    let Some((program, args)) = command.split_first() else {
-        return error("no command".into());
-    };
-    let mut child = match tokio::process::Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-    {
-        Ok(child) => child,
-        Err(e) => return error(format!("cannot start {program}: {e}")),
-    };
-    let mut stdin = child.stdin.take();
-    let mut stderr = child.stderr.take();
-    let run = async {
-        if let Some(stdin) = stdin.as_mut() {
-            // A program that does not read its input is its own business.
-            let _ = stdin.write_all(input.as_bytes()).await;
-        }
-        drop(stdin.take());
-        let mut said = Vec::new();
-        if let Some(stderr) = stderr.as_mut() {
-            let _ = stderr
-                .take(u64::try_from(MAX_STDERR).unwrap_or(u64::MAX))
-                .read_to_end(&mut said)
-                .await;
-        }
-        let status = child.wait().await;
-        (status, said)
-    };
-    match tokio::time::timeout(timeout, run).await {
-        Err(_) => error(format!(
-            "no verdict within {}s; the program was killed",
-            timeout.as_secs()
-        )),
-        Ok((Err(e), _)) => error(format!("{program}: {e}")),
-        Ok((Ok(status), said)) => {
-            let said = String::from_utf8_lossy(&said).trim().to_owned();
-            match status.code() {
-                Some(0) => Verdict::Approve {
-                    grant: None,
-                    words: said,
-                },
-                Some(2) if said.is_empty() => {
-                    error("rejected (exit 2) without saying why on stderr".into())
-                }
-                Some(2) => Verdict::Reject { words: said },
-                Some(1) => Verdict::Pass { words: said },
-                Some(code) => error(format!("exit status {code}: {said}")),
-                None => error(format!("ended by a signal ({status})")),
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,44 +347,5 @@ mod tests {
             let err = Chain::parse(text, dir.path()).expect_err(text);
             assert!(err.contains(expected), "{text}: {err}");
         }
-    }
-
-    #[tokio::test]
-    async fn a_program_decides_by_its_exit_status() {
-        let sh = |script: &str| vec!["sh".to_owned(), "-c".to_owned(), script.to_owned()];
-        let second = Duration::from_secs(5);
-        let approve = run_program(&sh("cat >/dev/null; exit 0"), second, "{}").await;
-        assert!(matches!(approve, Verdict::Approve { .. }), "{approve:?}");
-        let reject = run_program(&sh("echo 'add tests' >&2; exit 2"), second, "{}").await;
-        assert_eq!(
-            reject,
-            Verdict::Reject {
-                words: "add tests".into()
-            }
-        );
-        let pass = run_program(&sh("exit 1"), second, "{}").await;
-        assert!(matches!(pass, Verdict::Pass { .. }));
-        let crash = run_program(&sh("echo boom >&2; exit 3"), second, "{}").await;
-        assert_eq!(
-            crash,
-            Verdict::Error {
-                words: "exit status 3: boom".into()
-            }
-        );
-        let silent = run_program(&sh("exit 2"), second, "{}").await;
-        assert!(matches!(silent, Verdict::Error { .. }));
-        let input = run_program(&sh("grep -q '\"plan\"' || exit 3"), second, "{\"plan\":{}}").await;
-        assert!(matches!(input, Verdict::Approve { .. }), "{input:?}");
-        let missing = run_program(&["/no/such/program".to_owned()], second, "{}").await;
-        assert!(matches!(missing, Verdict::Error { words } if words.contains("cannot start")));
-    }
-
-    #[tokio::test]
-    async fn a_hanging_program_is_killed_at_its_timeout_and_never_approves() {
-        let hang = vec!["sleep".to_owned(), "30".to_owned()];
-        let started = std::time::Instant::now();
-        let verdict = run_program(&hang, Duration::from_secs(1), "{}").await;
-        assert!(matches!(verdict, Verdict::Error { words } if words.contains("within 1s")));
-        assert!(started.elapsed() < Duration::from_secs(10));
     }
 }

@@ -7,8 +7,10 @@ use std::{
     time::Duration,
 };
 
-use nix::{sys::signal::Signal, unistd::Pid};
+use nix::sys::signal::Signal;
 use tokio::{process::Command, sync::mpsc, task::JoinHandle};
+
+use crate::group::Session;
 
 /// What the lead needs to start a teammate.
 #[derive(Debug, Clone)]
@@ -185,42 +187,33 @@ impl Spawner {
             .env("MESH_JOIN_TOKEN", &self.join_token)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
-            .stderr(log)
-            .kill_on_drop(true);
+            .stderr(log);
         // Its own session (and process group), so that stopping it also
         // stops the commands it runs, which get process groups of their own
         // inside that session.
-        // SAFETY: setsid is async-signal-safe and touches no memory of ours.
-        unsafe {
-            command.pre_exec(|| {
-                nix::unistd::setsid()
-                    .map(drop)
-                    .map_err(std::io::Error::from)
-            });
-        }
-        let mut child = command.spawn()?;
-        let pid = child.id().unwrap_or(0);
+        let mut session = Session::spawn(&mut command)?;
+        let pid = session.pid();
         let (stop, mut stop_rx) = mpsc::channel(1);
         let grace = self.kill_grace;
         let name = name.to_owned();
         let task = tokio::spawn(async move {
             let status = tokio::select! {
-                status = child.wait() => status,
+                status = session.child.wait() => status,
                 _ = stop_rx.recv() => {
                     // The teammate alone: it finishes the call in progress.
-                    signal_group(pid, Signal::SIGTERM);
-                    match tokio::time::timeout(grace, child.wait()).await {
+                    session.signal_group(Signal::SIGTERM);
+                    match tokio::time::timeout(grace, session.child.wait()).await {
                         Ok(status) => status,
                         Err(_) => {
                             tracing::warn!(member = %name, pid, "did not stop after SIGTERM; sending SIGKILL");
-                            signal_session(pid, Signal::SIGKILL);
-                            child.wait().await
+                            session.kill();
+                            session.child.wait().await
                         }
                     }
                 }
             };
             // Whatever it started and left behind goes with it.
-            signal_session(pid, Signal::SIGKILL);
+            session.kill();
             let how = match status {
                 Ok(status) => describe(status),
                 Err(e) => format!("could not be waited for: {e}"),
@@ -229,45 +222,6 @@ impl Spawner {
             on_exit(pid, how);
         });
         Ok(Child { pid, stop, task })
-    }
-}
-
-/// Sends `sig` to the process group `pid` leads, if it is a real pid.
-fn signal_group(pid: u32, sig: Signal) {
-    if let Ok(raw) = i32::try_from(pid) {
-        if raw > 0 {
-            let _ = nix::sys::signal::killpg(Pid::from_raw(raw), sig);
-        }
-    }
-}
-
-/// Sends `sig` to every process in the session `sid` leads: the teammate
-/// and the commands it runs in process groups of their own (found in
-/// `/proc`; a process that started a session of its own is not found).
-fn signal_session(sid: u32, sig: Signal) {
-    signal_group(sid, sig);
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid pgrp session ...": comm may hold spaces.
-        let session = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(3))
-            .and_then(|field| field.parse::<u32>().ok());
-        if session == Some(sid) && sid > 0 {
-            let _ = nix::sys::signal::kill(Pid::from_raw(pid), sig);
-        }
     }
 }
 

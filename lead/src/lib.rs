@@ -8,6 +8,7 @@ pub mod connections;
 mod console;
 pub mod demo;
 pub mod error;
+mod group;
 pub mod hub;
 mod outbox;
 pub mod render;

@@ -339,3 +339,103 @@ kind = "human"
         "{third:?}"
     );
 }
+
+/// A needle no other test (or run) uses: `sleep {base}.{pid}{n}`.
+fn unique_seconds(base: u32) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    format!(
+        "{base}.{}{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Waits until no process has `needle` as an argument (a killed process
+/// leaves `/proc` once its parent, or init, reaps it).
+async fn gone(needle: &str) {
+    mesh_tests::within(&format!("every `sleep {needle}` to end"), async {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(50));
+        while mesh_tests::process_running(needle) {
+            tick.tick().await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_program_that_forks_leaves_nothing_behind_at_its_timeout_its_end_or_the_leads_stop() {
+    // The program reads the plan, then by its summary leaves a process in
+    // the background and hangs, or leaves one and passes, or says it
+    // started (through a FIFO) and hangs.
+    let (timeout_bg, timeout_fg, end_bg, stop_bg, stop_fg) = (
+        unique_seconds(417),
+        unique_seconds(600),
+        unique_seconds(418),
+        unique_seconds(419),
+        unique_seconds(601),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("started");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let body = format!(
+        r#"input=$(cat)
+case "$input" in
+  *hang-case*) ( sleep {timeout_bg} & ); sleep {timeout_fg} ;;
+  *end-case*) ( sleep {end_bg} >/dev/null 2>&1 & ); exit 1 ;;
+  *stop-case*) ( sleep {stop_bg} >/dev/null 2>&1 & ); echo started > {fifo}; sleep {stop_fg} ;;
+esac"#,
+        fifo = fifo.display()
+    );
+    let forker = script(dir.path(), "forker.sh", &body);
+    let chain = |timeout: u64| {
+        let file = dir.path().join(format!("chain-{timeout}.toml"));
+        std::fs::write(
+            &file,
+            format!(
+                "[[stages]]\nkind = \"program\"\ncommand = [\"{forker}\"]\ntimeout_secs = {timeout}\n"
+            ),
+        )
+        .unwrap();
+        format!("chain:{}", file.display())
+    };
+
+    // At the timeout, the program and what it left behind are killed.
+    let lead = Lead::start(&["--approval", &chain(1)]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let mut alice = lead.join("alice").await;
+    let id = alice.submit("", "hang-case", &["a"]).await.unwrap();
+    let hung = settled(&mut events, &id).await;
+    assert_eq!(history(&hung), ["program forker.sh error", "chain waits"]);
+    gone(&timeout_fg).await;
+    gone(&timeout_bg).await;
+
+    // A program that ends (here: passes) takes its background with it.
+    let id = alice.submit("", "end-case", &["b"]).await.unwrap();
+    let ended = settled(&mut events, &id).await;
+    assert_eq!(history(&ended), ["program forker.sh pass", "chain waits"]);
+    gone(&end_bg).await;
+    drop(lead);
+
+    // When the lead stops, a stage still running goes with it.
+    let mut lead = Lead::start(&["--approval", &chain(300)]).await;
+    let mut alice = lead.join("alice").await;
+    let mut started = tokio::net::unix::pipe::OpenOptions::new()
+        .read_write(true)
+        .open_receiver(&fifo)
+        .unwrap();
+    alice.submit("", "stop-case", &["c"]).await.unwrap();
+    let mut said = [0u8; 8];
+    let n = mesh_tests::within(
+        "the stage to start",
+        tokio::io::AsyncReadExt::read(&mut started, &mut said),
+    )
+    .await
+    .unwrap();
+    assert_eq!(&said[..n], b"started\n");
+    assert!(mesh_tests::process_running(&stop_fg), "the stage runs");
+    assert!(lead.terminate().await.success());
+    gone(&stop_fg).await;
+    gone(&stop_bg).await;
+}

@@ -13,7 +13,10 @@ use shared::{
     policy,
     protocol::{Decision, Request, Status},
 };
-use tokio::sync::{mpsc, Semaphore};
+use tokio::{
+    sync::{mpsc, Semaphore},
+    task::JoinSet,
+};
 
 use super::{
     requests::{default_grant, plan_of},
@@ -51,17 +54,25 @@ enum Work {
     },
 }
 
-/// Runs the stages the hub sends, a few at a time, until the hub goes.
+/// Runs the stages the hub sends, a few at a time, until the hub goes; then
+/// the stages still running are abandoned, and a program's whole session
+/// killed with its task.
 pub(super) fn start(hub: HubHandle) -> mpsc::Sender<StageJob> {
     let (tx, mut jobs) = mpsc::channel::<StageJob>(QUEUE);
     let slots = Arc::new(Semaphore::new(CONCURRENT_STAGES));
     tokio::spawn(async move {
-        while let Some(job) = jobs.recv().await {
+        let mut running = JoinSet::new();
+        loop {
+            let job = tokio::select! {
+                job = jobs.recv() => job,
+                Some(_) = running.join_next(), if !running.is_empty() => continue,
+            };
+            let Some(job) = job else { break };
             let Ok(slot) = slots.clone().acquire_owned().await else {
-                return;
+                break;
             };
             let hub = hub.clone();
-            tokio::spawn(async move {
+            running.spawn(async move {
                 let verdict = match &job.work {
                     Work::Program {
                         command,
@@ -78,6 +89,8 @@ pub(super) fn start(hub: HubHandle) -> mpsc::Sender<StageJob> {
                 drop(slot);
             });
         }
+        // The lead is stopping.
+        running.shutdown().await;
     });
     tx
 }
