@@ -30,6 +30,10 @@ pub struct Spawner {
     /// Scripts and workspaces a spawn request names must be inside it
     /// (`--spawn-root`); default workspaces are under the state dir.
     pub root: PathBuf,
+    /// The variables of the lead's environment a model teammate may be
+    /// given as its API key (`--model-key-env`). A child gets the one it
+    /// was given and none of the others (nor OPENAI_API_KEY, unless given).
+    pub model_keys: Vec<String>,
 }
 
 /// Why a path a spawn request named may not be used.
@@ -76,6 +80,20 @@ pub(crate) enum Brain {
 }
 
 impl Brain {
+    /// The variable a model teammate reads its API key from (the
+    /// teammate's default, OPENAI_API_KEY, when none is named); none for a
+    /// script.
+    pub(crate) fn key_env(&self) -> Option<&str> {
+        match self {
+            Brain::Script(_) => None,
+            Brain::Model { api_key_env, .. } => Some(
+                api_key_env
+                    .as_deref()
+                    .unwrap_or(shared::chat::DEFAULT_API_KEY_ENV),
+            ),
+        }
+    }
+
     /// Its flags on the teammate's command line.
     fn args(&self) -> Vec<std::ffi::OsString> {
         match self {
@@ -151,6 +169,11 @@ impl Spawner {
         }
     }
 
+    /// Whether `--model-key-env` names `var`.
+    pub(crate) fn passes_key(&self, var: &str) -> bool {
+        self.model_keys.iter().any(|named| named == var)
+    }
+
     /// Whether `bin` is the configured teammate executable.
     pub(crate) fn is_teammate_bin(&self, bin: &Path) -> bool {
         resolve(bin) == resolve(&self.teammate_bin)
@@ -188,6 +211,18 @@ impl Spawner {
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
+        // Of the model keys, the one it was given, if --model-key-env names it.
+        let given = brain.key_env().filter(|var| self.passes_key(var));
+        for var in self
+            .model_keys
+            .iter()
+            .map(String::as_str)
+            .chain([shared::chat::DEFAULT_API_KEY_ENV])
+        {
+            if Some(var) != given {
+                command.env_remove(var);
+            }
+        }
         // Its own session (and process group), so that stopping it also
         // stops the commands it runs, which get process groups of their own
         // inside that session.

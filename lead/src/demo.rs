@@ -245,6 +245,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
             state_dir: state.clone(),
             kill_grace: Duration::from_secs(2),
             root: dir.clone(),
+            model_keys: Vec::new(),
         }),
         ..HubConfig::default()
     };

@@ -45,7 +45,7 @@ enum TaskAction {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run the lead's gRPC server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// List every member: name, role, status, permission mode.
     Team {
         #[command(flatten)]
@@ -198,6 +198,11 @@ struct ServeArgs {
     /// directory (default workspaces are under the state dir).
     #[arg(long, default_value = ".")]
     spawn_root: PathBuf,
+    /// A variable of the lead's environment that `lead spawn --api-key-env`
+    /// may give a model teammate as its API key (repeatable). No other is
+    /// passed on, OPENAI_API_KEY (the teammate's default) included.
+    #[arg(long = "model-key-env", value_name = "VAR")]
+    model_key_env: Vec<String>,
     /// Where state is kept: sqlite (<state-dir>/mesh.db, survives restarts) or memory.
     #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "memory"])]
     store: String,
@@ -361,7 +366,7 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let output = match cli.command {
-        Command::Serve(args) => return serve(args).await,
+        Command::Serve(args) => return serve(*args).await,
         Command::Demo { dir, teammate_bin } => {
             let bin = teammate_bin.map_or_else(lead::demo::teammate_beside_lead, Ok)?;
             return lead::demo::run(dir, bin).await;
@@ -597,6 +602,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .spawn_root
                 .canonicalize()
                 .map_err(|e| anyhow::anyhow!("--spawn-root {}: {e}", args.spawn_root.display()))?,
+            model_keys: model_keys(args.model_key_env)?,
         }),
         grace: seconds("--grace", args.grace)?,
         stop_wait: seconds("--stop-wait", args.stop_wait)?,
@@ -661,6 +667,27 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     )
     .await?;
     Ok(())
+}
+
+/// The `--model-key-env` names: variables' names, none of the lead's own
+/// `MESH_` ones.
+fn model_keys(names: Vec<String>) -> anyhow::Result<Vec<String>> {
+    for name in &names {
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .enumerate()
+                .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
+        if !valid {
+            anyhow::bail!("--model-key-env: {name:?} is not an environment variable's name");
+        }
+        if name.starts_with("MESH_") {
+            anyhow::bail!(
+                "--model-key-env: {name}: the lead's own MESH_ variables are not passed on"
+            );
+        }
+    }
+    Ok(names)
 }
 
 /// Refuses to listen on `addr` beyond this host in plain text, unless

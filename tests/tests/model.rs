@@ -597,7 +597,7 @@ async fn a_failing_reviewer_leaves_the_plan_pending_and_says_why() {
 #[tokio::test]
 async fn lead_spawn_starts_a_model_teammate_with_the_flags_passed_on() {
     let model = FakeModel::start(vec![Answer::text("ready")]).await;
-    let lead = Lead::start(&[]).await;
+    let lead = Lead::start(&["--model-key-env", "NO_SUCH_MODEL_KEY"]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let (ok, out, err) = lead
@@ -639,4 +639,111 @@ async fn lead_spawn_starts_a_model_teammate_with_the_flags_passed_on() {
     assert!(!ok && err.contains("--task"), "{err}");
     let (ok, out, err) = lead.cli(&["shutdown", "ivy"]).await;
     assert!(ok && out.contains("ivy agreed"), "{out}{err}");
+}
+
+/// `lead serve --model-key-env MODEL_KEY` with secrets in its environment:
+/// `MODEL_KEY`, `DEPLOY_SECRET` and `OPENAI_API_KEY`.
+async fn lead_with_secrets() -> Lead {
+    let dir = tempfile::tempdir().unwrap();
+    let (join_token, operator_token) = (shared::auth::new_token(), shared::auth::new_token());
+    let mut command = tokio::process::Command::new(mesh_tests::bin("lead"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(dir.path().join("state"))
+        .args([
+            "--join-token",
+            &join_token,
+            "--operator-token",
+            &operator_token,
+        ])
+        .arg("--spawn-root")
+        .arg(dir.path())
+        .args(["--model-key-env", "MODEL_KEY"])
+        .env("MODEL_KEY", "sk-allowed")
+        .env("DEPLOY_SECRET", "s3cret-deploy")
+        .env("OPENAI_API_KEY", "sk-default-not-named")
+        .env("RUST_LOG", "warn");
+    Lead::spawn(command, dir, join_token, operator_token).await
+}
+
+#[tokio::test]
+async fn spawn_reads_only_the_keys_the_leads_command_line_names() {
+    let model = FakeModel::start(vec![Answer::text("ready"), Answer::text("ready")]).await;
+    let lead = lead_with_secrets().await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let spawn = |name: &'static str, key: Option<&'static str>| {
+        let mut args = vec![
+            "spawn".to_owned(),
+            name.to_owned(),
+            "--role".into(),
+            "tester".into(),
+            "--model".into(),
+            "test-model".into(),
+            "--task".into(),
+            "Check.".into(),
+            "--base-url".into(),
+            model.base_url.clone(),
+        ];
+        if let Some(key) = key {
+            args.extend(["--api-key-env".to_owned(), key.to_owned()]);
+        }
+        args
+    };
+    let lead = &lead;
+    let cli = |args: Vec<String>| async move {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        lead.cli(&args).await
+    };
+
+    // A variable the command line does not name: refused, naming the field.
+    let (ok, out, err) = cli(spawn("eve", Some("DEPLOY_SECRET"))).await;
+    assert!(!ok, "{out}{err}");
+    assert!(
+        err.contains("api_key_env: ") && err.contains("--model-key-env"),
+        "{err}"
+    );
+    assert!(!err.contains("s3cret-deploy"), "{err}");
+    for (what, refused) in [
+        ("a MESH_ variable", "MESH_OPERATOR_TOKEN"),
+        ("PATH", "PATH"),
+    ] {
+        let status = operator
+            .spawn_teammate(pb::SpawnTeammateRequest {
+                name: "eve".into(),
+                role: "r".into(),
+                model: "m".into(),
+                task: "t".into(),
+                base_url: model.base_url.clone(),
+                api_key_env: refused.into(),
+                ..Default::default()
+            })
+            .await
+            .expect_err(what);
+        assert_eq!(
+            status.code(),
+            tonic::Code::PermissionDenied,
+            "{what}: {status:?}"
+        );
+        assert!(
+            status.message().starts_with("api_key_env: "),
+            "{what}: {status:?}"
+        );
+    }
+    assert!(model.requests().is_empty(), "nothing reached the model");
+
+    // The named one is passed on.
+    let (ok, out, err) = cli(spawn("ivy", Some("MODEL_KEY"))).await;
+    assert!(ok, "{out}{err}");
+    events.member_in("ivy", MemberStatus::Idle).await;
+    let asked = model.wait_for(1).await;
+    assert_eq!(asked[0].authorization.as_deref(), Some("Bearer sk-allowed"));
+
+    // No variable named: the default (OPENAI_API_KEY) is not named on the
+    // command line, so the teammate does not get it.
+    let (ok, out, err) = cli(spawn("joe", None)).await;
+    assert!(ok, "{out}{err}");
+    events.member_in("joe", MemberStatus::Idle).await;
+    let asked = model.wait_for(2).await;
+    assert_eq!(asked[1].authorization, None, "{:?}", asked[1]);
 }

@@ -531,12 +531,21 @@ impl Hub {
         if !request.script_path.is_empty() {
             confine("script_path", &request.script_path)?;
         }
-        if request.api_key_env.starts_with("MESH_") {
-            return Err(HubError::PermissionDenied(
-                "api_key_env: the lead's own MESH_ variables are not passed on".into(),
-            ));
-        }
         let brain = brain(&request)?;
+        // The lead's environment holds its secrets: only the keys its own
+        // command line names are passed on.
+        let var = &request.api_key_env;
+        if !var.is_empty() && !spawner.passes_key(var) {
+            let named = if spawner.model_keys.is_empty() {
+                "names none".to_owned()
+            } else {
+                format!("names {}", spawner.model_keys.join(", "))
+            };
+            return Err(HubError::PermissionDenied(format!(
+                "api_key_env: {var:?} is not a variable this lead passes on; its command line \
+                 (--model-key-env VAR, repeatable) {named}"
+            )));
+        }
         let workspace = if request.workspace.is_empty() {
             spawner.default_workspace(name.as_str())
         } else {
