@@ -273,7 +273,14 @@ async fn silent_connections_cannot_starve_real_calls_under_a_low_descriptor_limi
 
 #[tokio::test]
 async fn requests_come_in_pages_that_a_client_can_decode() {
-    let lead = Lead::start(&[]).await;
+    // One member holds all 70 pending: past the default pending budgets.
+    let lead = Lead::start(&[
+        "--pending-max-per-member",
+        "100",
+        "--pending-max-bytes-per-member",
+        "8000000",
+    ])
+    .await;
     let mut alice = lead.join("alice").await;
     // 70 plans of 60 KiB: 4.2 MB in all, more than a gRPC client decodes
     // in one message by default (today's main answered in one).
