@@ -122,6 +122,11 @@ impl Brain {
 pub(crate) struct Child {
     /// The process id.
     pub(crate) pid: u32,
+    /// Its log file.
+    pub(crate) log: PathBuf,
+    /// Whether it has joined the team (a `Join` with its name came while
+    /// it ran).
+    pub(crate) joined: bool,
     /// Asks the child's task to stop it (TERM, then KILL).
     stop: mpsc::Sender<()>,
     /// The task that waits for the child; it ends when the child is reaped.
@@ -137,6 +142,11 @@ impl Child {
 }
 
 impl Spawner {
+    /// Where the log of the teammate spawned as `name` goes.
+    pub(crate) fn log_path(&self, name: &str) -> PathBuf {
+        self.state_dir.join("logs").join(format!("{name}.log"))
+    }
+
     /// The workspace a teammate gets when none is named.
     pub(crate) fn default_workspace(&self, name: &str) -> PathBuf {
         self.state_dir.join("workspaces").join(name)
@@ -179,7 +189,8 @@ impl Spawner {
         resolve(bin) == resolve(&self.teammate_bin)
     }
 
-    /// Starts `teammate` for `name`; `on_exit` hears its pid and how it ended, once it is reaped.
+    /// Starts `teammate` for `name`; `on_exit` hears its pid, how it ended
+    /// and the end of its log, once it is reaped.
     pub(crate) fn spawn(
         &self,
         bin: &Path,
@@ -187,12 +198,14 @@ impl Spawner {
         role: &str,
         brain: &Brain,
         workspace: &Path,
-        on_exit: impl FnOnce(u32, String) + Send + 'static,
+        on_exit: impl FnOnce(u32, String, String) + Send + 'static,
     ) -> std::io::Result<Child> {
         std::fs::create_dir_all(workspace)?;
-        let logs = self.state_dir.join("logs");
-        std::fs::create_dir_all(&logs)?;
-        let log = std::fs::File::create(logs.join(format!("{name}.log")))?;
+        let log_path = self.log_path(name);
+        if let Some(logs) = log_path.parent() {
+            std::fs::create_dir_all(logs)?;
+        }
+        let log = std::fs::File::create(&log_path)?;
         let mut command = Command::new(bin);
         command
             .arg("--lead")
@@ -231,6 +244,7 @@ impl Spawner {
         let (stop, mut stop_rx) = mpsc::channel(1);
         let grace = self.kill_grace;
         let name = name.to_owned();
+        let tail_of = log_path.clone();
         let task = tokio::spawn(async move {
             let status = tokio::select! {
                 status = session.child.wait() => status,
@@ -254,10 +268,43 @@ impl Spawner {
                 Err(e) => format!("could not be waited for: {e}"),
             };
             tracing::info!(member = %name, pid, how = %how, "teammate process ended");
-            on_exit(pid, how);
+            let tail = log_tail(&tail_of);
+            on_exit(pid, how, tail);
         });
-        Ok(Child { pid, stop, task })
+        Ok(Child {
+            pid,
+            log: log_path,
+            joined: false,
+            stop,
+            task,
+        })
     }
+}
+
+/// The most bytes of a log's end that [`log_tail`] reads.
+pub const LOG_TAIL: u64 = 2048;
+
+/// The last lines of the file at `path` (at most [`LOG_TAIL`] bytes, whole
+/// lines where it can), as written: whoever shows them escapes them. Empty
+/// if it cannot be read.
+pub fn log_tail(path: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return String::new();
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let from = len.saturating_sub(LOG_TAIL);
+    let mut bytes = Vec::new();
+    if file.seek(SeekFrom::Start(from)).is_err() || file.read_to_end(&mut bytes).is_err() {
+        return String::new();
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let text = match text.split_once('\n') {
+        // A cut line at the start goes.
+        Some((_, rest)) if from > 0 => rest,
+        _ => &text,
+    };
+    text.trim_end().to_owned()
 }
 
 /// "exited with status 0", "killed by SIGTERM".

@@ -17,6 +17,9 @@ use crate::{
     state::{StateDir, OPERATOR_TOKEN_FILE},
 };
 
+mod spawn;
+pub use spawn::{spawn, SpawnArgs};
+
 /// An operator client with its token attached.
 pub type Operator = OperatorClient<InterceptedService<Channel, BearerToken>>;
 
@@ -32,6 +35,9 @@ pub enum CliError {
     /// Bad input on the command line.
     #[error("{0}")]
     Usage(String),
+    /// A spawned teammate did not join: it ended first, or took too long.
+    #[error("{0}")]
+    NotJoined(String),
     /// Writing the output failed.
     #[error("output: {0}")]
     Io(#[from] std::io::Error),
@@ -421,61 +427,4 @@ pub async fn watch(client: &mut Operator, json: bool) -> Result<(), CliError> {
         out.flush()?;
     }
     Ok(())
-}
-
-/// `lead spawn`.
-/// What `lead spawn` starts: a teammate driven by a script or by a model.
-#[derive(Debug, clap::Args)]
-#[command(group(clap::ArgGroup::new("brain").required(true).args(["script", "model"])))]
-pub struct SpawnArgs {
-    pub name: String,
-    #[arg(long)]
-    pub role: String,
-    /// The teammate's script (TOML).
-    #[arg(long)]
-    pub script: Option<PathBuf>,
-    /// A model teammate: the model's name (needs --task).
-    #[arg(long, requires = "task")]
-    pub model: Option<String>,
-    /// The model teammate's task.
-    #[arg(long, requires = "model")]
-    pub task: Option<String>,
-    /// The chat-completions API's root (default: OpenAI's).
-    #[arg(long, requires = "model")]
-    pub base_url: Option<String>,
-    /// The variable of the lead's environment that holds the API key
-    /// (default: OPENAI_API_KEY); the teammate inherits it.
-    #[arg(long, requires = "model")]
-    pub api_key_env: Option<String>,
-    /// Its workspace (default: <state-dir>/workspaces/<name>).
-    #[arg(long)]
-    pub workspace: Option<PathBuf>,
-    /// The `teammate` executable; the lead starts only its own (its
-    /// --teammate-bin, else the one beside it), so this may only name that.
-    #[arg(long)]
-    pub teammate_bin: Option<PathBuf>,
-}
-
-pub async fn spawn(client: &mut Operator, args: SpawnArgs) -> Result<String, CliError> {
-    // Paths as the lead's process sees them.
-    let absolute = |p: PathBuf| {
-        std::path::absolute(&p)
-            .unwrap_or(p)
-            .to_string_lossy()
-            .into_owned()
-    };
-    let name = args.name;
-    let request = pb::SpawnTeammateRequest {
-        name: name.clone(),
-        role: args.role,
-        script_path: args.script.map(absolute).unwrap_or_default(),
-        workspace: args.workspace.map(absolute).unwrap_or_default(),
-        teammate_bin: args.teammate_bin.map(absolute).unwrap_or_default(),
-        model: args.model.unwrap_or_default(),
-        task: args.task.unwrap_or_default(),
-        base_url: args.base_url.unwrap_or_default(),
-        api_key_env: args.api_key_env.unwrap_or_default(),
-    };
-    let response = client.spawn_teammate(request).await?.into_inner();
-    Ok(format!("spawned {name} (pid {})\n", response.pid))
 }

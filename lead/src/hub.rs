@@ -277,6 +277,7 @@ pub(crate) enum Command {
         name: String,
         pid: u32,
         how: String,
+        log_tail: String,
     },
     /// A reviewer's word on a plan, for the watchers.
     ReviewNote {
@@ -700,7 +701,12 @@ impl Hub {
                 let result = self.spawn(request);
                 self.reply(reply, result);
             }
-            Command::ChildExited { name, pid, how } => self.child_exited(&name, pid, &how),
+            Command::ChildExited {
+                name,
+                pid,
+                how,
+                log_tail,
+            } => self.child_exited(&name, pid, &how, log_tail),
         }
     }
 

@@ -288,6 +288,14 @@ pub fn table(rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| r.iter().map(|c| escape(c).into_owned()).collect())
+        Some(Kind::ChildExited(c)) => {
+            let when = if c.joined { "" } else { " before joining" };
+            let mut line = format!("child    {} (pid {}) {}{when}", c.name, c.pid, c.how);
+            if !c.joined && !c.log_tail.is_empty() {
+                line.push_str(&format!("; its log ends: {}", c.log_tail));
+            }
+            line
+        }
         .collect();
     let rows = &rows[..];
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -309,6 +317,10 @@ pub fn table(rows: &[Vec<String>]) -> String {
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
+        Some(Kind::ChildExited(c)) => json!({
+            "child_exited": { "name": c.name, "pid": c.pid, "how": c.how, "joined": c.joined,
+                              "log_path": c.log_path, "log_tail": c.log_tail }
+        }),
     }
     out
 }

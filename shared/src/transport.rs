@@ -93,3 +93,23 @@ impl ClientTls {
 fn read(flag: &str, path: &PathBuf) -> Result<Vec<u8>, EndpointError> {
     std::fs::read(path).map_err(|e| EndpointError(format!("{flag} {}: {e}", path.display())))
 }
+
+/// What a failed call says, followed by every error beneath it (`: `
+/// between), so that a transport failure names its cause: the certificate
+/// that did not verify, the refused connection, the name that did not
+/// resolve. Tonic's own message alone is only "transport error".
+pub fn cause(status: &tonic::Status) -> String {
+    let mut text = status.message().to_owned();
+    let mut next = std::error::Error::source(status);
+    while let Some(error) = next {
+        let said = error.to_string();
+        if !text.contains(&said) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&said);
+        }
+        next = error.source();
+    }
+    text
+}

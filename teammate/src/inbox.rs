@@ -103,7 +103,7 @@ async fn read(
                         }
                         Ok(None) => break,
                         Err(status) => {
-                            tracing::warn!(error = %shared::display::Escaped(&status.to_string()), "inbox stream broke; resuming");
+                            tracing::warn!(error = %shared::display::Escaped(&shared::transport::cause(&status)), "inbox stream broke; resuming");
                             break;
                         }
                     }
@@ -119,7 +119,7 @@ async fn read(
                 return;
             }
             Err(status) => {
-                tracing::warn!(error = %shared::display::Escaped(&status.to_string()), "cannot open the inbox; retrying")
+                tracing::warn!(error = %shared::display::Escaped(&shared::transport::cause(&status)), "cannot open the inbox; retrying")
             }
         }
         if tx.is_closed() {

@@ -163,6 +163,9 @@ async fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        // Colours for a person at a terminal; none in a log file (`lead
+        // spawn` writes one, and shows its end).
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if std::env::args_os().nth(1).is_some_and(|a| a == "mcp") {
         let args = McpArgs::parse_from(std::env::args_os().skip(1));

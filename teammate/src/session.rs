@@ -67,7 +67,7 @@ pub enum SessionError {
     #[error("{rpc}: {}: {}", .status.code().description(), .status.message())]
     Rpc { rpc: &'static str, status: Status },
     /// The lead could not be reached for longer than the limit.
-    #[error("the lead at {0} has been unreachable for longer than the limit")]
+    #[error("the lead has been unreachable for longer than the limit: {0}")]
     LeadGone(String),
     /// The setup is wrong (URL, token, workspace, grant).
     #[error("{0}")]
@@ -218,8 +218,15 @@ impl Session {
             match joiner.join(request.clone()).await {
                 Ok(response) => break response.into_inner(),
                 Err(status) if transient(&status) => {
+                    // Every attempt says why it failed: a teammate that
+                    // cannot join is never silent.
+                    let cause = shared::transport::cause(&status);
+                    tracing::warn!(lead = %Escaped(&config.lead_url), error = %Escaped(&cause), "cannot reach the lead to join; retrying");
                     if !backoff.wait().await {
-                        return Err(SessionError::LeadGone(config.lead_url.clone()));
+                        return Err(SessionError::LeadGone(format!(
+                            "{} (the last attempt: {cause})",
+                            config.lead_url
+                        )));
                     }
                 }
                 Err(status)
@@ -1023,9 +1030,13 @@ impl Session {
             match call(self.client.clone()).await {
                 Ok(response) => return Ok(response.into_inner()),
                 Err(status) if transient(&status) => {
-                    tracing::warn!(rpc, error = %Escaped(&status.to_string()), "the lead is unreachable; retrying");
+                    let cause = shared::transport::cause(&status);
+                    tracing::warn!(rpc, error = %Escaped(&cause), "the lead is unreachable; retrying");
                     if !backoff.wait().await {
-                        return Err(SessionError::LeadGone(self.config.lead_url.clone()));
+                        return Err(SessionError::LeadGone(format!(
+                            "{} (the last attempt: {cause})",
+                            self.config.lead_url
+                        )));
                     }
                 }
                 Err(status) => return Err(SessionError::Rpc { rpc, status }),

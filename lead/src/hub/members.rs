@@ -66,6 +66,9 @@ impl Hub {
         let order = self.roster.next_order();
         let mut member = Member::new(name.clone(), role, &token, order, self.grace_until());
         member.spawned = spawned;
+        if let Some(child) = self.children.get_mut(name.as_str()) {
+            child.joined = true;
+        }
         let member_id = member.id.clone();
         self.roster.insert(member);
         self.track_grace(name.as_str(), None);
@@ -574,26 +577,55 @@ impl Hub {
                 &request.role,
                 &brain,
                 &workspace,
-                move |pid, how| {
+                move |pid, how, log_tail| {
                     handle.notify(Command::ChildExited {
                         name: child_name,
                         pid,
                         how,
+                        log_tail,
                     });
                 },
             )
             .map_err(|e| HubError::Internal(format!("could not start {}: {e}", bin.display())))?;
         tracing::info!(member = %name, pid = child.pid, "spawned teammate");
-        let pid = child.pid;
+        let response = pb::SpawnTeammateResponse {
+            pid: child.pid,
+            log_path: child.log.to_string_lossy().into_owned(),
+        };
         self.children.insert(name.to_string(), child);
-        Ok(pb::SpawnTeammateResponse { pid })
+        Ok(response)
     }
 
-    /// A child the lead started has been reaped.
-    pub(super) fn child_exited(&mut self, name: &str, pid: u32, how: &str) {
-        if self.children.get(name).is_some_and(|c| c.pid == pid) {
-            self.children.remove(name);
+    /// A child the lead started has been reaped: the watchers hear how it
+    /// ended, and whether it had joined.
+    pub(super) fn child_exited(&mut self, name: &str, pid: u32, how: &str, log_tail: String) {
+        let (joined, log) = match self.children.get(name) {
+            Some(child) if child.pid == pid => {
+                let known = (child.joined, child.log.clone());
+                self.children.remove(name);
+                known
+            }
+            // Stopping, the lead forgot its children first.
+            _ => (
+                self.roster.get(name).is_some_and(|m| m.spawned),
+                self.config
+                    .spawner
+                    .as_ref()
+                    .map(|s| s.log_path(name))
+                    .unwrap_or_default(),
+            ),
+        };
+        if !joined {
+            tracing::warn!(member = %name, pid, how, log = %log.display(), "a spawned teammate ended before joining");
         }
+        self.emit(pb::event::Kind::ChildExited(pb::ChildExited {
+            name: name.to_owned(),
+            pid,
+            how: how.to_owned(),
+            joined,
+            log_path: log.to_string_lossy().into_owned(),
+            log_tail,
+        }));
         self.terminate(name, &format!("process {how}"));
     }
 }
