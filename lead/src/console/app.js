@@ -219,6 +219,10 @@ function describe(e) {
   if (ev.tool_call) return [`${ev.tool_call.member} ${ev.tool_call.allowed ? "ran" : "was refused"} ${ev.tool_call.tool}: ${ev.tool_call.outcome}`, ev.tool_call.member];
   if (ev.review_note) return [`${ev.review_note.reviewer}: ${ev.review_note.note}`];
   if (ev.task) return [`task ${ev.task.subject}: ${ev.task.status}${ev.task.owner ? " (" + ev.task.owner + ")" : ""}`, ev.task.owner];
+  if (ev.child_exited) {
+    const c = ev.child_exited;
+    return [`${c.name} (pid ${c.pid}) ${c.how}${c.joined ? "" : " before joining" + (c.log_tail ? "; its log ends: " + c.log_tail : "")}`, c.name];
+  }
   return [JSON.stringify(ev)];
 }
 
