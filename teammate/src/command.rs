@@ -4,11 +4,14 @@
 //! runs past its time limit, or when the call is abandoned; its output is kept
 //! up to a cap. Optionally inside `bwrap` (bubblewrap).
 //!
+//! A process that leaves the group (`setsid`) escapes that kill, but not the
+//! teammate's [`crate::reaper`]: once the command's own process is reaped,
+//! everything left below the teammate is killed too.
+//!
 //! What this does not stop, without the sandbox: the command runs as the
 //! teammate's user, so it can read (and, outside the grant's paths, write)
-//! whatever that user can, and reach the network. A process that leaves the
-//! group (`setsid`) escapes the kill. The sandbox closes these; see
-//! [`Sandbox::Bwrap`].
+//! whatever that user can, and reach the network. The sandbox closes these;
+//! see [`Sandbox::Bwrap`].
 
 use std::{
     path::{Path, PathBuf},
@@ -26,8 +29,8 @@ const PASSED_ENV: [&str; 4] = ["PATH", "LANG", "LC_ALL", "TZ"];
 /// The `PATH` a command gets when the teammate has none.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-/// How long the output is read after the command ended and its group was
-/// killed: a process that left the group may hold the pipes open.
+/// How long the output is read after the command ended and what it left
+/// was killed: a process that escaped the kill may hold the pipes open.
 const DRAIN: Duration = Duration::from_secs(1);
 
 /// Where a command runs.
@@ -149,7 +152,7 @@ pub async fn run(
     if std::env::var_os("PATH").is_none() {
         process.env("PATH", DEFAULT_PATH);
     }
-    let mut child = process.spawn()?;
+    let (mut child, known) = crate::reaper::spawn(&mut process)?;
     let group = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
@@ -163,10 +166,12 @@ pub async fn run(
     // Whatever it left running in the background goes with it.
     drop(group);
     let _ = child.kill().await;
+    // And whatever left the group.
+    known.reaped().await;
     let read = |task: tokio::task::JoinHandle<String>| async move {
         match tokio::time::timeout(DRAIN, task).await {
             Ok(Ok(text)) => text,
-            _ => "[output still held open by a process that left the group]".to_owned(),
+            _ => "[output still held open by a process that escaped the kill]".to_owned(),
         }
     };
     Ok(Finished {
@@ -274,6 +279,22 @@ mod tests {
             dies(pid).await,
             "the background sleep {pid} outlived the call"
         );
+    }
+
+    #[tokio::test]
+    async fn what_left_the_group_is_killed_when_it_ends() {
+        // Orphans come to this process, as they do to the teammate.
+        crate::reaper::adopt_orphans().expect("PR_SET_CHILD_SUBREAPER");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let done = run(
+            dir.path(),
+            "setsid sleep 1000 >/dev/null 2>&1 & echo $!",
+            &limits(10_000, 1024),
+        )
+        .await
+        .expect("run");
+        let pid: i32 = done.stdout.trim().parse().expect("a pid");
+        assert!(dies(pid).await, "the setsid sleep {pid} outlived the call");
     }
 
     #[tokio::test]

@@ -8,6 +8,8 @@ pub mod gate;
 pub mod inbox;
 pub mod mcp;
 pub mod model;
+pub mod reaper;
 pub mod script;
+pub mod secrets;
 pub mod session;
 pub mod tools;

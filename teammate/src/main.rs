@@ -156,22 +156,38 @@ struct Args {
     commands: CommandArgs,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+/// The variable that holds the join token.
+const JOIN_TOKEN_ENV: &str = "MESH_JOIN_TOKEN";
+
+/// The flag that may hold the join token.
+const JOIN_TOKEN_FLAG: &str = "--join-token";
+
+/// The driver chosen on the command line.
+#[derive(Debug)]
+enum Chosen {
+    Script(ScriptDriver),
+    Model(ModelDriver),
+}
+
+fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
-        // Colours for a person at a terminal; none in a log file (`lead
-        // spawn` writes one, and shows its end).
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     if std::env::args_os().nth(1).is_some_and(|a| a == "mcp") {
         let args = McpArgs::parse_from(std::env::args_os().skip(1));
+        if let Err(code) = confine(&[JOIN_TOKEN_ENV]) {
+            return code;
+        }
+        let code = match runtime() {
+            Ok(runtime) => runtime.block_on(serve_mcp(args)),
+            Err(code) => return code,
+        };
         // Exits at once: a read of stdin in progress would hold up the
         // runtime's shutdown until the client closed it.
-        std::process::exit(serve_mcp(args).await);
+        std::process::exit(code);
     }
     let args = Args::parse();
     let config = Config {
@@ -187,17 +203,33 @@ async fn main() -> ExitCode {
             Err(e) => return usage(&e),
         },
     };
-    let result = match (&args.script, &args.model) {
-        (Some(script), _) => match script_driver(script) {
-            Ok(driver) => run(config, driver).await,
-            Err(e) => return usage(&e),
-        },
-        (None, Some(model)) => match model_driver(&args, model) {
-            Ok(driver) => run(config, driver).await,
-            Err(e) => return usage(&e),
-        },
-        (None, None) => return usage("one of --script and --model is required"),
+    let chosen = match (&args.script, &args.model) {
+        (Some(script), _) => script_driver(script).map(Chosen::Script),
+        (None, Some(model)) => model_driver(&args, model).map(Chosen::Model),
+        (None, None) => Err("one of --script and --model is required".into()),
     };
+    let chosen = match chosen {
+        Ok(chosen) => chosen,
+        Err(e) => return usage(&e),
+    };
+    let mut secrets = vec![JOIN_TOKEN_ENV];
+    if args.model.is_some() {
+        // The model's key, read with its driver.
+        secrets.push(&args.api_key_env);
+    }
+    if let Err(code) = confine(&secrets) {
+        return code;
+    }
+    let runtime = match runtime() {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    let result = runtime.block_on(async move {
+        match chosen {
+            Chosen::Script(driver) => run(config, driver).await,
+            Chosen::Model(driver) => run(config, driver).await,
+        }
+    });
     match result {
         Ok(Exit::Shutdown) => {
             tracing::info!(member = %Escaped(&args.name), "shut down on request");
@@ -217,6 +249,33 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Before any thread starts: hides the secrets in `variables` and the join
+/// token flag from the commands (see `teammate::secrets`), and makes this
+/// process the reaper of everything its commands leave behind (see
+/// `teammate::reaper`). Exit code 1 if either cannot be done.
+fn confine(variables: &[&str]) -> Result<(), ExitCode> {
+    if let Err(e) = teammate::secrets::hide(variables, &[JOIN_TOKEN_FLAG]) {
+        eprintln!("teammate: could not hide the join token from commands: {e}");
+        return Err(ExitCode::FAILURE);
+    }
+    if let Err(e) = teammate::reaper::adopt_orphans() {
+        eprintln!("teammate: could not become the subreaper of its commands: {e}");
+        return Err(ExitCode::FAILURE);
+    }
+    Ok(())
+}
+
+/// The multi-threaded runtime the session runs on.
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            eprintln!("teammate: could not start the runtime: {e}");
+            ExitCode::FAILURE
+        })
 }
 
 /// Joins and runs the session with `driver`.

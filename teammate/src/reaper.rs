@@ -1,0 +1,236 @@
+//! What a command leaves behind dies with it, wherever it went.
+//!
+//! A command's process group is killed when the command ends, but a process
+//! that left the group (`setsid`, a double fork) escapes that kill. So the
+//! teammate is a child subreaper ([`adopt_orphans`]): an orphan below it is
+//! handed to it rather than to init, and stays below it whatever session it
+//! moved to. When a command ends or is abandoned, [`sweep`] kills every
+//! process below the teammate but the commands still running, and reaps
+//! those handed to it. A command's own process is known to the sweep from
+//! its [`spawn`] (under the lock the sweep holds) until it is reaped; the
+//! teammate starts no other process, and runs one command at a time.
+
+use std::{
+    collections::HashMap,
+    sync::{Mutex, MutexGuard},
+    time::{Duration, Instant},
+};
+
+use nix::{
+    sys::{
+        signal::{kill, Signal},
+        wait::{waitpid, WaitPidFlag},
+    },
+    unistd::Pid,
+};
+
+/// How long a sweep keeps killing and reaping before it gives up (a process
+/// stuck in the kernel does not die at once) and says so.
+const SWEEP_LIMIT: Duration = Duration::from_secs(5);
+
+/// The pause between passes of a sweep, while what it killed dies.
+const PASS_PAUSE: Duration = Duration::from_millis(2);
+
+/// The commands' own processes that are not reaped yet: the sweep spares them.
+static LIVE: Mutex<Vec<Process>> = Mutex::new(Vec::new());
+
+fn live() -> MutexGuard<'static, Vec<Process>> {
+    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One process, told apart from a later one with the same PID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Process {
+    /// Its PID.
+    pid: i32,
+    /// When it started (clock ticks since boot, `/proc/PID/stat` field 22).
+    start: u64,
+}
+
+/// Makes this process the subreaper of everything below it.
+pub fn adopt_orphans() -> std::io::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from)
+}
+
+/// A command's own process, known to the sweep until it is reaped. Dropped
+/// without [`Known::reaped`] (the call was abandoned), it sweeps at once
+/// and stays known until it is gone: its `Child` reaps it.
+#[derive(Debug)]
+pub struct Known {
+    /// The process; `None` if `/proc` could not tell its start.
+    process: Option<Process>,
+    /// Whether [`Known::reaped`] was called.
+    reaped: bool,
+}
+
+/// Spawns `command`, known to the sweep from the start.
+pub fn spawn(
+    command: &mut tokio::process::Command,
+) -> std::io::Result<(tokio::process::Child, Known)> {
+    let mut live = live();
+    let child = command.spawn()?;
+    let process = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .and_then(|pid| stat(pid).map(|(start, _)| Process { pid, start }));
+    live.extend(process);
+    Ok((
+        child,
+        Known {
+            process,
+            reaped: false,
+        },
+    ))
+}
+
+impl Known {
+    /// The command's process was waited for: it is forgotten, and whatever
+    /// it left behind is swept.
+    pub async fn reaped(mut self) {
+        self.reaped = true;
+        if let Some(process) = self.process {
+            live().retain(|p| *p != process);
+        }
+        if tokio::task::spawn_blocking(sweep).await.is_err() {
+            tracing::warn!("the sweep after a command failed");
+        }
+    }
+}
+
+impl Drop for Known {
+    fn drop(&mut self) {
+        if !self.reaped {
+            sweep();
+        }
+    }
+}
+
+/// Kills every process below this one but the known commands (and what is
+/// below them), until none is left or [`SWEEP_LIMIT`] passed; reaps the
+/// ones that are this process's children.
+pub fn sweep() {
+    let Ok(me) = i32::try_from(std::process::id()) else {
+        return;
+    };
+    let deadline = Instant::now() + SWEEP_LIMIT;
+    loop {
+        let strays = {
+            let mut live = live();
+            let table = table();
+            live.retain(|p| {
+                table
+                    .get(&p.pid)
+                    .is_some_and(|(start, _)| *start == p.start)
+            });
+            let strays = below(me, &table, &live);
+            for (pid, _) in &strays {
+                // ESRCH: it is gone already.
+                let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+            }
+            strays
+        };
+        if strays.is_empty() {
+            return;
+        }
+        for (pid, _) in strays.iter().filter(|(_, parent)| *parent == me) {
+            let _ = waitpid(Pid::from_raw(*pid), Some(WaitPidFlag::WNOHANG));
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                left = strays.len(),
+                "processes a command left behind did not die in time"
+            );
+            return;
+        }
+        std::thread::sleep(PASS_PAUSE);
+    }
+}
+
+/// Every process: PID to (start, parent).
+fn table() -> HashMap<i32, (u64, i32)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return HashMap::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| Some((pid, stat(pid)?)))
+        .collect()
+}
+
+/// `pid`'s start time and parent, from `/proc/PID/stat`.
+fn stat(pid: i32) -> Option<(u64, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&stat)
+}
+
+fn parse_stat(stat: &str) -> Option<(u64, i32)> {
+    // The fields after the command name, which may hold spaces and ')';
+    // field n (from 1) is at n - 3.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let parent = fields.get(1)?.parse().ok()?;
+    let start = fields.get(19)?.parse().ok()?;
+    Some((start, parent))
+}
+
+/// The processes below `root` in `table`, as (PID, parent), but the `known`
+/// ones and what is below them.
+fn below(root: i32, table: &HashMap<i32, (u64, i32)>, known: &[Process]) -> Vec<(i32, i32)> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for (pid, (_, parent)) in table {
+        children.entry(*parent).or_default().push(*pid);
+    }
+    let spared = |pid: i32| {
+        table
+            .get(&pid)
+            .is_some_and(|(start, _)| known.contains(&Process { pid, start: *start }))
+    };
+    let mut found = Vec::new();
+    let mut parents = vec![root];
+    while let Some(parent) = parents.pop() {
+        for child in children.get(&parent).into_iter().flatten() {
+            if *child != root && !spared(*child) {
+                found.push((*child, parent));
+                parents.push(*child);
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stat_line_gives_the_start_and_the_parent() {
+        let mut stat = "42 (a (b) c) S 7".to_owned();
+        for n in 5..=52 {
+            stat.push_str(&format!(" {n}"));
+        }
+        assert_eq!(parse_stat(&stat), Some((22, 7)));
+        assert_eq!(parse_stat("42 (a) S 7 5"), None);
+    }
+
+    #[test]
+    fn below_the_root_all_but_the_known_and_theirs() {
+        // 1 is the root; 2 a known command with its child 3; 4 a stray with
+        // its child 5; 6 is elsewhere. A process with 2's PID but another
+        // start is not the known one.
+        let table: HashMap<i32, (u64, i32)> = [
+            (1, (10, 0)),
+            (2, (20, 1)),
+            (3, (30, 2)),
+            (4, (40, 1)),
+            (5, (50, 4)),
+            (6, (60, 0)),
+        ]
+        .into();
+        let known = [Process { pid: 2, start: 20 }];
+        let mut strays = below(1, &table, &known);
+        strays.sort_unstable();
+        assert_eq!(strays, [(4, 1), (5, 4)]);
+        let other = [Process { pid: 2, start: 21 }];
+        assert_eq!(below(1, &table, &other).len(), 4);
+    }
+}
