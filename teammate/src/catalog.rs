@@ -227,8 +227,10 @@ struct ShutdownArgs {
 }
 
 /// The request a call of `name` with `arguments` (JSON text, as the model
-/// wrote it) makes; the error says what is wrong, for the model to fix.
-pub fn parse(name: &str, arguments: &str) -> Result<Request, String> {
+/// wrote it) makes; the error says what is wrong, for the model to fix. A
+/// name no tool has is told the tools `offered` now (the mode's, not every
+/// one a teammate knows: plan mode does not hear of the gated tools).
+pub fn parse(name: &str, arguments: &str, offered: &[&str]) -> Result<Request, String> {
     let value: Value = if arguments.trim().is_empty() {
         json!({})
     } else {
@@ -313,7 +315,7 @@ pub fn parse(name: &str, arguments: &str) -> Result<Request, String> {
         other => {
             return Err(format!(
                 "there is no tool {other:?}; the tools are {}",
-                ALL.join(", ")
+                offered.join(", ")
             ))
         }
     })
@@ -333,6 +335,11 @@ fn typed<T: for<'de> Deserialize<'de>>(name: &str, value: Value) -> Result<T, St
 mod tests {
     use super::*;
 
+    /// [`parse`] with every tool on offer.
+    fn parse_any(name: &str, arguments: &str) -> Result<Request, String> {
+        parse(name, arguments, &ALL)
+    }
+
     #[test]
     fn every_tool_has_a_schema_and_parses() {
         for name in ALL {
@@ -342,28 +349,28 @@ mod tests {
         }
         assert!(tool("rm_rf").is_none());
         assert_eq!(
-            parse("read_file", r#"{"path": "a.rs"}"#),
+            parse_any("read_file", r#"{"path": "a.rs"}"#),
             Ok(Request::Tool(ToolCall::ReadFile {
                 path: "a.rs".into()
             }))
         );
         assert_eq!(
-            parse("list_dir", ""),
+            parse_any("list_dir", ""),
             Ok(Request::Tool(ToolCall::ListDir { path: "".into() }))
         );
         assert_eq!(
-            parse("search", r#"{"pattern": "fn", "path": "src"}"#),
+            parse_any("search", r#"{"pattern": "fn", "path": "src"}"#),
             Ok(Request::Tool(ToolCall::Search {
                 pattern: "fn".into(),
                 path: Some("src".into())
             }))
         );
         assert!(matches!(
-            parse("submit_plan", r#"{"summary": "s", "steps": ["a"], "files": ["f"], "tests": ["t"]}"#),
+            parse_any("submit_plan", r#"{"summary": "s", "steps": ["a"], "files": ["f"], "tests": ["t"]}"#),
             Ok(Request::Submit(p)) if p.files == ["f"] && p.body.is_empty()
         ));
         assert_eq!(
-            parse(
+            parse_any(
                 "respond_shutdown",
                 r#"{"approve": false, "reason": "busy"}"#
             ),
@@ -376,21 +383,32 @@ mod tests {
 
     #[test]
     fn malformed_arguments_say_what_is_wrong() {
-        let not_json = parse("write_file", "{path: a").expect_err("not JSON");
+        let not_json = parse_any("write_file", "{path: a").expect_err("not JSON");
         assert!(not_json.contains("not valid JSON"), "{not_json}");
-        let wrong_type = parse("write_file", r#"{"path": 3, "content": "x"}"#).expect_err("type");
+        let wrong_type =
+            parse_any("write_file", r#"{"path": 3, "content": "x"}"#).expect_err("type");
         assert!(
             wrong_type.contains("do not fit") && wrong_type.contains("\"content\""),
             "{wrong_type}"
         );
-        let missing = parse("read_file", "{}").expect_err("missing");
+        let missing = parse_any("read_file", "{}").expect_err("missing");
         assert!(missing.contains("path"), "{missing}");
-        let unknown = parse("delete_everything", "{}").expect_err("unknown");
+        let unknown = parse_any("delete_everything", "{}").expect_err("unknown");
         assert!(
             unknown.contains("no tool") && unknown.contains("write_file"),
             "{unknown}"
         );
-        assert!(parse("respond_shutdown", r#"{"approve": "yes"}"#).is_err());
-        assert!(parse("read_file", "[1]").is_err());
+        // In plan mode only plan mode's tools are named.
+        let plan = crate::gate::Gate::Plan.tools();
+        let unknown = parse("delete_everything", "{}", &plan).expect_err("unknown");
+        assert!(
+            unknown.contains("submit_plan") && unknown.contains("read_file"),
+            "{unknown}"
+        );
+        for gated in crate::tools::GATED_TOOLS {
+            assert!(!unknown.contains(gated), "{unknown}");
+        }
+        assert!(parse_any("respond_shutdown", r#"{"approve": "yes"}"#).is_err());
+        assert!(parse_any("read_file", "[1]").is_err());
     }
 }

@@ -409,7 +409,8 @@ impl Driver for McpDriver {
             // the session stops on the signal that follows.
             return std::future::pending().await;
         };
-        let step = match catalog::parse(&call.name, &call.args_json) {
+        let offered: Vec<&str> = tools.iter().copied().chain([CHECK_INBOX]).collect();
+        let step = match catalog::parse(&call.name, &call.args_json, &offered) {
             Ok(Request::Tool(tool)) => Step::Call(tool),
             Ok(Request::Send { to, text }) => Step::Send { to, text },
             Ok(Request::Submit(plan)) => Step::Submit(plan),
@@ -476,7 +477,7 @@ impl Driver for McpDriver {
                     reason: "the MCP client closed the session".into(),
                 };
             };
-            match catalog::parse(&call.name, &call.args_json) {
+            match catalog::parse(&call.name, &call.args_json, tools) {
                 Ok(Request::RespondShutdown { approve, reason }) => {
                     self.current = Some((call.name, call.reply));
                     break ShutdownAnswer { approve, reason };

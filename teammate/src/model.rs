@@ -102,11 +102,11 @@ impl ModelDriver {
     }
 
     /// The step a tool call of the model asks for.
-    fn step_for(&mut self, call: chat::ToolCall) -> Step {
+    fn step_for(&mut self, call: chat::ToolCall, tools: &[&'static str]) -> Step {
         self.running = Some(call.id.clone());
         let name = call.function.name;
         let arguments = call.function.arguments;
-        match catalog::parse(&name, &arguments) {
+        match catalog::parse(&name, &arguments, tools) {
             Ok(Request::Tool(call)) => Step::Call(call),
             Ok(Request::Submit(plan)) => Step::Submit(plan),
             Ok(Request::Send { to, text }) => Step::Send { to, text },
@@ -174,7 +174,7 @@ impl Driver for ModelDriver {
 
     async fn step(&mut self, tools: &[&'static str]) -> Result<Step, DriverError> {
         if let Some(call) = self.queue.pop_front() {
-            return Ok(self.step_for(call));
+            return Ok(self.step_for(call, tools));
         }
         // A call whose result never came (it cannot happen in a session,
         // but the conversation must stay well formed).
@@ -205,7 +205,7 @@ impl Driver for ModelDriver {
         tracing::debug!(calls = reply.tool_calls.len(), "model replied");
         self.queue.extend(reply.tool_calls);
         match self.queue.pop_front() {
-            Some(call) => Ok(self.step_for(call)),
+            Some(call) => Ok(self.step_for(call, tools)),
             None => {
                 self.news = false;
                 let text = reply.content.trim();
@@ -253,7 +253,7 @@ impl Driver for ModelDriver {
         let reply = tokio::time::timeout(wait, self.chat.complete(&conversation, &schemas)).await;
         let answered = match reply {
             Ok(Ok(reply)) => reply.tool_calls.into_iter().find_map(|c| {
-                match catalog::parse(&c.function.name, &c.function.arguments) {
+                match catalog::parse(&c.function.name, &c.function.arguments, tools) {
                     Ok(Request::RespondShutdown { approve, reason }) => Some((approve, reason)),
                     _ => None,
                 }

@@ -4,8 +4,9 @@
 //! after each rejection) until one is approved, runs its work actions, and
 //! idles. With `claim = "next"` it works the shared task list instead: when
 //! idle it claims the next task, runs that task's `[[tasks]]` section (the one
-//! whose `subject` matches, else the one with `subject = "*"`, else a plan
-//! made from the task itself), completes the task with the section's
+//! whose `subject` matches, else the one with `subject = "*"`, which the
+//! top-level `[[plans]]` and `[[actions]]` also make, else a plan made from
+//! the task itself), completes the task with the section's
 //! summary, and claims again until none is left; when a task becomes
 //! claimable while it idles, it hears so and claims again.
 //!
@@ -30,7 +31,8 @@ use crate::{
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
-    /// `"next"`: work the shared task list (plans and actions go in `tasks`).
+    /// `"next"`: work the shared task list (plans and actions go in `tasks`;
+    /// top-level ones are the section for any task, `subject = "*"`).
     #[serde(default)]
     pub claim: Option<Claim>,
     /// Submitted in order: the first, then the next after each rejection.
@@ -303,20 +305,31 @@ impl ScriptDriver {
     pub fn parse(text: &str) -> Result<Self, String> {
         let script: Script = toml::from_str(text).map_err(|e| format!("script: {e}"))?;
         let claims = script.claim == Some(Claim::Next);
-        if claims && !(script.plans.is_empty() && script.actions.is_empty()) {
-            return Err(
-                "script: with claim = \"next\", plans and actions go in [[tasks]] sections".into(),
-            );
-        }
         if !claims && !script.tasks.is_empty() {
             return Err("script: [[tasks]] sections need claim = \"next\"".into());
         }
-        let job = Job::parse(&script.plans, &script.actions, "")?;
-        let mut sections: Vec<Section> = Vec::with_capacity(script.tasks.len());
+        let mut job = Job::parse(&script.plans, &script.actions, "")?;
+        let mut sections: Vec<Section> = Vec::with_capacity(script.tasks.len() + 1);
+        if claims && !(script.plans.is_empty() && script.actions.is_empty()) {
+            // The top-level plans and actions: the section for any task
+            // without one of its own.
+            sections.push(Section {
+                subject: any_subject(),
+                job: std::mem::take(&mut job),
+                summary: String::new(),
+                await_message: false,
+            });
+        }
         for (i, spec) in script.tasks.iter().enumerate() {
             if sections.iter().any(|s| s.subject == spec.subject) {
+                let top_level = !(script.plans.is_empty() && script.actions.is_empty());
+                let also = if spec.subject == "*" && top_level {
+                    " (the top-level plans and actions are the one for \"*\")"
+                } else {
+                    ""
+                };
                 return Err(format!(
-                    "tasks[{i}]: a second section for subject {:?}",
+                    "tasks[{i}]: a second section for subject {:?}{also}",
                     spec.subject
                 ));
             }
@@ -769,6 +782,55 @@ text = "auth is in"
     }
 
     #[test]
+    fn with_claim_next_top_level_plans_and_actions_are_for_any_task() {
+        let script = r#"
+claim = "next"
+
+[[plans]]
+summary = "any task"
+files = ["notes.md"]
+
+[[actions]]
+phase = "work"
+tool = "write_file"
+path = "notes.md"
+content = "done"
+
+[[tasks]]
+subject = "auth"
+summary = "auth done"
+"#;
+        let mut d = ScriptDriver::parse(script).expect("valid");
+        assert_eq!(
+            after(&mut d, Observation::Started),
+            Step::Task(TaskCall::Claim(None))
+        );
+        let plan = after(&mut d, claimed("t1", "docs"));
+        assert!(
+            matches!(&plan, Step::Submit(p) if p.summary == "any task" && p.task_id == "t1"),
+            "{plan:?}"
+        );
+        assert!(matches!(
+            after(&mut d, approved()),
+            Step::Call(ToolCall::WriteFile { .. })
+        ));
+        assert_eq!(
+            after(&mut d, ok()),
+            Step::Task(TaskCall::Complete {
+                task_id: "t1".into(),
+                summary: "done: docs".into()
+            })
+        );
+        assert_eq!(after(&mut d, ok()), Step::Task(TaskCall::Claim(None)));
+        // A task with a section of its own gets that one.
+        let own = after(&mut d, claimed("t2", "auth"));
+        assert!(
+            matches!(&own, Step::Submit(p) if p.summary == "auth" && p.task_id == "t2"),
+            "{own:?}"
+        );
+    }
+
+    #[test]
     fn bad_scripts_say_what_is_wrong() {
         let missing = "[[actions]]\nphase = \"work\"\ntool = \"write_file\"\npath = \"a\"\n";
         assert!(ScriptDriver::parse(missing)
@@ -786,11 +848,10 @@ text = "auth is in"
         assert!(ScriptDriver::parse("[[tasks]]\nsubject = \"x\"\n")
             .expect_err("no claim")
             .contains("need claim"));
-        assert!(
-            ScriptDriver::parse("claim = \"next\"\n[[plans]]\nsummary = \"x\"\n")
-                .expect_err("top-level plans with claim")
-                .contains("go in [[tasks]]")
-        );
+        let twice = "claim = \"next\"\n[[plans]]\nsummary = \"x\"\n[[tasks]]\nsubject = \"*\"\n";
+        assert!(ScriptDriver::parse(twice)
+            .expect_err("top-level plans and a catch-all")
+            .contains("a second section for subject \"*\" (the top-level plans"));
         assert!(
             ScriptDriver::parse("claim = \"next\"\n[[tasks]]\n[[tasks]]\n")
                 .expect_err("two catch-alls")

@@ -252,6 +252,11 @@ async fn malformed_arguments_and_unknown_tools_get_error_results_and_the_teammat
     assert!(r.contains("do not fit") && r.contains("path"), "{r}");
     let (_, r) = last_tool_result(&requests[3]);
     assert!(r.contains("no tool \"delete_everything\""), "{r}");
+    // Plan mode's tools are named, not the gated ones.
+    assert!(r.contains("submit_plan"), "{r}");
+    for gated in GATED {
+        assert!(!r.contains(gated), "{r}");
+    }
     let (_, r) = last_tool_result(&requests[4]);
     assert!(r.contains("no shutdown request is waiting"), "{r}");
     let messages = requests[5].messages();

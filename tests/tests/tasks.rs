@@ -546,6 +546,52 @@ tool = "list_dir"
         .await;
 }
 
+/// With `claim = "next"`, top-level `[[plans]]` and `[[actions]]` are the
+/// section for every task without one of its own (as `subject = "*"`).
+#[tokio::test]
+async fn a_claim_next_script_with_top_level_plans_works_every_task_with_them() {
+    let lead = Lead::start(&["--approval", "auto"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let task = create(&mut operator, "anything", &[]).await;
+    let script = r#"
+claim = "next"
+
+[[plans]]
+summary = "the top-level plan"
+files = ["top.txt"]
+
+[[actions]]
+phase = "work"
+tool = "write_file"
+path = "top.txt"
+content = "top"
+"#;
+    let _dan = lead.teammate("dan", script);
+    let mut summary = None;
+    events
+        .find("the task to be completed", |kind| match kind {
+            pb::event::Kind::Request(r) if r.r#type == pb::RequestType::PlanApproval as i32 => {
+                let payload: serde_json::Value = serde_json::from_str(&r.payload_json).unwrap();
+                assert_eq!(payload["plan"]["task_id"], task.task_id.as_str());
+                summary = payload["plan"]["summary"].as_str().map(str::to_owned);
+                None
+            }
+            pb::event::Kind::Task(t)
+                if t.task_id == task.task_id && t.status == pb::TaskStatus::Completed as i32 =>
+            {
+                Some(())
+            }
+            _ => None,
+        })
+        .await;
+    assert_eq!(summary.as_deref(), Some("the top-level plan"));
+    assert_eq!(
+        std::fs::read_to_string(lead.workspace("dan").join("top.txt")).unwrap(),
+        "top"
+    );
+}
+
 /// A completion that unblocks many tasks costs one envelope per idle member
 /// (naming the oldest), not one per task per member; a member holding a task
 /// of its own hears nothing.
