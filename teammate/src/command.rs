@@ -298,6 +298,36 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn what_left_the_group_is_killed_when_the_call_is_abandoned() {
+        crate::reaper::adopt_orphans().expect("PR_SET_CHILD_SUBREAPER");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = dir.path().to_owned();
+        let call = tokio::spawn(async move {
+            run(
+                &ws,
+                "setsid sleep 1000 >/dev/null 2>&1 & echo $! > bg.pid; sleep 1000",
+                &limits(60_000, 1024),
+            )
+            .await
+        });
+        let pid_file = dir.path().join("bg.pid");
+        let mut pid = None;
+        for _ in 0..1000 {
+            pid = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|text| text.trim().parse::<i32>().ok());
+            if pid.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let pid = pid.expect("the command wrote bg.pid");
+        call.abort();
+        assert!(call.await.is_err_and(|e| e.is_cancelled()));
+        assert!(dies(pid).await, "the setsid sleep {pid} outlived the call");
+    }
+
+    #[tokio::test]
     async fn past_its_time_limit_the_whole_group_is_killed() {
         let dir = tempfile::tempdir().expect("tempdir");
         let done = run(

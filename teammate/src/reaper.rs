@@ -31,11 +31,27 @@ const SWEEP_LIMIT: Duration = Duration::from_secs(5);
 /// The pause between passes of a sweep, while what it killed dies.
 const PASS_PAUSE: Duration = Duration::from_millis(2);
 
-/// The commands' own processes that are not reaped yet: the sweep spares them.
-static LIVE: Mutex<Vec<Process>> = Mutex::new(Vec::new());
+/// The commands' own processes that are not reaped yet (their `Child` reaps
+/// them): what the sweep spares.
+static COMMANDS: Mutex<Commands> = Mutex::new(Commands {
+    running: Vec::new(),
+    abandoned: Vec::new(),
+});
 
-fn live() -> MutexGuard<'static, Vec<Process>> {
-    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+fn commands() -> MutexGuard<'static, Commands> {
+    COMMANDS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The commands' own processes, by what the sweep does with them.
+#[derive(Debug)]
+struct Commands {
+    /// Running: spared, and what is below them too.
+    running: Vec<Process>,
+    /// Abandoned (the call was dropped): killed, and what is below them
+    /// too, but never reaped here.
+    abandoned: Vec<Process>,
 }
 
 /// One process, told apart from a later one with the same PID.
@@ -47,14 +63,26 @@ struct Process {
     start: u64,
 }
 
+/// A process the sweep kills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Stray {
+    /// Its PID.
+    pid: i32,
+    /// Its parent's: the sweeper reaps its own children.
+    parent: i32,
+    /// Whether it is an abandoned command's own process, which its `Child`
+    /// reaps.
+    command: bool,
+}
+
 /// Makes this process the subreaper of everything below it.
 pub fn adopt_orphans() -> std::io::Result<()> {
     nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from)
 }
 
 /// A command's own process, known to the sweep until it is reaped. Dropped
-/// without [`Known::reaped`] (the call was abandoned), it sweeps at once
-/// and stays known until it is gone: its `Child` reaps it.
+/// without [`Known::reaped`] (the call was abandoned), it is killed with
+/// everything below it at once, and left to its `Child` to reap.
 #[derive(Debug)]
 pub struct Known {
     /// The process; `None` if `/proc` could not tell its start.
@@ -67,13 +95,13 @@ pub struct Known {
 pub fn spawn(
     command: &mut tokio::process::Command,
 ) -> std::io::Result<(tokio::process::Child, Known)> {
-    let mut live = live();
+    let mut commands = commands();
     let child = command.spawn()?;
     let process = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .and_then(|pid| stat(pid).map(|(start, _)| Process { pid, start }));
-    live.extend(process);
+    commands.running.extend(process);
     Ok((
         child,
         Known {
@@ -89,7 +117,7 @@ impl Known {
     pub async fn reaped(mut self) {
         self.reaped = true;
         if let Some(process) = self.process {
-            live().retain(|p| *p != process);
+            commands().running.retain(|p| *p != process);
         }
         if tokio::task::spawn_blocking(sweep).await.is_err() {
             tracing::warn!("the sweep after a command failed");
@@ -99,15 +127,21 @@ impl Known {
 
 impl Drop for Known {
     fn drop(&mut self) {
-        if !self.reaped {
-            sweep();
+        if self.reaped {
+            return;
         }
+        if let Some(process) = self.process {
+            let mut commands = commands();
+            commands.running.retain(|p| *p != process);
+            commands.abandoned.push(process);
+        }
+        sweep();
     }
 }
 
-/// Kills every process below this one but the known commands (and what is
+/// Kills every process below this one but the running commands (and what is
 /// below them), until none is left or [`SWEEP_LIMIT`] passed; reaps the
-/// ones that are this process's children.
+/// ones no `Child` owns that are this process's children.
 pub fn sweep() {
     let Ok(me) = i32::try_from(std::process::id()) else {
         return;
@@ -115,31 +149,32 @@ pub fn sweep() {
     let deadline = Instant::now() + SWEEP_LIMIT;
     loop {
         let strays = {
-            let mut live = live();
+            let mut commands = commands();
             let table = table();
-            live.retain(|p| {
+            let alive = |p: &Process| {
                 table
                     .get(&p.pid)
                     .is_some_and(|(start, _)| *start == p.start)
-            });
-            let strays = below(me, &table, &live);
-            for (pid, _) in &strays {
+            };
+            commands.running.retain(alive);
+            commands.abandoned.retain(alive);
+            let strays = below(me, &table, &commands);
+            for stray in &strays {
                 // ESRCH: it is gone already.
-                let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+                let _ = kill(Pid::from_raw(stray.pid), Signal::SIGKILL);
             }
             strays
         };
-        if strays.is_empty() {
+        // An abandoned command alone is dying, and its `Child` reaps it.
+        let left = strays.iter().filter(|s| !s.command).count();
+        if left == 0 {
             return;
         }
-        for (pid, _) in strays.iter().filter(|(_, parent)| *parent == me) {
-            let _ = waitpid(Pid::from_raw(*pid), Some(WaitPidFlag::WNOHANG));
+        for stray in strays.iter().filter(|s| s.parent == me && !s.command) {
+            let _ = waitpid(Pid::from_raw(stray.pid), Some(WaitPidFlag::WNOHANG));
         }
         if Instant::now() >= deadline {
-            tracing::warn!(
-                left = strays.len(),
-                "processes a command left behind did not die in time"
-            );
+            tracing::warn!(left, "processes a command left behind did not die in time");
             return;
         }
         std::thread::sleep(PASS_PAUSE);
@@ -173,25 +208,29 @@ fn parse_stat(stat: &str) -> Option<(u64, i32)> {
     Some((start, parent))
 }
 
-/// The processes below `root` in `table`, as (PID, parent), but the `known`
-/// ones and what is below them.
-fn below(root: i32, table: &HashMap<i32, (u64, i32)>, known: &[Process]) -> Vec<(i32, i32)> {
+/// The processes below `root` in `table` but the running `commands` and
+/// what is below them.
+fn below(root: i32, table: &HashMap<i32, (u64, i32)>, commands: &Commands) -> Vec<Stray> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
     for (pid, (_, parent)) in table {
         children.entry(*parent).or_default().push(*pid);
     }
-    let spared = |pid: i32| {
+    let is = |list: &[Process], pid: i32| {
         table
             .get(&pid)
-            .is_some_and(|(start, _)| known.contains(&Process { pid, start: *start }))
+            .is_some_and(|(start, _)| list.contains(&Process { pid, start: *start }))
     };
     let mut found = Vec::new();
     let mut parents = vec![root];
     while let Some(parent) = parents.pop() {
-        for child in children.get(&parent).into_iter().flatten() {
-            if *child != root && !spared(*child) {
-                found.push((*child, parent));
-                parents.push(*child);
+        for &pid in children.get(&parent).into_iter().flatten() {
+            if pid != root && !is(&commands.running, pid) {
+                found.push(Stray {
+                    pid,
+                    parent,
+                    command: is(&commands.abandoned, pid),
+                });
+                parents.push(pid);
             }
         }
     }
@@ -213,10 +252,10 @@ mod tests {
     }
 
     #[test]
-    fn below_the_root_all_but_the_known_and_theirs() {
-        // 1 is the root; 2 a known command with its child 3; 4 a stray with
-        // its child 5; 6 is elsewhere. A process with 2's PID but another
-        // start is not the known one.
+    fn below_the_root_all_but_the_running_and_theirs() {
+        // 1 is the root; 2 a running command with its child 3; 4 a stray
+        // with its child 5; 6 is elsewhere; 7 an abandoned command with its
+        // child 8.
         let table: HashMap<i32, (u64, i32)> = [
             (1, (10, 0)),
             (2, (20, 1)),
@@ -224,13 +263,35 @@ mod tests {
             (4, (40, 1)),
             (5, (50, 4)),
             (6, (60, 0)),
+            (7, (70, 1)),
+            (8, (80, 7)),
         ]
         .into();
-        let known = [Process { pid: 2, start: 20 }];
-        let mut strays = below(1, &table, &known);
+        let commands = Commands {
+            running: vec![Process { pid: 2, start: 20 }],
+            abandoned: vec![Process { pid: 7, start: 70 }],
+        };
+        let stray = |pid, parent, command| Stray {
+            pid,
+            parent,
+            command,
+        };
+        let mut strays = below(1, &table, &commands);
         strays.sort_unstable();
-        assert_eq!(strays, [(4, 1), (5, 4)]);
-        let other = [Process { pid: 2, start: 21 }];
-        assert_eq!(below(1, &table, &other).len(), 4);
+        assert_eq!(
+            strays,
+            [
+                stray(4, 1, false),
+                stray(5, 4, false),
+                stray(7, 1, true),
+                stray(8, 7, false)
+            ]
+        );
+        // A process with 2's PID but another start is not that command.
+        let other = Commands {
+            running: vec![Process { pid: 2, start: 21 }],
+            abandoned: Vec::new(),
+        };
+        assert_eq!(below(1, &table, &other).len(), 6);
     }
 }
