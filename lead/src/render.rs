@@ -113,16 +113,46 @@ pub fn reviews_line(r: &pb::ProtocolState) -> Option<String> {
     })
 }
 
+/// Peer text in double quotes, as it is: a line is escaped once, as a
+/// whole, where it is shown ([`event_line`]); Rust's `{:?}` here would
+/// escape it a second time.
+struct Quoted<'a>(&'a str);
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "\"{}\"", self.0)
+    }
+}
+
+/// A list of peer texts, each [`Quoted`]: `["a", "b"]`.
+struct Listed<'a>(&'a [String]);
+
+impl std::fmt::Display for Listed<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[")?;
+        for (i, item) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{}", Quoted(item))?;
+        }
+        f.write_str("]")
+    }
+}
+
 /// What an envelope carries, in a few words.
 pub fn body(body: Option<&Body>) -> String {
     match body {
         None => "(empty)".into(),
-        Some(Body::Text(t)) => format!("text {:?}", t.content),
+        Some(Body::Text(t)) => format!("text {}", Quoted(&t.content)),
         Some(Body::PlanApprovalRequest(r)) => {
             let plan = r.plan.clone().unwrap_or_default();
             let mut line = format!(
-                "plan_approval_request {} {:?} files={:?} tests={:?}",
-                r.request_id, plan.summary, plan.files, plan.tests
+                "plan_approval_request {} {} files={} tests={}",
+                r.request_id,
+                Quoted(&plan.summary),
+                Listed(&plan.files),
+                Listed(&plan.tests)
             );
             if !r.supersedes.is_empty() {
                 line.push_str(&format!(" supersedes={}", r.supersedes));
@@ -137,18 +167,20 @@ pub fn body(body: Option<&Body>) -> String {
                 .map(|g| format!(" grant={}", mode(g.mode)))
                 .unwrap_or_default();
             format!(
-                "plan_approval_response {} {verdict}{grant} {:?}",
-                r.request_id, r.feedback
+                "plan_approval_response {} {verdict}{grant} {}",
+                r.request_id,
+                Quoted(&r.feedback)
             )
         }
         Some(Body::ShutdownRequest(r)) => {
-            format!("shutdown_request {} {:?}", r.request_id, r.reason)
+            format!("shutdown_request {} {}", r.request_id, Quoted(&r.reason))
         }
         Some(Body::ShutdownResponse(r)) => {
             let verdict = if r.approve { "agrees" } else { "refuses" };
             format!(
-                "shutdown_response {} {verdict} {:?}",
-                r.request_id, r.reason
+                "shutdown_response {} {verdict} {}",
+                r.request_id,
+                Quoted(&r.reason)
             )
         }
         Some(Body::PermissionRequest(r)) => format!(
@@ -158,19 +190,22 @@ pub fn body(body: Option<&Body>) -> String {
         Some(Body::PermissionResponse(r)) => {
             let verdict = if r.approve { "allowed" } else { "denied" };
             format!(
-                "permission_response {} {verdict} {:?}",
-                r.request_id, r.feedback
+                "permission_response {} {verdict} {}",
+                r.request_id,
+                Quoted(&r.feedback)
             )
         }
-        Some(Body::IdleNotification(i)) => format!("idle {:?}", i.reason),
+        Some(Body::IdleNotification(i)) => format!("idle {}", Quoted(&i.reason)),
         Some(Body::TeammateTerminated(t)) => {
-            let mut line = format!("teammate_terminated {} {:?}", t.name, t.reason);
+            let mut line = format!("teammate_terminated {} {}", t.name, Quoted(&t.reason));
             for more in &t.more {
-                line.push_str(&format!(", {} {:?}", more.name, more.reason));
+                line.push_str(&format!(", {} {}", more.name, Quoted(&more.reason)));
             }
             line
         }
-        Some(Body::TaskClaimable(t)) => format!("task_claimable {} {:?}", t.task_id, t.subject),
+        Some(Body::TaskClaimable(t)) => {
+            format!("task_claimable {} {}", t.task_id, Quoted(&t.subject))
+        }
     }
 }
 
@@ -238,9 +273,9 @@ fn raw_event_line(event: &pb::Event) -> String {
         }
         Some(Kind::Task(t)) => {
             let mut line = format!(
-                "task     {} {:?} {}",
+                "task     {} {} {}",
                 t.task_id,
-                t.subject,
+                Quoted(&t.subject),
                 task_status(t.status)
             );
             if !t.owner.is_empty() {
@@ -252,6 +287,14 @@ fn raw_event_line(event: &pb::Event) -> String {
             }
             if !t.summary.is_empty() {
                 line.push_str(&format!(": {}", t.summary));
+            }
+            line
+        }
+        Some(Kind::ChildExited(c)) => {
+            let when = if c.joined { "" } else { " before joining" };
+            let mut line = format!("child    {} (pid {}) {}{when}", c.name, c.pid, c.how);
+            if !c.joined && !c.log_tail.is_empty() {
+                line.push_str(&format!("; its log ends: {}", c.log_tail));
             }
             line
         }
@@ -276,6 +319,10 @@ pub fn event_json(event: &pb::Event) -> Value {
             "review_note": { "request_id": n.request_id, "reviewer": n.reviewer, "note": n.note }
         }),
         Some(Kind::Task(t)) => json!({ "task": task_json(t) }),
+        Some(Kind::ChildExited(c)) => json!({
+            "child_exited": { "name": c.name, "pid": c.pid, "how": c.how, "joined": c.joined,
+                              "log_path": c.log_path, "log_tail": c.log_tail }
+        }),
         None => Value::Null,
     };
     json!({ "at_unix_ms": event.at_unix_ms, "event": kind })
@@ -288,14 +335,6 @@ pub fn table(rows: &[Vec<String>]) -> String {
     let rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| r.iter().map(|c| escape(c).into_owned()).collect())
-        Some(Kind::ChildExited(c)) => {
-            let when = if c.joined { "" } else { " before joining" };
-            let mut line = format!("child    {} (pid {}) {}{when}", c.name, c.pid, c.how);
-            if !c.joined && !c.log_tail.is_empty() {
-                line.push_str(&format!("; its log ends: {}", c.log_tail));
-            }
-            line
-        }
         .collect();
     let rows = &rows[..];
     let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
@@ -317,10 +356,6 @@ pub fn table(rows: &[Vec<String>]) -> String {
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
-        Some(Kind::ChildExited(c)) => json!({
-            "child_exited": { "name": c.name, "pid": c.pid, "how": c.how, "joined": c.joined,
-                              "log_path": c.log_path, "log_tail": c.log_tail }
-        }),
     }
     out
 }
@@ -346,6 +381,24 @@ mod tests {
         assert!(line.contains("ok\\r\\nFORGED"), "{line}");
         let table = table(&[vec!["a\nb".into()], vec!["c".into()]]);
         assert_eq!(table.lines().count(), 2, "{table:?}");
+        let refused = pb::Event {
+            at_unix_ms: 0,
+            kind: Some(Kind::Envelope(pb::Envelope {
+                from: "bob".into(),
+                to: "lead".into(),
+                body: Some(Body::ShutdownResponse(pb::ShutdownResponse {
+                    request_id: "r1".into(),
+                    approve: false,
+                    reason: "busy:\n\u{1b}[2J \"tests\" run".into(),
+                })),
+                ..Default::default()
+            })),
+        };
+        assert_eq!(
+            event_line(&refused),
+            "message  bob -> lead: shutdown_response r1 refuses \"busy:\\n\\u{1b}[2J \"tests\" run\"",
+            "escaped once"
+        );
         let json = json_text(&json!({ "role": "x\u{202e}y" }));
         assert_eq!(json, "{\"role\":\"x\\u202ey\"}");
         let hidden = json!({ "note": "a\u{2028}b\u{200b}c\u{e0041}d" });
