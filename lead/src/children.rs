@@ -12,6 +12,36 @@ use tokio::{process::Command, sync::mpsc, task::JoinHandle};
 
 use crate::group::Session;
 
+/// What a spawned teammate gets of the lead's environment (with every
+/// `LC_*`): what a process needs to run, find its tools and certificates,
+/// reach the network through a proxy and log; nothing else, so no secret of
+/// the lead's is passed on.
+const PASSED_ON: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+    "NO_COLOR",
+    "RUST_LOG",
+    "RUST_BACKTRACE",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+];
+
 /// What the lead needs to start a teammate.
 #[derive(Debug, Clone)]
 pub struct Spawner {
@@ -218,22 +248,23 @@ impl Spawner {
             .arg(workspace)
             .args(brain.args())
             .args(self.tls.args())
-            // The teammate needs the join token, never the operator's.
-            .env_remove("MESH_OPERATOR_TOKEN")
+            // Nothing of the lead's environment but what a teammate needs
+            // to run, so no secret of the lead's reaches a child (or a
+            // command it runs, or a model it talks to); the join token,
+            // never the operator's.
+            .env_clear()
+            .envs(std::env::vars_os().filter(|(var, _)| {
+                var.to_str()
+                    .is_some_and(|var| PASSED_ON.contains(&var) || var.starts_with("LC_"))
+            }))
             .env("MESH_JOIN_TOKEN", &self.join_token)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
         // Of the model keys, the one it was given, if --model-key-env names it.
-        let given = brain.key_env().filter(|var| self.passes_key(var));
-        for var in self
-            .model_keys
-            .iter()
-            .map(String::as_str)
-            .chain([shared::chat::DEFAULT_API_KEY_ENV])
-        {
-            if Some(var) != given {
-                command.env_remove(var);
+        if let Some(var) = brain.key_env().filter(|var| self.passes_key(var)) {
+            if let Some(value) = std::env::var_os(var) {
+                command.env(var, value);
             }
         }
         // Its own session (and process group), so that stopping it also

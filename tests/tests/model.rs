@@ -743,6 +743,22 @@ async fn spawn_reads_only_the_keys_the_leads_command_line_names() {
     events.member_in("ivy", MemberStatus::Idle).await;
     let asked = model.wait_for(1).await;
     assert_eq!(asked[0].authorization.as_deref(), Some("Bearer sk-allowed"));
+    // And nothing else of the lead's environment: not in the child's
+    // environment, where a command it runs could read it.
+    let pid = out
+        .split("(pid ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_else(|| panic!("a pid in {out:?}"));
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).expect("the child's environ");
+    let environ = String::from_utf8_lossy(&environ);
+    for secret in ["s3cret-deploy", "sk-default-not-named", "DEPLOY_SECRET"] {
+        assert!(!environ.contains(secret), "{secret} reached the child");
+    }
+    assert!(
+        environ.contains("PATH="),
+        "what it needs to run is passed on"
+    );
 
     // No variable named: the default (OPENAI_API_KEY) is not named on the
     // command line, so the teammate does not get it.
