@@ -95,6 +95,9 @@ pub struct HubConfig {
     pub pending_per_member: PendingBudget,
     /// ... and what those of every member together may.
     pub pending_total: PendingBudget,
+    /// The most bytes of resolved requests kept for the record (within
+    /// `retention`); past it the oldest are forgotten first.
+    pub retained_max_bytes: usize,
 }
 
 /// A bound on pending requests, in count and in bytes.
@@ -131,6 +134,7 @@ impl Default for HubConfig {
                 count: 10_000,
                 bytes: 128 * 1024 * 1024,
             },
+            retained_max_bytes: 256 * 1024 * 1024,
         }
     }
 }

@@ -277,6 +277,10 @@ struct ServeArgs {
     /// The most bytes of requests pending in all.
     #[arg(long, default_value_t = 128 * 1024 * 1024)]
     pending_max_bytes: usize,
+    /// The most bytes of resolved requests kept for the record (for
+    /// --retention); past it the oldest are forgotten first.
+    #[arg(long, default_value_t = 256 * 1024 * 1024)]
+    retained_max_bytes: usize,
     /// Seconds a new connection has to send the HTTP/2 preface.
     #[arg(long, default_value_t = 10.0)]
     handshake_timeout: f64,
@@ -625,6 +629,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             count: args.pending_max,
             bytes: args.pending_max_bytes,
         },
+        retained_max_bytes: args.retained_max_bytes,
     };
     let connections = server::ConnLimits {
         max: server::connection_cap("--max-connections", args.max_connections)?,

@@ -332,6 +332,8 @@ pub struct Tracker {
     pending_by_sender: HashMap<String, Load>,
     /// What pending requests hold, in all.
     pending_total: Load,
+    /// What resolved requests (kept for the record) hold.
+    resolved: Load,
 }
 
 impl Tracker {
@@ -352,6 +354,8 @@ impl Tracker {
                 if let Some(deadline) = request.opening.deadline_unix_ms {
                     tracker.deadlines.insert((deadline, request.id().clone()));
                 }
+            } else {
+                tracker.resolved.add(request.opening.bytes());
             }
             tracker.by_id.insert(request.id().clone(), ord);
             tracker.requests.insert(ord, request);
@@ -422,8 +426,39 @@ impl Tracker {
             .filter(|(_, r)| r.resolved_at_unix_ms.is_some_and(|at| at <= before))
             .map(|(ord, r)| (*ord, r.id().clone()))
             .collect();
+        self.forget(old)
+    }
+
+    /// Forgets the oldest resolved requests until those kept hold at most
+    /// `max_bytes`; returns their ids.
+    pub fn prune_resolved_over(&mut self, max_bytes: usize) -> Vec<RequestId> {
+        let mut over = self.resolved.bytes.saturating_sub(max_bytes);
+        if over == 0 {
+            return Vec::new();
+        }
+        let mut old = Vec::new();
+        for (ord, request) in &self.requests {
+            if over == 0 {
+                break;
+            }
+            if request.status != Status::Pending {
+                over = over.saturating_sub(request.opening.bytes());
+                old.push((*ord, request.id().clone()));
+            }
+        }
+        self.forget(old)
+    }
+
+    /// What resolved requests, kept for the record, hold.
+    pub fn resolved_load(&self) -> Load {
+        self.resolved
+    }
+
+    fn forget(&mut self, old: Vec<(u64, RequestId)>) -> Vec<RequestId> {
         for (ord, id) in &old {
-            self.requests.remove(ord);
+            if let Some(request) = self.requests.remove(ord) {
+                self.resolved.remove(request.opening.bytes());
+            }
             self.by_id.remove(id);
         }
         old.into_iter().map(|(_, id)| id).collect()
@@ -516,6 +551,7 @@ impl Tracker {
                 self.touched.push(id.clone());
                 let request = request.clone();
                 self.uncount_pending(&request.opening);
+                self.resolved.add(request.opening.bytes());
                 Ok(Outcome {
                     request,
                     fresh: true,
@@ -562,6 +598,7 @@ impl Tracker {
         self.touched.push(id.clone());
         let request = request.clone();
         self.uncount_pending(&request.opening);
+        self.resolved.add(request.opening.bytes());
         Some(request)
     }
 

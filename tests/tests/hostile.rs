@@ -427,3 +427,54 @@ async fn the_join_burst_follows_a_low_join_rate() {
         "{admitted} joins admitted at once"
     );
 }
+
+#[tokio::test]
+async fn resolved_requests_kept_for_the_record_are_bounded_in_bytes() {
+    // A member that revises its plan again and again leaves a superseded
+    // (expired) plan behind each time; on today's main every one was kept
+    // for --retention (a day), whatever their number.
+    let lead = Lead::start(&["--retained-max-bytes", "300000"]).await;
+    let id = |n: u128| uuid::Uuid::from_u128(n).to_string();
+    let mut alice = lead.join("alice").await;
+    let mut last = String::new();
+    for n in 1..=20 {
+        submit(&mut alice, &id(n), plan("revised", 60_000), &last)
+            .await
+            .expect("a revision");
+        last = id(n);
+    }
+    let operator = lead.operator().await;
+    let get = |request_id: String| {
+        let mut operator = operator.clone();
+        async move {
+            operator
+                .get_request(pb::GetRequestRequest { request_id })
+                .await
+        }
+    };
+    // The sweep (every second) forgets the oldest first.
+    within("the oldest superseded plan to be forgotten", async {
+        loop {
+            match get(id(1)).await {
+                Err(status) if status.code() == Code::NotFound => return,
+                Ok(_) => tokio::task::yield_now().await,
+                Err(status) => panic!("{status:?}"),
+            }
+        }
+    })
+    .await;
+    // What is kept: the newest superseded plans, within the bytes, and the
+    // pending one.
+    let pending = get(id(20)).await.expect("the pending plan").into_inner();
+    assert_eq!(pending.status, pb::RequestStatus::Pending as i32);
+    get(id(19))
+        .await
+        .expect("the newest superseded plan is kept");
+    let mut kept = 0;
+    for n in 1..20 {
+        if get(id(n)).await.is_ok() {
+            kept += 1;
+        }
+    }
+    assert!((1..=5).contains(&kept), "{kept} superseded plans kept");
+}

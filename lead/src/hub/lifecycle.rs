@@ -87,10 +87,16 @@ impl Hub {
     }
 
     /// Forgets requests resolved, and members terminated, longer than
-    /// `--retention` ago.
+    /// `--retention` ago, and the oldest resolved requests past
+    /// `--retained-max-bytes`.
     fn forget_past_retention(&mut self, now: i64) {
         let before = now - i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX / 2);
-        for id in self.tracker.prune_resolved(before) {
+        let mut forgotten = self.tracker.prune_resolved(before);
+        forgotten.extend(
+            self.tracker
+                .prune_resolved_over(self.config.retained_max_bytes),
+        );
+        for id in forgotten {
             self.changes.push(Change::DeleteRequest {
                 request_id: id.to_string(),
             });

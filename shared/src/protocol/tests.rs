@@ -348,3 +348,84 @@ fn states_round_trip_through_the_wire() {
     assert_eq!(wire.feedback, "no");
     assert_eq!(wire.sender, "alice");
 }
+
+fn opening_n(n: u128, sender: &str, payload: usize) -> Opening {
+    Opening {
+        id: RequestId::existing("request_id", &uuid::Uuid::from_u128(n).to_string())
+            .expect("valid id"),
+        kind: Kind::PlanApproval,
+        sender: sender.into(),
+        target: "lead".into(),
+        payload_json: "p".repeat(payload),
+        deadline_unix_ms: None,
+    }
+}
+
+#[test]
+fn pending_and_resolved_loads_follow_every_transition_and_restore() {
+    let mut tracker = Tracker::new();
+    let a1 = opening_n(1, "alice", 100);
+    let per = a1.bytes();
+    tracker.open(a1.clone(), T0).expect("opens");
+    tracker.open(a1, T0).expect("a retry");
+    tracker.open(opening_n(2, "alice", 100), T0).expect("opens");
+    let bobs = opening_n(3, "bob", 100).bytes();
+    tracker.open(opening_n(3, "bob", 100), T0).expect("opens");
+    assert_eq!(
+        tracker.pending_load("alice"),
+        Load {
+            count: 2,
+            bytes: 2 * per
+        }
+    );
+    assert_eq!(
+        tracker.pending_total(),
+        Load {
+            count: 3,
+            bytes: 2 * per + bobs
+        }
+    );
+    let first = opening_n(1, "alice", 100).id;
+    tracker
+        .answer(&first, Kind::PlanApproval, &Party::Operator, approve(), T1)
+        .expect("approves");
+    tracker.expire(&opening_n(3, "bob", 100).id, "gone", T1);
+    assert_eq!(
+        tracker.pending_load("alice"),
+        Load {
+            count: 1,
+            bytes: per
+        }
+    );
+    assert_eq!(tracker.pending_load("bob"), Load::default());
+    assert_eq!(
+        tracker.resolved_load(),
+        Load {
+            count: 2,
+            bytes: per + bobs
+        }
+    );
+    let restored = Tracker::restore(tracker.iter().cloned().collect());
+    assert_eq!(restored.pending_total(), tracker.pending_total());
+    assert_eq!(restored.resolved_load(), tracker.resolved_load());
+    // Over a budget of bob's request's bytes: the oldest resolved goes.
+    let forgotten = tracker.prune_resolved_over(bobs);
+    assert_eq!(forgotten, vec![first]);
+    assert_eq!(
+        tracker.resolved_load(),
+        Load {
+            count: 1,
+            bytes: bobs
+        }
+    );
+    assert!(tracker.prune_resolved_over(bobs).is_empty());
+    assert_eq!(tracker.prune_resolved(T1).len(), 1);
+    assert_eq!(tracker.resolved_load(), Load::default());
+    assert_eq!(
+        tracker.pending_total(),
+        Load {
+            count: 1,
+            bytes: per
+        }
+    );
+}
