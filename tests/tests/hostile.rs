@@ -478,3 +478,71 @@ async fn resolved_requests_kept_for_the_record_are_bounded_in_bytes() {
     }
     assert!((1..=5).contains(&kept), "{kept} superseded plans kept");
 }
+
+#[tokio::test]
+async fn a_console_event_stream_that_stops_reading_is_ended_too() {
+    // The default --stream-max-bytes.
+    const BUDGET: usize = 4 * 1024 * 1024;
+    let lead = Lead::start(&["--store", "memory"]).await;
+    let console = lead.console.clone().expect("a console");
+    let host = console
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    // A client with a small receive buffer, so that what it does not read
+    // stays with the lead rather than in this host's socket buffers.
+    let socket = TcpSocket::new_v4().expect("socket");
+    socket.set_recv_buffer_size(4096).expect("SO_RCVBUF");
+    let mut stream = socket
+        .connect(host.parse().expect("console address"))
+        .await
+        .expect("connect");
+    stream
+        .write_all(
+            format!(
+                "GET /api/events HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {}\r\n\r\n",
+                lead.operator_token
+            )
+            .as_bytes(),
+        )
+        .await
+        .expect("request");
+    // The events stream is open once the hub answers a later call.
+    let mut alice = lead.join("alice").await;
+    let text = "z".repeat(4096);
+    // 24 MiB of events while the console reads nothing. On today's main
+    // the lead held up to 16,384 events for it, whatever their size.
+    for i in 0..6_000 {
+        alice
+            .send("lead", &text, &format!("m{i}"))
+            .await
+            .expect("sent");
+    }
+    // Now it reads: what the lead held, then an error event, then the end.
+    let mut body = Vec::new();
+    within("the console's event stream to end", async {
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            match tokio::io::AsyncReadExt::read(&mut stream, &mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    body.extend_from_slice(&buf[..n]);
+                    if body.ends_with(b"0\r\n\r\n") {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    let text = String::from_utf8_lossy(&body);
+    assert!(
+        text.contains("--stream-max-bytes"),
+        "the stream ends with an error event naming the flag"
+    );
+    assert!(
+        body.len() < BUDGET + 2 * 1024 * 1024,
+        "the console got {} bytes before its end",
+        body.len()
+    );
+}
