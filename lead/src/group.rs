@@ -9,6 +9,7 @@
 //! process group.
 
 use nix::{sys::signal::Signal, unistd::Pid};
+use shared::procfs::Stat;
 use tokio::process::{Child, Command};
 
 /// A running process that leads its own session.
@@ -81,25 +82,8 @@ fn signal_session(sid: u32, sig: Signal) {
         return;
     }
     signal_group(sid, sig);
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // "pid (comm) state ppid pgrp session ...": comm may hold spaces.
-        let session = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(3))
-            .and_then(|field| field.parse::<u32>().ok());
+    for pid in shared::procfs::pids() {
+        let session = Stat::of(&pid.to_string()).and_then(|stat| stat.field::<u32>(6));
         if session == Some(sid) {
             let _ = nix::sys::signal::kill(Pid::from_raw(pid), sig);
         }

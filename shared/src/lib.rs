@@ -27,6 +27,7 @@ pub mod limits;
 pub mod names;
 pub mod plan;
 pub mod policy;
+pub mod procfs;
 pub mod protocol;
 pub mod rate;
 pub mod signal;

@@ -23,6 +23,7 @@ use nix::{
     },
     unistd::Pid,
 };
+use shared::procfs::{self, Stat};
 
 /// How long a sweep keeps killing and reaping before it gives up (a process
 /// stuck in the kernel does not die at once) and says so.
@@ -183,29 +184,19 @@ pub fn sweep() {
 
 /// Every process: PID to (start, parent).
 fn table() -> HashMap<i32, (u64, i32)> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return HashMap::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+    procfs::pids()
+        .into_iter()
         .filter_map(|pid| Some((pid, stat(pid)?)))
         .collect()
 }
 
 /// `pid`'s start time and parent, from `/proc/PID/stat`.
 fn stat(pid: i32) -> Option<(u64, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&stat)
+    start_and_parent(&Stat::of(&pid.to_string())?)
 }
 
-fn parse_stat(stat: &str) -> Option<(u64, i32)> {
-    // The fields after the command name, which may hold spaces and ')';
-    // field n (from 1) is at n - 3.
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let parent = fields.get(1)?.parse().ok()?;
-    let start = fields.get(19)?.parse().ok()?;
-    Some((start, parent))
+fn start_and_parent(stat: &Stat) -> Option<(u64, i32)> {
+    Some((stat.field(22)?, stat.field(4)?))
 }
 
 /// The processes below `root` in `table` but the running `commands` and
@@ -247,8 +238,9 @@ mod tests {
         for n in 5..=52 {
             stat.push_str(&format!(" {n}"));
         }
-        assert_eq!(parse_stat(&stat), Some((22, 7)));
-        assert_eq!(parse_stat("42 (a) S 7 5"), None);
+        let parsed = |line: &str| Stat::parse(line).and_then(|s| start_and_parent(&s));
+        assert_eq!(parsed(&stat), Some((22, 7)));
+        assert_eq!(parsed("42 (a) S 7 5"), None);
     }
 
     #[test]

@@ -30,6 +30,8 @@ use std::{
     os::unix::fs::FileExt,
 };
 
+use shared::procfs::Stat;
+
 /// The byte a hidden value's bytes become.
 const MASK: u8 = b'*';
 
@@ -45,28 +47,20 @@ struct Blocks {
 impl Blocks {
     /// The blocks from `/proc/self/stat` (fields 48 to 51).
     fn of_self() -> std::io::Result<Self> {
-        let stat = std::fs::read_to_string("/proc/self/stat")?;
-        Self::parse(&stat).ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "/proc/self/stat has no argument and environment addresses",
-            )
-        })
+        Stat::of("self")
+            .and_then(|stat| Self::parse(&stat))
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "/proc/self/stat has no argument and environment addresses",
+                )
+            })
     }
 
-    fn parse(stat: &str) -> Option<Self> {
-        // The fields after the command name, which may hold spaces and ')'.
-        let fields: Vec<u64> = stat
-            .rsplit_once(')')?
-            .1
-            .split_whitespace()
-            .map(|f| f.parse().unwrap_or(0))
-            .collect();
-        // Field n (from 1) is at n - 3: arg_start is field 48.
-        let at = |n: usize| fields.get(n - 3).copied();
+    fn parse(stat: &Stat) -> Option<Self> {
         let blocks = Self {
-            args: at(48)?..at(49)?,
-            env: at(50)?..at(51)?,
+            args: stat.field(48)?..stat.field(49)?,
+            env: stat.field(50)?..stat.field(51)?,
         };
         (blocks.args.start < blocks.args.end && blocks.env.start <= blocks.env.end)
             .then_some(blocks)
@@ -200,14 +194,15 @@ mod tests {
         for n in 4..=52 {
             stat.push_str(&format!(" {n}"));
         }
+        let parsed = |line: &str| Stat::parse(line).and_then(|s| Blocks::parse(&s));
         assert_eq!(
-            Blocks::parse(&stat),
+            parsed(&stat),
             Some(Blocks {
                 args: 48..49,
                 env: 50..51
             })
         );
-        assert_eq!(Blocks::parse("12 (a) S 1 2"), None);
+        assert_eq!(parsed("12 (a) S 1 2"), None);
         assert!(Blocks::of_self().is_ok());
     }
 }
