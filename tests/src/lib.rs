@@ -120,6 +120,18 @@ impl Lead {
         Self::start_in(dir, "127.0.0.1:0", join_token, operator_token, extra).await
     }
 
+    /// Starts `lead serve` on a free port with `extra` flags and `env` in
+    /// its environment.
+    pub async fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Lead {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let join_token = shared::auth::new_token();
+        let operator_token = shared::auth::new_token();
+        let mut command =
+            Self::command_in(&dir, "127.0.0.1:0", &join_token, &operator_token, extra);
+        command.envs(env.iter().copied());
+        Self::spawn(command, dir, join_token, operator_token).await
+    }
+
     /// Starts `lead serve` on `listen` with the state in `dir`.
     pub async fn start_in(
         dir: tempfile::TempDir,
@@ -128,21 +140,33 @@ impl Lead {
         operator_token: String,
         extra: &[&str],
     ) -> Lead {
+        let command = Self::command_in(&dir, listen, &join_token, &operator_token, extra);
+        Self::spawn(command, dir, join_token, operator_token).await
+    }
+
+    /// The `lead serve` command on `listen` with the state in `dir`.
+    fn command_in(
+        dir: &tempfile::TempDir,
+        listen: &str,
+        join_token: &str,
+        operator_token: &str,
+        extra: &[&str],
+    ) -> Command {
         let mut command = Command::new(bin("lead"));
         command
             .args(["serve", "--listen", listen, "--state-dir"])
             .arg(dir.path().join("state"))
             .args([
                 "--join-token",
-                &join_token,
+                join_token,
                 "--operator-token",
-                &operator_token,
+                operator_token,
             ])
             .arg("--spawn-root")
             .arg(dir.path())
             .args(extra)
             .env("RUST_LOG", "warn");
-        Self::spawn(command, dir, join_token, operator_token).await
+        command
     }
 
     /// `kill -9`s the lead and starts it again on the same state dir and port.

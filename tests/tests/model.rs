@@ -649,26 +649,15 @@ async fn lead_spawn_starts_a_model_teammate_with_the_flags_passed_on() {
 /// `lead serve --model-key-env MODEL_KEY` with secrets in its environment:
 /// `MODEL_KEY`, `DEPLOY_SECRET` and `OPENAI_API_KEY`.
 async fn lead_with_secrets() -> Lead {
-    let dir = tempfile::tempdir().unwrap();
-    let (join_token, operator_token) = (shared::auth::new_token(), shared::auth::new_token());
-    let mut command = tokio::process::Command::new(mesh_tests::bin("lead"));
-    command
-        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
-        .arg(dir.path().join("state"))
-        .args([
-            "--join-token",
-            &join_token,
-            "--operator-token",
-            &operator_token,
-        ])
-        .arg("--spawn-root")
-        .arg(dir.path())
-        .args(["--model-key-env", "MODEL_KEY"])
-        .env("MODEL_KEY", "sk-allowed")
-        .env("DEPLOY_SECRET", "s3cret-deploy")
-        .env("OPENAI_API_KEY", "sk-default-not-named")
-        .env("RUST_LOG", "warn");
-    Lead::spawn(command, dir, join_token, operator_token).await
+    Lead::start_with_env(
+        &["--model-key-env", "MODEL_KEY"],
+        &[
+            ("MODEL_KEY", "sk-allowed"),
+            ("DEPLOY_SECRET", "s3cret-deploy"),
+            ("OPENAI_API_KEY", "sk-default-not-named"),
+        ],
+    )
+    .await
 }
 
 #[tokio::test]
