@@ -434,7 +434,14 @@ esac"#,
     .await
     .unwrap();
     assert_eq!(&said[..n], b"started\n");
-    assert!(mesh_tests::process_running(&stop_fg), "the stage runs");
+    // The script said so just before it starts its last `sleep`.
+    mesh_tests::within(&format!("`sleep {stop_fg}` to run"), async {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(10));
+        while !mesh_tests::process_running(&stop_fg) {
+            tick.tick().await;
+        }
+    })
+    .await;
     assert!(lead.terminate().await.success());
     gone(&stop_fg).await;
     gone(&stop_bg).await;
