@@ -161,12 +161,9 @@ command = "id -u > uid; cat /proc/$PPID/environ > environ 2> environ.err; cat /p
 /// Waits until no process has `marker` as an argument and `pid` is gone
 /// (or a zombie), for at most [`DEATH_DEADLINE`].
 async fn dies(pid: i32, marker: &str) {
-    let gone = || match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    let gone = || match shared::procfs::Stat::of(&pid.to_string()) {
+        None => true,
+        Some(stat) => stat.field::<char>(3) == Some('Z'),
     };
     let waited = tokio::time::timeout(DEATH_DEADLINE, async {
         while !gone() || process_running(marker) {
