@@ -1,6 +1,7 @@
 //! Operator commands: `lead team`, `requests`, `approve`, `reject`, `allow`,
 //! `deny`, `shutdown`, `watch`, `spawn`. Each talks to a running lead over gRPC.
 
+use shared::wire::*;
 use std::{io::Write, path::PathBuf, time::Duration};
 
 use shared::{

@@ -1,5 +1,6 @@
 //! Members and their inboxes: who is on the team, and what each has yet to read.
 
+use shared::wire::*;
 use std::{
     collections::{BTreeMap, HashMap, HashSet, VecDeque},
     sync::Arc,

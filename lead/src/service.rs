@@ -140,8 +140,8 @@ impl pb::lead_server::Lead for LeadService {
             });
         }
         let request = request.into_inner();
-        let name = Name::parse("name", &request.name)?;
-        limits::check("role", &request.role, limits::ROLE)?;
+        let name = Name::parse("name", &request.name).map_err(shared::wire::invalid)?;
+        limits::check("role", &request.role, limits::ROLE).map_err(shared::wire::invalid)?;
         if request.role.trim().is_empty() {
             return Err(Status::invalid_argument("role: is required"));
         }
@@ -266,7 +266,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::ReportIdleResponse>, Status> {
         let token = self.session(&request, "ReportIdle")?;
         let idle = request.into_inner();
-        limits::check("reason", &idle.reason, limits::REASON)?;
+        limits::check("reason", &idle.reason, limits::REASON).map_err(shared::wire::invalid)?;
         self.hub
             .call(|reply| Command::ReportIdle { token, idle, reply })
             .await?;
@@ -296,7 +296,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::LeaveResponse>, Status> {
         let token = self.session(&request, "Leave")?;
         let reason = request.into_inner().reason;
-        limits::check("reason", &reason, limits::REASON)?;
+        limits::check("reason", &reason, limits::REASON).map_err(shared::wire::invalid)?;
         self.hub
             .call(|reply| Command::Leave {
                 token,
@@ -330,7 +330,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::Task>, Status> {
         let token = self.session(&request, "ClaimTask")?;
         let task_id = request.into_inner().task_id;
-        limits::check("task_id", &task_id, limits::ID)?;
+        limits::check("task_id", &task_id, limits::ID).map_err(shared::wire::invalid)?;
         Ok(Response::new(
             self.hub
                 .call(|reply| Command::ClaimTask {
@@ -348,8 +348,8 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::Task>, Status> {
         let token = self.session(&request, "CompleteTask")?;
         let pb::CompleteTaskRequest { task_id, summary } = request.into_inner();
-        limits::check("task_id", &task_id, limits::ID)?;
-        limits::check("summary", &summary, limits::TEXT)?;
+        limits::check("task_id", &task_id, limits::ID).map_err(shared::wire::invalid)?;
+        limits::check("summary", &summary, limits::TEXT).map_err(shared::wire::invalid)?;
         Ok(Response::new(
             self.hub
                 .call(|reply| Command::CompleteTask {
@@ -492,8 +492,9 @@ impl pb::operator_server::Operator for OperatorService {
         // The caller first: a stranger learns nothing from validation.
         self.operator(&request).await?;
         let body = request.get_ref();
-        limits::check("subject", &body.subject, limits::REASON)?;
-        limits::check("description", &body.description, limits::TEXT)?;
+        limits::check("subject", &body.subject, limits::REASON).map_err(shared::wire::invalid)?;
+        limits::check("description", &body.description, limits::TEXT)
+            .map_err(shared::wire::invalid)?;
         for (field, list) in [("blocked_by", &body.blocked_by), ("files", &body.files)] {
             if list.len() > limits::LIST_ITEMS {
                 return Err(Status::invalid_argument(format!(
@@ -504,10 +505,12 @@ impl pb::operator_server::Operator for OperatorService {
             }
         }
         for (i, id) in body.blocked_by.iter().enumerate() {
-            limits::check(&format!("blocked_by[{i}]"), id, limits::ID)?;
+            limits::check(&format!("blocked_by[{i}]"), id, limits::ID)
+                .map_err(shared::wire::invalid)?;
         }
         for (i, glob) in body.files.iter().enumerate() {
-            limits::check(&format!("files[{i}]"), glob, limits::GLOB)?;
+            limits::check(&format!("files[{i}]"), glob, limits::GLOB)
+                .map_err(shared::wire::invalid)?;
         }
         self.run(request, |r, reply| Command::CreateTask {
             task: NewTask {

@@ -1,5 +1,7 @@
 //! The API crate both binaries use: the generated `mesh.v1` types and
-//! services, the protocol state machine, grants, policy and names.
+//! services, and [`wire`], the one place they are converted to and from the
+//! core's types (`mesh-core`, re-exported here: the protocol state machine,
+//! grants, policy, names).
 
 pub mod pb {
     //! Generated from `proto/mesh/v1/mesh.proto`.
@@ -19,17 +21,11 @@ pub mod pb {
 pub mod auth;
 pub mod chat;
 pub mod display;
-pub mod error;
-pub mod grant;
-pub mod holds;
-pub mod lifecycle;
-pub mod limits;
-pub mod names;
 pub mod plan;
-pub mod policy;
 pub mod procfs;
-pub mod protocol;
-pub mod rate;
 pub mod signal;
-pub mod tasks;
 pub mod transport;
+pub mod wire;
+
+/// The pure types live in `mesh-core`; these are the same modules.
+pub use mesh_core::{error, grant, holds, lifecycle, limits, names, policy, protocol, rate, tasks};

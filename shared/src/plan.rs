@@ -1,4 +1,7 @@
-//! Plans: what a teammate proposes to do, checked before anyone reviews it.
+//! Plans: what a teammate proposes to do, checked at the edge before the
+//! core ([`Plan`]) or anyone reviews it.
+
+pub use mesh_core::plan::Plan;
 
 use crate::{error::FieldError, grant::check_relative_glob, pb};
 

@@ -1,6 +1,7 @@
 //! A teammate's life on the mesh: join, read the inbox as a stream, take steps
 //! from the driver, run tools through the gate, answer the lead.
 
+use shared::wire::*;
 use std::{
     collections::{HashSet, VecDeque},
     future::Future,

@@ -118,20 +118,21 @@ impl Hub {
                 self.record_review(id, "human", "waits", "waiting for an operator".into());
             }
             Some(Stage::Policy { policy, on_pass }) => {
-                let verdict = match policy.review(&plan, &self.overlaps_of(id)) {
-                    policy::Verdict::Approve(grant) if *on_pass == OnPass::Approve => {
-                        Verdict::Approve {
-                            grant: Some(grant),
-                            words: "every criterion holds".into(),
+                let verdict =
+                    match policy.review(&shared::plan::Plan::from(&plan), &self.overlaps_of(id)) {
+                        policy::Verdict::Approve(grant) if *on_pass == OnPass::Approve => {
+                            Verdict::Approve {
+                                grant: Some(grant),
+                                words: "every criterion holds".into(),
+                            }
                         }
-                    }
-                    policy::Verdict::Approve(_) => Verdict::Pass {
-                        words: "every criterion holds".into(),
-                    },
-                    policy::Verdict::Reject(unmet) => Verdict::Reject {
-                        words: unmet.join("; "),
-                    },
-                };
+                        policy::Verdict::Approve(_) => Verdict::Pass {
+                            words: "every criterion holds".into(),
+                        },
+                        policy::Verdict::Reject(unmet) => Verdict::Reject {
+                            words: unmet.join("; "),
+                        },
+                    };
                 self.stage_verdict(id, at, verdict);
             }
             Some(Stage::Program { command, timeout }) => {

@@ -1,6 +1,7 @@
 //! The hub's member commands: joining, inboxes, messages, idleness, tool-call
 //! reports, spawning and termination.
 
+use shared::wire::*;
 use std::path::{Path, PathBuf};
 
 use sha2::Digest as _;

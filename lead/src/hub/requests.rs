@@ -3,6 +3,7 @@
 //! that may answer plans and permissions without a person.
 
 use serde_json::json;
+use shared::wire::*;
 use shared::{
     error::FieldError,
     grant::{Grant, Mode},
@@ -210,18 +211,20 @@ impl Hub {
                 feedback: "approved automatically (--approval auto)".into(),
                 grant: Some(default_grant(Mode::AcceptEdits)),
             },
-            Approval::Policy(policy) => match policy.review(plan, &self.overlaps_of(id)) {
-                Verdict::Approve(grant) => Decision {
-                    approve: true,
-                    feedback: "approved by policy: every criterion holds".into(),
-                    grant: Some(grant),
-                },
-                Verdict::Reject(unmet) => Decision {
-                    approve: false,
-                    feedback: format!("rejected by policy: {}", unmet.join("; ")),
-                    grant: None,
-                },
-            },
+            Approval::Policy(policy) => {
+                match policy.review(&shared::plan::Plan::from(plan), &self.overlaps_of(id)) {
+                    Verdict::Approve(grant) => Decision {
+                        approve: true,
+                        feedback: "approved by policy: every criterion holds".into(),
+                        grant: Some(grant),
+                    },
+                    Verdict::Reject(unmet) => Decision {
+                        approve: false,
+                        feedback: format!("rejected by policy: {}", unmet.join("; ")),
+                        grant: None,
+                    },
+                }
+            }
         };
         self.decide_plan(id, decision).map(|_| ())
     }

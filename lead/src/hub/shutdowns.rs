@@ -3,6 +3,7 @@
 //! stops a spawned teammate by signal.
 
 use serde_json::json;
+use shared::wire::*;
 use shared::{
     error::FieldError,
     lifecycle::Event,

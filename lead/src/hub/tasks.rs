@@ -1,6 +1,7 @@
 //! The shared task list on the hub: the pure [`TaskBoard`] wired to the
 //! store, the watchers and the inboxes of idle members.
 
+use shared::wire::*;
 use shared::{
     grant::Mode,
     holds::Holds,

@@ -1,6 +1,7 @@
 //! The durable store: SQLite (bundled, so a fresh machine needs nothing) in
 //! WAL mode, in `<state-dir>/mesh.db`.
 
+use shared::wire::*;
 use std::{
     fs,
     path::{Path, PathBuf},

@@ -97,20 +97,6 @@ pub enum Status {
     Terminated,
 }
 
-impl Status {
-    /// To the wire.
-    pub fn to_pb(self) -> crate::pb::MemberStatus {
-        use crate::pb::MemberStatus as P;
-        match self {
-            Status::Working => P::Working,
-            Status::Idle => P::Idle,
-            Status::Disconnected => P::Disconnected,
-            Status::ShuttingDown => P::ShuttingDown,
-            Status::Terminated => P::Terminated,
-        }
-    }
-}
-
 /// A member's life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Lifecycle {

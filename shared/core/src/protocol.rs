@@ -24,7 +24,7 @@ use std::{
     fmt,
 };
 
-use crate::{grant::Grant, names::RequestId, pb};
+use crate::{grant::Grant, names::RequestId};
 
 /// Which protocol a request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -38,29 +38,19 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// To the wire.
-    pub fn to_pb(self) -> pb::RequestType {
+    /// The name the contract gives it (`REQUEST_TYPE_PLAN_APPROVAL`, ...).
+    pub fn as_str(self) -> &'static str {
         match self {
-            Kind::PlanApproval => pb::RequestType::PlanApproval,
-            Kind::Shutdown => pb::RequestType::Shutdown,
-            Kind::Permission => pb::RequestType::Permission,
-        }
-    }
-
-    /// From the wire; UNSPECIFIED (and unknown numbers) are `None`.
-    pub fn from_pb(value: i32) -> Option<Self> {
-        match pb::RequestType::try_from(value) {
-            Ok(pb::RequestType::PlanApproval) => Some(Kind::PlanApproval),
-            Ok(pb::RequestType::Shutdown) => Some(Kind::Shutdown),
-            Ok(pb::RequestType::Permission) => Some(Kind::Permission),
-            _ => None,
+            Kind::PlanApproval => "REQUEST_TYPE_PLAN_APPROVAL",
+            Kind::Shutdown => "REQUEST_TYPE_SHUTDOWN",
+            Kind::Permission => "REQUEST_TYPE_PERMISSION",
         }
     }
 }
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.to_pb().as_str_name())
+        f.write_str(self.as_str())
     }
 }
 
@@ -83,31 +73,20 @@ impl Status {
         self != Status::Pending
     }
 
-    /// To the wire.
-    pub fn to_pb(self) -> pb::RequestStatus {
+    /// The name the contract gives it (`REQUEST_STATUS_PENDING`, ...).
+    pub fn as_str(self) -> &'static str {
         match self {
-            Status::Pending => pb::RequestStatus::Pending,
-            Status::Approved => pb::RequestStatus::Approved,
-            Status::Rejected => pb::RequestStatus::Rejected,
-            Status::Expired => pb::RequestStatus::Expired,
-        }
-    }
-
-    /// From the wire; UNSPECIFIED (and unknown numbers) are `None`.
-    pub fn from_pb(value: i32) -> Option<Self> {
-        match pb::RequestStatus::try_from(value) {
-            Ok(pb::RequestStatus::Pending) => Some(Status::Pending),
-            Ok(pb::RequestStatus::Approved) => Some(Status::Approved),
-            Ok(pb::RequestStatus::Rejected) => Some(Status::Rejected),
-            Ok(pb::RequestStatus::Expired) => Some(Status::Expired),
-            _ => None,
+            Status::Pending => "REQUEST_STATUS_PENDING",
+            Status::Approved => "REQUEST_STATUS_APPROVED",
+            Status::Rejected => "REQUEST_STATUS_REJECTED",
+            Status::Expired => "REQUEST_STATUS_EXPIRED",
         }
     }
 }
 
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.to_pb().as_str_name())
+        f.write_str(self.as_str())
     }
 }
 
@@ -191,17 +170,7 @@ pub struct ReviewStep {
     pub at_unix_ms: i64,
 }
 
-impl ReviewStep {
-    /// To the wire.
-    pub fn to_pb(&self) -> pb::ReviewStep {
-        pb::ReviewStep {
-            reviewer: self.reviewer.clone(),
-            verdict: self.verdict.clone(),
-            words: self.words.clone(),
-            at_unix_ms: self.at_unix_ms,
-        }
-    }
-}
+impl ReviewStep {}
 
 impl Request {
     /// The request id.
@@ -214,22 +183,6 @@ impl Request {
         match self.opening.kind {
             Kind::PlanApproval | Kind::Permission => Party::Operator,
             Kind::Shutdown => Party::Member(self.opening.target.clone()),
-        }
-    }
-
-    /// To the wire.
-    pub fn to_pb(&self) -> pb::ProtocolState {
-        pb::ProtocolState {
-            request_id: self.opening.id.to_string(),
-            r#type: self.opening.kind.to_pb() as i32,
-            sender: self.opening.sender.clone(),
-            target: self.opening.target.clone(),
-            status: self.status.to_pb() as i32,
-            payload_json: self.opening.payload_json.clone(),
-            feedback: self.feedback.clone(),
-            created_at_unix_ms: self.created_at_unix_ms,
-            resolved_at_unix_ms: self.resolved_at_unix_ms.unwrap_or(0),
-            reviews: self.reviews.iter().map(ReviewStep::to_pb).collect(),
         }
     }
 }

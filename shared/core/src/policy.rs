@@ -15,7 +15,7 @@ use crate::{
     error::FieldError,
     grant::{Grant, Mode, PathSet},
     holds::Overlap,
-    pb,
+    plan::Plan,
 };
 
 /// The policy file, as written.
@@ -87,7 +87,7 @@ impl Policy {
 
     /// Reviews a plan against every criterion; `overlaps` are where its
     /// files fall inside other teammates' holds.
-    pub fn review(&self, plan: &pb::Plan, overlaps: &[Overlap]) -> Verdict {
+    pub fn review(&self, plan: &Plan, overlaps: &[Overlap]) -> Verdict {
         let mut unmet = Vec::new();
         if self.deny_overlap {
             for overlap in overlaps {
@@ -145,8 +145,8 @@ impl Policy {
 mod tests {
     use super::*;
 
-    fn plan(files: &[&str], tests: &[&str]) -> pb::Plan {
-        pb::Plan {
+    fn plan(files: &[&str], tests: &[&str]) -> Plan {
+        Plan {
             summary: "s".into(),
             files: files.iter().map(|s| s.to_string()).collect(),
             tests: tests.iter().map(|s| s.to_string()).collect(),

@@ -13,8 +13,7 @@ use std::{
     panic::{catch_unwind, AssertUnwindSafe},
 };
 
-use proptest::prelude::*;
-use shared::{
+use mesh_core::{
     grant::Grant,
     names::RequestId,
     protocol::{
@@ -22,6 +21,7 @@ use shared::{
         TransitionError,
     },
 };
+use proptest::prelude::*;
 
 const IDS: [&str; 4] = ["r0", "r1", "r2", "r3"];
 const NAMES: [&str; 4] = ["alice", "bob", "carol", "lead"];

@@ -32,9 +32,3 @@ impl fmt::Display for FieldError {
 }
 
 impl std::error::Error for FieldError {}
-
-impl From<FieldError> for tonic::Status {
-    fn from(err: FieldError) -> Self {
-        tonic::Status::invalid_argument(err.to_string())
-    }
-}

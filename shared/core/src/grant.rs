@@ -4,7 +4,7 @@ use std::fmt;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
-use crate::{error::FieldError, pb};
+use crate::error::FieldError;
 
 /// How much a teammate may do without asking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,31 +43,6 @@ impl Mode {
             )),
         }
     }
-
-    /// From the wire; UNSPECIFIED is `None`.
-    pub fn from_pb(field: &str, value: i32) -> Result<Option<Self>, FieldError> {
-        match pb::PermissionMode::try_from(value) {
-            Ok(pb::PermissionMode::Unspecified) => Ok(None),
-            Ok(pb::PermissionMode::Plan) => Ok(Some(Mode::Plan)),
-            Ok(pb::PermissionMode::Default) => Ok(Some(Mode::Default)),
-            Ok(pb::PermissionMode::AcceptEdits) => Ok(Some(Mode::AcceptEdits)),
-            Ok(pb::PermissionMode::Bypass) => Ok(Some(Mode::Bypass)),
-            Err(_) => Err(FieldError::new(
-                field,
-                format!("{value} is not a PermissionMode"),
-            )),
-        }
-    }
-
-    /// To the wire.
-    pub fn to_pb(self) -> pb::PermissionMode {
-        match self {
-            Mode::Plan => pb::PermissionMode::Plan,
-            Mode::Default => pb::PermissionMode::Default,
-            Mode::AcceptEdits => pb::PermissionMode::AcceptEdits,
-            Mode::Bypass => pb::PermissionMode::Bypass,
-        }
-    }
 }
 
 impl fmt::Display for Mode {
@@ -95,48 +70,6 @@ impl Grant {
             mode: Mode::Plan,
             write_paths: Vec::new(),
             expires_at_unix_ms: None,
-        }
-    }
-
-    /// Validates a grant from the wire. `default_mode` stands in for UNSPECIFIED.
-    pub fn from_pb(
-        field: &str,
-        grant: &pb::PermissionGrant,
-        default_mode: Mode,
-    ) -> Result<Self, FieldError> {
-        let mode = Mode::from_pb(&format!("{field}.mode"), grant.mode)?.unwrap_or(default_mode);
-        if grant.write_paths.len() > crate::limits::LIST_ITEMS {
-            return Err(FieldError::new(
-                format!("{field}.write_paths"),
-                format!(
-                    "has {} entries; the limit is {}",
-                    grant.write_paths.len(),
-                    crate::limits::LIST_ITEMS
-                ),
-            ));
-        }
-        for (i, path) in grant.write_paths.iter().enumerate() {
-            check_relative_glob(&format!("{field}.write_paths[{i}]"), path)?;
-        }
-        if grant.expires_at_unix_ms < 0 {
-            return Err(FieldError::new(
-                format!("{field}.expires_at_unix_ms"),
-                "is negative",
-            ));
-        }
-        Ok(Self {
-            mode,
-            write_paths: grant.write_paths.clone(),
-            expires_at_unix_ms: (grant.expires_at_unix_ms > 0).then_some(grant.expires_at_unix_ms),
-        })
-    }
-
-    /// To the wire.
-    pub fn to_pb(&self) -> pb::PermissionGrant {
-        pb::PermissionGrant {
-            mode: self.mode.to_pb() as i32,
-            write_paths: self.write_paths.clone(),
-            expires_at_unix_ms: self.expires_at_unix_ms.unwrap_or(0),
         }
     }
 }
@@ -239,25 +172,5 @@ mod tests {
             let err = PathSet::new("grant.write_paths", &[bad.to_string()]).expect_err(bad);
             assert_eq!(err.field, "grant.write_paths[0]");
         }
-    }
-
-    #[test]
-    fn grants_round_trip_and_default_their_mode() {
-        let wire = pb::PermissionGrant {
-            mode: 0,
-            write_paths: vec!["src/**".into()],
-            expires_at_unix_ms: 0,
-        };
-        let grant = Grant::from_pb("grant", &wire, Mode::AcceptEdits).expect("valid");
-        assert_eq!(grant.mode, Mode::AcceptEdits);
-        assert_eq!(grant.expires_at_unix_ms, None);
-        assert_eq!(grant.to_pb().mode, pb::PermissionMode::AcceptEdits as i32);
-        let bad = pb::PermissionGrant { mode: 99, ..wire };
-        assert_eq!(
-            Grant::from_pb("grant", &bad, Mode::Plan)
-                .expect_err("bad")
-                .field,
-            "grant.mode"
-        );
     }
 }

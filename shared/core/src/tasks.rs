@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::{error::FieldError, grant::PathSet, limits, pb};
+use crate::{error::FieldError, grant::PathSet, limits};
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,27 +23,6 @@ pub enum TaskStatus {
     Claimed,
     /// Its owner completed it. Terminal.
     Completed,
-}
-
-impl TaskStatus {
-    /// The wire value.
-    pub fn to_pb(self) -> pb::TaskStatus {
-        match self {
-            TaskStatus::Pending => pb::TaskStatus::Pending,
-            TaskStatus::Claimed => pb::TaskStatus::Claimed,
-            TaskStatus::Completed => pb::TaskStatus::Completed,
-        }
-    }
-
-    /// From the wire; `None` for UNSPECIFIED (or a value this build does not know).
-    pub fn from_pb(value: i32) -> Option<Self> {
-        match pb::TaskStatus::try_from(value).ok()? {
-            pb::TaskStatus::Pending => Some(TaskStatus::Pending),
-            pb::TaskStatus::Claimed => Some(TaskStatus::Claimed),
-            pb::TaskStatus::Completed => Some(TaskStatus::Completed),
-            pb::TaskStatus::Unspecified => None,
-        }
-    }
 }
 
 /// One task.
@@ -63,40 +42,6 @@ pub struct Task {
     pub updated_at_unix_ms: i64,
     /// What the owner said on completing it.
     pub summary: String,
-}
-
-impl Task {
-    /// The wire form.
-    pub fn to_pb(&self) -> pb::Task {
-        pb::Task {
-            task_id: self.task_id.clone(),
-            subject: self.subject.clone(),
-            description: self.description.clone(),
-            status: self.status.to_pb() as i32,
-            owner: self.owner.clone(),
-            blocked_by: self.blocked_by.clone(),
-            files: self.files.clone(),
-            created_at_unix_ms: self.created_at_unix_ms,
-            updated_at_unix_ms: self.updated_at_unix_ms,
-            summary: self.summary.clone(),
-        }
-    }
-
-    /// From the wire (as stored); `None` for an unknown status.
-    pub fn from_pb(task: pb::Task) -> Option<Self> {
-        Some(Self {
-            status: TaskStatus::from_pb(task.status)?,
-            task_id: task.task_id,
-            subject: task.subject,
-            description: task.description,
-            owner: task.owner,
-            blocked_by: task.blocked_by,
-            files: task.files,
-            created_at_unix_ms: task.created_at_unix_ms,
-            updated_at_unix_ms: task.updated_at_unix_ms,
-            summary: task.summary,
-        })
-    }
 }
 
 /// What a new task says.
@@ -625,7 +570,5 @@ mod tests {
         assert_eq!(ids, ["a", "b", "c"]);
         assert_eq!(restored.get("b").expect("b").blocked_by, ["a"]);
         assert_eq!(restored.claimable_count(), 2);
-        let round = Task::from_pb(restored.get("a").expect("a").to_pb()).expect("status");
-        assert_eq!(&round, restored.get("a").expect("a"));
     }
 }

@@ -1,0 +1,26 @@
+//! mesh's core: the team's rules as pure types, with no I/O. No async, no
+//! clock (time comes in as unix milliseconds), no files, no processes, no
+//! protobuf: the edges (`shared`'s wire conversions, the lead's runtime and
+//! services, the teammate) translate to and from these types and do the I/O.
+//!
+//! - [`protocol`]: the one state machine every request follows
+//!   (pending → approved | rejected | expired), in a [`protocol::Tracker`];
+//! - [`lifecycle`]: a member's life (working, idle, disconnected, shutting
+//!   down, terminated);
+//! - [`tasks`]: the shared task board; [`holds`]: who holds which files;
+//! - [`grant`], [`plan`], [`policy`]: what a teammate may do, what it
+//!   proposes, and the criteria that review it;
+//! - [`rate`]: a token bucket; [`names`], [`limits`], [`error`]: the
+//!   vocabulary and the bounds every field is checked against.
+
+pub mod error;
+pub mod grant;
+pub mod holds;
+pub mod lifecycle;
+pub mod limits;
+pub mod names;
+pub mod plan;
+pub mod policy;
+pub mod protocol;
+pub mod rate;
+pub mod tasks;

@@ -1,0 +1,406 @@
+//! The one place the generated `mesh.v1` types meet the core's: every
+//! conversion between a protobuf message or enum and a `mesh-core` type.
+//! `to_pb` goes to the wire; `from_pb` comes from it and refuses what the
+//! core cannot hold (an unknown enum number, a malformed grant).
+//!
+//! The conversions are traits because the types live in `mesh-core`, which
+//! knows nothing of protobuf: bring them in with `use shared::wire::*;`.
+
+use crate::{
+    error::FieldError,
+    grant::{check_relative_glob, Grant, Mode},
+    lifecycle, limits, pb,
+    plan::Plan,
+    protocol::{Kind, Request, ReviewStep, Status},
+    tasks::{Task, TaskStatus},
+};
+
+/// A core value's wire form.
+pub trait ToPb {
+    /// The generated type.
+    type Pb;
+    /// To the wire.
+    fn to_pb(&self) -> Self::Pb;
+}
+
+impl ToPb for Kind {
+    type Pb = pb::RequestType;
+    fn to_pb(&self) -> pb::RequestType {
+        match self {
+            Kind::PlanApproval => pb::RequestType::PlanApproval,
+            Kind::Shutdown => pb::RequestType::Shutdown,
+            Kind::Permission => pb::RequestType::Permission,
+        }
+    }
+}
+
+impl ToPb for Status {
+    type Pb = pb::RequestStatus;
+    fn to_pb(&self) -> pb::RequestStatus {
+        match self {
+            Status::Pending => pb::RequestStatus::Pending,
+            Status::Approved => pb::RequestStatus::Approved,
+            Status::Rejected => pb::RequestStatus::Rejected,
+            Status::Expired => pb::RequestStatus::Expired,
+        }
+    }
+}
+
+impl ToPb for ReviewStep {
+    type Pb = pb::ReviewStep;
+    fn to_pb(&self) -> pb::ReviewStep {
+        pb::ReviewStep {
+            reviewer: self.reviewer.clone(),
+            verdict: self.verdict.clone(),
+            words: self.words.clone(),
+            at_unix_ms: self.at_unix_ms,
+        }
+    }
+}
+
+impl ToPb for Request {
+    type Pb = pb::ProtocolState;
+    fn to_pb(&self) -> pb::ProtocolState {
+        pb::ProtocolState {
+            request_id: self.opening.id.to_string(),
+            r#type: self.opening.kind.to_pb() as i32,
+            sender: self.opening.sender.clone(),
+            target: self.opening.target.clone(),
+            status: self.status.to_pb() as i32,
+            payload_json: self.opening.payload_json.clone(),
+            feedback: self.feedback.clone(),
+            created_at_unix_ms: self.created_at_unix_ms,
+            resolved_at_unix_ms: self.resolved_at_unix_ms.unwrap_or(0),
+            reviews: self.reviews.iter().map(ReviewStep::to_pb).collect(),
+        }
+    }
+}
+
+impl ToPb for Mode {
+    type Pb = pb::PermissionMode;
+    fn to_pb(&self) -> pb::PermissionMode {
+        match self {
+            Mode::Plan => pb::PermissionMode::Plan,
+            Mode::Default => pb::PermissionMode::Default,
+            Mode::AcceptEdits => pb::PermissionMode::AcceptEdits,
+            Mode::Bypass => pb::PermissionMode::Bypass,
+        }
+    }
+}
+
+impl ToPb for Grant {
+    type Pb = pb::PermissionGrant;
+    fn to_pb(&self) -> pb::PermissionGrant {
+        pb::PermissionGrant {
+            mode: self.mode.to_pb() as i32,
+            write_paths: self.write_paths.clone(),
+            expires_at_unix_ms: self.expires_at_unix_ms.unwrap_or(0),
+        }
+    }
+}
+
+impl ToPb for TaskStatus {
+    type Pb = pb::TaskStatus;
+    fn to_pb(&self) -> pb::TaskStatus {
+        match self {
+            TaskStatus::Pending => pb::TaskStatus::Pending,
+            TaskStatus::Claimed => pb::TaskStatus::Claimed,
+            TaskStatus::Completed => pb::TaskStatus::Completed,
+        }
+    }
+}
+
+impl ToPb for Task {
+    type Pb = pb::Task;
+    fn to_pb(&self) -> pb::Task {
+        pb::Task {
+            task_id: self.task_id.clone(),
+            subject: self.subject.clone(),
+            description: self.description.clone(),
+            status: self.status.to_pb() as i32,
+            owner: self.owner.clone(),
+            blocked_by: self.blocked_by.clone(),
+            files: self.files.clone(),
+            created_at_unix_ms: self.created_at_unix_ms,
+            updated_at_unix_ms: self.updated_at_unix_ms,
+            summary: self.summary.clone(),
+        }
+    }
+}
+
+impl ToPb for lifecycle::Status {
+    type Pb = pb::MemberStatus;
+    fn to_pb(&self) -> pb::MemberStatus {
+        use pb::MemberStatus as P;
+        match self {
+            lifecycle::Status::Working => P::Working,
+            lifecycle::Status::Idle => P::Idle,
+            lifecycle::Status::Disconnected => P::Disconnected,
+            lifecycle::Status::ShuttingDown => P::ShuttingDown,
+            lifecycle::Status::Terminated => P::Terminated,
+        }
+    }
+}
+
+impl ToPb for Plan {
+    type Pb = pb::Plan;
+    fn to_pb(&self) -> pb::Plan {
+        pb::Plan {
+            summary: self.summary.clone(),
+            steps: self.steps.clone(),
+            files: self.files.clone(),
+            tests: self.tests.clone(),
+            body: self.body.clone(),
+            task_id: self.task_id.clone(),
+        }
+    }
+}
+
+impl From<&pb::Plan> for Plan {
+    fn from(plan: &pb::Plan) -> Self {
+        Self {
+            summary: plan.summary.clone(),
+            steps: plan.steps.clone(),
+            files: plan.files.clone(),
+            tests: plan.tests.clone(),
+            body: plan.body.clone(),
+            task_id: plan.task_id.clone(),
+        }
+    }
+}
+
+/// [`Kind`] from the wire.
+pub trait KindFromPb: Sized {
+    /// UNSPECIFIED (and unknown numbers) are `None`.
+    fn from_pb(value: i32) -> Option<Self>;
+}
+
+impl KindFromPb for Kind {
+    fn from_pb(value: i32) -> Option<Self> {
+        match pb::RequestType::try_from(value) {
+            Ok(pb::RequestType::PlanApproval) => Some(Kind::PlanApproval),
+            Ok(pb::RequestType::Shutdown) => Some(Kind::Shutdown),
+            Ok(pb::RequestType::Permission) => Some(Kind::Permission),
+            _ => None,
+        }
+    }
+}
+
+/// [`Status`] from the wire.
+pub trait StatusFromPb: Sized {
+    /// UNSPECIFIED (and unknown numbers) are `None`.
+    fn from_pb(value: i32) -> Option<Self>;
+}
+
+impl StatusFromPb for Status {
+    fn from_pb(value: i32) -> Option<Self> {
+        match pb::RequestStatus::try_from(value) {
+            Ok(pb::RequestStatus::Pending) => Some(Status::Pending),
+            Ok(pb::RequestStatus::Approved) => Some(Status::Approved),
+            Ok(pb::RequestStatus::Rejected) => Some(Status::Rejected),
+            Ok(pb::RequestStatus::Expired) => Some(Status::Expired),
+            _ => None,
+        }
+    }
+}
+
+/// [`TaskStatus`] from the wire.
+pub trait TaskStatusFromPb: Sized {
+    /// `None` for UNSPECIFIED (or a value this build does not know).
+    fn from_pb(value: i32) -> Option<Self>;
+}
+
+impl TaskStatusFromPb for TaskStatus {
+    fn from_pb(value: i32) -> Option<Self> {
+        match pb::TaskStatus::try_from(value).ok()? {
+            pb::TaskStatus::Pending => Some(TaskStatus::Pending),
+            pb::TaskStatus::Claimed => Some(TaskStatus::Claimed),
+            pb::TaskStatus::Completed => Some(TaskStatus::Completed),
+            pb::TaskStatus::Unspecified => None,
+        }
+    }
+}
+
+/// [`Task`] from the wire (as stored).
+pub trait TaskFromPb: Sized {
+    /// `None` for an unknown status.
+    fn from_pb(task: pb::Task) -> Option<Self>;
+}
+
+impl TaskFromPb for Task {
+    fn from_pb(task: pb::Task) -> Option<Self> {
+        Some(Self {
+            status: TaskStatus::from_pb(task.status)?,
+            task_id: task.task_id,
+            subject: task.subject,
+            description: task.description,
+            owner: task.owner,
+            blocked_by: task.blocked_by,
+            files: task.files,
+            created_at_unix_ms: task.created_at_unix_ms,
+            updated_at_unix_ms: task.updated_at_unix_ms,
+            summary: task.summary,
+        })
+    }
+}
+
+/// [`Mode`] from the wire.
+pub trait ModeFromPb: Sized {
+    /// UNSPECIFIED is `None`; an unknown number is an error naming `field`.
+    fn from_pb(field: &str, value: i32) -> Result<Option<Self>, FieldError>;
+}
+
+impl ModeFromPb for Mode {
+    fn from_pb(field: &str, value: i32) -> Result<Option<Self>, FieldError> {
+        match pb::PermissionMode::try_from(value) {
+            Ok(pb::PermissionMode::Unspecified) => Ok(None),
+            Ok(pb::PermissionMode::Plan) => Ok(Some(Mode::Plan)),
+            Ok(pb::PermissionMode::Default) => Ok(Some(Mode::Default)),
+            Ok(pb::PermissionMode::AcceptEdits) => Ok(Some(Mode::AcceptEdits)),
+            Ok(pb::PermissionMode::Bypass) => Ok(Some(Mode::Bypass)),
+            Err(_) => Err(FieldError::new(
+                field,
+                format!("{value} is not a PermissionMode"),
+            )),
+        }
+    }
+}
+
+/// [`Grant`] from the wire, validated.
+pub trait GrantFromPb: Sized {
+    /// `default_mode` stands in for UNSPECIFIED.
+    fn from_pb(
+        field: &str,
+        grant: &pb::PermissionGrant,
+        default_mode: Mode,
+    ) -> Result<Self, FieldError>;
+}
+
+impl GrantFromPb for Grant {
+    fn from_pb(
+        field: &str,
+        grant: &pb::PermissionGrant,
+        default_mode: Mode,
+    ) -> Result<Self, FieldError> {
+        let mode = Mode::from_pb(&format!("{field}.mode"), grant.mode)?.unwrap_or(default_mode);
+        if grant.write_paths.len() > limits::LIST_ITEMS {
+            return Err(FieldError::new(
+                format!("{field}.write_paths"),
+                format!(
+                    "has {} entries; the limit is {}",
+                    grant.write_paths.len(),
+                    limits::LIST_ITEMS
+                ),
+            ));
+        }
+        for (i, path) in grant.write_paths.iter().enumerate() {
+            check_relative_glob(&format!("{field}.write_paths[{i}]"), path)?;
+        }
+        if grant.expires_at_unix_ms < 0 {
+            return Err(FieldError::new(
+                format!("{field}.expires_at_unix_ms"),
+                "is negative",
+            ));
+        }
+        Ok(Self {
+            mode,
+            write_paths: grant.write_paths.clone(),
+            expires_at_unix_ms: (grant.expires_at_unix_ms > 0).then_some(grant.expires_at_unix_ms),
+        })
+    }
+}
+
+/// An input error as a gRPC status: INVALID_ARGUMENT naming the field.
+pub fn invalid(err: FieldError) -> tonic::Status {
+    tonic::Status::invalid_argument(err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        names::RequestId,
+        protocol::{Opening, Tracker},
+        tasks::{NewTask, TaskBoard},
+    };
+
+    #[test]
+    fn grants_round_trip_and_default_their_mode() {
+        let wire = pb::PermissionGrant {
+            mode: 0,
+            write_paths: vec!["src/**".into()],
+            expires_at_unix_ms: 0,
+        };
+        let grant = Grant::from_pb("grant", &wire, Mode::AcceptEdits).expect("valid");
+        assert_eq!(grant.mode, Mode::AcceptEdits);
+        assert_eq!(grant.expires_at_unix_ms, None);
+        assert_eq!(grant.to_pb().mode, pb::PermissionMode::AcceptEdits as i32);
+        let bad = pb::PermissionGrant { mode: 99, ..wire };
+        assert_eq!(
+            Grant::from_pb("grant", &bad, Mode::Plan)
+                .expect_err("bad")
+                .field,
+            "grant.mode"
+        );
+    }
+
+    #[test]
+    fn states_and_kinds_round_trip_with_the_contract_names() {
+        for state in [
+            Status::Pending,
+            Status::Approved,
+            Status::Rejected,
+            Status::Expired,
+        ] {
+            assert_eq!(Status::from_pb(state.to_pb() as i32), Some(state));
+            assert_eq!(state.as_str(), state.to_pb().as_str_name());
+        }
+        for kind in [Kind::PlanApproval, Kind::Shutdown, Kind::Permission] {
+            assert_eq!(Kind::from_pb(kind.to_pb() as i32), Some(kind));
+            assert_eq!(kind.as_str(), kind.to_pb().as_str_name());
+        }
+        assert_eq!(Status::from_pb(0), None);
+        assert_eq!(Kind::from_pb(42), None);
+        let mut tracker = Tracker::new();
+        let id = RequestId::existing("request_id", "r1").expect("id");
+        tracker
+            .open(
+                Opening {
+                    id: id.clone(),
+                    kind: Kind::PlanApproval,
+                    sender: "alice".into(),
+                    target: "lead".into(),
+                    payload_json: "{}".into(),
+                    deadline_unix_ms: None,
+                },
+                1,
+            )
+            .expect("opens");
+        let wire = tracker.get(&id).expect("present").to_pb();
+        assert_eq!(wire.status, pb::RequestStatus::Pending as i32);
+        assert_eq!(wire.sender, "alice");
+    }
+
+    #[test]
+    fn tasks_and_plans_round_trip() {
+        let mut board = TaskBoard::new(10);
+        let task = board
+            .create(
+                "a".into(),
+                NewTask {
+                    subject: "s".into(),
+                    ..Default::default()
+                },
+                5,
+            )
+            .expect("created");
+        assert_eq!(Task::from_pb(task.to_pb()), Some(task));
+        let plan = Plan {
+            summary: "s".into(),
+            files: vec!["a".into()],
+            task_id: "t".into(),
+            ..Default::default()
+        };
+        assert_eq!(Plan::from(&plan.to_pb()), plan);
+    }
+}
