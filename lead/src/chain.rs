@@ -39,6 +39,7 @@ use shared::{
 };
 
 mod program;
+pub(crate) mod stages;
 pub use program::run_program;
 
 /// The chain file, as written.

@@ -255,17 +255,20 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
     }
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let store = SqliteStore::open(&state, Sync::Full)?;
-    let server = tokio::spawn(server::run(
+    let config = crate::Config {
+        hub: config,
+        store: Box::new(store),
+        tokens: tokens.clone(),
+        keepalive: server::Keepalive::default(),
+        connections: server::ConnLimits::default(),
+    };
+    let server = tokio::spawn(crate::run(
         server::Listeners {
             grpc: listener,
             console: None,
             tls: None,
         },
         config,
-        Box::new(store),
-        tokens.clone(),
-        server::Keepalive::default(),
-        server::ConnLimits::default(),
         async {
             let _ = stop_rx.await;
         },

@@ -245,11 +245,7 @@ pub(crate) enum Command {
         reply: Reply<pb::PlanApprovalResponse>,
     },
     /// A chain stage's verdict on a plan (`--approval chain:FILE`).
-    StageVerdict {
-        request_id: shared::names::RequestId,
-        stage: usize,
-        verdict: crate::chain::Verdict,
-    },
+    StageVerdict(crate::chain::stages::StageDone),
     RequestShutdown {
         request: pb::ShutdownRequest,
         reply: Reply<pb::ShutdownTicket>,
@@ -283,10 +279,8 @@ pub(crate) enum Command {
         how: String,
         log_tail: String,
     },
-    /// A reviewer's word on a plan, for the watchers.
-    ReviewNote {
-        note: pb::ReviewNote,
-    },
+    /// What the model reviewer made of a plan (`--approval model:FILE`).
+    ModelReview(crate::reviewer::Outcome),
 }
 
 /// A cheap handle RPC handlers use to reach the hub.
@@ -399,7 +393,7 @@ pub(crate) struct Hub {
     /// Plans for the model reviewer, with `--approval model:FILE`.
     review_jobs: Option<mpsc::Sender<crate::reviewer::Job>>,
     /// Stages to run outside the hub, with `--approval chain:FILE`.
-    stage_jobs: Option<mpsc::Sender<chain::StageJob>>,
+    stage_jobs: Option<mpsc::Sender<crate::chain::stages::StageJob>>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -503,9 +497,20 @@ pub(crate) fn start(
     let handle = hub.handle.clone();
     match &hub.config.approval {
         Approval::Model(reviewer) => {
-            hub.review_jobs = Some(crate::reviewer::start(reviewer.clone(), handle.clone()));
+            let hub_handle = handle.clone();
+            hub.review_jobs = Some(crate::reviewer::start(
+                reviewer.clone(),
+                std::sync::Arc::new(move |outcome| {
+                    hub_handle.notify(Command::ModelReview(outcome));
+                }),
+            ));
         }
-        Approval::Chain(_) => hub.stage_jobs = Some(chain::start(handle.clone())),
+        Approval::Chain(_) => {
+            let hub_handle = handle.clone();
+            hub.stage_jobs = Some(crate::chain::stages::start(std::sync::Arc::new(
+                move |done| hub_handle.notify(Command::StageVerdict(done)),
+            )));
+        }
         Approval::Manual | Approval::Auto | Approval::Policy(_) => {}
     }
     let task = tokio::spawn(async move {
@@ -666,16 +671,14 @@ impl Hub {
                 let result = self.complete_task(&token, &task_id, summary);
                 self.reply(reply, result);
             }
-            Command::StageVerdict {
-                request_id,
-                stage,
-                verdict,
-            } => self.stage_verdict(&request_id, stage, verdict),
+            Command::StageVerdict(done) => {
+                self.stage_verdict(&done.request_id, done.stage, done.verdict)
+            }
             Command::ReviewPlan { review, by, reply } => {
                 let result = self.review_plan(review, &by);
                 self.reply(reply, result);
             }
-            Command::ReviewNote { note } => self.emit(pb::event::Kind::ReviewNote(note)),
+            Command::ModelReview(outcome) => self.model_review(outcome),
             Command::RequestShutdown { request, reply } => {
                 let result = self.request_shutdown(request);
                 self.reply(reply, result);

@@ -4,6 +4,7 @@
 pub mod chain;
 pub mod children;
 pub mod cli;
+pub mod config;
 pub mod connections;
 mod console;
 pub mod demo;
@@ -19,3 +20,6 @@ pub mod service;
 pub mod state;
 pub mod store;
 pub mod tls;
+
+pub use config::Config;
+pub use server::{run, Listeners};

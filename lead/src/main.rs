@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use lead::{
     children::Spawner,
     cli::{self, CliError, Target},
@@ -183,7 +183,7 @@ struct ServeArgs {
     /// language model with criteria; see the README, "Bring a model"), or
     /// chain:FILE (reviewers in order; see the README, "Approval modes").
     #[arg(long, default_value = "manual")]
-    approval: String,
+    approval: ApprovalArg,
     /// Seconds a shutdown request waits for its answer when it names no deadline.
     #[arg(long, default_value_t = 30)]
     shutdown_deadline: u64,
@@ -204,12 +204,12 @@ struct ServeArgs {
     #[arg(long = "model-key-env", value_name = "VAR")]
     model_key_env: Vec<String>,
     /// Where state is kept: sqlite (<state-dir>/mesh.db, survives restarts) or memory.
-    #[arg(long, default_value = "sqlite", value_parser = ["sqlite", "memory"])]
-    store: String,
+    #[arg(long, value_enum, default_value_t = StoreKind::Sqlite)]
+    store: StoreKind,
     /// Whether each commit waits for the disk: full (survives power loss) or
     /// normal (survives a killed lead; a power loss may lose the last commits).
-    #[arg(long, default_value = "full", value_parser = ["full", "normal"])]
-    sync: String,
+    #[arg(long, value_enum, default_value_t = SyncArg::Full)]
+    sync: SyncArg,
     /// Seconds a disconnected teammate may stay away before it is TERMINATED.
     #[arg(long, default_value_t = 30.0)]
     grace: f64,
@@ -307,6 +307,98 @@ struct ServeArgs {
     /// asks for a client certificate.
     #[command(flatten)]
     spawn_tls: ClientTls,
+}
+
+/// `--approval`: who decides plans, as written on the command line.
+#[derive(Debug, Clone)]
+enum ApprovalArg {
+    Manual,
+    Auto,
+    Policy(PathBuf),
+    Model(PathBuf),
+    Chain(PathBuf),
+}
+
+impl std::str::FromStr for ApprovalArg {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, String> {
+        let file = |prefix: &str| value.strip_prefix(prefix).map(PathBuf::from);
+        if value == "manual" {
+            Ok(Self::Manual)
+        } else if value == "auto" {
+            Ok(Self::Auto)
+        } else if let Some(file) = file("policy:") {
+            Ok(Self::Policy(file))
+        } else if let Some(file) = file("model:") {
+            Ok(Self::Model(file))
+        } else if let Some(file) = file("chain:") {
+            Ok(Self::Chain(file))
+        } else {
+            Err(format!(
+                "{value:?} is not manual, auto, policy:FILE, model:FILE or chain:FILE"
+            ))
+        }
+    }
+}
+
+impl ApprovalArg {
+    /// Reads and checks the file it names, if any.
+    fn load(self) -> anyhow::Result<Approval> {
+        let read = |kind: &str, file: &std::path::Path| {
+            std::fs::read_to_string(file)
+                .map_err(|e| anyhow::anyhow!("--approval {kind}:{}: {e}", file.display()))
+        };
+        let invalid = |kind: &str, file: &std::path::Path, e: String| {
+            anyhow::anyhow!("--approval {kind}:{}: {e}", file.display())
+        };
+        Ok(match self {
+            Self::Manual => Approval::Manual,
+            Self::Auto => Approval::Auto,
+            Self::Policy(file) => Approval::Policy(
+                Policy::parse(&read("policy", &file)?)
+                    .map_err(|e| invalid("policy", &file, e.to_string()))?,
+            ),
+            Self::Model(file) => Approval::Model(std::sync::Arc::new(
+                lead::reviewer::Reviewer::parse(&read("model", &file)?)
+                    .map_err(|e| invalid("model", &file, e))?,
+            )),
+            Self::Chain(file) => {
+                let dir = file.parent().unwrap_or(std::path::Path::new("."));
+                Approval::Chain(std::sync::Arc::new(
+                    lead::chain::Chain::parse(&read("chain", &file)?, dir)
+                        .map_err(|e| invalid("chain", &file, e.to_string()))?,
+                ))
+            }
+        })
+    }
+}
+
+/// `--store`: where state is kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StoreKind {
+    /// `<state-dir>/mesh.db`: survives restarts.
+    Sqlite,
+    /// Memory: gone when the lead stops.
+    Memory,
+}
+
+/// `--sync`: whether each commit waits for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SyncArg {
+    /// Survives a power loss.
+    Full,
+    /// Survives a killed lead; a power loss may lose the last commits.
+    Normal,
+}
+
+impl From<SyncArg> for Sync {
+    fn from(sync: SyncArg) -> Self {
+        match sync {
+            SyncArg::Full => Sync::Full,
+            SyncArg::Normal => Sync::Normal,
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -488,58 +580,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `lead serve`: checks the flags, opens the store, binds, says where it
+/// listens, and serves until SIGINT or SIGTERM.
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let approval = match args.approval.as_str() {
-        "manual" => Approval::Manual,
-        "auto" => Approval::Auto,
-        other => match other.strip_prefix("policy:") {
-            None if other.starts_with("chain:") => {
-                let file = std::path::Path::new(&other["chain:".len()..]);
-                let text = std::fs::read_to_string(file)
-                    .map_err(|e| anyhow::anyhow!("--approval chain:{}: {e}", file.display()))?;
-                let dir = file.parent().unwrap_or(std::path::Path::new("."));
-                Approval::Chain(std::sync::Arc::new(
-                    lead::chain::Chain::parse(&text, dir)
-                        .map_err(|e| anyhow::anyhow!("--approval chain:{}: {e}", file.display()))?,
-                ))
-            }
-            None if other.starts_with("model:") => {
-                let file = &other["model:".len()..];
-                let text = std::fs::read_to_string(file)
-                    .map_err(|e| anyhow::anyhow!("--approval model:{file}: {e}"))?;
-                Approval::Model(std::sync::Arc::new(
-                    lead::reviewer::Reviewer::parse(&text)
-                        .map_err(|e| anyhow::anyhow!("--approval model:{file}: {e}"))?,
-                ))
-            }
-            Some(file) => {
-                let text = std::fs::read_to_string(file)
-                    .map_err(|e| anyhow::anyhow!("--approval policy:{file}: {e}"))?;
-                Approval::Policy(
-                    Policy::parse(&text)
-                        .map_err(|e| anyhow::anyhow!("--approval policy:{file}: {e}"))?,
-                )
-            }
-            None => anyhow::bail!(
-                "--approval: {other:?} is not manual, auto, policy:FILE, model:FILE or chain:FILE"
-            ),
-        },
-    };
+    let approval = args.approval.clone().load()?;
     let state = StateDir::create(&args.state_dir)?;
-    let store: Box<dyn Store> = match args.store.as_str() {
-        "memory" => Box::new(MemoryStore),
-        _ => {
-            let sync = if args.sync == "normal" {
-                Sync::Normal
-            } else {
-                Sync::Full
-            };
-            Box::new(SqliteStore::open(&state.root, sync)?)
-        }
+    let store: Box<dyn Store> = match args.store {
+        StoreKind::Memory => Box::new(MemoryStore),
+        StoreKind::Sqlite => Box::new(SqliteStore::open(&state.root, args.sync.into())?),
     };
     let tokens = Tokens {
-        join: state.token(args.join_token, JOIN_TOKEN_FILE)?,
-        operator: state.token(args.operator_token, OPERATOR_TOKEN_FILE)?,
+        join: state.token(args.join_token.clone(), JOIN_TOKEN_FILE)?,
+        operator: state.token(args.operator_token.clone(), OPERATOR_TOKEN_FILE)?,
     };
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(lead::tls::ServerTls::load(&lead::tls::TlsFiles {
@@ -550,36 +602,96 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         _ => None,
     };
     exposed("--listen", args.listen, tls.is_some(), args.insecure)?;
-    let console_addr = match args.http.as_deref() {
-        Some("off") => None,
+    let console_addr = console_addr(&args, tls.is_some())?;
+    let listener = server::bind(args.listen)?;
+    let addr = listener.local_addr()?;
+    let scheme = if tls.is_some() { "https" } else { "http" };
+    let lead_url = format!("{scheme}://{}", connect_addr(addr)?);
+    let config = lead::Config {
+        hub: hub_config(&args, approval, &state, &tokens, &lead_url, tls.is_some())?,
+        store,
+        tokens,
+        keepalive: server::Keepalive {
+            interval: seconds("--keepalive", args.keepalive)?,
+            timeout: seconds("--keepalive", args.keepalive)? + Duration::from_secs(1),
+        },
+        connections: server::ConnLimits {
+            max: server::connection_cap("--max-connections", args.max_connections)?,
+            handshake: seconds("--handshake-timeout", args.handshake_timeout)?,
+            idle: seconds("--idle-timeout", args.idle_timeout)?,
+            per_address: args.max_connections_per_address.max(1),
+        },
+    };
+    state.write_addr(&addr.to_string(), &lead_url)?;
+    println!("listening on {addr}");
+    let console = match console_addr {
+        None => None,
+        Some(http) => {
+            let listener = tokio::net::TcpListener::bind(http)
+                .await
+                .map_err(|e| anyhow::anyhow!("--http {http}: {e}"))?;
+            println!("console on {scheme}://{}/", listener.local_addr()?);
+            Some(listener)
+        }
+    };
+    {
+        use std::io::Write as _;
+        std::io::stdout().flush()?;
+    }
+    let listeners = lead::Listeners {
+        grpc: listener,
+        console,
+        tls,
+    };
+    lead::run(listeners, config, shared::signal::stop_signal()).await?;
+    Ok(())
+}
+
+/// Where the console listens (`--http`), if it is on.
+fn console_addr(args: &ServeArgs, tls: bool) -> anyhow::Result<Option<SocketAddr>> {
+    match args.http.as_deref() {
+        Some("off") => Ok(None),
         spec => {
             let spec = spec.unwrap_or("127.0.0.1:0");
             let http: SocketAddr = spec
                 .parse()
                 .map_err(|e| anyhow::anyhow!("--http: {spec:?} is not HOST:PORT or off ({e})"))?;
-            exposed("--http", http, tls.is_some(), args.insecure)?;
-            Some(http)
+            exposed("--http", http, tls, args.insecure)?;
+            Ok(Some(http))
         }
-    };
-    let listener = server::bind(args.listen)?;
-    let addr = listener.local_addr()?;
-    let connect_ip = if addr.ip().is_unspecified() {
+    }
+}
+
+/// The address to dial for a lead listening on `addr` (loopback for an
+/// unspecified address).
+fn connect_addr(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
+    let ip = if addr.ip().is_unspecified() {
         "127.0.0.1".to_owned()
     } else {
         addr.ip().to_string()
     };
-    let connect_addr = SocketAddr::new(connect_ip.parse()?, addr.port());
-    let scheme = if tls.is_some() { "https" } else { "http" };
+    Ok(SocketAddr::new(ip.parse()?, addr.port()))
+}
+
+/// How the hub behaves, from the flags.
+fn hub_config(
+    args: &ServeArgs,
+    approval: Approval,
+    state: &StateDir,
+    tokens: &Tokens,
+    lead_url: &str,
+    tls: bool,
+) -> anyhow::Result<HubConfig> {
     let mut spawn_tls = args.spawn_tls.clone();
-    if tls.is_some() && spawn_tls.ca.is_none() {
+    if tls && spawn_tls.ca.is_none() {
         spawn_tls.ca = args
             .tls_cert
             .as_deref()
             .map(std::path::absolute)
             .transpose()?;
     }
-    let teammate_bin = match args.teammate_bin {
-        Some(bin) => bin,
+    let teammate_bin = match &args.teammate_bin {
+        Some(bin) => bin.clone(),
         None => lead::demo::beside_lead("teammate")?,
     };
     if !(args.join_rate.is_finite() && args.join_rate >= 0.0) {
@@ -588,17 +700,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             args.join_rate
         )
     }
-    let config = HubConfig {
+    Ok(HubConfig {
         approval,
         shutdown_deadline: Duration::from_secs(args.shutdown_deadline),
         spawner: Some(Spawner {
             teammate_bin,
-            lead_url: format!("{scheme}://{connect_addr}"),
-            tls: if tls.is_some() {
-                spawn_tls
-            } else {
-                ClientTls::default()
-            },
+            lead_url: lead_url.to_owned(),
+            tls: if tls { spawn_tls } else { ClientTls::default() },
             join_token: tokens.join.clone(),
             state_dir: std::path::absolute(&state.root)?,
             kill_grace: Duration::from_secs(args.kill_grace),
@@ -606,7 +714,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .spawn_root
                 .canonicalize()
                 .map_err(|e| anyhow::anyhow!("--spawn-root {}: {e}", args.spawn_root.display()))?,
-            model_keys: model_keys(args.model_key_env)?,
+            model_keys: model_keys(args.model_key_env.clone())?,
         }),
         grace: seconds("--grace", args.grace)?,
         stop_wait: seconds("--stop-wait", args.stop_wait)?,
@@ -630,48 +738,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             bytes: args.pending_max_bytes,
         },
         retained_max_bytes: args.retained_max_bytes,
-    };
-    let connections = server::ConnLimits {
-        max: server::connection_cap("--max-connections", args.max_connections)?,
-        handshake: seconds("--handshake-timeout", args.handshake_timeout)?,
-        idle: seconds("--idle-timeout", args.idle_timeout)?,
-        per_address: args.max_connections_per_address.max(1),
-    };
-    state.write_addr(&addr.to_string(), &format!("{scheme}://{connect_addr}"))?;
-    println!("listening on {addr}");
-    let console = match console_addr {
-        None => None,
-        Some(http) => {
-            let listener = tokio::net::TcpListener::bind(http)
-                .await
-                .map_err(|e| anyhow::anyhow!("--http {http}: {e}"))?;
-            println!("console on {scheme}://{}/", listener.local_addr()?);
-            Some(listener)
-        }
-    };
-    {
-        use std::io::Write as _;
-        std::io::stdout().flush()?;
-    }
-    let keepalive = server::Keepalive {
-        interval: seconds("--keepalive", args.keepalive)?,
-        timeout: seconds("--keepalive", args.keepalive)? + Duration::from_secs(1),
-    };
-    server::run(
-        server::Listeners {
-            grpc: listener,
-            console,
-            tls,
-        },
-        config,
-        store,
-        tokens,
-        keepalive,
-        connections,
-        shared::signal::stop_signal(),
-    )
-    .await?;
-    Ok(())
+    })
 }
 
 /// The `--model-key-env` names: variables' names, none of the lead's own

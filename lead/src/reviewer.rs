@@ -7,7 +7,9 @@
 //! It never approves by default: a model that errs, times out, answers
 //! without calling `review_plan`, or rejects without feedback leaves the plan
 //! pending for a person (`lead approve`), and a `ReviewNote` event says why.
-//! The model runs outside the hub, which only hands it jobs.
+//! The model runs outside the hub, which only hands it jobs and is told
+//! each [`Outcome`] through the report function it started the reviewer
+//! with: the reviewer knows nothing of the hub.
 
 use std::{sync::Arc, time::Duration};
 
@@ -18,8 +20,6 @@ use shared::{
     pb,
 };
 use tokio::sync::{mpsc, Semaphore};
-
-use crate::hub::{Command, HubHandle};
 
 /// The reviewer's TOML file.
 #[derive(Debug, Clone, Deserialize)]
@@ -90,7 +90,7 @@ pub(crate) struct OtherPlan {
 
 /// What the model decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Verdict {
+pub(crate) enum Verdict {
     Approve {
         feedback: String,
         write_paths: Vec<String>,
@@ -128,12 +128,17 @@ impl Reviewer {
     }
 
     /// How it signs its notes and feedback.
+    /// How long one review may take, retries included.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     pub(crate) fn name(&self) -> String {
         format!("model {}", self.chat.model())
     }
 
     /// Asks the model; `Err` says why there is no decision.
-    async fn decide(&self, job: &Job) -> Result<Verdict, String> {
+    pub(crate) async fn decide(&self, job: &Job) -> Result<Verdict, String> {
         let messages = [
             Message::system(format!(
                 "You review plans that teammates submit before they may write anything. \
@@ -271,8 +276,36 @@ fn parse_verdict(arguments: &str) -> Result<Verdict, String> {
     }
 }
 
-/// Reviews the jobs the hub sends, a few at a time, until the hub goes.
-pub(crate) fn start(reviewer: Arc<Reviewer>, hub: HubHandle) -> mpsc::Sender<Job> {
+/// What came of one review, for whoever started the reviewer.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// No decision (the plan waits for an operator), and why.
+    Note {
+        /// The plan request.
+        request_id: String,
+        /// Who (the reviewer's name).
+        reviewer: String,
+        /// Why.
+        text: String,
+    },
+    /// The model decided: `review` is to be recorded as from `by`, and a
+    /// note then says `said` (or that the decision could not be recorded).
+    Decided {
+        /// The decision, as an operator's review.
+        review: pb::PlanReview,
+        /// Who decided (the reviewer's name).
+        by: String,
+        /// What the note says once it is recorded.
+        said: String,
+    },
+}
+
+/// Where a reviewer reports its outcomes.
+pub(crate) type Report = Arc<dyn Fn(Outcome) + Send + Sync>;
+
+/// Reviews the jobs sent to it, a few at a time, until the sender goes;
+/// each outcome goes to `report`.
+pub(crate) fn start(reviewer: Arc<Reviewer>, report: Report) -> mpsc::Sender<Job> {
     let (tx, mut jobs) = mpsc::channel(QUEUE);
     let slots = Arc::new(Semaphore::new(CONCURRENT_REVIEWS));
     tokio::spawn(async move {
@@ -281,9 +314,9 @@ pub(crate) fn start(reviewer: Arc<Reviewer>, hub: HubHandle) -> mpsc::Sender<Job
                 return;
             };
             let reviewer = reviewer.clone();
-            let hub = hub.clone();
+            let report = report.clone();
             tokio::spawn(async move {
-                review(&reviewer, &hub, job).await;
+                report(review(&reviewer, job).await);
                 drop(slot);
             });
         }
@@ -291,17 +324,13 @@ pub(crate) fn start(reviewer: Arc<Reviewer>, hub: HubHandle) -> mpsc::Sender<Job
     tx
 }
 
-/// Reviews one plan and records the decision, or notes why there is none.
-async fn review(reviewer: &Reviewer, hub: &HubHandle, job: Job) {
+/// Reviews one plan: the decision, or why there is none.
+async fn review(reviewer: &Reviewer, job: Job) -> Outcome {
     let name = reviewer.name();
-    let note = |text: String| {
-        hub.notify(Command::ReviewNote {
-            note: pb::ReviewNote {
-                request_id: job.request_id.clone(),
-                reviewer: name.clone(),
-                note: shared::limits::cut(&text, shared::limits::REASON),
-            },
-        })
+    let note = |text: String| Outcome::Note {
+        request_id: job.request_id.clone(),
+        reviewer: name.clone(),
+        text,
     };
     let verdict = match tokio::time::timeout(reviewer.timeout, reviewer.decide(&job)).await {
         Ok(Ok(verdict)) => verdict,
@@ -347,45 +376,10 @@ async fn review(reviewer: &Reviewer, hub: &HubHandle, job: Job) {
             format!("rejected: {feedback}"),
         ),
     };
-    match hub
-        .call(|reply| Command::ReviewPlan {
-            review,
-            by: name.clone(),
-            reply,
-        })
-        .await
-    {
-        Ok(_) => note(said),
-        Err(e) => note(format!("decided ({said}) but could not record it: {e}")),
-    }
-}
-
-/// The model's verdict as a stage of a chain: a decision, or an error
-/// (which never approves) saying why there is none.
-pub(crate) async fn stage_verdict(reviewer: &Reviewer, job: &Job) -> crate::chain::Verdict {
-    use crate::chain::Verdict as Stage;
-    match tokio::time::timeout(reviewer.timeout, reviewer.decide(job)).await {
-        Ok(Ok(Verdict::Approve {
-            feedback,
-            write_paths,
-        })) => match shared::grant::PathSet::new("write_paths", &write_paths) {
-            Ok(_) => Stage::Approve {
-                grant: Some(shared::grant::Grant {
-                    mode: shared::grant::Mode::AcceptEdits,
-                    write_paths,
-                    expires_at_unix_ms: None,
-                }),
-                words: feedback,
-            },
-            Err(e) => Stage::Error {
-                words: format!("the model approved with bad write paths: {e}"),
-            },
-        },
-        Ok(Ok(Verdict::Reject { feedback })) => Stage::Reject { words: feedback },
-        Ok(Err(why)) => Stage::Error { words: why },
-        Err(_) => Stage::Error {
-            words: format!("no answer within {}s", reviewer.timeout.as_secs()),
-        },
+    Outcome::Decided {
+        review,
+        by: name,
+        said,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The lead's server: `mesh.v1.Lead`, `mesh.v1.Operator`, health and
 //! reflection on one port, until a shutdown signal.
 
-use std::{future::Future, net::SocketAddr, time::Duration};
+use std::{future::Future, net::SocketAddr};
 
 use shared::pb;
 use tokio::{
@@ -10,12 +10,13 @@ use tokio::{
 };
 use tonic::transport::Server;
 
-pub use crate::connections::ConnLimits;
+pub use crate::{config::Keepalive, connections::ConnLimits};
 use crate::{
+    config::Config,
     connections::{self, CallsLayer, Speaks},
-    hub::{self, HubConfig, HubFailure},
-    service::{LeadService, OperatorService, Tokens},
-    store::{Store, StoreError},
+    hub::{self, HubFailure},
+    service::{LeadService, OperatorService},
+    store::StoreError,
     tls::ServerTls,
 };
 
@@ -89,27 +90,6 @@ pub enum ServeError {
     Hub(#[from] HubFailure),
 }
 
-/// How often the server pings an idle connection, and how long it waits for
-/// the answer: a teammate whose host or network vanished (no FIN, no RST) is
-/// DISCONNECTED within their sum. A killed process on a live host is noticed
-/// at once, from the closed socket.
-#[derive(Debug, Clone, Copy)]
-pub struct Keepalive {
-    /// Between pings.
-    pub interval: Duration,
-    /// For the answer.
-    pub timeout: Duration,
-}
-
-impl Default for Keepalive {
-    fn default() -> Self {
-        Self {
-            interval: Duration::from_secs(2),
-            timeout: Duration::from_secs(3),
-        }
-    }
-}
-
 /// Where the lead listens.
 #[derive(Debug)]
 pub struct Listeners {
@@ -126,14 +106,17 @@ pub struct Listeners {
 /// time; then every stream ends and it returns.
 pub async fn run(
     listeners: Listeners,
-    config: HubConfig,
-    store: Box<dyn Store>,
-    tokens: Tokens,
-    keepalive: Keepalive,
-    connections: ConnLimits,
+    config: Config,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ServeError> {
-    let (hub, commands) = hub::load(config, store)?;
+    let Config {
+        hub: hub_config,
+        store,
+        tokens,
+        keepalive,
+        connections,
+    } = config;
+    let (hub, commands) = hub::load(hub_config, store)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut console_stop = stop_rx.clone();
     let (hub, hub_task) = hub::start(hub, commands, stop_rx);

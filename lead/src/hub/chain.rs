@@ -1,99 +1,28 @@
 //! The chain of reviewers on the hub (`--approval chain:FILE`): the hub runs
 //! the quick stages (policy, human) itself and hands the slow ones (program,
-//! model) to tasks of their own, which send their verdicts back as commands.
+//! model) to the stage runner ([`crate::chain::stages`]), whose verdicts come
+//! back as commands.
 //! Each verdict goes into the request's history before the chain's rule
 //! ([`crate::chain::Chain::after`]) says what follows.
 
-use std::{sync::Arc, time::Duration};
+use std::sync::Arc;
 
 use serde_json::json;
 use shared::{
-    grant::Mode,
+    grant::{Grant, Mode},
     names::RequestId,
     policy,
     protocol::{Decision, Request, Status},
 };
-use tokio::{
-    sync::{mpsc, Semaphore},
-    task::JoinSet,
+use tokio::sync::mpsc;
+
+use shared::wire::ToPb;
+
+use super::{Approval, Hub};
+use crate::chain::{
+    stages::{StageJob, Work},
+    Chain, Next, OnPass, Stage, Verdict,
 };
-
-use super::{
-    requests::{default_grant, plan_of},
-    Approval, Command, Hub, HubHandle,
-};
-use crate::{
-    chain::{Chain, Next, OnPass, Stage, Verdict},
-    reviewer::{self, Reviewer},
-};
-
-/// Stages run at once outside the hub.
-const CONCURRENT_STAGES: usize = 4;
-/// Stages waiting to run before new ones count as failed (to a person).
-const QUEUE: usize = 256;
-
-/// A stage to run outside the hub.
-#[derive(Debug)]
-pub(crate) struct StageJob {
-    request_id: RequestId,
-    stage: usize,
-    work: Work,
-}
-
-/// What a slow stage does.
-#[derive(Debug)]
-enum Work {
-    Program {
-        command: Vec<String>,
-        timeout: Duration,
-        input: String,
-    },
-    Model {
-        reviewer: Arc<Reviewer>,
-        job: Box<reviewer::Job>,
-    },
-}
-
-/// Runs the stages the hub sends, a few at a time, until the hub goes; then
-/// the stages still running are abandoned, and a program's whole session
-/// killed with its task.
-pub(super) fn start(hub: HubHandle) -> mpsc::Sender<StageJob> {
-    let (tx, mut jobs) = mpsc::channel::<StageJob>(QUEUE);
-    let slots = Arc::new(Semaphore::new(CONCURRENT_STAGES));
-    tokio::spawn(async move {
-        let mut running = JoinSet::new();
-        loop {
-            let job = tokio::select! {
-                job = jobs.recv() => job,
-                Some(_) = running.join_next(), if !running.is_empty() => continue,
-            };
-            let Some(job) = job else { break };
-            let Ok(slot) = slots.clone().acquire_owned().await else {
-                break;
-            };
-            let hub = hub.clone();
-            running.spawn(async move {
-                let verdict = match &job.work {
-                    Work::Program {
-                        command,
-                        timeout,
-                        input,
-                    } => crate::chain::run_program(command, *timeout, input).await,
-                    Work::Model { reviewer, job } => reviewer::stage_verdict(reviewer, job).await,
-                };
-                hub.notify(Command::StageVerdict {
-                    request_id: job.request_id,
-                    stage: job.stage,
-                    verdict,
-                });
-                drop(slot);
-            });
-        }
-        // The lead is stopping.
-        running.shutdown().await;
-    });
-    tx
-}
 
 impl Hub {
     /// With `--approval chain:FILE`, the chain and plan request `id`, if
@@ -112,27 +41,26 @@ impl Hub {
         let Some((chain, request)) = self.waiting(id) else {
             return;
         };
-        let plan = plan_of(&request);
+        let plan = request.plan();
         match chain.stage(at) {
             None | Some(Stage::Human) => {
                 self.record_review(id, "human", "waits", "waiting for an operator".into());
             }
             Some(Stage::Policy { policy, on_pass }) => {
-                let verdict =
-                    match policy.review(&shared::plan::Plan::from(&plan), &self.overlaps_of(id)) {
-                        policy::Verdict::Approve(grant) if *on_pass == OnPass::Approve => {
-                            Verdict::Approve {
-                                grant: Some(grant),
-                                words: "every criterion holds".into(),
-                            }
-                        }
-                        policy::Verdict::Approve(_) => Verdict::Pass {
+                let verdict = match policy.review(&plan, &self.overlaps_of(id)) {
+                    policy::Verdict::Approve(grant) if *on_pass == OnPass::Approve => {
+                        Verdict::Approve {
+                            grant: Some(grant),
                             words: "every criterion holds".into(),
-                        },
-                        policy::Verdict::Reject(unmet) => Verdict::Reject {
-                            words: unmet.join("; "),
-                        },
-                    };
+                        }
+                    }
+                    policy::Verdict::Approve(_) => Verdict::Pass {
+                        words: "every criterion holds".into(),
+                    },
+                    policy::Verdict::Reject(unmet) => Verdict::Reject {
+                        words: unmet.join("; "),
+                    },
+                };
                 self.stage_verdict(id, at, verdict);
             }
             Some(Stage::Program { command, timeout }) => {
@@ -162,7 +90,7 @@ impl Hub {
             Some(Stage::Model(reviewer)) => {
                 let work = Work::Model {
                     reviewer: reviewer.clone(),
-                    job: Box::new(self.review_job(id, &plan)),
+                    job: Box::new(self.review_job(id, &plan.to_pb())),
                 };
                 self.send_stage(id, at, work);
             }
@@ -195,7 +123,7 @@ impl Hub {
         let Some((chain, request)) = self.waiting(id) else {
             return;
         };
-        let escalated = chain.escalates(&plan_of(&request).files);
+        let escalated = chain.escalates(&request.plan().files);
         let name = chain.stage(at).map(Stage::name).unwrap_or_default();
         self.record_review(id, &name, verdict.label(), verdict.words().to_owned());
         let signed = |words: &str| {
@@ -221,7 +149,7 @@ impl Hub {
             Next::Decide(Verdict::Approve { grant, words }) => Decision {
                 approve: true,
                 feedback: format!("approved by {}", signed(&words)),
-                grant: Some(grant.unwrap_or_else(|| default_grant(Mode::AcceptEdits))),
+                grant: Some(grant.unwrap_or_else(|| Grant::of_plan(Mode::AcceptEdits))),
             },
             Next::Decide(verdict) => Decision {
                 approve: false,

@@ -209,7 +209,7 @@ impl Hub {
             Approval::Auto => Decision {
                 approve: true,
                 feedback: "approved automatically (--approval auto)".into(),
-                grant: Some(default_grant(Mode::AcceptEdits)),
+                grant: Some(Grant::of_plan(Mode::AcceptEdits)),
             },
             Approval::Policy(policy) => {
                 match policy.review(&shared::plan::Plan::from(plan), &self.overlaps_of(id)) {
@@ -252,7 +252,7 @@ impl Hub {
                     Status::Pending => "pending",
                     Status::Rejected | Status::Expired => return None,
                 };
-                let plan = plan_of(r);
+                let plan = r.plan();
                 Some(crate::reviewer::OtherPlan {
                     member: r.opening.sender.clone(),
                     status,
@@ -282,9 +282,34 @@ impl Hub {
             .get(id)
             .map(|request| {
                 self.holds
-                    .overlaps(&request.opening.sender, &plan_of(request).files)
+                    .overlaps(&request.opening.sender, &request.plan().files)
             })
             .unwrap_or_default()
+    }
+
+    /// What the model reviewer made of a plan: its decision recorded as an
+    /// operator's review would be, and a note for the watchers either way.
+    pub(super) fn model_review(&mut self, outcome: crate::reviewer::Outcome) {
+        let (request_id, reviewer, text) = match outcome {
+            crate::reviewer::Outcome::Note {
+                request_id,
+                reviewer,
+                text,
+            } => (request_id, reviewer, text),
+            crate::reviewer::Outcome::Decided { review, by, said } => {
+                let request_id = review.request_id.clone();
+                let text = match self.review_plan(review, &by) {
+                    Ok(_) => said,
+                    Err(e) => format!("decided ({said}) but could not record it: {e}"),
+                };
+                (request_id, by, text)
+            }
+        };
+        self.emit(pb::event::Kind::ReviewNote(pb::ReviewNote {
+            request_id,
+            reviewer,
+            note: limits::cut(&text, limits::REASON),
+        }));
     }
 
     /// `ReviewPlan`: the operator approves (with a grant) or rejects (with feedback).
@@ -314,7 +339,7 @@ impl Hub {
             }
             let grant = match &review.grant {
                 Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits)?,
-                None => default_grant(Mode::AcceptEdits),
+                None => Grant::of_plan(Mode::AcceptEdits),
             };
             Decision {
                 approve: true,
@@ -389,7 +414,7 @@ impl Hub {
                 }
                 self.emit_member(&teammate);
             }
-            if let Some((paths, task_id)) = super::tasks::hold_of(&outcome.request) {
+            if let Some((paths, task_id)) = outcome.request.hold() {
                 self.holds.hold(&teammate, paths, task_id);
             }
             self.deliver(
@@ -596,47 +621,6 @@ struct OverlapOut<'a> {
     member: &'a str,
 }
 
-/// The part of a stored payload [`plan_of`] reads; the rest (overlaps) is
-/// skipped, not built.
-#[derive(serde::Deserialize, Default)]
-struct PlanIn {
-    #[serde(default)]
-    plan: PlanFields,
-}
-
-#[derive(serde::Deserialize, Default)]
-#[serde(default)]
-struct PlanFields {
-    summary: String,
-    steps: Vec<String>,
-    files: Vec<String>,
-    tests: Vec<String>,
-    body: String,
-    task_id: String,
-}
-
-/// The plan in a plan request's payload (empty fields where it has none).
-pub(super) fn plan_of(request: &Request) -> pb::Plan {
-    let PlanIn { plan } = serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
-    pb::Plan {
-        summary: plan.summary,
-        steps: plan.steps,
-        files: plan.files,
-        tests: plan.tests,
-        body: plan.body,
-        task_id: plan.task_id,
-    }
-}
-
-/// The grant an approval without one carries: the plan's files, in `mode`.
-pub(super) fn default_grant(mode: Mode) -> Grant {
-    Grant {
-        mode,
-        write_paths: Vec::new(),
-        expires_at_unix_ms: None,
-    }
-}
-
 /// The answer to a plan request, as the teammate and the operator see it.
 fn plan_response(request: &Request) -> pb::PlanApprovalResponse {
     pb::PlanApprovalResponse {
@@ -709,7 +693,7 @@ mod tests {
             )
             .expect("opens")
             .request;
-        let plan = plan_of(&request);
+        let plan = request.plan().to_pb();
         assert_eq!(plan.files, files);
         assert_eq!(plan.steps, steps);
         assert_eq!(plan.summary, "s");

@@ -189,19 +189,6 @@ pub(super) fn restore(tasks: Vec<Task>) -> TaskBoard {
     TaskBoard::restore(TaskBoard::DEFAULT_MAX_TASKS, tasks)
 }
 
-/// The hold an approved plan gives: the grant's write paths, or the plan's
-/// files where the grant names none.
-pub(super) fn hold_of(request: &shared::protocol::Request) -> Option<(Vec<String>, String)> {
-    let grant = request.decision.as_ref()?.grant.as_ref()?;
-    let plan = super::requests::plan_of(request);
-    let paths = if grant.write_paths.is_empty() {
-        plan.files
-    } else {
-        grant.write_paths.clone()
-    };
-    Some((paths, plan.task_id))
-}
-
 /// The holds after a restart: each active member's last approved plan,
 /// unless it completed that plan's task.
 pub(super) fn restore_holds(
@@ -214,7 +201,7 @@ pub(super) fn restore_holds(
         r.opening.kind == shared::protocol::Kind::PlanApproval
             && r.status == shared::protocol::Status::Approved
     }) {
-        if let Some((paths, task_id)) = hold_of(request) {
+        if let Some((paths, task_id)) = request.hold() {
             holds.hold(&request.opening.sender, paths, task_id);
         }
     }

@@ -19,8 +19,8 @@ impl FieldError {
     /// `field`: `problem`, the problem cut to [`PROBLEM_MAX`] bytes.
     pub fn new(field: impl Into<String>, problem: impl Into<String>) -> Self {
         Self {
-            field: crate::limits::cut(&field.into(), 256),
-            problem: crate::limits::cut(&problem.into(), PROBLEM_MAX),
+            field: crate::text::cut(&field.into(), 256),
+            problem: crate::text::cut(&problem.into(), PROBLEM_MAX),
         }
     }
 }

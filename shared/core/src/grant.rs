@@ -64,6 +64,15 @@ pub struct Grant {
 }
 
 impl Grant {
+    /// The grant an approval without one carries: the plan's files, in `mode`.
+    pub fn of_plan(mode: Mode) -> Self {
+        Self {
+            mode,
+            write_paths: Vec::new(),
+            expires_at_unix_ms: None,
+        }
+    }
+
     /// The grant every teammate starts with.
     pub fn plan() -> Self {
         Self {

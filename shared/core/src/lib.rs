@@ -10,8 +10,8 @@
 //! - [`tasks`]: the shared task board; [`holds`]: who holds which files;
 //! - [`grant`], [`plan`], [`policy`]: what a teammate may do, what it
 //!   proposes, and the criteria that review it;
-//! - [`rate`]: a token bucket; [`names`], [`limits`], [`error`]: the
-//!   vocabulary and the bounds every field is checked against.
+//! - [`rate`]: a token bucket; [`names`], [`limits`], [`error`], [`text`]:
+//!   the vocabulary and the bounds every field is checked against.
 
 pub mod error;
 pub mod grant;
@@ -24,3 +24,4 @@ pub mod policy;
 pub mod protocol;
 pub mod rate;
 pub mod tasks;
+pub mod text;

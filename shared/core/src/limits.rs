@@ -7,6 +7,7 @@
 //! codes against them. The budgets of the lead's own resources (inboxes,
 //! connections, retention) are flags of `lead serve`.
 
+pub use crate::text::cut;
 use crate::error::FieldError;
 
 /// `JoinRequest.role`.
@@ -49,20 +50,6 @@ pub fn check(field: &str, value: &str, limit: usize) -> Result<(), FieldError> {
         ));
     }
     Ok(())
-}
-
-/// `value` cut to at most `limit` bytes (on a character boundary), ending in
-/// a marker that says how long it was; unchanged if it fits.
-pub fn cut(value: &str, limit: usize) -> String {
-    if value.len() <= limit {
-        return value.to_owned();
-    }
-    let marker = format!(" …[cut: {} bytes in all]", value.len());
-    let mut end = limit.saturating_sub(marker.len());
-    while !value.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}{marker}", &value[..end])
 }
 
 #[cfg(test)]

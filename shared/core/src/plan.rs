@@ -2,7 +2,8 @@
 //! has checked it (`shared::plan::validate`).
 
 /// A teammate's plan.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(default)]
 pub struct Plan {
     /// One line on what the plan does.
     pub summary: String,

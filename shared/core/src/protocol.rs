@@ -24,7 +24,7 @@ use std::{
     fmt,
 };
 
-use crate::{grant::Grant, names::RequestId};
+use crate::{grant::Grant, names::RequestId, plan::Plan};
 
 /// Which protocol a request belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -176,6 +176,33 @@ impl Request {
     /// The request id.
     pub fn id(&self) -> &RequestId {
         &self.opening.id
+    }
+
+    /// The plan in a plan request's payload (empty fields where it has none).
+    pub fn plan(&self) -> Plan {
+        /// The part of a stored payload this reads; the rest (overlaps) is
+        /// skipped, not built.
+        #[derive(serde::Deserialize, Default)]
+        struct PlanIn {
+            #[serde(default)]
+            plan: Plan,
+        }
+        let PlanIn { plan } = serde_json::from_str(&self.opening.payload_json).unwrap_or_default();
+        plan
+    }
+
+    /// What an approved plan lets its sender hold: the grant's write paths
+    /// (the plan's files where the grant names none), and the plan's task.
+    /// `None` unless the request carries a grant.
+    pub fn hold(&self) -> Option<(Vec<String>, String)> {
+        let grant = self.decision.as_ref()?.grant.as_ref()?;
+        let plan = self.plan();
+        let paths = if grant.write_paths.is_empty() {
+            plan.files
+        } else {
+            grant.write_paths.clone()
+        };
+        Some((paths, plan.task_id))
     }
 
     /// The party that must answer it.

@@ -1,0 +1,131 @@
+//! The chain's slow stages (program, model), run in tasks of their own, a
+//! few at a time: whoever starts the runner hands it [`StageJob`]s and hears
+//! each stage's [`Verdict`] through the report function it gave, so the
+//! runner knows nothing of the hub.
+
+use std::{sync::Arc, time::Duration};
+
+use shared::names::RequestId;
+use tokio::{
+    sync::{mpsc, Semaphore},
+    task::JoinSet,
+};
+
+use super::Verdict;
+use crate::reviewer::{self, Reviewer};
+
+/// Stages run at once.
+const CONCURRENT_STAGES: usize = 4;
+/// Stages waiting to run before new ones are refused (the stage fails, to a
+/// person).
+pub(crate) const QUEUE: usize = 256;
+
+/// A stage to run.
+#[derive(Debug)]
+pub(crate) struct StageJob {
+    /// The plan request under review.
+    pub(crate) request_id: RequestId,
+    /// The stage's place in the chain.
+    pub(crate) stage: usize,
+    /// What to run.
+    pub(crate) work: Work,
+}
+
+/// What a slow stage does.
+#[derive(Debug)]
+pub(crate) enum Work {
+    /// Runs `command` with the request as JSON (`input`) on its stdin.
+    Program {
+        command: Vec<String>,
+        timeout: Duration,
+        input: String,
+    },
+    /// Asks the model reviewer.
+    Model {
+        reviewer: Arc<Reviewer>,
+        job: Box<reviewer::Job>,
+    },
+}
+
+/// A stage's verdict, for whoever started the runner.
+#[derive(Debug)]
+pub(crate) struct StageDone {
+    /// The plan request.
+    pub(crate) request_id: RequestId,
+    /// The stage's place in the chain.
+    pub(crate) stage: usize,
+    /// What it said.
+    pub(crate) verdict: Verdict,
+}
+
+/// Where the runner reports verdicts.
+pub(crate) type Report = Arc<dyn Fn(StageDone) + Send + Sync>;
+
+/// Runs the stages sent to it, a few at a time, until the sender goes; then
+/// the stages still running are abandoned, and a program's whole session
+/// killed with its task.
+pub(crate) fn start(report: Report) -> mpsc::Sender<StageJob> {
+    let (tx, mut jobs) = mpsc::channel::<StageJob>(QUEUE);
+    let slots = Arc::new(Semaphore::new(CONCURRENT_STAGES));
+    tokio::spawn(async move {
+        let mut running = JoinSet::new();
+        loop {
+            let job = tokio::select! {
+                job = jobs.recv() => job,
+                Some(_) = running.join_next(), if !running.is_empty() => continue,
+            };
+            let Some(job) = job else { break };
+            let Ok(slot) = slots.clone().acquire_owned().await else {
+                break;
+            };
+            let report = report.clone();
+            running.spawn(async move {
+                let verdict = match &job.work {
+                    Work::Program {
+                        command,
+                        timeout,
+                        input,
+                    } => super::run_program(command, *timeout, input).await,
+                    Work::Model { reviewer, job } => model_verdict(reviewer, job).await,
+                };
+                report(StageDone {
+                    request_id: job.request_id,
+                    stage: job.stage,
+                    verdict,
+                });
+                drop(slot);
+            });
+        }
+        // The lead is stopping.
+        running.shutdown().await;
+    });
+    tx
+}
+
+/// The model's verdict as a stage of a chain: a decision, or an error
+/// (which never approves) saying why there is none.
+async fn model_verdict(reviewer: &Reviewer, job: &reviewer::Job) -> Verdict {
+    match tokio::time::timeout(reviewer.timeout(), reviewer.decide(job)).await {
+        Ok(Ok(reviewer::Verdict::Approve {
+            feedback,
+            write_paths,
+        })) => match shared::grant::PathSet::new("write_paths", &write_paths) {
+            Ok(_) => Verdict::Approve {
+                grant: Some(shared::grant::Grant {
+                    mode: shared::grant::Mode::AcceptEdits,
+                    write_paths,
+                    expires_at_unix_ms: None,
+                }),
+                words: feedback,
+            },
+            Err(e) => Verdict::Error {
+                words: format!("the model approved with bad write paths: {e}"),
+            },
+        },
+        Ok(Ok(reviewer::Verdict::Reject { feedback })) => Verdict::Reject { words: feedback },
+        Ok(Err(why)) => Verdict::Error { words: why },
+        Err(_) => Verdict::Error {
+            words: format!("no answer within {}s", reviewer.timeout().as_secs()),
+        },
+    }
+}

@@ -1,0 +1,43 @@
+//! What `lead serve` runs with: one [`Config`], built from the command line
+//! by `main.rs` (or by the demo) and passed to [`crate::run`].
+
+use std::time::Duration;
+
+use crate::{connections::ConnLimits, hub::HubConfig, service::Tokens, store::Store};
+
+/// Everything the lead serves with but its listeners and when to stop.
+#[derive(Debug)]
+pub struct Config {
+    /// How the hub behaves: approval, limits, spawning.
+    pub hub: HubConfig,
+    /// Where state is kept, opened (so that a store that cannot open stops
+    /// the lead before it says where it listens).
+    pub store: Box<dyn Store>,
+    /// The join and operator tokens.
+    pub tokens: Tokens,
+    /// HTTP/2 keepalive pings.
+    pub keepalive: Keepalive,
+    /// Connection caps and timeouts.
+    pub connections: ConnLimits,
+}
+
+/// How often the server pings an idle connection, and how long it waits for
+/// the answer: a teammate whose host or network vanished (no FIN, no RST) is
+/// DISCONNECTED within their sum. A killed process on a live host is noticed
+/// at once, from the closed socket.
+#[derive(Debug, Clone, Copy)]
+pub struct Keepalive {
+    /// Between pings.
+    pub interval: Duration,
+    /// For the answer.
+    pub timeout: Duration,
+}
+
+impl Default for Keepalive {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(2),
+            timeout: Duration::from_secs(3),
+        }
+    }
+}
