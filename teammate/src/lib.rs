@@ -2,14 +2,19 @@
 //! for approval, and works only within the grant that comes back.
 
 pub mod catalog;
+mod client;
 pub mod command;
 pub mod driver;
 pub mod gate;
 pub mod inbox;
 pub mod mcp;
 pub mod model;
+mod plan_state;
+mod protocol_state;
 pub mod reaper;
 pub mod script;
 pub mod secrets;
+mod seen;
 pub mod session;
+mod tasks;
 pub mod tools;

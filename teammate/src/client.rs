@@ -1,0 +1,391 @@
+//! The teammate's calls to the lead: joining, and every later call, retried
+//! with backoff while the lead is unreachable (and no longer than the limit);
+//! acknowledging the inbox; sending a message and asking permission for the
+//! driver; reporting tool calls; leaving. Which refusals end the session
+//! ([`fatal_status`]) and which failures are worth repeating ([`transient`])
+//! are decided here. None of it keeps protocol state: that is
+//! [`crate::protocol_state`]'s.
+
+use std::{future::Future, time::Duration};
+
+use shared::{
+    auth::BearerToken,
+    display::Escaped,
+    limits,
+    pb::{self, lead_client::LeadClient},
+};
+use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, Status};
+
+use crate::{
+    catalog,
+    driver::Observation,
+    inbox::Backoff,
+    session::{Config, SessionError},
+    tools::ToolCall,
+};
+
+/// The lead's API, with a bearer token attached.
+pub(crate) type Client = LeadClient<InterceptedService<Channel, BearerToken>>;
+
+/// The lead, as a member that joined calls it.
+#[derive(Debug, Clone)]
+pub(crate) struct Lead {
+    /// The lead, with the session token attached.
+    client: Client,
+    /// `http://HOST:PORT` of the lead, for errors.
+    url: String,
+    /// How long the lead may be unreachable before the teammate gives up.
+    gone_limit: Duration,
+    /// The member name, for the log.
+    name: String,
+}
+
+impl Lead {
+    /// Joins the lead as `config` says (retrying while it is unreachable)
+    /// and returns the lead with the session token attached.
+    pub(crate) async fn join(config: &Config) -> Result<Self, SessionError> {
+        let channel = config
+            .tls
+            .endpoint(&config.lead_url)
+            .map_err(|e| SessionError::Setup(e.to_string()))?
+            .connect_timeout(Duration::from_secs(5))
+            .http2_keep_alive_interval(Duration::from_secs(10))
+            .keep_alive_timeout(Duration::from_secs(10))
+            .keep_alive_while_idle(true)
+            .connect_lazy();
+        let join_token = BearerToken::new(&config.join_token)
+            .map_err(|e| SessionError::Setup(e.message().to_owned()))?;
+        let mut joiner = LeadClient::with_interceptor(channel.clone(), join_token);
+        let request = pb::JoinRequest {
+            name: config.name.clone(),
+            role: config.role.clone(),
+        };
+        let mut backoff = Backoff::new(config.lead_gone_limit);
+        let joined = loop {
+            match joiner.join(request.clone()).await {
+                Ok(response) => break response.into_inner(),
+                Err(status) if transient(&status) => {
+                    // Every attempt says why it failed: a teammate that
+                    // cannot join is never silent.
+                    let cause = shared::transport::cause(&status);
+                    tracing::warn!(lead = %Escaped(&config.lead_url), error = %Escaped(&cause), "cannot reach the lead to join; retrying");
+                    if !backoff.wait().await {
+                        return Err(SessionError::LeadGone(format!(
+                            "{} (the last attempt: {cause})",
+                            config.lead_url
+                        )));
+                    }
+                }
+                Err(status)
+                    if config.lead_url.starts_with("http://")
+                        && status.message().contains("h2 protocol error") =>
+                {
+                    // What plain text gets from a lead that serves TLS.
+                    return Err(SessionError::Setup(format!(
+                        "--lead {}: the lead did not speak plain HTTP/2 ({}); if it serves TLS, \
+                         dial https:// (with --ca)",
+                        config.lead_url,
+                        status.message()
+                    )));
+                }
+                Err(status) => {
+                    return Err(SessionError::Rpc {
+                        rpc: "Join",
+                        status,
+                    })
+                }
+            }
+        };
+        tracing::info!(member = %Escaped(&config.name), member_id = %Escaped(&joined.member_id), "joined the team in plan mode");
+        let session_token = BearerToken::new(&joined.session_token)
+            .map_err(|e| SessionError::Setup(e.message().to_owned()))?;
+        Ok(Self {
+            client: LeadClient::with_interceptor(channel, session_token),
+            url: config.lead_url.clone(),
+            gone_limit: config.lead_gone_limit,
+            name: config.name.clone(),
+        })
+    }
+
+    /// The client, for the inbox reader.
+    pub(crate) fn client(&self) -> Client {
+        self.client.clone()
+    }
+
+    /// What leaves the team for this member.
+    pub(crate) fn leaver(&self) -> Leaver {
+        Leaver {
+            client: self.client.clone(),
+        }
+    }
+
+    /// Calls the lead until the call succeeds, or fails for a reason other
+    /// than the lead being unreachable, with capped exponential backoff and
+    /// jitter; gives up once the lead has been gone for the limit. Every call
+    /// the teammate makes is safe to repeat: ids are chosen by the teammate.
+    pub(crate) async fn retry<T, F, Fut>(
+        &self,
+        rpc: &'static str,
+        mut call: F,
+    ) -> Result<T, SessionError>
+    where
+        F: FnMut(Client) -> Fut,
+        Fut: Future<Output = Result<tonic::Response<T>, Status>>,
+    {
+        let mut backoff = Backoff::new(self.gone_limit);
+        loop {
+            match call(self.client.clone()).await {
+                Ok(response) => return Ok(response.into_inner()),
+                Err(status) if transient(&status) => {
+                    let cause = shared::transport::cause(&status);
+                    tracing::warn!(rpc, error = %Escaped(&cause), "the lead is unreachable; retrying");
+                    if !backoff.wait().await {
+                        return Err(SessionError::LeadGone(format!(
+                            "{} (the last attempt: {cause})",
+                            self.url
+                        )));
+                    }
+                }
+                Err(status) => return Err(SessionError::Rpc { rpc, status }),
+            }
+        }
+    }
+
+    /// Acknowledges everything up to `seq`.
+    pub(crate) async fn ack(&self, seq: u64) -> Result<(), SessionError> {
+        self.retry("Ack", |mut client| async move {
+            client.ack(pb::AckRequest { seq }).await
+        })
+        .await
+        .map(|_| ())
+    }
+
+    /// Sends a text message for the driver (`send_message`), reported like a
+    /// tool call; a refusal by the lead is the call's error.
+    pub(crate) async fn send(&self, to: String, text: String) -> Result<Observation, SessionError> {
+        let request = pb::SendRequest {
+            to: to.clone(),
+            text: Some(pb::Text { content: text }),
+            message_id: uuid::Uuid::new_v4().to_string(),
+        };
+        let args = serde_json::json!({ "to": to, "text": request.text.as_ref().map(|t| crate::tools::truncate(&t.content, 120)) }).to_string();
+        let sent = self
+            .retry("Send", |mut client| {
+                let request = request.clone();
+                async move { client.send(request).await }
+            })
+            .await;
+        let result = match sent {
+            Ok(response) if response.skipped.is_empty() => Ok(format!("sent to {to}")),
+            Ok(response) => Ok(format!(
+                "sent to {to}; not delivered to {} (their inbox is full)",
+                response.skipped.join(", ")
+            )),
+            Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => Err(format!(
+                "the lead refused the message: {}",
+                status.message()
+            )),
+            Err(e) => return Err(e),
+        };
+        let outcome = match &result {
+            Ok(text) | Err(text) => text.clone(),
+        };
+        self.report(catalog::SEND_MESSAGE, &args, result.is_ok(), &outcome)
+            .await?;
+        Ok(Observation::ToolResult(result))
+    }
+
+    /// Asks the lead to allow `call`, showing the whole call: `Ok` with the
+    /// request's id once asked. A call too long for a permission request is
+    /// not asked, and one the lead refuses to consider (a status other than
+    /// an unreachable lead or a bad token) is refused with the lead's
+    /// message: `Err` with why, and the call does not run.
+    pub(crate) async fn request_permission(
+        &self,
+        call: &ToolCall,
+    ) -> Result<Result<String, String>, SessionError> {
+        let request = pb::PermissionRequest {
+            request_id: uuid::Uuid::new_v4().to_string(),
+            tool: call.name().to_owned(),
+            args_json: call.full_args_json(),
+        };
+        for (field, value, limit) in [
+            ("tool", &request.tool, limits::TOOL),
+            ("args_json", &request.args_json, limits::ARGS_JSON),
+        ] {
+            if value.len() > limit {
+                let reason = format!(
+                    "{}: the permission request's {field} would be {} bytes, more than the \
+                     {limit} the lead accepts; not asked, not run",
+                    call.name(),
+                    value.len()
+                );
+                tracing::warn!(tool = call.name(), reason = %reason, "permission not asked");
+                return Ok(Err(reason));
+            }
+        }
+        let id = request.request_id.clone();
+        let asked = self
+            .retry("RequestPermission", |mut client| {
+                let request = request.clone();
+                async move { client.request_permission(request).await }
+            })
+            .await;
+        match asked {
+            Ok(_) => {}
+            Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => {
+                tracing::warn!(tool = call.name(), error = %Escaped(&status.to_string()), "the lead refused the permission request");
+                return Ok(Err(format!(
+                    "the lead refused the permission request: {}",
+                    status.message()
+                )));
+            }
+            Err(e) => return Err(e),
+        }
+        tracing::info!(request_id = %id, tool = call.name(), "asked the lead for permission");
+        Ok(Ok(id))
+    }
+
+    /// Reports one tool call to the lead, cut to the report's limits so that
+    /// the lead never refuses a report for its size: every call shows in the
+    /// record. Only the lead refusing the session itself is an error.
+    pub(crate) async fn report(
+        &self,
+        tool: &str,
+        args_json: &str,
+        allowed: bool,
+        outcome: &str,
+    ) -> Result<(), SessionError> {
+        let report = pb::ToolCallReport {
+            tool: limits::cut(tool, limits::TOOL),
+            args_json: limits::cut(args_json, limits::REPORT_ARGS_JSON),
+            allowed,
+            outcome: limits::cut(outcome, limits::REPORT_OUTCOME),
+            member: String::new(),
+        };
+        tracing::info!(member = %Escaped(&self.name), tool = %Escaped(&report.tool), args = %Escaped(&report.args_json), allowed, outcome = %Escaped(&report.outcome), "tool call");
+        let reported = self
+            .retry("ReportToolCall", |mut client| {
+                let report = report.clone();
+                async move { client.report_tool_call(report).await }
+            })
+            .await;
+        match reported {
+            Ok(_) => Ok(()),
+            Err(e) if session_refused(&e) => Err(e),
+            Err(e) => {
+                tracing::warn!(error = %Escaped(&e.to_string()), "could not report a tool call");
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Leaves the team (`Leave`) for a session whose owner went away.
+#[derive(Debug, Clone)]
+pub struct Leaver {
+    /// The lead, with the session token attached.
+    client: Client,
+}
+
+impl Leaver {
+    /// Tells the lead the member has left, trying for a few seconds at most:
+    /// the process is about to end either way.
+    pub async fn leave(mut self, reason: &str) -> Result<(), SessionError> {
+        let request = pb::LeaveRequest {
+            reason: limits::cut(reason, limits::REASON),
+        };
+        let mut backoff = Backoff::new(Duration::from_secs(3));
+        loop {
+            match self.client.leave(request.clone()).await {
+                Ok(_) => return Ok(()),
+                Err(status) if transient(&status) && backoff.wait().await => {}
+                Err(status) => {
+                    return Err(SessionError::Rpc {
+                        rpc: "Leave",
+                        status,
+                    })
+                }
+            }
+        }
+    }
+}
+
+/// Whether the lead refused the caller itself (an unknown or wrong token):
+/// the session cannot go on. Any other refusal concerns one call.
+pub(crate) fn fatal_status(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unauthenticated | Code::PermissionDenied
+    )
+}
+
+/// Whether the error is the lead refusing the session itself, which ends it
+/// even where the failure of one call (a report) would not.
+fn session_refused(error: &SessionError) -> bool {
+    match error {
+        SessionError::Rpc { status, .. } => fatal_status(status),
+        SessionError::LeadGone(_) | SessionError::Setup(_) | SessionError::Driver(_) => false,
+    }
+}
+
+/// Whether a failed call may succeed if repeated: the lead was unreachable,
+/// or the connection broke under the call.
+fn transient(status: &Status) -> bool {
+    matches!(
+        status.code(),
+        Code::Unavailable | Code::Unknown | Code::Cancelled | Code::DeadlineExceeded
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_refused_token_ends_the_session() {
+        for code in [Code::Unauthenticated, Code::PermissionDenied] {
+            let status = Status::new(code, "no");
+            assert!(fatal_status(&status), "{code:?}");
+            assert!(!transient(&status), "{code:?}");
+            assert!(session_refused(&SessionError::Rpc {
+                rpc: "Send",
+                status
+            }));
+        }
+        for code in [
+            Code::InvalidArgument,
+            Code::FailedPrecondition,
+            Code::NotFound,
+        ] {
+            let status = Status::new(code, "no");
+            assert!(!fatal_status(&status), "{code:?}");
+            assert!(!session_refused(&SessionError::Rpc {
+                rpc: "Send",
+                status
+            }));
+        }
+        assert!(!session_refused(&SessionError::LeadGone(
+            "http://lead".into()
+        )));
+    }
+
+    #[test]
+    fn an_unreachable_lead_or_a_broken_call_is_retried() {
+        for code in [
+            Code::Unavailable,
+            Code::Unknown,
+            Code::Cancelled,
+            Code::DeadlineExceeded,
+        ] {
+            assert!(transient(&Status::new(code, "gone")), "{code:?}");
+        }
+        for code in [
+            Code::InvalidArgument,
+            Code::ResourceExhausted,
+            Code::Unauthenticated,
+        ] {
+            assert!(!transient(&Status::new(code, "no")), "{code:?}");
+        }
+    }
+}

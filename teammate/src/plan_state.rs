@@ -1,0 +1,409 @@
+//! Where a teammate stands with its plans: the task it claimed, the last plan
+//! it submitted and whether that is under review, and the [`Gate`] the
+//! decision on it set. Pure: no async, no I/O, no RPC, no clock, no log; the
+//! session makes the calls and steps this state (through
+//! [`crate::protocol_state::ProtocolState`]) with their outcome.
+//!
+//! ```text
+//! prepare --SubmitPlan--> submitted --decide--> rejected: Plan; the next plan supersedes it
+//!                                           \-> approved: Unlocked(Writer) --completed(its task)--> Plan
+//! ```
+
+use shared::{
+    grant::{Grant, Mode},
+    pb,
+    wire::GrantFromPb,
+};
+
+use crate::{
+    command::CommandLimits,
+    driver::Observation,
+    gate::{Gate, Writer},
+    tools::Workspace,
+};
+
+/// A teammate's plan, and the grant it earned.
+#[derive(Debug)]
+pub(crate) struct PlanState {
+    /// Plan mode, or the writer a grant created.
+    gate: Gate,
+    /// The last plan submitted: its id and files.
+    last_plan: Option<LastPlan>,
+    /// The id of the plan under review, while its decision has not arrived.
+    under_review: Option<String>,
+    /// The task this teammate claimed and has not completed: its plans
+    /// are for it.
+    claimed: Option<String>,
+}
+
+/// The last plan submitted.
+#[derive(Debug)]
+struct LastPlan {
+    /// Its request id (the next plan supersedes it, unless it was approved).
+    request_id: String,
+    /// The files it named.
+    files: Vec<String>,
+    /// The task it was for, if any.
+    task_id: String,
+    /// Whether it was approved (the gate holds its grant).
+    approved: bool,
+}
+
+/// The lead approved a plan with a grant that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the lead sent a bad grant: {0}")]
+pub(crate) struct BadGrant(String);
+
+impl PlanState {
+    /// Plan mode, no plan, no task.
+    pub(crate) fn new() -> Self {
+        Self {
+            gate: Gate::Plan,
+            last_plan: None,
+            under_review: None,
+            claimed: None,
+        }
+    }
+
+    /// Plan mode, or the writer the grant created.
+    pub(crate) fn gate(&self) -> &Gate {
+        &self.gate
+    }
+
+    /// Whether a plan is under review (its decision has not arrived).
+    pub(crate) fn is_under_review(&self) -> bool {
+        self.under_review.is_some()
+    }
+
+    /// Whether `request_id` is the plan under review.
+    pub(crate) fn reviews(&self, request_id: &str) -> bool {
+        self.under_review.as_deref() == Some(request_id)
+    }
+
+    /// Readies `plan` for submission: a plan that names no task is for the
+    /// one claimed. The id of the plan it supersedes (the last one, unless it
+    /// was approved; empty for none), or why `submit_plan` is not available.
+    pub(crate) fn prepare(&self, plan: &mut pb::Plan) -> Result<String, &'static str> {
+        if plan.task_id.is_empty() {
+            if let Some(task_id) = &self.claimed {
+                plan.task_id = task_id.clone();
+            }
+        }
+        if let Gate::Unlocked(_) = self.gate {
+            // Not on offer once a plan is approved: a driver that asks
+            // anyway meets the gate like any other call.
+            return Err("submit_plan is not available: your plan is already approved");
+        }
+        if self.under_review.is_some() {
+            return Err("submit_plan is not available: your plan is still under review; wait for the decision");
+        }
+        Ok(self
+            .last_plan
+            .as_ref()
+            .filter(|last| !last.approved)
+            .map(|last| last.request_id.clone())
+            .unwrap_or_default())
+    }
+
+    /// The lead took `plan`, as `request_id`, for review.
+    pub(crate) fn submitted(&mut self, request_id: String, plan: pb::Plan) {
+        self.under_review = Some(request_id.clone());
+        self.last_plan = Some(LastPlan {
+            request_id,
+            files: plan.files,
+            task_id: plan.task_id,
+            approved: false,
+        });
+    }
+
+    /// Applies the decision on the plan under review: a grant unlocks the
+    /// gated tools, in a [`Writer`] over `workspace`.
+    pub(crate) fn decide(
+        &mut self,
+        response: pb::PlanApprovalResponse,
+        workspace: &Workspace,
+        commands: &CommandLimits,
+    ) -> Result<Observation, BadGrant> {
+        self.under_review = None;
+        let files = self
+            .last_plan
+            .as_ref()
+            .map(|last| last.files.clone())
+            .unwrap_or_default();
+        if !response.approve {
+            return Ok(Observation::PlanRejected {
+                feedback: response.feedback,
+            });
+        }
+        let grant = match &response.grant {
+            Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits),
+            None => Ok(Grant {
+                mode: Mode::AcceptEdits,
+                write_paths: Vec::new(),
+                expires_at_unix_ms: None,
+            }),
+        }
+        .map_err(|e| BadGrant(e.to_string()))?;
+        let writer = Writer::unlock(&grant, &files, workspace, commands)
+            .map_err(|e| BadGrant(e.to_string()))?;
+        self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);
+        if let Some(last) = &mut self.last_plan {
+            last.approved = true;
+        }
+        let write_paths = if grant.write_paths.is_empty() {
+            files
+        } else {
+            grant.write_paths
+        };
+        Ok(Observation::PlanApproved {
+            mode: grant.mode,
+            write_paths,
+        })
+    }
+
+    /// The teammate claimed `task_id`: its plans are for it now.
+    pub(crate) fn claim(&mut self, task_id: String) {
+        self.claimed = Some(task_id);
+    }
+
+    /// The teammate completed `task_id`: it is no longer claimed, and the
+    /// grant for it ends ([`PlanState::end_grant_of`]). `true` if it did.
+    pub(crate) fn completed(&mut self, task_id: &str) -> bool {
+        if self.claimed.as_deref() == Some(task_id) {
+            self.claimed = None;
+        }
+        self.end_grant_of(task_id)
+    }
+
+    /// The teammate completed `task_id`: if the grant it works under came
+    /// from a plan for that task, the grant ends with it (as it does on the
+    /// lead) and the gate is back in plan mode. `true` if it did.
+    fn end_grant_of(&mut self, task_id: &str) -> bool {
+        let ends = matches!(self.gate, Gate::Unlocked(_))
+            && self
+                .last_plan
+                .as_ref()
+                .is_some_and(|last| last.approved && last.task_id == task_id);
+        if ends {
+            self.gate = Gate::Plan;
+            self.last_plan = None;
+        }
+        ends
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A workspace for the writers grants unlock (kept while its directory is).
+    pub(crate) fn workspace() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let workspace = Workspace::open(dir.path()).expect("workspace");
+        (dir, workspace)
+    }
+
+    /// A plan for `files`.
+    pub(crate) fn plan(files: &[&str]) -> pb::Plan {
+        pb::Plan {
+            summary: "a plan".into(),
+            files: files.iter().map(|f| (*f).to_owned()).collect(),
+            ..Default::default()
+        }
+    }
+
+    /// The rejection of `request_id`, with feedback "smaller".
+    pub(crate) fn rejection(request_id: &str) -> pb::PlanApprovalResponse {
+        pb::PlanApprovalResponse {
+            request_id: request_id.to_owned(),
+            approve: false,
+            feedback: "smaller".into(),
+            grant: None,
+        }
+    }
+
+    /// The approval of `request_id`, with a grant of `mode` for `paths` if any.
+    pub(crate) fn approval(
+        request_id: &str,
+        grant: Option<(pb::PermissionMode, &[&str])>,
+    ) -> pb::PlanApprovalResponse {
+        pb::PlanApprovalResponse {
+            request_id: request_id.to_owned(),
+            approve: true,
+            feedback: String::new(),
+            grant: grant.map(|(mode, paths)| pb::PermissionGrant {
+                mode: mode as i32,
+                write_paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+                expires_at_unix_ms: 0,
+            }),
+        }
+    }
+
+    /// The mode of the writer the gate holds, if any.
+    pub(crate) fn unlocked(gate: &Gate) -> Option<Mode> {
+        match gate {
+            Gate::Unlocked(writer) => Some(writer.mode()),
+            Gate::Plan => None,
+        }
+    }
+
+    /// Submits `plan` as `request_id`; the id it supersedes.
+    fn submit(state: &mut PlanState, request_id: &str, mut plan: pb::Plan) -> String {
+        let supersedes = state.prepare(&mut plan).expect("submittable");
+        state.submitted(request_id.to_owned(), plan);
+        supersedes
+    }
+
+    #[test]
+    fn a_rejected_plan_is_superseded_by_the_next_and_an_approval_unlocks_the_gate() {
+        let (_dir, ws) = workspace();
+        let limits = CommandLimits::default();
+        let mut state = PlanState::new();
+        assert_eq!(submit(&mut state, "p1", plan(&["src/a.rs"])), "");
+        assert!(state.reviews("p1") && !state.reviews("p2"));
+        assert_eq!(
+            state.prepare(&mut plan(&[])),
+            Err("submit_plan is not available: your plan is still under review; wait for the decision")
+        );
+        let rejected = state.decide(rejection("p1"), &ws, &limits);
+        assert_eq!(
+            rejected,
+            Ok(Observation::PlanRejected {
+                feedback: "smaller".into()
+            })
+        );
+        assert!(!state.is_under_review());
+        assert_eq!(unlocked(state.gate()), None);
+
+        assert_eq!(
+            submit(&mut state, "p2", plan(&["src/a.rs"])),
+            "p1",
+            "supersedes p1"
+        );
+        let approved = state.decide(
+            approval("p2", Some((pb::PermissionMode::AcceptEdits, &["src/**"]))),
+            &ws,
+            &limits,
+        );
+        assert_eq!(
+            approved,
+            Ok(Observation::PlanApproved {
+                mode: Mode::AcceptEdits,
+                write_paths: vec!["src/**".into()],
+            })
+        );
+        assert_eq!(unlocked(state.gate()), Some(Mode::AcceptEdits));
+        assert_eq!(
+            state.prepare(&mut plan(&[])),
+            Err("submit_plan is not available: your plan is already approved")
+        );
+    }
+
+    #[test]
+    fn an_approval_without_a_grant_accepts_edits_to_the_plan_files() {
+        let (_dir, ws) = workspace();
+        let mut state = PlanState::new();
+        submit(&mut state, "p1", plan(&["notes.md"]));
+        let approved = state.decide(approval("p1", None), &ws, &CommandLimits::default());
+        assert_eq!(
+            approved,
+            Ok(Observation::PlanApproved {
+                mode: Mode::AcceptEdits,
+                write_paths: vec!["notes.md".into()],
+            })
+        );
+        assert_eq!(unlocked(state.gate()), Some(Mode::AcceptEdits));
+    }
+
+    #[test]
+    fn a_plan_mode_grant_approves_but_unlocks_nothing_and_is_not_superseded() {
+        let (_dir, ws) = workspace();
+        let mut state = PlanState::new();
+        submit(&mut state, "p1", plan(&["a.txt"]));
+        let approved = state.decide(
+            approval("p1", Some((pb::PermissionMode::Plan, &[]))),
+            &ws,
+            &CommandLimits::default(),
+        );
+        assert!(matches!(
+            approved,
+            Ok(Observation::PlanApproved {
+                mode: Mode::Plan,
+                ..
+            })
+        ));
+        assert_eq!(unlocked(state.gate()), None);
+        assert_eq!(submit(&mut state, "p2", plan(&["a.txt"])), "");
+    }
+
+    #[test]
+    fn a_bad_grant_is_an_error_and_unlocks_nothing() {
+        let (_dir, ws) = workspace();
+        let mut state = PlanState::new();
+        submit(&mut state, "p1", plan(&["a.txt"]));
+        let bad = state.decide(
+            approval("p1", Some((pb::PermissionMode::AcceptEdits, &["../out"]))),
+            &ws,
+            &CommandLimits::default(),
+        );
+        let error = bad.expect_err("a path out of the workspace");
+        assert!(
+            error.to_string().starts_with("the lead sent a bad grant: "),
+            "{error}"
+        );
+        assert_eq!(unlocked(state.gate()), None);
+    }
+
+    #[test]
+    fn plans_are_for_the_claimed_task_and_its_completion_ends_the_grant() {
+        let (_dir, ws) = workspace();
+        let mut state = PlanState::new();
+        state.claim("t1".into());
+        let mut own = plan(&["a.txt"]);
+        own.task_id = "t9".into();
+        state.prepare(&mut own).expect("submittable");
+        assert_eq!(own.task_id, "t9", "a plan that names its task keeps it");
+        let mut planned = plan(&["a.txt"]);
+        state.prepare(&mut planned).expect("submittable");
+        assert_eq!(planned.task_id, "t1");
+        state.submitted("p1".into(), planned);
+        state
+            .decide(
+                approval("p1", Some((pb::PermissionMode::Bypass, &[]))),
+                &ws,
+                &CommandLimits::default(),
+            )
+            .expect("approved");
+        assert_eq!(unlocked(state.gate()), Some(Mode::Bypass));
+
+        assert!(!state.completed("t2"), "another task leaves the grant");
+        assert_eq!(state.claimed.as_deref(), Some("t1"));
+        assert!(state.completed("t1"));
+        assert_eq!(unlocked(state.gate()), None, "back in plan mode");
+        assert_eq!(state.claimed, None);
+        assert!(!state.completed("t1"), "the grant ends once");
+        let mut next = plan(&["b.txt"]);
+        assert_eq!(
+            state.prepare(&mut next),
+            Ok(String::new()),
+            "supersedes nothing"
+        );
+        assert_eq!(next.task_id, "", "and is for no task");
+    }
+
+    #[test]
+    fn end_grant_of_needs_an_approved_plan_for_that_task() {
+        let (_dir, ws) = workspace();
+        let mut state = PlanState::new();
+        assert!(!state.end_grant_of("t1"), "nothing to end in plan mode");
+        state.claim("t1".into());
+        submit(&mut state, "p1", plan(&["a.txt"]));
+        assert!(!state.end_grant_of("t1"), "under review, not approved");
+        state
+            .decide(approval("p1", None), &ws, &CommandLimits::default())
+            .expect("approved");
+        state.claim("t2".into());
+        assert!(!state.end_grant_of("t2"), "the plan was for t1");
+        assert!(state.end_grant_of("t1"));
+    }
+}
