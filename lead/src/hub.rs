@@ -273,6 +273,14 @@ pub(crate) enum Command {
         request: pb::SpawnTeammateRequest,
         reply: Reply<pb::SpawnTeammateResponse>,
     },
+    /// A spawn's outcome, from the task that started the process: `armed`
+    /// lets its exit be told once the hub holds the child.
+    Launched {
+        name: String,
+        result: Result<Child, HubError>,
+        armed: oneshot::Sender<()>,
+        reply: Reply<pb::SpawnTeammateResponse>,
+    },
     ChildExited {
         name: String,
         pid: u32,
@@ -302,6 +310,12 @@ impl HubHandle {
             .await
             .map_err(|_| HubError::ShuttingDown)?;
         rx.await.map_err(|_| HubError::ShuttingDown)?
+    }
+
+    /// Sends a command from a thread outside the runtime (a blocking
+    /// task), waiting for room; the command back if the hub is gone.
+    pub(crate) fn send_blocking(&self, command: Command) -> Option<Command> {
+        self.tx.blocking_send(command).err().map(|e| e.0)
     }
 
     /// Sends a command that has no reply, without waiting (safe in `Drop`).
@@ -372,6 +386,9 @@ pub(crate) struct Hub {
     watchers: Vec<EventSink>,
     /// Processes the lead started, by member name.
     children: HashMap<String, Child>,
+    /// Names whose process is being started off the hub, and whether a
+    /// `Join` with that name came meanwhile.
+    starting: HashMap<String, bool>,
     /// Ids for inbox streams, so that a stale close is ignored.
     next_stream_id: u64,
     /// Set once the lead is stopping: when to give up on children agreeing.
@@ -452,6 +469,7 @@ pub(crate) fn load(
         grace: BTreeSet::new(),
         watchers: Vec::new(),
         children: HashMap::new(),
+        starting: HashMap::new(),
         next_stream_id: 0,
         stopping_until: None,
         next_body_id,
@@ -704,10 +722,13 @@ impl Hub {
                 self.watchers.push(sink);
                 self.reply(reply, Ok(events));
             }
-            Command::Spawn { request, reply } => {
-                let result = self.spawn(request);
-                self.reply(reply, result);
-            }
+            Command::Spawn { request, reply } => self.spawn(request, reply),
+            Command::Launched {
+                name,
+                result,
+                armed,
+                reply,
+            } => self.launched(name, result, armed, reply),
             Command::ChildExited {
                 name,
                 pid,

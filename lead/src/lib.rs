@@ -11,6 +11,7 @@ pub mod demo;
 pub mod error;
 mod group;
 pub mod hub;
+mod launch;
 mod outbox;
 pub mod render;
 pub mod reviewer;

@@ -10,7 +10,6 @@ use tokio::{
 };
 use tonic::transport::Server;
 
-pub use crate::{config::Keepalive, connections::ConnLimits};
 use crate::{
     config::Config,
     connections::{self, CallsLayer, Speaks},
@@ -19,6 +18,7 @@ use crate::{
     store::StoreError,
     tls::ServerTls,
 };
+pub use crate::{config::Keepalive, connections::ConnLimits};
 
 /// How many connections may wait to be accepted. Tonic's `serve(addr)` uses
 /// 128, which a thousand teammates connecting at once overflow.

@@ -168,8 +168,9 @@ impl Hub {
 
     /// Stopping, and no child is left to wait for (or the wait is over).
     pub(super) fn stop_done(&self) -> bool {
-        self.stopping_until
-            .is_some_and(|until| self.children.is_empty() || self.now() >= until)
+        self.stopping_until.is_some_and(|until| {
+            (self.children.is_empty() && self.starting.is_empty()) || self.now() >= until
+        })
     }
 
     /// Stops the children still running (TERM, then KILL), waits for them to

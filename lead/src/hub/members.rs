@@ -2,7 +2,6 @@
 //! reports, spawning and termination.
 
 use shared::wire::*;
-use std::path::{Path, PathBuf};
 
 use sha2::Digest as _;
 use shared::{
@@ -15,9 +14,8 @@ use shared::{
     pb::{self, envelope::Body},
 };
 
-use super::{Command, Hub};
+use super::{Command, Hub, Reply};
 use crate::{
-    children::{Brain, Confined},
     error::HubError,
     outbox,
     roster::{envelope_bytes, Member, SeenId},
@@ -48,7 +46,10 @@ impl Hub {
                     "name: {name:?} is held by an active member; pick another name"
                 )))
             }
-            _ => self.children.contains_key(name.as_str()),
+            _ => {
+                self.children.contains_key(name.as_str())
+                    || self.starting.contains_key(name.as_str())
+            }
         };
         if self.roster.active() >= self.config.max_members {
             return Err(HubError::ResourceExhausted(format!(
@@ -69,6 +70,9 @@ impl Hub {
         member.spawned = spawned;
         if let Some(child) = self.children.get_mut(name.as_str()) {
             child.joined = true;
+        }
+        if let Some(joined) = self.starting.get_mut(name.as_str()) {
+            *joined = true;
         }
         let member_id = member.id.clone();
         self.roster.insert(member);
@@ -467,11 +471,63 @@ impl Hub {
         })
     }
 
-    /// `SpawnTeammate`: starts a `teammate` process as a child of the lead.
+    /// `SpawnTeammate`: checks the request's fields here, reserves the
+    /// name, and hands the rest (every check that touches the filesystem,
+    /// then the fork) to a blocking task off the hub; its outcome comes back
+    /// as [`Command::Launched`], which answers.
     pub(super) fn spawn(
         &mut self,
         request: pb::SpawnTeammateRequest,
-    ) -> Result<pb::SpawnTeammateResponse, HubError> {
+        reply: Reply<pb::SpawnTeammateResponse>,
+    ) {
+        let (spawner, name) = match self.check_spawn(&request) {
+            Ok(checked) => checked,
+            Err(e) => return self.reply(reply, Err(e)),
+        };
+        self.starting.insert(name.to_string(), false);
+        let handle = self.handle.clone();
+        tokio::task::spawn_blocking(move || {
+            // The exit is told only once the hub knows the child, so that a
+            // child that dies at once is never reported before it exists.
+            let (armed, armed_rx) = tokio::sync::oneshot::channel::<()>();
+            let on_exit = {
+                let handle = handle.clone();
+                let name = name.to_string();
+                move |pid, how, log_tail| {
+                    tokio::spawn(async move {
+                        let _ = armed_rx.await;
+                        handle.notify(Command::ChildExited {
+                            name,
+                            pid,
+                            how,
+                            log_tail,
+                        });
+                    });
+                }
+            };
+            let result = crate::launch::launch(&spawner, name.as_str(), &request, on_exit);
+            let launched = Command::Launched {
+                name: name.to_string(),
+                result,
+                armed,
+                reply,
+            };
+            if let Some(Command::Launched {
+                result: Ok(child), ..
+            }) = handle.send_blocking(launched)
+            {
+                // The hub is gone: nobody would stop it.
+                child.stop();
+            }
+        });
+    }
+
+    /// The checks of a `SpawnTeammate` that touch nothing outside the hub:
+    /// the spawner, the name and the fields' sizes.
+    fn check_spawn(
+        &self,
+        request: &pb::SpawnTeammateRequest,
+    ) -> Result<(crate::children::Spawner, Name), HubError> {
         let spawner = self.config.spawner.clone().ok_or_else(|| {
             HubError::FailedPrecondition("this lead cannot start processes".into())
         })?;
@@ -505,96 +561,37 @@ impl Hub {
             .get(name.as_str())
             .is_some_and(|m| !m.terminated())
             || self.children.contains_key(name.as_str())
+            || self.starting.contains_key(name.as_str())
         {
             return Err(HubError::AlreadyExists(format!(
                 "name: {name:?} is already on the team"
             )));
         }
-        // The configured binary only, and paths inside the spawn root, each
-        // checked before anything is said of whether a file exists.
-        if !(request.teammate_bin.is_empty()
-            || spawner.is_teammate_bin(Path::new(&request.teammate_bin)))
-        {
-            return Err(HubError::PermissionDenied(format!(
-                "teammate_bin: this lead starts only its own teammate executable ({}, \
-                 --teammate-bin), not {:?}; leave teammate_bin empty",
-                spawner.teammate_bin.display(),
-                request.teammate_bin
-            )));
-        }
-        let confine = |field: &str, path: &str| -> Result<PathBuf, HubError> {
-            spawner.confine(Path::new(path)).map_err(|e| match e {
-                Confined::Malformed(problem) => FieldError::new(field, problem).into(),
-                Confined::Outside => HubError::PermissionDenied(format!(
-                    "{field}: {path:?} is outside the directory this lead spawns from ({}, \
-                     --spawn-root)",
-                    spawner.root.display()
-                )),
-            })
-        };
-        if !request.script_path.is_empty() {
-            confine("script_path", &request.script_path)?;
-        }
-        let brain = brain(&request)?;
-        // The lead's environment holds its secrets: only the keys its own
-        // command line names are passed on.
-        let var = &request.api_key_env;
-        if !var.is_empty() && !spawner.passes_key(var) {
-            let named = if spawner.model_keys.is_empty() {
-                "names none".to_owned()
-            } else {
-                format!("names {}", spawner.model_keys.join(", "))
+        Ok((spawner, name))
+    }
+
+    /// A spawn's outcome: the child is the hub's now (and its exit may be
+    /// told), and the caller hears how it went.
+    pub(super) fn launched(
+        &mut self,
+        name: String,
+        result: Result<crate::children::Child, HubError>,
+        armed: tokio::sync::oneshot::Sender<()>,
+        reply: Reply<pb::SpawnTeammateResponse>,
+    ) {
+        let joined = self.starting.remove(&name).unwrap_or(false);
+        let result = result.map(|mut child| {
+            child.joined = joined;
+            tracing::info!(member = %name, pid = child.pid, "spawned teammate");
+            let response = pb::SpawnTeammateResponse {
+                pid: child.pid,
+                log_path: child.log.to_string_lossy().into_owned(),
             };
-            return Err(HubError::PermissionDenied(format!(
-                "api_key_env: {var:?} is not a variable this lead passes on; its command line \
-                 (--model-key-env VAR, repeatable) {named}"
-            )));
-        }
-        let workspace = if request.workspace.is_empty() {
-            spawner.default_workspace(name.as_str())
-        } else {
-            confine("workspace", &request.workspace)?
-        };
-        std::fs::create_dir_all(&workspace).map_err(|e| {
-            HubError::FailedPrecondition(format!(
-                "workspace: cannot create {}: {e}",
-                workspace.display()
-            ))
-        })?;
-        let bin = spawner.teammate_bin.clone();
-        if !bin.is_file() {
-            return Err(HubError::FailedPrecondition(format!(
-                "teammate_bin: no teammate executable at {}; build it (cargo build -p teammate) \
-                 or name one with --teammate-bin",
-                bin.display()
-            )));
-        }
-        let handle = self.handle.clone();
-        let child_name = name.to_string();
-        let child = spawner
-            .spawn(
-                &bin,
-                name.as_str(),
-                &request.role,
-                &brain,
-                &workspace,
-                move |pid, how, log_tail| {
-                    handle.notify(Command::ChildExited {
-                        name: child_name,
-                        pid,
-                        how,
-                        log_tail,
-                    });
-                },
-            )
-            .map_err(|e| HubError::Internal(format!("could not start {}: {e}", bin.display())))?;
-        tracing::info!(member = %name, pid = child.pid, "spawned teammate");
-        let response = pb::SpawnTeammateResponse {
-            pid: child.pid,
-            log_path: child.log.to_string_lossy().into_owned(),
-        };
-        self.children.insert(name.to_string(), child);
-        Ok(response)
+            self.children.insert(name, child);
+            response
+        });
+        let _ = armed.send(());
+        self.reply(reply, result);
     }
 
     /// A child the lead started has been reaped: the watchers hear how it
@@ -628,75 +625,6 @@ impl Hub {
             log_tail,
         }));
         self.terminate(name, &format!("process {how}"));
-    }
-}
-
-/// What drives a spawned teammate: a script the lead can read, or a model
-/// with a task (exactly one of `script_path` and `model`).
-fn brain(request: &pb::SpawnTeammateRequest) -> Result<Brain, HubError> {
-    for (field, value, limit) in [
-        ("model", &request.model, limits::ROLE),
-        ("task", &request.task, limits::TEXT),
-        ("base_url", &request.base_url, limits::PATH),
-        ("api_key_env", &request.api_key_env, limits::TOOL),
-    ] {
-        limits::check(field, value, limit)?;
-    }
-    match (request.script_path.is_empty(), request.model.is_empty()) {
-        (false, false) => {
-            Err(FieldError::new("model", "give script_path or model, not both").into())
-        }
-        (true, true) => Err(FieldError::new(
-            "script_path",
-            "is required (or model, for a model teammate)",
-        )
-        .into()),
-        (false, true) => {
-            let script = PathBuf::from(&request.script_path);
-            if !script.is_file() {
-                return Err(FieldError::new(
-                    "script_path",
-                    format!("{script:?} is not a file the lead can read"),
-                )
-                .into());
-            }
-            Ok(Brain::Script(script))
-        }
-        (true, false) => {
-            if request.task.trim().is_empty() {
-                return Err(FieldError::new("task", "is required for a model teammate").into());
-            }
-            if request.model.starts_with('-') {
-                return Err(FieldError::new("model", "may not start with '-'").into());
-            }
-            let url = &request.base_url;
-            if !(url.is_empty() || url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(
-                    FieldError::new("base_url", "must be an http:// or https:// URL").into(),
-                );
-            }
-            let var = &request.api_key_env;
-            let valid_var = var.chars().enumerate().all(|(i, c)| {
-                c == '_'
-                    || c.is_ascii_uppercase()
-                    || c.is_ascii_lowercase()
-                    || (i > 0 && c.is_ascii_digit())
-            });
-            if !valid_var {
-                return Err(FieldError::new(
-                    "api_key_env",
-                    "must be an environment variable's name ([A-Za-z_][A-Za-z0-9_]*)",
-                )
-                .into());
-            }
-            let given = |s: &String| (!s.is_empty()).then(|| s.clone());
-            Ok(Brain::Model {
-                model: request.model.clone(),
-                task: request.task.clone(),
-                base_url: given(&request.base_url),
-                api_key_env: given(&request.api_key_env),
-            })
-        }
     }
 }
 

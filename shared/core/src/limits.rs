@@ -7,8 +7,8 @@
 //! codes against them. The budgets of the lead's own resources (inboxes,
 //! connections, retention) are flags of `lead serve`.
 
-pub use crate::text::cut;
 use crate::error::FieldError;
+pub use crate::text::cut;
 
 /// `JoinRequest.role`.
 pub const ROLE: usize = 256;
