@@ -33,10 +33,8 @@ use std::{path::Path, sync::Arc, time::Duration};
 
 use crate::reviewer::Reviewer;
 use serde::Deserialize;
-use shared::{
-    grant::{Grant, PathSet},
-    policy::Policy,
-};
+pub use shared::chain::{Next, OnPass, Rule, Verdict};
+use shared::policy::Policy;
 
 mod program;
 pub(crate) mod stages;
@@ -75,17 +73,6 @@ fn default_timeout() -> u64 {
     30
 }
 
-/// What a policy stage does with a plan that meets every criterion.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OnPass {
-    /// Pass it to the next stage.
-    #[default]
-    Next,
-    /// Approve it.
-    Approve,
-}
-
 /// One stage of a chain.
 #[derive(Debug, Clone)]
 pub enum Stage {
@@ -120,59 +107,13 @@ impl Stage {
     }
 }
 
-/// What a stage said of a plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// Approve, with this grant (`None`: the plan's files, ACCEPT_EDITS).
-    Approve { grant: Option<Grant>, words: String },
-    /// Reject; `words` is the teammate's feedback.
-    Reject { words: String },
-    /// No opinion: the next stage decides.
-    Pass { words: String },
-    /// The stage could not decide (crashed, timed out, misconfigured).
-    Error { words: String },
-}
-
-impl Verdict {
-    /// Its name in a request's history.
-    pub fn label(&self) -> &'static str {
-        match self {
-            Verdict::Approve { .. } => "approve",
-            Verdict::Reject { .. } => "reject",
-            Verdict::Pass { .. } => "pass",
-            Verdict::Error { .. } => "error",
-        }
-    }
-
-    /// Its words.
-    pub fn words(&self) -> &str {
-        match self {
-            Verdict::Approve { words, .. }
-            | Verdict::Reject { words }
-            | Verdict::Pass { words }
-            | Verdict::Error { words } => words,
-        }
-    }
-}
-
-/// What follows a verdict.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
-    /// Run stage `n`.
-    Run(usize),
-    /// The chain decided: approve (with the grant, if any) or reject.
-    Decide(Verdict),
-    /// A person decides; the reason is shown to them.
-    Person(String),
-}
-
 /// A configured chain.
 #[derive(Debug, Clone)]
 pub struct Chain {
     /// Tried in order.
     stages: Vec<Stage>,
-    /// Plans whose files match always end with a person.
-    escalate: PathSet,
+    /// What follows each verdict.
+    rule: Rule,
 }
 
 impl Chain {
@@ -183,7 +124,6 @@ impl Chain {
         if file.stages.is_empty() {
             return Err("stages: is empty; name at least one stage".into());
         }
-        let escalate = PathSet::new("escalate", &file.escalate).map_err(|e| e.to_string())?;
         let read = |i: usize, name: &str| {
             std::fs::read_to_string(dir.join(name))
                 .map_err(|e| format!("stages[{i}].file: {name}: {e}"))
@@ -215,7 +155,9 @@ impl Chain {
                 StageFile::Human => Stage::Human,
             });
         }
-        Ok(Self { stages, escalate })
+        let names = stages.iter().map(Stage::name).collect();
+        let rule = Rule::new(names, &file.escalate).map_err(|e| e.to_string())?;
+        Ok(Self { stages, rule })
     }
 
     /// Stage `n`.
@@ -223,93 +165,15 @@ impl Chain {
         self.stages.get(n)
     }
 
-    /// Whether a plan writing `files` must end with a person.
-    pub fn escalates(&self, files: &[String]) -> bool {
-        files.iter().any(|f| self.escalate.matches(f))
-    }
-
-    /// What follows stage `at`'s `verdict`, for a plan that `escalated` or not.
-    pub fn after(&self, at: usize, verdict: &Verdict, escalated: bool) -> Next {
-        let next = || {
-            if at + 1 < self.stages.len() {
-                Next::Run(at + 1)
-            } else {
-                Next::Person(if escalated {
-                    "the plan's files are escalated to a person".into()
-                } else {
-                    "every stage passed it on".into()
-                })
-            }
-        };
-        match verdict {
-            Verdict::Error { words } => Next::Person(format!("{} failed: {words}", self.name(at))),
-            _ if escalated => next(),
-            Verdict::Approve { .. } | Verdict::Reject { .. } => Next::Decide(verdict.clone()),
-            Verdict::Pass { .. } => next(),
-        }
-    }
-
-    /// The name of stage `at`.
-    fn name(&self, at: usize) -> String {
-        self.stages.get(at).map(Stage::name).unwrap_or_default()
+    /// What follows each verdict.
+    pub fn rule(&self) -> &Rule {
+        &self.rule
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn chain(stages: Vec<Stage>, escalate: &[&str]) -> Chain {
-        Chain {
-            stages,
-            escalate: PathSet::new(
-                "escalate",
-                &escalate.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-            )
-            .expect("globs"),
-        }
-    }
-
-    fn program() -> Stage {
-        Stage::Program {
-            command: vec!["check".into()],
-            timeout: Duration::from_secs(1),
-        }
-    }
-
-    #[test]
-    fn every_verdict_at_every_place() {
-        let two = chain(vec![program(), Stage::Human], &["db/**"]);
-        let approve = Verdict::Approve {
-            grant: None,
-            words: "ok".into(),
-        };
-        let reject = Verdict::Reject { words: "no".into() };
-        let pass = Verdict::Pass { words: "".into() };
-        let error = Verdict::Error {
-            words: "crashed".into(),
-        };
-        // Not escalated: approve and reject decide, pass moves on, error goes to a person.
-        assert_eq!(two.after(0, &approve, false), Next::Decide(approve.clone()));
-        assert_eq!(two.after(0, &reject, false), Next::Decide(reject.clone()));
-        assert_eq!(two.after(0, &pass, false), Next::Run(1));
-        assert_eq!(
-            two.after(0, &error, false),
-            Next::Person("program check failed: crashed".into())
-        );
-        // Escalated: every machine verdict is advice; errors still go to a person.
-        assert_eq!(two.after(0, &approve, true), Next::Run(1));
-        assert_eq!(two.after(0, &reject, true), Next::Run(1));
-        assert_eq!(two.after(0, &pass, true), Next::Run(1));
-        assert!(matches!(two.after(0, &error, true), Next::Person(_)));
-        // The last stage passing, or advising on an escalated plan: a person.
-        let one = chain(vec![program()], &["db/**"]);
-        assert!(matches!(one.after(0, &pass, false), Next::Person(r) if r.contains("every stage")));
-        assert!(matches!(one.after(0, &approve, true), Next::Person(r) if r.contains("escalated")));
-        assert_eq!(one.after(0, &approve, false), Next::Decide(approve));
-        assert!(one.escalates(&["src/a.rs".into(), "db/schema.sql".into()]));
-        assert!(!one.escalates(&["src/a.rs".into()]));
-    }
 
     #[test]
     fn files_say_what_is_wrong() {

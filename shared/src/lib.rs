@@ -28,4 +28,6 @@ pub mod transport;
 pub mod wire;
 
 /// The pure types live in `mesh-core`; these are the same modules.
-pub use mesh_core::{error, grant, holds, lifecycle, limits, names, policy, protocol, rate, tasks};
+pub use mesh_core::{
+    chain, error, grant, holds, lifecycle, limits, names, policy, protocol, rate, tasks,
+};

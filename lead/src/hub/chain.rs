@@ -3,25 +3,23 @@
 //! model) to the stage runner ([`crate::chain::stages`]), whose verdicts come
 //! back as commands.
 //! Each verdict goes into the request's history before the chain's rule
-//! ([`crate::chain::Chain::after`]) says what follows.
+//! ([`shared::chain::Rule::after`], in the core) says what follows.
 
 use std::sync::Arc;
 
 use serde_json::json;
 use shared::{
-    grant::{Grant, Mode},
+    chain,
     names::RequestId,
-    policy,
-    protocol::{Decision, Request, Status},
+    protocol::{Request, Status},
+    wire::ToPb,
 };
 use tokio::sync::mpsc;
-
-use shared::wire::ToPb;
 
 use super::{Approval, Hub};
 use crate::chain::{
     stages::{StageJob, Work},
-    Chain, Next, OnPass, Stage, Verdict,
+    Chain, Next, Stage, Verdict,
 };
 
 impl Hub {
@@ -47,20 +45,7 @@ impl Hub {
                 self.record_review(id, "human", "waits", "waiting for an operator".into());
             }
             Some(Stage::Policy { policy, on_pass }) => {
-                let verdict = match policy.review(&plan, &self.overlaps_of(id)) {
-                    policy::Verdict::Approve(grant) if *on_pass == OnPass::Approve => {
-                        Verdict::Approve {
-                            grant: Some(grant),
-                            words: "every criterion holds".into(),
-                        }
-                    }
-                    policy::Verdict::Approve(_) => Verdict::Pass {
-                        words: "every criterion holds".into(),
-                    },
-                    policy::Verdict::Reject(unmet) => Verdict::Reject {
-                        words: unmet.join("; "),
-                    },
-                };
+                let verdict = chain::policy_verdict(policy, *on_pass, &plan, &self.overlaps_of(id));
                 self.stage_verdict(id, at, verdict);
             }
             Some(Stage::Program { command, timeout }) => {
@@ -123,20 +108,11 @@ impl Hub {
         let Some((chain, request)) = self.waiting(id) else {
             return;
         };
-        let escalated = chain.escalates(&request.plan().files);
-        let name = chain.stage(at).map(Stage::name).unwrap_or_default();
+        let rule = chain.rule();
+        let escalated = rule.escalates(&request.plan().files);
+        let name = rule.name(at).to_owned();
         self.record_review(id, &name, verdict.label(), verdict.words().to_owned());
-        let signed = |words: &str| {
-            shared::limits::cut(
-                &if words.is_empty() {
-                    name.clone()
-                } else {
-                    format!("{name}: {words}")
-                },
-                shared::limits::REASON,
-            )
-        };
-        let decision = match chain.after(at, &verdict, escalated) {
+        let decision = match rule.after(at, &verdict, escalated) {
             Next::Run(next) => return self.run_stage(id, next),
             Next::Person(reason) => {
                 return self.record_review(
@@ -146,16 +122,7 @@ impl Hub {
                     format!("{reason}; waiting for an operator"),
                 );
             }
-            Next::Decide(Verdict::Approve { grant, words }) => Decision {
-                approve: true,
-                feedback: format!("approved by {}", signed(&words)),
-                grant: Some(grant.unwrap_or_else(|| Grant::of_plan(Mode::AcceptEdits))),
-            },
-            Next::Decide(verdict) => Decision {
-                approve: false,
-                feedback: format!("rejected by {}", signed(verdict.words())),
-                grant: None,
-            },
+            Next::Decide(verdict) => rule.decision(at, verdict),
         };
         if let Err(e) = self.decide_plan(id, decision) {
             tracing::warn!(request_id = %id, error = %e, "the chain's decision was not recorded");
