@@ -206,13 +206,8 @@ impl Hub {
                 changes.push(Change::Member(member.record()));
             }
         }
-        let mut ids = self.tracker.take_touched();
-        ids.sort_unstable();
-        ids.dedup();
-        for id in ids {
-            if let Some(request) = self.tracker.get(&id) {
-                changes.push(Change::Request(Box::new(request.clone())));
-            }
+        for request in self.tracker.take_changed() {
+            changes.push(Change::Request(Box::new(request)));
         }
         changes
     }

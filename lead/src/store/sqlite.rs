@@ -354,7 +354,7 @@ impl Store for SqliteStore {
             .collect::<Result<_, _>>()?;
         let mut tasks = self
             .conn
-            .prepare("SELECT body FROM tasks ORDER BY created, task_id")?;
+            .prepare("SELECT body FROM tasks ORDER BY created, rowid")?;
         let blobs: Vec<Vec<u8>> = tasks
             .query_map([], |row| row.get(0))?
             .collect::<Result<_, _>>()?;
@@ -413,7 +413,8 @@ impl Store for SqliteStore {
                 }
                 Change::Task(task) => {
                     tx.prepare_cached(
-                        "INSERT OR REPLACE INTO tasks (task_id, created, body) VALUES (?1, ?2, ?3)",
+                        "INSERT INTO tasks (task_id, created, body) VALUES (?1, ?2, ?3) \
+                         ON CONFLICT (task_id) DO UPDATE SET created = ?2, body = ?3",
                     )?
                     .execute(params![
                         task.task_id,
@@ -638,6 +639,44 @@ mod tests {
             snapshot.message_ids,
             vec![("alice".to_owned(), "x".to_owned(), "d".to_owned())]
         );
+    }
+
+    #[test]
+    fn tasks_created_in_one_millisecond_keep_the_order_they_were_created_in() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let task = |id: &str, at: i64| shared::tasks::Task {
+            task_id: id.into(),
+            subject: id.into(),
+            description: String::new(),
+            status: shared::tasks::TaskStatus::Pending,
+            owner: String::new(),
+            blocked_by: Vec::new(),
+            files: Vec::new(),
+            created_at_unix_ms: at,
+            updated_at_unix_ms: at,
+            summary: String::new(),
+        };
+        {
+            let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("open");
+            store
+                .commit(&[
+                    Change::Task(task("c", 5)),
+                    Change::Task(task("b", 5)),
+                    Change::Task(task("a", 7)),
+                ])
+                .expect("commit");
+            // An update keeps a task's place.
+            store.commit(&[Change::Task(task("c", 5))]).expect("commit");
+        }
+        let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("reopen");
+        let ids: Vec<String> = store
+            .load()
+            .expect("load")
+            .tasks
+            .into_iter()
+            .map(|t| t.task_id)
+            .collect();
+        assert_eq!(ids, ["c", "b", "a"]);
     }
 
     #[test]

@@ -381,6 +381,23 @@ impl Tracker {
         std::mem::take(&mut self.touched)
     }
 
+    /// The requests opened or changed since the last call, each once, in
+    /// the tracker's order (oldest first), as the store must write them so
+    /// that a tracker restored from it keeps that order; those forgotten
+    /// since are not among them.
+    pub fn take_changed(&mut self) -> Vec<Request> {
+        let mut ords: Vec<u64> = self
+            .take_touched()
+            .iter()
+            .filter_map(|id| self.by_id.get(id).copied())
+            .collect();
+        ords.sort_unstable();
+        ords.dedup();
+        ords.iter()
+            .filter_map(|ord| self.requests.get(ord).cloned())
+            .collect()
+    }
+
     /// A request by id.
     pub fn get(&self, id: &RequestId) -> Option<&Request> {
         self.by_id.get(id).and_then(|ord| self.requests.get(ord))

@@ -15,6 +15,7 @@
 //!   does what it does;
 //! - `answers`: terminal states never change, one answer wins;
 //! - `ids`: ids are unique;
+//! - `replay`: what the lead commits rebuilds the tracker;
 //! - `wild`: any call at all, and nothing panics.
 //!
 //! [`Tracker`]: mesh_core::protocol::Tracker
@@ -33,6 +34,8 @@ mod ids;
 mod machine;
 #[path = "protocol_properties/model.rs"]
 mod model;
+#[path = "protocol_properties/replay.rs"]
+mod replay;
 #[path = "protocol_properties/wild.rs"]
 mod wild;
 
