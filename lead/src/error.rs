@@ -1,6 +1,6 @@
 //! The lead's errors, and the one place they become gRPC statuses.
 
-use shared::{error::FieldError, protocol::TransitionError};
+use shared::{access::Refused, error::FieldError, protocol::TransitionError};
 
 /// Why the lead refused a call.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +38,15 @@ pub enum HubError {
     /// Something on the lead's side failed (spawning a process, say).
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<Refused> for HubError {
+    fn from(refusal: Refused) -> Self {
+        match refusal {
+            Refused::Unauthenticated(m) => HubError::Unauthenticated(m),
+            Refused::PermissionDenied(m) => HubError::PermissionDenied(m),
+        }
+    }
 }
 
 impl From<HubError> for tonic::Status {

@@ -8,6 +8,7 @@ use std::{
 };
 
 use shared::{
+    access::{Call, Caller},
     auth::now_unix_ms,
     lifecycle::Event,
     names::{Name, EVERYONE, LEAD},
@@ -818,13 +819,14 @@ impl Hub {
 
     /// The member a session token belongs to; terminated members have none.
     fn caller(&self, token: &str) -> Result<String, HubError> {
-        self.roster
+        let caller = self
+            .roster
             .by_token(token)
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                HubError::Unauthenticated(
-                    "authorization: unknown session token; call Join first".into(),
-                )
-            })
+            .map_or(Caller::Stranger, |name| Caller::Member(name.to_owned()));
+        shared::access::admit(&caller, Call::Teammate(""))?;
+        match caller {
+            Caller::Member(name) => Ok(name),
+            _ => Err(HubError::Internal("a session admitted no member".into())),
+        }
     }
 }

@@ -7,6 +7,7 @@ use std::{
 };
 
 use shared::{
+    access::{self, Call, Caller, Refused},
     auth::{bearer, same_token},
     limits,
     names::Name,
@@ -16,7 +17,10 @@ use shared::{
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
-use crate::hub::{Command, HubHandle, Reply};
+use crate::{
+    error::HubError,
+    hub::{Command, HubHandle, Reply},
+};
 
 /// The tokens the lead accepts, fixed at start.
 #[derive(Clone)]
@@ -51,32 +55,54 @@ pub(crate) struct OperatorService {
     pub(crate) tokens: Tokens,
 }
 
-/// The token a request carries, or UNAUTHENTICATED.
-fn token_of<T>(request: &Request<T>) -> Result<String, Status> {
-    match bearer(request) {
-        Some(token) if !token.is_empty() => Ok(token.to_owned()),
-        _ => Err(Status::unauthenticated(
-            "authorization: expected \"Bearer <token>\" metadata",
-        )),
+/// The token a request carries, if it carries one as `Bearer <token>`.
+fn token_of<T>(request: &Request<T>) -> Option<String> {
+    bearer(request)
+        .filter(|token| !token.is_empty())
+        .map(str::to_owned)
+}
+
+/// Who presents `token`, as far as the lead's own tokens tell: `None` for a
+/// token that only the roster can place (a member's session, or unknown).
+fn static_caller(token: Option<&str>, tokens: &Tokens) -> Option<Caller> {
+    match token {
+        None => Some(Caller::Anonymous),
+        Some(token) if same_token(token, &tokens.operator) => Some(Caller::Operator),
+        Some(token) if same_token(token, &tokens.join) => Some(Caller::Joiner),
+        Some(_) => None,
     }
 }
 
+/// Who presents the request's token: the lead's own tokens here, a
+/// session by asking the hub.
+async fn caller_of<T>(
+    request: &Request<T>,
+    tokens: &Tokens,
+    hub: &HubHandle,
+) -> Result<Caller, Status> {
+    let token = token_of(request);
+    if let Some(caller) = static_caller(token.as_deref(), tokens) {
+        return Ok(caller);
+    }
+    let token = token.unwrap_or_default();
+    let member = hub.call(|reply| Command::Identify { token, reply }).await?;
+    Ok(member.map_or(Caller::Stranger, Caller::Member))
+}
+
+/// A refusal as the gRPC status it is.
+fn refused(refusal: Refused) -> Status {
+    Status::from(HubError::from(refusal))
+}
+
 impl LeadService {
-    /// The session token of a teammate call; the operator and join tokens are
-    /// known but do not belong here.
+    /// The session token of a teammate call, for the hub to resolve; the
+    /// operator and join tokens are known but do not belong here.
     fn session<T>(&self, request: &Request<T>, rpc: &str) -> Result<String, Status> {
-        let token = token_of(request)?;
-        if same_token(&token, &self.tokens.operator) {
-            return Err(Status::permission_denied(format!(
-                "authorization: the operator token cannot call Lead.{rpc}; teammates use their session token"
-            )));
+        let token = token_of(request);
+        if let Some(caller) = static_caller(token.as_deref(), &self.tokens) {
+            access::admit(&caller, Call::Teammate(rpc)).map_err(refused)?;
         }
-        if same_token(&token, &self.tokens.join) {
-            return Err(Status::permission_denied(format!(
-                "authorization: the join token only calls Lead.Join; Lead.{rpc} takes the session token Join returned"
-            )));
-        }
-        Ok(token)
+        Ok(token.unwrap_or_default())
     }
 }
 
@@ -119,26 +145,8 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::JoinRequest>,
     ) -> Result<Response<pb::JoinResponse>, Status> {
-        let token = token_of(&request)?;
-        if !same_token(&token, &self.tokens.join) {
-            // A known token of another kind is PERMISSION_DENIED, as on
-            // every other rpc; an unknown one UNAUTHENTICATED.
-            if same_token(&token, &self.tokens.operator) {
-                return Err(Status::permission_denied(
-                    "authorization: the operator token cannot call Lead.Join; Join takes the join token",
-                ));
-            }
-            let member = self
-                .hub
-                .call(|reply| Command::Identify { token, reply })
-                .await?;
-            return Err(match member {
-                Some(name) => Status::permission_denied(format!(
-                    "authorization: {name:?} already joined; Join takes the join token, not a session token"
-                )),
-                None => Status::unauthenticated("authorization: Join needs the lead's join token"),
-            });
-        }
+        let caller = caller_of(&request, &self.tokens, &self.hub).await?;
+        access::admit(&caller, Call::Join).map_err(refused)?;
         let request = request.into_inner();
         let name = Name::parse("name", &request.name).map_err(shared::wire::invalid)?;
         limits::check("role", &request.role, limits::ROLE).map_err(shared::wire::invalid)?;
@@ -367,25 +375,8 @@ impl OperatorService {
     /// Only the operator token passes; a teammate's session token or the join
     /// token is PERMISSION_DENIED, anything else UNAUTHENTICATED.
     async fn operator<T>(&self, request: &Request<T>) -> Result<(), Status> {
-        let token = token_of(request)?;
-        if same_token(&token, &self.tokens.operator) {
-            return Ok(());
-        }
-        if same_token(&token, &self.tokens.join) {
-            return Err(Status::permission_denied(
-                "authorization: the join token cannot call Operator",
-            ));
-        }
-        let member = self
-            .hub
-            .call(|reply| Command::Identify { token, reply })
-            .await?;
-        match member {
-            Some(name) => Err(Status::permission_denied(format!(
-                "authorization: {name:?} is a teammate; only the operator token calls Operator"
-            ))),
-            None => Err(Status::unauthenticated("authorization: unknown token")),
-        }
+        let caller = caller_of(request, &self.tokens, &self.hub).await?;
+        access::admit(&caller, Call::Operator).map_err(refused)
     }
 
     /// Runs an operator command after the token check.

@@ -10,10 +10,12 @@
 //! - [`tasks`]: the shared task board; [`holds`]: who holds which files;
 //! - [`grant`], [`plan`], [`policy`]: what a teammate may do, what it
 //!   proposes, and the criteria that review it;
+//! - [`access`]: who may call what, once the edge knows who calls;
 //! - [`chain`]: the reviewer chain's rule (what follows each verdict);
 //! - [`rate`]: a token bucket; [`names`], [`limits`], [`error`], [`text`]:
 //!   the vocabulary and the bounds every field is checked against.
 
+pub mod access;
 pub mod chain;
 pub mod error;
 pub mod grant;
