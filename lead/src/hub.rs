@@ -31,6 +31,8 @@ mod commit;
 mod lifecycle;
 mod members;
 mod paging;
+#[cfg(test)]
+mod replay_tests;
 mod requests;
 mod shutdowns;
 mod tasks;
@@ -452,9 +454,13 @@ pub(crate) fn load(
         })?;
     let tracker = Tracker::restore(std::mem::take(&mut snapshot.requests));
     let tasks = tasks::restore(std::mem::take(&mut snapshot.tasks));
-    let holds = tasks::restore_holds(&tracker, &tasks, |name| {
-        roster.get(name).is_some_and(|m| !m.terminated())
-    });
+    let holds = match snapshot.holds.take() {
+        Some(kept) => shared::holds::Holds::restore(kept),
+        // Worked out from the plans, and written with the first commit.
+        None => tasks::restore_holds(&tracker, &tasks, |name| {
+            roster.get(name).is_some_and(|m| !m.terminated())
+        }),
+    };
     let (tx, rx) = mpsc::channel(4096);
     let joins = shared::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
     let mut hub = Hub {

@@ -978,6 +978,7 @@ mod tests {
             requests: vec![],
             message_ids: vec![("alice".into(), "m1".into(), "d".into())],
             tasks: vec![],
+            holds: None,
         };
         let mut roster = Roster::restore(&mut snapshot, 5, 10).expect("restores");
         assert_eq!(roster.by_token("t-alice"), Some("alice"));

@@ -73,6 +73,11 @@ pub enum Change {
     DeleteRequest { request_id: String },
     /// Insert or replace a task.
     Task(Task),
+    /// What `member` holds now (`None`: nothing).
+    Hold {
+        member: String,
+        hold: Option<shared::holds::Hold>,
+    },
 }
 
 /// Everything a store holds, as loaded at start.
@@ -91,6 +96,10 @@ pub struct Snapshot {
     pub message_ids: Vec<(String, String, String)>,
     /// Tasks, oldest first.
     pub tasks: Vec<Task>,
+    /// Who holds which files; `None` where the store has not kept them yet
+    /// (a database from before schema 5, or a store that keeps nothing):
+    /// the lead then works them out from the approved plans.
+    pub holds: Option<Vec<(String, shared::holds::Hold)>>,
 }
 
 /// Why the store failed.

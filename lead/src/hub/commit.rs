@@ -209,6 +209,9 @@ impl Hub {
         for request in self.tracker.take_changed() {
             changes.push(Change::Request(Box::new(request)));
         }
+        for (member, hold) in self.holds.take_changed() {
+            changes.push(Change::Hold { member, hold });
+        }
         changes
     }
 

@@ -189,8 +189,12 @@ pub(super) fn restore(tasks: Vec<Task>) -> TaskBoard {
     TaskBoard::restore(TaskBoard::DEFAULT_MAX_TASKS, tasks)
 }
 
-/// The holds after a restart: each active member's last approved plan,
-/// unless it completed that plan's task.
+/// The holds of a lead whose store did not keep them (a database from
+/// before schema 5): each active member's last approved plan, unless it
+/// completed that plan's task. (A member that left and joined again under
+/// its name gets its earlier self's hold back, and of two plans approved
+/// out of the order they were sent in the later sent wins: why the store
+/// keeps holds now.)
 pub(super) fn restore_holds(
     tracker: &shared::protocol::Tracker,
     tasks: &TaskBoard,

@@ -26,7 +26,7 @@ pub const MARKER_FILE: &str = "mesh.db.id";
 /// Tells a mesh database from any other SQLite file.
 const MAGIC: &str = "mesh-lead-state";
 /// The schema version this code writes.
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 /// `Send` message ids kept per sender.
 const KEPT_MESSAGE_IDS: u64 = 4_096;
 
@@ -47,6 +47,9 @@ pub struct SqliteStore {
     conn: Connection,
     /// Its path, for messages.
     path: PathBuf,
+    /// Whether it keeps the holds (`meta.holds_kept`): not until the first
+    /// commit after schema 5.
+    holds_kept: bool,
 }
 
 const SCHEMA: &str = "
@@ -95,6 +98,17 @@ UPDATE meta SET value = '3' WHERE key = 'schema_version';
 const SCHEMA_4: &str = "
 ALTER TABLE requests ADD COLUMN reviews TEXT NOT NULL DEFAULT '[]';
 UPDATE meta SET value = '4' WHERE key = 'schema_version';
+";
+
+/// Schema 5 (over 4): who holds which files, as the lead last committed it
+/// (before, a restart worked holds out from the approved plans, which a
+/// member that left and joined again, or plans approved out of the order
+/// they were sent in, led astray). `holds_kept` turns 1 with the first
+/// commit of a lead that keeps them: until then the holds are worked out.
+const SCHEMA_5: &str = "
+CREATE TABLE holds (member TEXT PRIMARY KEY, paths TEXT NOT NULL, task_id TEXT NOT NULL);
+INSERT INTO meta (key, value) VALUES ('holds_kept', '0');
+UPDATE meta SET value = '5' WHERE key = 'schema_version';
 ";
 
 impl SqliteStore {
@@ -198,20 +212,25 @@ impl SqliteStore {
             .map_err(corrupt)?;
         match version {
             1 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} COMMIT;"))
+                .execute_batch(&format!(
+                    "BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} COMMIT;"
+                ))
                 .map_err(corrupt)?,
             2 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_3} {SCHEMA_4} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} COMMIT;"))
                 .map_err(corrupt)?,
             3 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_4} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_4} {SCHEMA_5} COMMIT;"))
+                .map_err(corrupt)?,
+            4 => conn
+                .execute_batch(&format!("BEGIN; {SCHEMA_5} COMMIT;"))
                 .map_err(corrupt)?,
             SCHEMA_VERSION => {}
             other => {
                 return Err(StoreError::Corrupt {
                     path: display,
                     detail: format!(
-                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 3 to it)"
+                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 4 to it)"
                     ),
                 })
             }
@@ -224,7 +243,19 @@ impl SqliteStore {
             fs::write(&marker, format!("{MAGIC} schema {SCHEMA_VERSION}\n"))?;
             fs::File::open(state_dir)?.sync_all()?;
         }
-        Ok(Self { conn, path })
+        let holds_kept = conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'holds_kept'",
+                [],
+                |row| row.get::<_, String>(0),
+            )
+            .map_err(corrupt)?
+            == "1";
+        Ok(Self {
+            conn,
+            path,
+            holds_kept,
+        })
     }
 
     /// The database's path.
@@ -369,6 +400,24 @@ impl Store for SqliteStore {
                 .tasks
                 .push(Task::from_pb(task).ok_or_else(|| bad(format!("status {status}")))?);
         }
+        if self.holds_kept {
+            let mut holds = self
+                .conn
+                .prepare("SELECT member, paths, task_id FROM holds ORDER BY member")?;
+            let rows: Vec<(String, String, String)> = holds
+                .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
+                .collect::<Result<_, _>>()?;
+            let mut kept = Vec::with_capacity(rows.len());
+            for (member, paths, task_id) in rows {
+                let paths: Vec<String> =
+                    serde_json::from_str(&paths).map_err(|e| StoreError::Decode {
+                        what: "hold",
+                        detail: e.to_string(),
+                    })?;
+                kept.push((member, shared::holds::Hold { paths, task_id }));
+            }
+            snapshot.holds = Some(kept);
+        }
         Ok(snapshot)
     }
 
@@ -411,6 +460,24 @@ impl Store for SqliteStore {
                     tx.prepare_cached("INSERT OR REPLACE INTO bodies (id, body) VALUES (?1, ?2)")?
                         .execute(params![id, envelope.encode_to_vec()])?;
                 }
+                Change::Hold { member, hold } => match hold {
+                    Some(hold) => {
+                        let paths =
+                            serde_json::to_string(&hold.paths).map_err(|e| StoreError::Decode {
+                                what: "hold",
+                                detail: e.to_string(),
+                            })?;
+                        tx.prepare_cached(
+                            "INSERT INTO holds (member, paths, task_id) VALUES (?1, ?2, ?3) \
+                             ON CONFLICT (member) DO UPDATE SET paths = ?2, task_id = ?3",
+                        )?
+                        .execute(params![member, paths, hold.task_id])?;
+                    }
+                    None => {
+                        tx.prepare_cached("DELETE FROM holds WHERE member = ?1")?
+                            .execute(params![member])?;
+                    }
+                },
                 Change::Task(task) => {
                     tx.prepare_cached(
                         "INSERT INTO tasks (task_id, created, body) VALUES (?1, ?2, ?3) \
@@ -491,7 +558,12 @@ impl Store for SqliteStore {
                 }
             }
         }
+        if !self.holds_kept {
+            // The lead commits the holds it worked out first of all.
+            tx.execute("UPDATE meta SET value = '1' WHERE key = 'holds_kept'", [])?;
+        }
         tx.commit()?;
+        self.holds_kept = true;
         Ok(())
     }
 }
@@ -692,6 +764,8 @@ mod tests {
         let conn = Connection::open(dir.path().join(DB_FILE)).expect("open");
         conn.execute_batch(
             "ALTER TABLE requests DROP COLUMN reviews;
+             DROP TABLE holds;
+             DELETE FROM meta WHERE key = 'holds_kept';
              UPDATE meta SET value = '3' WHERE key = 'schema_version';",
         )
         .expect("downgrade");
@@ -709,6 +783,52 @@ mod tests {
             )
             .expect("version");
         assert_eq!(version, SCHEMA_VERSION);
+    }
+
+    #[test]
+    fn a_database_written_by_the_schema_4_release_is_upgraded_on_open() {
+        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schema4");
+        let dir = tempfile::tempdir().expect("tempdir");
+        for file in [DB_FILE, MARKER_FILE] {
+            fs::copy(fixture.join(file), dir.path().join(file)).expect("copy the fixture");
+        }
+        {
+            let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("upgrade");
+            let snapshot = store.load().expect("load");
+            let names: Vec<&str> = snapshot.members.iter().map(|m| m.name.as_str()).collect();
+            assert_eq!(names, ["alice", "bob"]);
+            assert_eq!(snapshot.requests.len(), 7);
+            assert_eq!(snapshot.tasks.len(), 3);
+            assert!(snapshot.requests.iter().all(|r| r.reviews.is_empty()));
+            assert_eq!(
+                snapshot.holds, None,
+                "not kept yet: worked out from the plans"
+            );
+            // The first commit of a lead that keeps holds writes them.
+            store
+                .commit(&[Change::Hold {
+                    member: "carol".into(),
+                    hold: Some(shared::holds::Hold {
+                        paths: vec!["src/**".into()],
+                        task_id: String::new(),
+                    }),
+                }])
+                .expect("commit");
+        }
+        let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("reopen");
+        let version: i64 = store
+            .conn
+            .query_row(
+                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .expect("version");
+        assert_eq!(version, SCHEMA_VERSION);
+        let holds = store.load().expect("load").holds.expect("kept now");
+        assert_eq!(holds.len(), 1);
+        assert_eq!(holds[0].0, "carol");
+        assert_eq!(holds[0].1.paths, ["src/**"]);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! glob is matched exactly; two globs overlap when the literal part before
 //! their first wildcard is a prefix of the other's.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use globset::Glob;
 
@@ -42,18 +42,32 @@ impl std::fmt::Display for Overlap {
 #[derive(Debug, Clone, Default)]
 pub struct Holds {
     by_member: BTreeMap<String, Hold>,
+    /// Members whose hold changed since the last [`Holds::take_touched`],
+    /// for persistence.
+    touched: BTreeSet<String>,
 }
 
 impl Holds {
+    /// The holds as stored.
+    pub fn restore(holds: impl IntoIterator<Item = (String, Hold)>) -> Self {
+        Self {
+            by_member: holds.into_iter().collect(),
+            touched: BTreeSet::new(),
+        }
+    }
+
     /// `member` holds `paths` now, for `task_id` (replacing what it held).
     pub fn hold(&mut self, member: &str, paths: Vec<String>, task_id: String) {
         self.by_member
             .insert(member.to_owned(), Hold { paths, task_id });
+        self.touched.insert(member.to_owned());
     }
 
     /// `member` holds nothing any more (it terminated).
     pub fn release(&mut self, member: &str) {
-        self.by_member.remove(member);
+        if self.by_member.remove(member).is_some() {
+            self.touched.insert(member.to_owned());
+        }
     }
 
     /// `member` completed `task_id`: the hold its plan for that task made
@@ -65,8 +79,26 @@ impl Holds {
             .is_some_and(|h| !h.task_id.is_empty() && h.task_id == task_id);
         if ends {
             self.by_member.remove(member);
+            self.touched.insert(member.to_owned());
         }
         ends
+    }
+
+    /// The members whose hold changed (or ended) since the last call, with
+    /// what each holds now: what the store must write.
+    pub fn take_changed(&mut self) -> Vec<(String, Option<Hold>)> {
+        std::mem::take(&mut self.touched)
+            .into_iter()
+            .map(|member| {
+                let hold = self.by_member.get(&member).cloned();
+                (member, hold)
+            })
+            .collect()
+    }
+
+    /// Every hold, by member.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Hold)> {
+        self.by_member.iter()
     }
 
     /// What `member` holds.
@@ -175,5 +207,36 @@ mod tests {
         assert!(holds.overlaps("carol", &files).is_empty());
         holds.release("bob");
         assert!(holds.get("bob").is_none());
+    }
+
+    #[test]
+    fn what_changed_is_what_the_store_writes_and_restores() {
+        let mut holds = Holds::default();
+        holds.hold("alice", vec!["src/**".into()], "t1".into());
+        holds.hold("bob", vec!["docs/*.md".into()], String::new());
+        holds.release("carol");
+        assert!(holds.complete("alice", "t1"));
+        let changed = holds.take_changed();
+        assert_eq!(
+            changed,
+            vec![
+                ("alice".to_owned(), None),
+                (
+                    "bob".to_owned(),
+                    Some(Hold {
+                        paths: vec!["docs/*.md".into()],
+                        task_id: String::new()
+                    })
+                ),
+            ]
+        );
+        assert!(holds.take_changed().is_empty());
+        let restored = Holds::restore(
+            changed
+                .into_iter()
+                .filter_map(|(member, hold)| hold.map(|h| (member, h))),
+        );
+        assert_eq!(restored.get("bob"), holds.get("bob"));
+        assert_eq!(restored.get("alice"), None);
     }
 }
