@@ -580,6 +580,12 @@ impl Hub {
         reply: Reply<pb::SpawnTeammateResponse>,
     ) {
         let joined = self.starting.remove(&name).unwrap_or(false);
+        if result.is_err() && joined {
+            // Whoever joined under the name meanwhile is no child of ours.
+            if let Some(member) = self.roster.get_mut(&name) {
+                member.spawned = false;
+            }
+        }
         let result = result.map(|mut child| {
             child.joined = joined;
             tracing::info!(member = %name, pid = child.pid, "spawned teammate");

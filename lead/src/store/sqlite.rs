@@ -635,6 +635,18 @@ mod tests {
         }
     }
 
+    /// The schema version the store's database says it has.
+    fn schema_version(store: &SqliteStore) -> i64 {
+        store
+            .conn
+            .query_row(
+                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'",
+                [],
+                |row| row.get(0),
+            )
+            .expect("version")
+    }
+
     #[test]
     fn what_is_committed_is_loaded_again_after_reopening() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -774,15 +786,7 @@ mod tests {
         let snapshot = store.load().expect("load");
         assert_eq!(snapshot.requests.len(), 1);
         assert!(snapshot.requests[0].reviews.is_empty());
-        let version: i64 = store
-            .conn
-            .query_row(
-                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'",
-                [],
-                |row| row.get(0),
-            )
-            .expect("version");
-        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(schema_version(&store), SCHEMA_VERSION);
     }
 
     #[test]
@@ -816,15 +820,7 @@ mod tests {
                 .expect("commit");
         }
         let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("reopen");
-        let version: i64 = store
-            .conn
-            .query_row(
-                "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'schema_version'",
-                [],
-                |row| row.get(0),
-            )
-            .expect("version");
-        assert_eq!(version, SCHEMA_VERSION);
+        assert_eq!(schema_version(&store), SCHEMA_VERSION);
         let holds = store.load().expect("load").holds.expect("kept now");
         assert_eq!(holds.len(), 1);
         assert_eq!(holds[0].0, "carol");
