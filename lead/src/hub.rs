@@ -14,7 +14,8 @@ use shared::{
     names::{Name, EVERYONE, LEAD},
     pb::{self, envelope::Body},
     policy::Policy,
-    protocol::Tracker,
+    tasks::TaskBoard,
+    team::Team,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -371,12 +372,9 @@ pub(crate) struct Hub {
     config: HubConfig,
     /// Every member and inbox.
     roster: Roster,
-    /// Every protocol request.
-    tracker: Tracker,
-    /// The shared task list.
-    tasks: shared::tasks::TaskBoard,
-    /// Who holds which files under an approved plan.
-    holds: shared::holds::Holds,
+    /// Every protocol request, the task list and who holds which files:
+    /// the core's, which says what of them the store must keep.
+    team: Team,
     /// Who writes to the store.
     committer: commit::Committer,
     /// Changes not yet committed (members and requests are added at commit).
@@ -452,24 +450,20 @@ pub(crate) fn load(
             what: "member",
             detail,
         })?;
-    let tracker = Tracker::restore(std::mem::take(&mut snapshot.requests));
-    let tasks = tasks::restore(std::mem::take(&mut snapshot.tasks));
-    let holds = match snapshot.holds.take() {
-        Some(kept) => shared::holds::Holds::restore(kept),
-        // Worked out from the plans, and written with the first commit.
-        None => tasks::restore_holds(&tracker, &tasks, |name| {
-            roster.get(name).is_some_and(|m| !m.terminated())
-        }),
-    };
+    let team = Team::restore(
+        std::mem::take(&mut snapshot.requests),
+        std::mem::take(&mut snapshot.tasks),
+        TaskBoard::DEFAULT_MAX_TASKS,
+        snapshot.holds.take(),
+        |name| roster.get(name).is_some_and(|m| !m.terminated()),
+    );
     let (tx, rx) = mpsc::channel(4096);
     let joins = shared::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
     let mut hub = Hub {
         clock,
         config,
         roster,
-        tracker,
-        tasks,
-        holds,
+        team,
         committer: commit::Committer::new(store),
         changes: Vec::new(),
         forming: commit::Forming::default(),
@@ -505,7 +499,7 @@ pub(crate) fn load(
     if hub.roster.iter().next().is_some() {
         tracing::info!(
             members = hub.roster.iter().count(),
-            requests = hub.tracker.iter().count(),
+            requests = hub.team.requests.iter().count(),
             "restored state"
         );
     }

@@ -5,6 +5,7 @@
 //! The hub gathers the changes of a burst of commands and commits them in one
 //! transaction before it answers any of those commands (group commit).
 
+pub use shared::team::Change as TeamChange;
 use shared::{pb, protocol::Request, tasks::Task};
 
 mod sqlite;
@@ -59,8 +60,6 @@ pub enum Change {
     Ack { member: String, seq: u64 },
     /// The member's inbox is dropped (it terminated, or its name was reused).
     ClearInbox { member: String },
-    /// Insert or replace a protocol request.
-    Request(Box<Request>),
     /// A `Send` message id seen from `sender`, with the digest of what it sent.
     MessageId {
         sender: String,
@@ -69,15 +68,8 @@ pub enum Change {
     },
     /// A terminated member is forgotten (its retention passed).
     DeleteMember { member: String },
-    /// A resolved request is forgotten (its retention passed).
-    DeleteRequest { request_id: String },
-    /// Insert or replace a task.
-    Task(Task),
-    /// What `member` holds now (`None`: nothing).
-    Hold {
-        member: String,
-        hold: Option<shared::holds::Hold>,
-    },
+    /// What the core says changed of the requests, the tasks and the holds.
+    Team(TeamChange),
 }
 
 /// Everything a store holds, as loaded at start.

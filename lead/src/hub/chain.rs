@@ -30,7 +30,7 @@ impl Hub {
         let Approval::Chain(chain) = &self.config.approval else {
             return None;
         };
-        let request = self.tracker.get(id)?;
+        let request = self.team.requests.get(id)?;
         (request.status == Status::Pending).then(|| (chain.clone(), request.clone()))
     }
 

@@ -206,12 +206,7 @@ impl Hub {
                 changes.push(Change::Member(member.record()));
             }
         }
-        for request in self.tracker.take_changed() {
-            changes.push(Change::Request(Box::new(request)));
-        }
-        for (member, hold) in self.holds.take_changed() {
-            changes.push(Change::Hold { member, hold });
-        }
+        changes.extend(self.team.take_changes().into_iter().map(Change::Team));
         changes
     }
 

@@ -17,7 +17,7 @@ impl Hub {
     /// end of a grace period, or the end of the stop wait.
     pub(super) fn next_wakeup(&self) -> Option<i64> {
         [
-            self.tracker.next_deadline(),
+            self.team.requests.next_deadline(),
             self.grace.first().map(|(at, _)| *at),
             self.stopping_until,
             self.notice_due(),
@@ -91,16 +91,8 @@ impl Hub {
     /// `--retained-max-bytes`.
     fn forget_past_retention(&mut self, now: i64) {
         let before = now - i64::try_from(self.config.retention.as_millis()).unwrap_or(i64::MAX / 2);
-        let mut forgotten = self.tracker.prune_resolved(before);
-        forgotten.extend(
-            self.tracker
-                .prune_resolved_over(self.config.retained_max_bytes),
-        );
-        for id in forgotten {
-            self.changes.push(Change::DeleteRequest {
-                request_id: id.to_string(),
-            });
-        }
+        self.team
+            .forget_resolved(before, self.config.retained_max_bytes);
         let gone: Vec<String> = self
             .roster
             .iter()
@@ -197,10 +189,11 @@ impl Hub {
 
     /// Whether a shutdown request for `name` is pending.
     pub(super) fn pending_shutdown_of(&self, name: &str) -> bool {
-        self.tracker
+        self.team
+            .requests
             .pending_involving(name)
             .iter()
-            .filter_map(|id| self.tracker.get(id))
+            .filter_map(|id| self.team.requests.get(id))
             .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name)
     }
 }

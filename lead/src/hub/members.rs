@@ -318,8 +318,8 @@ impl Hub {
             self.emit_member(&name);
             // A task that became claimable while the member was busy (after
             // its last claim found none) would otherwise go unheard.
-            let next = (!self.tasks.has_claimed(&name))
-                .then(|| self.tasks.next_claimable().map(|t| t.to_pb()))
+            let next = (!self.team.tasks.has_claimed(&name))
+                .then(|| self.team.tasks.next_claimable().map(|t| t.to_pb()))
                 .flatten();
             if let Some(task) = next {
                 self.deliver(LEAD, &name, None, Body::TaskClaimable(task));

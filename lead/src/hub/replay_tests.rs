@@ -181,7 +181,8 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
         }
         5 => {
             let pending: Vec<String> = hub
-                .tracker
+                .team
+                .requests
                 .iter()
                 .filter(|r| {
                     r.status == shared::protocol::Status::Pending
@@ -225,6 +226,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             };
             let (reply, _rx) = oneshot::channel();
             let claimed = hub
+                .team
                 .tasks
                 .list(Some(shared::tasks::TaskStatus::Claimed))
                 .into_iter()
@@ -261,7 +263,8 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 return;
             };
             let asked: Vec<String> = hub
-                .tracker
+                .team
+                .requests
                 .iter()
                 .filter(|r| {
                     r.status == shared::protocol::Status::Pending
@@ -312,8 +315,8 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
 
 /// What must survive a restart, as text to compare.
 fn state(hub: &Hub) -> String {
-    let requests: Vec<_> = hub.tracker.iter().collect();
-    let tasks = hub.tasks.list(None);
+    let requests: Vec<_> = hub.team.requests.iter().collect();
+    let tasks = hub.team.tasks.list(None);
     let members: Vec<_> = hub
         .roster
         .iter()
@@ -331,7 +334,7 @@ fn state(hub: &Hub) -> String {
         .collect();
     format!(
         "requests: {requests:#?}\ntasks: {tasks:#?}\nholds: {:#?}\nmembers: {members:#?}",
-        hub.holds
+        hub.team.holds
     )
 }
 

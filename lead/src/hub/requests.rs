@@ -33,10 +33,10 @@ impl Hub {
         let id = RequestId::for_new("request_id", &request.request_id)?;
         let superseded = self.check_supersedes(&sender, &request.supersedes)?;
         let plan = request.plan.clone().unwrap_or_default();
-        if !plan.task_id.is_empty() && self.tracker.get(&id).is_none() {
+        if !plan.task_id.is_empty() && self.team.requests.get(&id).is_none() {
             self.owns_task(&sender, &plan.task_id)?;
         }
-        let overlaps = self.holds.overlaps(&sender, &plan.files);
+        let overlaps = self.team.holds.overlaps(&sender, &plan.files);
         let payload = PlanPayload {
             overlaps: overlaps
                 .iter()
@@ -66,12 +66,13 @@ impl Hub {
             deadline_unix_ms: None,
         };
         self.check_pending_room(&opening, superseded.as_ref())?;
-        let outcome = self.tracker.open(opening, self.now())?;
+        let outcome = self.team.requests.open(opening, self.now())?;
         if outcome.fresh {
             tracing::info!(request_id = %id, member = %sender, "plan submitted");
             if let Some(old) = superseded {
                 if let Some(expired) =
-                    self.tracker
+                    self.team
+                        .requests
                         .expire(&old, &format!("superseded by {id}"), self.now())
                 {
                     self.emit(pb::event::Kind::Request(expired.to_pb()));
@@ -100,17 +101,17 @@ impl Hub {
         opening: &Opening,
         superseded: Option<&shared::names::RequestId>,
     ) -> Result<(), HubError> {
-        if self.tracker.get(&opening.id).is_some() {
+        if self.team.requests.get(&opening.id).is_some() {
             return Ok(());
         }
         let freed = superseded
-            .and_then(|old| self.tracker.get(old))
+            .and_then(|old| self.team.requests.get(old))
             .filter(|old| old.status == Status::Pending)
             .map_or(0, |old| old.opening.bytes());
         let replaces = usize::from(freed > 0);
         let bytes = opening.bytes();
-        let mine = self.tracker.pending_load(&opening.sender);
-        let all = self.tracker.pending_total();
+        let mine = self.team.requests.pending_load(&opening.sender);
+        let all = self.team.requests.pending_total();
         let per_member = self.config.pending_per_member;
         let total = self.config.pending_total;
         let refusal = if mine.count.saturating_sub(replaces) >= per_member.count {
@@ -157,7 +158,8 @@ impl Hub {
         }
         let old = RequestId::existing("supersedes", supersedes)?;
         let request = self
-            .tracker
+            .team
+            .requests
             .get(&old)
             .ok_or_else(|| FieldError::new("supersedes", format!("no request {old}")))?;
         if request.opening.kind != Kind::PlanApproval || request.opening.sender != sender {
@@ -233,7 +235,8 @@ impl Hub {
     /// other members' plans that are approved or still pending.
     pub(super) fn review_job(&self, id: &RequestId, plan: &pb::Plan) -> crate::reviewer::Job {
         let sender = self
-            .tracker
+            .team
+            .requests
             .get(id)
             .map(|r| r.opening.sender.clone())
             .unwrap_or_default();
@@ -243,7 +246,8 @@ impl Hub {
             .map(|m| m.role.clone())
             .unwrap_or_default();
         let others = self
-            .tracker
+            .team
+            .requests
             .iter()
             .filter(|r| r.opening.kind == Kind::PlanApproval && r.opening.sender != sender)
             .filter_map(|r| {
@@ -278,10 +282,12 @@ impl Hub {
 
     /// Where the files of plan `id` fall inside other members' holds now.
     pub(super) fn overlaps_of(&self, id: &RequestId) -> Vec<shared::holds::Overlap> {
-        self.tracker
+        self.team
+            .requests
             .get(id)
             .map(|request| {
-                self.holds
+                self.team
+                    .holds
                     .overlaps(&request.opening.sender, &request.plan().files)
             })
             .unwrap_or_default()
@@ -320,14 +326,16 @@ impl Hub {
     ) -> Result<pb::PlanApprovalResponse, HubError> {
         let id = RequestId::existing("request_id", &review.request_id)?;
         let was_pending = self
-            .tracker
+            .team
+            .requests
             .get(&id)
             .is_some_and(|r| r.status == Status::Pending);
         check_text("feedback", &review.feedback)?;
         let decision = if review.approve {
             let overlaps = self.overlaps_of(&id);
             let pending = self
-                .tracker
+                .team
+                .requests
                 .get(&id)
                 .is_some_and(|r| r.status == Status::Pending);
             if pending && !overlaps.is_empty() && review.refuse_overlap {
@@ -381,7 +389,7 @@ impl Hub {
             words: shared::limits::cut(&words, shared::limits::REASON),
             at_unix_ms: self.now(),
         };
-        if let Some(request) = self.tracker.review(id, step) {
+        if let Some(request) = self.team.requests.review(id, step) {
             self.emit(pb::event::Kind::Request(request.to_pb()));
         }
     }
@@ -392,7 +400,7 @@ impl Hub {
         id: &RequestId,
         decision: Decision,
     ) -> Result<pb::PlanApprovalResponse, HubError> {
-        let outcome = self.tracker.answer(
+        let outcome = self.team.requests.answer(
             id,
             Kind::PlanApproval,
             &Party::Operator,
@@ -415,7 +423,7 @@ impl Hub {
                 self.emit_member(&teammate);
             }
             if let Some((paths, task_id)) = outcome.request.hold() {
-                self.holds.hold(&teammate, paths, task_id);
+                self.team.holds.hold(&teammate, paths, task_id);
             }
             self.deliver(
                 LEAD,
@@ -467,7 +475,7 @@ impl Hub {
             deadline_unix_ms: None,
         };
         self.check_pending_room(&opening, None)?;
-        let outcome = self.tracker.open(opening, self.now())?;
+        let outcome = self.team.requests.open(opening, self.now())?;
         if outcome.fresh {
             let body = pb::PermissionRequest {
                 request_id: id.to_string(),
@@ -528,9 +536,13 @@ impl Hub {
         id: &RequestId,
         decision: Decision,
     ) -> Result<pb::PermissionResponse, HubError> {
-        let outcome =
-            self.tracker
-                .answer(id, Kind::Permission, &Party::Operator, decision, self.now())?;
+        let outcome = self.team.requests.answer(
+            id,
+            Kind::Permission,
+            &Party::Operator,
+            decision,
+            self.now(),
+        )?;
         let request = &outcome.request;
         let response = pb::PermissionResponse {
             request_id: id.to_string(),
@@ -572,7 +584,8 @@ impl Hub {
         };
         let page = super::paging::Page::parse(filter.page_size, &filter.page_token, "r")?;
         let (requests, next_page_token) = page.collect(
-            self.tracker
+            self.team
+                .requests
                 .iter_after(page.after)
                 .filter(|(_, r)| {
                     status.is_none_or(|s| r.status == s) && kind.is_none_or(|k| r.opening.kind == k)
@@ -588,7 +601,8 @@ impl Hub {
     /// `GetRequest`.
     pub(super) fn get_request(&self, request_id: &str) -> Result<pb::ProtocolState, HubError> {
         let id = RequestId::existing("request_id", request_id)?;
-        self.tracker
+        self.team
+            .requests
             .get(&id)
             .map(Request::to_pb)
             .ok_or_else(|| HubError::NotFound(format!("request_id: no request {id}")))

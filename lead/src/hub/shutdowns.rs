@@ -53,7 +53,7 @@ impl Hub {
             "reason": request.reason,
             "deadline_unix_ms": request.deadline_unix_ms,
         });
-        let outcome = self.tracker.open(
+        let outcome = self.team.requests.open(
             Opening {
                 id: id.clone(),
                 kind: Kind::Shutdown,
@@ -97,7 +97,8 @@ impl Hub {
             Err(e) => match self.roster.by_retired_token(token) {
                 Some(name)
                     if self
-                        .tracker
+                        .team
+                        .requests
                         .get(&id)
                         .is_some_and(|r| r.status.is_terminal()) =>
                 {
@@ -111,7 +112,7 @@ impl Hub {
             feedback: response.reason.clone(),
             grant: None,
         };
-        let outcome = self.tracker.answer(
+        let outcome = self.team.requests.answer(
             &id,
             Kind::Shutdown,
             &Party::Member(name.clone()),
@@ -140,10 +141,11 @@ impl Hub {
     /// let its shutdown deadline pass is stopped by signal.
     pub(super) fn expire_due(&mut self) {
         let now = self.now();
-        for id in self.tracker.due(now) {
-            let Some(request) = self
-                .tracker
-                .expire(&id, "deadline passed with no answer", now)
+        for id in self.team.requests.due(now) {
+            let Some(request) =
+                self.team
+                    .requests
+                    .expire(&id, "deadline passed with no answer", now)
             else {
                 continue;
             };
@@ -163,8 +165,8 @@ impl Hub {
     /// Expires every pending request `name` sends or must answer.
     pub(super) fn expire_involving(&mut self, name: &str, reason: &str) {
         let now = self.now();
-        for id in self.tracker.pending_involving(name) {
-            if let Some(request) = self.tracker.expire(&id, reason, now) {
+        for id in self.team.requests.pending_involving(name) {
+            if let Some(request) = self.team.requests.expire(&id, reason, now) {
                 self.emit(pb::event::Kind::Request(request.to_pb()));
             }
         }
@@ -173,10 +175,11 @@ impl Hub {
     /// SHUTTING_DOWN holds while a shutdown request for the member is pending.
     pub(super) fn refresh_shutting_down(&mut self, name: &str) {
         let pending = self
-            .tracker
+            .team
+            .requests
             .pending_involving(name)
             .iter()
-            .filter_map(|id| self.tracker.get(id))
+            .filter_map(|id| self.team.requests.get(id))
             .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name);
         let event = if pending {
             Event::ShutdownRequested

@@ -1,16 +1,16 @@
-//! The shared task list on the hub: the pure [`TaskBoard`] wired to the
-//! store, the watchers and the inboxes of idle members.
+//! The shared task list on the hub: the core's task board (in the
+//! [`shared::team::Team`], which tells the store) wired to the watchers and
+//! the inboxes of idle members.
 
 use shared::wire::*;
 use shared::{
     grant::Mode,
-    holds::Holds,
     pb::{self, envelope::Body},
-    tasks::{NewTask, Task, TaskBoard, TaskError, TaskStatus},
+    tasks::{NewTask, Task, TaskError, TaskStatus},
 };
 
 use super::{Hub, LEAD};
-use crate::{error::HubError, store::Change};
+use crate::error::HubError;
 
 impl From<TaskError> for HubError {
     fn from(err: TaskError) -> Self {
@@ -29,11 +29,12 @@ impl Hub {
     /// be claimed now.
     pub(super) fn create_task(&mut self, new: NewTask) -> Result<pb::Task, HubError> {
         let task = self
+            .team
             .tasks
             .create(uuid::Uuid::new_v4().to_string(), new, self.now())?;
         tracing::info!(task_id = %task.task_id, subject = %shared::display::Escaped(&task.subject), "task created");
         self.task_changed(&task);
-        if self.tasks.is_claimable(&task) {
+        if self.team.tasks.is_claimable(&task) {
             self.announce_claimable(std::slice::from_ref(&task));
         }
         Ok(task.to_pb())
@@ -58,7 +59,8 @@ impl Hub {
                 .saturating_add(1)
         });
         let (tasks, next_page_token) = page.collect(
-            self.tasks
+            self.team
+                .tasks
                 .iter_from(status, start)
                 .map(|(at, t)| (u64::try_from(at).unwrap_or(u64::MAX), t.to_pb())),
         );
@@ -73,9 +75,9 @@ impl Hub {
         let name = self.caller(token)?;
         let id = (!task_id.is_empty()).then_some(task_id);
         let before = id
-            .and_then(|id| self.tasks.get(id))
+            .and_then(|id| self.team.tasks.get(id))
             .map(|t| t.updated_at_unix_ms);
-        let task = self.tasks.claim(&name, id, self.now())?;
+        let task = self.team.tasks.claim(&name, id, self.now())?;
         if before != Some(task.updated_at_unix_ms) {
             tracing::info!(task_id = %task.task_id, member = %name, "task claimed");
             self.task_changed(&task);
@@ -96,12 +98,15 @@ impl Hub {
         if task_id.is_empty() {
             return Err(shared::error::FieldError::new("task_id", "is required").into());
         }
-        let done = self.tasks.complete(&name, task_id, summary, self.now())?;
+        let done = self
+            .team
+            .tasks
+            .complete(&name, task_id, summary, self.now())?;
         if done.fresh {
             tracing::info!(task_id = %task_id, member = %name, "task completed");
             // The grant was for that task's plan: it ends with the task, and
             // the member's next task needs a plan of its own.
-            if self.holds.complete(&name, task_id) {
+            if self.team.holds.complete(&name, task_id) {
                 if let Some(member) = self.roster.get_mut(&name) {
                     member.mode = Mode::Plan;
                 }
@@ -115,22 +120,22 @@ impl Hub {
 
     /// A terminated member's claimed tasks go back to the list.
     pub(super) fn release_tasks(&mut self, name: &str) {
-        self.holds.release(name);
-        let released = self.tasks.release(name, self.now());
+        self.team.holds.release(name);
+        let released = self.team.tasks.release(name, self.now());
         for task in &released {
             tracing::info!(task_id = %task.task_id, member = %name, "task given back: its owner terminated");
             self.task_changed(task);
         }
         let claimable: Vec<Task> = released
             .into_iter()
-            .filter(|t| self.tasks.is_claimable(t))
+            .filter(|t| self.team.tasks.is_claimable(t))
             .collect();
         self.announce_claimable(&claimable);
     }
 
     /// Whether `name` holds task `task_id` (a plan for it must).
     pub(super) fn owns_task(&self, name: &str, task_id: &str) -> Result<(), HubError> {
-        match self.tasks.get(task_id) {
+        match self.team.tasks.get(task_id) {
             None => Err(HubError::FailedPrecondition(format!(
                 "plan.task_id: no task {task_id:?}"
             ))),
@@ -144,9 +149,8 @@ impl Hub {
         }
     }
 
-    /// Stores a task's new state and shows it to the watchers.
+    /// Shows a task's new state to the watchers (the board tells the store).
     fn task_changed(&mut self, task: &Task) {
-        self.changes.push(Change::Task(task.clone()));
         self.emit(pb::event::Kind::Task(task.to_pb()));
     }
 
@@ -161,6 +165,7 @@ impl Hub {
         };
         let body = Body::TaskClaimable(oldest.to_pb());
         let owners: std::collections::HashSet<&str> = self
+            .team
             .tasks
             .list(Some(TaskStatus::Claimed))
             .into_iter()
@@ -182,41 +187,4 @@ impl Hub {
             _ => self.fan_out(LEAD, &idle, uuid::Uuid::new_v4().to_string(), body),
         }
     }
-}
-
-/// The board a fresh hub starts with, from the stored tasks.
-pub(super) fn restore(tasks: Vec<Task>) -> TaskBoard {
-    TaskBoard::restore(TaskBoard::DEFAULT_MAX_TASKS, tasks)
-}
-
-/// The holds of a lead whose store did not keep them (a database from
-/// before schema 5): each active member's last approved plan, unless it
-/// completed that plan's task. (A member that left and joined again under
-/// its name gets its earlier self's hold back, and of two plans approved
-/// out of the order they were sent in the later sent wins: why the store
-/// keeps holds now.)
-pub(super) fn restore_holds(
-    tracker: &shared::protocol::Tracker,
-    tasks: &TaskBoard,
-    active: impl Fn(&str) -> bool,
-) -> Holds {
-    let mut holds = Holds::default();
-    for request in tracker.iter().filter(|r| {
-        r.opening.kind == shared::protocol::Kind::PlanApproval
-            && r.status == shared::protocol::Status::Approved
-    }) {
-        if let Some((paths, task_id)) = request.hold() {
-            holds.hold(&request.opening.sender, paths, task_id);
-        }
-    }
-    let members: Vec<String> = tracker.iter().map(|r| r.opening.sender.clone()).collect();
-    for member in members {
-        if !active(&member) {
-            holds.release(&member);
-        }
-    }
-    for task in tasks.list(Some(TaskStatus::Completed)) {
-        holds.complete(&task.owner, &task.task_id);
-    }
-    holds
 }

@@ -17,7 +17,7 @@ use shared::{
     tasks::Task,
 };
 
-use super::{Change, EnvelopeRecord, MemberRecord, Snapshot, Store, StoreError};
+use super::{Change, EnvelopeRecord, MemberRecord, Snapshot, Store, StoreError, TeamChange};
 
 /// The database's file name in the state dir.
 pub const DB_FILE: &str = "mesh.db";
@@ -460,7 +460,7 @@ impl Store for SqliteStore {
                     tx.prepare_cached("INSERT OR REPLACE INTO bodies (id, body) VALUES (?1, ?2)")?
                         .execute(params![id, envelope.encode_to_vec()])?;
                 }
-                Change::Hold { member, hold } => match hold {
+                Change::Team(TeamChange::Hold { member, hold }) => match hold {
                     Some(hold) => {
                         let paths =
                             serde_json::to_string(&hold.paths).map_err(|e| StoreError::Decode {
@@ -478,7 +478,7 @@ impl Store for SqliteStore {
                             .execute(params![member])?;
                     }
                 },
-                Change::Task(task) => {
+                Change::Team(TeamChange::Task(task)) => {
                     tx.prepare_cached(
                         "INSERT INTO tasks (task_id, created, body) VALUES (?1, ?2, ?3) \
                          ON CONFLICT (task_id) DO UPDATE SET created = ?2, body = ?3",
@@ -497,9 +497,9 @@ impl Store for SqliteStore {
                     tx.prepare_cached("DELETE FROM members WHERE name = ?1")?
                         .execute(params![member])?;
                 }
-                Change::DeleteRequest { request_id } => {
+                Change::Team(TeamChange::RequestForgotten(request_id)) => {
                     tx.prepare_cached("DELETE FROM requests WHERE request_id = ?1")?
-                        .execute(params![request_id])?;
+                        .execute(params![request_id.as_str()])?;
                 }
                 Change::Ack { member, seq } => {
                     tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1 AND seq <= ?2")?
@@ -516,7 +516,7 @@ impl Store for SqliteStore {
                     tx.prepare_cached("DELETE FROM envelopes WHERE member = ?1")?
                         .execute(params![member])?;
                 }
-                Change::Request(r) => {
+                Change::Team(TeamChange::Request(r)) => {
                     tx.prepare_cached(
                         "INSERT INTO requests (request_id, kind, sender, target, status, payload, feedback,
                              created, resolved, deadline, decision, reviews)
@@ -690,8 +690,14 @@ mod tests {
                         member: "alice".into(),
                         seq: 1,
                     },
-                    Change::Request(Box::new(request("r1", Status::Pending))),
-                    Change::Request(Box::new(request("r2", Status::Pending))),
+                    Change::Team(TeamChange::Request(Box::new(request(
+                        "r1",
+                        Status::Pending,
+                    )))),
+                    Change::Team(TeamChange::Request(Box::new(request(
+                        "r2",
+                        Status::Pending,
+                    )))),
                     Change::MessageId {
                         sender: "alice".into(),
                         message_id: "x".into(),
@@ -700,7 +706,10 @@ mod tests {
                 ])
                 .expect("commit");
             store
-                .commit(&[Change::Request(Box::new(request("r1", Status::Approved)))])
+                .commit(&[Change::Team(TeamChange::Request(Box::new(request(
+                    "r1",
+                    Status::Approved,
+                ))))])
                 .expect("commit");
         }
         let mut store = SqliteStore::open(dir.path(), Sync::Normal).expect("reopen");
@@ -744,13 +753,15 @@ mod tests {
             let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("open");
             store
                 .commit(&[
-                    Change::Task(task("c", 5)),
-                    Change::Task(task("b", 5)),
-                    Change::Task(task("a", 7)),
+                    Change::Team(TeamChange::Task(task("c", 5))),
+                    Change::Team(TeamChange::Task(task("b", 5))),
+                    Change::Team(TeamChange::Task(task("a", 7))),
                 ])
                 .expect("commit");
             // An update keeps a task's place.
-            store.commit(&[Change::Task(task("c", 5))]).expect("commit");
+            store
+                .commit(&[Change::Team(TeamChange::Task(task("c", 5)))])
+                .expect("commit");
         }
         let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("reopen");
         let ids: Vec<String> = store
@@ -769,7 +780,10 @@ mod tests {
         {
             let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("create");
             store
-                .commit(&[Change::Request(Box::new(request("r1", Status::Pending)))])
+                .commit(&[Change::Team(TeamChange::Request(Box::new(request(
+                    "r1",
+                    Status::Pending,
+                ))))])
                 .expect("commit");
         }
         // Make it what a schema-3 lead left.
@@ -810,13 +824,13 @@ mod tests {
             );
             // The first commit of a lead that keeps holds writes them.
             store
-                .commit(&[Change::Hold {
+                .commit(&[Change::Team(TeamChange::Hold {
                     member: "carol".into(),
                     hold: Some(shared::holds::Hold {
                         paths: vec!["src/**".into()],
                         task_id: String::new(),
                     }),
-                }])
+                })])
                 .expect("commit");
         }
         let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("reopen");

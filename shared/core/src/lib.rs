@@ -12,6 +12,8 @@
 //!   proposes, and the criteria that review it;
 //! - [`access`]: who may call what, once the edge knows who calls;
 //! - [`chain`]: the reviewer chain's rule (what follows each verdict);
+//! - [`team`]: the requests, the tasks and the holds as one value, and
+//!   what of them the store must make durable;
 //! - [`rate`]: a token bucket; [`names`], [`limits`], [`error`], [`text`]:
 //!   the vocabulary and the bounds every field is checked against.
 
@@ -28,4 +30,5 @@ pub mod policy;
 pub mod protocol;
 pub mod rate;
 pub mod tasks;
+pub mod team;
 pub mod text;

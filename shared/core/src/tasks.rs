@@ -82,6 +82,9 @@ pub struct TaskBoard {
     index: HashMap<String, usize>,
     /// The most tasks the board holds.
     max_tasks: usize,
+    /// Where the tasks created or changed since the last
+    /// [`TaskBoard::take_changed`] are in `tasks`, for persistence.
+    touched: std::collections::BTreeSet<usize>,
 }
 
 /// What completing a task changed.
@@ -120,6 +123,7 @@ impl TaskBoard {
             tasks,
             index,
             max_tasks,
+            touched: std::collections::BTreeSet::new(),
         }
     }
 
@@ -244,6 +248,7 @@ impl TaskBoard {
             summary: String::new(),
         };
         self.index.insert(task_id, self.tasks.len());
+        self.touched.insert(self.tasks.len());
         self.tasks.push(task.clone());
         Ok(task)
     }
@@ -296,6 +301,7 @@ impl TaskBoard {
                     ))
                 })?,
         };
+        self.touched.insert(at);
         let task = &mut self.tasks[at];
         task.status = TaskStatus::Claimed;
         task.owner = member.to_owned();
@@ -334,6 +340,7 @@ impl TaskBoard {
                 fresh: false,
             });
         }
+        self.touched.insert(at);
         let task = &mut self.tasks[at];
         task.status = TaskStatus::Completed;
         task.summary = summary;
@@ -356,15 +363,25 @@ impl TaskBoard {
     /// again, no owner. Returns them.
     pub fn release(&mut self, member: &str, now: i64) -> Vec<Task> {
         let mut released = Vec::new();
-        for task in &mut self.tasks {
+        for (at, task) in self.tasks.iter_mut().enumerate() {
             if task.status == TaskStatus::Claimed && task.owner == member {
                 task.status = TaskStatus::Pending;
                 task.owner.clear();
                 task.updated_at_unix_ms = now;
                 released.push(task.clone());
+                self.touched.insert(at);
             }
         }
         released
+    }
+
+    /// The tasks created or changed since the last call, oldest first, as
+    /// the store must write them.
+    pub fn take_changed(&mut self) -> Vec<Task> {
+        std::mem::take(&mut self.touched)
+            .into_iter()
+            .filter_map(|at| self.tasks.get(at).cloned())
+            .collect()
     }
 }
 

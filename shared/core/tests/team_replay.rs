@@ -1,0 +1,267 @@
+//! Replay, for the core's [`Team`]: arbitrary sequences of what a lead does
+//! to its requests, tasks and holds (plans opened and answered, holds taken
+//! on approval and ended on completion or leaving, tasks created, claimed,
+//! completed and given back, resolved requests forgotten), committed to a
+//! log at arbitrary points as the lead's SQLite store keeps it; after every
+//! commit, a team restored from the log is the live team: the same requests
+//! and tasks in the same order, and the same holds.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+
+use mesh_core::{
+    grant::Grant,
+    holds::Hold,
+    names::RequestId,
+    protocol::{Decision, Kind, Opening, Party, Request, Status},
+    tasks::{NewTask, Task, TaskBoard},
+    team::{Change, Team},
+};
+use proptest::prelude::*;
+
+const MEMBERS: [&str; 3] = ["alice", "bob", "carol"];
+const FILES: [&str; 3] = ["src/a.rs", "src/b.rs", "docs/*.md"];
+
+/// One thing a lead does, with its values drawn from small pools.
+#[derive(Debug, Clone)]
+enum Op {
+    /// A member sends a plan (for its claimed task, if any).
+    Plan { member: usize, file: usize, id: u8 },
+    /// The operator answers plan `id`; an approval gives the sender a hold.
+    Answer { id: u8, approve: bool },
+    /// A task is created (blocked by an earlier one, maybe).
+    CreateTask { blocked: Option<usize> },
+    /// A member claims the oldest claimable task.
+    Claim { member: usize },
+    /// A member completes its claimed task; the hold for it ends.
+    Complete { member: usize },
+    /// A member leaves: its tasks go back, its hold ends.
+    Leave { member: usize },
+    /// Resolved requests are forgotten.
+    Forget { before: i64, max_bytes: usize },
+    /// Time passes.
+    Tick,
+    /// The lead commits.
+    Commit,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        3 => (0..MEMBERS.len(), 0..FILES.len(), 0u8..6).prop_map(|(member, file, id)| Op::Plan { member, file, id }),
+        3 => (0u8..6, any::<bool>()).prop_map(|(id, approve)| Op::Answer { id, approve }),
+        2 => proptest::option::of(0usize..4).prop_map(|blocked| Op::CreateTask { blocked }),
+        2 => (0..MEMBERS.len()).prop_map(|member| Op::Claim { member }),
+        2 => (0..MEMBERS.len()).prop_map(|member| Op::Complete { member }),
+        1 => (0..MEMBERS.len()).prop_map(|member| Op::Leave { member }),
+        1 => (0i64..40, prop_oneof![Just(0usize), Just(200), Just(usize::MAX)])
+            .prop_map(|(before, max_bytes)| Op::Forget { before, max_bytes }),
+        2 => Just(Op::Tick),
+        3 => Just(Op::Commit),
+    ]
+}
+
+/// The store as the lead's SQLite store keeps it: requests and tasks in the
+/// order they were first written (an update keeps a row's place), holds by
+/// member.
+#[derive(Debug, Default)]
+struct Log {
+    requests: Vec<Request>,
+    tasks: Vec<Task>,
+    holds: BTreeMap<String, Hold>,
+}
+
+impl Log {
+    fn apply(&mut self, change: Change) {
+        match change {
+            Change::RequestForgotten(id) => self.requests.retain(|r| r.id() != &id),
+            Change::Request(request) => {
+                match self.requests.iter_mut().find(|r| r.id() == request.id()) {
+                    Some(row) => *row = *request,
+                    None => self.requests.push(*request),
+                }
+            }
+            Change::Task(task) => match self.tasks.iter_mut().find(|t| t.task_id == task.task_id) {
+                Some(row) => *row = task,
+                None => self.tasks.push(task),
+            },
+            Change::Hold { member, hold } => match hold {
+                Some(hold) => {
+                    self.holds.insert(member, hold);
+                }
+                None => {
+                    self.holds.remove(&member);
+                }
+            },
+        }
+    }
+
+    fn restore(&self) -> Team {
+        Team::restore(
+            self.requests.clone(),
+            self.tasks.clone(),
+            TaskBoard::DEFAULT_MAX_TASKS,
+            Some(self.holds.clone().into_iter().collect()),
+            |_| true,
+        )
+    }
+}
+
+fn request_id(id: u8) -> RequestId {
+    RequestId::existing("request_id", &format!("00000000-0000-4000-8000-{id:012}")).unwrap()
+}
+
+/// Whether two teams are the same, as a lead would tell.
+fn same(live: &Team, restored: &Team) -> Result<(), TestCaseError> {
+    let requests = |t: &Team| t.requests.iter().cloned().collect::<Vec<_>>();
+    prop_assert_eq!(requests(live), requests(restored));
+    let tasks = |t: &Team| t.tasks.list(None).into_iter().cloned().collect::<Vec<_>>();
+    prop_assert_eq!(tasks(live), tasks(restored));
+    let holds = |t: &Team| {
+        t.holds
+            .iter()
+            .map(|(m, h)| (m.clone(), h.clone()))
+            .collect::<Vec<_>>()
+    };
+    prop_assert_eq!(holds(live), holds(restored));
+    prop_assert_eq!(
+        live.requests.pending_total(),
+        restored.requests.pending_total()
+    );
+    prop_assert_eq!(
+        live.requests.next_deadline(),
+        restored.requests.next_deadline()
+    );
+    Ok(())
+}
+
+/// Runs `ops` on a team as the lead's hub would, committing at each
+/// `Commit` and at the end.
+fn replays(ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut team = Team::new(TaskBoard::DEFAULT_MAX_TASKS);
+    let mut log = Log::default();
+    let mut now = 1;
+    let mut task_ids = Vec::new();
+    for op in ops {
+        match *op {
+            Op::Plan { member, file, id } => {
+                let sender = MEMBERS[member];
+                let task_id = team
+                    .tasks
+                    .list(None)
+                    .into_iter()
+                    .find(|t| {
+                        t.owner == sender && t.status == mesh_core::tasks::TaskStatus::Claimed
+                    })
+                    .map(|t| t.task_id.clone())
+                    .unwrap_or_default();
+                let payload = serde_json::json!({
+                    "plan": {"summary": "s", "files": [FILES[file]], "task_id": task_id}
+                });
+                let _ = team.requests.open(
+                    Opening {
+                        id: request_id(id),
+                        kind: Kind::PlanApproval,
+                        sender: sender.into(),
+                        target: "lead".into(),
+                        payload_json: payload.to_string(),
+                        deadline_unix_ms: None,
+                    },
+                    now,
+                );
+            }
+            Op::Answer { id, approve } => {
+                let decision = Decision {
+                    approve,
+                    feedback: if approve { String::new() } else { "no".into() },
+                    grant: approve.then(|| Grant::of_plan(mesh_core::grant::Mode::AcceptEdits)),
+                };
+                if let Ok(outcome) = team.requests.answer(
+                    &request_id(id),
+                    Kind::PlanApproval,
+                    &Party::Operator,
+                    decision,
+                    now,
+                ) {
+                    if outcome.fresh && outcome.request.status == Status::Approved {
+                        if let Some((paths, task_id)) = outcome.request.hold() {
+                            team.holds
+                                .hold(&outcome.request.opening.sender, paths, task_id);
+                        }
+                    }
+                }
+            }
+            Op::CreateTask { blocked } => {
+                let blocked_by = blocked
+                    .and_then(|i| task_ids.get(i).cloned())
+                    .into_iter()
+                    .collect();
+                let id = format!("t{}", task_ids.len());
+                if team
+                    .tasks
+                    .create(
+                        id.clone(),
+                        NewTask {
+                            subject: id.clone(),
+                            blocked_by,
+                            ..NewTask::default()
+                        },
+                        now,
+                    )
+                    .is_ok()
+                {
+                    task_ids.push(id);
+                }
+            }
+            Op::Claim { member } => {
+                let _ = team.tasks.claim(MEMBERS[member], None, now);
+            }
+            Op::Complete { member } => {
+                let owned = team
+                    .tasks
+                    .list(Some(mesh_core::tasks::TaskStatus::Claimed))
+                    .into_iter()
+                    .find(|t| t.owner == MEMBERS[member])
+                    .map(|t| t.task_id.clone());
+                if let Some(task_id) = owned {
+                    if let Ok(done) =
+                        team.tasks
+                            .complete(MEMBERS[member], &task_id, "done".into(), now)
+                    {
+                        if done.fresh {
+                            team.holds.complete(MEMBERS[member], &task_id);
+                        }
+                    }
+                }
+            }
+            Op::Leave { member } => {
+                team.holds.release(MEMBERS[member]);
+                team.tasks.release(MEMBERS[member], now);
+                for id in team.requests.pending_involving(MEMBERS[member]) {
+                    team.requests.expire(&id, "member left", now);
+                }
+            }
+            Op::Forget { before, max_bytes } => team.forget_resolved(before, max_bytes),
+            Op::Tick => now += 1,
+            Op::Commit => {
+                for change in team.take_changes() {
+                    log.apply(change);
+                }
+                same(&team, &log.restore())?;
+            }
+        }
+    }
+    for change in team.take_changes() {
+        log.apply(change);
+    }
+    same(&team, &log.restore())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// A team restored from what it committed is the team that committed it.
+    #[test]
+    fn the_committed_log_rebuilds_the_team(ops in prop::collection::vec(op(), 1..80)) {
+        replays(&ops)?;
+    }
+}
