@@ -45,7 +45,8 @@ impl Hub {
                 self.record_review(id, "human", "waits", "waiting for an operator".into());
             }
             Some(Stage::Policy { policy, on_pass }) => {
-                let verdict = chain::policy_verdict(policy, *on_pass, &plan, &self.overlaps_of(id));
+                let verdict =
+                    chain::policy_verdict(policy, *on_pass, &plan, &self.team.overlaps_of(id));
                 self.stage_verdict(id, at, verdict);
             }
             Some(Stage::Program { command, timeout }) => {

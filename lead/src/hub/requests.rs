@@ -34,7 +34,7 @@ impl Hub {
         let superseded = self.check_supersedes(&sender, &request.supersedes)?;
         let plan = request.plan.clone().unwrap_or_default();
         if !plan.task_id.is_empty() && self.team.requests.get(&id).is_none() {
-            self.owns_task(&sender, &plan.task_id)?;
+            self.team.check_plan_task(&sender, &plan.task_id)?;
         }
         let overlaps = self.team.holds.overlaps(&sender, &plan.files);
         let payload = PlanPayload {
@@ -214,7 +214,7 @@ impl Hub {
                 grant: Some(Grant::of_plan(Mode::AcceptEdits)),
             },
             Approval::Policy(policy) => {
-                match policy.review(&shared::plan::Plan::from(plan), &self.overlaps_of(id)) {
+                match policy.review(&shared::plan::Plan::from(plan), &self.team.overlaps_of(id)) {
                     Verdict::Approve(grant) => Decision {
                         approve: true,
                         feedback: "approved by policy: every criterion holds".into(),
@@ -266,6 +266,7 @@ impl Hub {
             })
             .collect();
         let overlaps = self
+            .team
             .overlaps_of(id)
             .iter()
             .map(ToString::to_string)
@@ -278,19 +279,6 @@ impl Hub {
             plan: plan.clone(),
             others,
         }
-    }
-
-    /// Where the files of plan `id` fall inside other members' holds now.
-    pub(super) fn overlaps_of(&self, id: &RequestId) -> Vec<shared::holds::Overlap> {
-        self.team
-            .requests
-            .get(id)
-            .map(|request| {
-                self.team
-                    .holds
-                    .overlaps(&request.opening.sender, &request.plan().files)
-            })
-            .unwrap_or_default()
     }
 
     /// What the model reviewer made of a plan: its decision recorded as an
@@ -332,7 +320,7 @@ impl Hub {
             .is_some_and(|r| r.status == Status::Pending);
         check_text("feedback", &review.feedback)?;
         let decision = if review.approve {
-            let overlaps = self.overlaps_of(&id);
+            let overlaps = self.team.overlaps_of(&id);
             let pending = self
                 .team
                 .requests
@@ -400,13 +388,7 @@ impl Hub {
         id: &RequestId,
         decision: Decision,
     ) -> Result<pb::PlanApprovalResponse, HubError> {
-        let outcome = self.team.requests.answer(
-            id,
-            Kind::PlanApproval,
-            &Party::Operator,
-            decision,
-            self.now(),
-        )?;
+        let outcome = self.team.answer_plan(id, decision, self.now())?;
         let response = plan_response(&outcome.request);
         if outcome.fresh {
             let teammate = outcome.request.opening.sender.clone();
@@ -421,9 +403,6 @@ impl Hub {
                     member.mode = grant.mode;
                 }
                 self.emit_member(&teammate);
-            }
-            if let Some((paths, task_id)) = outcome.request.hold() {
-                self.team.holds.hold(&teammate, paths, task_id);
             }
             self.deliver(
                 LEAD,

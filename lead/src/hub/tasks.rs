@@ -98,15 +98,14 @@ impl Hub {
         if task_id.is_empty() {
             return Err(shared::error::FieldError::new("task_id", "is required").into());
         }
-        let done = self
+        let (done, hold_ended) = self
             .team
-            .tasks
-            .complete(&name, task_id, summary, self.now())?;
+            .complete_task(&name, task_id, summary, self.now())?;
         if done.fresh {
             tracing::info!(task_id = %task_id, member = %name, "task completed");
             // The grant was for that task's plan: it ends with the task, and
             // the member's next task needs a plan of its own.
-            if self.team.holds.complete(&name, task_id) {
+            if hold_ended {
                 if let Some(member) = self.roster.get_mut(&name) {
                     member.mode = Mode::Plan;
                 }
@@ -120,8 +119,7 @@ impl Hub {
 
     /// A terminated member's claimed tasks go back to the list.
     pub(super) fn release_tasks(&mut self, name: &str) {
-        self.team.holds.release(name);
-        let released = self.team.tasks.release(name, self.now());
+        let released = self.team.release(name, self.now());
         for task in &released {
             tracing::info!(task_id = %task.task_id, member = %name, "task given back: its owner terminated");
             self.task_changed(task);
@@ -131,22 +129,6 @@ impl Hub {
             .filter(|t| self.team.tasks.is_claimable(t))
             .collect();
         self.announce_claimable(&claimable);
-    }
-
-    /// Whether `name` holds task `task_id` (a plan for it must).
-    pub(super) fn owns_task(&self, name: &str, task_id: &str) -> Result<(), HubError> {
-        match self.team.tasks.get(task_id) {
-            None => Err(HubError::FailedPrecondition(format!(
-                "plan.task_id: no task {task_id:?}"
-            ))),
-            Some(t) if t.owner == name && t.status == TaskStatus::Claimed => Ok(()),
-            Some(t) if t.status == TaskStatus::Completed => Err(HubError::FailedPrecondition(
-                format!("plan.task_id: task {task_id} is completed"),
-            )),
-            Some(_) => Err(HubError::FailedPrecondition(format!(
-                "plan.task_id: task {task_id} is not claimed by {name}; claim it first"
-            ))),
-        }
     }
 
     /// Shows a task's new state to the watchers (the board tells the store).

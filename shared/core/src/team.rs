@@ -6,10 +6,10 @@
 //! restarted lead, or a second lead reading a replicated store, relies on.
 
 use crate::{
-    holds::{Hold, Holds},
+    holds::{Hold, Holds, Overlap},
     names::RequestId,
-    protocol::{Kind, Request, Status, Tracker},
-    tasks::{Task, TaskBoard, TaskStatus},
+    protocol::{Decision, Kind, Outcome, Party, Request, Status, Tracker, TransitionError},
+    tasks::{Completed, Task, TaskBoard, TaskError, TaskStatus},
 };
 
 /// What the store must make durable, in order.
@@ -76,6 +76,75 @@ impl Team {
             holds,
             forgotten: Vec::new(),
         }
+    }
+
+    /// The operator's answer to plan `id`: a fresh approval makes its files
+    /// (or the grant's paths) the sender's hold, in place of what it held.
+    pub fn answer_plan(
+        &mut self,
+        id: &RequestId,
+        decision: Decision,
+        now: i64,
+    ) -> Result<Outcome, TransitionError> {
+        let outcome =
+            self.requests
+                .answer(id, Kind::PlanApproval, &Party::Operator, decision, now)?;
+        if outcome.fresh {
+            if let Some((paths, task_id)) = outcome.request.hold() {
+                self.holds
+                    .hold(&outcome.request.opening.sender, paths, task_id);
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// Where the files of plan `id` fall inside other members' holds now.
+    pub fn overlaps_of(&self, id: &RequestId) -> Vec<Overlap> {
+        self.requests
+            .get(id)
+            .map(|request| {
+                self.holds
+                    .overlaps(&request.opening.sender, &request.plan().files)
+            })
+            .unwrap_or_default()
+    }
+
+    /// Whether `member` has claimed task `task_id`, as a plan for it must.
+    pub fn check_plan_task(&self, member: &str, task_id: &str) -> Result<(), TaskError> {
+        match self.tasks.get(task_id) {
+            None => Err(TaskError::FailedPrecondition(format!(
+                "plan.task_id: no task {task_id:?}"
+            ))),
+            Some(t) if t.owner == member && t.status == TaskStatus::Claimed => Ok(()),
+            Some(t) if t.status == TaskStatus::Completed => Err(TaskError::FailedPrecondition(
+                format!("plan.task_id: task {task_id} is completed"),
+            )),
+            Some(_) => Err(TaskError::FailedPrecondition(format!(
+                "plan.task_id: task {task_id} is not claimed by {member}; claim it first"
+            ))),
+        }
+    }
+
+    /// `member` completes its task `task_id`; the hold its plan for that
+    /// task made ends with it (`true`: it held one, and its next task needs a
+    /// plan of its own).
+    pub fn complete_task(
+        &mut self,
+        member: &str,
+        task_id: &str,
+        summary: String,
+        now: i64,
+    ) -> Result<(Completed, bool), TaskError> {
+        let done = self.tasks.complete(member, task_id, summary, now)?;
+        let hold_ended = done.fresh && self.holds.complete(member, task_id);
+        Ok((done, hold_ended))
+    }
+
+    /// `member` is gone: it holds nothing, and its claimed tasks are pending
+    /// again (returned).
+    pub fn release(&mut self, member: &str, now: i64) -> Vec<Task> {
+        self.holds.release(member);
+        self.tasks.release(member, now)
     }
 
     /// Forgets requests resolved at or before `before`, then the oldest
@@ -189,6 +258,63 @@ mod tests {
             hold: team.holds.get("alice").cloned(),
         }));
         assert!(team.take_changes().is_empty());
+    }
+
+    #[test]
+    fn an_approval_holds_the_plans_files_until_its_task_is_completed() {
+        let mut team = Team::new(10);
+        team.tasks
+            .create(
+                "t1".into(),
+                crate::tasks::NewTask {
+                    subject: "login".into(),
+                    ..Default::default()
+                },
+                1,
+            )
+            .expect("created");
+        team.tasks.claim("alice", Some("t1"), 1).expect("claimed");
+        assert_eq!(team.check_plan_task("alice", "t1"), Ok(()));
+        assert!(matches!(
+            team.check_plan_task("bob", "t1"),
+            Err(TaskError::FailedPrecondition(m)) if m.contains("not claimed by bob")
+        ));
+        let id = RequestId::existing("request_id", "r1").expect("id");
+        team.requests
+            .open(
+                Opening {
+                    id: id.clone(),
+                    kind: Kind::PlanApproval,
+                    sender: "alice".into(),
+                    target: "lead".into(),
+                    payload_json: r#"{"plan":{"summary":"s","files":["src/a.rs"],"task_id":"t1"}}"#
+                        .into(),
+                    deadline_unix_ms: None,
+                },
+                2,
+            )
+            .expect("opens");
+        let approve = Decision {
+            approve: true,
+            feedback: String::new(),
+            grant: Some(Grant::of_plan(Mode::AcceptEdits)),
+        };
+        team.answer_plan(&id, approve.clone(), 3).expect("approved");
+        assert_eq!(
+            team.holds.get("alice").map(|h| h.task_id.as_str()),
+            Some("t1")
+        );
+        // A retried answer changes nothing.
+        assert!(!team.answer_plan(&id, approve, 4).expect("retry").fresh);
+        let (done, ended) = team
+            .complete_task("alice", "t1", "done".into(), 5)
+            .expect("completed");
+        assert!(done.fresh && ended);
+        assert_eq!(team.holds.get("alice"), None);
+        assert!(matches!(
+            team.check_plan_task("alice", "t1"),
+            Err(TaskError::FailedPrecondition(m)) if m.contains("completed")
+        ));
     }
 
     #[test]

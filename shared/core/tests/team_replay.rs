@@ -13,7 +13,7 @@ use mesh_core::{
     grant::Grant,
     holds::Hold,
     names::RequestId,
-    protocol::{Decision, Kind, Opening, Party, Request, Status},
+    protocol::{Decision, Kind, Opening, Request},
     tasks::{NewTask, Task, TaskBoard},
     team::{Change, Team},
 };
@@ -175,20 +175,7 @@ fn replays(ops: &[Op]) -> Result<(), TestCaseError> {
                     feedback: if approve { String::new() } else { "no".into() },
                     grant: approve.then(|| Grant::of_plan(mesh_core::grant::Mode::AcceptEdits)),
                 };
-                if let Ok(outcome) = team.requests.answer(
-                    &request_id(id),
-                    Kind::PlanApproval,
-                    &Party::Operator,
-                    decision,
-                    now,
-                ) {
-                    if outcome.fresh && outcome.request.status == Status::Approved {
-                        if let Some((paths, task_id)) = outcome.request.hold() {
-                            team.holds
-                                .hold(&outcome.request.opening.sender, paths, task_id);
-                        }
-                    }
-                }
+                let _ = team.answer_plan(&request_id(id), decision, now);
             }
             Op::CreateTask { blocked } => {
                 let blocked_by = blocked
@@ -223,19 +210,11 @@ fn replays(ops: &[Op]) -> Result<(), TestCaseError> {
                     .find(|t| t.owner == MEMBERS[member])
                     .map(|t| t.task_id.clone());
                 if let Some(task_id) = owned {
-                    if let Ok(done) =
-                        team.tasks
-                            .complete(MEMBERS[member], &task_id, "done".into(), now)
-                    {
-                        if done.fresh {
-                            team.holds.complete(MEMBERS[member], &task_id);
-                        }
-                    }
+                    let _ = team.complete_task(MEMBERS[member], &task_id, "done".into(), now);
                 }
             }
             Op::Leave { member } => {
-                team.holds.release(MEMBERS[member]);
-                team.tasks.release(MEMBERS[member], now);
+                team.release(MEMBERS[member], now);
                 for id in team.requests.pending_involving(MEMBERS[member]) {
                     team.requests.expire(&id, "member left", now);
                 }
