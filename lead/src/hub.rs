@@ -1,6 +1,8 @@
-//! The hub: the one task that owns the roster, the inboxes, the protocol
-//! tracker, the watchers and the children. RPC handlers send it a [`Command`]
-//! and await the reply, so every event is seen by everyone in one order.
+//! The hub: the one task that owns the roster, the inboxes, the core's
+//! [`Team`] (requests, tasks, holds), the watchers and the children. RPC
+//! handlers send it a [`Command`] and await the reply, so every event is seen
+//! by everyone in one order. Slow work (spawning, model reviews, chain
+//! stages) runs off it and comes back as commands.
 
 use std::{
     collections::{BTreeSet, HashMap},
@@ -376,11 +378,11 @@ pub(crate) struct Hub {
     /// the core's, which says what of them the store must keep.
     team: Team,
     /// Who writes to the store.
-    committer: commit::Committer,
+    committer: crate::committer::Committer,
     /// Changes not yet committed (members and requests are added at commit).
     changes: Vec<Change>,
     /// Replies, events and envelopes held until their changes are committed.
-    forming: commit::Forming,
+    forming: crate::committer::Forming,
     /// Disconnected members by the end of their grace period.
     grace: BTreeSet<(i64, String)>,
     /// Open `Watch` streams.
@@ -464,9 +466,9 @@ pub(crate) fn load(
         config,
         roster,
         team,
-        committer: commit::Committer::new(store),
+        committer: crate::committer::Committer::new(store),
         changes: Vec::new(),
-        forming: commit::Forming::default(),
+        forming: crate::committer::Forming::default(),
         grace: BTreeSet::new(),
         watchers: Vec::new(),
         children: HashMap::new(),

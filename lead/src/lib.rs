@@ -4,6 +4,7 @@
 pub mod chain;
 pub mod children;
 pub mod cli;
+mod committer;
 pub mod config;
 pub mod connections;
 mod console;

@@ -17,10 +17,7 @@ use shared::{
 use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, Status};
 
 use crate::{
-    catalog,
-    driver::Observation,
-    inbox::Backoff,
-    session::{Config, SessionError},
+    catalog, config::Config, driver::Observation, error::SessionError, inbox::Backoff,
     tools::ToolCall,
 };
 

@@ -4,7 +4,9 @@
 pub mod catalog;
 mod client;
 pub mod command;
+pub mod config;
 pub mod driver;
+pub mod error;
 pub mod gate;
 pub mod inbox;
 pub mod mcp;

@@ -7,17 +7,14 @@
 //! driver) is kept by a pure `ProtocolState` (`crate::protocol_state`) that
 //! the session steps.
 
-use std::{future::Future, path::PathBuf, time::Duration};
+use std::future::Future;
 
-use shared::{display::Escaped, limits, pb, transport::ClientTls};
+use shared::{display::Escaped, limits, pb};
 use tokio::sync::{mpsc, watch};
-use tonic::Status;
 
-pub use crate::client::Leaver;
 use crate::{
     catalog,
     client::{fatal_status, Lead},
-    command::CommandLimits,
     driver::{Driver, Observation, Step},
     gate::{Clearance, Gate, Writer},
     inbox::{self, Incoming},
@@ -25,27 +22,7 @@ use crate::{
     tasks,
     tools::{ToolCall, ToolError, Workspace},
 };
-
-/// How a teammate is set up.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// `http://HOST:PORT` of the lead.
-    pub lead_url: String,
-    /// The member name to join as.
-    pub name: String,
-    /// The role to join with.
-    pub role: String,
-    /// Where tools read and write.
-    pub workspace: PathBuf,
-    /// The lead's join token.
-    pub join_token: String,
-    /// How long the lead may be unreachable before the teammate gives up.
-    pub lead_gone_limit: Duration,
-    /// For an `https://` lead: what to trust and which certificate to show.
-    pub tls: ClientTls,
-    /// How `run_command` runs.
-    pub commands: CommandLimits,
-}
+pub use crate::{client::Leaver, config::Config, error::SessionError};
 
 /// Why a teammate stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,23 +31,6 @@ pub enum Exit {
     Shutdown,
     /// A signal asked it to stop; it finished the tool call in progress.
     Signal,
-}
-
-/// Why a teammate failed.
-#[derive(Debug, thiserror::Error)]
-pub enum SessionError {
-    /// The lead refused a call.
-    #[error("{rpc}: {}: {}", .status.code().description(), .status.message())]
-    Rpc { rpc: &'static str, status: Status },
-    /// The lead could not be reached for longer than the limit.
-    #[error("the lead has been unreachable for longer than the limit: {0}")]
-    LeadGone(String),
-    /// The setup is wrong (URL, token, workspace, grant).
-    #[error("{0}")]
-    Setup(String),
-    /// The driver cannot go on (the model server refuses every request).
-    #[error("{0}")]
-    Driver(String),
 }
 
 /// A joined teammate.

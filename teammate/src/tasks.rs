@@ -10,8 +10,8 @@ use crate::{
     catalog,
     client::{fatal_status, Lead},
     driver::{ClaimedTask, Observation, TaskCall},
+    error::SessionError,
     protocol_state::ProtocolState,
-    session::SessionError,
 };
 
 /// Makes a call on the shared task list and reports it; a refusal by the

@@ -1,0 +1,29 @@
+//! How a teammate is set up: what `main` builds from the command line and
+//! the session and its client run with.
+
+use std::{path::PathBuf, time::Duration};
+
+use shared::transport::ClientTls;
+
+use crate::command::CommandLimits;
+
+/// How a teammate is set up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `http://HOST:PORT` of the lead.
+    pub lead_url: String,
+    /// The member name to join as.
+    pub name: String,
+    /// The role to join with.
+    pub role: String,
+    /// Where tools read and write.
+    pub workspace: PathBuf,
+    /// The lead's join token.
+    pub join_token: String,
+    /// How long the lead may be unreachable before the teammate gives up.
+    pub lead_gone_limit: Duration,
+    /// For an `https://` lead: what to trust and which certificate to show.
+    pub tls: ClientTls,
+    /// How `run_command` runs.
+    pub commands: CommandLimits,
+}
