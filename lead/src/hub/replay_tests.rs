@@ -1,11 +1,15 @@
 //! Replay, for the whole hub: a hub loaded from what another hub committed
 //! holds the same team. Seeded random runs of commands (joins, messages,
-//! plans and reviews, tasks, shutdowns, acknowledgements, leaving, time
-//! passing) go through one hub on a SQLite store, committed in batches of
-//! random size; then a second hub loads the store, as a restarted lead (or
-//! a second lead reading a replicated store) would, and must hold the same
-//! requests in the same order, the same tasks, the same holds, and the same
-//! members with the same unacknowledged envelopes.
+//! plans and reviews, permissions, tasks, shutdowns, idleness,
+//! acknowledgements, leaving, time passing) go through one hub on a SQLite
+//! store, committed in batches of random size; then a second hub loads the
+//! store, as a restarted lead (or a second lead reading a replicated store)
+//! would, and must hold the same requests in the same order, the same tasks
+//! in the same order, the same holds, and the same members with the same
+//! unacknowledged envelopes. Each run has three lives, each restored hub
+//! going on where the last stopped (on a clock that starts again from the
+//! system's, behind where the paused clock of the last life had got to, as
+//! a clock set back between two runs of a lead would).
 //!
 //! What a restart changes by design is left out of the comparison: every
 //! member comes back DISCONNECTED with a fresh grace period, and what a
@@ -127,7 +131,7 @@ fn open(dir: &std::path::Path) -> Hub {
 fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
     let (_, rx) = oneshot::channel::<()>();
     drop(rx);
-    match rng.below(12) {
+    match rng.below(15) {
         0 | 1 => {
             let name = NAMES[rng.below(NAMES.len())].to_owned();
             let (reply, rx) = oneshot::channel();
@@ -296,6 +300,58 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let (reply, _rx) = oneshot::channel();
             hub.handle(Command::Ack { token, seq, reply });
         }
+        11 => {
+            let Some((_, token)) = known.token(rng) else {
+                return;
+            };
+            let (reply, _rx) = oneshot::channel();
+            hub.handle(Command::RequestPermission {
+                token,
+                request: pb::PermissionRequest {
+                    request_id: String::new(),
+                    tool: "write_file".into(),
+                    args_json: format!(r#"{{"path":"{}"}}"#, FILES[rng.below(2)]),
+                },
+                reply,
+            });
+        }
+        12 => {
+            let pending: Vec<String> = hub
+                .team
+                .requests
+                .iter()
+                .filter(|r| {
+                    r.status == shared::protocol::Status::Pending
+                        && r.opening.kind == shared::protocol::Kind::Permission
+                })
+                .map(|r| r.id().to_string())
+                .collect();
+            let Some(id) = rng.pick(&pending).cloned() else {
+                return;
+            };
+            let (reply, _rx) = oneshot::channel();
+            hub.handle(Command::ReviewPermission {
+                review: pb::PermissionReview {
+                    request_id: id,
+                    approve: rng.below(2) == 0,
+                    feedback: "ok".into(),
+                },
+                reply,
+            });
+        }
+        13 => {
+            let Some((_, token)) = known.token(rng) else {
+                return;
+            };
+            let (reply, _rx) = oneshot::channel();
+            hub.handle(Command::ReportIdle {
+                token,
+                idle: pb::IdleNotification {
+                    reason: "waiting".into(),
+                },
+                reply,
+            });
+        }
         _ => {
             let Some((name, token)) = known.token(rng) else {
                 return;
@@ -338,6 +394,24 @@ fn state(hub: &Hub) -> String {
     )
 }
 
+/// Runs `STEPS` random commands through `hub`, committing in batches of
+/// random size, and commits the rest.
+async fn run(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
+    for _ in 0..STEPS {
+        step(hub, rng, known);
+        if rng.below(4) == 0 {
+            hub.settle().await.expect("commits");
+            known.collect();
+        }
+        if rng.below(10) == 0 {
+            tokio::time::advance(Duration::from_millis(rng.next() % 4_000)).await;
+            hub.on_timer();
+        }
+    }
+    hub.settle().await.expect("commits");
+    known.collect();
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_hub_loaded_from_what_another_committed_holds_the_same_team() {
     for seed in 1..=SEEDS {
@@ -345,25 +419,18 @@ async fn a_hub_loaded_from_what_another_committed_holds_the_same_team() {
         let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
         let mut known = Known::default();
         let mut hub = open(dir.path());
-        for _ in 0..STEPS {
-            step(&mut hub, &mut rng, &mut known);
-            if rng.below(4) == 0 {
-                hub.settle().await.expect("commits");
-                known.collect();
-            }
-            if rng.below(10) == 0 {
-                tokio::time::advance(Duration::from_millis(rng.next() % 4_000)).await;
-                hub.on_timer();
-            }
+        // Three lives: each restored hub goes on where the last stopped, so
+        // what a restored hub commits is checked too.
+        for life in 1..=3 {
+            run(&mut hub, &mut rng, &mut known).await;
+            let before = state(&hub);
+            drop(hub);
+            hub = open(dir.path());
+            let after = state(&hub);
+            assert!(
+                before == after,
+                "seed {seed}, life {life}: the restored hub differs\n--- before\n{before}\n--- after\n{after}"
+            );
         }
-        hub.settle().await.expect("commits");
-        let before = state(&hub);
-        drop(hub);
-        let restored = open(dir.path());
-        let after = state(&restored);
-        assert!(
-            before == after,
-            "seed {seed}: the restored hub differs\n--- before\n{before}\n--- after\n{after}"
-        );
     }
 }

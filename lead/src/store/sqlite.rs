@@ -100,14 +100,21 @@ ALTER TABLE requests ADD COLUMN reviews TEXT NOT NULL DEFAULT '[]';
 UPDATE meta SET value = '4' WHERE key = 'schema_version';
 ";
 
-/// Schema 5 (over 4): who holds which files, as the lead last committed it
-/// (before, a restart worked holds out from the approved plans, which a
-/// member that left and joined again, or plans approved out of the order
-/// they were sent in, led astray). `holds_kept` turns 1 with the first
-/// commit of a lead that keeps them: until then the holds are worked out.
+/// Schema 5 (over 4): tasks in the order they were created (an update
+/// replaced a task's row before, moving it last; a task keeps its row now,
+/// and tasks load in row order), and who holds which files, as the lead
+/// last committed it (before, a restart worked holds out from the approved
+/// plans, which a member that left and joined again, or plans approved out
+/// of the order they were sent in, led astray). `holds_kept` turns 1 with
+/// the first commit of a lead that keeps them: until then the holds are
+/// worked out.
 const SCHEMA_5: &str = "
 CREATE TABLE holds (member TEXT PRIMARY KEY, paths TEXT NOT NULL, task_id TEXT NOT NULL);
 INSERT INTO meta (key, value) VALUES ('holds_kept', '0');
+CREATE TABLE tasks_by_creation (task_id TEXT PRIMARY KEY, created INTEGER NOT NULL, body BLOB NOT NULL);
+INSERT INTO tasks_by_creation SELECT task_id, created, body FROM tasks ORDER BY created, task_id;
+DROP TABLE tasks;
+ALTER TABLE tasks_by_creation RENAME TO tasks;
 UPDATE meta SET value = '5' WHERE key = 'schema_version';
 ";
 
@@ -383,9 +390,7 @@ impl Store for SqliteStore {
         snapshot.message_ids = ids
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
             .collect::<Result<_, _>>()?;
-        let mut tasks = self
-            .conn
-            .prepare("SELECT body FROM tasks ORDER BY created, rowid")?;
+        let mut tasks = self.conn.prepare("SELECT body FROM tasks ORDER BY rowid")?;
         let blobs: Vec<Vec<u8>> = tasks
             .query_map([], |row| row.get(0))?
             .collect::<Result<_, _>>()?;

@@ -111,9 +111,10 @@ impl TaskBoard {
         }
     }
 
-    /// The board as stored (tasks oldest first).
-    pub fn restore(max_tasks: usize, mut tasks: Vec<Task>) -> Self {
-        tasks.sort_by_key(|t| t.created_at_unix_ms);
+    /// The board as stored: the tasks in the order they were created (the
+    /// order the store kept; not re-sorted by their times, which a clock
+    /// set back between two runs of the lead would put out of order).
+    pub fn restore(max_tasks: usize, tasks: Vec<Task>) -> Self {
         let index = tasks
             .iter()
             .enumerate()
@@ -577,7 +578,7 @@ mod tests {
     #[test]
     fn restore_keeps_order_and_lookups() {
         let board = board();
-        let tasks: Vec<Task> = board.list(None).into_iter().rev().cloned().collect();
+        let tasks: Vec<Task> = board.list(None).into_iter().cloned().collect();
         let restored = TaskBoard::restore(100, tasks);
         let ids: Vec<&str> = restored
             .list(None)
