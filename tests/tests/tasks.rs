@@ -725,6 +725,17 @@ async fn task_lists_page_and_the_cli_reads_every_page() {
     assert_eq!(json.as_array().map(Vec::len), Some(1_205));
 }
 
+/// Submits a plan of `files` for no task; its request id.
+async fn submit(member: &mut mesh_tests::Member, files: &[&str]) -> String {
+    member
+        .api
+        .submit_plan(plan_for("", files, ""))
+        .await
+        .unwrap()
+        .into_inner()
+        .request_id
+}
+
 /// Approves plan `id` as an operator would, holds or not.
 async fn approve(operator: &mut Operator, id: &str) {
     operator
@@ -744,16 +755,9 @@ async fn overlaps_of(
     member: &mut mesh_tests::Member,
     files: &[&str],
 ) -> serde_json::Value {
-    let submitted = member
-        .api
-        .submit_plan(plan_for("", files, ""))
-        .await
-        .unwrap()
-        .into_inner();
+    let request_id = submit(member, files).await;
     let state = operator
-        .get_request(pb::GetRequestRequest {
-            request_id: submitted.request_id,
-        })
+        .get_request(pb::GetRequestRequest { request_id })
         .await
         .unwrap()
         .into_inner();
@@ -771,13 +775,8 @@ async fn a_restarted_lead_holds_what_it_held() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
     let mut alice = lead.join("alice").await;
-    let first = alice
-        .api
-        .submit_plan(plan_for("", &["src/auth.rs"], ""))
-        .await
-        .unwrap()
-        .into_inner();
-    approve(&mut operator, &first.request_id).await;
+    let first = submit(&mut alice, &["src/auth.rs"]).await;
+    approve(&mut operator, &first).await;
     alice
         .api
         .leave(pb::LeaveRequest {
@@ -788,20 +787,10 @@ async fn a_restarted_lead_holds_what_it_held() {
     let _alice = lead.join("alice").await;
 
     let mut bob = lead.join("bob").await;
-    let older = bob
-        .api
-        .submit_plan(plan_for("", &["src/x.rs"], ""))
-        .await
-        .unwrap()
-        .into_inner();
-    let newer = bob
-        .api
-        .submit_plan(plan_for("", &["src/y.rs"], ""))
-        .await
-        .unwrap()
-        .into_inner();
-    approve(&mut operator, &newer.request_id).await;
-    approve(&mut operator, &older.request_id).await;
+    let older = submit(&mut bob, &["src/x.rs"]).await;
+    let newer = submit(&mut bob, &["src/y.rs"]).await;
+    approve(&mut operator, &newer).await;
+    approve(&mut operator, &older).await;
 
     let mut carol = lead.join("carol").await;
     let files = ["src/auth.rs", "src/x.rs", "src/y.rs"];

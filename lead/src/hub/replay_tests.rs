@@ -17,7 +17,11 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use shared::{names::Name, pb};
+use shared::{
+    names::Name,
+    pb,
+    protocol::{Kind, Request, Status},
+};
 use tokio::sync::oneshot;
 
 use super::{load, Command, Hub, HubConfig};
@@ -127,6 +131,18 @@ fn open(dir: &std::path::Path) -> Hub {
         .0
 }
 
+/// A pending request that `which` picks out, chosen at random.
+fn pending(hub: &Hub, rng: &mut Rng, which: impl Fn(&Request) -> bool) -> Option<String> {
+    let ids: Vec<String> = hub
+        .team
+        .requests
+        .iter()
+        .filter(|r| r.status == Status::Pending && which(r))
+        .map(|r| r.id().to_string())
+        .collect();
+    rng.pick(&ids).cloned()
+}
+
 /// One random command, given to the hub.
 fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
     let (_, rx) = oneshot::channel::<()>();
@@ -184,17 +200,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             });
         }
         5 => {
-            let pending: Vec<String> = hub
-                .team
-                .requests
-                .iter()
-                .filter(|r| {
-                    r.status == shared::protocol::Status::Pending
-                        && r.opening.kind == shared::protocol::Kind::PlanApproval
-                })
-                .map(|r| r.id().to_string())
-                .collect();
-            let Some(id) = rng.pick(&pending).cloned() else {
+            let Some(id) = pending(hub, rng, |r| r.opening.kind == Kind::PlanApproval) else {
                 return;
             };
             let approve = rng.below(3) != 0;
@@ -266,18 +272,9 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let Some((name, token)) = known.token(rng) else {
                 return;
             };
-            let asked: Vec<String> = hub
-                .team
-                .requests
-                .iter()
-                .filter(|r| {
-                    r.status == shared::protocol::Status::Pending
-                        && r.opening.kind == shared::protocol::Kind::Shutdown
-                        && r.opening.target == name
-                })
-                .map(|r| r.id().to_string())
-                .collect();
-            let Some(id) = rng.pick(&asked).cloned() else {
+            let Some(id) = pending(hub, rng, |r| {
+                r.opening.kind == Kind::Shutdown && r.opening.target == name
+            }) else {
                 return;
             };
             let (reply, _rx) = oneshot::channel();
@@ -316,17 +313,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             });
         }
         12 => {
-            let pending: Vec<String> = hub
-                .team
-                .requests
-                .iter()
-                .filter(|r| {
-                    r.status == shared::protocol::Status::Pending
-                        && r.opening.kind == shared::protocol::Kind::Permission
-                })
-                .map(|r| r.id().to_string())
-                .collect();
-            let Some(id) = rng.pick(&pending).cloned() else {
+            let Some(id) = pending(hub, rng, |r| r.opening.kind == Kind::Permission) else {
                 return;
             };
             let (reply, _rx) = oneshot::channel();
