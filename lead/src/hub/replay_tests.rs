@@ -145,8 +145,6 @@ fn pending(hub: &Hub, rng: &mut Rng, which: impl Fn(&Request) -> bool) -> Option
 
 /// One random command, given to the hub.
 fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
-    let (_, rx) = oneshot::channel::<()>();
-    drop(rx);
     match rng.below(15) {
         0 | 1 => {
             let name = NAMES[rng.below(NAMES.len())].to_owned();

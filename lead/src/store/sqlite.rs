@@ -467,11 +467,9 @@ impl Store for SqliteStore {
                 }
                 Change::Team(TeamChange::Hold { member, hold }) => match hold {
                     Some(hold) => {
+                        // A list of strings always encodes (as the reviews do).
                         let paths =
-                            serde_json::to_string(&hold.paths).map_err(|e| StoreError::Decode {
-                                what: "hold",
-                                detail: e.to_string(),
-                            })?;
+                            serde_json::to_string(&hold.paths).unwrap_or_else(|_| "[]".into());
                         tx.prepare_cached(
                             "INSERT INTO holds (member, paths, task_id) VALUES (?1, ?2, ?3) \
                              ON CONFLICT (member) DO UPDATE SET paths = ?2, task_id = ?3",
