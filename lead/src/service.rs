@@ -7,7 +7,7 @@ use std::{
 };
 
 use shared::{
-    access::{self, Call, Caller, Refused},
+    access::{self, Call, Caller},
     auth::{bearer, same_token},
     limits,
     names::Name,
@@ -89,18 +89,13 @@ async fn caller_of<T>(
     Ok(member.map_or(Caller::Stranger, Caller::Member))
 }
 
-/// A refusal as the gRPC status it is.
-fn refused(refusal: Refused) -> Status {
-    Status::from(HubError::from(refusal))
-}
-
 impl LeadService {
     /// The session token of a teammate call, for the hub to resolve; the
     /// operator and join tokens are known but do not belong here.
     fn session<T>(&self, request: &Request<T>, rpc: &str) -> Result<String, Status> {
         let token = token_of(request);
         if let Some(caller) = static_caller(token.as_deref(), &self.tokens) {
-            access::admit(&caller, Call::Teammate(rpc)).map_err(refused)?;
+            access::admit(&caller, Call::Teammate(rpc)).map_err(HubError::from)?;
         }
         Ok(token.unwrap_or_default())
     }
@@ -146,10 +141,10 @@ impl pb::lead_server::Lead for LeadService {
         request: Request<pb::JoinRequest>,
     ) -> Result<Response<pb::JoinResponse>, Status> {
         let caller = caller_of(&request, &self.tokens, &self.hub).await?;
-        access::admit(&caller, Call::Join).map_err(refused)?;
+        access::admit(&caller, Call::Join).map_err(HubError::from)?;
         let request = request.into_inner();
-        let name = Name::parse("name", &request.name).map_err(shared::wire::invalid)?;
-        limits::check("role", &request.role, limits::ROLE).map_err(shared::wire::invalid)?;
+        let name = Name::parse("name", &request.name).map_err(HubError::from)?;
+        limits::check("role", &request.role, limits::ROLE).map_err(HubError::from)?;
         if request.role.trim().is_empty() {
             return Err(Status::invalid_argument("role: is required"));
         }
@@ -274,7 +269,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::ReportIdleResponse>, Status> {
         let token = self.session(&request, "ReportIdle")?;
         let idle = request.into_inner();
-        limits::check("reason", &idle.reason, limits::REASON).map_err(shared::wire::invalid)?;
+        limits::check("reason", &idle.reason, limits::REASON).map_err(HubError::from)?;
         self.hub
             .call(|reply| Command::ReportIdle { token, idle, reply })
             .await?;
@@ -304,7 +299,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::LeaveResponse>, Status> {
         let token = self.session(&request, "Leave")?;
         let reason = request.into_inner().reason;
-        limits::check("reason", &reason, limits::REASON).map_err(shared::wire::invalid)?;
+        limits::check("reason", &reason, limits::REASON).map_err(HubError::from)?;
         self.hub
             .call(|reply| Command::Leave {
                 token,
@@ -338,7 +333,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::Task>, Status> {
         let token = self.session(&request, "ClaimTask")?;
         let task_id = request.into_inner().task_id;
-        limits::check("task_id", &task_id, limits::ID).map_err(shared::wire::invalid)?;
+        limits::check("task_id", &task_id, limits::ID).map_err(HubError::from)?;
         Ok(Response::new(
             self.hub
                 .call(|reply| Command::ClaimTask {
@@ -356,8 +351,8 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::Task>, Status> {
         let token = self.session(&request, "CompleteTask")?;
         let pb::CompleteTaskRequest { task_id, summary } = request.into_inner();
-        limits::check("task_id", &task_id, limits::ID).map_err(shared::wire::invalid)?;
-        limits::check("summary", &summary, limits::TEXT).map_err(shared::wire::invalid)?;
+        limits::check("task_id", &task_id, limits::ID).map_err(HubError::from)?;
+        limits::check("summary", &summary, limits::TEXT).map_err(HubError::from)?;
         Ok(Response::new(
             self.hub
                 .call(|reply| Command::CompleteTask {
@@ -376,7 +371,7 @@ impl OperatorService {
     /// token is PERMISSION_DENIED, anything else UNAUTHENTICATED.
     async fn operator<T>(&self, request: &Request<T>) -> Result<(), Status> {
         let caller = caller_of(request, &self.tokens, &self.hub).await?;
-        access::admit(&caller, Call::Operator).map_err(refused)
+        Ok(access::admit(&caller, Call::Operator).map_err(HubError::from)?)
     }
 
     /// Runs an operator command after the token check.
@@ -483,9 +478,8 @@ impl pb::operator_server::Operator for OperatorService {
         // The caller first: a stranger learns nothing from validation.
         self.operator(&request).await?;
         let body = request.get_ref();
-        limits::check("subject", &body.subject, limits::REASON).map_err(shared::wire::invalid)?;
-        limits::check("description", &body.description, limits::TEXT)
-            .map_err(shared::wire::invalid)?;
+        limits::check("subject", &body.subject, limits::REASON).map_err(HubError::from)?;
+        limits::check("description", &body.description, limits::TEXT).map_err(HubError::from)?;
         for (field, list) in [("blocked_by", &body.blocked_by), ("files", &body.files)] {
             if list.len() > limits::LIST_ITEMS {
                 return Err(Status::invalid_argument(format!(
@@ -496,12 +490,10 @@ impl pb::operator_server::Operator for OperatorService {
             }
         }
         for (i, id) in body.blocked_by.iter().enumerate() {
-            limits::check(&format!("blocked_by[{i}]"), id, limits::ID)
-                .map_err(shared::wire::invalid)?;
+            limits::check(&format!("blocked_by[{i}]"), id, limits::ID).map_err(HubError::from)?;
         }
         for (i, glob) in body.files.iter().enumerate() {
-            limits::check(&format!("files[{i}]"), glob, limits::GLOB)
-                .map_err(shared::wire::invalid)?;
+            limits::check(&format!("files[{i}]"), glob, limits::GLOB).map_err(HubError::from)?;
         }
         self.run(request, |r, reply| Command::CreateTask {
             task: NewTask {

@@ -310,11 +310,6 @@ impl GrantFromPb for Grant {
     }
 }
 
-/// An input error as a gRPC status: INVALID_ARGUMENT naming the field.
-pub fn invalid(err: FieldError) -> tonic::Status {
-    tonic::Status::invalid_argument(err.to_string())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
