@@ -81,6 +81,7 @@ impl Lead {
             .join(pb::JoinRequest {
                 name: name.into(),
                 role: "bench".into(),
+                ..Default::default()
             })
             .await?
             .into_inner();
@@ -445,6 +446,7 @@ pub(crate) async fn terminations(
                     .join(pb::JoinRequest {
                         name,
                         role: "silent".into(),
+                        ..Default::default()
                     })
                     .await
             });

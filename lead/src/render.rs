@@ -82,6 +82,34 @@ pub fn member_json(m: &pb::Member) -> Value {
     })
 }
 
+/// A usage and its budget in a few words: `1,234 tokens (1,000 prompt, 234
+/// completion) in 3 calls, 2.1 s; budget 10,000`.
+pub fn usage_line(u: &pb::MemberUsage) -> String {
+    let total = u.total.unwrap_or_default();
+    let tokens = total.prompt_tokens + total.completion_tokens;
+    let mut line = format!(
+        "{tokens} tokens ({} prompt, {} completion) in {} calls, {:.1} s",
+        total.prompt_tokens,
+        total.completion_tokens,
+        total.calls,
+        total.model_ms as f64 / 1000.0
+    );
+    if u.token_budget > 0 {
+        line.push_str(&format!("; budget {}", u.token_budget));
+    }
+    line
+}
+
+/// A usage as JSON.
+pub fn usage_json(u: &pb::MemberUsage) -> Value {
+    let total = u.total.unwrap_or_default();
+    json!({
+        "name": u.name, "prompt_tokens": total.prompt_tokens,
+        "completion_tokens": total.completion_tokens, "calls": total.calls,
+        "model_ms": total.model_ms, "token_budget": u.token_budget,
+    })
+}
+
 /// One request as JSON.
 pub fn request_json(r: &pb::ProtocolState) -> Value {
     json!({
@@ -144,6 +172,7 @@ impl std::fmt::Display for Listed<'_> {
 pub fn body(body: Option<&Body>) -> String {
     match body {
         None => "(empty)".into(),
+        Some(Body::BudgetChanged(b)) => format!("token budget {}", b.token_budget),
         Some(Body::Text(t)) => format!("text {}", Quoted(&t.content)),
         Some(Body::PlanApprovalRequest(r)) => {
             let plan = r.plan.clone().unwrap_or_default();
@@ -298,6 +327,7 @@ fn raw_event_line(event: &pb::Event) -> String {
             }
             line
         }
+        Some(Kind::Usage(u)) => format!("usage    {}: {}", u.name, usage_line(u)),
         None => "(empty event)".into(),
     }
 }
@@ -319,6 +349,7 @@ pub fn event_json(event: &pb::Event) -> Value {
             "review_note": { "request_id": n.request_id, "reviewer": n.reviewer, "note": n.note }
         }),
         Some(Kind::Task(t)) => json!({ "task": task_json(t) }),
+        Some(Kind::Usage(u)) => json!({ "usage": usage_json(u) }),
         Some(Kind::ChildExited(c)) => json!({
             "child_exited": { "name": c.name, "pid": c.pid, "how": c.how, "joined": c.joined,
                               "log_path": c.log_path, "log_tail": c.log_tail }

@@ -284,6 +284,7 @@ impl Member {
             role: self.role.clone(),
             status: self.status() as i32,
             mode: self.mode.to_pb() as i32,
+            ..Default::default()
         }
     }
 

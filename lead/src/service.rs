@@ -276,6 +276,13 @@ impl pb::lead_server::Lead for LeadService {
         Ok(Response::new(pb::ReportIdleResponse {}))
     }
 
+    async fn report_usage(
+        &self,
+        _request: Request<pb::UsageReport>,
+    ) -> Result<Response<pb::UsageStatus>, Status> {
+        Err(Status::unimplemented("ReportUsage is not served yet"))
+    }
+
     async fn report_tool_call(
         &self,
         request: Request<pb::ToolCallReport>,
@@ -525,5 +532,12 @@ impl pb::operator_server::Operator for OperatorService {
     ) -> Result<Response<pb::SpawnTeammateResponse>, Status> {
         self.run(request, |request, reply| Command::Spawn { request, reply })
             .await
+    }
+
+    async fn set_budget(
+        &self,
+        _request: Request<pb::SetBudgetRequest>,
+    ) -> Result<Response<pb::UsageStatus>, Status> {
+        Err(Status::unimplemented("SetBudget is not served yet"))
     }
 }

@@ -178,6 +178,27 @@ pub struct Reply {
     pub content: String,
     /// Its tool calls, in order.
     pub tool_calls: Vec<ToolCall>,
+    /// Why the reply ended, as the server said (`stop`, `tool_calls`,
+    /// `length` when it was cut at the token limit).
+    pub finish_reason: Option<String>,
+    /// What the call used, where the server said.
+    pub usage: Option<Usage>,
+}
+
+impl Reply {
+    /// Whether the reply was cut at the token limit.
+    pub fn cut(&self) -> bool {
+        self.finish_reason.as_deref() == Some("length")
+    }
+}
+
+/// The tokens one call used, as the server counted them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// The request's tokens.
+    pub prompt_tokens: u64,
+    /// The reply's tokens.
+    pub completion_tokens: u64,
 }
 
 /// Why a model call failed.
@@ -474,6 +495,7 @@ mod tests {
                     arguments: "{}".into(),
                 },
             }],
+            ..Reply::default()
         };
         assert_eq!(
             serde_json::to_value(Message::assistant(&reply)).expect("json"),

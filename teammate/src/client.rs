@@ -56,6 +56,7 @@ impl Lead {
         let request = pb::JoinRequest {
             name: config.name.clone(),
             role: config.role.clone(),
+            ..Default::default()
         };
         let mut backoff = Backoff::new(config.lead_gone_limit);
         let joined = loop {

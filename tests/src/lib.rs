@@ -280,6 +280,7 @@ impl Lead {
             .join(pb::JoinRequest {
                 name: name.into(),
                 role: "tester".into(),
+                ..Default::default()
             })
             .await
             .expect("join")

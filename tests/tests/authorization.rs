@@ -295,6 +295,7 @@ impl Fixture {
                 let body = pb::JoinRequest {
                     name: "dave".into(),
                     role: "tester".into(),
+                    ..Default::default()
                 };
                 unary(lead.join(req(auth, body)).await)
             }

@@ -38,6 +38,7 @@ async fn join_silent(lead: &Lead, prefix: &str, n: usize) {
             .join(pb::JoinRequest {
                 name: format!("{prefix}{i}"),
                 role: "silent".into(),
+                ..Default::default()
             })
             .await
             .expect("join");
@@ -698,6 +699,7 @@ async fn operator_commands_show_peer_text_escaped() {
         .join(pb::JoinRequest {
             name: "mallory".into(),
             role: "coder\u{1b}[2J\r\nalice  coder  working  bypass\u{9b}31m\u{202e}".into(),
+            ..Default::default()
         })
         .await
         .expect("joined");
@@ -730,6 +732,7 @@ async fn team_size_and_join_attempts_are_bounded() {
     let join = |name: &str| pb::JoinRequest {
         name: name.into(),
         role: "r".into(),
+        ..Default::default()
     };
     let mut first = lead.join("m0").await;
     lead.join("m1").await;

@@ -487,6 +487,7 @@ async fn a_teammate_behind_a_vanished_network_is_noticed_by_keepalive() {
         .join(pb::JoinRequest {
             name: "alice".into(),
             role: "r".into(),
+            ..Default::default()
         })
         .await
         .unwrap()

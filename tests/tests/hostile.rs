@@ -411,6 +411,7 @@ async fn the_join_burst_follows_a_low_join_rate() {
             .join(pb::JoinRequest {
                 name: format!("m{i}"),
                 role: "tester".into(),
+                ..Default::default()
             })
             .await
         {

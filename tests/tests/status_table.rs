@@ -324,6 +324,7 @@ async fn malformed_input_is_invalid_argument_naming_the_field() {
                 .join(pb::JoinRequest {
                     name: bad.into(),
                     role: "r".into(),
+                    ..Default::default()
                 })
                 .await,
             Code::InvalidArgument,
@@ -335,6 +336,7 @@ async fn malformed_input_is_invalid_argument_naming_the_field() {
             .join(pb::JoinRequest {
                 name: "zed".into(),
                 role: String::new(),
+                ..Default::default()
             })
             .await,
         Code::InvalidArgument,
@@ -466,6 +468,7 @@ async fn joining_with_an_active_name_is_already_exists() {
             .join(pb::JoinRequest {
                 name: "alice".into(),
                 role: "r".into(),
+                ..Default::default()
             })
             .await,
         Code::AlreadyExists,
@@ -502,6 +505,7 @@ async fn no_token_or_a_wrong_token_is_unauthenticated() {
         bare.join(pb::JoinRequest {
             name: "a".into(),
             role: "r".into(),
+            ..Default::default()
         })
         .await,
         Code::Unauthenticated,
@@ -513,6 +517,7 @@ async fn no_token_or_a_wrong_token_is_unauthenticated() {
             .join(pb::JoinRequest {
                 name: "a".into(),
                 role: "r".into(),
+                ..Default::default()
             })
             .await,
         Code::Unauthenticated,

@@ -87,6 +87,7 @@ pub async fn spawn(client: &mut Operator, args: SpawnArgs) -> Result<String, Cli
         task: args.task.unwrap_or_default(),
         base_url: args.base_url.unwrap_or_default(),
         api_key_env: args.api_key_env.unwrap_or_default(),
+        ..Default::default()
     };
     // The lead registers a watcher before it answers: from here on nothing
     // is missed.

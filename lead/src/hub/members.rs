@@ -83,6 +83,7 @@ impl Hub {
             member_id,
             session_token: token,
             grant: Some(Grant::plan().to_pb()),
+            ..Default::default()
         })
     }
 
@@ -468,6 +469,7 @@ impl Hub {
         Ok(pb::ListTeamResponse {
             members,
             next_page_token,
+            ..Default::default()
         })
     }
 

@@ -159,6 +159,8 @@ impl Assembler {
         Reply {
             content,
             tool_calls,
+            finish_reason: None,
+            usage: None,
         }
     }
 }

@@ -67,6 +67,7 @@ async fn join_fresh(joiner: &mut LeadApi, prefix: &str, counter: &mut usize) -> 
         let request = pb::JoinRequest {
             name: format!("{prefix}{counter}"),
             role: "fuzzer".into(),
+            ..Default::default()
         };
         match within("Join", joiner.join(request)).await {
             Ok(joined) => return joined.into_inner().session_token,

@@ -13,6 +13,7 @@ impl Absurd {
             let request = pb::JoinRequest {
                 name,
                 role: "tester".into(),
+                ..Default::default()
             };
             call!(self.report, "Join", self.joiner, join, request);
         }
@@ -20,6 +21,7 @@ impl Absurd {
             let request = pb::JoinRequest {
                 name: format!("role{i}"),
                 role,
+                ..Default::default()
             };
             call!(self.report, "Join", self.joiner, join, request);
         }

@@ -219,6 +219,7 @@ impl Absurd {
                 let request = pb::JoinRequest {
                     name: s!(),
                     role: s!(),
+                    ..Default::default()
                 };
                 call!(self.report, "Join", self.joiner, join, request);
             }
