@@ -43,6 +43,56 @@ pub struct ChatConfig {
     pub max_retries: u32,
     /// The first backoff; it doubles up to [`BACKOFF_CAP`].
     pub first_backoff: Duration,
+    /// The most tokens of one reply; `None` leaves the server's own cap.
+    pub max_tokens: Option<u32>,
+    /// The field that carries `max_tokens`.
+    pub max_tokens_field: MaxTokensField,
+}
+
+/// The request field that bounds a reply: `max_tokens` for most servers
+/// (llama.cpp, Ollama, vLLM, LM Studio), `max_completion_tokens` for
+/// OpenAI's API (its newer models refuse `max_tokens`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MaxTokensField {
+    MaxTokens,
+    MaxCompletionTokens,
+}
+
+impl MaxTokensField {
+    /// The field a server at `base_url` understands.
+    pub fn for_url(base_url: &str) -> Self {
+        let host = reqwest::Url::parse(base_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_default();
+        if host == "api.openai.com" {
+            Self::MaxCompletionTokens
+        } else {
+            Self::MaxTokens
+        }
+    }
+
+    /// As the request spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MaxTokens => "max_tokens",
+            Self::MaxCompletionTokens => "max_completion_tokens",
+        }
+    }
+}
+
+impl std::str::FromStr for MaxTokensField {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "max_tokens" => Ok(Self::MaxTokens),
+            "max_completion_tokens" => Ok(Self::MaxCompletionTokens),
+            other => Err(format!(
+                "{other:?}: expected max_tokens or max_completion_tokens"
+            )),
+        }
+    }
 }
 
 impl std::fmt::Debug for ChatConfig {
@@ -55,14 +105,19 @@ impl std::fmt::Debug for ChatConfig {
             .field("temperature", &self.temperature)
             .field("timeout", &self.timeout)
             .field("max_retries", &self.max_retries)
+            .field("max_tokens", &self.max_tokens)
+            .field("max_tokens_field", &self.max_tokens_field)
             .finish()
     }
 }
 
 impl ChatConfig {
-    /// A config with the defaults: 300 s per attempt, 6 retries starting at 500 ms.
+    /// A config with the defaults: 300 s per attempt, 6 retries starting at
+    /// 500 ms, the server's own cap on a reply.
     pub fn new(base_url: &str, model: &str, api_key: Option<String>) -> Self {
         Self {
+            max_tokens: None,
+            max_tokens_field: MaxTokensField::for_url(base_url),
             base_url: base_url.trim_end_matches('/').to_owned(),
             model: model.to_owned(),
             api_key,
@@ -81,6 +136,16 @@ impl ChatConfig {
 
 /// The longest wait between attempts, `Retry-After` included.
 pub const BACKOFF_CAP: Duration = Duration::from_secs(30);
+
+/// Ollama's context window when the model sets none.
+const OLLAMA_DEFAULT_CONTEXT: u32 = 2_048;
+
+/// How many times a reply the server itself could not finish (an error
+/// event mid-stream: its tool-call parser rejected the model's output) is
+/// asked for again before it is [`ChatError::Format`]. The same request at
+/// temperature 0 tends to fail the same way: the caller does better to
+/// change the conversation.
+pub const FORMAT_RETRIES: u32 = 2;
 
 /// Who said a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -218,6 +283,17 @@ pub enum ChatError {
         attempts: u32,
         last: String,
     },
+    /// The server failed the reply itself, mid-stream, on every attempt
+    /// (e.g. llama.cpp: "the model produced output that does not match the
+    /// expected format"): the model may do better if told.
+    #[error(
+        "the model server at {url} could not finish a reply {attempts} times; the last: {message}"
+    )]
+    Format {
+        url: String,
+        attempts: u32,
+        message: String,
+    },
     /// The request could not be made (a malformed URL).
     #[error("{0}")]
     Setup(String),
@@ -230,6 +306,9 @@ enum Failure {
         problem: String,
         after: Option<Duration>,
     },
+    /// The server failed the reply mid-stream; try again at most
+    /// [`FORMAT_RETRIES`] times.
+    Format(String),
     /// Stop.
     Stop(ChatError),
 }
@@ -240,6 +319,8 @@ pub struct ChatClient {
     http: reqwest::Client,
     config: ChatConfig,
     url: String,
+    /// Whether the server refused `stream_options` (then it is not sent).
+    no_stream_options: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ChatClient {
@@ -256,7 +337,12 @@ impl ChatClient {
         let url = format!("{}/chat/completions", config.base_url);
         reqwest::Url::parse(&url)
             .map_err(|e| ChatError::Setup(format!("--base-url {:?}: {e}", config.base_url)))?;
-        Ok(Self { http, config, url })
+        Ok(Self {
+            http,
+            config,
+            url,
+            no_stream_options: Default::default(),
+        })
     }
 
     /// The model's name.
@@ -264,13 +350,85 @@ impl ChatClient {
         &self.config.model
     }
 
-    /// Sends the conversation and the tools on offer; the model's reply.
+    /// The API's root, as configured.
+    pub fn base_url(&self) -> &str {
+        &self.config.base_url
+    }
+
+    /// The most tokens of one reply, if bounded.
+    pub fn max_tokens(&self) -> Option<u32> {
+        self.config.max_tokens
+    }
+
+    /// The model's context window in tokens, where the server says:
+    /// llama.cpp's `GET /props` (`n_ctx`), or Ollama's `POST /api/show` (its
+    /// `num_ctx` parameter; without one, Ollama's default of 2,048, since it
+    /// cuts a longer prompt silently whatever the model could take). `None`
+    /// when the server says nothing (OpenAI's API, vLLM): then the caller
+    /// must be told.
+    pub async fn context_window(&self) -> Option<u32> {
+        let root = self.config.base_url.trim_end_matches("/v1");
+        let ask = |request: reqwest::RequestBuilder| async move {
+            let response = request.timeout(Duration::from_secs(5)).send().await.ok()?;
+            if !response.status().is_success() {
+                return None;
+            }
+            response.json::<Value>().await.ok()
+        };
+        let mut props = self.http.get(format!("{root}/props"));
+        if let Some(key) = &self.config.api_key {
+            props = props.bearer_auth(key);
+        }
+        if let Some(props) = ask(props).await {
+            let n_ctx = props
+                .pointer("/default_generation_settings/n_ctx")
+                .or_else(|| props.get("n_ctx"))
+                .and_then(Value::as_u64);
+            if let Some(n) = n_ctx.filter(|n| *n > 0) {
+                return Some(u32::try_from(n).unwrap_or(u32::MAX));
+            }
+        }
+        let show = self
+            .http
+            .post(format!("{root}/api/show"))
+            .json(&json!({"model": self.config.model}));
+        let show = ask(show).await?;
+        let num_ctx = show
+            .get("parameters")
+            .and_then(Value::as_str)
+            .and_then(|text| {
+                text.lines().find_map(|line| {
+                    let mut words = line.split_whitespace();
+                    (words.next() == Some("num_ctx"))
+                        .then(|| words.next()?.parse::<u32>().ok())
+                        .flatten()
+                })
+            });
+        Some(num_ctx.unwrap_or(OLLAMA_DEFAULT_CONTEXT))
+    }
+
+    /// Sends the conversation and the tools on offer; the model's reply,
+    /// at most `max_tokens` long ([`ChatConfig::max_tokens`]).
     pub async fn complete(&self, messages: &[Message], tools: &[Tool]) -> Result<Reply, ChatError> {
+        self.complete_within(messages, tools, self.config.max_tokens)
+            .await
+    }
+
+    /// [`ChatClient::complete`], the reply at most `max_tokens` long.
+    pub async fn complete_within(
+        &self,
+        messages: &[Message],
+        tools: &[Tool],
+        max_tokens: Option<u32>,
+    ) -> Result<Reply, ChatError> {
         let mut body = json!({
             "model": self.config.model,
             "messages": messages,
             "stream": true,
         });
+        if let Some(limit) = max_tokens {
+            body[self.config.max_tokens_field.as_str()] = json!(limit);
+        }
         if !tools.is_empty() {
             body["tools"] = tools
                 .iter()
@@ -286,11 +444,41 @@ impl ChatClient {
         }
         let mut backoff = self.config.first_backoff;
         let mut attempts = 0;
+        let mut format_failures = 0;
         loop {
             attempts += 1;
+            // Usage is asked for where the server takes the option.
+            let ask_usage = !self
+                .no_stream_options
+                .load(std::sync::atomic::Ordering::Relaxed);
+            if ask_usage {
+                body["stream_options"] = json!({"include_usage": true});
+            } else if let Some(map) = body.as_object_mut() {
+                map.remove("stream_options");
+            }
             let (problem, after) = match self.attempt(&body).await {
                 Ok(reply) => return Ok(reply),
+                Err(Failure::Stop(ChatError::Refused { message, .. }))
+                    if ask_usage && message.contains("stream_options") =>
+                {
+                    tracing::info!(url = %self.url, "the model server refused stream_options; usage will be estimated");
+                    self.no_stream_options
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    continue;
+                }
                 Err(Failure::Stop(e)) => return Err(e),
+                Err(Failure::Format(message)) => {
+                    format_failures += 1;
+                    if format_failures > FORMAT_RETRIES {
+                        return Err(ChatError::Format {
+                            url: self.url.clone(),
+                            attempts: format_failures,
+                            message,
+                        });
+                    }
+                    tracing::warn!(url = %self.url, attempt = format_failures, problem = %Escaped(&message), "the model server failed the reply mid-stream; asking again");
+                    continue;
+                }
                 Err(Failure::Retry { problem, after }) => (problem, after),
             };
             if attempts > self.config.max_retries {
@@ -368,10 +556,11 @@ impl ChatClient {
                     broken(format!("a streamed chunk is not JSON ({e}): {}", cut(data)))
                 })?;
                 if let Some(error) = chunk.get("error") {
-                    return Err(broken(format!(
-                        "the server reported an error mid-stream: {}",
-                        cut(&error.to_string())
-                    )));
+                    let message = error
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .map_or_else(|| error.to_string(), str::to_owned);
+                    return Err(Failure::Format(cut(&message)));
                 }
                 assembler.push_chunk(&chunk);
             }

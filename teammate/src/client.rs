@@ -35,6 +35,9 @@ pub(crate) struct Lead {
     gone_limit: Duration,
     /// The member name, for the log.
     name: String,
+    /// What the lead said of the member's model use at the join (a lead
+    /// that does not count usage says nothing).
+    usage: Option<pb::UsageStatus>,
 }
 
 impl Lead {
@@ -56,7 +59,7 @@ impl Lead {
         let request = pb::JoinRequest {
             name: config.name.clone(),
             role: config.role.clone(),
-            ..Default::default()
+            token_budget: config.token_budget.unwrap_or_default(),
         };
         let mut backoff = Backoff::new(config.lead_gone_limit);
         let joined = loop {
@@ -102,7 +105,42 @@ impl Lead {
             url: config.lead_url.clone(),
             gone_limit: config.lead_gone_limit,
             name: config.name.clone(),
+            usage: joined.usage,
         })
+    }
+
+    /// What the lead said of the member's model use when it joined.
+    pub(crate) fn joined_usage(&self) -> Option<pb::UsageStatus> {
+        self.usage
+    }
+
+    /// Reports this process's model use (`epoch` names the process): the
+    /// lead's totals and the budget, or the code with which the lead did not
+    /// take the report (one that does not count usage answers
+    /// UNIMPLEMENTED): usage is bookkeeping, and never ends the session.
+    pub(crate) async fn report_usage(
+        &self,
+        epoch: &str,
+        totals: pb::Usage,
+    ) -> Result<Result<pb::UsageStatus, Code>, SessionError> {
+        let report = pb::UsageReport {
+            epoch: epoch.to_owned(),
+            totals: Some(totals),
+        };
+        let reported = self
+            .retry("ReportUsage", |mut client| {
+                let report = report.clone();
+                async move { client.report_usage(report).await }
+            })
+            .await;
+        match reported {
+            Ok(status) => Ok(Ok(status)),
+            Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => {
+                tracing::debug!(error = %Escaped(&status.to_string()), "the lead did not take the usage report");
+                Ok(Err(status.code()))
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// The client, for the inbox reader.

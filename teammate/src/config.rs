@@ -26,4 +26,6 @@ pub struct Config {
     pub tls: ClientTls,
     /// How `run_command` runs.
     pub commands: CommandLimits,
+    /// The token budget to join with (`--token-budget`).
+    pub token_budget: Option<u64>,
 }

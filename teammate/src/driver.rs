@@ -99,6 +99,14 @@ pub enum Observation {
         /// What it told the lead.
         reason: String,
     },
+    /// What the lead counts of the member's model use, and its budget (at
+    /// the join, and answering each usage report).
+    Usage(pb::UsageStatus),
+    /// The operator set the member's token budget (0: none).
+    BudgetChanged {
+        /// The new budget.
+        token_budget: u64,
+    },
 }
 
 /// A task the teammate claimed.
@@ -152,6 +160,13 @@ pub trait Driver: Send {
     /// dear to cancel for news; an agent waiting for its next call is not.
     fn hears_while_thinking(&self) -> bool {
         false
+    }
+
+    /// What the driver's model used in this process so far, if it changed
+    /// since the last call (reported to the lead, which answers with
+    /// [`Observation::Usage`]).
+    fn take_usage(&mut self) -> Option<pb::Usage> {
+        None
     }
 
     /// The answer to a shutdown request, given before `deadline_unix_ms`;

@@ -6,7 +6,7 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{ArgGroup, Parser};
 use shared::{
-    chat::{ChatClient, ChatConfig, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL},
+    chat::{ChatClient, ChatConfig, MaxTokensField, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL},
     display::Escaped,
     transport::ClientTls,
 };
@@ -144,6 +144,23 @@ struct Args {
     /// Seconds one model call may take before it is retried.
     #[arg(long, default_value_t = 300)]
     model_timeout: u64,
+    /// The most tokens of one model reply [default: 2048, or a quarter of
+    /// the context window if less].
+    #[arg(long, requires = "model", value_parser = clap::value_parser!(u32).range(16..))]
+    max_tokens: Option<u32>,
+    /// The request field that carries --max-tokens [default: max_completion_tokens
+    /// for OpenAI's API, max_tokens for any other server].
+    #[arg(long, requires = "model")]
+    max_tokens_field: Option<MaxTokensField>,
+    /// The model's context window in tokens [default: what the server says
+    /// (llama.cpp, Ollama), 128000 for OpenAI's API, else 8192].
+    #[arg(long, requires = "model", value_parser = clap::value_parser!(u32).range(512..))]
+    context_window: Option<u32>,
+    /// Tokens (prompt and completion) the model may use in all; then the
+    /// teammate reports idle until the operator raises it (`lead budget`).
+    /// A budget set by the lead wins.
+    #[arg(long, requires = "model", value_parser = clap::value_parser!(u64).range(1..))]
+    token_budget: Option<u64>,
     /// The lead's join token.
     #[arg(long, env = "MESH_JOIN_TOKEN", hide_env_values = true)]
     join_token: String,
@@ -166,7 +183,7 @@ const JOIN_TOKEN_FLAG: &str = "--join-token";
 #[derive(Debug)]
 enum Chosen {
     Script(ScriptDriver),
-    Model(ModelDriver),
+    Model(Box<ModelDriver>),
 }
 
 fn main() -> ExitCode {
@@ -202,10 +219,11 @@ fn main() -> ExitCode {
             Ok(limits) => limits,
             Err(e) => return usage(&e),
         },
+        token_budget: args.token_budget,
     };
     let chosen = match (&args.script, &args.model) {
         (Some(script), _) => script_driver(script).map(Chosen::Script),
-        (None, Some(model)) => model_driver(&args, model).map(Chosen::Model),
+        (None, Some(model)) => model_driver(&args, model).map(|d| Chosen::Model(Box::new(d))),
         (None, None) => Err("one of --script and --model is required".into()),
     };
     let chosen = match chosen {
@@ -227,7 +245,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         match chosen {
             Chosen::Script(driver) => run(config, driver).await,
-            Chosen::Model(driver) => run(config, driver).await,
+            Chosen::Model(driver) => run(config, *driver).await,
         }
     });
     match result {
@@ -324,6 +342,9 @@ fn model_driver(args: &Args, model: &str) -> Result<ModelDriver, String> {
     );
     chat.temperature = args.temperature;
     chat.timeout = Duration::from_secs(args.model_timeout.max(1));
+    if let Some(field) = args.max_tokens_field {
+        chat.max_tokens_field = field;
+    }
     let client = ChatClient::new(chat).map_err(|e| e.to_string())?;
     Ok(ModelDriver::new(
         client,
@@ -333,6 +354,9 @@ fn model_driver(args: &Args, model: &str) -> Result<ModelDriver, String> {
             task,
             system_prompt,
             max_turns: args.max_turns,
+            max_tokens: args.max_tokens,
+            context_window: args.context_window,
+            token_budget: args.token_budget,
         },
     ))
 }
@@ -358,6 +382,7 @@ async fn serve_mcp(args: McpArgs) -> i32 {
                 return 2;
             }
         },
+        token_budget: None,
     };
     let name = Escaped(&args.name).to_string();
     // The session stops on a signal, or when the client goes away.

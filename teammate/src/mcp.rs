@@ -372,6 +372,8 @@ impl Driver for McpDriver {
             Observation::Message { from, text } => {
                 lock(&self.board).hear(format!("message from {from}: {text}"));
             }
+            // An agent's model is its own: usage is not the teammate's to count.
+            Observation::Usage(_) | Observation::BudgetChanged { .. } => {}
             Observation::TaskClaimable { task_id, subject } => {
                 lock(&self.board).hear(format!(
                     "task {task_id} can be claimed now: {subject} (claim_task)"

@@ -4,29 +4,63 @@
 //! order through the session (and so through the gate), and its result goes
 //! back as that call's answer. What happens meanwhile (a review, a message)
 //! is told to it as a user message once every call of its reply is answered.
-//! A reply with no tool call ends its turn: the teammate reports idle with
-//! the reply's text and waits for a message.
+//!
+//! Every call is bounded: a reply by `--max-tokens` (one cut at the limit
+//! has its unfinished call dropped, and the model is told), the request by
+//! the context window (old tool results shortened first, then older turns
+//! summarized by the model, [`window`]), the member's tokens by its budget
+//! ([`usage`]). A reply without a tool call ends the turn, unless the
+//! teammate still owes something (a plan in plan mode, a claimed task's
+//! completion): then the model is reminded a few times, naming the tool,
+//! before the teammate reports idle saying what it owes.
 
-use std::{collections::VecDeque, time::Duration};
+mod usage;
+mod window;
+
+use std::{
+    collections::VecDeque,
+    time::{Duration, Instant},
+};
 
 use shared::{
     auth::now_unix_ms,
-    chat::{self, ChatClient, Message},
+    chat::{self, ChatClient, ChatError, Message, Role, Tool},
     limits, pb,
 };
 
+pub use self::usage::Meter;
+use self::window::Estimator;
 use crate::{
     catalog::{self, Request},
-    driver::{Driver, DriverError, Observation, ShutdownAnswer, Step},
+    driver::{Driver, DriverError, Observation, ShutdownAnswer, Step, TaskCall},
 };
 
-/// The most bytes of one tool result the model sees.
+/// The most bytes of one tool result the model sees (less where the
+/// context window is small).
 pub const MAX_RESULT: usize = 16 * 1024;
 
 /// How long a shutdown answer may take when the request names no deadline.
 const DEFAULT_SHUTDOWN_WAIT: Duration = Duration::from_secs(30);
 
-/// What the teammate is told about itself.
+/// The longest reply by default (less where the window is small: a
+/// quarter of it).
+pub const DEFAULT_MAX_TOKENS: u32 = 2_048;
+
+/// The context window assumed when neither `--context-window` nor the
+/// server says (OpenAI's API: [`OPENAI_CONTEXT_WINDOW`]).
+pub const DEFAULT_CONTEXT_WINDOW: u32 = 8_192;
+
+/// OpenAI's current models' window.
+pub const OPENAI_CONTEXT_WINDOW: u32 = 128_000;
+
+/// How many times a reply in prose is answered with a reminder of what the
+/// teammate owes before it reports idle.
+pub const MAX_NUDGES: u32 = 2;
+
+/// The first messages that are never compacted: the system prompt and the task.
+const KEPT: usize = 2;
+
+/// What the teammate is told about itself, and how far it may go.
 #[derive(Debug, Clone)]
 pub struct Brief {
     /// Its member name.
@@ -39,12 +73,72 @@ pub struct Brief {
     pub system_prompt: Option<String>,
     /// The most model replies in a row without a message from outside.
     pub max_turns: u32,
+    /// The longest reply, in tokens; `None`: [`DEFAULT_MAX_TOKENS`].
+    pub max_tokens: Option<u32>,
+    /// The model's context window; `None`: what the server says, else
+    /// [`DEFAULT_CONTEXT_WINDOW`].
+    pub context_window: Option<u32>,
+    /// Tokens the member may use (`--token-budget`); the lead's word wins.
+    pub token_budget: Option<u64>,
+}
+
+/// The model's window and the longest reply, once known.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    window: u64,
+    max_tokens: u32,
+}
+
+/// What the teammate owes and may be reminded of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Owed {
+    /// In plan mode with no plan under review: `submit_plan`.
+    Plan,
+    /// A claimed task not completed: `complete_task`.
+    Task(String),
+}
+
+impl Owed {
+    fn reminder(&self) -> String {
+        match self {
+            Owed::Plan => "You replied without calling a tool, but nothing happens until you \
+                 submit a plan: you are in plan mode and cannot write. Call submit_plan now \
+                 with a summary, the steps, the files you will write and the tests. If your \
+                 reply above was the plan, pass it to submit_plan."
+                .into(),
+            Owed::Task(id) => format!(
+                "You replied without calling a tool, but task {id} that you claimed is not \
+                 completed. Carry on with it, or if it is done, call complete_task with \
+                 task_id {id:?} and a short summary."
+            ),
+        }
+    }
+
+    fn what(&self) -> String {
+        match self {
+            Owed::Plan => "a plan (submit_plan was not called)".into(),
+            Owed::Task(id) => format!("the completion of task {id} (complete_task was not called)"),
+        }
+    }
+}
+
+/// What is kept word for word through a compaction.
+#[derive(Debug, Clone, Default)]
+struct Pinned {
+    /// The last plan submitted, as the model wrote it.
+    plan: Option<String>,
+    /// What the approval said.
+    grant: Option<String>,
+    /// The latest rejection's feedback.
+    feedback: Option<String>,
 }
 
 /// Drives a teammate with a language model.
 #[derive(Debug)]
 pub struct ModelDriver {
     chat: ChatClient,
+    /// The member name (for the budget's message).
+    name: String,
     /// The conversation so far.
     messages: Vec<Message>,
     /// Calls of the last reply not yet run, in order.
@@ -58,6 +152,24 @@ pub struct ModelDriver {
     max_turns: u32,
     /// Something happened since the model's last reply without tool calls.
     news: bool,
+    /// `--max-tokens` and `--context-window` as given.
+    asked: (Option<u32>, Option<u32>),
+    /// The window and reply limit, found at the first step.
+    limits: Option<Limits>,
+    /// Tokens per byte of request, as the server counts.
+    estimate: Estimator,
+    /// Tokens used and the budget.
+    meter: Meter,
+    /// Reminders given since the model last called a tool.
+    nudges: u32,
+    /// The task the teammate claimed and has not completed.
+    claimed: Option<String>,
+    /// A `complete_task` call whose result is awaited.
+    completing: Option<String>,
+    /// Kept through compactions.
+    pinned: Pinned,
+    /// How many times the conversation was compacted.
+    compactions: u32,
 }
 
 impl ModelDriver {
@@ -68,6 +180,7 @@ impl ModelDriver {
             .unwrap_or_else(|| default_system_prompt(&brief.name, &brief.role));
         Self {
             chat,
+            name: brief.name,
             messages: vec![
                 Message::system(system),
                 Message::user(format!("Your task:\n{}", brief.task)),
@@ -78,6 +191,15 @@ impl ModelDriver {
             turns: 0,
             max_turns: brief.max_turns.max(1),
             news: true,
+            asked: (brief.max_tokens, brief.context_window),
+            limits: None,
+            estimate: Estimator::default(),
+            meter: Meter::new(brief.token_budget),
+            nudges: 0,
+            claimed: None,
+            completing: None,
+            pinned: Pinned::default(),
+            compactions: 0,
         }
     }
 
@@ -89,8 +211,22 @@ impl ModelDriver {
     /// Answers the running call.
     fn answer(&mut self, text: &str) {
         if let Some(id) = self.running.take() {
-            self.messages.push(Message::tool(&id, capped(text)));
+            let cap = self.result_cap();
+            self.messages.push(Message::tool(&id, capped(text, cap)));
         }
+    }
+
+    /// The most bytes of one tool result: [`MAX_RESULT`], or a third of the
+    /// room for requests where the window is small.
+    fn result_cap(&self) -> usize {
+        match self.limits {
+            Some(l) => MAX_RESULT.min(
+                self.estimate
+                    .bytes_for(l.window.saturating_sub(u64::from(l.max_tokens)) / 3),
+            ),
+            None => MAX_RESULT,
+        }
+        .max(window::SHORT_RESULT * 2)
     }
 
     /// Tells the model what it has not heard, once no call is open.
@@ -101,6 +237,14 @@ impl ModelDriver {
         }
     }
 
+    /// What the teammate owes, given the tools of its mode.
+    fn owed(&self, tools: &[&'static str]) -> Option<Owed> {
+        if tools.contains(&catalog::SUBMIT_PLAN) {
+            return Some(Owed::Plan);
+        }
+        self.claimed.clone().map(Owed::Task)
+    }
+
     /// The step a tool call of the model asks for.
     fn step_for(&mut self, call: chat::ToolCall, tools: &[&'static str]) -> Step {
         self.running = Some(call.id.clone());
@@ -108,9 +252,17 @@ impl ModelDriver {
         let arguments = call.function.arguments;
         match catalog::parse(&name, &arguments, tools) {
             Ok(Request::Tool(call)) => Step::Call(call),
-            Ok(Request::Submit(plan)) => Step::Submit(plan),
+            Ok(Request::Submit(plan)) => {
+                self.pinned.plan = Some(limits::cut(&arguments, 4 * 1024));
+                Step::Submit(plan)
+            }
             Ok(Request::Send { to, text }) => Step::Send { to, text },
-            Ok(Request::Task(call)) => Step::Task(call),
+            Ok(Request::Task(call)) => {
+                if let TaskCall::Complete { task_id, .. } = &call {
+                    self.completing = Some(task_id.clone());
+                }
+                Step::Task(call)
+            }
             Ok(Request::RespondShutdown { .. }) => Step::Invalid {
                 tool: name,
                 args_json: arguments,
@@ -123,17 +275,217 @@ impl ModelDriver {
             },
         }
     }
+
+    /// The window and the longest reply: as given, else what the server
+    /// says, else the defaults.
+    async fn limits(&mut self) -> Limits {
+        if let Some(limits) = self.limits {
+            return limits;
+        }
+        let (max_tokens, window) = self.asked;
+        let (window, source) = match window {
+            Some(w) => (w, "--context-window"),
+            None => match self.chat.context_window().await {
+                Some(w) => (w, "the model server"),
+                None if chat::MaxTokensField::for_url(self.chat.base_url())
+                    == chat::MaxTokensField::MaxCompletionTokens =>
+                {
+                    (OPENAI_CONTEXT_WINDOW, "OpenAI's API")
+                }
+                None => (DEFAULT_CONTEXT_WINDOW, "the default (set --context-window)"),
+            },
+        };
+        let window = window.max(512);
+        let max_tokens = max_tokens
+            .unwrap_or(DEFAULT_MAX_TOKENS.min(window / 4))
+            .clamp(16, window / 2);
+        tracing::info!(
+            window,
+            source,
+            max_tokens,
+            "the model's context window and the longest reply"
+        );
+        let limits = Limits {
+            window: u64::from(window),
+            max_tokens,
+        };
+        self.limits = Some(limits);
+        limits
+    }
+
+    /// The estimated tokens of a request of `messages` with `tools`.
+    fn tokens_of(&self, messages: &[Message], tools: &[Tool]) -> u64 {
+        self.estimate.tokens(window::request_bytes(messages, tools))
+    }
+
+    /// Makes the conversation fit the window with room for a reply: old
+    /// tool results shortened, then older turns compacted (summarized by the
+    /// model), then, as a last resort, every long message cut.
+    async fn fit(&mut self, tools: &[Tool]) -> Result<(), DriverError> {
+        let limits = self.limits().await;
+        let room = limits.window.saturating_sub(u64::from(limits.max_tokens));
+        let fits = |me: &Self| me.tokens_of(&me.messages, tools) <= room;
+        if fits(self) {
+            return Ok(());
+        }
+        let last = window::last_turn(&self.messages);
+        if window::shorten_results(&mut self.messages, last) {
+            tracing::info!("old tool results shortened to fit the context window");
+        }
+        if fits(self) {
+            return Ok(());
+        }
+        self.compact(limits).await;
+        if fits(self) {
+            return Ok(());
+        }
+        let all = self.messages.len();
+        let rest = &mut self.messages[KEPT.min(all)..];
+        window::cut_contents(rest, all, window::SHORT_RESULT, |m| m.role == Role::Tool);
+        if fits(self) {
+            return Ok(());
+        }
+        let rest = &mut self.messages[KEPT.min(all)..];
+        window::cut_contents(rest, all, window::LAST_RESORT, |_| true);
+        if fits(self) {
+            tracing::warn!("every long message cut to fit the context window");
+            return Ok(());
+        }
+        Err(DriverError(format!(
+            "the conversation cannot fit the model's context window of {} tokens with {} kept \
+             for the reply: the system prompt, the task and the tool schemas alone take about \
+             {} tokens. Raise --context-window (and the server's), or lower --max-tokens",
+            limits.window,
+            limits.max_tokens,
+            self.tokens_of(&self.messages[..KEPT.min(all)], tools)
+        )))
+    }
+
+    /// Replaces the turns between the task and the last turn with a
+    /// summary the model writes (or, if it cannot, a list of the calls
+    /// made), followed by the plan, the grant and the latest feedback word
+    /// for word.
+    async fn compact(&mut self, limits: Limits) {
+        let Some(range) = window::compactable(&self.messages, KEPT) else {
+            return;
+        };
+        let old = self.messages[range.clone()].to_vec();
+        let old = old.as_slice();
+        let summary_max = u32::try_from(limits.window / 8)
+            .unwrap_or(u32::MAX)
+            .clamp(64, 512);
+        let summarizer = Message::system(SUMMARIZER_PROMPT);
+        let fixed = self.tokens_of(std::slice::from_ref(&summarizer), &[]);
+        let transcript_tokens = limits
+            .window
+            .saturating_sub(u64::from(summary_max) + fixed + 128);
+        let transcript = window::transcript(
+            old,
+            1_000,
+            self.estimate.bytes_for(transcript_tokens) * 8 / 10,
+        );
+        let summary = if self.meter.spent() {
+            None
+        } else {
+            let request = [summarizer, Message::user(transcript)];
+            let started = Instant::now();
+            let reply = self
+                .chat
+                .complete_within(&request, &[], Some(summary_max))
+                .await;
+            let sent = window::request_bytes(&request, &[]);
+            match reply {
+                Ok(reply) => {
+                    self.account(sent, &reply, started.elapsed());
+                    Some(reply.content.trim().to_owned()).filter(|s| !s.is_empty())
+                }
+                Err(e) => {
+                    self.meter
+                        .add(self.estimate.tokens(sent), 0, started.elapsed());
+                    tracing::warn!(error = %shared::display::Escaped(&e.to_string()), "the model could not summarize; listing the calls instead");
+                    None
+                }
+            }
+        };
+        let summary = summary.unwrap_or_else(|| window::mechanical_summary(old, 2_000));
+        let mut note = format!(
+            "Earlier turns were compacted to fit the model's context window. What was done \
+             so far:\n{summary}"
+        );
+        if let Some(plan) = &self.pinned.plan {
+            note.push_str(&format!("\n\nThe plan you submitted last:\n{plan}"));
+        }
+        if let Some(grant) = &self.pinned.grant {
+            note.push_str(&format!("\n\n{grant}"));
+        }
+        if let Some(feedback) = &self.pinned.feedback {
+            note.push_str(&format!(
+                "\n\nThe latest feedback on your plan:\n{feedback}"
+            ));
+        }
+        let replaced = range.len();
+        self.messages.splice(range, [Message::user(note)]);
+        self.compactions += 1;
+        tracing::info!(
+            replaced,
+            compactions = self.compactions,
+            "the conversation was compacted to fit the context window"
+        );
+    }
+
+    /// Counts what a call used: the server's figures where it gave them,
+    /// else estimates; and learns the server's ratio of tokens to bytes.
+    fn account(&mut self, sent: usize, reply: &chat::Reply, took: Duration) {
+        let (prompt, completion) = match reply.usage {
+            Some(u) => {
+                self.estimate.learn(sent, u.prompt_tokens);
+                (u.prompt_tokens, u.completion_tokens)
+            }
+            None => {
+                let written = reply.content.len()
+                    + reply
+                        .tool_calls
+                        .iter()
+                        .map(|c| c.function.name.len() + c.function.arguments.len())
+                        .sum::<usize>();
+                (self.estimate.tokens(sent), (written / 3) as u64)
+            }
+        };
+        self.meter.add(prompt, completion, took);
+    }
+
+    /// Why the teammate waits, said when it reports idle with no news.
+    fn budget_reason(&self) -> String {
+        format!(
+            "token budget spent: {} of {} tokens used; `lead budget {} TOKENS` raises it",
+            self.meter.used(),
+            self.meter.budget().unwrap_or_default(),
+            self.name
+        )
+    }
 }
 
 impl Driver for ModelDriver {
     fn observe(&mut self, seen: Observation) {
         match seen {
             Observation::Started => {}
-            Observation::ToolResult(Ok(output)) => self.answer(&output),
-            Observation::TaskClaimed { text, .. } => self.answer(&text),
-            Observation::ToolResult(Err(error)) => self.answer(&format!("error: {error}")),
+            Observation::ToolResult(Ok(output)) => {
+                if self.completing.take().is_some() {
+                    self.claimed = None;
+                }
+                self.answer(&output)
+            }
+            Observation::TaskClaimed { task, text } => {
+                self.claimed = Some(task.task_id);
+                self.answer(&text)
+            }
+            Observation::ToolResult(Err(error)) => {
+                self.completing = None;
+                self.answer(&format!("error: {error}"))
+            }
             Observation::PlanRejected { feedback } => {
                 self.answer("the plan was reviewed: rejected");
+                self.pinned.feedback = Some(limits::cut(&feedback, 4 * 1024));
                 self.unheard.push(format!(
                     "Your plan was rejected. The reviewer's feedback:\n{feedback}\n\nRevise the \
                      plan to answer it and call submit_plan again. You are still in plan mode."
@@ -141,7 +493,7 @@ impl Driver for ModelDriver {
             }
             Observation::PlanApproved { mode, write_paths } => {
                 self.answer("the plan was reviewed: approved");
-                self.unheard.push(format!(
+                let told = format!(
                     "Your plan was approved with mode {mode}. You may write: {}. The tools \
                      write_file, edit_file and run_command are now available. Carry out the \
                      plan, then reply with a short summary and no tool call.",
@@ -150,7 +502,10 @@ impl Driver for ModelDriver {
                     } else {
                         write_paths.join(", ")
                     }
-                ));
+                );
+                self.pinned.grant = Some(told.clone());
+                self.pinned.feedback = None;
+                self.unheard.push(told);
             }
             Observation::Message { from, text } => {
                 self.unheard.push(format!("Message from {from}:\n{text}"));
@@ -166,6 +521,25 @@ impl Driver for ModelDriver {
             Observation::ShutdownRefused { reason } => self.unheard.push(format!(
                 "You refused the lead's shutdown request ({reason}); carry on."
             )),
+            Observation::Usage(status) => {
+                let was_spent = self.meter.spent();
+                self.meter.heard(&status);
+                if was_spent && !self.meter.spent() {
+                    self.turns = 0;
+                } else {
+                    // Not news: the model has nothing new to hear.
+                    return;
+                }
+            }
+            Observation::BudgetChanged { token_budget } => {
+                let was_spent = self.meter.spent();
+                self.meter.set_budget(token_budget);
+                if was_spent && !self.meter.spent() {
+                    self.turns = 0;
+                } else {
+                    return;
+                }
+            }
             // It waits for every decision and ends at an agreed shutdown.
             Observation::PlanPending { .. } | Observation::ShutdownAgreed => {}
         }
@@ -183,39 +557,111 @@ impl Driver for ModelDriver {
         }
         self.tell();
         if !self.news {
-            return Ok(Step::Idle("waiting for a message".into()));
-        }
-        if self.turns >= self.max_turns {
-            self.news = false;
-            return Ok(Step::Idle(format!(
-                "stopped after {} model replies (--max-turns); a message starts it again",
-                self.max_turns
-            )));
+            return Ok(Step::Idle(if self.meter.spent() {
+                self.budget_reason()
+            } else {
+                "waiting for a message".into()
+            }));
         }
         let schemas: Vec<_> = tools.iter().filter_map(|t| catalog::tool(t)).collect();
-        let reply = self
-            .chat
-            .complete(&self.messages, &schemas)
-            .await
-            .map_err(|e| DriverError(e.to_string()))?;
-        // Nothing above changed the conversation in a way a retry would
-        // repeat: a step cancelled while the model thinks is asked again.
-        self.turns += 1;
-        self.messages.push(Message::assistant(&reply));
-        tracing::debug!(calls = reply.tool_calls.len(), "model replied");
-        self.queue.extend(reply.tool_calls);
-        match self.queue.pop_front() {
-            Some(call) => Ok(self.step_for(call, tools)),
-            None => {
+        // Each pass is one model reply; a pass that only adds a note for
+        // the model (a reminder, a cut reply, the server's error) asks again.
+        // A step cancelled while the model thinks leaves at most such a
+        // note behind, which the next step sends as it would have.
+        loop {
+            if self.turns >= self.max_turns {
                 self.news = false;
-                let text = reply.content.trim();
-                Ok(Step::Idle(if text.is_empty() {
-                    "done (the model replied with no text and no tool call)".into()
-                } else {
-                    text.to_owned()
-                }))
+                return Ok(Step::Idle(format!(
+                    "stopped after {} model replies (--max-turns); a message starts it again",
+                    self.max_turns
+                )));
             }
+            if self.meter.spent() {
+                self.news = false;
+                return Ok(Step::Idle(self.budget_reason()));
+            }
+            self.fit(&schemas).await?;
+            let limits = self.limits().await;
+            let sent = window::request_bytes(&self.messages, &schemas);
+            let started = Instant::now();
+            let result = self
+                .chat
+                .complete_within(&self.messages, &schemas, Some(limits.max_tokens))
+                .await;
+            let mut reply = match result {
+                Ok(reply) => reply,
+                Err(ChatError::Format { message, .. }) => {
+                    self.meter
+                        .add(self.estimate.tokens(sent), 0, started.elapsed());
+                    self.turns += 1;
+                    self.messages.push(Message::user(format!(
+                        "The model server could not read your last reply: {message}. Reply \
+                         again. To call a tool, write one JSON object per call: {{\"name\": \
+                         \"<tool>\", \"arguments\": {{...}}}}."
+                    )));
+                    continue;
+                }
+                Err(e) => return Err(DriverError(e.to_string())),
+            };
+            self.account(sent, &reply, started.elapsed());
+            self.turns += 1;
+            tracing::debug!(calls = reply.tool_calls.len(), finish = ?reply.finish_reason, "model replied");
+            let cut_note = reply.cut().then(|| {
+                let repeated = dedupe(&mut reply.tool_calls);
+                let mut note = format!(
+                    "Your last reply was cut at the limit of {} tokens; whatever it left \
+                     unfinished at its end was not run.",
+                    limits.max_tokens
+                );
+                if repeated > 0 {
+                    note.push_str(&format!(
+                        " It repeated itself: {repeated} repeated calls were dropped."
+                    ));
+                }
+                note.push_str(" Keep replies short: a few tool calls, no repetition.");
+                note
+            });
+            self.messages.push(Message::assistant(&reply));
+            if !reply.tool_calls.is_empty() {
+                self.nudges = 0;
+                self.unheard.extend(cut_note);
+                self.queue.extend(reply.tool_calls);
+                return match self.queue.pop_front() {
+                    Some(call) => Ok(self.step_for(call, tools)),
+                    None => continue,
+                };
+            }
+            if let Some(note) = cut_note {
+                self.messages.push(Message::user(note));
+                continue;
+            }
+            let text = reply.content.trim();
+            if let Some(owed) = self.owed(tools) {
+                if self.nudges < MAX_NUDGES {
+                    self.nudges += 1;
+                    self.messages.push(Message::user(owed.reminder()));
+                    continue;
+                }
+                self.nudges = 0;
+                self.news = false;
+                return Ok(Step::Idle(format!(
+                    "still owes {}; the model replied without it after {MAX_NUDGES} reminders: \
+                     {}",
+                    owed.what(),
+                    limits::cut(text, 300)
+                )));
+            }
+            self.news = false;
+            return Ok(Step::Idle(if text.is_empty() {
+                "done (the model replied with no text and no tool call)".into()
+            } else {
+                text.to_owned()
+            }));
         }
+    }
+
+    fn take_usage(&mut self) -> Option<pb::Usage> {
+        self.meter.take_report()
     }
 
     async fn answer_shutdown(
@@ -223,6 +669,12 @@ impl Driver for ModelDriver {
         request: &pb::ShutdownRequest,
         tools: &[&'static str],
     ) -> ShutdownAnswer {
+        if self.meter.spent() {
+            return ShutdownAnswer {
+                approve: true,
+                reason: "agreed (the token budget is spent: the model was not asked)".into(),
+            };
+        }
         // Asked on a copy of the conversation in which every open call is
         // answered, so that a refusal leaves the real one as it was.
         let mut conversation = self.messages.clone();
@@ -238,10 +690,11 @@ impl Driver for ModelDriver {
         } else {
             format!(" Reason: {}.", request.reason)
         };
-        conversation.push(Message::user(format!(
+        let ask = format!(
             "The lead asks you to shut down.{why} Call respond_shutdown now: approve=true to \
              stop (your work so far is kept), or approve=false with a reason to keep working."
-        )));
+        );
+        conversation.push(Message::user(ask.clone()));
         let schemas: Vec<_> = tools.iter().filter_map(|t| catalog::tool(t)).collect();
         let wait = match request.deadline_unix_ms {
             0 => DEFAULT_SHUTDOWN_WAIT,
@@ -250,26 +703,65 @@ impl Driver for ModelDriver {
             }
         }
         .max(Duration::from_millis(500));
-        let reply = tokio::time::timeout(wait, self.chat.complete(&conversation, &schemas)).await;
-        let answered = match reply {
-            Ok(Ok(reply)) => reply.tool_calls.into_iter().find_map(|c| {
-                match catalog::parse(&c.function.name, &c.function.arguments, tools) {
-                    Ok(Request::RespondShutdown { approve, reason }) => Some((approve, reason)),
-                    _ => None,
+        let until = tokio::time::Instant::now() + wait;
+        let limits = self.limits().await;
+        let room = limits.window.saturating_sub(u64::from(limits.max_tokens));
+        // Only mechanical fitting: there is no time to summarize.
+        for limit in [window::SHORT_RESULT, window::LAST_RESORT] {
+            if self.tokens_of(&conversation, &schemas) <= room {
+                break;
+            }
+            let all = conversation.len();
+            window::cut_contents(&mut conversation[KEPT.min(all)..], all, limit, |m| {
+                m.role == Role::Tool || limit == window::LAST_RESORT
+            });
+        }
+        // Asked once, and reminded once if it answers without the call.
+        let mut answered = None;
+        for _ in 0..2 {
+            let sent = window::request_bytes(&conversation, &schemas);
+            let started = Instant::now();
+            let reply = tokio::time::timeout_at(
+                until,
+                self.chat
+                    .complete_within(&conversation, &schemas, Some(limits.max_tokens)),
+            )
+            .await;
+            match reply {
+                Ok(Ok(reply)) => {
+                    self.account(sent, &reply, started.elapsed());
+                    answered = reply.tool_calls.iter().find_map(|c| {
+                        match catalog::parse(&c.function.name, &c.function.arguments, tools) {
+                            Ok(Request::RespondShutdown { approve, reason }) => {
+                                Some((approve, reason))
+                            }
+                            _ => None,
+                        }
+                    });
+                    if answered.is_some() {
+                        break;
+                    }
+                    conversation.push(Message::assistant(&chat::Reply {
+                        content: reply.content,
+                        ..chat::Reply::default()
+                    }));
+                    conversation.push(Message::user(format!(
+                        "You did not call respond_shutdown. {ask}"
+                    )));
                 }
-            }),
-            Ok(Err(e)) => {
-                tracing::warn!(error = %shared::display::Escaped(&e.to_string()), "the model could not answer the shutdown request; agreeing");
-                None
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %shared::display::Escaped(&e.to_string()), "the model could not answer the shutdown request; agreeing");
+                    break;
+                }
+                Err(_) => {
+                    tracing::warn!(
+                        wait_ms = wait.as_millis() as u64,
+                        "the model did not answer the shutdown request in time; agreeing"
+                    );
+                    break;
+                }
             }
-            Err(_) => {
-                tracing::warn!(
-                    wait_ms = wait.as_millis() as u64,
-                    "the model did not answer the shutdown request in time; agreeing"
-                );
-                None
-            }
-        };
+        }
         match answered {
             Some((approve, reason)) => ShutdownAnswer { approve, reason },
             None => ShutdownAnswer {
@@ -280,14 +772,29 @@ impl Driver for ModelDriver {
     }
 }
 
-/// A tool result cut to [`MAX_RESULT`] bytes, saying so.
-fn capped(text: &str) -> String {
-    if text.len() <= MAX_RESULT {
+/// Drops the calls that repeat an earlier one of the same reply word for
+/// word (a model looping until its reply is cut); how many were dropped.
+fn dedupe(calls: &mut Vec<chat::ToolCall>) -> usize {
+    let before = calls.len();
+    let mut seen = std::collections::HashSet::new();
+    calls.retain(|c| seen.insert((c.function.name.clone(), c.function.arguments.clone())));
+    before - calls.len()
+}
+
+/// What the model is asked when older turns must be summarized.
+const SUMMARIZER_PROMPT: &str = "You compress the work log of a coding agent so that it can go \
+on with its task in less room. Write at most 200 words: what was looked at and found, which \
+files were written or changed, what was decided, and what remains to do. Plain sentences, no \
+tool calls.";
+
+/// A tool result cut to `cap` bytes, saying so.
+fn capped(text: &str, cap: usize) -> String {
+    if text.len() <= cap {
         return text.to_owned();
     }
     format!(
-        "{}\n[cut: the result is {} bytes; only the first {MAX_RESULT} are shown]",
-        crate::tools::truncate(text, MAX_RESULT),
+        "{}\n[cut: the result is {} bytes; only the first {cap} are shown]",
+        crate::tools::truncate(text, cap),
         text.len()
     )
 }
@@ -318,12 +825,12 @@ mod tests {
     #[test]
     fn long_results_are_cut_with_a_note() {
         let text = "x".repeat(MAX_RESULT + 10);
-        let cut = capped(&text);
+        let cut = capped(&text, MAX_RESULT);
         assert!(cut.len() < MAX_RESULT + 100);
         assert!(cut.ends_with(&format!(
             "[cut: the result is {} bytes; only the first {MAX_RESULT} are shown]",
             MAX_RESULT + 10
         )));
-        assert_eq!(capped("short"), "short");
+        assert_eq!(capped("short", MAX_RESULT), "short");
     }
 }

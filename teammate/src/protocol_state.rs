@@ -188,6 +188,12 @@ impl ProtocolState {
                 Taken::Queued
             }
             Some(Body::TeammateTerminated(terminated)) => Taken::Terminated(terminated),
+            Some(Body::BudgetChanged(budget)) => {
+                self.messages.push_back(Observation::BudgetChanged {
+                    token_budget: budget.token_budget,
+                });
+                Taken::Queued
+            }
             other => Taken::Ignored(other),
         };
         self.seen.processed(envelope.seq);

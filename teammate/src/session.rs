@@ -47,6 +47,11 @@ pub struct Session {
     state: ProtocolState,
     /// Turns true when a signal asks the teammate to stop.
     stop: watch::Receiver<bool>,
+    /// Names this process in usage reports.
+    epoch: String,
+    /// Whether the lead takes usage reports (it stops being asked once it
+    /// does not).
+    counts_usage: bool,
 }
 
 impl std::fmt::Debug for Session {
@@ -119,6 +124,8 @@ impl Session {
             workspace,
             state: ProtocolState::new(),
             stop: stop_rx,
+            epoch: uuid::Uuid::new_v4().to_string(),
+            counts_usage: true,
         })
     }
 
@@ -130,6 +137,9 @@ impl Session {
     /// Takes the driver's steps until a shutdown is agreed or a signal arrives.
     pub async fn run<D: Driver>(mut self, mut driver: D) -> Result<Exit, SessionError> {
         driver.observe(Observation::Started);
+        if let Some(usage) = self.lead.joined_usage() {
+            driver.observe(Observation::Usage(usage));
+        }
         loop {
             // Between steps, everything that arrived is handled: a shutdown
             // request is answered only after the tool call in progress ended.
@@ -144,7 +154,9 @@ impl Session {
             if *self.stop.borrow() {
                 return Ok(Exit::Signal);
             }
-            let step = match self.think(&mut driver).await? {
+            let thought = self.think(&mut driver).await?;
+            self.report_usage(&mut driver).await?;
+            let step = match thought {
                 Thought::Step(step) => step,
                 Thought::News => continue,
                 Thought::Exit(exit) => return Ok(exit),
@@ -227,6 +239,7 @@ impl Session {
         let mut tools = self.state.gate().tools();
         tools.push(catalog::RESPOND_SHUTDOWN);
         let answer = driver.answer_shutdown(&request, &tools).await;
+        self.report_usage(driver).await?;
         tracing::info!(request_id = %Escaped(&request.request_id), approve = answer.approve, reason = %Escaped(&answer.reason), "answering a shutdown request");
         let response = pb::ShutdownResponse {
             request_id: request.request_id,
@@ -263,6 +276,22 @@ impl Session {
             reason: answer.reason,
         });
         Ok(None)
+    }
+
+    /// Reports what the driver's model used, if anything changed, and tells
+    /// the driver the lead's answer (its totals and budget).
+    async fn report_usage<D: Driver>(&mut self, driver: &mut D) -> Result<(), SessionError> {
+        let Some(totals) = driver.take_usage() else {
+            return Ok(());
+        };
+        if !self.counts_usage {
+            return Ok(());
+        }
+        match self.lead.report_usage(&self.epoch, totals).await? {
+            Ok(status) => driver.observe(Observation::Usage(status)),
+            Err(code) => self.counts_usage = code != tonic::Code::Unimplemented,
+        }
+        Ok(())
     }
 
     /// Handles one item from the inbox reader, answering a shutdown request
