@@ -182,7 +182,7 @@ const JOIN_TOKEN_FLAG: &str = "--join-token";
 /// The driver chosen on the command line.
 #[derive(Debug)]
 enum Chosen {
-    Script(ScriptDriver),
+    Script(Box<ScriptDriver>),
     Model(Box<ModelDriver>),
 }
 
@@ -222,7 +222,7 @@ fn main() -> ExitCode {
         token_budget: args.token_budget,
     };
     let chosen = match (&args.script, &args.model) {
-        (Some(script), _) => script_driver(script).map(Chosen::Script),
+        (Some(script), _) => script_driver(script).map(|d| Chosen::Script(Box::new(d))),
         (None, Some(model)) => model_driver(&args, model).map(|d| Chosen::Model(Box::new(d))),
         (None, None) => Err("one of --script and --model is required".into()),
     };
@@ -244,7 +244,7 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async move {
         match chosen {
-            Chosen::Script(driver) => run(config, driver).await,
+            Chosen::Script(driver) => run(config, *driver).await,
             Chosen::Model(driver) => run(config, *driver).await,
         }
     });
