@@ -2,6 +2,14 @@
 //! loopback (axum) that answers `POST /v1/chat/completions` from a script,
 //! in order, and records every request it gets. With the script used up it
 //! answers with a plain text reply (the model is done).
+//!
+//! It counts tokens as a quarter of the bytes of a request's messages and
+//! tools (and of a reply's text and calls), reports them as `usage` when
+//! asked (`stream_options.include_usage`), and, given a context window
+//! ([`FakeModel::limit_context`]), says it at `GET /props` as llama.cpp does
+//! and refuses a request whose tokens and `max_tokens` pass it, as llama.cpp
+//! does. Requests without tools (a summary asked for) can be answered apart
+//! from the script ([`FakeModel::answer_summaries`]).
 
 use std::{
     collections::VecDeque,
@@ -42,6 +50,22 @@ pub enum Answer {
     },
     /// No answer for this long (a slow model); the connection stays open.
     Stall(Duration),
+    /// A reply cut at the token limit (`finish_reason: length`): this text
+    /// and these calls, the last of them cut in the middle of its arguments.
+    Cut {
+        content: String,
+        calls: Vec<(String, String)>,
+    },
+    /// HTTP 200, these chunks, then the server's error event mid-stream (as
+    /// llama.cpp sends when its tool-call parser rejects the output).
+    ErrorMidStream { chunks: Vec<Value>, message: String },
+    /// These bytes exactly, with this status and content type: a recorded
+    /// reply replayed.
+    Raw {
+        status: u16,
+        content_type: String,
+        body: String,
+    },
 }
 
 impl Answer {
@@ -66,6 +90,30 @@ impl Answer {
         Answer::Reply {
             content: content.into(),
             calls: Vec::new(),
+        }
+    }
+
+    /// The reply recorded from a real server in
+    /// `tests/fixtures/real-model/<name>.json`, byte for byte.
+    pub fn replay(name: &str) -> Answer {
+        let path = format!(
+            "{}/fixtures/real-model/{name}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let recorded: Value = serde_json::from_str(&text).expect("a fixture is JSON");
+        let streamed = recorded["request"]["stream"].as_bool().unwrap_or(false);
+        Answer::Raw {
+            status: recorded["http_status"].as_u64().expect("http_status") as u16,
+            content_type: if streamed {
+                "text/event-stream".into()
+            } else {
+                "application/json".into()
+            },
+            body: recorded["response_body"]
+                .as_str()
+                .expect("response_body")
+                .into(),
         }
     }
 }
@@ -116,11 +164,27 @@ impl Recorded {
     }
 }
 
+/// The tokens the fake server counts for some JSON: a quarter of its bytes.
+pub fn tokens_of(value: &Value) -> u64 {
+    (value.to_string().len() as u64).div_ceil(4)
+}
+
+/// The prompt tokens the fake server counts for a request.
+pub fn prompt_tokens(body: &Value) -> u64 {
+    tokens_of(&body["messages"]) + body.get("tools").map_or(0, tokens_of)
+}
+
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<Answer>>,
     requests: Mutex<Vec<Recorded>>,
     arrived: Notify,
+    /// The context window, if limited.
+    context: Mutex<Option<u64>>,
+    /// What a request without tools is answered, if set.
+    summary: Mutex<Option<String>>,
+    /// Requests refused for passing the context window.
+    overlong: Mutex<Vec<u64>>,
 }
 
 /// A running fake server; it stops when dropped.
@@ -138,6 +202,7 @@ impl FakeModel {
         shared.script.lock().unwrap().extend(script);
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
+            .route("/props", axum::routing::get(props))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -154,6 +219,23 @@ impl FakeModel {
     /// Adds answers to the end of the script.
     pub fn push(&self, answers: impl IntoIterator<Item = Answer>) {
         self.shared.script.lock().unwrap().extend(answers);
+    }
+
+    /// Gives the model a context window of `tokens`: said at `GET /props`,
+    /// and a request whose prompt and `max_tokens` pass it is refused.
+    pub fn limit_context(&self, tokens: u64) {
+        *self.shared.context.lock().unwrap() = Some(tokens);
+    }
+
+    /// Answers every request without tools (a summary) with `text`, apart
+    /// from the script.
+    pub fn answer_summaries(&self, text: &str) {
+        *self.shared.summary.lock().unwrap() = Some(text.into());
+    }
+
+    /// The prompt tokens of every request refused for passing the window.
+    pub fn overlong(&self) -> Vec<u64> {
+        self.shared.overlong.lock().unwrap().clone()
     }
 
     /// Every request so far.
@@ -192,14 +274,76 @@ async fn complete(
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let answer = shared.script.lock().unwrap().pop_front();
+    let prompt = prompt_tokens(&body);
+    let asked_max = body["max_tokens"]
+        .as_u64()
+        .or_else(|| body["max_completion_tokens"].as_u64())
+        .unwrap_or(0);
+    let usage = body["stream_options"]["include_usage"]
+        .as_bool()
+        .unwrap_or(false)
+        .then_some(prompt);
+    let context = *shared.context.lock().unwrap();
+    let summary = shared.summary.lock().unwrap().clone();
+    let overlong = context.is_some_and(|n| prompt + asked_max > n);
+    let answer = if overlong {
+        shared.overlong.lock().unwrap().push(prompt);
+        None
+    } else if body.get("tools").is_none() && summary.is_some() {
+        summary.map(|text| Answer::text(&text))
+    } else {
+        Some(
+            shared
+                .script
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| Answer::text("(the fake model has nothing more to say)")),
+        )
+    };
     shared.requests.lock().unwrap().push(Recorded {
         body,
         authorization,
     });
     shared.arrived.notify_waiters();
-    match answer.unwrap_or_else(|| Answer::text("(the fake model has nothing more to say)")) {
-        Answer::Reply { content, calls } => sse(reply_chunks(&content, &calls)),
+    let Some(answer) = answer else {
+        let body = json!({"error": {"code": 400, "type": "exceed_context_size_error",
+            "message": format!("the request exceeds the available context size ({prompt} prompt tokens + {asked_max} to generate > {} tokens), try increasing it", context.unwrap_or_default())}});
+        return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+    };
+    match answer {
+        Answer::Reply { content, calls } => {
+            sse(with_usage(reply_chunks(&content, &calls, "stop"), usage))
+        }
+        Answer::Cut { content, mut calls } => {
+            if let Some((_, arguments)) = calls.last_mut() {
+                let half = (0..=arguments.len() / 2)
+                    .rev()
+                    .find(|&m| arguments.is_char_boundary(m))
+                    .unwrap_or(0);
+                arguments.truncate(half);
+            }
+            sse(with_usage(reply_chunks(&content, &calls, "length"), usage))
+        }
+        Answer::ErrorMidStream { chunks, message } => {
+            let mut body = String::new();
+            for chunk in chunks {
+                body.push_str(&format!("data: {chunk}\n\n"));
+            }
+            let error = json!({"error": {"code": 500, "message": message, "type": "server_error"}});
+            body.push_str(&format!("data: {error}\n\n"));
+            ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
+        }
+        Answer::Raw {
+            status,
+            content_type,
+            body,
+        } => (
+            StatusCode::from_u16(status).unwrap(),
+            [(header::CONTENT_TYPE, content_type)],
+            body,
+        )
+            .into_response(),
         Answer::Chunks(chunks) => sse(chunks),
         Answer::Whole(body) => Json(body).into_response(),
         Answer::Status {
@@ -218,13 +362,37 @@ async fn complete(
         }
         Answer::Stall(duration) => {
             tokio::time::sleep(duration).await;
-            sse(reply_chunks("(late)", &[]))
+            sse(reply_chunks("(late)", &[], "stop"))
         }
     }
 }
 
-/// The chunks OpenAI streams for a reply.
-fn reply_chunks(content: &str, calls: &[(String, String)]) -> Vec<Value> {
+/// `GET /props`: the context window, as llama.cpp says it.
+async fn props(State(shared): State<Arc<Shared>>) -> Response {
+    match *shared.context.lock().unwrap() {
+        Some(n) => Json(json!({"default_generation_settings": {"n_ctx": n}})).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// The chunks with a last one that says the usage, if asked: the prompt's
+/// tokens as counted, the reply's a quarter of its bytes.
+fn with_usage(mut chunks: Vec<Value>, prompt: Option<u64>) -> Vec<Value> {
+    if let Some(prompt) = prompt {
+        let written: u64 = chunks
+            .iter()
+            .map(|c| tokens_of(&c["choices"][0]["delta"]))
+            .sum();
+        chunks.push(json!({"choices": [], "usage": {
+            "prompt_tokens": prompt, "completion_tokens": written,
+            "total_tokens": prompt + written,
+        }}));
+    }
+    chunks
+}
+
+/// The chunks OpenAI streams for a reply, ending for `finish`.
+fn reply_chunks(content: &str, calls: &[(String, String)], finish: &str) -> Vec<Value> {
     let mut chunks =
         vec![json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]})];
     if !content.is_empty() {
@@ -245,10 +413,9 @@ fn reply_chunks(content: &str, calls: &[(String, String)]) -> Vec<Value> {
             ]}}]}));
         }
     }
-    let finish = if calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
+    let finish = match finish {
+        "stop" if !calls.is_empty() => "tool_calls",
+        other => other,
     };
     chunks.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}));
     chunks

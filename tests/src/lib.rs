@@ -628,6 +628,18 @@ impl Events {
         .await
     }
 
+    /// The reason of the next idle notification from `name`.
+    pub async fn idle_reason(&mut self, name: &str) -> String {
+        self.find(&format!("{name} to report idle"), |kind| match kind {
+            pb::event::Kind::Envelope(e) if e.from == name => match &e.body {
+                Some(pb::envelope::Body::IdleNotification(idle)) => Some(idle.reason.clone()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .await
+    }
+
     /// The next event that shows member `name` in `status`.
     pub async fn member_in(&mut self, name: &str, status: pb::MemberStatus) -> pb::Member {
         let what = format!("{name} to be {}", status.as_str_name());
