@@ -571,15 +571,16 @@ impl ChatClient {
                 .map_err(|e| broken(format!("the reply broke: {}", describe(&e))))?;
             let completion: Value = serde_json::from_str(&text)
                 .map_err(|e| broken(format!("the reply is not JSON ({e}): {}", cut(&text))))?;
-            let message = assemble::first_choice(&completion)
+            if assemble::first_choice(&completion)
                 .and_then(|c| c.get("message"))
-                .ok_or_else(|| {
-                    broken(format!(
-                        "the reply has no choices[0].message: {}",
-                        cut(&text)
-                    ))
-                })?;
-            assembler.push_message(message);
+                .is_none()
+            {
+                return Err(broken(format!(
+                    "the reply has no choices[0].message: {}",
+                    cut(&text)
+                )));
+            }
+            assembler.push_completion(&completion);
         }
         Ok(assembler.finish())
     }

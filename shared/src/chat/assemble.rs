@@ -1,6 +1,6 @@
-//! Turns what a chat-completions server sent (streamed deltas, or one whole
-//! message) into one [`Reply`], tolerating the ways local servers differ from
-//! OpenAI's:
+//! Turns what a chat-completions server sent (streamed chunks, or one whole
+//! completion) into one [`Reply`], tolerating the ways local servers differ
+//! from OpenAI's:
 //!
 //! - tool-call deltas without an `index`, or with every call at index 0:
 //!   calls are keyed by `id` first, then by index, and a delta that brings a
@@ -8,13 +8,31 @@
 //! - a first delta without an `id` (a later one carries it), or no ids at
 //!   all: missing ids are made up, unique within the reply;
 //! - `arguments` sent as a JSON object instead of a string;
-//! - tool-call JSON in `content` (a model the server could not parse):
-//!   `{"name": .., "arguments": {..}}`, a list of those, `{"tool_calls": [..]}`,
-//!   in a ```` ```json ```` fence or in `<tool_call>` tags, becomes calls.
+//! - tool calls written as text in `content` (a model whose calls the server
+//!   could not parse), found by [`written`]: any number of them, in order, as
+//!   `{"name": .., "arguments": {..}}` (or `"parameters"`),
+//!   `{"function": {..}}`, a list of those or `{"tool_calls": [..]}`; one per
+//!   line, one after another, in ```` ```json ````/```` ``` ````/
+//!   ```` ```tool_call ```` fences or in `<tool_call>` tags, with prose
+//!   around them. The calls are taken out and the prose stays the reply's
+//!   content; a JSON object that is not a call stays text. Structured
+//!   `tool_calls`, when the server sent any, win: the content is then text.
+//!
+//! It also keeps the last `finish_reason` of `choices[0]` and the server's
+//! `usage` (in a last chunk with no choices when streamed with
+//! `stream_options.include_usage`, at the top of a whole completion). A reply
+//! cut at the token limit (`length`) never yields half a call: a structured
+//! call whose arguments are not JSON is dropped, and an unfinished call at
+//! the end of the content is dropped from the text.
+
+mod written;
+
+#[cfg(test)]
+mod fixtures;
 
 use serde_json::Value;
 
-use super::{FunctionCall, Reply, ToolCall};
+use super::{FunctionCall, Reply, ToolCall, Usage};
 
 /// A call being put together from deltas.
 #[derive(Debug, Default)]
@@ -28,22 +46,44 @@ struct Partial {
 /// Collects the deltas of one reply.
 #[derive(Debug, Default)]
 pub(crate) struct Assembler {
+    /// The text, joined from its deltas.
     content: String,
+    /// The structured tool calls, in the order they began.
     calls: Vec<Partial>,
+    /// Why the reply ended: the last `finish_reason` seen.
+    finish_reason: Option<String>,
+    /// What the call used, where the server said.
+    usage: Option<Usage>,
 }
 
 impl Assembler {
-    /// One streamed chunk (`{"choices": [{"delta": {..}}]}`); chunks without
-    /// choices (usage, keep-alives) are skipped.
+    /// One streamed chunk (`{"choices": [{"delta": {..}, "finish_reason"}]}`);
+    /// a chunk without choices may carry the usage; keep-alives are skipped.
     pub(crate) fn push_chunk(&mut self, chunk: &Value) {
-        if let Some(delta) = first_choice(chunk).and_then(|c| c.get("delta")) {
-            self.push_delta(delta);
+        self.note_usage(chunk);
+        if let Some(choice) = first_choice(chunk) {
+            self.note_finish(choice);
+            if let Some(delta) = choice.get("delta") {
+                self.push_delta(delta);
+            }
+        }
+    }
+
+    /// A whole completion that was not streamed: its `choices[0].message`,
+    /// `finish_reason` and `usage`.
+    pub(crate) fn push_completion(&mut self, completion: &Value) {
+        self.note_usage(completion);
+        if let Some(choice) = first_choice(completion) {
+            self.note_finish(choice);
+            if let Some(message) = choice.get("message") {
+                self.push_message(message);
+            }
         }
     }
 
     /// The message of a reply that was not streamed: each of its tool calls
     /// is a call of its own, whatever its id.
-    pub(crate) fn push_message(&mut self, message: &Value) {
+    fn push_message(&mut self, message: &Value) {
         if let Some(text) = message.get("content").and_then(Value::as_str) {
             self.content.push_str(text);
         }
@@ -52,6 +92,29 @@ impl Assembler {
                 self.calls.push(Partial::default());
                 self.push_call(call);
             }
+        }
+    }
+
+    /// A choice's `finish_reason`, when it has one.
+    fn note_finish(&mut self, choice: &Value) {
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_owned());
+        }
+    }
+
+    /// `usage`, when it counts both the prompt and the completion.
+    fn note_usage(&mut self, value: &Value) {
+        let Some(usage) = value.get("usage") else {
+            return;
+        };
+        let count = |key: &str| usage.get(key).and_then(Value::as_u64);
+        if let (Some(prompt_tokens), Some(completion_tokens)) =
+            (count("prompt_tokens"), count("completion_tokens"))
+        {
+            self.usage = Some(Usage {
+                prompt_tokens,
+                completion_tokens,
+            });
         }
     }
 
@@ -126,21 +189,24 @@ impl Assembler {
         self.calls.len() - 1
     }
 
-    /// The reply: every call with an id and a name; tool calls found in the
-    /// content taken out of it.
+    /// The reply: every call with an id and a name; tool calls written in the
+    /// content taken out of it. In a reply cut at the token limit, a
+    /// structured call whose arguments are not JSON is dropped.
     pub(crate) fn finish(self) -> Reply {
-        let mut content = self.content;
-        let mut found: Vec<(String, String, Option<String>)> = self
-            .calls
-            .into_iter()
-            .map(|p| (p.name, p.arguments, p.id))
-            .collect();
-        if found.is_empty() {
-            if let Some(calls) = calls_in_content(&content) {
-                found = calls.into_iter().map(|(n, a)| (n, a, None)).collect();
-                content.clear();
-            }
-        }
+        let cut = self.finish_reason.as_deref() == Some("length");
+        let (content, found): (String, Vec<(String, String, Option<String>)>) =
+            if self.calls.is_empty() {
+                let written = written::split(&self.content, cut);
+                let calls = written.calls.into_iter().map(|(n, a)| (n, a, None));
+                (written.text, calls.collect())
+            } else {
+                let calls = self
+                    .calls
+                    .into_iter()
+                    .filter(|p| !cut || is_json(&p.arguments))
+                    .map(|p| (p.name, p.arguments, p.id));
+                (self.content, calls.collect())
+            };
         let mut tool_calls: Vec<ToolCall> = Vec::with_capacity(found.len());
         for (n, (name, arguments, id)) in found.into_iter().enumerate() {
             let id = match id {
@@ -159,71 +225,20 @@ impl Assembler {
         Reply {
             content,
             tool_calls,
-            finish_reason: None,
-            usage: None,
+            finish_reason: self.finish_reason,
+            usage: self.usage,
         }
     }
+}
+
+/// Whether `text` is one whole JSON value.
+fn is_json(text: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
 }
 
 /// `choices[0]` of a chunk or a completion.
 pub(crate) fn first_choice(value: &Value) -> Option<&Value> {
     value.get("choices")?.as_array()?.first()
-}
-
-/// Tool calls a model wrote as text, as (name, arguments JSON); `None` when
-/// the content is anything else.
-fn calls_in_content(content: &str) -> Option<Vec<(String, String)>> {
-    let text = content.trim();
-    if text.is_empty() {
-        return None;
-    }
-    // <tool_call>{..}</tool_call>, one or more (Hermes and Qwen templates).
-    if text.starts_with("<tool_call>") {
-        let mut calls = Vec::new();
-        for part in text.split("<tool_call>").filter(|p| !p.trim().is_empty()) {
-            let inner = part.trim().strip_suffix("</tool_call>")?.trim();
-            calls.extend(calls_in_json(&serde_json::from_str(inner).ok()?)?);
-        }
-        return (!calls.is_empty()).then_some(calls);
-    }
-    let unfenced = text
-        .strip_prefix("```json")
-        .or_else(|| text.strip_prefix("```"))
-        .and_then(|t| t.strip_suffix("```"))
-        .unwrap_or(text)
-        .trim();
-    calls_in_json(&serde_json::from_str(unfenced).ok()?)
-}
-
-/// `{"name", "arguments"}` (or `"parameters"`), `{"function": {..}}`, a list
-/// of those, or `{"tool_calls": [..]}`.
-fn calls_in_json(value: &Value) -> Option<Vec<(String, String)>> {
-    match value {
-        Value::Array(items) if !items.is_empty() => {
-            let mut calls = Vec::new();
-            for item in items {
-                calls.extend(calls_in_json(item)?);
-            }
-            Some(calls)
-        }
-        Value::Object(map) => {
-            if let Some(calls) = map.get("tool_calls") {
-                return calls_in_json(calls);
-            }
-            if let Some(function) = map.get("function").filter(|f| f.is_object()) {
-                return calls_in_json(function);
-            }
-            let name = map.get("name")?.as_str()?.to_owned();
-            let arguments = match map.get("arguments").or_else(|| map.get("parameters")) {
-                Some(Value::String(s)) => s.clone(),
-                Some(args @ Value::Object(_)) => args.to_string(),
-                None => "{}".into(),
-                Some(_) => return None,
-            };
-            Some(vec![(name, arguments)])
-        }
-        _ => None,
-    }
 }
 
 #[cfg(test)]
