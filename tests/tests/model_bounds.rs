@@ -75,11 +75,8 @@ async fn a_runaway_reply_is_cut_at_max_tokens_its_repeats_and_half_call_dropped(
         told.contains("cut at the limit of 300 tokens") && told.contains("2 repeated calls"),
         "{told}"
     );
-    // Nothing else ran between the cut reply and the plan.
-    let next = events
-        .tool_call("the next call", |t| t.member == "ann")
-        .await;
-    assert_eq!(next.tool, "submit_plan");
+    let plan = plan_of(&mut events, "ann").await;
+    assert!(plan.payload_json.contains("after the cut"), "{plan:?}");
 }
 
 #[tokio::test]
@@ -305,7 +302,11 @@ async fn a_hundred_turns_on_an_8k_window_never_send_an_over_long_request() {
     assert!(summaries >= 1, "older turns were summarized");
     for request in &requests {
         let asked = request.body["max_tokens"].as_u64().unwrap();
-        assert_eq!(asked, 2_048, "a quarter of the window from /props");
+        if request.body.get("tools").is_some() {
+            assert_eq!(asked, 2_048, "a quarter of the window from /props");
+        } else {
+            assert!(asked <= 1_024, "a summary is short: {asked}");
+        }
         assert!(prompt_tokens(&request.body) + asked <= 8_192);
     }
     let last = requests.last().unwrap();
