@@ -191,11 +191,13 @@ async fn a_429_and_a_503_are_retried_with_the_same_request() {
     let _bob = lead.model_teammate("bob", &model.base_url, "Say hello.", &[]);
     events.member_in("bob", MemberStatus::Idle).await;
     let requests = model.requests();
-    assert_eq!(requests.len(), 3, "two failures, then the reply");
+    // Two failures, the reply, and (its prose owing a plan) two reminders.
+    assert_eq!(requests.len(), 5, "{requests:?}");
     assert_eq!(
         requests[0].body, requests[2].body,
         "the same request, again"
     );
+    assert!(requests[3].all_text().contains("submit_plan"));
 }
 
 #[tokio::test]
@@ -374,6 +376,9 @@ async fn a_refusal_keeps_the_teammate_working_and_a_silent_answer_agrees() {
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let model = FakeModel::start(vec![
+        // Prose, and prose again after each reminder of the plan it owes.
+        Answer::text("waiting"),
+        Answer::text("waiting"),
         Answer::text("waiting"),
         Answer::call(
             "respond_shutdown",
@@ -755,5 +760,9 @@ async fn spawn_reads_only_the_keys_the_leads_command_line_names() {
     assert!(ok, "{out}{err}");
     events.member_in("joe", MemberStatus::Idle).await;
     let asked = model.wait_for(2).await;
-    assert_eq!(asked[1].authorization, None, "{:?}", asked[1]);
+    let joes = asked
+        .iter()
+        .find(|r| r.all_text().contains("You are joe"))
+        .expect("joe's request");
+    assert_eq!(joes.authorization, None, "{joes:?}");
 }
