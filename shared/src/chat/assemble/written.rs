@@ -1,8 +1,8 @@
 //! Tool calls a model wrote as text in `content` (the server did not parse
 //! them into `tool_calls`), taken out of the text around them.
 //!
-//! The content is searched for JSON values: at each `{` or `[` not already
-//! taken, one value is parsed; if it is a call or a list of calls (see
+//! The content is searched for JSON values: at each `{"` or `[{` not
+//! already taken, one value is parsed; if it is a call or a list of calls (see
 //! [`calls_in_json`]) it is taken, in order, else it stays text, whole. So
 //! JSON lines, objects one after another, an array, several fenced blocks and
 //! several `<tool_call>` blocks, with prose before, between and after them,
@@ -58,9 +58,13 @@ pub(super) fn split(content: &str, cut: bool) -> Written {
             text: content.to_owned(),
         };
     }
+    // Each step sees what the steps before it take out, in order.
     let mut removed = scan.extended(content);
-    removed.extend(tags_beside_calls(content, &scan, &removed));
-    removed.extend(fences_around_calls(content, &scan, &removed));
+    let tags = tags_beside_calls(content, &scan, &removed);
+    removed.extend(tags);
+    removed.sort_by_key(|r| r.start);
+    let fences = fences_around_calls(content, &scan, &removed);
+    removed.extend(fences);
     removed.sort_by_key(|r| r.start);
     let mut kept = String::with_capacity(end);
     let mut at = 0;
@@ -168,7 +172,8 @@ fn may_start_calls(bytes: &[u8], at: usize) -> bool {
     next.is_none_or(|b| *b == inner)
 }
 
-/// `<tool_call>` tags right before a call and `</tool_call>` right after one.
+/// `<tool_call>` tags right before a call and `</tool_call>` right after one
+/// (`calls` in order).
 fn tags_beside_calls(content: &str, scan: &Scan, calls: &[Range<usize>]) -> Vec<Range<usize>> {
     let mut tags = Vec::new();
     for (at, tag) in content
@@ -188,8 +193,8 @@ fn tags_beside_calls(content: &str, scan: &Scan, calls: &[Range<usize>]) -> Vec<
     tags
 }
 
-/// The markers of fenced blocks that hold nothing but calls (and of a last
-/// fence left open right before a call).
+/// The markers of fenced blocks that hold nothing but calls and their tags
+/// (and of a last fence left open right before a call); `calls` in order.
 fn fences_around_calls(content: &str, scan: &Scan, calls: &[Range<usize>]) -> Vec<Range<usize>> {
     let fences = fences(content, scan);
     let mut markers = Vec::new();

@@ -93,6 +93,13 @@ fn fenced_blocks_of_every_kind() {
 }
 
 #[test]
+fn tool_call_blocks_in_a_fence() {
+    let content =
+        format!("```xml\n<tool_call>\n{A}\n</tool_call>\n<tool_call>\n{B}\n</tool_call>\n```\nok");
+    assert_eq!(parts(&content, false), (vec![a(), b()], "ok".into()));
+}
+
+#[test]
 fn other_fences_and_objects_stay_text() {
     let content = format!(
         "```python\nprint(1)\n```\n{A}\nThe answer is {{\"answer\": 42}}; the file is {{\"name\": \"a.txt\", \"size\": 3}}."
