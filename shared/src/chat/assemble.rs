@@ -379,4 +379,74 @@ mod tests {
             assert!(reply.tool_calls.is_empty(), "{text}");
         }
     }
+
+    #[test]
+    fn finish_reason_and_usage_are_kept() {
+        let streamed = assemble(&[
+            json!({"choices": [{"delta": {"content": "Hi"}, "finish_reason": null}]}),
+            json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}}),
+        ]);
+        assert_eq!(streamed.content, "Hi");
+        assert_eq!(streamed.finish_reason.as_deref(), Some("stop"));
+        assert_eq!(
+            streamed.usage,
+            Some(Usage {
+                prompt_tokens: 12,
+                completion_tokens: 3
+            })
+        );
+        let mut a = Assembler::default();
+        a.push_completion(&json!({
+            "choices": [{"message": {"content": "Hello"}, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 1}
+        }));
+        let whole = a.finish();
+        assert_eq!(whole.content, "Hello");
+        assert!(whole.cut());
+        assert_eq!(whole.usage.map(|u| u.prompt_tokens), Some(7));
+        // A usage that does not count both is not a usage.
+        let partial = assemble(&[json!({"choices": [], "usage": {"total_tokens": 3}})]);
+        assert_eq!(partial.usage, None);
+    }
+
+    #[test]
+    fn a_cut_reply_drops_a_structured_call_whose_arguments_are_not_json() {
+        let chunks = [
+            json!({"choices": [{"delta": {"content": "{\"name\": \"list_dir\", \"arguments\": {}}"}}]}),
+            delta(
+                json!([{"index": 0, "id": "a", "function": {"name": "read_file", "arguments": "{\"path\": \"a\"}"}}]),
+            ),
+            delta(
+                json!([{"index": 1, "id": "b", "function": {"name": "write_file", "arguments": "{\"path\": \"b\", \"con"}}]),
+            ),
+        ];
+        let mut cut = chunks.to_vec();
+        cut.push(json!({"choices": [{"delta": {}, "finish_reason": "length"}]}));
+        let reply = assemble(&cut);
+        assert_eq!(names_and_args(&reply), [("read_file", "{\"path\": \"a\"}")]);
+        // Structured calls win: the content stays text.
+        assert_eq!(reply.content, "{\"name\": \"list_dir\", \"arguments\": {}}");
+        // Not cut, the call is passed on as the model wrote it.
+        assert_eq!(assemble(&chunks).tool_calls.len(), 2);
+    }
+
+    #[test]
+    fn calls_written_in_a_streamed_content_with_words_around_them() {
+        let reply = assemble(&[
+            json!({"choices": [{"delta": {"content": "Reading both.\n{\"name\": \"read_file\", "}}]}),
+            json!({"choices": [{"delta": {"content": "\"arguments\": {\"path\": \"a\"}}\n{\"name\": \"read_"}}]}),
+            json!({"choices": [{"delta": {"content": "file\", \"arguments\": {\"path\": \"b\"}}\nDone."}}]}),
+            json!({"choices": [{"delta": {}, "finish_reason": "stop"}]}),
+        ]);
+        assert_eq!(
+            names_and_args(&reply),
+            [
+                ("read_file", "{\"path\":\"a\"}"),
+                ("read_file", "{\"path\":\"b\"}")
+            ]
+        );
+        assert_eq!(reply.content, "Reading both.\n\nDone.");
+        assert_ne!(reply.tool_calls[0].id, reply.tool_calls[1].id);
+    }
 }

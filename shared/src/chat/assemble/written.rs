@@ -1,8 +1,8 @@
 //! Tool calls a model wrote as text in `content` (the server did not parse
 //! them into `tool_calls`), taken out of the text around them.
 //!
-//! The content is searched for JSON values: at each `{` or `[` not already
-//! taken, one value is parsed; if it is a call or a list of calls (see
+//! The content is searched for JSON values: at each `{"` or `[{` not
+//! already taken, one value is parsed; if it is a call or a list of calls (see
 //! [`calls_in_json`]) it is taken, in order, else it stays text, whole. So
 //! JSON lines, objects one after another, an array, several fenced blocks and
 //! several `<tool_call>` blocks, with prose before, between and after them,
@@ -20,10 +20,15 @@ use std::ops::Range;
 
 use serde_json::Value;
 
-/// How much of the content is searched. A reply is bounded by the model's
-/// token limit; this bounds the work on whatever a server sends, as each
-/// `{` or `[` may start a parse that reads on (serde_json's nesting limit of
-/// 128 keeps most of those short). Calls past it stay text.
+/// How much of the content is searched; calls past it stay text. A reply is
+/// bounded by the model's token limit; this bounds the work on whatever a
+/// server sends. Only a `{"` or a `[{` starts a parse, a value that parses
+/// is passed over whole, and a parse that fails stops at serde_json's
+/// nesting limit of 128 unless it runs into an error or the end first, so
+/// the work is at most about 128 times this (the worst case, 256 KiB of
+/// `{"a":[` nested, takes about 0.7 s of a release build; a reply of calls
+/// and prose takes microseconds). `IgnoredAny` would not allocate but has no
+/// nesting limit, which makes that case quadratic.
 const SCAN_LIMIT: usize = 256 * 1024;
 
 /// A call as (function name, arguments as JSON text).
@@ -53,9 +58,13 @@ pub(super) fn split(content: &str, cut: bool) -> Written {
             text: content.to_owned(),
         };
     }
+    // Each step sees what the steps before it take out, in order.
     let mut removed = scan.extended(content);
-    removed.extend(tags_beside_calls(content, &scan, &removed));
-    removed.extend(fences_around_calls(content, &scan, &removed));
+    let tags = tags_beside_calls(content, &scan, &removed);
+    removed.extend(tags);
+    removed.sort_by_key(|r| r.start);
+    let fences = fences_around_calls(content, &scan, &removed);
+    removed.extend(fences);
     removed.sort_by_key(|r| r.start);
     let mut kept = String::with_capacity(end);
     let mut at = 0;
@@ -91,14 +100,14 @@ impl Scan {
         let bytes = text.as_bytes();
         let mut scan = Scan::default();
         let mut at = 0;
-        while let Some(&byte) = bytes.get(at) {
-            if byte != b'{' && byte != b'[' {
+        while at < bytes.len() {
+            if !may_start_calls(bytes, at) {
                 at += 1;
                 continue;
             }
             // `{` and `[` are ASCII: `at` is a char boundary.
-            let mut values =
-                serde_json::Deserializer::from_str(slice(text, at..limit)).into_iter::<Value>();
+            let rest = slice(text, at..limit);
+            let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
             match values.next() {
                 Some(Ok(value)) => {
                     let end = at + values.byte_offset();
@@ -146,7 +155,25 @@ impl Scan {
     }
 }
 
-/// `<tool_call>` tags right before a call and `</tool_call>` right after one.
+/// Whether a call, a list of calls, or the unfinished start of one may
+/// begin at `at`: `{` then a key, or `[` then an object, past blanks. The
+/// rest of `{` and `[` (prose, `[[`, `{}`) are passed over without a parse.
+fn may_start_calls(bytes: &[u8], at: usize) -> bool {
+    let inner = match bytes.get(at) {
+        Some(b'{') => b'"',
+        Some(b'[') => b'{',
+        _ => return false,
+    };
+    let next = bytes
+        .get(at + 1..)
+        .unwrap_or_default()
+        .iter()
+        .find(|b| !b.is_ascii_whitespace());
+    next.is_none_or(|b| *b == inner)
+}
+
+/// `<tool_call>` tags right before a call and `</tool_call>` right after one
+/// (`calls` in order).
 fn tags_beside_calls(content: &str, scan: &Scan, calls: &[Range<usize>]) -> Vec<Range<usize>> {
     let mut tags = Vec::new();
     for (at, tag) in content
@@ -166,8 +193,8 @@ fn tags_beside_calls(content: &str, scan: &Scan, calls: &[Range<usize>]) -> Vec<
     tags
 }
 
-/// The markers of fenced blocks that hold nothing but calls (and of a last
-/// fence left open right before a call).
+/// The markers of fenced blocks that hold nothing but calls and their tags
+/// (and of a last fence left open right before a call); `calls` in order.
 fn fences_around_calls(content: &str, scan: &Scan, calls: &[Range<usize>]) -> Vec<Range<usize>> {
     let fences = fences(content, scan);
     let mut markers = Vec::new();
@@ -347,3 +374,6 @@ fn floor_boundary(text: &str, at: usize) -> usize {
     }
     at
 }
+
+#[cfg(test)]
+mod tests;
