@@ -9,6 +9,7 @@ use clap::Parser;
 mod floor;
 mod mesh;
 mod procs;
+mod prompt;
 mod shapes;
 mod stats;
 mod tls;
@@ -49,6 +50,9 @@ struct Args {
         value_parser = ["sqlite", "sqlite-normal", "memory"]
     )]
     stores: Vec<String>,
+    /// Only the model teammate's prompt and tool schemas, in tokens.
+    #[arg(long)]
+    prompt_only: bool,
     /// Run the floor's echo server (used by the benchmark itself).
     #[arg(long, hide = true)]
     floor_server: bool,
@@ -121,6 +125,10 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     if args.floor_server {
         return floor::serve().await;
+    }
+    prompt::print()?;
+    if args.prompt_only {
+        return Ok(());
     }
     let counts = Counts::new(&args);
     eprintln!("bench: {counts:?}");

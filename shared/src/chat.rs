@@ -430,14 +430,7 @@ impl ChatClient {
             body[self.config.max_tokens_field.as_str()] = json!(limit);
         }
         if !tools.is_empty() {
-            body["tools"] = tools
-                .iter()
-                .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters,
-                    }})
-                })
-                .collect();
+            body["tools"] = tools_json(tools);
         }
         if let Some(t) = self.config.temperature {
             body["temperature"] = json!(t);
@@ -584,6 +577,18 @@ impl ChatClient {
         }
         Ok(assembler.finish())
     }
+}
+
+/// The tools on offer, as a request sends them.
+pub fn tools_json(tools: &[Tool]) -> Value {
+    tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.parameters,
+            }})
+        })
+        .collect()
 }
 
 /// A reqwest error with its causes (reqwest's own message is terse).

@@ -36,12 +36,18 @@ impl Gate {
     /// unlocked them (every mode but PLAN allows all three, DEFAULT and
     /// ACCEPT_EDITS through the lead's permission where the grant says).
     pub fn tools(&self) -> Vec<&'static str> {
+        Self::tools_of(matches!(self, Gate::Plan))
+    }
+
+    /// The tools offered in plan mode (`plan`) or once a plan is approved.
+    pub fn tools_of(plan: bool) -> Vec<&'static str> {
         let mut tools = crate::tools::READ_TOOLS.to_vec();
         tools.push(crate::catalog::SEND_MESSAGE);
         tools.extend(crate::catalog::TASK_TOOLS);
-        match self {
-            Gate::Plan => tools.push(crate::catalog::SUBMIT_PLAN),
-            Gate::Unlocked(_) => tools.extend(crate::tools::GATED_TOOLS),
+        if plan {
+            tools.push(crate::catalog::SUBMIT_PLAN);
+        } else {
+            tools.extend(crate::tools::GATED_TOOLS);
         }
         tools
     }

@@ -801,7 +801,7 @@ fn capped(text: &str, cap: usize) -> String {
 
 /// What the model is told about its situation unless `--system-prompt-file`
 /// says otherwise.
-fn default_system_prompt(name: &str, role: &str) -> String {
+pub fn default_system_prompt(name: &str, role: &str) -> String {
     let name = limits::cut(name, 128);
     let role = limits::cut(role, 256);
     format!(

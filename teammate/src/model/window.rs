@@ -60,15 +60,11 @@ impl Estimator {
 /// the chat client sends them.
 pub(crate) fn request_bytes(messages: &[Message], tools: &[Tool]) -> usize {
     let messages = serde_json::to_string(messages).map_or(0, |s| s.len());
-    let tools: usize = tools
-        .iter()
-        .map(|t| {
-            t.name.len()
-                + t.description.len()
-                + serde_json::to_string(&t.parameters).map_or(0, |s| s.len())
-                + 64
-        })
-        .sum();
+    let tools = if tools.is_empty() {
+        0
+    } else {
+        shared::chat::tools_json(tools).to_string().len()
+    };
     messages + tools
 }
 
