@@ -281,6 +281,10 @@ struct ServeArgs {
     /// --retention); past it the oldest are forgotten first.
     #[arg(long, default_value_t = 256 * 1024 * 1024)]
     retained_max_bytes: usize,
+    /// The token budget (prompt and completion together) of a member that
+    /// joins with none of its own and none set by `lead budget`; 0: none.
+    #[arg(long, default_value_t = 0)]
+    token_budget: u64,
     /// Seconds a new connection has to send the HTTP/2 preface.
     #[arg(long, default_value_t = 10.0)]
     handshake_timeout: f64,
@@ -738,6 +742,7 @@ fn hub_config(
             bytes: args.pending_max_bytes,
         },
         retained_max_bytes: args.retained_max_bytes,
+        token_budget: args.token_budget,
     })
 }
 
