@@ -46,7 +46,8 @@ enum TaskAction {
 enum Command {
     /// Run the lead's gRPC server.
     Serve(Box<ServeArgs>),
-    /// List every member: name, role, status, permission mode.
+    /// List every member: name, role, status, permission mode, what its
+    /// model used and its token budget; then the team's total.
     Team {
         #[command(flatten)]
         target: TargetArgs,
@@ -132,6 +133,16 @@ enum Command {
         /// Return once asked, without waiting for the answer.
         #[arg(long)]
         no_wait: bool,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Set a member's token budget (prompt and completion tokens together;
+    /// 0 removes it); prints what it used and its budget now.
+    Budget {
+        /// The member's name.
+        name: String,
+        /// The budget in tokens; 0: none.
+        tokens: u64,
         #[command(flatten)]
         target: TargetArgs,
     },
@@ -576,6 +587,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             )
             .await
         }
+        Command::Budget {
+            name,
+            tokens,
+            target,
+        } => cli::budget(&mut cli::connect(&target.into()).await?, name, tokens).await,
         Command::Spawn { spawn, target } => {
             cli::spawn(&mut cli::connect(&target.into()).await?, spawn).await
         }
