@@ -106,6 +106,12 @@ pub(crate) enum Brain {
         task: String,
         base_url: Option<String>,
         api_key_env: Option<String>,
+        /// Its token budget (`--token-budget`); 0: the lead's default.
+        token_budget: u64,
+        /// The most tokens of one reply (`--max-tokens`); 0: the teammate's.
+        max_tokens: u32,
+        /// The model's context window (`--context-window`); 0: the teammate's.
+        context_window: u32,
     },
 }
 
@@ -133,6 +139,9 @@ impl Brain {
                 task,
                 base_url,
                 api_key_env,
+                token_budget,
+                max_tokens,
+                context_window,
             } => {
                 let mut args = vec!["--model".into(), model.into(), "--task".into(), task.into()];
                 if let Some(url) = base_url {
@@ -140,6 +149,15 @@ impl Brain {
                 }
                 if let Some(var) = api_key_env {
                     args.extend(["--api-key-env".into(), var.into()]);
+                }
+                for (flag, value) in [
+                    ("--token-budget", *token_budget),
+                    ("--max-tokens", u64::from(*max_tokens)),
+                    ("--context-window", u64::from(*context_window)),
+                ] {
+                    if value != 0 {
+                        args.extend([flag.into(), value.to_string().into()]);
+                    }
                 }
                 args
             }

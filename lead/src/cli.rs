@@ -1,5 +1,5 @@
 //! Operator commands: `lead team`, `requests`, `approve`, `reject`, `allow`,
-//! `deny`, `shutdown`, `watch`, `spawn`. Each talks to a running lead over gRPC.
+//! `deny`, `shutdown`, `budget`, `watch`, `spawn`. Each talks to a running lead over gRPC.
 
 use shared::wire::*;
 use std::{io::Write, path::PathBuf, time::Duration};
@@ -141,11 +141,13 @@ pub async fn add_task(
     Ok(format!("{}\n", task.task_id))
 }
 
-/// `lead team`.
+/// `lead team`: every member, with what its model used and its budget;
+/// then, once any model was used, the team's total and the other users of
+/// a model (the lead's reviewer).
 pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError> {
     let mut members = Vec::new();
     let mut page_token = String::new();
-    loop {
+    let (team_usage, others) = loop {
         let page = client
             .list_team(pb::ListTeamRequest {
                 page_token: page_token.clone(),
@@ -155,10 +157,11 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
             .into_inner();
         members.extend(page.members);
         if page.next_page_token.is_empty() || page.next_page_token == page_token {
-            break;
+            // Every page carries the summary; the last one's is the newest.
+            break (page.team_usage.unwrap_or_default(), page.other_usage);
         }
         page_token = page.next_page_token;
-    }
+    };
     if json {
         return Ok(render::json_text(&serde_json::Value::Array(
             members.iter().map(render::member_json).collect(),
@@ -169,18 +172,72 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
         "ROLE".into(),
         "STATUS".into(),
         "MODE".into(),
+        "TOKENS".into(),
+        "CALLS".into(),
+        "BUDGET".into(),
         "MEMBER ID".into(),
     ]];
     rows.extend(members.iter().map(|m| {
+        let used = m.usage.unwrap_or_default();
         vec![
             m.name.clone(),
             m.role.clone(),
             render::member_status(m.status),
             render::mode(m.mode),
+            render::tokens(&used).to_string(),
+            used.calls.to_string(),
+            render::budget(m.token_budget),
             m.member_id.clone(),
         ]
     }));
-    Ok(render::table(&rows))
+    let mut out = render::table(&rows);
+    if team_usage != pb::Usage::default() || !others.is_empty() {
+        for other in &others {
+            let line = render::usage_line(&pb::MemberUsage {
+                name: other.name.clone(),
+                total: other.usage,
+                token_budget: 0,
+            });
+            out.push_str(&format!(
+                "{}: {line}\n",
+                shared::display::Escaped(&other.name)
+            ));
+        }
+        let line = render::usage_line(&pb::MemberUsage {
+            name: String::new(),
+            total: Some(team_usage),
+            token_budget: 0,
+        });
+        out.push_str(&format!("team total: {line}\n"));
+    }
+    Ok(out)
+}
+
+/// `lead budget NAME TOKENS`: sets a member's token budget (0 removes it);
+/// prints how it stands now.
+pub async fn budget(
+    client: &mut Operator,
+    name: String,
+    token_budget: u64,
+) -> Result<String, CliError> {
+    let status = client
+        .set_budget(pb::SetBudgetRequest {
+            name: name.clone(),
+            token_budget,
+        })
+        .await?
+        .into_inner();
+    let line = render::usage_line(&pb::MemberUsage {
+        name: name.clone(),
+        total: status.total,
+        token_budget: status.token_budget,
+    });
+    let none = if status.token_budget == 0 {
+        "; no budget"
+    } else {
+        ""
+    };
+    Ok(format!("{name}: {line}{none}\n"))
 }
 
 /// `lead requests`.

@@ -286,7 +286,7 @@ async fn state(State(console): State<Console>, headers: HeaderMap) -> Response {
 async fn snapshot(hub: &HubHandle) -> Result<Value, crate::error::HubError> {
     let mut members = Vec::new();
     let mut token = String::new();
-    loop {
+    let (team_usage, other_usage) = loop {
         let page = hub
             .call(|reply| Command::ListTeam {
                 request: pb::ListTeamRequest {
@@ -298,10 +298,18 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, crate::error::HubError> {
             .await?;
         members.extend(page.members.iter().map(render::member_json));
         if page.next_page_token.is_empty() {
-            break;
+            let others: Vec<Value> = page
+                .other_usage
+                .iter()
+                .map(|o| json!({ "name": o.name, "usage": render::usage_value(&o.usage.unwrap_or_default()) }))
+                .collect();
+            break (
+                render::usage_value(&page.team_usage.unwrap_or_default()),
+                others,
+            );
         }
         token = page.next_page_token;
-    }
+    };
     let mut requests = Vec::new();
     let mut token = String::new();
     loop {
@@ -320,7 +328,10 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, crate::error::HubError> {
         }
         token = page.next_page_token;
     }
-    Ok(json!({ "members": members, "requests": requests }))
+    Ok(json!({
+        "members": members, "requests": requests,
+        "team_usage": team_usage, "other_usage": other_usage,
+    }))
 }
 
 /// The hub's events, live, as server-sent events (one JSON object each).

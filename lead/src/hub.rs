@@ -41,6 +41,7 @@ mod shutdowns;
 mod tasks;
 #[cfg(test)]
 mod tests;
+mod usage;
 
 /// Who decides plan approvals.
 #[derive(Debug, Clone)]
@@ -104,6 +105,9 @@ pub struct HubConfig {
     /// The most bytes of resolved requests kept for the record (within
     /// `retention`); past it the oldest are forgotten first.
     pub retained_max_bytes: usize,
+    /// The token budget of a member that joins with none of its own and
+    /// none the operator set; 0: none.
+    pub token_budget: u64,
 }
 
 /// A bound on pending requests, in count and in bytes.
@@ -141,6 +145,7 @@ impl Default for HubConfig {
                 bytes: 128 * 1024 * 1024,
             },
             retained_max_bytes: 256 * 1024 * 1024,
+            token_budget: 0,
         }
     }
 }
@@ -162,6 +167,8 @@ pub(crate) enum Command {
     Join {
         name: Name,
         role: String,
+        /// The budget it asks for; 0: none of its own.
+        token_budget: u64,
         reply: Reply<pb::JoinResponse>,
     },
     Identify {
@@ -218,6 +225,13 @@ pub(crate) enum Command {
         report: pb::ToolCallReport,
         reply: Reply<()>,
     },
+    /// `ReportUsage`, its epoch checked.
+    ReportUsage {
+        token: String,
+        epoch: String,
+        totals: shared::usage::Usage,
+        reply: Reply<pb::UsageStatus>,
+    },
     Leave {
         token: String,
         reason: String,
@@ -263,6 +277,11 @@ pub(crate) enum Command {
     ListTeam {
         request: pb::ListTeamRequest,
         reply: Reply<pb::ListTeamResponse>,
+    },
+    SetBudget {
+        name: Name,
+        token_budget: u64,
+        reply: Reply<pb::UsageStatus>,
     },
     ListRequests {
         filter: pb::ListRequestsRequest,
@@ -414,6 +433,11 @@ pub(crate) struct Hub {
     review_jobs: Option<mpsc::Sender<crate::reviewer::Job>>,
     /// Stages to run outside the hub, with `--approval chain:FILE`.
     stage_jobs: Option<mpsc::Sender<crate::chain::stages::StageJob>>,
+    /// Names this lead process's model calls (the reviewer's) in the usage
+    /// ledger: made at start, so a restarted lead's calls add to the last.
+    reviewer_epoch: String,
+    /// What the model reviewer used since this lead started, by account name.
+    reviewer_totals: HashMap<String, shared::usage::Usage>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -458,7 +482,8 @@ pub(crate) fn load(
         TaskBoard::DEFAULT_MAX_TASKS,
         snapshot.holds.take(),
         |name| roster.get(name).is_some_and(|m| !m.terminated()),
-    );
+    )
+    .with_usage(std::mem::take(&mut snapshot.usage));
     let (tx, rx) = mpsc::channel(4096);
     let joins = shared::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
     let mut hub = Hub {
@@ -483,6 +508,8 @@ pub(crate) fn load(
         joins,
         review_jobs: None,
         stage_jobs: None,
+        reviewer_epoch: uuid::Uuid::new_v4().to_string(),
+        reviewer_totals: HashMap::new(),
     };
     // Everyone is disconnected until they come back; the grace period started
     // as the roster was restored.
@@ -589,8 +616,13 @@ impl Hub {
     /// Runs one command.
     fn handle(&mut self, command: Command) {
         match command {
-            Command::Join { name, role, reply } => {
-                let result = self.join(name, role);
+            Command::Join {
+                name,
+                role,
+                token_budget,
+                reply,
+            } => {
+                let result = self.join(name, role, token_budget);
                 self.reply(reply, result);
             }
             Command::Identify { token, reply } => {
@@ -655,6 +687,23 @@ impl Hub {
                 let result = self.report_tool_call(&token, report);
                 self.reply(reply, result);
             }
+            Command::ReportUsage {
+                token,
+                epoch,
+                totals,
+                reply,
+            } => {
+                let result = self.report_usage(&token, &epoch, totals);
+                self.reply(reply, result);
+            }
+            Command::SetBudget {
+                name,
+                token_budget,
+                reply,
+            } => {
+                let result = self.set_budget(&name, token_budget);
+                self.reply(reply, result);
+            }
             Command::Leave {
                 token,
                 reason,
@@ -693,6 +742,9 @@ impl Hub {
                 self.reply(reply, result);
             }
             Command::StageVerdict(done) => {
+                if let Some((reviewer, used)) = done.used {
+                    self.reviewer_used(&reviewer, used);
+                }
                 self.stage_verdict(&done.request_id, done.stage, done.verdict)
             }
             Command::ReviewPlan { review, by, reply } => {
@@ -814,7 +866,7 @@ impl Hub {
 
     /// Tells the watchers how `name` stands now.
     fn emit_member(&mut self, name: &str) {
-        if let Some(member) = self.roster.get(name).map(|m| m.to_pb()) {
+        if let Some(member) = self.roster.get(name).map(|m| self.member_pb(m)) {
             self.emit(pb::event::Kind::Member(member));
         }
     }

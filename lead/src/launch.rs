@@ -108,6 +108,15 @@ fn brain(request: &pb::SpawnTeammateRequest) -> Result<Brain, HubError> {
         )
         .into()),
         (false, true) => {
+            for (field, value) in [
+                ("token_budget", request.token_budget),
+                ("max_tokens", u64::from(request.max_tokens)),
+                ("context_window", u64::from(request.context_window)),
+            ] {
+                if value != 0 {
+                    return Err(FieldError::new(field, "is only for a model teammate").into());
+                }
+            }
             let script = PathBuf::from(&request.script_path);
             if !script.is_file() {
                 return Err(FieldError::new(
@@ -151,6 +160,9 @@ fn brain(request: &pb::SpawnTeammateRequest) -> Result<Brain, HubError> {
                 task: request.task.clone(),
                 base_url: given(&request.base_url),
                 api_key_env: given(&request.api_key_env),
+                token_budget: request.token_budget,
+                max_tokens: request.max_tokens,
+                context_window: request.context_window,
             })
         }
     }

@@ -46,7 +46,8 @@ enum TaskAction {
 enum Command {
     /// Run the lead's gRPC server.
     Serve(Box<ServeArgs>),
-    /// List every member: name, role, status, permission mode.
+    /// List every member: name, role, status, permission mode, what its
+    /// model used and its token budget; then the team's total.
     Team {
         #[command(flatten)]
         target: TargetArgs,
@@ -132,6 +133,16 @@ enum Command {
         /// Return once asked, without waiting for the answer.
         #[arg(long)]
         no_wait: bool,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Set a member's token budget (prompt and completion tokens together;
+    /// 0 removes it); prints what it used and its budget now.
+    Budget {
+        /// The member's name.
+        name: String,
+        /// The budget in tokens; 0: none.
+        tokens: u64,
         #[command(flatten)]
         target: TargetArgs,
     },
@@ -281,6 +292,10 @@ struct ServeArgs {
     /// --retention); past it the oldest are forgotten first.
     #[arg(long, default_value_t = 256 * 1024 * 1024)]
     retained_max_bytes: usize,
+    /// The token budget (prompt and completion together) of a member that
+    /// joins with none of its own and none set by `lead budget`; 0: none.
+    #[arg(long, default_value_t = 0)]
+    token_budget: u64,
     /// Seconds a new connection has to send the HTTP/2 preface.
     #[arg(long, default_value_t = 10.0)]
     handshake_timeout: f64,
@@ -572,6 +587,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             )
             .await
         }
+        Command::Budget {
+            name,
+            tokens,
+            target,
+        } => cli::budget(&mut cli::connect(&target.into()).await?, name, tokens).await,
         Command::Spawn { spawn, target } => {
             cli::spawn(&mut cli::connect(&target.into()).await?, spawn).await
         }
@@ -738,6 +758,7 @@ fn hub_config(
             bytes: args.pending_max_bytes,
         },
         retained_max_bytes: args.retained_max_bytes,
+        token_budget: args.token_budget,
     })
 }
 

@@ -76,17 +76,41 @@ pub fn request_status(status: i32) -> String {
 
 /// One member as JSON.
 pub fn member_json(m: &pb::Member) -> Value {
+    let used = m.usage.unwrap_or_default();
     json!({
         "member_id": m.member_id, "name": m.name, "role": m.role,
         "status": member_status(m.status), "mode": mode(m.mode),
+        "usage": usage_value(&used), "token_budget": m.token_budget,
     })
+}
+
+/// A usage as JSON.
+pub fn usage_value(u: &pb::Usage) -> Value {
+    json!({
+        "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens,
+        "calls": u.calls, "model_ms": u.model_ms,
+    })
+}
+
+/// Prompt and completion tokens together.
+pub fn tokens(u: &pb::Usage) -> u64 {
+    u.prompt_tokens.saturating_add(u.completion_tokens)
+}
+
+/// A budget for a table: `-` for none.
+pub fn budget(token_budget: u64) -> String {
+    if token_budget == 0 {
+        "-".into()
+    } else {
+        token_budget.to_string()
+    }
 }
 
 /// A usage and its budget in a few words: `1,234 tokens (1,000 prompt, 234
 /// completion) in 3 calls, 2.1 s; budget 10,000`.
 pub fn usage_line(u: &pb::MemberUsage) -> String {
     let total = u.total.unwrap_or_default();
-    let tokens = total.prompt_tokens + total.completion_tokens;
+    let tokens = tokens(&total);
     let mut line = format!(
         "{tokens} tokens ({} prompt, {} completion) in {} calls, {:.1} s",
         total.prompt_tokens,

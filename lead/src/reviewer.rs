@@ -137,8 +137,13 @@ impl Reviewer {
         format!("model {}", self.chat.model())
     }
 
-    /// Asks the model; `Err` says why there is no decision.
-    pub(crate) async fn decide(&self, job: &Job) -> Result<Verdict, String> {
+    /// Asks the model; `Err` says why there is no decision. `tokens`: what
+    /// the call used, where the server said.
+    pub(crate) async fn decide(
+        &self,
+        job: &Job,
+        tokens: &mut Option<shared::chat::Usage>,
+    ) -> Result<Verdict, String> {
         let messages = [
             Message::system(format!(
                 "You review plans that teammates submit before they may write anything. \
@@ -155,6 +160,7 @@ impl Reviewer {
             .complete(&messages, &[review_plan_tool()])
             .await
             .map_err(|e| e.to_string())?;
+        *tokens = reply.usage;
         let call = reply
             .tool_calls
             .iter()
@@ -298,6 +304,13 @@ pub(crate) enum Outcome {
         /// What the note says once it is recorded.
         said: String,
     },
+    /// What one review's model call used (told before its decision).
+    Used {
+        /// Who (the reviewer's name).
+        reviewer: String,
+        /// One call, the time it took, and its tokens where the server said.
+        used: shared::usage::Usage,
+    },
 }
 
 /// Where a reviewer reports its outcomes.
@@ -316,7 +329,14 @@ pub(crate) fn start(reviewer: Arc<Reviewer>, report: Report) -> mpsc::Sender<Job
             let reviewer = reviewer.clone();
             let report = report.clone();
             tokio::spawn(async move {
-                report(review(&reviewer, job).await);
+                let started = tokio::time::Instant::now();
+                let mut tokens = None;
+                let outcome = review(&reviewer, job, &mut tokens).await;
+                report(Outcome::Used {
+                    reviewer: reviewer.name(),
+                    used: used(started.elapsed(), tokens),
+                });
+                report(outcome);
                 drop(slot);
             });
         }
@@ -324,15 +344,33 @@ pub(crate) fn start(reviewer: Arc<Reviewer>, report: Report) -> mpsc::Sender<Job
     tx
 }
 
-/// Reviews one plan: the decision, or why there is none.
-async fn review(reviewer: &Reviewer, job: Job) -> Outcome {
+/// What one model call used: one call, `took`, and the server's count of
+/// tokens if it gave one.
+pub(crate) fn used(took: Duration, tokens: Option<shared::chat::Usage>) -> shared::usage::Usage {
+    let tokens = tokens.unwrap_or_default();
+    shared::usage::Usage {
+        prompt_tokens: tokens.prompt_tokens,
+        completion_tokens: tokens.completion_tokens,
+        calls: 1,
+        model_ms: u64::try_from(took.as_millis()).unwrap_or(u64::MAX),
+    }
+}
+
+/// Reviews one plan: the decision, or why there is none; `tokens` gets
+/// what the model call used, where the server said.
+async fn review(
+    reviewer: &Reviewer,
+    job: Job,
+    tokens: &mut Option<shared::chat::Usage>,
+) -> Outcome {
     let name = reviewer.name();
     let note = |text: String| Outcome::Note {
         request_id: job.request_id.clone(),
         reviewer: name.clone(),
         text,
     };
-    let verdict = match tokio::time::timeout(reviewer.timeout, reviewer.decide(&job)).await {
+    let verdict = match tokio::time::timeout(reviewer.timeout, reviewer.decide(&job, tokens)).await
+    {
         Ok(Ok(verdict)) => verdict,
         Ok(Err(why)) => {
             tracing::warn!(request_id = %job.request_id, why = %shared::display::Escaped(&why), "the reviewer made no decision; the plan waits for an operator");
@@ -416,6 +454,27 @@ mod tests {
         assert!(parse_verdict(r#"{"approve": "yes"}"#).is_err());
         assert!(parse_verdict(r#"{"approve": true, "write_paths": "src"}"#).is_err());
         assert!(parse_verdict("not json").is_err());
+    }
+
+    #[test]
+    fn a_call_counts_once_with_its_time_and_the_tokens_the_server_gave() {
+        let counted = used(
+            Duration::from_millis(1_500),
+            Some(shared::chat::Usage {
+                prompt_tokens: 120,
+                completion_tokens: 30,
+            }),
+        );
+        assert_eq!(
+            counted,
+            shared::usage::Usage {
+                prompt_tokens: 120,
+                completion_tokens: 30,
+                calls: 1,
+                model_ms: 1_500,
+            }
+        );
+        assert_eq!(used(Duration::from_millis(7), None).tokens(), 0);
     }
 
     #[test]

@@ -980,6 +980,7 @@ mod tests {
             message_ids: vec![("alice".into(), "m1".into(), "d".into())],
             tasks: vec![],
             holds: None,
+            usage: vec![],
         };
         let mut roster = Roster::restore(&mut snapshot, 5, 10).expect("restores");
         assert_eq!(roster.by_token("t-alice"), Some("alice"));

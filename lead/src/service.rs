@@ -9,6 +9,7 @@ use std::{
 use shared::{
     access::{self, Call, Caller},
     auth::{bearer, same_token},
+    error::FieldError,
     limits,
     names::Name,
     pb,
@@ -153,6 +154,7 @@ impl pb::lead_server::Lead for LeadService {
             .call(|reply| Command::Join {
                 name,
                 role: request.role,
+                token_budget: request.token_budget,
                 reply,
             })
             .await?;
@@ -278,9 +280,25 @@ impl pb::lead_server::Lead for LeadService {
 
     async fn report_usage(
         &self,
-        _request: Request<pb::UsageReport>,
+        request: Request<pb::UsageReport>,
     ) -> Result<Response<pb::UsageStatus>, Status> {
-        Err(Status::unimplemented("ReportUsage is not served yet"))
+        let token = self.session(&request, "ReportUsage")?;
+        let pb::UsageReport { epoch, totals } = request.into_inner();
+        shared::usage::check_epoch(&epoch).map_err(HubError::from)?;
+        let totals = totals
+            .as_ref()
+            .map(shared::usage::Usage::from)
+            .ok_or_else(|| HubError::from(FieldError::new("totals", "is required")))?;
+        Ok(Response::new(
+            self.hub
+                .call(|reply| Command::ReportUsage {
+                    token,
+                    epoch,
+                    totals,
+                    reply,
+                })
+                .await?,
+        ))
     }
 
     async fn report_tool_call(
@@ -536,8 +554,16 @@ impl pb::operator_server::Operator for OperatorService {
 
     async fn set_budget(
         &self,
-        _request: Request<pb::SetBudgetRequest>,
+        request: Request<pb::SetBudgetRequest>,
     ) -> Result<Response<pb::UsageStatus>, Status> {
-        Err(Status::unimplemented("SetBudget is not served yet"))
+        // The caller first: a stranger learns nothing from validation.
+        self.operator(&request).await?;
+        let name = Name::parse("name", &request.get_ref().name).map_err(HubError::from)?;
+        self.run(request, |r, reply| Command::SetBudget {
+            name,
+            token_budget: r.token_budget,
+            reply,
+        })
+        .await
     }
 }

@@ -92,6 +92,8 @@ pub struct Snapshot {
     /// (a database from before schema 5, or a store that keeps nothing):
     /// the lead then works them out from the approved plans.
     pub holds: Option<Vec<(String, shared::holds::Hold)>>,
+    /// What each model user used, and the members' budgets.
+    pub usage: Vec<shared::usage::Account>,
 }
 
 /// Why the store failed.

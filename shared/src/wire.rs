@@ -13,6 +13,7 @@ use crate::{
     plan::Plan,
     protocol::{Kind, Request, ReviewStep, Status},
     tasks::{Task, TaskStatus},
+    usage::{Standing, Usage},
 };
 
 /// A core value's wire form.
@@ -153,6 +154,48 @@ impl ToPb for Plan {
             body: self.body.clone(),
             task_id: self.task_id.clone(),
         }
+    }
+}
+
+impl ToPb for Usage {
+    type Pb = pb::Usage;
+    fn to_pb(&self) -> pb::Usage {
+        pb::Usage {
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            calls: self.calls,
+            model_ms: self.model_ms,
+        }
+    }
+}
+
+impl From<&pb::Usage> for Usage {
+    fn from(u: &pb::Usage) -> Self {
+        Self {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+            calls: u.calls,
+            model_ms: u.model_ms,
+        }
+    }
+}
+
+impl ToPb for Standing {
+    type Pb = pb::UsageStatus;
+    fn to_pb(&self) -> pb::UsageStatus {
+        pb::UsageStatus {
+            total: Some(self.total.to_pb()),
+            token_budget: self.token_budget,
+        }
+    }
+}
+
+/// `name`'s standing as a `Watch` event's body.
+pub fn member_usage(name: &str, standing: &Standing) -> pb::MemberUsage {
+    pb::MemberUsage {
+        name: name.to_owned(),
+        total: Some(standing.total.to_pb()),
+        token_budget: standing.token_budget,
     }
 }
 

@@ -93,6 +93,7 @@ enum Target {
     RequestPermission,
     ReportIdle,
     ReportToolCall,
+    ReportUsage,
     Leave,
     LeadListTasks,
     ClaimTask,
@@ -107,6 +108,7 @@ enum Target {
     CreateTask,
     OperatorListTasks,
     SpawnTeammate,
+    SetBudget,
     Page,
     State,
     Events,
@@ -122,7 +124,7 @@ enum Target {
 // token of carol, who left | the join token | alice's session token | bob's
 // session token | the operator token.
 #[rustfmt::skip]
-const GRPC: [(Target, [Answer; 11]); 23] = [
+const GRPC: [(Target, [Answer; 11]); 25] = [
     //                           none  basic empty garb. bare  wrong left  join  alice bob   oper.
     // Known credentials of the wrong kind: PERMISSION_DENIED, as on every other rpc.
     (Target::Join,              [UN,   UN,   UN,   UN,   UN,   UN,   UN,   OK,   PD,   PD,   PD]),
@@ -136,6 +138,7 @@ const GRPC: [(Target, [Answer; 11]); 23] = [
     (Target::RequestPermission, [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   OK,   FP,   PD]),
     (Target::ReportIdle,        [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   OK,   OK,   PD]),
     (Target::ReportToolCall,    [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   OK,   OK,   PD]),
+    (Target::ReportUsage,       [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   OK,   OK,   PD]),
     (Target::Leave,             [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   OK,   OK,   PD]),
     (Target::LeadListTasks,     [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   OK,   OK,   PD]),
     // alice's task: claimed by another member is FAILED_PRECONDITION (mesh.proto).
@@ -153,6 +156,7 @@ const GRPC: [(Target, [Answer; 11]); 23] = [
     (Target::OperatorListTasks, [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   OK]),
     // alice is on the team already: nothing is started.
     (Target::SpawnTeammate,     [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   AE]),
+    (Target::SetBudget,         [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   OK]),
 ];
 
 /// The console takes the operator token as a bearer; everyone else gets the
@@ -358,6 +362,18 @@ impl Fixture {
                 };
                 unary(lead.report_tool_call(req(auth, body)).await)
             }
+            Target::ReportUsage => {
+                let body = pb::UsageReport {
+                    epoch: "e1".into(),
+                    totals: Some(pb::Usage {
+                        prompt_tokens: 10,
+                        completion_tokens: 5,
+                        calls: 1,
+                        model_ms: 100,
+                    }),
+                };
+                unary(lead.report_usage(req(auth, body)).await)
+            }
             Target::Leave => {
                 let body = pb::LeaveRequest {
                     reason: "bye".into(),
@@ -445,6 +461,13 @@ impl Fixture {
                     ..Default::default()
                 };
                 unary(operator.spawn_teammate(req(auth, body)).await)
+            }
+            Target::SetBudget => {
+                let body = pb::SetBudgetRequest {
+                    name: "bob".into(),
+                    token_budget: 1_000,
+                };
+                unary(operator.set_budget(req(auth, body)).await)
             }
             _ => unreachable!("{target:?} is a console endpoint"),
         };

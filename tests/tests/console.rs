@@ -65,6 +65,38 @@ async fn an_operator_reviews_and_shuts_down_from_the_console() {
         .await;
     browser.wait_for("#live", "live").await;
 
+    // What a member's model used and its budget show without a reload, and
+    // so does the team's total.
+    let mut dora = lead.join("dora").await;
+    let totals = pb::Usage {
+        prompt_tokens: 1_000,
+        completion_tokens: 234,
+        calls: 3,
+        model_ms: 2_100,
+    };
+    dora.api
+        .report_usage(pb::UsageReport {
+            epoch: "e1".into(),
+            totals: Some(totals),
+        })
+        .await
+        .unwrap();
+    operator
+        .set_budget(pb::SetBudgetRequest {
+            name: "dora".into(),
+            token_budget: 5_000,
+        })
+        .await
+        .unwrap();
+    let row = browser.wait_for("tr[data-member=dora]", "5000").await;
+    let tokens = browser
+        .text(&browser.within(&row, "[data-testid=tokens]").await)
+        .await;
+    assert_eq!(tokens, "1234");
+    browser
+        .wait_for("#team-usage", "Team total: 1234 tokens")
+        .await;
+
     // A teammate's plan appears without a reload.
     let mut alice = lead.teammate("alice", ALICE);
     let plan = browser.wait_for("[data-testid=plan]", "Add a").await;

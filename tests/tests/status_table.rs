@@ -457,6 +457,32 @@ async fn malformed_input_is_invalid_argument_naming_the_field() {
         Code::InvalidArgument,
         &["status"],
     );
+    for (epoch, totals, field) in [
+        (String::new(), Some(pb::Usage::default()), "epoch"),
+        ("e".repeat(129), Some(pb::Usage::default()), "epoch"),
+        ("e1".to_owned(), None, "totals"),
+    ] {
+        expect_status(
+            members[0]
+                .api
+                .report_usage(pb::UsageReport { epoch, totals })
+                .await,
+            Code::InvalidArgument,
+            &[field],
+        );
+    }
+    for bad in ["Alice", "a b", ""] {
+        expect_status(
+            operator
+                .set_budget(pb::SetBudgetRequest {
+                    name: bad.into(),
+                    token_budget: 1,
+                })
+                .await,
+            Code::InvalidArgument,
+            &["name"],
+        );
+    }
 }
 
 #[tokio::test]
@@ -489,6 +515,21 @@ async fn sending_to_a_name_that_is_not_a_member_is_not_found() {
                 to: "nobody".into(),
                 text,
                 message_id: String::new(),
+            })
+            .await,
+        Code::NotFound,
+        &["nobody"],
+    );
+}
+
+#[tokio::test]
+async fn a_budget_for_a_name_that_never_joined_is_not_found() {
+    let (_lead, mut operator, _members) = lead_with(&["alice"]).await;
+    expect_status(
+        operator
+            .set_budget(pb::SetBudgetRequest {
+                name: "nobody".into(),
+                token_budget: 10,
             })
             .await,
         Code::NotFound,

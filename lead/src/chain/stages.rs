@@ -56,6 +56,8 @@ pub(crate) struct StageDone {
     pub(crate) stage: usize,
     /// What it said.
     pub(crate) verdict: Verdict,
+    /// A model stage's call: the reviewer's name and what the call used.
+    pub(crate) used: Option<(String, shared::usage::Usage)>,
 }
 
 /// Where the runner reports verdicts.
@@ -80,18 +82,25 @@ pub(crate) fn start(report: Report) -> mpsc::Sender<StageJob> {
             };
             let report = report.clone();
             running.spawn(async move {
-                let verdict = match &job.work {
+                let (verdict, used) = match &job.work {
                     Work::Program {
                         command,
                         timeout,
                         input,
-                    } => super::run_program(command, *timeout, input).await,
-                    Work::Model { reviewer, job } => model_verdict(reviewer, job).await,
+                    } => (super::run_program(command, *timeout, input).await, None),
+                    Work::Model { reviewer, job } => {
+                        let started = tokio::time::Instant::now();
+                        let mut tokens = None;
+                        let verdict = model_verdict(reviewer, job, &mut tokens).await;
+                        let used = reviewer::used(started.elapsed(), tokens);
+                        (verdict, Some((reviewer.name(), used)))
+                    }
                 };
                 report(StageDone {
                     request_id: job.request_id,
                     stage: job.stage,
                     verdict,
+                    used,
                 });
                 drop(slot);
             });
@@ -104,8 +113,12 @@ pub(crate) fn start(report: Report) -> mpsc::Sender<StageJob> {
 
 /// The model's verdict as a stage of a chain: a decision, or an error
 /// (which never approves) saying why there is none.
-async fn model_verdict(reviewer: &Reviewer, job: &reviewer::Job) -> Verdict {
-    match tokio::time::timeout(reviewer.timeout(), reviewer.decide(job)).await {
+async fn model_verdict(
+    reviewer: &Reviewer,
+    job: &reviewer::Job,
+    tokens: &mut Option<shared::chat::Usage>,
+) -> Verdict {
+    match tokio::time::timeout(reviewer.timeout(), reviewer.decide(job, tokens)).await {
         Ok(Ok(reviewer::Verdict::Approve {
             feedback,
             write_paths,

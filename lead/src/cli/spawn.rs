@@ -39,6 +39,18 @@ pub struct SpawnArgs {
     /// `--model-key-env` names.
     #[arg(long, requires = "model")]
     pub api_key_env: Option<String>,
+    /// The model teammate's token budget, prompt and completion together
+    /// (default: the lead's --token-budget; a budget set with `lead budget`
+    /// wins over both).
+    #[arg(long, requires = "model")]
+    pub token_budget: Option<u64>,
+    /// The most tokens of one model reply (default: the teammate's).
+    #[arg(long, requires = "model")]
+    pub max_tokens: Option<u32>,
+    /// The model's context window in tokens (default: what the server says,
+    /// else the teammate's).
+    #[arg(long, requires = "model")]
+    pub context_window: Option<u32>,
     /// Its workspace (default: <state-dir>/workspaces/<name>).
     #[arg(long)]
     pub workspace: Option<PathBuf>,
@@ -87,7 +99,9 @@ pub async fn spawn(client: &mut Operator, args: SpawnArgs) -> Result<String, Cli
         task: args.task.unwrap_or_default(),
         base_url: args.base_url.unwrap_or_default(),
         api_key_env: args.api_key_env.unwrap_or_default(),
-        ..Default::default()
+        token_budget: args.token_budget.unwrap_or_default(),
+        max_tokens: args.max_tokens.unwrap_or_default(),
+        context_window: args.context_window.unwrap_or_default(),
     };
     // The lead registers a watcher before it answers: from here on nothing
     // is missed.

@@ -5,6 +5,11 @@
 const members = new Map();   // name -> member
 const requests = new Map();  // request_id -> request
 const events = [];           // newest last
+// What each model user used, by name (members and others, like the lead's
+// reviewer): { tokens, calls, budget }. `usageBase` is what the team's total
+// holds beyond them (members the lead no longer lists).
+const usage = new Map();
+let usageBase = 0;
 const MAX_EVENTS = 1000;
 const filter = document.getElementById("event-filter");
 
@@ -178,6 +183,24 @@ function shutdownOutcome(name) {
   }
 }
 
+function tokensOf(u) {
+  return u ? (u.prompt_tokens || 0) + (u.completion_tokens || 0) : 0;
+}
+
+function usageSum() {
+  let sum = 0;
+  for (const u of usage.values()) sum += u.tokens;
+  return sum;
+}
+
+function renderUsage() {
+  const others = [...usage.entries()].filter(([name]) => !members.has(name))
+    .map(([name, u]) => `${name}: ${u.tokens} tokens in ${u.calls} calls`);
+  const total = usageBase + usageSum();
+  document.getElementById("team-usage").textContent =
+    `Team total: ${total} tokens` + (others.length ? "; " + others.join("; ") : "");
+}
+
 function renderTeam() {
   const body = document.querySelector("#team tbody");
   const files = approvedFiles();
@@ -191,8 +214,11 @@ function renderTeam() {
     return el("tr", { "data-member": m.name },
       el("td", { text: m.name }), el("td", { text: m.role }),
       el("td", { "data-testid": "status", text: m.status }), el("td", { text: m.mode }),
+      el("td", { "data-testid": "tokens", text: String((usage.get(m.name) || { tokens: 0 }).tokens) }),
+      el("td", { "data-testid": "budget", text: (usage.get(m.name) || {}).budget ? String(usage.get(m.name).budget) : "-" }),
       el("td", { text: (files.get(m.name) || []).join(", ") }), cell);
   }));
+  renderUsage();
   const names = [...members.keys()];
   const current = filter.value;
   filter.replaceChildren(el("option", { value: "", text: "everyone" }), ...names.map((n) => el("option", { value: n, text: n })));
@@ -219,6 +245,7 @@ function describe(e) {
   if (ev.tool_call) return [`${ev.tool_call.member} ${ev.tool_call.allowed ? "ran" : "was refused"} ${ev.tool_call.tool}: ${ev.tool_call.outcome}`, ev.tool_call.member];
   if (ev.review_note) return [`${ev.review_note.reviewer}: ${ev.review_note.note}`];
   if (ev.task) return [`task ${ev.task.subject}: ${ev.task.status}${ev.task.owner ? " (" + ev.task.owner + ")" : ""}`, ev.task.owner];
+  if (ev.usage) return [`${ev.usage.name} used ${tokensOf(ev.usage)} tokens in ${ev.usage.calls} calls` + (ev.usage.token_budget ? ` (budget ${ev.usage.token_budget})` : ""), ev.usage.name];
   if (ev.child_exited) {
     const c = ev.child_exited;
     return [`${c.name} (pid ${c.pid}) ${c.how}${c.joined ? "" : " before joining" + (c.log_tail ? "; its log ends: " + c.log_tail : "")}`, c.name];
@@ -244,7 +271,11 @@ function newer(old, now) {
 
 function apply(e) {
   const ev = e.event || {};
-  if (ev.member) members.set(ev.member.name, ev.member);
+  if (ev.member) {
+    members.set(ev.member.name, ev.member);
+    usage.set(ev.member.name, { tokens: tokensOf(ev.member.usage), calls: (ev.member.usage || {}).calls || 0, budget: ev.member.token_budget || 0 });
+  }
+  if (ev.usage) usage.set(ev.usage.name, { tokens: tokensOf(ev.usage), calls: ev.usage.calls || 0, budget: ev.usage.token_budget || 0 });
   if (ev.request && newer(requests.get(ev.request.request_id), ev.request)) {
     requests.set(ev.request.request_id, ev.request);
   }
@@ -279,7 +310,12 @@ function start() {
     const response = await fetch("/api/state");
     if (response.status === 401) { location.reload(); return; }
     const state = await response.json();
-    for (const m of state.members) members.set(m.name, m);
+    for (const m of state.members) {
+      members.set(m.name, m);
+      usage.set(m.name, { tokens: tokensOf(m.usage), calls: (m.usage || {}).calls || 0, budget: m.token_budget || 0 });
+    }
+    for (const o of state.other_usage || []) usage.set(o.name, { tokens: tokensOf(o.usage), calls: (o.usage || {}).calls || 0, budget: 0 });
+    usageBase = tokensOf(state.team_usage) - usageSum();
     for (const r of state.requests) if (newer(requests.get(r.request_id), r)) requests.set(r.request_id, r);
     for (const e of early) apply(e);
     early = [];

@@ -29,7 +29,12 @@ const NOTICE_RATE: i64 = 100_000;
 
 impl Hub {
     /// `Join`: a new member in plan mode, or ALREADY_EXISTS for an active name.
-    pub(super) fn join(&mut self, name: Name, role: String) -> Result<pb::JoinResponse, HubError> {
+    pub(super) fn join(
+        &mut self,
+        name: Name,
+        role: String,
+        token_budget: u64,
+    ) -> Result<pb::JoinResponse, HubError> {
         // Every attempt counts, so a leaked join token cannot be tried
         // faster than the rate either.
         let now = self.now();
@@ -75,6 +80,10 @@ impl Hub {
             *joined = true;
         }
         let member_id = member.id.clone();
+        let standing = self
+            .team
+            .usage
+            .join(name.as_str(), token_budget, self.config.token_budget);
         self.roster.insert(member);
         self.track_grace(name.as_str(), None);
         tracing::info!(member = %name, "joined");
@@ -83,7 +92,7 @@ impl Hub {
             member_id,
             session_token: token,
             grant: Some(Grant::plan().to_pb()),
-            ..Default::default()
+            usage: Some(standing.to_pb()),
         })
     }
 
@@ -464,12 +473,14 @@ impl Hub {
         let (members, next_page_token) = page.collect(
             self.roster
                 .iter_after(page.after)
-                .map(|m| (m.order, m.to_pb())),
+                .map(|m| (m.order, self.member_pb(m))),
         );
+        let (team_usage, other_usage) = self.usage_summary();
         Ok(pb::ListTeamResponse {
             members,
             next_page_token,
-            ..Default::default()
+            team_usage: Some(team_usage),
+            other_usage,
         })
     }
 

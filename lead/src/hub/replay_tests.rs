@@ -152,6 +152,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             hub.handle(Command::Join {
                 name: Name::parse("name", &name).expect("a valid name"),
                 role: "coder".into(),
+                token_budget: 0,
                 reply,
             });
             known.joining.push((name, rx));

@@ -298,6 +298,9 @@ impl Hub {
                 };
                 (request_id, by, text)
             }
+            crate::reviewer::Outcome::Used { reviewer, used } => {
+                return self.reviewer_used(&reviewer, used);
+            }
         };
         self.emit(pb::event::Kind::ReviewNote(pb::ReviewNote {
             request_id,

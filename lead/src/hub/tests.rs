@@ -30,6 +30,7 @@ async fn join(hub: &HubHandle, name: &str) -> String {
     hub.call(|reply| Command::Join {
         name,
         role: "coder".into(),
+        token_budget: 0,
         reply,
     })
     .await

@@ -26,7 +26,7 @@ pub const MARKER_FILE: &str = "mesh.db.id";
 /// Tells a mesh database from any other SQLite file.
 const MAGIC: &str = "mesh-lead-state";
 /// The schema version this code writes.
-const SCHEMA_VERSION: i64 = 5;
+const SCHEMA_VERSION: i64 = 6;
 /// `Send` message ids kept per sender.
 const KEPT_MESSAGE_IDS: u64 = 4_096;
 
@@ -116,6 +116,14 @@ INSERT INTO tasks_by_creation SELECT task_id, created, body FROM tasks ORDER BY 
 DROP TABLE tasks;
 ALTER TABLE tasks_by_creation RENAME TO tasks;
 UPDATE meta SET value = '5' WHERE key = 'schema_version';
+";
+
+/// Schema 6 (over 5): what each model user (a member, the model reviewer)
+/// used, per process, and its budget: one row per user, its account as
+/// JSON (a few epochs, bounded by the core).
+const SCHEMA_6: &str = "
+CREATE TABLE usage (name TEXT PRIMARY KEY, account TEXT NOT NULL);
+UPDATE meta SET value = '6' WHERE key = 'schema_version';
 ";
 
 impl SqliteStore {
@@ -220,24 +228,29 @@ impl SqliteStore {
         match version {
             1 => conn
                 .execute_batch(&format!(
-                    "BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} COMMIT;"
+                    "BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} COMMIT;"
                 ))
                 .map_err(corrupt)?,
             2 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} COMMIT;"))
+                .execute_batch(&format!(
+                    "BEGIN; {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} COMMIT;"
+                ))
                 .map_err(corrupt)?,
             3 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_4} {SCHEMA_5} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} COMMIT;"))
                 .map_err(corrupt)?,
             4 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_5} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_5} {SCHEMA_6} COMMIT;"))
+                .map_err(corrupt)?,
+            5 => conn
+                .execute_batch(&format!("BEGIN; {SCHEMA_6} COMMIT;"))
                 .map_err(corrupt)?,
             SCHEMA_VERSION => {}
             other => {
                 return Err(StoreError::Corrupt {
                     path: display,
                     detail: format!(
-                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 4 to it)"
+                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 5 to it)"
                     ),
                 })
             }
@@ -423,6 +436,20 @@ impl Store for SqliteStore {
             }
             snapshot.holds = Some(kept);
         }
+        let mut usage = self
+            .conn
+            .prepare("SELECT account FROM usage ORDER BY name")?;
+        let rows: Vec<String> = usage
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        for row in rows {
+            snapshot
+                .usage
+                .push(serde_json::from_str(&row).map_err(|e| StoreError::Decode {
+                    what: "usage account",
+                    detail: e.to_string(),
+                })?);
+        }
         Ok(snapshot)
     }
 
@@ -481,6 +508,15 @@ impl Store for SqliteStore {
                             .execute(params![member])?;
                     }
                 },
+                Change::Team(TeamChange::Usage(account)) => {
+                    // Plain numbers and strings always encode.
+                    let json = serde_json::to_string(account).unwrap_or_else(|_| "{}".into());
+                    tx.prepare_cached(
+                        "INSERT INTO usage (name, account) VALUES (?1, ?2) \
+                         ON CONFLICT (name) DO UPDATE SET account = ?2",
+                    )?
+                    .execute(params![account.name, json])?;
+                }
                 Change::Team(TeamChange::Task(task)) => {
                     tx.prepare_cached(
                         "INSERT INTO tasks (task_id, created, body) VALUES (?1, ?2, ?3) \
@@ -794,6 +830,7 @@ mod tests {
         conn.execute_batch(
             "ALTER TABLE requests DROP COLUMN reviews;
              DROP TABLE holds;
+             DROP TABLE usage;
              DELETE FROM meta WHERE key = 'holds_kept';
              UPDATE meta SET value = '3' WHERE key = 'schema_version';",
         )
@@ -804,6 +841,44 @@ mod tests {
         assert_eq!(snapshot.requests.len(), 1);
         assert!(snapshot.requests[0].reviews.is_empty());
         assert_eq!(schema_version(&store), SCHEMA_VERSION);
+    }
+
+    /// An account with two epochs and an operator's budget.
+    fn alices_usage() -> shared::usage::Account {
+        let used = |tokens| shared::usage::Usage {
+            prompt_tokens: tokens,
+            completion_tokens: 7,
+            calls: 2,
+            model_ms: 300,
+        };
+        shared::usage::Account {
+            name: "alice".into(),
+            member: true,
+            settled: used(1),
+            epochs: vec![("e1".into(), used(10)), ("e2".into(), used(20))],
+            operator_budget: Some(5_000),
+            token_budget: 5_000,
+        }
+    }
+
+    #[test]
+    fn usage_accounts_are_replaced_in_place_and_loaded_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut later = alices_usage();
+        later
+            .epochs
+            .push(("e3".into(), shared::usage::Usage::default()));
+        {
+            let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("open");
+            store
+                .commit(&[Change::Team(TeamChange::Usage(Box::new(alices_usage())))])
+                .expect("commit");
+            store
+                .commit(&[Change::Team(TeamChange::Usage(Box::new(later.clone())))])
+                .expect("commit");
+        }
+        let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("reopen");
+        assert_eq!(store.load().expect("load").usage, vec![later]);
     }
 
     #[test]
@@ -825,20 +900,27 @@ mod tests {
                 snapshot.holds, None,
                 "not kept yet: worked out from the plans"
             );
+            assert!(snapshot.usage.is_empty(), "no usage before schema 6");
             // The first commit of a lead that keeps holds writes them.
             store
-                .commit(&[Change::Team(TeamChange::Hold {
-                    member: "carol".into(),
-                    hold: Some(shared::holds::Hold {
-                        paths: vec!["src/**".into()],
-                        task_id: String::new(),
+                .commit(&[
+                    Change::Team(TeamChange::Hold {
+                        member: "carol".into(),
+                        hold: Some(shared::holds::Hold {
+                            paths: vec!["src/**".into()],
+                            task_id: String::new(),
+                        }),
                     }),
-                })])
+                    Change::Team(TeamChange::Usage(Box::new(alices_usage()))),
+                ])
                 .expect("commit");
         }
         let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("reopen");
         assert_eq!(schema_version(&store), SCHEMA_VERSION);
-        let holds = store.load().expect("load").holds.expect("kept now");
+        let snapshot = store.load().expect("load");
+        assert_eq!(snapshot.members.len(), 2, "the members are kept");
+        assert_eq!(snapshot.usage, vec![alices_usage()]);
+        let holds = snapshot.holds.expect("kept now");
         assert_eq!(holds.len(), 1);
         assert_eq!(holds[0].0, "carol");
         assert_eq!(holds[0].1.paths, ["src/**"]);

@@ -12,8 +12,10 @@
 //!   proposes, and the criteria that review it;
 //! - [`access`]: who may call what, once the edge knows who calls;
 //! - [`chain`]: the reviewer chain's rule (what follows each verdict);
-//! - [`team`]: the requests, the tasks and the holds as one value, and
+//! - [`team`]: the requests, the tasks, the holds and the usage as one value, and
 //!   what of them the store must make durable;
+//! - [`usage`]: what each model user used (per process, counted once),
+//!   and the members' token budgets;
 //! - [`rate`]: a token bucket; [`names`], [`limits`], [`error`], [`text`]:
 //!   the vocabulary and the bounds every field is checked against.
 
@@ -32,3 +34,4 @@ pub mod rate;
 pub mod tasks;
 pub mod team;
 pub mod text;
+pub mod usage;

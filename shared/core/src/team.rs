@@ -10,6 +10,7 @@ use crate::{
     names::RequestId,
     protocol::{Decision, Kind, Outcome, Party, Request, Status, Tracker, TransitionError},
     tasks::{Completed, Task, TaskBoard, TaskError, TaskStatus},
+    usage::{Account, Ledger},
 };
 
 /// What the store must make durable, in order.
@@ -28,6 +29,8 @@ pub enum Change {
         /// Its hold.
         hold: Option<Hold>,
     },
+    /// A model user's account (usage and budget): insert or replace it.
+    Usage(Box<Account>),
 }
 
 /// The requests, the tasks and the holds.
@@ -39,6 +42,8 @@ pub struct Team {
     pub tasks: TaskBoard,
     /// Who holds which files.
     pub holds: Holds,
+    /// What each model user used, and the members' budgets.
+    pub usage: Ledger,
     /// Requests forgotten since the last [`Team::take_changes`].
     forgotten: Vec<RequestId>,
 }
@@ -74,8 +79,15 @@ impl Team {
             requests,
             tasks,
             holds,
+            usage: Ledger::default(),
             forgotten: Vec::new(),
         }
+    }
+
+    /// The team with the usage accounts the store kept.
+    pub fn with_usage(mut self, accounts: Vec<Account>) -> Self {
+        self.usage = Ledger::restore(accounts);
+        self
     }
 
     /// The operator's answer to plan `id`: a fresh approval makes its files
@@ -157,7 +169,7 @@ impl Team {
 
     /// What changed since the last call, as the store must write it:
     /// forgotten requests first (an id may come back as a new request),
-    /// then requests and tasks oldest first, then holds.
+    /// then requests and tasks oldest first, then holds, then usage.
     pub fn take_changes(&mut self) -> Vec<Change> {
         let mut changes: Vec<Change> = std::mem::take(&mut self.forgotten)
             .into_iter()
@@ -175,6 +187,12 @@ impl Team {
                 .take_changed()
                 .into_iter()
                 .map(|(member, hold)| Change::Hold { member, hold }),
+        );
+        changes.extend(
+            self.usage
+                .take_changed()
+                .into_iter()
+                .map(|account| Change::Usage(Box::new(account))),
         );
         changes
     }

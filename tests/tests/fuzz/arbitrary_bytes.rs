@@ -79,10 +79,12 @@ async fn join_fresh(joiner: &mut LeadApi, prefix: &str, counter: &mut usize) -> 
 }
 
 /// The RPCs that must be in the descriptor set (a sign that it was read).
-const EXPECTED: [&str; 6] = [
+const EXPECTED: [&str; 8] = [
     "/mesh.v1.Lead/Join",
     "/mesh.v1.Lead/Inbox",
     "/mesh.v1.Lead/SubmitPlan",
+    "/mesh.v1.Lead/ReportUsage",
+    "/mesh.v1.Operator/SetBudget",
     "/mesh.v1.Operator/ReviewPlan",
     "/mesh.v1.Operator/Watch",
     "/mesh.v1.Operator/SpawnTeammate",

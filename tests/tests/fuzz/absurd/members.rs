@@ -1,5 +1,5 @@
 //! What members say of themselves, and how they go: RequestShutdown and
-//! RespondShutdown, ReportIdle, ReportToolCall, Leave.
+//! RespondShutdown, ReportIdle, ReportToolCall, ReportUsage, SetBudget, Leave.
 
 use shared::{limits, pb};
 
@@ -160,6 +160,36 @@ impl Absurd {
                 report_
             );
         }
+        for epoch in weird().into_iter().chain(around(shared::usage::EPOCH_MAX)) {
+            let totals = pb::Usage {
+                prompt_tokens: u64::MAX,
+                completion_tokens: u64::MAX,
+                calls: u64::MAX,
+                model_ms: u64::MAX,
+            };
+            call!(
+                self.report,
+                "ReportUsage",
+                self.alice.api,
+                report_usage,
+                pb::UsageReport {
+                    epoch,
+                    totals: Some(totals),
+                }
+            );
+        }
+        for name in weird().into_iter().chain(names()) {
+            call!(
+                self.report,
+                "SetBudget",
+                self.op,
+                set_budget,
+                pb::SetBudgetRequest {
+                    name,
+                    token_budget: u64::MAX,
+                }
+            );
+        }
         for reason in weird_some().into_iter().chain(around(limits::REASON)) {
             let mut member = throwaway(&self.lead, &mut self.tmp).await;
             call!(
@@ -170,6 +200,7 @@ impl Absurd {
                 pb::LeaveRequest { reason }
             );
         }
-        self.report.section("ReportIdle, ReportToolCall, Leave");
+        self.report
+            .section("ReportIdle, ReportToolCall, ReportUsage, SetBudget, Leave");
     }
 }

@@ -4,7 +4,7 @@ use shared::pb;
 
 use super::{text, Absurd};
 use crate::{
-    pools::{absurd_text, times, ENUMS, PAGE_SIZES},
+    pools::{absurd_text, times, ENUMS, PAGE_SIZES, SEQS},
     RANDOM_TYPED,
 };
 
@@ -17,7 +17,7 @@ impl Absurd {
         known.extend(self.tasks.iter().cloned());
         known.extend(["alice", "bob", "carol", "*", "lead"].map(String::from));
         for _ in 0..RANDOM_TYPED {
-            let which = self.rng.below(14);
+            let which = self.rng.below(16);
             if which < 6 {
                 self.random_plan_or_permission_call(which, &known).await;
             } else {
@@ -127,9 +127,9 @@ impl Absurd {
         }
     }
 
-    /// Call `which` (6 to 13): CreateTask (its id then known), ClaimTask,
+    /// Call `which` (6 to 15): CreateTask (its id then known), ClaimTask,
     /// CompleteTask, ListRequests, GetRequest, RequestShutdown, ReportIdle,
-    /// Join.
+    /// Join, ReportUsage, SetBudget.
     async fn random_task_request_or_member_call(&mut self, which: usize, known: &mut Vec<String>) {
         macro_rules! s {
             () => {
@@ -215,13 +215,39 @@ impl Absurd {
                     request
                 );
             }
-            _ => {
+            13 => {
                 let request = pb::JoinRequest {
                     name: s!(),
                     role: s!(),
-                    ..Default::default()
+                    token_budget: *self.rng.pick(SEQS),
                 };
                 call!(self.report, "Join", self.joiner, join, request);
+            }
+            14 => {
+                let totals = self.rng.chance(90).then(|| pb::Usage {
+                    prompt_tokens: *self.rng.pick(SEQS),
+                    completion_tokens: *self.rng.pick(SEQS),
+                    calls: *self.rng.pick(SEQS),
+                    model_ms: *self.rng.pick(SEQS),
+                });
+                let request = pb::UsageReport {
+                    epoch: s!(),
+                    totals,
+                };
+                call!(
+                    self.report,
+                    "ReportUsage",
+                    self.alice.api,
+                    report_usage,
+                    request
+                );
+            }
+            _ => {
+                let request = pb::SetBudgetRequest {
+                    name: s!(),
+                    token_budget: *self.rng.pick(SEQS),
+                };
+                call!(self.report, "SetBudget", self.op, set_budget, request);
             }
         }
     }
