@@ -328,3 +328,45 @@ async fn a_hundred_turns_on_an_8k_window_never_send_an_over_long_request() {
         .count();
     assert_eq!(read, 101, "every turn asked once");
 }
+
+#[tokio::test]
+async fn a_budget_stops_a_model_teammate_and_lead_budget_resumes_it() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let model = FakeModel::start(
+        (0..20)
+            .map(|_| Answer::call("list_dir", json!({"path": "."})))
+            .collect(),
+    )
+    .await;
+    let _dan = lead.model_teammate("dan", &model.base_url, "Look around.", &["--token-budget", "3000"]);
+    let reason = events.idle_reason("dan").await;
+    assert!(reason.contains("token budget spent"), "{reason}");
+    assert!(reason.contains("lead budget dan"), "{reason}");
+    let spent = model.requests();
+    // What the lead counts is what the server counted, call for call.
+    let counted: u64 = spent.iter().map(|r| prompt_tokens(&r.body)).sum();
+    let member = mesh_tests::member_named(&mut operator, "dan").await;
+    let usage = member.usage.unwrap();
+    assert_eq!(usage.prompt_tokens, counted);
+    assert_eq!(usage.calls, spent.len() as u64);
+    assert_eq!(member.token_budget, 3_000);
+    assert!(usage.prompt_tokens + usage.completion_tokens >= 3_000);
+    let (ok, out, err) = lead.cli(&["team"]).await;
+    assert!(ok && out.contains("dan"), "{out}{err}");
+    assert!(
+        out.contains(&(usage.prompt_tokens + usage.completion_tokens).to_string()),
+        "lead team shows dan's tokens: {out}"
+    );
+    // Raised: it goes on where it stopped.
+    let (ok, out, err) = lead.cli(&["budget", "dan", "100000"]).await;
+    assert!(ok, "{out}{err}");
+    let more = model.wait_for(spent.len() + 1).await;
+    let resumed = &more[spent.len()];
+    assert_eq!(
+        resumed.messages().len(),
+        spent.last().unwrap().messages().len() + 2,
+        "the same conversation, with the last call's result"
+    );
+}
