@@ -624,12 +624,21 @@ async fn lead_spawn_starts_a_model_teammate_with_the_flags_passed_on() {
             &model.base_url,
             "--api-key-env",
             "NO_SUCH_MODEL_KEY",
+            "--max-tokens",
+            "500",
+            "--context-window",
+            "4096",
+            "--token-budget",
+            "50000",
         ])
         .await;
     assert!(ok, "{out}{err}");
     events.member_in("ivy", MemberStatus::Idle).await;
     let asked = &model.requests()[0];
     assert_eq!(asked.body["model"], "test-model");
+    assert_eq!(asked.body["max_tokens"], 500, "--max-tokens passed on");
+    let ivy = mesh_tests::member_named(&mut operator, "ivy").await;
+    assert_eq!(ivy.token_budget, 50_000, "--token-budget passed on");
     assert!(asked.all_text().contains("Check the tests."));
     assert!(
         asked.all_text().contains("\"tester\""),
