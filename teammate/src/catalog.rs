@@ -64,32 +64,29 @@ pub fn tool(name: &str) -> Option<Tool> {
     let (name, description, parameters) = match name {
         "read_file" => (
             "read_file",
-            "Read a text file of the workspace. `path` is relative to the workspace.",
+            "Read a text file; `path` is relative to the workspace.",
             object(json!({"path": string}), &["path"]),
         ),
         "list_dir" => (
             "list_dir",
-            "List a directory of the workspace, one entry per line, directories ending in `/`. \
-             `path` is relative to the workspace; \".\" is its root.",
+            "List a directory (\".\" is the workspace); directories end in `/`.",
             object(json!({"path": string}), &["path"]),
         ),
         "search" => (
             "search",
-            "Find lines containing `pattern` (plain text) in the workspace's files, as \
-             `path:line: text`; `path` narrows the search to a directory.",
+            "Find lines containing `pattern` (plain text) in the workspace's files; `path` \
+             narrows it to a directory.",
             object(json!({"pattern": string, "path": string}), &["pattern"]),
         ),
         SEND_MESSAGE => (
             SEND_MESSAGE,
-            "Send a text message to another member of the team by name, to the lead as \
-             \"lead\", or to everyone as \"*\".",
+            "Send a text to a member by name, to \"lead\", or to everyone as \"*\".",
             object(json!({"to": string, "text": string}), &["to", "text"]),
         ),
         SUBMIT_PLAN => (
             SUBMIT_PLAN,
-            "Submit your plan for review. You cannot write until a plan is approved. List the \
-             files you will write (paths or globs relative to the workspace) and the tests \
-             that will check the work. After a rejection, submit the revised plan again.",
+            "Submit your plan for review; you write only once it is approved. `files`: the \
+             paths you will write; `tests`: what will check the work.",
             object(
                 json!({"summary": string, "steps": strings, "files": strings, "tests": strings,
                        "body": {"type": "string", "description": "details, optional"}}),
@@ -98,7 +95,7 @@ pub fn tool(name: &str) -> Option<Tool> {
         ),
         "write_file" => (
             "write_file",
-            "Write a whole file of the workspace (created or replaced), within your grant.",
+            "Write a whole file (created or replaced).",
             object(
                 json!({"path": string, "content": string}),
                 &["path", "content"],
@@ -106,8 +103,7 @@ pub fn tool(name: &str) -> Option<Tool> {
         ),
         "edit_file" => (
             "edit_file",
-            "Replace the one occurrence of `old` with `new` in a file of the workspace, \
-             within your grant.",
+            "Replace the one occurrence of `old` with `new` in a file.",
             object(
                 json!({"path": string, "old": string, "new": string}),
                 &["path", "old", "new"],
@@ -115,25 +111,24 @@ pub fn tool(name: &str) -> Option<Tool> {
         ),
         "run_command" => (
             "run_command",
-            "Run a shell command in the workspace (sh -c, 60 s limit); returns its exit status \
-             and output.",
+            "Run a shell command in the workspace (sh -c, 60 s limit): its exit status and \
+             output.",
             object(json!({"command": string}), &["command"]),
         ),
         LIST_TASKS => (
             LIST_TASKS,
-            "List the team's shared tasks: id, status, owner, subject, what blocks each.",
+            "List the team's shared tasks.",
             object(json!({}), &[]),
         ),
         CLAIM_TASK => (
             CLAIM_TASK,
-            "Claim a task of the shared list to work on: `task_id`, or none for the oldest \
-             task that can be claimed. Your next plan is for the task you claimed.",
+            "Claim a shared task to work on (`task_id`, or none for the oldest claimable); \
+             your next plan is for it.",
             object(json!({"task_id": string}), &[]),
         ),
         COMPLETE_TASK => (
             COMPLETE_TASK,
-            "Mark your claimed task completed, with a short summary of what you did; the \
-             tasks that waited on it can then be claimed.",
+            "Complete your claimed task, with a short summary of what you did.",
             object(
                 json!({"task_id": string, "summary": string}),
                 &["task_id", "summary"],
@@ -141,8 +136,8 @@ pub fn tool(name: &str) -> Option<Tool> {
         ),
         RESPOND_SHUTDOWN => (
             RESPOND_SHUTDOWN,
-            "Answer the lead's shutdown request: approve=true to stop now (you exit), or \
-             approve=false with a reason to keep working.",
+            "Answer the lead's shutdown request: approve=true to stop, or approve=false with a \
+             reason to go on.",
             object(
                 json!({"approve": {"type": "boolean"}, "reason": string}),
                 &["approve", "reason"],

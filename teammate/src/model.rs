@@ -96,6 +96,8 @@ enum Owed {
     Plan,
     /// A claimed task not completed: `complete_task`.
     Task(String),
+    /// An approved plan of which nothing was written yet: `write_file`.
+    Work(Vec<String>),
 }
 
 impl Owed {
@@ -111,6 +113,15 @@ impl Owed {
                  completed. Carry on with it, or if it is done, call complete_task with \
                  task_id {id:?} and a short summary."
             ),
+            Owed::Work(paths) => format!(
+                "You replied without calling a tool, but your approved plan is not carried out: \
+                 nothing was written yet. Call write_file (or edit_file, run_command) now{}.",
+                if paths.is_empty() {
+                    String::new()
+                } else {
+                    format!(" for {}", paths.join(", "))
+                }
+            ),
         }
     }
 
@@ -118,6 +129,7 @@ impl Owed {
         match self {
             Owed::Plan => "a plan (submit_plan was not called)".into(),
             Owed::Task(id) => format!("the completion of task {id} (complete_task was not called)"),
+            Owed::Work(_) => "the work of its approved plan (nothing was written)".into(),
         }
     }
 }
@@ -166,6 +178,10 @@ pub struct ModelDriver {
     claimed: Option<String>,
     /// A `complete_task` call whose result is awaited.
     completing: Option<String>,
+    /// The paths of an approved plan of which nothing was written yet.
+    unwritten: Option<Vec<String>>,
+    /// Whether the call whose result is awaited writes (a gated tool).
+    writing: bool,
     /// Kept through compactions.
     pinned: Pinned,
     /// How many times the conversation was compacted.
@@ -198,6 +214,8 @@ impl ModelDriver {
             nudges: 0,
             claimed: None,
             completing: None,
+            unwritten: None,
+            writing: false,
             pinned: Pinned::default(),
             compactions: 0,
         }
@@ -242,7 +260,10 @@ impl ModelDriver {
         if tools.contains(&catalog::SUBMIT_PLAN) {
             return Some(Owed::Plan);
         }
-        self.claimed.clone().map(Owed::Task)
+        if let Some(task) = &self.claimed {
+            return Some(Owed::Task(task.clone()));
+        }
+        self.unwritten.clone().map(Owed::Work)
     }
 
     /// The step a tool call of the model asks for.
@@ -250,8 +271,12 @@ impl ModelDriver {
         self.running = Some(call.id.clone());
         let name = call.function.name;
         let arguments = call.function.arguments;
+        self.writing = false;
         match catalog::parse(&name, &arguments, tools) {
-            Ok(Request::Tool(call)) => Step::Call(call),
+            Ok(Request::Tool(call)) => {
+                self.writing = call.is_gated();
+                Step::Call(call)
+            }
             Ok(Request::Submit(plan)) => {
                 self.pinned.plan = Some(limits::cut(&arguments, 4 * 1024));
                 Step::Submit(plan)
@@ -473,6 +498,9 @@ impl Driver for ModelDriver {
                 if self.completing.take().is_some() {
                     self.claimed = None;
                 }
+                if std::mem::take(&mut self.writing) {
+                    self.unwritten = None;
+                }
                 self.answer(&output)
             }
             Observation::TaskClaimed { task, text } => {
@@ -481,6 +509,7 @@ impl Driver for ModelDriver {
             }
             Observation::ToolResult(Err(error)) => {
                 self.completing = None;
+                self.writing = false;
                 self.answer(&format!("error: {error}"))
             }
             Observation::PlanRejected { feedback } => {
@@ -504,6 +533,7 @@ impl Driver for ModelDriver {
                     }
                 );
                 self.pinned.grant = Some(told.clone());
+                self.unwritten = Some(write_paths);
                 self.pinned.feedback = None;
                 self.unheard.push(told);
             }
@@ -605,7 +635,12 @@ impl Driver for ModelDriver {
             };
             self.account(sent, &reply, started.elapsed());
             self.turns += 1;
-            tracing::debug!(calls = reply.tool_calls.len(), finish = ?reply.finish_reason, "model replied");
+            tracing::debug!(
+                calls = reply.tool_calls.len(),
+                finish = ?reply.finish_reason,
+                content = %shared::display::Escaped(&limits::cut(&reply.content, 4_096)),
+                "model replied"
+            );
             let cut_note = reply.cut().then(|| {
                 let repeated = dedupe(&mut reply.tool_calls);
                 let mut note = format!(
@@ -805,16 +840,13 @@ pub fn default_system_prompt(name: &str, role: &str) -> String {
     let name = limits::cut(name, 128);
     let role = limits::cut(role, 256);
     format!(
-        "You are {name}, a teammate with the role {role:?} in a team coordinated by a lead. \
-         You work in a workspace directory; every path is relative to it.\n\
-         You start in plan mode: you can read_file, list_dir and search, and send_message to \
-         other members, but you cannot write or run commands. Study what you need, then call \
-         submit_plan with a summary, the steps, the files you will write and the tests that \
-         will check the work. A reviewer approves or rejects it; after a rejection, revise the \
-         plan against the feedback and submit it again.\n\
-         Once a plan is approved, write_file, edit_file and run_command become available, \
-         within the files the approval names. When the task is done, reply with a short \
-         summary and no tool call; you will then wait for messages."
+        "You are {name}, a teammate with the role {role:?} in a team led by a lead. Paths are \
+         relative to your workspace.\n\
+         You start in plan mode: you may read and search, not write. Call submit_plan with a \
+         summary, the steps, the files you will write and the tests. If it is rejected, revise \
+         it against the feedback and submit again.\n\
+         Once approved, write_file, edit_file and run_command are available for those files. \
+         When the work is done, reply with a short summary and no tool call."
     )
 }
 

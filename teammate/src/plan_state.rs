@@ -92,7 +92,7 @@ impl PlanState {
         if let Gate::Unlocked(_) = self.gate {
             // Not on offer once a plan is approved: a driver that asks
             // anyway meets the gate like any other call.
-            return Err("submit_plan is not available: your plan is already approved");
+            return Err("submit_plan is not available: your plan is already approved; carry it out now with write_file, edit_file or run_command");
         }
         if self.under_review.is_some() {
             return Err("submit_plan is not available: your plan is still under review; wait for the decision");
@@ -295,7 +295,7 @@ pub(crate) mod tests {
         assert_eq!(unlocked(state.gate()), Some(Mode::AcceptEdits));
         assert_eq!(
             state.prepare(&mut plan(&[])),
-            Err("submit_plan is not available: your plan is already approved")
+            Err("submit_plan is not available: your plan is already approved; carry it out now with write_file, edit_file or run_command")
         );
     }
 

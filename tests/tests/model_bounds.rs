@@ -340,7 +340,12 @@ async fn a_budget_stops_a_model_teammate_and_lead_budget_resumes_it() {
             .collect(),
     )
     .await;
-    let _dan = lead.model_teammate("dan", &model.base_url, "Look around.", &["--token-budget", "3000"]);
+    let _dan = lead.model_teammate(
+        "dan",
+        &model.base_url,
+        "Look around.",
+        &["--token-budget", "3000"],
+    );
     let reason = events.idle_reason("dan").await;
     assert!(reason.contains("token budget spent"), "{reason}");
     assert!(reason.contains("lead budget dan"), "{reason}");
