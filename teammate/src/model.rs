@@ -277,6 +277,15 @@ impl ModelDriver {
                 self.writing = call.is_gated();
                 Step::Call(call)
             }
+            // A plan that names no file can never be carried out: the
+            // grant would allow no write.
+            Ok(Request::Submit(plan)) if plan.files.is_empty() => Step::Invalid {
+                tool: name,
+                args_json: arguments,
+                problem: "submit_plan needs `files`: the paths you will write (e.g. \
+                          [\"hello.txt\"]); the approval allows writing only those"
+                    .into(),
+            },
             Ok(Request::Submit(plan)) => {
                 self.pinned.plan = Some(limits::cut(&arguments, 4 * 1024));
                 Step::Submit(plan)
@@ -524,8 +533,10 @@ impl Driver for ModelDriver {
                 self.answer("the plan was reviewed: approved");
                 let told = format!(
                     "Your plan was approved with mode {mode}. You may write: {}. The tools \
-                     write_file, edit_file and run_command are now available. Carry out the \
-                     plan, then reply with a short summary and no tool call.",
+                     write_file, edit_file and run_command are now available, and \
+                     submit_plan is not. Carry out the plan now: call write_file with `path` \
+                     and `content` for each file. When the work is done, reply with a short \
+                     summary and no tool call.",
                     if write_paths.is_empty() {
                         "the files your plan names".to_owned()
                     } else {

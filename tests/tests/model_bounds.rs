@@ -50,7 +50,10 @@ async fn a_runaway_reply_is_cut_at_max_tokens_its_repeats_and_half_call_dropped(
                 ("read_file".into(), json!({"path": "notes.md"}).to_string()),
             ],
         },
-        Answer::call("submit_plan", json!({"summary": "after the cut"})),
+        Answer::call(
+            "submit_plan",
+            json!({"summary": "after the cut", "files": ["notes.md"]}),
+        ),
     ])
     .await;
     let _ann = lead.model_teammate("ann", &model.base_url, "List.", &["--max-tokens", "300"]);
