@@ -8,7 +8,7 @@ use teammate::{catalog, gate::Gate, model::default_system_prompt};
 
 /// Prints the prompt's and the schemas' tokens in plan mode and once a plan
 /// is approved.
-pub fn print() -> anyhow::Result<()> {
+pub(crate) fn print() -> anyhow::Result<()> {
     let bpe = tiktoken_rs::o200k_base()?;
     let count = |text: &str| bpe.encode_with_special_tokens(text).len();
     let system = default_system_prompt("alice", "coder");
