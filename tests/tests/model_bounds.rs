@@ -378,3 +378,38 @@ async fn a_budget_stops_a_model_teammate_and_lead_budget_resumes_it() {
         "the same conversation, with the last call's result"
     );
 }
+
+#[tokio::test]
+async fn a_shutdown_request_answered_in_prose_is_put_again() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let model = FakeModel::start(vec![
+        // Prose, and after each reminder of the plan it owes: idle.
+        Answer::text("hm"),
+        Answer::text("hm"),
+        Answer::text("hm"),
+        // The shutdown request, answered in prose, then put again.
+        Answer::text("I will stop soon."),
+        Answer::call(
+            "respond_shutdown",
+            json!({"approve": false, "reason": "busy reading"}),
+        ),
+    ])
+    .await;
+    let _gil = lead.model_teammate("gil", &model.base_url, "Read.", &[]);
+    events.idle_reason("gil").await;
+    let (ok, out, err) = lead.cli(&["shutdown", "gil"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("gil refused to shut down: busy reading"),
+        "{out}"
+    );
+    let asked = model.wait_for(5).await;
+    let again = user_texts(&asked[4]).last().cloned().unwrap();
+    assert!(
+        again.contains("You did not call respond_shutdown"),
+        "{again}"
+    );
+    assert_eq!(asked[4].last_message()["role"], "user");
+}

@@ -1,10 +1,11 @@
 //! Replay, for the core's [`Team`]: arbitrary sequences of what a lead does
 //! to its requests, tasks and holds (plans opened and answered, holds taken
 //! on approval and ended on completion or leaving, tasks created, claimed,
-//! completed and given back, resolved requests forgotten), committed to a
-//! log at arbitrary points as the lead's SQLite store keeps it; after every
-//! commit, a team restored from the log is the live team: the same requests
-//! and tasks in the same order, and the same holds.
+//! completed and given back, resolved requests forgotten, members joining
+//! with budgets, usage reported and budgets set), committed to a log at
+//! arbitrary points as the lead's SQLite store keeps it; after every commit,
+//! a team restored from the log is the live team: the same requests and
+//! tasks in the same order, the same holds, the same usage accounts.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
@@ -16,6 +17,7 @@ use mesh_core::{
     protocol::{Decision, Kind, Opening, Request},
     tasks::{NewTask, Task, TaskBoard},
     team::{Change, Team},
+    usage::{Account, Usage},
 };
 use proptest::prelude::*;
 
@@ -39,6 +41,16 @@ enum Op {
     Leave { member: usize },
     /// Resolved requests are forgotten.
     Forget { before: i64, max_bytes: usize },
+    /// A member joins asking for a budget (0: none of its own).
+    Join { member: usize, requested: u64 },
+    /// A member reports what process `epoch` used so far (cumulative).
+    Report {
+        member: usize,
+        epoch: u8,
+        tokens: u64,
+    },
+    /// The operator sets a member's budget.
+    SetBudget { member: usize, budget: u64 },
     /// Time passes.
     Tick,
     /// The lead commits.
@@ -55,6 +67,12 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0..MEMBERS.len()).prop_map(|member| Op::Leave { member }),
         1 => (0i64..40, prop_oneof![Just(0usize), Just(200), Just(usize::MAX)])
             .prop_map(|(before, max_bytes)| Op::Forget { before, max_bytes }),
+        1 => (0..MEMBERS.len(), prop_oneof![Just(0u64), Just(500)])
+            .prop_map(|(member, requested)| Op::Join { member, requested }),
+        2 => (0..MEMBERS.len(), 0u8..3, 0u64..1_000)
+            .prop_map(|(member, epoch, tokens)| Op::Report { member, epoch, tokens }),
+        1 => (0..MEMBERS.len(), prop_oneof![Just(0u64), Just(2_000)])
+            .prop_map(|(member, budget)| Op::SetBudget { member, budget }),
         2 => Just(Op::Tick),
         3 => Just(Op::Commit),
     ]
@@ -68,6 +86,7 @@ struct Log {
     requests: Vec<Request>,
     tasks: Vec<Task>,
     holds: BTreeMap<String, Hold>,
+    accounts: BTreeMap<String, Account>,
 }
 
 impl Log {
@@ -92,8 +111,9 @@ impl Log {
                     self.holds.remove(&member);
                 }
             },
-            // No op here touches usage; the ledger's own tests restore it.
-            Change::Usage(_) => {}
+            Change::Usage(account) => {
+                self.accounts.insert(account.name.clone(), *account);
+            }
         }
     }
 
@@ -105,6 +125,7 @@ impl Log {
             Some(self.holds.clone().into_iter().collect()),
             |_| true,
         )
+        .with_usage(self.accounts.values().cloned().collect())
     }
 }
 
@@ -125,6 +146,9 @@ fn same(live: &Team, restored: &Team) -> Result<(), TestCaseError> {
             .collect::<Vec<_>>()
     };
     prop_assert_eq!(holds(live), holds(restored));
+    let accounts = |t: &Team| t.usage.iter().cloned().collect::<Vec<_>>();
+    prop_assert_eq!(accounts(live), accounts(restored));
+    prop_assert_eq!(live.usage.team_total(), restored.usage.team_total());
     prop_assert_eq!(
         live.requests.pending_total(),
         restored.requests.pending_total()
@@ -222,6 +246,26 @@ fn replays(ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::Forget { before, max_bytes } => team.forget_resolved(before, max_bytes),
+            Op::Join { member, requested } => {
+                team.usage.join(MEMBERS[member], requested, 1_000);
+            }
+            Op::Report {
+                member,
+                epoch,
+                tokens,
+            } => {
+                let totals = Usage {
+                    prompt_tokens: tokens,
+                    completion_tokens: tokens / 2,
+                    calls: tokens / 100,
+                    model_ms: tokens * 3,
+                };
+                team.usage
+                    .report(MEMBERS[member], true, &format!("e{epoch}"), totals);
+            }
+            Op::SetBudget { member, budget } => {
+                team.usage.set_budget(MEMBERS[member], budget);
+            }
             Op::Tick => now += 1,
             Op::Commit => {
                 for change in team.take_changes() {
