@@ -14,6 +14,8 @@
 //! completion): then the model is reminded a few times, naming the tool,
 //! before the teammate reports idle saying what it owes.
 
+mod compact;
+mod owed;
 mod usage;
 mod window;
 
@@ -29,7 +31,7 @@ use shared::{
 };
 
 pub use self::usage::Meter;
-use self::window::Estimator;
+use self::{compact::Pinned, owed::Owed, window::Estimator};
 use crate::{
     catalog::{self, Request},
     driver::{Driver, DriverError, Observation, ShutdownAnswer, Step, TaskCall},
@@ -87,62 +89,6 @@ pub struct Brief {
 struct Limits {
     window: u64,
     max_tokens: u32,
-}
-
-/// What the teammate owes and may be reminded of.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Owed {
-    /// In plan mode with no plan under review: `submit_plan`.
-    Plan,
-    /// A claimed task not completed: `complete_task`.
-    Task(String),
-    /// An approved plan of which nothing was written yet: `write_file`.
-    Work(Vec<String>),
-}
-
-impl Owed {
-    fn reminder(&self) -> String {
-        match self {
-            Owed::Plan => "You replied without calling a tool, but nothing happens until you \
-                 submit a plan: you are in plan mode and cannot write. Call submit_plan now \
-                 with a summary, the steps, the files you will write and the tests. If your \
-                 reply above was the plan, pass it to submit_plan."
-                .into(),
-            Owed::Task(id) => format!(
-                "You replied without calling a tool, but task {id} that you claimed is not \
-                 completed. Carry on with it, or if it is done, call complete_task with \
-                 task_id {id:?} and a short summary."
-            ),
-            Owed::Work(paths) => format!(
-                "You replied without calling a tool, but your approved plan is not carried out: \
-                 nothing was written yet. Call write_file (or edit_file, run_command) now{}.",
-                if paths.is_empty() {
-                    String::new()
-                } else {
-                    format!(" for {}", paths.join(", "))
-                }
-            ),
-        }
-    }
-
-    fn what(&self) -> String {
-        match self {
-            Owed::Plan => "a plan (submit_plan was not called)".into(),
-            Owed::Task(id) => format!("the completion of task {id} (complete_task was not called)"),
-            Owed::Work(_) => "the work of its approved plan (nothing was written)".into(),
-        }
-    }
-}
-
-/// What is kept word for word through a compaction.
-#[derive(Debug, Clone, Default)]
-struct Pinned {
-    /// The last plan submitted, as the model wrote it.
-    plan: Option<String>,
-    /// What the approval said.
-    grant: Option<String>,
-    /// The latest rejection's feedback.
-    feedback: Option<String>,
 }
 
 /// Drives a teammate with a language model.
@@ -350,121 +296,6 @@ impl ModelDriver {
     /// The estimated tokens of a request of `messages` with `tools`.
     fn tokens_of(&self, messages: &[Message], tools: &[Tool]) -> u64 {
         self.estimate.tokens(window::request_bytes(messages, tools))
-    }
-
-    /// Makes the conversation fit the window with room for a reply: old
-    /// tool results shortened, then older turns compacted (summarized by the
-    /// model), then, as a last resort, every long message cut.
-    async fn fit(&mut self, tools: &[Tool]) -> Result<(), DriverError> {
-        let limits = self.limits().await;
-        let room = limits.window.saturating_sub(u64::from(limits.max_tokens));
-        let fits = |me: &Self| me.tokens_of(&me.messages, tools) <= room;
-        if fits(self) {
-            return Ok(());
-        }
-        let last = window::last_turn(&self.messages);
-        if window::shorten_results(&mut self.messages, last) {
-            tracing::info!("old tool results shortened to fit the context window");
-        }
-        if fits(self) {
-            return Ok(());
-        }
-        self.compact(limits).await;
-        if fits(self) {
-            return Ok(());
-        }
-        let all = self.messages.len();
-        let rest = &mut self.messages[KEPT.min(all)..];
-        window::cut_contents(rest, all, window::SHORT_RESULT, |m| m.role == Role::Tool);
-        if fits(self) {
-            return Ok(());
-        }
-        let rest = &mut self.messages[KEPT.min(all)..];
-        window::cut_contents(rest, all, window::LAST_RESORT, |_| true);
-        if fits(self) {
-            tracing::warn!("every long message cut to fit the context window");
-            return Ok(());
-        }
-        Err(DriverError(format!(
-            "the conversation cannot fit the model's context window of {} tokens with {} kept \
-             for the reply: the system prompt, the task and the tool schemas alone take about \
-             {} tokens. Raise --context-window (and the server's), or lower --max-tokens",
-            limits.window,
-            limits.max_tokens,
-            self.tokens_of(&self.messages[..KEPT.min(all)], tools)
-        )))
-    }
-
-    /// Replaces the turns between the task and the last turn with a
-    /// summary the model writes (or, if it cannot, a list of the calls
-    /// made), followed by the plan, the grant and the latest feedback word
-    /// for word.
-    async fn compact(&mut self, limits: Limits) {
-        let Some(range) = window::compactable(&self.messages, KEPT) else {
-            return;
-        };
-        let old = self.messages[range.clone()].to_vec();
-        let old = old.as_slice();
-        let summary_max = u32::try_from(limits.window / 8)
-            .unwrap_or(u32::MAX)
-            .clamp(64, 512);
-        let summarizer = Message::system(SUMMARIZER_PROMPT);
-        let fixed = self.tokens_of(std::slice::from_ref(&summarizer), &[]);
-        let transcript_tokens = limits
-            .window
-            .saturating_sub(u64::from(summary_max) + fixed + 128);
-        let transcript = window::transcript(
-            old,
-            1_000,
-            self.estimate.bytes_for(transcript_tokens) * 8 / 10,
-        );
-        let summary = if self.meter.spent() {
-            None
-        } else {
-            let request = [summarizer, Message::user(transcript)];
-            let started = Instant::now();
-            let reply = self
-                .chat
-                .complete_within(&request, &[], Some(summary_max))
-                .await;
-            let sent = window::request_bytes(&request, &[]);
-            match reply {
-                Ok(reply) => {
-                    self.account(sent, &reply, started.elapsed());
-                    Some(reply.content.trim().to_owned()).filter(|s| !s.is_empty())
-                }
-                Err(e) => {
-                    self.meter
-                        .add(self.estimate.tokens(sent), 0, started.elapsed());
-                    tracing::warn!(error = %shared::display::Escaped(&e.to_string()), "the model could not summarize; listing the calls instead");
-                    None
-                }
-            }
-        };
-        let summary = summary.unwrap_or_else(|| window::mechanical_summary(old, 2_000));
-        let mut note = format!(
-            "Earlier turns were compacted to fit the model's context window. What was done \
-             so far:\n{summary}"
-        );
-        if let Some(plan) = &self.pinned.plan {
-            note.push_str(&format!("\n\nThe plan you submitted last:\n{plan}"));
-        }
-        if let Some(grant) = &self.pinned.grant {
-            note.push_str(&format!("\n\n{grant}"));
-        }
-        if let Some(feedback) = &self.pinned.feedback {
-            note.push_str(&format!(
-                "\n\nThe latest feedback on your plan:\n{feedback}"
-            ));
-        }
-        let replaced = range.len();
-        self.messages.splice(range, [Message::user(note)]);
-        self.compactions += 1;
-        tracing::info!(
-            replaced,
-            compactions = self.compactions,
-            "the conversation was compacted to fit the context window"
-        );
     }
 
     /// Counts what a call used: the server's figures where it gave them,
@@ -826,12 +657,6 @@ fn dedupe(calls: &mut Vec<chat::ToolCall>) -> usize {
     calls.retain(|c| seen.insert((c.function.name.clone(), c.function.arguments.clone())));
     before - calls.len()
 }
-
-/// What the model is asked when older turns must be summarized.
-const SUMMARIZER_PROMPT: &str = "You compress the work log of a coding agent so that it can go \
-on with its task in less room. Write at most 200 words: what was looked at and found, which \
-files were written or changed, what was decided, and what remains to do. Plain sentences, no \
-tool calls.";
 
 /// A tool result cut to `cap` bytes, saying so.
 fn capped(text: &str, cap: usize) -> String {
