@@ -185,6 +185,9 @@ struct Shared {
     summary: Mutex<Option<String>>,
     /// Requests refused for passing the context window.
     overlong: Mutex<Vec<u64>>,
+    /// Whether the window is said as Ollama says it (`POST /api/show`)
+    /// rather than as llama.cpp does (`GET /props`).
+    ollama: Mutex<bool>,
 }
 
 /// A running fake server; it stops when dropped.
@@ -203,6 +206,7 @@ impl FakeModel {
         let app = Router::new()
             .route("/v1/chat/completions", post(complete))
             .route("/props", axum::routing::get(props))
+            .route("/api/show", post(show))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -225,6 +229,12 @@ impl FakeModel {
     /// and a request whose prompt and `max_tokens` pass it is refused.
     pub fn limit_context(&self, tokens: u64) {
         *self.shared.context.lock().unwrap() = Some(tokens);
+    }
+
+    /// Says the context window as Ollama does, at `POST /api/show` (the
+    /// model's `num_ctx` parameter), and not at `GET /props`.
+    pub fn speak_ollama(&self) {
+        *self.shared.ollama.lock().unwrap() = true;
     }
 
     /// Answers every request without tools (a summary) with `text`, apart
@@ -370,8 +380,25 @@ async fn complete(
 /// `GET /props`: the context window, as llama.cpp says it.
 async fn props(State(shared): State<Arc<Shared>>) -> Response {
     match *shared.context.lock().unwrap() {
-        Some(n) => Json(json!({"default_generation_settings": {"n_ctx": n}})).into_response(),
-        None => StatusCode::NOT_FOUND.into_response(),
+        Some(n) if !*shared.ollama.lock().unwrap() => {
+            Json(json!({"default_generation_settings": {"n_ctx": n}})).into_response()
+        }
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// `POST /api/show`: the model's parameters, as Ollama says them.
+async fn show(State(shared): State<Arc<Shared>>, Json(body): Json<Value>) -> Response {
+    match *shared.context.lock().unwrap() {
+        Some(n) if *shared.ollama.lock().unwrap() => Json(json!({
+            "modelfile": "FROM x",
+            "parameters": format!("stop \"<|im_end|>\"\nnum_ctx {n}\ntemperature 0.7"),
+            "details": {"family": "qwen2"},
+            "model_info": {"qwen2.context_length": 32768},
+            "asked_for": body["model"],
+        }))
+        .into_response(),
+        _ => StatusCode::NOT_FOUND.into_response(),
     }
 }
 

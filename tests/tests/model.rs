@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use mesh_tests::{
-    fake_model::{Answer, FakeModel, Recorded},
+    fake_model::{prompt_tokens, Answer, FakeModel, Recorded},
     is, Events, Lead,
 };
 use serde_json::{json, Value};
@@ -554,11 +554,29 @@ async fn the_model_reviewer_approves_and_rejects_seeing_the_other_teammates_file
         rejected.feedback.contains("collides with bob"),
         "{rejected:?}"
     );
-    let text = model.wait_for(2).await[1].all_text();
+    let asked = model.wait_for(2).await;
+    let text = asked[1].all_text();
     assert!(
         text.contains("- bob (approved): auth module; files: src/a.rs"),
         "the reviewer sees the other plans: {text}"
     );
+    // The reviewer's model use counts, under its own name: what the server
+    // counted for both calls.
+    let team = operator
+        .list_team(pb::ListTeamRequest::default())
+        .await
+        .unwrap()
+        .into_inner();
+    let reviewer = team
+        .other_usage
+        .iter()
+        .find(|u| u.name == "reviewer (model review-model)")
+        .unwrap_or_else(|| panic!("the reviewer's usage: {team:?}"));
+    let usage = reviewer.usage.unwrap();
+    assert_eq!(usage.calls, 2);
+    let counted: u64 = asked.iter().map(|r| prompt_tokens(&r.body)).sum();
+    assert_eq!(usage.prompt_tokens, counted);
+    assert!(team.team_usage.unwrap().prompt_tokens >= counted);
 }
 
 #[tokio::test]

@@ -413,3 +413,36 @@ async fn a_shutdown_request_answered_in_prose_is_put_again() {
     );
     assert_eq!(asked[4].last_message()["role"], "user");
 }
+
+#[tokio::test]
+async fn ollamas_num_ctx_is_the_window_and_a_flag_wins_over_the_server() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let ollama = FakeModel::start(vec![Answer::call(
+        "submit_plan",
+        json!({"summary": "s", "files": ["a.txt"]}),
+    )])
+    .await;
+    ollama.limit_context(2_048);
+    ollama.speak_ollama();
+    let _hal = lead.model_teammate("hal", &ollama.base_url, "Plan.", &[]);
+    plan_of(&mut events, "hal").await;
+    let asked = &ollama.requests()[0];
+    assert_eq!(asked.body["max_tokens"], 512, "a quarter of num_ctx 2048");
+    // --context-window wins over what the server says.
+    let told = FakeModel::start(vec![Answer::call(
+        "submit_plan",
+        json!({"summary": "s", "files": ["a.txt"]}),
+    )])
+    .await;
+    told.limit_context(2_048);
+    let _ida = lead.model_teammate(
+        "ida",
+        &told.base_url,
+        "Plan.",
+        &["--context-window", "4096"],
+    );
+    plan_of(&mut events, "ida").await;
+    assert_eq!(told.requests()[0].body["max_tokens"], 1_024);
+}

@@ -10,7 +10,9 @@
 //! what wraps it: a ```` ``` ```` fence whose block holds only calls, a
 //! `<tool_call>`/`</tool_call>` tag next to a call, and the commas and stray
 //! closing brackets right after a call (a small model sometimes closes one
-//! brace too many). What is left, tidied, is the model's words.
+//! brace too many). What is left, tidied, is the model's words. A value
+//! that fails to parse only for raw newlines or tabs inside its strings (a
+//! small model writing a file's lines) is read with them escaped.
 //!
 //! In a reply cut at the token limit, an unfinished call at the end (a JSON
 //! value, a `<tool_call>` block or a fence left open) is dropped from the text
@@ -30,6 +32,57 @@ use serde_json::Value;
 /// and prose takes microseconds). `IgnoredAny` would not allocate but has no
 /// nesting limit, which makes that case quadratic.
 const SCAN_LIMIT: usize = 256 * 1024;
+
+/// The JSON value at the start of `text` with the control characters inside
+/// its strings escaped, and how many bytes of `text` it took; `None` when it
+/// does not close.
+fn raw_controls_escaped(text: &str) -> Option<(String, usize)> {
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, c) in text.char_indices() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                '\n' => {
+                    out.push_str("\\n");
+                    continue;
+                }
+                '\r' => {
+                    out.push_str("\\r");
+                    continue;
+                }
+                '\t' => {
+                    out.push_str("\\t");
+                    continue;
+                }
+                c if (c as u32) < 0x20 => {
+                    out.push_str(&format!("\\u{:04x}", c as u32));
+                    continue;
+                }
+                _ => {}
+            }
+            out.push(c);
+            continue;
+        }
+        out.push(c);
+        match c {
+            '"' => in_string = true,
+            '{' | '[' => depth += 1,
+            '}' | ']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some((out, i + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
 
 /// A call as (function name, arguments as JSON text).
 pub(super) type Call = (String, String);
@@ -118,6 +171,28 @@ impl Scan {
                     // Not calls: it stays text, whole, nothing inside it is
                     // searched.
                     at = end.max(at + 1);
+                }
+                // A small model writing a file's lines into `content`
+                // leaves raw newlines and tabs in its strings: escaped, the
+                // value may be a call.
+                Some(Err(e)) if e.to_string().starts_with("control character") => {
+                    match raw_controls_escaped(rest) {
+                        Some((repaired, taken)) => {
+                            let calls = serde_json::from_str::<Value>(&repaired)
+                                .ok()
+                                .as_ref()
+                                .and_then(calls_in_json);
+                            match calls {
+                                Some(calls) => {
+                                    scan.calls.extend(calls);
+                                    scan.spans.push(at..at + taken);
+                                    at += taken;
+                                }
+                                None => at += 1,
+                            }
+                        }
+                        None => at += 1,
+                    }
                 }
                 Some(Err(e)) if e.is_eof() => {
                     if limit == content.len() {

@@ -213,3 +213,24 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn raw_newlines_and_tabs_in_a_calls_strings_are_escaped() {
+    let content = "Writing it now.\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a.py\", \"content\": \"def add(a, b):\n\treturn a + b\n\"}}\nDone.";
+    assert_eq!(
+        parts(content, false),
+        (
+            vec![(
+                "write_file".into(),
+                json!({"path": "a.py", "content": "def add(a, b):\n\treturn a + b\n"})
+            )],
+            "Writing it now.\n\nDone.".into()
+        )
+    );
+    // Not a call once escaped: it stays text, whole.
+    let prose = "Here: {\"note\": \"two\nlines\"} ok";
+    assert_eq!(parts(prose, false), (Vec::new(), prose.into()));
+    // Never closed: text.
+    let open = "{\"name\": \"write_file\", \"arguments\": {\"content\": \"a\nb";
+    assert_eq!(parts(open, false).0, Vec::new());
+}
