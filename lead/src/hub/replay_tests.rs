@@ -1,12 +1,13 @@
 //! Replay, for the whole hub: a hub loaded from what another hub committed
 //! holds the same team. Seeded random runs of commands (joins, messages,
 //! plans and reviews, permissions, tasks, shutdowns, idleness,
-//! acknowledgements, leaving, time passing) go through one hub on a SQLite
+//! acknowledgements, usage reports and budgets, leaving, time passing) go
+//! through one hub on a SQLite
 //! store, committed in batches of random size; then a second hub loads the
 //! store, as a restarted lead (or a second lead reading a replicated store)
 //! would, and must hold the same requests in the same order, the same tasks
-//! in the same order, the same holds, and the same members with the same
-//! unacknowledged envelopes. Each run has three lives, each restored hub
+//! in the same order, the same holds, the same usage accounts, and the same
+//! members with the same unacknowledged envelopes. Each run has three lives, each restored hub
 //! going on where the last stopped (on a clock that starts again from the
 //! system's, behind where the paused clock of the last life had got to, as
 //! a clock set back between two runs of a lead would).
@@ -145,14 +146,14 @@ fn pending(hub: &Hub, rng: &mut Rng, which: impl Fn(&Request) -> bool) -> Option
 
 /// One random command, given to the hub.
 fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
-    match rng.below(15) {
+    match rng.below(17) {
         0 | 1 => {
             let name = NAMES[rng.below(NAMES.len())].to_owned();
             let (reply, rx) = oneshot::channel();
             hub.handle(Command::Join {
                 name: Name::parse("name", &name).expect("a valid name"),
                 role: "coder".into(),
-                token_budget: 0,
+                token_budget: [0, 5_000][rng.below(2)],
                 reply,
             });
             known.joining.push((name, rx));
@@ -338,6 +339,33 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 reply,
             });
         }
+        15 => {
+            let Some((_, token)) = known.token(rng) else {
+                return;
+            };
+            let tokens = rng.next() % 10_000;
+            let (reply, _rx) = oneshot::channel();
+            hub.handle(Command::ReportUsage {
+                token,
+                epoch: format!("e{}", rng.below(3)),
+                totals: shared::usage::Usage {
+                    prompt_tokens: tokens,
+                    completion_tokens: tokens / 3,
+                    calls: tokens / 500,
+                    model_ms: tokens * 2,
+                },
+                reply,
+            });
+        }
+        16 => {
+            let name = NAMES[rng.below(NAMES.len())];
+            let (reply, _rx) = oneshot::channel();
+            hub.handle(Command::SetBudget {
+                name: Name::parse("name", name).expect("a valid name"),
+                token_budget: [0, 20_000][rng.below(2)],
+                reply,
+            });
+        }
         _ => {
             let Some((name, token)) = known.token(rng) else {
                 return;
@@ -374,8 +402,9 @@ fn state(hub: &Hub) -> String {
             (record, inbox)
         })
         .collect();
+    let usage: Vec<_> = hub.team.usage.iter().collect();
     format!(
-        "requests: {requests:#?}\ntasks: {tasks:#?}\nholds: {:#?}\nmembers: {members:#?}",
+        "requests: {requests:#?}\ntasks: {tasks:#?}\nholds: {:#?}\nusage: {usage:#?}\nmembers: {members:#?}",
         hub.team.holds
     )
 }
