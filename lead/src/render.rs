@@ -80,7 +80,7 @@ pub fn member_json(m: &pb::Member) -> Value {
     json!({
         "member_id": m.member_id, "name": m.name, "role": m.role,
         "status": member_status(m.status), "mode": mode(m.mode),
-        "usage": usage_value(&used), "token_budget": m.token_budget,
+        "usage": usage_value(&used), "token_budget": m.token_budget, "holds": m.holds,
     })
 }
 

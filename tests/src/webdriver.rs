@@ -232,6 +232,36 @@ impl Browser {
         .await;
     }
 
+    /// Runs `script` in the page with `args` (elements as [`Browser::arg`]);
+    /// what it returns.
+    pub async fn execute(&self, script: &str, args: Vec<Value>) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/execute/sync",
+            Some(json!({ "script": script, "args": args })),
+        )
+        .await
+    }
+
+    /// An element as an argument of [`Browser::execute`].
+    pub fn arg(element: &Element) -> Value {
+        json!({ ELEMENT: element.0 })
+    }
+
+    /// An element's DOM property (`value` of an input), as a string; empty
+    /// when the element is gone from the page.
+    pub async fn property(&self, element: &Element, name: &str) -> String {
+        self.call(
+            reqwest::Method::GET,
+            &format!("/element/{}/property/{name}", element.0),
+            None,
+        )
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+    }
+
     /// Ends the session: Chromium exits, then chromedriver goes with this.
     pub async fn quit(self) {
         self.call(reqwest::Method::DELETE, "", None).await;

@@ -31,6 +31,19 @@ function ago(ms) {
   return Math.round(s / 3600) + "h";
 }
 
+// How long ago `ms` was, kept current by refreshTimes (cards are kept while
+// the operator types in them, so their text is not redrawn).
+function since(ms) {
+  return el("span", { "data-since": String(ms), "data-testid": "waiting", text: ago(ms) });
+}
+
+function refreshTimes() {
+  for (const span of document.querySelectorAll("[data-since]")) {
+    const text = ago(Number(span.dataset.since));
+    if (span.textContent !== text) span.textContent = text;
+  }
+}
+
 async function post(path, body) {
   const response = await fetch(path, {
     method: "POST",
@@ -40,16 +53,6 @@ async function post(path, body) {
   const answer = await response.json().catch(() => ({}));
   if (!response.ok) throw new Error(answer.error || response.statusText);
   return answer;
-}
-
-// The files of each member's approved plan, newest approval last.
-function approvedFiles() {
-  const files = new Map();
-  const approved = [...requests.values()]
-    .filter((r) => r.type === "plan_approval" && r.status === "approved")
-    .sort((a, b) => a.resolved_at_unix_ms - b.resolved_at_unix_ms);
-  for (const r of approved) files.set(r.sender, (r.payload && r.payload.plan && r.payload.plan.files) || []);
-  return files;
 }
 
 function list(items) {
@@ -89,7 +92,8 @@ function planCard(r) {
   const id = r.request_id;
   const card = el("article", { class: "card", "data-request-id": id, "data-testid": "plan" },
     el("h3", { text: plan.summary || "(no summary)" }),
-    el("div", { class: "meta", text: `plan from ${r.sender}, waiting ${ago(r.created_at_unix_ms)}` + (plan.task_id ? `, for task ${plan.task_id}` : "") }));
+    el("div", { class: "meta" }, `plan from ${r.sender}, waiting `, since(r.created_at_unix_ms),
+      plan.task_id ? `, for task ${plan.task_id}` : ""));
   const overlaps = (r.payload && r.payload.overlaps) || [];
   for (const o of overlaps) card.append(el("p", { class: "overlap", text: `overlaps ${o.member}: ${o.files.join(", ")}` }));
   const changed = diff(r);
@@ -107,14 +111,22 @@ function planCard(r) {
     el("option", { value: "bypass", text: "bypass" }));
   const globs = el("input", { type: "text", id: "globs-" + id, "data-testid": "globs" });
   globs.value = (plan.files || []).join(", ");
-  const overlapOk = el("input", { type: "checkbox", id: "ov-" + id });
+  // Offered on every plan: a hold may overlap it after it was sent (another
+  // plan approved since), and the lead refuses the approval then.
+  const overlapOk = el("input", { type: "checkbox", id: "ov-" + id, "data-testid": "allow-overlap" });
   const feedback = el("textarea", { rows: "2", id: "fb-" + id, "data-testid": "feedback" });
   const status = el("p", { class: "error", role: "alert" });
-  const act = (path, body) => post(path, body).catch((e) => { status.textContent = e.message; });
+  const act = (path, body) => post(path, body).catch((e) => {
+    // The lead's words name the CLI's flag; the page has a box for it.
+    status.textContent = e.message.includes("--allow-overlap")
+      ? e.message.split("; approve with --allow-overlap")[0] + ". Tick \"allow the overlap\" to approve it anyway."
+      : e.message;
+  });
   const form = el("div", { class: "decide" },
     el("label", { for: "mode-" + id, text: "Grant mode" }), mode,
     el("label", { for: "globs-" + id, text: "Write globs (comma-separated)" }), globs);
-  if (overlaps.length) form.append(el("div", {}, overlapOk, el("label", { for: "ov-" + id, text: " allow the overlap" })));
+  form.append(el("div", {}, overlapOk, el("label", { for: "ov-" + id,
+    text: overlaps.length ? " allow the overlap" : " allow the overlap, should another teammate's hold cover these files" })));
   form.append(
     el("label", { for: "fb-" + id, text: "Feedback (required to reject)" }), feedback,
     el("button", { class: "approve", "data-testid": "approve", text: "Approve", onclick: () => act("/api/approve", {
@@ -138,7 +150,7 @@ function permissionCard(r) {
   return el("article", { class: "card", "data-request-id": id, "data-testid": "permission" },
     el("h3", { text: `${r.sender} asks to run ${p.tool || "a tool"}` }),
     el("pre", { text: p.args_json || JSON.stringify(p) }),
-    el("div", { class: "meta", text: "waiting " + ago(r.created_at_unix_ms) }),
+    el("div", { class: "meta" }, "waiting ", since(r.created_at_unix_ms)),
     el("button", { class: "approve", text: "Allow", onclick: () => act(true) }),
     el("button", { class: "reject", text: "Deny", onclick: () => act(false) }),
     status);
@@ -201,23 +213,51 @@ function renderUsage() {
     `Team total: ${total} tokens` + (others.length ? "; " + others.join("; ") : "");
 }
 
+// A member's row: made once, then its cells' text updated in place, so that
+// a reason being typed keeps its text and its focus through every redraw.
+function memberRow(m) {
+  const reason = el("input", { type: "text", "aria-label": `reason to shut ${m.name} down`, placeholder: "reason", "data-testid": "reason" });
+  const status = el("span", { class: "meta", "data-testid": "shutdown-outcome" });
+  const shut = el("td", { "data-testid": "shut" }, reason,
+    el("button", { "data-testid": "shutdown", text: "Shut down", onclick: () =>
+      post("/api/shutdown", { name: m.name, reason: reason.value }).catch((e) => { status.textContent = e.message; }) }),
+    status);
+  const cell = (testid) => el("td", { "data-testid": testid });
+  return el("tr", { "data-member": m.name },
+    el("td", { text: m.name }), cell("role"), cell("status"), cell("mode"),
+    cell("tokens"), cell("budget"), cell("holds"), shut);
+}
+
+function setText(row, testid, text) {
+  const cell = row.querySelector(`[data-testid=${testid}]`);
+  if (cell && cell.textContent !== text) cell.textContent = text;
+}
+
 function renderTeam() {
   const body = document.querySelector("#team tbody");
-  const files = approvedFiles();
-  body.replaceChildren(...[...members.values()].map((m) => {
-    const reason = el("input", { type: "text", "aria-label": `reason to shut ${m.name} down`, placeholder: "reason" });
-    const status = el("span", { class: "meta", "data-testid": "shutdown-outcome", text: shutdownOutcome(m.name) });
-    const cell = m.status === "terminated" ? el("td", {}, status) : el("td", {}, reason,
-      el("button", { "data-testid": "shutdown", text: "Shut down", onclick: () =>
-        post("/api/shutdown", { name: m.name, reason: reason.value }).catch((e) => { status.textContent = e.message; }) }),
-      status);
-    return el("tr", { "data-member": m.name },
-      el("td", { text: m.name }), el("td", { text: m.role }),
-      el("td", { "data-testid": "status", text: m.status }), el("td", { text: m.mode }),
-      el("td", { "data-testid": "tokens", text: String((usage.get(m.name) || { tokens: 0 }).tokens) }),
-      el("td", { "data-testid": "budget", text: (usage.get(m.name) || {}).budget ? String(usage.get(m.name).budget) : "-" }),
-      el("td", { text: (files.get(m.name) || []).join(", ") }), cell);
-  }));
+  const rows = new Map([...body.children].map((row) => [row.dataset.member, row]));
+  let previous = null;
+  for (const m of members.values()) {
+    const row = rows.get(m.name) || memberRow(m);
+    rows.delete(m.name);
+    const used = usage.get(m.name) || { tokens: 0 };
+    setText(row, "role", m.role);
+    setText(row, "status", m.status);
+    setText(row, "mode", m.mode);
+    setText(row, "tokens", String(used.tokens));
+    setText(row, "budget", used.budget ? String(used.budget) : "-");
+    setText(row, "holds", (m.holds || []).join(", "));
+    setText(row, "shutdown-outcome", shutdownOutcome(m.name));
+    // A terminated member cannot be asked: only how it ended stays.
+    for (const control of row.querySelectorAll("[data-testid=shut] input, [data-testid=shut] button")) {
+      control.hidden = m.status === "terminated";
+    }
+    if (previous ? previous.nextSibling !== row : body.firstChild !== row) {
+      if (previous) previous.after(row); else body.prepend(row);
+    }
+    previous = row;
+  }
+  for (const gone of rows.values()) gone.remove();
   renderUsage();
   const names = [...members.keys()];
   const current = filter.value;
@@ -269,8 +309,26 @@ function newer(old, now) {
   return (now.reviews || []).length >= (old.reviews || []).length;
 }
 
+// What members hold changes with approvals, completed tasks and leaving; the
+// lead says it in the team's state, read again when one of those happens.
+let holdsStale = false;
+function holdsMayChange(ev) {
+  return (ev.request && ev.request.type === "plan_approval" && ev.request.status === "approved")
+    || (ev.task && ev.task.status === "completed");
+}
+
+async function refreshMembers() {
+  holdsStale = false;
+  const response = await fetch("/api/state");
+  if (!response.ok) return;
+  const state = await response.json();
+  for (const m of state.members) members.set(m.name, m);
+  schedule();
+}
+
 function apply(e) {
   const ev = e.event || {};
+  if (holdsMayChange(ev)) holdsStale = true;
   if (ev.member) {
     members.set(ev.member.name, ev.member);
     usage.set(ev.member.name, { tokens: tokensOf(ev.member.usage), calls: (ev.member.usage || {}).calls || 0, budget: ev.member.token_budget || 0 });
@@ -289,7 +347,8 @@ function schedule() {
   if (redraw) return;
   redraw = requestAnimationFrame(() => {
     redraw = null;
-    renderQueue(); renderTeam(); renderHistory(); renderEvents();
+    renderQueue(); renderTeam(); renderHistory(); renderEvents(); refreshTimes();
+    if (holdsStale) refreshMembers();
   });
 }
 
@@ -324,7 +383,7 @@ function start() {
     schedule();
   };
   source.onerror = () => { live.textContent = "reconnecting…"; };
-  setInterval(schedule, 10000); // "waiting 3m" stays true
+  setInterval(refreshTimes, 1000); // "waiting 3m" stays true
 }
 
 start();

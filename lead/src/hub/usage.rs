@@ -15,12 +15,19 @@ use super::Hub;
 use crate::{error::HubError, roster::Member};
 
 impl Hub {
-    /// A member as the wire shows it, with what its model used and its budget.
+    /// A member as the wire shows it, with what its model used, its budget
+    /// and what it holds now.
     pub(super) fn member_pb(&self, member: &Member) -> pb::Member {
         let standing = self.team.usage.standing(member.name.as_str());
         pb::Member {
             usage: Some(standing.total.to_pb()),
             token_budget: standing.token_budget,
+            holds: self
+                .team
+                .holds
+                .get(member.name.as_str())
+                .map(|h| h.paths.clone())
+                .unwrap_or_default(),
             ..member.to_pb()
         }
     }
