@@ -116,12 +116,12 @@ function planCard(r) {
   const overlapOk = el("input", { type: "checkbox", id: "ov-" + id, "data-testid": "allow-overlap" });
   const feedback = el("textarea", { rows: "2", id: "fb-" + id, "data-testid": "feedback" });
   const status = el("p", { class: "error", role: "alert" });
-  const act = (path, body) => post(path, body).catch((e) => {
+  const act = (path, body) => decided(post(path, body).catch((e) => {
     // The lead's words name the CLI's flag; the page has a box for it.
-    status.textContent = e.message.includes("--allow-overlap")
+    throw new Error(e.message.includes("--allow-overlap")
       ? e.message.split("; approve with --allow-overlap")[0] + ". Tick \"allow the overlap\" to approve it anyway."
-      : e.message;
-  });
+      : e.message);
+  }), path === "/api/reject" ? "rejected" : "approved", status);
   const form = el("div", { class: "decide" },
     el("label", { for: "mode-" + id, text: "Grant mode" }), mode,
     el("label", { for: "globs-" + id, text: "Write globs (comma-separated)" }), globs);
@@ -145,22 +145,52 @@ function permissionCard(r) {
   const p = r.payload || {};
   const id = r.request_id;
   const status = el("p", { class: "error", role: "alert" });
-  const act = (approve) => post("/api/permission", { request_id: id, approve, feedback: approve ? "" : "denied in the console" })
-    .catch((e) => { status.textContent = e.message; });
+  const reason = el("input", { type: "text", id: "why-" + id, "data-testid": "deny-reason", placeholder: "why (said to the teammate)" });
+  const act = (approve) => decided(post("/api/permission", { request_id: id, approve,
+    feedback: approve ? "" : (reason.value.trim() || "denied in the console") }), approve ? "allowed" : "denied", status);
   return el("article", { class: "card", "data-request-id": id, "data-testid": "permission" },
     el("h3", { text: `${r.sender} asks to run ${p.tool || "a tool"}` }),
     el("pre", { text: p.args_json || JSON.stringify(p) }),
     el("div", { class: "meta" }, "waiting ", since(r.created_at_unix_ms)),
-    el("button", { class: "approve", text: "Allow", onclick: () => act(true) }),
-    el("button", { class: "reject", text: "Deny", onclick: () => act(false) }),
+    el("button", { class: "approve", "data-testid": "allow", text: "Allow", onclick: () => act(true) }),
+    el("label", { for: "why-" + id, text: "Reason to deny" }), reason,
+    el("button", { class: "reject", "data-testid": "deny", text: "Deny", onclick: () => act(false) }),
     status);
+}
+
+// After a decision: say so, and put the focus on what comes next in the
+// queue (the card at the same place, once the decided one is gone).
+let focusAt = null;
+function decided(request, what, status) {
+  // Where the card stands now: by the answer, the lead's event may have
+  // taken it off the page already.
+  const card = status.closest(".card");
+  const at = card && card.parentNode ? [...card.parentNode.children].indexOf(card) : 0;
+  return request.then(() => {
+    focusAt = Math.max(0, at);
+    document.getElementById("queue-status").textContent = what + ".";
+    schedule();
+  }).catch((e) => { status.textContent = e.message; });
+}
+
+function focusNext() {
+  if (focusAt === null) return;
+  const queue = document.getElementById("queue");
+  const cards = [...queue.querySelectorAll(".card")];
+  const card = cards[Math.min(focusAt, cards.length - 1)];
+  focusAt = null;
+  const target = card ? card.querySelector("h3") : document.getElementById("queue-title");
+  target.setAttribute("tabindex", "-1");
+  target.focus();
 }
 
 function renderQueue() {
   const queue = document.getElementById("queue");
+  // A teammate waits on each permission request: they come first.
   const pending = [...requests.values()]
     .filter((r) => r.status === "pending" && r.type !== "shutdown")
-    .sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms);
+    .sort((a, b) => (a.type === "permission" ? 0 : 1) - (b.type === "permission" ? 0 : 1)
+      || a.created_at_unix_ms - b.created_at_unix_ms);
   document.getElementById("queue-count").textContent = `(${pending.length})`;
   // Keep what the operator is typing: only cards that changed are redrawn.
   const keep = new Set(pending.map((r) => r.request_id + ":" + (r.reviews || []).length));
@@ -179,6 +209,7 @@ function renderQueue() {
   }
   if (!pending.length && !queue.querySelector(".empty")) queue.append(el("p", { class: "empty", text: "Nothing waits for you." }));
   if (pending.length) queue.querySelectorAll(".empty").forEach((e) => e.remove());
+  focusNext();
 }
 
 // How the last shutdown request to `name` ended.
@@ -352,6 +383,16 @@ function schedule() {
   });
 }
 
+// While the lead cannot be reached, every control is disabled: a click
+// would only fail.
+function offline(gone) {
+  document.body.classList.toggle("offline", gone);
+  for (const control of document.querySelectorAll("main button, main input, main textarea, main select")) {
+    if (control.id === "event-filter") continue;
+    control.disabled = gone;
+  }
+}
+
 function start() {
   const live = document.getElementById("live");
   // The state is read once the event stream is open (the lead watches for
@@ -380,9 +421,13 @@ function start() {
     early = [];
     loaded = true;
     live.textContent = "live";
+    offline(false);
     schedule();
   };
-  source.onerror = () => { live.textContent = "reconnecting…"; };
+  source.onerror = () => {
+    live.textContent = "connection to the lead lost; reconnecting… (nothing can be decided until it is back)";
+    offline(true);
+  };
   setInterval(refreshTimes, 1000); // "waiting 3m" stays true
 }
 
