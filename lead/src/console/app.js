@@ -160,25 +160,28 @@ function permissionCard(r) {
 
 // After a decision: say so, and put the focus on what comes next in the
 // queue (the card at the same place, once the decided one is gone).
-let focusAt = null;
+let focusAfter = null; // { at, id }: the decided card's place and request
 function decided(request, what, status) {
   // Where the card stands now: by the answer, the lead's event may have
   // taken it off the page already.
   const card = status.closest(".card");
   const at = card && card.parentNode ? [...card.parentNode.children].indexOf(card) : 0;
+  const id = card ? card.dataset.requestId : "";
   return request.then(() => {
-    focusAt = Math.max(0, at);
+    focusAfter = { at: Math.max(0, at), id };
     document.getElementById("queue-status").textContent = what + ".";
     schedule();
   }).catch((e) => { status.textContent = e.message; });
 }
 
 function focusNext() {
-  if (focusAt === null) return;
+  if (focusAfter === null) return;
   const queue = document.getElementById("queue");
   const cards = [...queue.querySelectorAll(".card")];
-  const card = cards[Math.min(focusAt, cards.length - 1)];
-  focusAt = null;
+  // Until the lead's event takes the decided card off, it is what is there.
+  if (cards.some((c) => c.dataset.requestId === focusAfter.id)) return;
+  const card = cards[Math.min(focusAfter.at, cards.length - 1)];
+  focusAfter = null;
   const target = card ? card.querySelector("h3") : document.getElementById("queue-title");
   target.setAttribute("tabindex", "-1");
   target.focus();
