@@ -137,6 +137,25 @@ async fn a_shutdown_reason_keeps_its_text_and_focus_through_redraws() {
     browser.quit().await;
 }
 
+/// Waits until the team table shows `name` holding nothing (read afresh
+/// each time: a redrawn row is a new element).
+async fn holds_empty(browser: &Browser, name: &str) {
+    within(&format!("{name}'s holds to empty"), async {
+        loop {
+            let cells = browser
+                .all(&format!("tr[data-member={name}] [data-testid=holds]"))
+                .await;
+            if let Some(cell) = cells.first() {
+                if browser.text(cell).await.is_empty() {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn the_team_shows_what_a_member_holds_now() {
     let lead = Lead::start(&[]).await;
@@ -190,19 +209,27 @@ async fn the_team_shows_what_a_member_holds_now() {
         })
         .await
         .unwrap();
-    // Read afresh each time: a redrawn row is a new element.
-    within("ann's holds to empty", async {
-        loop {
-            let cells = browser.all("tr[data-member=ann] td:nth-child(7)").await;
-            if let Some(cell) = cells.first() {
-                if browser.text(cell).await.is_empty() {
-                    return;
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-    })
-    .await;
+    holds_empty(&browser, "ann").await;
+    // Another leaves the team: its hold ends with it.
+    let mut bo = lead.join("bo").await;
+    let bos = plan(&mut bo, "plan of bo", &["src/b.rs"]).await;
+    operator
+        .review_plan(pb::PlanReview {
+            request_id: bos,
+            approve: true,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    browser.wait_for("tr[data-member=bo]", "src/b.rs").await;
+    bo.api
+        .leave(pb::LeaveRequest {
+            reason: "done".into(),
+        })
+        .await
+        .unwrap();
+    browser.wait_for("tr[data-member=bo]", "terminated").await;
+    holds_empty(&browser, "bo").await;
     let header = browser.wait_for("#team th:nth-child(7)", "").await;
     assert_eq!(browser.text(&header).await, "Holds");
     browser.quit().await;

@@ -417,8 +417,11 @@ impl Hub {
         self.roster.revoke(name);
         tracing::info!(member = %name, reason = %Escaped(reason), "terminated");
         self.expire_involving(name, &format!("{name} terminated: {reason}"));
+        // Its hold ends and its tasks go back before its end is announced,
+        // so that the announcement shows it holding nothing.
+        let released = self.team.release(name, self.now());
         self.emit_member(name);
-        self.release_tasks(name);
+        self.give_back(name, released);
         self.notices.push(pb::TerminatedMember {
             name: name.to_owned(),
             reason: reason.to_owned(),

@@ -117,9 +117,9 @@ impl Hub {
         Ok(done.task.to_pb())
     }
 
-    /// A terminated member's claimed tasks go back to the list.
-    pub(super) fn release_tasks(&mut self, name: &str) {
-        let released = self.team.release(name, self.now());
+    /// A terminated member's claimed tasks, `released` from the board, go
+    /// back to the list: announced, and offered to idle members.
+    pub(super) fn give_back(&mut self, name: &str, released: Vec<Task>) {
         for task in &released {
             tracing::info!(task_id = %task.task_id, member = %name, "task given back: its owner terminated");
             self.task_changed(task);
