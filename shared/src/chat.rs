@@ -137,6 +137,9 @@ impl ChatConfig {
 /// The longest wait between attempts, `Retry-After` included.
 pub const BACKOFF_CAP: Duration = Duration::from_secs(30);
 
+/// OpenAI's current models' context window.
+pub const OPENAI_CONTEXT_WINDOW: u32 = 128_000;
+
 /// Ollama's context window when the model sets none.
 const OLLAMA_DEFAULT_CONTEXT: u32 = 2_048;
 
@@ -350,23 +353,18 @@ impl ChatClient {
         &self.config.model
     }
 
-    /// The API's root, as configured.
-    pub fn base_url(&self) -> &str {
-        &self.config.base_url
-    }
-
-    /// The most tokens of one reply, if bounded.
-    pub fn max_tokens(&self) -> Option<u32> {
-        self.config.max_tokens
-    }
-
     /// The model's context window in tokens, where the server says:
     /// llama.cpp's `GET /props` (`n_ctx`), or Ollama's `POST /api/show` (its
     /// `num_ctx` parameter; without one, Ollama's default of 2,048, since it
-    /// cuts a longer prompt silently whatever the model could take). `None`
-    /// when the server says nothing (OpenAI's API, vLLM): then the caller
-    /// must be told.
+    /// cuts a longer prompt silently whatever the model could take); for
+    /// OpenAI's API, its current models' [`OPENAI_CONTEXT_WINDOW`]. `None`
+    /// when the server says nothing (vLLM, LM Studio): then the caller must
+    /// be told.
     pub async fn context_window(&self) -> Option<u32> {
+        // The host that takes `max_completion_tokens` is OpenAI's.
+        if MaxTokensField::for_url(&self.config.base_url) == MaxTokensField::MaxCompletionTokens {
+            return Some(OPENAI_CONTEXT_WINDOW);
+        }
         let root = self.config.base_url.trim_end_matches("/v1");
         let ask = |request: reqwest::RequestBuilder| async move {
             let response = request.timeout(Duration::from_secs(5)).send().await.ok()?;
@@ -388,11 +386,18 @@ impl ChatClient {
                 return Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
         }
-        let show = self
+        let mut show = self
             .http
             .post(format!("{root}/api/show"))
             .json(&json!({"model": self.config.model}));
+        if let Some(key) = &self.config.api_key {
+            show = show.bearer_auth(key);
+        }
         let show = ask(show).await?;
+        // Only Ollama's own answer means Ollama's default.
+        if show.get("modelfile").is_none() && show.get("details").is_none() {
+            return None;
+        }
         let num_ctx = show
             .get("parameters")
             .and_then(Value::as_str)

@@ -49,11 +49,8 @@ const DEFAULT_SHUTDOWN_WAIT: Duration = Duration::from_secs(30);
 pub const DEFAULT_MAX_TOKENS: u32 = 2_048;
 
 /// The context window assumed when neither `--context-window` nor the
-/// server says (OpenAI's API: [`OPENAI_CONTEXT_WINDOW`]).
+/// server says.
 pub const DEFAULT_CONTEXT_WINDOW: u32 = 8_192;
-
-/// OpenAI's current models' window.
-pub const OPENAI_CONTEXT_WINDOW: u32 = 128_000;
 
 /// How many times a reply in prose is answered with a reminder of what the
 /// teammate owes before it reports idle.
@@ -267,11 +264,6 @@ impl ModelDriver {
             Some(w) => (w, "--context-window"),
             None => match self.chat.context_window().await {
                 Some(w) => (w, "the model server"),
-                None if chat::MaxTokensField::for_url(self.chat.base_url())
-                    == chat::MaxTokensField::MaxCompletionTokens =>
-                {
-                    (OPENAI_CONTEXT_WINDOW, "OpenAI's API")
-                }
                 None => (DEFAULT_CONTEXT_WINDOW, "the default (set --context-window)"),
             },
         };

@@ -342,6 +342,17 @@ impl Lead {
         self.teammate_command(name, &args)
     }
 
+    /// Headless Chromium at 1280x800, logged in to this lead's console, the
+    /// page live.
+    pub async fn console_browser(&self) -> webdriver::Browser {
+        let browser = webdriver::Browser::start(1280, 800).await;
+        browser
+            .open(self.console.as_deref().expect("the console is on"))
+            .await;
+        browser.log_in(&self.operator_token).await;
+        browser
+    }
+
     /// The workspace of `name`'s teammate: `ws/<name>` in the test's directory.
     pub fn workspace(&self, name: &str) -> PathBuf {
         self.dir.path().join("ws").join(name)

@@ -232,6 +232,15 @@ impl Browser {
         .await;
     }
 
+    /// Types `token` into the console's login form (the page open) and waits
+    /// until the console is live.
+    pub async fn log_in(&self, token: &str) {
+        let field = self.wait_for("#token", "").await;
+        self.type_into(&field, token).await;
+        self.click(&self.wait_for("#login", "Log in").await).await;
+        self.wait_for("#live", "live").await;
+    }
+
     /// Runs `script` in the page with `args` (elements as [`Browser::arg`]);
     /// what it returns.
     pub async fn execute(&self, script: &str, args: Vec<Value>) -> Value {

@@ -58,12 +58,7 @@ async fn an_operator_reviews_and_shuts_down_from_the_console() {
     browser.wait_for(".error", "not the operator token").await;
     assert!(browser.all("#queue").await.is_empty());
 
-    let token = browser.wait_for("#token", "").await;
-    browser.type_into(&token, &lead.operator_token).await;
-    browser
-        .click(&browser.wait_for("#login", "Log in").await)
-        .await;
-    browser.wait_for("#live", "live").await;
+    browser.log_in(&lead.operator_token).await;
 
     // What a member's model used and its budget show without a reload, and
     // so does the team's total.

@@ -11,19 +11,6 @@ use std::time::Duration;
 use mesh_tests::{is, webdriver::Browser, within, Events, Lead, Member};
 use shared::pb::{self, RequestStatus};
 
-/// A browser logged in to `lead`'s console, the page live.
-async fn console(lead: &Lead) -> Browser {
-    let browser = Browser::start(1280, 800).await;
-    browser.open(lead.console.as_deref().unwrap()).await;
-    let token = browser.wait_for("#token", "").await;
-    browser.type_into(&token, &lead.operator_token).await;
-    browser
-        .click(&browser.wait_for("#login", "Log in").await)
-        .await;
-    browser.wait_for("#live", "live").await;
-    browser
-}
-
 /// `member`'s plan of `files`; its request id.
 async fn plan(member: &mut Member, summary: &str, files: &[&str]) -> String {
     member
@@ -35,7 +22,7 @@ async fn plan(member: &mut Member, summary: &str, files: &[&str]) -> String {
 #[tokio::test]
 async fn a_waiting_time_moves_on() {
     let lead = Lead::start(&[]).await;
-    let browser = console(&lead).await;
+    let browser = lead.console_browser().await;
     let mut ann = lead.join("ann").await;
     plan(&mut ann, "plan of ann", &["src/a.rs"]).await;
     let card = browser.wait_for("[data-testid=plan]", "plan of ann").await;
@@ -59,7 +46,7 @@ async fn a_plan_overlapped_after_it_was_sent_is_approved_from_the_page() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
-    let browser = console(&lead).await;
+    let browser = lead.console_browser().await;
     let mut ann = lead.join("ann").await;
     let mut bob = lead.join("bob").await;
     let anns = plan(&mut ann, "plan of ann", &["src/a.rs"]).await;
@@ -103,7 +90,7 @@ async fn a_plan_overlapped_after_it_was_sent_is_approved_from_the_page() {
 #[tokio::test]
 async fn a_shutdown_reason_keeps_its_text_and_focus_through_redraws() {
     let lead = Lead::start(&[]).await;
-    let browser = console(&lead).await;
+    let browser = lead.console_browser().await;
     let _carl = lead.join("carl").await;
     let row = browser.wait_for("tr[data-member=carl]", "carl").await;
     let reason = browser.within(&row, "input").await;
@@ -160,7 +147,7 @@ async fn holds_empty(browser: &Browser, name: &str) {
 async fn the_team_shows_what_a_member_holds_now() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
-    let browser = console(&lead).await;
+    let browser = lead.console_browser().await;
     let mut ann = lead.join("ann").await;
     let task = operator
         .create_task(pb::CreateTaskRequest {

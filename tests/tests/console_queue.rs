@@ -9,19 +9,6 @@
 use mesh_tests::{is, webdriver::Browser, Events, Lead, Member};
 use shared::pb::{self, RequestStatus};
 
-/// A browser logged in to `lead`'s console, the page live.
-async fn console(lead: &Lead) -> Browser {
-    let browser = Browser::start(1280, 800).await;
-    browser.open(lead.console.as_deref().unwrap()).await;
-    let token = browser.wait_for("#token", "").await;
-    browser.type_into(&token, &lead.operator_token).await;
-    browser
-        .click(&browser.wait_for("#login", "Log in").await)
-        .await;
-    browser.wait_for("#live", "live").await;
-    browser
-}
-
 /// `member` with an approved plan in DEFAULT mode: each write asks.
 async fn granted(lead: &Lead, operator: &mut mesh_tests::Operator, name: &str) -> Member {
     let mut member = lead.join(name).await;
@@ -64,7 +51,7 @@ async fn permissions_come_first_a_denial_says_why_and_the_focus_moves_on() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
-    let browser = console(&lead).await;
+    let browser = lead.console_browser().await;
     // An older plan, then two permission requests.
     let mut cleo = lead.join("cleo").await;
     cleo.submit(
@@ -149,7 +136,7 @@ async fn permissions_come_first_a_denial_says_why_and_the_focus_moves_on() {
 #[tokio::test]
 async fn a_lost_lead_disables_every_control_and_says_so() {
     let mut lead = Lead::start(&[]).await;
-    let browser = console(&lead).await;
+    let browser = lead.console_browser().await;
     let mut ann = lead.join("ann").await;
     ann.submit(&uuid::Uuid::new_v4().to_string(), "plan of ann", &["a"])
         .await
@@ -171,10 +158,11 @@ async fn a_lost_lead_disables_every_control_and_says_so() {
     browser
         .wait_for("#live", "connection to the lead lost")
         .await;
-    for control in browser
+    let controls = browser
         .all("main button, main textarea, main input[type=text]")
-        .await
-    {
+        .await;
+    assert!(controls.len() >= 3, "the plan's and the team's controls");
+    for control in controls {
         let disabled = browser
             .execute(
                 "return arguments[0].disabled;",

@@ -382,7 +382,8 @@ function schedule() {
   redraw = requestAnimationFrame(() => {
     redraw = null;
     renderQueue(); renderTeam(); renderHistory(); renderEvents(); refreshTimes();
-    if (holdsStale) refreshMembers();
+    // Offline, it fails; the state is read again on reconnecting anyway.
+    if (holdsStale) refreshMembers().catch(() => {});
   });
 }
 
