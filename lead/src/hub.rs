@@ -14,6 +14,7 @@ use shared::{
     auth::now_unix_ms,
     lifecycle::Event,
     names::{Name, EVERYONE, LEAD},
+    op::Op,
     pb::{self, envelope::Body},
     policy::Policy,
     tasks::TaskBoard,
@@ -33,7 +34,7 @@ mod chain;
 mod commit;
 mod lifecycle;
 mod members;
-mod paging;
+pub(crate) mod paging;
 #[cfg(test)]
 mod replay_tests;
 mod requests;
@@ -164,6 +165,14 @@ pub(crate) type EventSink = outbox::Sender<pb::Event>;
 /// session token; the hub resolves it to a member.
 #[derive(Debug)]
 pub(crate) enum Command {
+    /// An op the edge translated (or why it could not, told only to a
+    /// caller who may come in at `door`), for the caller it `claim`s.
+    Apply {
+        claim: Claim,
+        door: Call<'static>,
+        op: Result<Op, HubError>,
+        reply: Reply<Answer>,
+    },
     Join {
         name: Name,
         role: String,
@@ -226,37 +235,10 @@ pub(crate) enum Command {
         reply: Reply<()>,
     },
     /// `ReportUsage`, its epoch checked.
-    ReportUsage {
-        token: String,
-        epoch: String,
-        totals: shared::usage::Usage,
-        reply: Reply<pb::UsageStatus>,
-    },
     Leave {
         token: String,
         reason: String,
         reply: Reply<()>,
-    },
-    CreateTask {
-        task: shared::tasks::NewTask,
-        reply: Reply<pb::Task>,
-    },
-    /// `token`: a member's `ListTasks`; `None`: an operator's.
-    ListTasks {
-        token: Option<String>,
-        request: pb::ListTasksRequest,
-        reply: Reply<pb::ListTasksResponse>,
-    },
-    ClaimTask {
-        token: String,
-        task_id: String,
-        reply: Reply<pb::Task>,
-    },
-    CompleteTask {
-        token: String,
-        task_id: String,
-        summary: String,
-        reply: Reply<pb::Task>,
     },
     ReviewPlan {
         review: pb::PlanReview,
@@ -277,11 +259,6 @@ pub(crate) enum Command {
     ListTeam {
         request: pb::ListTeamRequest,
         reply: Reply<pb::ListTeamResponse>,
-    },
-    SetBudget {
-        name: Name,
-        token_budget: u64,
-        reply: Reply<pb::UsageStatus>,
     },
     ListRequests {
         filter: pb::ListRequestsRequest,
@@ -316,6 +293,54 @@ pub(crate) enum Command {
     ModelReview(crate::reviewer::Outcome),
 }
 
+/// Who the edge says calls: a caller the lead's own tokens name, or a
+/// session token only the roster can place.
+#[derive(Debug)]
+pub(crate) enum Claim {
+    /// The operator, the join token, no token.
+    Known(Caller),
+    /// Some other token.
+    Session(String),
+}
+
+/// An op's answer, as the wire shows it.
+#[derive(Debug)]
+pub(crate) enum Answer {
+    Task(pb::Task),
+    Tasks(pb::ListTasksResponse),
+    Usage(pb::UsageStatus),
+}
+
+/// An answer of one type, taken out of an [`Answer`].
+pub(crate) trait Answered: Sized {
+    /// `answer` as `Self`; an internal error where the hub answered
+    /// something else.
+    fn from_answer(answer: Answer) -> Result<Self, HubError>;
+}
+
+macro_rules! answered {
+    ($($variant:ident($ty:ty)),* $(,)?) => {$(
+        impl Answered for $ty {
+            fn from_answer(answer: Answer) -> Result<Self, HubError> {
+                match answer {
+                    Answer::$variant(value) => Ok(value),
+                    #[allow(unreachable_patterns)]
+                    other => Err(HubError::Internal(format!(
+                        "the hub answered {other:?} where {} was due",
+                        stringify!($variant)
+                    ))),
+                }
+            }
+        }
+    )*};
+}
+
+answered!(
+    Task(pb::Task),
+    Tasks(pb::ListTasksResponse),
+    Usage(pb::UsageStatus)
+);
+
 /// A cheap handle RPC handlers use to reach the hub.
 #[derive(Debug, Clone)]
 pub(crate) struct HubHandle {
@@ -335,6 +360,25 @@ impl HubHandle {
             .await
             .map_err(|_| HubError::ShuttingDown)?;
         rx.await.map_err(|_| HubError::ShuttingDown)?
+    }
+
+    /// Applies `op` for the caller `claim` names, come in at `door`, and
+    /// waits for its answer.
+    pub(crate) async fn apply<T: Answered>(
+        &self,
+        claim: Claim,
+        door: Call<'static>,
+        op: Result<Op, HubError>,
+    ) -> Result<T, HubError> {
+        let answer = self
+            .call(|reply| Command::Apply {
+                claim,
+                door,
+                op,
+                reply,
+            })
+            .await?;
+        T::from_answer(answer)
     }
 
     /// Sends a command from a thread outside the runtime (a blocking
@@ -616,6 +660,15 @@ impl Hub {
     /// Runs one command.
     fn handle(&mut self, command: Command) {
         match command {
+            Command::Apply {
+                claim,
+                door,
+                op,
+                reply,
+            } => {
+                let result = self.apply(claim, door, op);
+                self.reply(reply, result);
+            }
             Command::Join {
                 name,
                 role,
@@ -687,58 +740,12 @@ impl Hub {
                 let result = self.report_tool_call(&token, report);
                 self.reply(reply, result);
             }
-            Command::ReportUsage {
-                token,
-                epoch,
-                totals,
-                reply,
-            } => {
-                let result = self.report_usage(&token, &epoch, totals);
-                self.reply(reply, result);
-            }
-            Command::SetBudget {
-                name,
-                token_budget,
-                reply,
-            } => {
-                let result = self.set_budget(&name, token_budget);
-                self.reply(reply, result);
-            }
             Command::Leave {
                 token,
                 reason,
                 reply,
             } => {
                 let result = self.leave(&token, &reason);
-                self.reply(reply, result);
-            }
-            Command::CreateTask { task, reply } => {
-                let result = self.create_task(task);
-                self.reply(reply, result);
-            }
-            Command::ListTasks {
-                token,
-                request,
-                reply,
-            } => {
-                let result = self.list_tasks(token.as_deref(), &request);
-                self.reply(reply, result);
-            }
-            Command::ClaimTask {
-                token,
-                task_id,
-                reply,
-            } => {
-                let result = self.claim_task(&token, &task_id);
-                self.reply(reply, result);
-            }
-            Command::CompleteTask {
-                token,
-                task_id,
-                summary,
-                reply,
-            } => {
-                let result = self.complete_task(&token, &task_id, summary);
                 self.reply(reply, result);
             }
             Command::StageVerdict(done) => {
@@ -791,6 +798,51 @@ impl Hub {
                 log_tail,
             } => self.child_exited(&name, pid, &how, log_tail),
         }
+    }
+
+    /// Applies `op` for the caller `claim` names, if it may come in at
+    /// `door`: the caller first, so that a stranger learns nothing from
+    /// validation.
+    fn apply(
+        &mut self,
+        claim: Claim,
+        door: Call<'static>,
+        op: Result<Op, HubError>,
+    ) -> Result<Answer, HubError> {
+        let caller = match claim {
+            Claim::Known(caller) => caller,
+            Claim::Session(token) => self
+                .roster
+                .by_token(&token)
+                .map_or(Caller::Stranger, |name| Caller::Member(name.to_owned())),
+        };
+        shared::access::admit(&caller, door)?;
+        let op = op?;
+        if !op.doors().open(door) {
+            return Err(HubError::Internal(format!(
+                "an op came in at {door:?}, not one of its doors"
+            )));
+        }
+        let member = match &caller {
+            Caller::Member(name) => Ok(name.as_str()),
+            _ => Err(HubError::Internal("a member's op with no member".into())),
+        };
+        Ok(match op {
+            Op::CreateTask(task) => Answer::Task(self.create_task(task)?),
+            Op::ListTasks { status, page } => Answer::Tasks(self.list_tasks(status, page)),
+            Op::ClaimTask { task_id } => {
+                Answer::Task(self.claim_task(member?, task_id.as_deref())?)
+            }
+            Op::CompleteTask { task_id, summary } => {
+                Answer::Task(self.complete_task(member?, &task_id, summary)?)
+            }
+            Op::ReportUsage { epoch, totals } => {
+                Answer::Usage(self.report_usage(member?, &epoch, totals))
+            }
+            Op::SetBudget { name, token_budget } => {
+                Answer::Usage(self.set_budget(&name, token_budget)?)
+            }
+        })
     }
 
     /// Sends `event` to every watcher; a watcher that cannot keep up is dropped.

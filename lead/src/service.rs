@@ -12,15 +12,17 @@ use shared::{
     error::FieldError,
     limits,
     names::Name,
+    op::Op,
     pb,
-    tasks::NewTask,
+    tasks::{NewTask, TaskStatus},
+    wire::TaskStatusFromPb,
 };
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::{
     error::HubError,
-    hub::{Command, HubHandle, Reply},
+    hub::{paging::Page, paging::TASKS, Answered, Claim, Command, HubHandle, Reply},
 };
 
 /// The tokens the lead accepts, fixed at start.
@@ -90,7 +92,40 @@ async fn caller_of<T>(
     Ok(member.map_or(Caller::Stranger, Caller::Member))
 }
 
+/// Who the request's token names as far as the lead's own tokens tell;
+/// any other token is a session, for the hub to place.
+fn claim_of<T>(request: &Request<T>, tokens: &Tokens) -> Claim {
+    let token = token_of(request);
+    match static_caller(token.as_deref(), tokens) {
+        Some(caller) => Claim::Known(caller),
+        None => Claim::Session(token.unwrap_or_default()),
+    }
+}
+
+/// `ListTasks`' request, of either service, as an op.
+fn list_tasks(request: pb::ListTasksRequest) -> Result<Op, HubError> {
+    Ok(Op::ListTasks {
+        status: TaskStatus::from_pb(request.status),
+        page: Page::parse(request.page_size, &request.page_token, TASKS)?.ask(),
+    })
+}
+
 impl LeadService {
+    /// Applies the op `translate` makes of the request, for the caller its
+    /// token names, as `Lead.<rpc>`.
+    async fn apply<T, R: Answered>(
+        &self,
+        request: Request<T>,
+        rpc: &'static str,
+        translate: impl FnOnce(T) -> Result<Op, HubError>,
+    ) -> Result<Response<R>, Status> {
+        let claim = claim_of(&request, &self.tokens);
+        let op = translate(request.into_inner());
+        Ok(Response::new(
+            self.hub.apply(claim, Call::Teammate(rpc), op).await?,
+        ))
+    }
+
     /// The session token of a teammate call, for the hub to resolve; the
     /// operator and join tokens are known but do not belong here.
     fn session<T>(&self, request: &Request<T>, rpc: &str) -> Result<String, Status> {
@@ -282,23 +317,19 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::UsageReport>,
     ) -> Result<Response<pb::UsageStatus>, Status> {
-        let token = self.session(&request, "ReportUsage")?;
-        let pb::UsageReport { epoch, totals } = request.into_inner();
-        shared::usage::check_epoch(&epoch).map_err(HubError::from)?;
-        let totals = totals
-            .as_ref()
-            .map(shared::usage::Usage::from)
-            .ok_or_else(|| HubError::from(FieldError::new("totals", "is required")))?;
-        Ok(Response::new(
-            self.hub
-                .call(|reply| Command::ReportUsage {
-                    token,
-                    epoch,
-                    totals,
-                    reply,
-                })
-                .await?,
-        ))
+        self.apply(
+            request,
+            "ReportUsage",
+            |pb::UsageReport { epoch, totals }| {
+                shared::usage::check_epoch(&epoch)?;
+                let totals = totals
+                    .as_ref()
+                    .map(shared::usage::Usage::from)
+                    .ok_or_else(|| FieldError::new("totals", "is required"))?;
+                Ok(Op::ReportUsage { epoch, totals })
+            },
+        )
+        .await
     }
 
     async fn report_tool_call(
@@ -339,55 +370,38 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        let token = self.session(&request, "ListTasks")?;
-        let request = request.into_inner();
-        Ok(Response::new(
-            self.hub
-                .call(|reply| Command::ListTasks {
-                    token: Some(token),
-                    request,
-                    reply,
-                })
-                .await?,
-        ))
+        self.apply(request, "ListTasks", list_tasks).await
     }
 
     async fn claim_task(
         &self,
         request: Request<pb::ClaimTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        let token = self.session(&request, "ClaimTask")?;
-        let task_id = request.into_inner().task_id;
-        limits::check("task_id", &task_id, limits::ID).map_err(HubError::from)?;
-        Ok(Response::new(
-            self.hub
-                .call(|reply| Command::ClaimTask {
-                    token,
-                    task_id,
-                    reply,
-                })
-                .await?,
-        ))
+        self.apply(request, "ClaimTask", |r| {
+            limits::check("task_id", &r.task_id, limits::ID)?;
+            Ok(Op::ClaimTask {
+                task_id: (!r.task_id.is_empty()).then_some(r.task_id),
+            })
+        })
+        .await
     }
 
     async fn complete_task(
         &self,
         request: Request<pb::CompleteTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        let token = self.session(&request, "CompleteTask")?;
-        let pb::CompleteTaskRequest { task_id, summary } = request.into_inner();
-        limits::check("task_id", &task_id, limits::ID).map_err(HubError::from)?;
-        limits::check("summary", &summary, limits::TEXT).map_err(HubError::from)?;
-        Ok(Response::new(
-            self.hub
-                .call(|reply| Command::CompleteTask {
-                    token,
-                    task_id,
-                    summary,
-                    reply,
-                })
-                .await?,
-        ))
+        self.apply(request, "CompleteTask", |r| {
+            limits::check("task_id", &r.task_id, limits::ID)?;
+            limits::check("summary", &r.summary, limits::TEXT)?;
+            if r.task_id.is_empty() {
+                return Err(FieldError::new("task_id", "is required").into());
+            }
+            Ok(Op::CompleteTask {
+                task_id: r.task_id,
+                summary: r.summary,
+            })
+        })
+        .await
     }
 }
 
@@ -397,6 +411,20 @@ impl OperatorService {
     async fn operator<T>(&self, request: &Request<T>) -> Result<(), Status> {
         let caller = caller_of(request, &self.tokens, &self.hub).await?;
         Ok(access::admit(&caller, Call::Operator).map_err(HubError::from)?)
+    }
+
+    /// Applies the op `translate` makes of the request, for the caller its
+    /// token names, as an `Operator` call.
+    async fn apply<T, R: Answered>(
+        &self,
+        request: Request<T>,
+        translate: impl FnOnce(T) -> Result<Op, HubError>,
+    ) -> Result<Response<R>, Status> {
+        let claim = claim_of(&request, &self.tokens);
+        let op = translate(request.into_inner());
+        Ok(Response::new(
+            self.hub.apply(claim, Call::Operator, op).await?,
+        ))
     }
 
     /// Runs an operator command after the token check.
@@ -500,34 +528,34 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::CreateTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        // The caller first: a stranger learns nothing from validation.
-        self.operator(&request).await?;
-        let body = request.get_ref();
-        limits::check("subject", &body.subject, limits::REASON).map_err(HubError::from)?;
-        limits::check("description", &body.description, limits::TEXT).map_err(HubError::from)?;
-        for (field, list) in [("blocked_by", &body.blocked_by), ("files", &body.files)] {
-            if list.len() > limits::LIST_ITEMS {
-                return Err(Status::invalid_argument(format!(
-                    "{field}: has {} entries; the limit is {}",
-                    list.len(),
-                    limits::LIST_ITEMS
-                )));
+        self.apply(request, |r| {
+            limits::check("subject", &r.subject, limits::REASON)?;
+            limits::check("description", &r.description, limits::TEXT)?;
+            for (field, list) in [("blocked_by", &r.blocked_by), ("files", &r.files)] {
+                if list.len() > limits::LIST_ITEMS {
+                    return Err(FieldError::new(
+                        field,
+                        format!(
+                            "has {} entries; the limit is {}",
+                            list.len(),
+                            limits::LIST_ITEMS
+                        ),
+                    )
+                    .into());
+                }
             }
-        }
-        for (i, id) in body.blocked_by.iter().enumerate() {
-            limits::check(&format!("blocked_by[{i}]"), id, limits::ID).map_err(HubError::from)?;
-        }
-        for (i, glob) in body.files.iter().enumerate() {
-            limits::check(&format!("files[{i}]"), glob, limits::GLOB).map_err(HubError::from)?;
-        }
-        self.run(request, |r, reply| Command::CreateTask {
-            task: NewTask {
+            for (i, id) in r.blocked_by.iter().enumerate() {
+                limits::check(&format!("blocked_by[{i}]"), id, limits::ID)?;
+            }
+            for (i, glob) in r.files.iter().enumerate() {
+                limits::check(&format!("files[{i}]"), glob, limits::GLOB)?;
+            }
+            Ok(Op::CreateTask(NewTask {
                 subject: r.subject,
                 description: r.description,
                 blocked_by: r.blocked_by,
                 files: r.files,
-            },
-            reply,
+            }))
         })
         .await
     }
@@ -536,12 +564,7 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.run(request, |request, reply| Command::ListTasks {
-            token: None,
-            request,
-            reply,
-        })
-        .await
+        self.apply(request, list_tasks).await
     }
 
     async fn spawn_teammate(
@@ -556,13 +579,11 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::SetBudgetRequest>,
     ) -> Result<Response<pb::UsageStatus>, Status> {
-        // The caller first: a stranger learns nothing from validation.
-        self.operator(&request).await?;
-        let name = Name::parse("name", &request.get_ref().name).map_err(HubError::from)?;
-        self.run(request, |r, reply| Command::SetBudget {
-            name,
-            token_budget: r.token_budget,
-            reply,
+        self.apply(request, |r| {
+            Ok(Op::SetBudget {
+                name: Name::parse("name", &r.name)?,
+                token_budget: r.token_budget,
+            })
         })
         .await
     }

@@ -29,6 +29,6 @@ pub mod wire;
 
 /// The pure types live in `mesh-core`; these are the same modules.
 pub use mesh_core::{
-    access, chain, error, grant, holds, lifecycle, limits, names, policy, protocol, rate, tasks,
-    team, usage,
+    access, chain, error, grant, holds, lifecycle, limits, names, op, policy, protocol, rate,
+    tasks, team, usage,
 };

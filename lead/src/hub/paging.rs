@@ -3,7 +3,7 @@
 //! page continues where the last one ended even as the list changes.
 
 use prost::Message;
-use shared::{error::FieldError, limits};
+use shared::{error::FieldError, limits, op::PageAsk};
 
 use crate::error::HubError;
 
@@ -12,6 +12,10 @@ pub(crate) const MAX_PAGE_SIZE: usize = 1_000;
 /// A page ends before it passes this many bytes (it holds at least one
 /// entry), well under the 4 MiB a gRPC client decodes by default.
 pub(crate) const MAX_PAGE_BYTES: usize = 1024 * 1024;
+
+/// The prefixes of the lists' page tokens, so that one list's token is
+/// refused by another.
+pub(crate) const TASKS: &str = "t";
 
 /// One page asked for.
 #[derive(Debug, Clone, Copy)]
@@ -57,6 +61,23 @@ impl Page {
             size,
             prefix,
         })
+    }
+
+    /// The page `ask` names, of the list whose tokens start with `prefix`.
+    pub(crate) fn of(ask: PageAsk, prefix: &'static str) -> Self {
+        Self {
+            after: ask.after,
+            size: ask.size.clamp(1, MAX_PAGE_SIZE),
+            prefix,
+        }
+    }
+
+    /// What the edge hands the core: the page asked for.
+    pub(crate) fn ask(&self) -> PageAsk {
+        PageAsk {
+            after: self.after,
+            size: self.size,
+        }
     }
 
     /// Takes one page from `entries` (key, value), in key order; returns it

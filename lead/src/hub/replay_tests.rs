@@ -19,13 +19,15 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use shared::{
+    access::{Call, Caller},
     names::Name,
+    op::Op,
     pb,
     protocol::{Kind, Request, Status},
 };
 use tokio::sync::oneshot;
 
-use super::{load, Command, Hub, HubConfig};
+use super::{load, Answer, Claim, Command, Hub, HubConfig, Reply};
 use crate::{
     error::HubError,
     store::{Change, Snapshot, SqliteStore, Store, StoreError, Sync},
@@ -37,6 +39,26 @@ const SEEDS: u64 = 100;
 const STEPS: usize = 160;
 const NAMES: [&str; 4] = ["alice", "bob", "carol", "dave"];
 const FILES: [&str; 3] = ["src/a.rs", "src/b.rs", "docs/*.md"];
+
+/// The operator, at its door.
+fn operator() -> (Claim, Call<'static>) {
+    (Claim::Known(Caller::Operator), Call::Operator)
+}
+
+/// A member's session `token`, calling `Lead.<rpc>`.
+fn session(token: String, rpc: &'static str) -> (Claim, Call<'static>) {
+    (Claim::Session(token), Call::Teammate(rpc))
+}
+
+/// The command that applies `op` for `who`.
+fn apply((claim, door): (Claim, Call<'static>), op: Op, reply: Reply<Answer>) -> Command {
+    Command::Apply {
+        claim,
+        door,
+        op: Ok(op),
+        reply,
+    }
+}
 
 /// A small xorshift generator: the same seed, the same run.
 struct Rng(u64);
@@ -73,7 +95,7 @@ struct Known {
     /// Task ids.
     tasks: Vec<String>,
     /// Tasks created whose reply has not come yet.
-    creating: Vec<Pending<pb::Task>>,
+    creating: Vec<Pending<Answer>>,
 }
 
 impl Known {
@@ -85,7 +107,7 @@ impl Known {
             }
         }
         for mut rx in std::mem::take(&mut self.creating) {
-            if let Ok(Ok(task)) = rx.try_recv() {
+            if let Ok(Ok(Answer::Task(task))) = rx.try_recv() {
                 self.tasks.push(task.task_id);
             }
         }
@@ -220,14 +242,15 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
         6 => {
             let (reply, rx) = oneshot::channel();
             let blocked_by = rng.pick(&known.tasks).cloned().into_iter().collect();
-            hub.handle(Command::CreateTask {
-                task: shared::tasks::NewTask {
+            hub.handle(apply(
+                operator(),
+                Op::CreateTask(shared::tasks::NewTask {
                     subject: format!("task {}", rng.next() % 100),
                     blocked_by,
                     ..Default::default()
-                },
+                }),
                 reply,
-            });
+            ));
             known.creating.push(rx);
         }
         7 => {
@@ -243,17 +266,19 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 .find(|t| t.owner == name)
                 .map(|t| t.task_id.clone());
             match claimed {
-                Some(task_id) if rng.below(2) == 0 => hub.handle(Command::CompleteTask {
-                    token,
-                    task_id,
-                    summary: "done".into(),
+                Some(task_id) if rng.below(2) == 0 => hub.handle(apply(
+                    session(token, "CompleteTask"),
+                    Op::CompleteTask {
+                        task_id,
+                        summary: "done".into(),
+                    },
                     reply,
-                }),
-                _ => hub.handle(Command::ClaimTask {
-                    token,
-                    task_id: String::new(),
+                )),
+                _ => hub.handle(apply(
+                    session(token, "ClaimTask"),
+                    Op::ClaimTask { task_id: None },
                     reply,
-                }),
+                )),
             }
         }
         8 => {
@@ -345,26 +370,31 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             };
             let tokens = rng.next() % 10_000;
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::ReportUsage {
-                token,
-                epoch: format!("e{}", rng.below(3)),
-                totals: shared::usage::Usage {
-                    prompt_tokens: tokens,
-                    completion_tokens: tokens / 3,
-                    calls: tokens / 500,
-                    model_ms: tokens * 2,
+            hub.handle(apply(
+                session(token, "ReportUsage"),
+                Op::ReportUsage {
+                    epoch: format!("e{}", rng.below(3)),
+                    totals: shared::usage::Usage {
+                        prompt_tokens: tokens,
+                        completion_tokens: tokens / 3,
+                        calls: tokens / 500,
+                        model_ms: tokens * 2,
+                    },
                 },
                 reply,
-            });
+            ));
         }
         16 => {
             let name = NAMES[rng.below(NAMES.len())];
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::SetBudget {
-                name: Name::parse("name", name).expect("a valid name"),
-                token_budget: [0, 20_000][rng.below(2)],
+            hub.handle(apply(
+                operator(),
+                Op::SetBudget {
+                    name: Name::parse("name", name).expect("a valid name"),
+                    token_budget: [0, 20_000][rng.below(2)],
+                },
                 reply,
-            });
+            ));
         }
         _ => {
             let Some((name, token)) = known.token(rng) else {

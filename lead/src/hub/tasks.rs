@@ -5,6 +5,7 @@
 use shared::wire::*;
 use shared::{
     grant::Mode,
+    op::PageAsk,
     pb::{self, envelope::Body},
     tasks::{NewTask, Task, TaskError, TaskStatus},
 };
@@ -40,19 +41,14 @@ impl Hub {
         Ok(task.to_pb())
     }
 
-    /// `ListTasks`, for a member (`token`) or an operator (`None`): one page
-    /// oldest first, at most `page_size` (default and cap 1,000) and about
-    /// 1 MiB.
+    /// `ListTasks`: one page oldest first, at most `page.size` (default and
+    /// cap 1,000) and about 1 MiB.
     pub(super) fn list_tasks(
         &self,
-        token: Option<&str>,
-        request: &pb::ListTasksRequest,
-    ) -> Result<pb::ListTasksResponse, HubError> {
-        if let Some(token) = token {
-            self.caller(token)?;
-        }
-        let status = TaskStatus::from_pb(request.status);
-        let page = super::paging::Page::parse(request.page_size, &request.page_token, "t")?;
+        status: Option<TaskStatus>,
+        page: PageAsk,
+    ) -> pb::ListTasksResponse {
+        let page = super::paging::Page::of(page, super::paging::TASKS);
         let start = page.after.map_or(0, |after| {
             usize::try_from(after)
                 .unwrap_or(usize::MAX)
@@ -64,24 +60,26 @@ impl Hub {
                 .iter_from(status, start)
                 .map(|(at, t)| (u64::try_from(at).unwrap_or(u64::MAX), t.to_pb())),
         );
-        Ok(pb::ListTasksResponse {
+        pb::ListTasksResponse {
             tasks,
             next_page_token,
-        })
+        }
     }
 
     /// `ClaimTask`: the caller claims a task (or the oldest claimable one).
-    pub(super) fn claim_task(&mut self, token: &str, task_id: &str) -> Result<pb::Task, HubError> {
-        let name = self.caller(token)?;
-        let id = (!task_id.is_empty()).then_some(task_id);
+    pub(super) fn claim_task(
+        &mut self,
+        name: &str,
+        id: Option<&str>,
+    ) -> Result<pb::Task, HubError> {
         let before = id
             .and_then(|id| self.team.tasks.get(id))
             .map(|t| t.updated_at_unix_ms);
-        let task = self.team.tasks.claim(&name, id, self.now())?;
+        let task = self.team.tasks.claim(name, id, self.now())?;
         if before != Some(task.updated_at_unix_ms) {
             tracing::info!(task_id = %task.task_id, member = %name, "task claimed");
             self.task_changed(&task);
-            self.mark_busy(&name);
+            self.mark_busy(name);
         }
         Ok(task.to_pb())
     }
@@ -90,26 +88,22 @@ impl Hub {
     /// on it become claimable, and idle members hear of them.
     pub(super) fn complete_task(
         &mut self,
-        token: &str,
+        name: &str,
         task_id: &str,
         summary: String,
     ) -> Result<pb::Task, HubError> {
-        let name = self.caller(token)?;
-        if task_id.is_empty() {
-            return Err(shared::error::FieldError::new("task_id", "is required").into());
-        }
         let (done, hold_ended) = self
             .team
-            .complete_task(&name, task_id, summary, self.now())?;
+            .complete_task(name, task_id, summary, self.now())?;
         if done.fresh {
             tracing::info!(task_id = %task_id, member = %name, "task completed");
             // The grant was for that task's plan: it ends with the task, and
             // the member's next task needs a plan of its own.
             if hold_ended {
-                if let Some(member) = self.roster.get_mut(&name) {
+                if let Some(member) = self.roster.get_mut(name) {
                     member.mode = Mode::Plan;
                 }
-                self.emit_member(&name);
+                self.emit_member(name);
             }
             self.task_changed(&done.task);
             self.announce_claimable(&done.unblocked);

@@ -35,17 +35,16 @@ impl Hub {
     /// `ReportUsage`: the caller's process `epoch` has used `totals` so far.
     pub(super) fn report_usage(
         &mut self,
-        token: &str,
+        name: &str,
         epoch: &str,
         totals: Usage,
-    ) -> Result<pb::UsageStatus, HubError> {
-        let name = self.caller(token)?;
-        let before = self.team.usage.standing(&name);
-        let standing = self.team.usage.report(&name, true, epoch, totals);
+    ) -> pb::UsageStatus {
+        let before = self.team.usage.standing(name);
+        let standing = self.team.usage.report(name, true, epoch, totals);
         if standing != before {
-            self.emit_usage(&name, &standing);
+            self.emit_usage(name, &standing);
         }
-        Ok(standing.to_pb())
+        standing.to_pb()
     }
 
     /// `SetBudget`: the operator sets `name`'s budget (0: none). The member,

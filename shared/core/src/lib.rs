@@ -11,6 +11,7 @@
 //! - [`grant`], [`plan`], [`policy`]: what a teammate may do, what it
 //!   proposes, and the criteria that review it;
 //! - [`access`]: who may call what, once the edge knows who calls;
+//! - [`op`]: what a caller can do, as the edges hand it to the lead's hub;
 //! - [`chain`]: the reviewer chain's rule (what follows each verdict);
 //! - [`team`]: the requests, the tasks, the holds and the usage as one value, and
 //!   what of them the store must make durable;
@@ -27,6 +28,7 @@ pub mod holds;
 pub mod lifecycle;
 pub mod limits;
 pub mod names;
+pub mod op;
 pub mod plan;
 pub mod policy;
 pub mod protocol;

@@ -1,0 +1,143 @@
+//! What a caller can do to the team, in the core's words. An edge (the
+//! lead's gRPC services, its console) checks a call's fields, translates it
+//! into an [`Op`], and says at which door it came in ([`Call`]); the lead's
+//! hub resolves who called ([`crate::access::Caller`]) and applies it. No
+//! protobuf, no tokens: one variant per thing a caller can do, not per RPC
+//! (`Lead.ListTasks` and `Operator.ListTasks` are one [`Op::ListTasks`]).
+
+use crate::{
+    access::Call,
+    names::Name,
+    tasks::{NewTask, TaskStatus},
+    usage::Usage,
+};
+
+/// One page of a list asked for: the entries after key `after` (none: from
+/// the start), at most `size` of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageAsk {
+    /// The key of the last entry of the previous page.
+    pub after: Option<u64>,
+    /// The most entries.
+    pub size: usize,
+}
+
+/// What a caller does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// The operator adds a task to the shared list.
+    CreateTask(NewTask),
+    /// One page of the task list, of one status or all, oldest first.
+    ListTasks {
+        /// Only tasks of this status; `None`: every task.
+        status: Option<TaskStatus>,
+        /// Which page.
+        page: PageAsk,
+    },
+    /// A member claims a task, or (`None`) the oldest claimable one.
+    ClaimTask {
+        /// The task.
+        task_id: Option<String>,
+    },
+    /// A member completes the task it claimed.
+    CompleteTask {
+        /// The task.
+        task_id: String,
+        /// What it did.
+        summary: String,
+    },
+    /// A member says what its process (`epoch`) used so far, in all.
+    ReportUsage {
+        /// Names the process.
+        epoch: String,
+        /// Its cumulative totals.
+        totals: Usage,
+    },
+    /// The operator sets a member's token budget.
+    SetBudget {
+        /// The member.
+        name: Name,
+        /// Tokens; 0: none.
+        token_budget: u64,
+    },
+}
+
+impl Op {
+    /// The doors this op may come in by: `Some(rpc)` names it where a
+    /// member may call it (`Lead.<rpc>`); `operator` says whether the
+    /// operator may.
+    pub fn doors(&self) -> Doors {
+        match self {
+            Op::CreateTask(_) | Op::SetBudget { .. } => Doors::OPERATOR,
+            Op::ListTasks { .. } => Doors::both("ListTasks"),
+            Op::ClaimTask { .. } => Doors::member("ClaimTask"),
+            Op::CompleteTask { .. } => Doors::member("CompleteTask"),
+            Op::ReportUsage { .. } => Doors::member("ReportUsage"),
+        }
+    }
+}
+
+/// Where an op may come in (see [`Op::doors`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Doors {
+    /// The `Lead` rpc a member calls it by, if members may.
+    pub member: Option<&'static str>,
+    /// Whether the operator may.
+    pub operator: bool,
+}
+
+impl Doors {
+    /// The operator's alone.
+    pub const OPERATOR: Doors = Doors {
+        member: None,
+        operator: true,
+    };
+
+    /// A member's alone, by `Lead.<rpc>`.
+    pub const fn member(rpc: &'static str) -> Doors {
+        Doors {
+            member: Some(rpc),
+            operator: false,
+        }
+    }
+
+    /// A member's by `Lead.<rpc>`, and the operator's.
+    pub const fn both(rpc: &'static str) -> Doors {
+        Doors {
+            member: Some(rpc),
+            operator: true,
+        }
+    }
+
+    /// Whether an op with these doors may come in at `door`.
+    pub fn open(&self, door: Call<'_>) -> bool {
+        match door {
+            Call::Join => false,
+            Call::Teammate(rpc) => self.member == Some(rpc),
+            Call::Operator => self.operator,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_tasks_is_one_op_behind_two_doors() {
+        let op = Op::ListTasks {
+            status: None,
+            page: PageAsk {
+                after: None,
+                size: 10,
+            },
+        };
+        assert!(op.doors().open(Call::Teammate("ListTasks")));
+        assert!(op.doors().open(Call::Operator));
+        assert!(!op.doors().open(Call::Teammate("ClaimTask")));
+        assert!(!op.doors().open(Call::Join));
+        let claim = Op::ClaimTask { task_id: None };
+        assert!(claim.doors().open(Call::Teammate("ClaimTask")));
+        assert!(!claim.doors().open(Call::Operator));
+    }
+}
