@@ -5,8 +5,8 @@
 //! is checked: without a valid session (or `Authorization: Bearer` with the
 //! operator token) the page is the login form and every API call is 401.
 //!
-//! The console speaks to the hub with the same commands the `Operator`
-//! service sends, so it decides nothing the gRPC API could not.
+//! The console applies the same ops as the `Operator` service, as the
+//! operator, so it decides nothing the gRPC API could not.
 
 use std::{
     collections::HashSet,
@@ -27,13 +27,25 @@ use axum::{
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
-use shared::pb;
+use shared::{
+    access::{Call, Caller},
+    error::FieldError,
+    grant::{Grant, Mode},
+    limits,
+    names::RequestId,
+    op::{Op, PageAsk, PlanVerdict},
+    pb,
+};
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 
 use crate::{
     connections::Conn,
-    hub::{Command, HubHandle},
+    error::HubError,
+    hub::{
+        paging::{Page, REQUESTS},
+        Claim, Command, HubHandle,
+    },
     render,
 };
 
@@ -313,14 +325,16 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, crate::error::HubError> {
     let mut requests = Vec::new();
     let mut token = String::new();
     loop {
-        let page = hub
-            .call(|reply| Command::ListRequests {
-                filter: pb::ListRequestsRequest {
-                    page_token: token.clone(),
-                    ..Default::default()
-                },
-                reply,
-            })
+        let page: pb::ListRequestsResponse = hub
+            .apply(
+                operator(),
+                Call::Operator,
+                Ok(Op::ListRequests {
+                    status: None,
+                    kind: None,
+                    page: next_page(&token, REQUESTS)?,
+                }),
+            )
             .await?;
         requests.extend(page.requests.iter().map(render::request_json));
         if page.next_page_token.is_empty() {
@@ -377,9 +391,9 @@ async fn approve(
         return unauthorized();
     }
     let mode = match form.mode.as_str() {
-        "" | "accept-edits" => pb::PermissionMode::AcceptEdits,
-        "default" => pb::PermissionMode::Default,
-        "bypass" => pb::PermissionMode::Bypass,
+        "" | "accept-edits" => Mode::AcceptEdits,
+        "default" => Mode::Default,
+        "bypass" => Mode::Bypass,
         other => {
             return failed(
                 format!("mode: {other:?} is not accept-edits, default or bypass"),
@@ -387,33 +401,34 @@ async fn approve(
             )
         }
     };
-    let review = pb::PlanReview {
-        request_id: form.request_id,
-        approve: true,
-        grant: Some(pb::PermissionGrant {
-            mode: mode as i32,
-            write_paths: form.write_paths,
-            expires_at_unix_ms: 0,
-        }),
-        feedback: form.feedback,
-        refuse_overlap: !form.allow_overlap,
-    };
-    review_plan(&console, review).await
+    let verdict = limits::check("feedback", &form.feedback, limits::REASON)
+        .and_then(|()| Grant::checked("grant", mode, form.write_paths, None))
+        .map(|grant| PlanVerdict::Approve {
+            grant,
+            feedback: form.feedback,
+            allow_overlap: form.allow_overlap,
+        });
+    review_plan(&console, &form.request_id, verdict).await
 }
 
 /// An operator's decision on a plan, made in the console.
-async fn review_plan(console: &Console, review: pb::PlanReview) -> Response {
-    decided(
-        console
-            .hub
-            .call(|reply| Command::ReviewPlan {
-                review,
+async fn review_plan(
+    console: &Console,
+    request_id: &str,
+    verdict: Result<PlanVerdict, FieldError>,
+) -> Response {
+    let op = RequestId::existing("request_id", request_id)
+        .and_then(|request_id| {
+            Ok(Op::ReviewPlan {
+                request_id,
+                verdict: verdict?,
                 by: "operator (console)".into(),
-                reply,
             })
-            .await
-            .map(|r| json!({"request_id": r.request_id, "approve": r.approve})),
-    )
+        })
+        .map_err(HubError::from);
+    decided(console.hub.apply(operator(), Call::Operator, op).await.map(
+        |r: pb::PlanApprovalResponse| json!({"request_id": r.request_id, "approve": r.approve}),
+    ))
 }
 
 #[derive(Deserialize)]
@@ -430,14 +445,9 @@ async fn reject(
     if !console.authorized(&headers) {
         return unauthorized();
     }
-    let review = pb::PlanReview {
-        request_id: form.request_id,
-        approve: false,
-        grant: None,
-        feedback: form.feedback,
-        refuse_overlap: false,
-    };
-    review_plan(&console, review).await
+    let verdict = limits::check("feedback", &form.feedback, limits::REASON)
+        .and_then(|()| crate::from_wire::reject(form.feedback));
+    review_plan(&console, &form.request_id, verdict).await
 }
 
 #[derive(Deserialize)]
@@ -456,17 +466,20 @@ async fn permission(
     if !console.authorized(&headers) {
         return unauthorized();
     }
-    let review = pb::PermissionReview {
-        request_id: form.request_id,
-        approve: form.approve,
-        feedback: form.feedback,
-    };
+    let op = RequestId::existing("request_id", &form.request_id)
+        .and_then(|request_id| {
+            limits::check("feedback", &form.feedback, limits::REASON)?;
+            Ok(Op::ReviewPermission {
+                request_id,
+                approve: form.approve,
+                feedback: form.feedback,
+            })
+        })
+        .map_err(HubError::from);
     decided(
-        console
-            .hub
-            .call(|reply| Command::ReviewPermission { review, reply })
-            .await
-            .map(|r| json!({"request_id": r.request_id, "approve": r.approve})),
+        console.hub.apply(operator(), Call::Operator, op).await.map(
+            |r: pb::PermissionResponse| json!({"request_id": r.request_id, "approve": r.approve}),
+        ),
     )
 }
 
@@ -498,6 +511,16 @@ async fn shutdown(
             .await
             .map(|t| json!({"request_id": t.request_id})),
     )
+}
+
+/// Who the console calls the hub as: it let only the operator in.
+fn operator() -> Claim {
+    Claim::Known(Caller::Operator)
+}
+
+/// The page after the one whose `next_page_token` was `token` (empty: the first).
+fn next_page(token: &str, prefix: &'static str) -> Result<PageAsk, HubError> {
+    Ok(Page::parse(0, token, prefix)?.ask())
 }
 
 /// A hub call's result as the answer.

@@ -209,20 +209,10 @@ pub(crate) enum Command {
         request: pb::SendRequest,
         reply: Reply<pb::SendResponse>,
     },
-    SubmitPlan {
-        token: String,
-        request: pb::PlanApprovalRequest,
-        reply: Reply<pb::SubmitPlanResponse>,
-    },
     RespondShutdown {
         token: String,
         response: pb::ShutdownResponse,
         reply: Reply<()>,
-    },
-    RequestPermission {
-        token: String,
-        request: pb::PermissionRequest,
-        reply: Reply<pb::RequestPermissionResponse>,
     },
     ReportIdle {
         token: String,
@@ -240,33 +230,15 @@ pub(crate) enum Command {
         reason: String,
         reply: Reply<()>,
     },
-    ReviewPlan {
-        review: pb::PlanReview,
-        /// Who decides, for the request's history (`operator`, `model NAME`).
-        by: String,
-        reply: Reply<pb::PlanApprovalResponse>,
-    },
     /// A chain stage's verdict on a plan (`--approval chain:FILE`).
     StageVerdict(crate::chain::stages::StageDone),
     RequestShutdown {
         request: pb::ShutdownRequest,
         reply: Reply<pb::ShutdownTicket>,
     },
-    ReviewPermission {
-        review: pb::PermissionReview,
-        reply: Reply<pb::PermissionResponse>,
-    },
     ListTeam {
         request: pb::ListTeamRequest,
         reply: Reply<pb::ListTeamResponse>,
-    },
-    ListRequests {
-        filter: pb::ListRequestsRequest,
-        reply: Reply<pb::ListRequestsResponse>,
-    },
-    GetRequest {
-        request_id: String,
-        reply: Reply<pb::ProtocolState>,
     },
     Watch {
         reply: Reply<outbox::Receiver<pb::Event>>,
@@ -309,6 +281,12 @@ pub(crate) enum Answer {
     Task(pb::Task),
     Tasks(pb::ListTasksResponse),
     Usage(pb::UsageStatus),
+    Submitted(pb::SubmitPlanResponse),
+    PermissionAsked(pb::RequestPermissionResponse),
+    PlanDecided(pb::PlanApprovalResponse),
+    PermissionDecided(pb::PermissionResponse),
+    Requests(pb::ListRequestsResponse),
+    Request(pb::ProtocolState),
 }
 
 /// An answer of one type, taken out of an [`Answer`].
@@ -338,7 +316,13 @@ macro_rules! answered {
 answered!(
     Task(pb::Task),
     Tasks(pb::ListTasksResponse),
-    Usage(pb::UsageStatus)
+    Usage(pb::UsageStatus),
+    Submitted(pb::SubmitPlanResponse),
+    PermissionAsked(pb::RequestPermissionResponse),
+    PlanDecided(pb::PlanApprovalResponse),
+    PermissionDecided(pb::PermissionResponse),
+    Requests(pb::ListRequestsResponse),
+    Request(pb::ProtocolState),
 );
 
 /// A cheap handle RPC handlers use to reach the hub.
@@ -704,28 +688,12 @@ impl Hub {
                 let result = self.send_text(&token, request);
                 self.reply(reply, result);
             }
-            Command::SubmitPlan {
-                token,
-                request,
-                reply,
-            } => {
-                let result = self.submit_plan(&token, request);
-                self.reply(reply, result);
-            }
             Command::RespondShutdown {
                 token,
                 response,
                 reply,
             } => {
                 let result = self.respond_shutdown(&token, response);
-                self.reply(reply, result);
-            }
-            Command::RequestPermission {
-                token,
-                request,
-                reply,
-            } => {
-                let result = self.request_permission(&token, request);
                 self.reply(reply, result);
             }
             Command::ReportIdle { token, idle, reply } => {
@@ -754,29 +722,13 @@ impl Hub {
                 }
                 self.stage_verdict(&done.request_id, done.stage, done.verdict)
             }
-            Command::ReviewPlan { review, by, reply } => {
-                let result = self.review_plan(review, &by);
-                self.reply(reply, result);
-            }
             Command::ModelReview(outcome) => self.model_review(outcome),
             Command::RequestShutdown { request, reply } => {
                 let result = self.request_shutdown(request);
                 self.reply(reply, result);
             }
-            Command::ReviewPermission { review, reply } => {
-                let result = self.review_permission(review);
-                self.reply(reply, result);
-            }
             Command::ListTeam { request, reply } => {
                 let result = self.list_team(&request);
-                self.reply(reply, result);
-            }
-            Command::ListRequests { filter, reply } => {
-                let result = self.list_requests(&filter);
-                self.reply(reply, result);
-            }
-            Command::GetRequest { request_id, reply } => {
-                let result = self.get_request(&request_id);
                 self.reply(reply, result);
             }
             Command::Watch { reply } => {
@@ -842,6 +794,35 @@ impl Hub {
             Op::SetBudget { name, token_budget } => {
                 Answer::Usage(self.set_budget(&name, token_budget)?)
             }
+            Op::SubmitPlan {
+                request_id,
+                plan,
+                supersedes,
+            } => Answer::Submitted(self.submit_plan(member?, request_id, plan, supersedes)?),
+            Op::RequestPermission {
+                request_id,
+                tool,
+                args_json,
+                path,
+            } => Answer::PermissionAsked(
+                self.request_permission(member?, request_id, tool, args_json, path)?,
+            ),
+            Op::ReviewPlan {
+                request_id,
+                verdict,
+                by,
+            } => Answer::PlanDecided(self.review_plan(request_id, verdict, &by)?),
+            Op::ReviewPermission {
+                request_id,
+                approve,
+                feedback,
+            } => {
+                Answer::PermissionDecided(self.review_permission(&request_id, approve, feedback)?)
+            }
+            Op::ListRequests { status, kind, page } => {
+                Answer::Requests(self.list_requests(status, kind, page))
+            }
+            Op::GetRequest { request_id } => Answer::Request(self.get_request(&request_id)?),
         })
     }
 

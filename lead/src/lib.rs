@@ -10,6 +10,7 @@ pub mod connections;
 mod console;
 pub mod demo;
 pub mod error;
+mod from_wire;
 mod group;
 pub mod hub;
 mod launch;

@@ -9,20 +9,18 @@ use std::{
 use shared::{
     access::{self, Call, Caller},
     auth::{bearer, same_token},
-    error::FieldError,
     limits,
     names::Name,
     op::Op,
     pb,
-    tasks::{NewTask, TaskStatus},
-    wire::TaskStatusFromPb,
 };
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
 use crate::{
     error::HubError,
-    hub::{paging::Page, paging::TASKS, Answered, Claim, Command, HubHandle, Reply},
+    from_wire,
+    hub::{Answered, Claim, Command, HubHandle, Reply},
 };
 
 /// The tokens the lead accepts, fixed at start.
@@ -100,14 +98,6 @@ fn claim_of<T>(request: &Request<T>, tokens: &Tokens) -> Claim {
         Some(caller) => Claim::Known(caller),
         None => Claim::Session(token.unwrap_or_default()),
     }
-}
-
-/// `ListTasks`' request, of either service, as an op.
-fn list_tasks(request: pb::ListTasksRequest) -> Result<Op, HubError> {
-    Ok(Op::ListTasks {
-        status: TaskStatus::from_pb(request.status),
-        page: Page::parse(request.page_size, &request.page_token, TASKS)?.ask(),
-    })
 }
 
 impl LeadService {
@@ -254,17 +244,8 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::PlanApprovalRequest>,
     ) -> Result<Response<pb::SubmitPlanResponse>, Status> {
-        let token = self.session(&request, "SubmitPlan")?;
-        let request = request.into_inner();
-        Ok(Response::new(
-            self.hub
-                .call(|reply| Command::SubmitPlan {
-                    token,
-                    request,
-                    reply,
-                })
-                .await?,
-        ))
+        self.apply(request, "SubmitPlan", from_wire::submit_plan)
+            .await
     }
 
     async fn respond_shutdown(
@@ -287,17 +268,8 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::PermissionRequest>,
     ) -> Result<Response<pb::RequestPermissionResponse>, Status> {
-        let token = self.session(&request, "RequestPermission")?;
-        let request = request.into_inner();
-        Ok(Response::new(
-            self.hub
-                .call(|reply| Command::RequestPermission {
-                    token,
-                    request,
-                    reply,
-                })
-                .await?,
-        ))
+        self.apply(request, "RequestPermission", from_wire::request_permission)
+            .await
     }
 
     async fn report_idle(
@@ -317,19 +289,8 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::UsageReport>,
     ) -> Result<Response<pb::UsageStatus>, Status> {
-        self.apply(
-            request,
-            "ReportUsage",
-            |pb::UsageReport { epoch, totals }| {
-                shared::usage::check_epoch(&epoch)?;
-                let totals = totals
-                    .as_ref()
-                    .map(shared::usage::Usage::from)
-                    .ok_or_else(|| FieldError::new("totals", "is required"))?;
-                Ok(Op::ReportUsage { epoch, totals })
-            },
-        )
-        .await
+        self.apply(request, "ReportUsage", from_wire::report_usage)
+            .await
     }
 
     async fn report_tool_call(
@@ -370,38 +331,24 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.apply(request, "ListTasks", list_tasks).await
+        self.apply(request, "ListTasks", from_wire::list_tasks)
+            .await
     }
 
     async fn claim_task(
         &self,
         request: Request<pb::ClaimTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        self.apply(request, "ClaimTask", |r| {
-            limits::check("task_id", &r.task_id, limits::ID)?;
-            Ok(Op::ClaimTask {
-                task_id: (!r.task_id.is_empty()).then_some(r.task_id),
-            })
-        })
-        .await
+        self.apply(request, "ClaimTask", from_wire::claim_task)
+            .await
     }
 
     async fn complete_task(
         &self,
         request: Request<pb::CompleteTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        self.apply(request, "CompleteTask", |r| {
-            limits::check("task_id", &r.task_id, limits::ID)?;
-            limits::check("summary", &r.summary, limits::TEXT)?;
-            if r.task_id.is_empty() {
-                return Err(FieldError::new("task_id", "is required").into());
-            }
-            Ok(Op::CompleteTask {
-                task_id: r.task_id,
-                summary: r.summary,
-            })
-        })
-        .await
+        self.apply(request, "CompleteTask", from_wire::complete_task)
+            .await
     }
 }
 
@@ -450,12 +397,8 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::PlanReview>,
     ) -> Result<Response<pb::PlanApprovalResponse>, Status> {
-        self.run(request, |review, reply| Command::ReviewPlan {
-            by: "operator".into(),
-            review,
-            reply,
-        })
-        .await
+        self.apply(request, |review| from_wire::review_plan(review, "operator"))
+            .await
     }
 
     async fn request_shutdown(
@@ -473,11 +416,7 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::PermissionReview>,
     ) -> Result<Response<pb::PermissionResponse>, Status> {
-        self.run(request, |review, reply| Command::ReviewPermission {
-            review,
-            reply,
-        })
-        .await
+        self.apply(request, from_wire::review_permission).await
     }
 
     async fn list_team(
@@ -495,22 +434,14 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ListRequestsRequest>,
     ) -> Result<Response<pb::ListRequestsResponse>, Status> {
-        self.run(request, |filter, reply| Command::ListRequests {
-            filter,
-            reply,
-        })
-        .await
+        self.apply(request, from_wire::list_requests).await
     }
 
     async fn get_request(
         &self,
         request: Request<pb::GetRequestRequest>,
     ) -> Result<Response<pb::ProtocolState>, Status> {
-        self.run(request, |r, reply| Command::GetRequest {
-            request_id: r.request_id,
-            reply,
-        })
-        .await
+        self.apply(request, from_wire::get_request).await
     }
 
     type WatchStream = BoxStream<pb::Event>;
@@ -528,43 +459,14 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::CreateTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        self.apply(request, |r| {
-            limits::check("subject", &r.subject, limits::REASON)?;
-            limits::check("description", &r.description, limits::TEXT)?;
-            for (field, list) in [("blocked_by", &r.blocked_by), ("files", &r.files)] {
-                if list.len() > limits::LIST_ITEMS {
-                    return Err(FieldError::new(
-                        field,
-                        format!(
-                            "has {} entries; the limit is {}",
-                            list.len(),
-                            limits::LIST_ITEMS
-                        ),
-                    )
-                    .into());
-                }
-            }
-            for (i, id) in r.blocked_by.iter().enumerate() {
-                limits::check(&format!("blocked_by[{i}]"), id, limits::ID)?;
-            }
-            for (i, glob) in r.files.iter().enumerate() {
-                limits::check(&format!("files[{i}]"), glob, limits::GLOB)?;
-            }
-            Ok(Op::CreateTask(NewTask {
-                subject: r.subject,
-                description: r.description,
-                blocked_by: r.blocked_by,
-                files: r.files,
-            }))
-        })
-        .await
+        self.apply(request, from_wire::create_task).await
     }
 
     async fn list_tasks(
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.apply(request, list_tasks).await
+        self.apply(request, from_wire::list_tasks).await
     }
 
     async fn spawn_teammate(
@@ -579,12 +481,6 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::SetBudgetRequest>,
     ) -> Result<Response<pb::UsageStatus>, Status> {
-        self.apply(request, |r| {
-            Ok(Op::SetBudget {
-                name: Name::parse("name", &r.name)?,
-                token_budget: r.token_budget,
-            })
-        })
-        .await
+        self.apply(request, from_wire::set_budget).await
     }
 }

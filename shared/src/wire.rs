@@ -8,8 +8,8 @@
 
 use crate::{
     error::FieldError,
-    grant::{check_relative_glob, Grant, Mode},
-    lifecycle, limits, pb,
+    grant::{Grant, Mode},
+    lifecycle, pb,
     plan::Plan,
     protocol::{Kind, Request, ReviewStep, Status},
     tasks::{Task, TaskStatus},
@@ -326,30 +326,11 @@ impl GrantFromPb for Grant {
         default_mode: Mode,
     ) -> Result<Self, FieldError> {
         let mode = Mode::from_pb(&format!("{field}.mode"), grant.mode)?.unwrap_or(default_mode);
-        if grant.write_paths.len() > limits::LIST_ITEMS {
-            return Err(FieldError::new(
-                format!("{field}.write_paths"),
-                format!(
-                    "has {} entries; the limit is {}",
-                    grant.write_paths.len(),
-                    limits::LIST_ITEMS
-                ),
-            ));
-        }
-        for (i, path) in grant.write_paths.iter().enumerate() {
-            check_relative_glob(&format!("{field}.write_paths[{i}]"), path)?;
-        }
-        if grant.expires_at_unix_ms < 0 {
-            return Err(FieldError::new(
-                format!("{field}.expires_at_unix_ms"),
-                "is negative",
-            ));
-        }
-        Ok(Self {
-            mode,
-            write_paths: grant.write_paths.clone(),
-            expires_at_unix_ms: (grant.expires_at_unix_ms > 0).then_some(grant.expires_at_unix_ms),
-        })
+        let expires = match grant.expires_at_unix_ms {
+            0 => None,
+            at => Some(at),
+        };
+        Grant::checked(field, mode, grant.write_paths.clone(), expires)
     }
 }
 

@@ -12,7 +12,6 @@ use shared::{
     chain,
     names::RequestId,
     protocol::{Request, Status},
-    wire::ToPb,
 };
 use tokio::sync::mpsc;
 
@@ -76,7 +75,7 @@ impl Hub {
             Some(Stage::Model(reviewer)) => {
                 let work = Work::Model {
                     reviewer: reviewer.clone(),
-                    job: Box::new(self.review_job(id, &plan.to_pb())),
+                    job: Box::new(self.review_job(id, &plan)),
                 };
                 self.send_stage(id, at, work);
             }

@@ -16,6 +16,8 @@ pub(crate) const MAX_PAGE_BYTES: usize = 1024 * 1024;
 /// The prefixes of the lists' page tokens, so that one list's token is
 /// refused by another.
 pub(crate) const TASKS: &str = "t";
+/// See [`TASKS`].
+pub(crate) const REQUESTS: &str = "r";
 
 /// One page asked for.
 #[derive(Debug, Clone, Copy)]

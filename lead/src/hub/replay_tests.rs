@@ -30,6 +30,7 @@ use tokio::sync::oneshot;
 use super::{load, Answer, Claim, Command, Hub, HubConfig, Reply};
 use crate::{
     error::HubError,
+    from_wire,
     store::{Change, Snapshot, SqliteStore, Store, StoreError, Sync},
 };
 
@@ -51,11 +52,20 @@ fn session(token: String, rpc: &'static str) -> (Claim, Call<'static>) {
 }
 
 /// The command that applies `op` for `who`.
-fn apply((claim, door): (Claim, Call<'static>), op: Op, reply: Reply<Answer>) -> Command {
+fn apply(who: (Claim, Call<'static>), op: Op, reply: Reply<Answer>) -> Command {
+    translated(who, Ok(op), reply)
+}
+
+/// The command that applies what the edge made of a wire request for `who`.
+fn translated(
+    (claim, door): (Claim, Call<'static>),
+    op: Result<Op, HubError>,
+    reply: Reply<Answer>,
+) -> Command {
     Command::Apply {
         claim,
         door,
-        op: Ok(op),
+        op,
         reply,
     }
 }
@@ -207,9 +217,9 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             };
             let files = vec![FILES[rng.below(FILES.len())].to_owned()];
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::SubmitPlan {
-                token,
-                request: pb::PlanApprovalRequest {
+            hub.handle(translated(
+                session(token, "SubmitPlan"),
+                from_wire::submit_plan(pb::PlanApprovalRequest {
                     request_id: String::new(),
                     plan: Some(pb::Plan {
                         summary: format!("plan {}", rng.next() % 100),
@@ -217,9 +227,9 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                         ..Default::default()
                     }),
                     supersedes: String::new(),
-                },
+                }),
                 reply,
-            });
+            ));
         }
         5 => {
             let Some(id) = pending(hub, rng, |r| r.opening.kind == Kind::PlanApproval) else {
@@ -227,17 +237,20 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             };
             let approve = rng.below(3) != 0;
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::ReviewPlan {
-                review: pb::PlanReview {
-                    request_id: id,
-                    approve,
-                    feedback: if approve { String::new() } else { "no".into() },
-                    grant: None,
-                    refuse_overlap: rng.below(2) == 0,
-                },
-                by: "operator".into(),
+            hub.handle(translated(
+                operator(),
+                from_wire::review_plan(
+                    pb::PlanReview {
+                        request_id: id,
+                        approve,
+                        feedback: if approve { String::new() } else { "no".into() },
+                        grant: None,
+                        refuse_overlap: rng.below(2) == 0,
+                    },
+                    "operator",
+                ),
                 reply,
-            });
+            ));
         }
         6 => {
             let (reply, rx) = oneshot::channel();
@@ -327,29 +340,30 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 return;
             };
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::RequestPermission {
-                token,
-                request: pb::PermissionRequest {
+            hub.handle(translated(
+                session(token, "RequestPermission"),
+                from_wire::request_permission(pb::PermissionRequest {
                     request_id: String::new(),
                     tool: "write_file".into(),
                     args_json: format!(r#"{{"path":"{}"}}"#, FILES[rng.below(2)]),
-                },
+                }),
                 reply,
-            });
+            ));
         }
         12 => {
             let Some(id) = pending(hub, rng, |r| r.opening.kind == Kind::Permission) else {
                 return;
             };
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::ReviewPermission {
-                review: pb::PermissionReview {
+            hub.handle(translated(
+                operator(),
+                from_wire::review_permission(pb::PermissionReview {
                     request_id: id,
                     approve: rng.below(2) == 0,
                     feedback: "ok".into(),
-                },
+                }),
                 reply,
-            });
+            ));
         }
         13 => {
             let Some((_, token)) = known.token(rng) else {

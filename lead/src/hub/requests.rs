@@ -9,8 +9,9 @@ use shared::{
     grant::{Grant, Mode},
     limits,
     names::{RequestId, LEAD},
+    op::{Op, PageAsk, PlanVerdict},
     pb::{self, envelope::Body},
-    plan,
+    plan::Plan,
     policy::Verdict,
     protocol::{Decision, Kind, Opening, Party, Request, Status},
 };
@@ -25,18 +26,17 @@ impl Hub {
     /// answer it if it can.
     pub(super) fn submit_plan(
         &mut self,
-        token: &str,
-        request: pb::PlanApprovalRequest,
+        sender: &str,
+        id: RequestId,
+        plan: Plan,
+        supersedes: Option<RequestId>,
     ) -> Result<pb::SubmitPlanResponse, HubError> {
-        let sender = self.caller(token)?;
-        plan::validate("plan", request.plan.as_ref())?;
-        let id = RequestId::for_new("request_id", &request.request_id)?;
-        let superseded = self.check_supersedes(&sender, &request.supersedes)?;
-        let plan = request.plan.clone().unwrap_or_default();
+        let superseded = self.check_supersedes(sender, supersedes.as_ref())?;
         if !plan.task_id.is_empty() && self.team.requests.get(&id).is_none() {
-            self.team.check_plan_task(&sender, &plan.task_id)?;
+            self.team.check_plan_task(sender, &plan.task_id)?;
         }
-        let overlaps = self.team.holds.overlaps(&sender, &plan.files);
+        let supersedes = supersedes.as_ref().map_or("", RequestId::as_str);
+        let overlaps = self.team.holds.overlaps(sender, &plan.files);
         let payload = PlanPayload {
             overlaps: overlaps
                 .iter()
@@ -53,14 +53,14 @@ impl Hub {
                 task_id: &plan.task_id,
                 tests: &plan.tests,
             },
-            supersedes: &request.supersedes,
+            supersedes,
         };
         let payload = serde_json::to_string(&payload)
             .map_err(|e| HubError::Internal(format!("could not encode the plan's payload: {e}")))?;
         let opening = Opening {
             id: id.clone(),
             kind: Kind::PlanApproval,
-            sender: sender.clone(),
+            sender: sender.to_owned(),
             target: LEAD.to_owned(),
             payload_json: payload,
             deadline_unix_ms: None,
@@ -78,12 +78,13 @@ impl Hub {
                     self.emit(pb::event::Kind::Request(expired.to_pb()));
                 }
             }
-            self.mark_busy(&sender);
+            self.mark_busy(sender);
             let body = pb::PlanApprovalRequest {
                 request_id: id.to_string(),
-                ..request
+                plan: Some(plan.to_pb()),
+                supersedes: supersedes.to_owned(),
             };
-            self.deliver(&sender, LEAD, None, Body::PlanApprovalRequest(body));
+            self.deliver(sender, LEAD, None, Body::PlanApprovalRequest(body));
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             self.auto_review_plan(&id, &plan)?;
         }
@@ -151,16 +152,15 @@ impl Hub {
     fn check_supersedes(
         &self,
         sender: &str,
-        supersedes: &str,
+        supersedes: Option<&RequestId>,
     ) -> Result<Option<RequestId>, HubError> {
-        if supersedes.is_empty() {
+        let Some(old) = supersedes else {
             return Ok(None);
-        }
-        let old = RequestId::existing("supersedes", supersedes)?;
+        };
         let request = self
             .team
             .requests
-            .get(&old)
+            .get(old)
             .ok_or_else(|| FieldError::new("supersedes", format!("no request {old}")))?;
         if request.opening.kind != Kind::PlanApproval || request.opening.sender != sender {
             return Err(FieldError::new(
@@ -173,13 +173,13 @@ impl Hub {
             Status::Approved => Err(HubError::FailedPrecondition(format!(
                 "supersedes: {old} is already APPROVED; there is nothing to revise"
             ))),
-            Status::Pending => Ok(Some(old)),
+            Status::Pending => Ok(Some(old.clone())),
             Status::Rejected | Status::Expired => Ok(None),
         }
     }
 
     /// Answers a fresh plan request when the approval mode decides on its own.
-    fn auto_review_plan(&mut self, id: &RequestId, plan: &pb::Plan) -> Result<(), HubError> {
+    fn auto_review_plan(&mut self, id: &RequestId, plan: &Plan) -> Result<(), HubError> {
         let decision = match &self.config.approval {
             Approval::Manual => return Ok(()),
             Approval::Chain(_) => {
@@ -213,27 +213,25 @@ impl Hub {
                 feedback: "approved automatically (--approval auto)".into(),
                 grant: Some(Grant::of_plan(Mode::AcceptEdits)),
             },
-            Approval::Policy(policy) => {
-                match policy.review(&shared::plan::Plan::from(plan), &self.team.overlaps_of(id)) {
-                    Verdict::Approve(grant) => Decision {
-                        approve: true,
-                        feedback: "approved by policy: every criterion holds".into(),
-                        grant: Some(grant),
-                    },
-                    Verdict::Reject(unmet) => Decision {
-                        approve: false,
-                        feedback: format!("rejected by policy: {}", unmet.join("; ")),
-                        grant: None,
-                    },
-                }
-            }
+            Approval::Policy(policy) => match policy.review(plan, &self.team.overlaps_of(id)) {
+                Verdict::Approve(grant) => Decision {
+                    approve: true,
+                    feedback: "approved by policy: every criterion holds".into(),
+                    grant: Some(grant),
+                },
+                Verdict::Reject(unmet) => Decision {
+                    approve: false,
+                    feedback: format!("rejected by policy: {}", unmet.join("; ")),
+                    grant: None,
+                },
+            },
         };
         self.decide_plan(id, decision).map(|_| ())
     }
 
     /// What the model reviewer needs for the plan `id`: who sent it, and the
     /// other members' plans that are approved or still pending.
-    pub(super) fn review_job(&self, id: &RequestId, plan: &pb::Plan) -> crate::reviewer::Job {
+    pub(super) fn review_job(&self, id: &RequestId, plan: &Plan) -> crate::reviewer::Job {
         let sender = self
             .team
             .requests
@@ -276,7 +274,7 @@ impl Hub {
             request_id: id.to_string(),
             sender,
             role,
-            plan: plan.clone(),
+            plan: plan.to_pb(),
             others,
         }
     }
@@ -292,7 +290,15 @@ impl Hub {
             } => (request_id, reviewer, text),
             crate::reviewer::Outcome::Decided { review, by, said } => {
                 let request_id = review.request_id.clone();
-                let text = match self.review_plan(review, &by) {
+                let decided = crate::from_wire::review_plan(review, &by).and_then(|op| match op {
+                    Op::ReviewPlan {
+                        request_id,
+                        verdict,
+                        by,
+                    } => self.review_plan(request_id, verdict, &by),
+                    _ => Err(HubError::Internal("a plan review made another op".into())),
+                });
+                let text = match decided {
                     Ok(_) => said,
                     Err(e) => format!("decided ({said}) but could not record it: {e}"),
                 };
@@ -309,55 +315,44 @@ impl Hub {
         }));
     }
 
-    /// `ReviewPlan`: the operator approves (with a grant) or rejects (with feedback).
+    /// `ReviewPlan`: the operator approves (with a grant) or rejects (with
+    /// feedback); `by` says who, for the request's history.
     pub(super) fn review_plan(
         &mut self,
-        review: pb::PlanReview,
+        id: RequestId,
+        verdict: PlanVerdict,
         by: &str,
     ) -> Result<pb::PlanApprovalResponse, HubError> {
-        let id = RequestId::existing("request_id", &review.request_id)?;
         let was_pending = self
             .team
             .requests
             .get(&id)
             .is_some_and(|r| r.status == Status::Pending);
-        check_text("feedback", &review.feedback)?;
-        let decision = if review.approve {
-            let overlaps = self.team.overlaps_of(&id);
-            let pending = self
-                .team
-                .requests
-                .get(&id)
-                .is_some_and(|r| r.status == Status::Pending);
-            if pending && !overlaps.is_empty() && review.refuse_overlap {
-                let what: Vec<String> = overlaps.iter().map(ToString::to_string).collect();
-                return Err(HubError::FailedPrecondition(format!(
-                    "the plan {}; approve with --allow-overlap (refuse_overlap false) to grant it anyway",
-                    what.join("; ")
-                )));
+        let decision = match verdict {
+            PlanVerdict::Approve {
+                grant,
+                feedback,
+                allow_overlap,
+            } => {
+                let overlaps = self.team.overlaps_of(&id);
+                if was_pending && !overlaps.is_empty() && !allow_overlap {
+                    let what: Vec<String> = overlaps.iter().map(ToString::to_string).collect();
+                    return Err(HubError::FailedPrecondition(format!(
+                        "the plan {}; approve with --allow-overlap (refuse_overlap false) to grant it anyway",
+                        what.join("; ")
+                    )));
+                }
+                Decision {
+                    approve: true,
+                    feedback,
+                    grant: Some(grant),
+                }
             }
-            let grant = match &review.grant {
-                Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits)?,
-                None => Grant::of_plan(Mode::AcceptEdits),
-            };
-            Decision {
-                approve: true,
-                feedback: review.feedback,
-                grant: Some(grant),
-            }
-        } else {
-            if review.feedback.trim().is_empty() {
-                return Err(FieldError::new(
-                    "feedback",
-                    "is required when rejecting, so the teammate can revise",
-                )
-                .into());
-            }
-            Decision {
+            PlanVerdict::Reject { feedback } => Decision {
                 approve: false,
-                feedback: review.feedback,
+                feedback,
                 grant: None,
-            }
+            },
         };
         let verdict = if decision.approve {
             "approve"
@@ -422,36 +417,26 @@ impl Hub {
     /// commands) asks to run one gated tool call.
     pub(super) fn request_permission(
         &mut self,
-        token: &str,
-        request: pb::PermissionRequest,
+        sender: &str,
+        id: RequestId,
+        tool: String,
+        args_json: String,
+        path: Option<String>,
     ) -> Result<pb::RequestPermissionResponse, HubError> {
-        let sender = self.caller(token)?;
         if self
             .roster
-            .get(&sender)
+            .get(sender)
             .is_some_and(|m| m.mode == Mode::Plan)
         {
             return Err(HubError::FailedPrecondition(format!(
                 "{sender:?} is in plan mode: gated tools wait for an approved plan, not a permission"
             )));
         }
-        if request.tool.is_empty() {
-            return Err(FieldError::new("tool", "is required").into());
-        }
-        limits::check("tool", &request.tool, limits::TOOL)?;
-        limits::check("args_json", &request.args_json, limits::ARGS_JSON)?;
-        let args: serde_json::Value = if request.args_json.is_empty() {
-            serde_json::Value::Null
-        } else {
-            serde_json::from_str(&request.args_json)
-                .map_err(|e| FieldError::new("args_json", format!("is not JSON: {e}")))?
-        };
-        let id = RequestId::for_new("request_id", &request.request_id)?;
-        let payload = json!({ "tool": request.tool, "args_json": request.args_json });
+        let payload = json!({ "tool": tool, "args_json": args_json });
         let opening = Opening {
             id: id.clone(),
             kind: Kind::Permission,
-            sender: sender.clone(),
+            sender: sender.to_owned(),
             target: LEAD.to_owned(),
             payload_json: payload.to_string(),
             deadline_unix_ms: None,
@@ -459,21 +444,20 @@ impl Hub {
         self.check_pending_room(&opening, None)?;
         let outcome = self.team.requests.open(opening, self.now())?;
         if outcome.fresh {
-            let body = pb::PermissionRequest {
-                request_id: id.to_string(),
-                ..request.clone()
-            };
-            self.deliver(&sender, LEAD, None, Body::PermissionRequest(body));
-            self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             let verdict = match &self.config.approval {
                 // The model and the chain review plans only; permissions
                 // wait for a person.
                 Approval::Manual | Approval::Model { .. } | Approval::Chain(_) => None,
                 Approval::Auto => Some(true),
-                Approval::Policy(policy) => {
-                    policy.allows_call(&request.tool, args.get("path").and_then(|p| p.as_str()))
-                }
+                Approval::Policy(policy) => policy.allows_call(&tool, path.as_deref()),
             };
+            let body = pb::PermissionRequest {
+                request_id: id.to_string(),
+                tool,
+                args_json,
+            };
+            self.deliver(sender, LEAD, None, Body::PermissionRequest(body));
+            self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             if let Some(approve) = verdict {
                 let feedback = if approve {
                     "allowed by the approval mode"
@@ -498,15 +482,15 @@ impl Hub {
     /// `ReviewPermission`: the operator answers one permission request.
     pub(super) fn review_permission(
         &mut self,
-        review: pb::PermissionReview,
+        id: &RequestId,
+        approve: bool,
+        feedback: String,
     ) -> Result<pb::PermissionResponse, HubError> {
-        let id = RequestId::existing("request_id", &review.request_id)?;
-        check_text("feedback", &review.feedback)?;
         self.decide_permission(
-            &id,
+            id,
             Decision {
-                approve: review.approve,
-                feedback: review.feedback,
+                approve,
+                feedback,
                 grant: None,
             },
         )
@@ -544,27 +528,14 @@ impl Hub {
         Ok(response)
     }
 
-    /// `ListRequests`, filtered by status and type (UNSPECIFIED matches any),
-    /// oldest first, one page at a time (see [`super::paging`]).
+    /// `ListRequests`, filtered by status and kind, oldest first, one page at a time (see [`super::paging`]).
     pub(super) fn list_requests(
         &self,
-        filter: &pb::ListRequestsRequest,
-    ) -> Result<pb::ListRequestsResponse, HubError> {
-        let status =
-            match filter.status {
-                0 => None,
-                n => Some(Status::from_pb(n).ok_or_else(|| {
-                    FieldError::new("status", format!("{n} is not a RequestStatus"))
-                })?),
-            };
-        let kind = match filter.r#type {
-            0 => None,
-            n => Some(
-                Kind::from_pb(n)
-                    .ok_or_else(|| FieldError::new("type", format!("{n} is not a RequestType")))?,
-            ),
-        };
-        let page = super::paging::Page::parse(filter.page_size, &filter.page_token, "r")?;
+        status: Option<Status>,
+        kind: Option<Kind>,
+        page: PageAsk,
+    ) -> pb::ListRequestsResponse {
+        let page = super::paging::Page::of(page, super::paging::REQUESTS);
         let (requests, next_page_token) = page.collect(
             self.team
                 .requests
@@ -574,18 +545,17 @@ impl Hub {
                 })
                 .map(|(ord, r)| (ord, r.to_pb())),
         );
-        Ok(pb::ListRequestsResponse {
+        pb::ListRequestsResponse {
             requests,
             next_page_token,
-        })
+        }
     }
 
     /// `GetRequest`.
-    pub(super) fn get_request(&self, request_id: &str) -> Result<pb::ProtocolState, HubError> {
-        let id = RequestId::existing("request_id", request_id)?;
+    pub(super) fn get_request(&self, id: &RequestId) -> Result<pb::ProtocolState, HubError> {
         self.team
             .requests
-            .get(&id)
+            .get(id)
             .map(Request::to_pb)
             .ok_or_else(|| HubError::NotFound(format!("request_id: no request {id}")))
     }

@@ -4,11 +4,15 @@
 
 use std::time::Duration;
 
-use shared::{names::Name, pb};
+use shared::{
+    access::{Call, Caller},
+    names::Name,
+    pb,
+};
 use tokio::sync::watch;
 use tokio_stream::StreamExt as _;
 
-use super::{load, start, Command, HubConfig, HubHandle};
+use super::{load, start, Claim, Command, HubConfig, HubHandle};
 use crate::store::MemoryStore;
 
 /// A hub on a memory store, with `grace` and `shutdown_deadline`.
@@ -96,11 +100,11 @@ async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
 
 /// The request's status.
 async fn request_status(hub: &HubHandle, id: &str) -> pb::RequestStatus {
-    let state = hub
-        .call(|reply| Command::GetRequest {
-            request_id: id.to_owned(),
-            reply,
-        })
+    let op = crate::from_wire::get_request(pb::GetRequestRequest {
+        request_id: id.to_owned(),
+    });
+    let state: pb::ProtocolState = hub
+        .apply(Claim::Known(Caller::Operator), Call::Operator, op)
         .await
         .expect("exists");
     pb::RequestStatus::try_from(state.status).expect("a known status")

@@ -73,6 +73,41 @@ impl Grant {
         }
     }
 
+    /// A grant as an edge received it, checked: at most
+    /// [`crate::limits::LIST_ITEMS`] write paths, each a relative glob, and
+    /// no expiry before the epoch. `field` names the grant in errors.
+    pub fn checked(
+        field: &str,
+        mode: Mode,
+        write_paths: Vec<String>,
+        expires_at_unix_ms: Option<i64>,
+    ) -> Result<Self, FieldError> {
+        if write_paths.len() > crate::limits::LIST_ITEMS {
+            return Err(FieldError::new(
+                format!("{field}.write_paths"),
+                format!(
+                    "has {} entries; the limit is {}",
+                    write_paths.len(),
+                    crate::limits::LIST_ITEMS
+                ),
+            ));
+        }
+        for (i, path) in write_paths.iter().enumerate() {
+            check_relative_glob(&format!("{field}.write_paths[{i}]"), path)?;
+        }
+        if expires_at_unix_ms.is_some_and(|at| at < 0) {
+            return Err(FieldError::new(
+                format!("{field}.expires_at_unix_ms"),
+                "is negative",
+            ));
+        }
+        Ok(Self {
+            mode,
+            write_paths,
+            expires_at_unix_ms,
+        })
+    }
+
     /// The grant every teammate starts with.
     pub fn plan() -> Self {
         Self {

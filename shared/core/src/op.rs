@@ -7,7 +7,10 @@
 
 use crate::{
     access::Call,
-    names::Name,
+    grant::Grant,
+    names::{Name, RequestId},
+    plan::Plan,
+    protocol::{Kind, Status},
     tasks::{NewTask, TaskStatus},
     usage::Usage,
 };
@@ -22,9 +25,83 @@ pub struct PageAsk {
     pub size: usize,
 }
 
+/// What a reviewer says of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanVerdict {
+    /// Approved, with the grant it carries.
+    Approve {
+        /// What the teammate may now do.
+        grant: Grant,
+        /// A note for the teammate.
+        feedback: String,
+        /// Whether to approve although the plan's files fall inside another
+        /// member's hold (refused without it, naming the holder).
+        allow_overlap: bool,
+    },
+    /// Rejected, with feedback the teammate revises against.
+    Reject {
+        /// What to change; never empty.
+        feedback: String,
+    },
+}
+
 /// What a caller does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
+    /// A member submits a plan for approval; `supersedes` names its own
+    /// earlier plan that this one revises.
+    SubmitPlan {
+        /// The request's id (the edge made one where the member gave none).
+        request_id: RequestId,
+        /// The plan.
+        plan: Plan,
+        /// The plan it revises.
+        supersedes: Option<RequestId>,
+    },
+    /// A member asks to make one gated tool call.
+    RequestPermission {
+        /// The request's id.
+        request_id: RequestId,
+        /// The tool.
+        tool: String,
+        /// Its arguments, as JSON (checked to be JSON).
+        args_json: String,
+        /// The `path` argument, where the call names one.
+        path: Option<String>,
+    },
+    /// The operator (or a reviewer for it) decides a plan.
+    ReviewPlan {
+        /// The plan request.
+        request_id: RequestId,
+        /// The decision.
+        verdict: PlanVerdict,
+        /// Who decides, for the request's history (`operator`, `operator
+        /// (console)`, `model NAME`).
+        by: String,
+    },
+    /// The operator answers a permission request.
+    ReviewPermission {
+        /// The request.
+        request_id: RequestId,
+        /// Yes or no.
+        approve: bool,
+        /// Why.
+        feedback: String,
+    },
+    /// One page of the requests, of one status and kind or all, oldest first.
+    ListRequests {
+        /// Only requests of this status.
+        status: Option<Status>,
+        /// Only requests of this kind.
+        kind: Option<Kind>,
+        /// Which page.
+        page: PageAsk,
+    },
+    /// One request, as it stands.
+    GetRequest {
+        /// The request.
+        request_id: RequestId,
+    },
     /// The operator adds a task to the shared list.
     CreateTask(NewTask),
     /// One page of the task list, of one status or all, oldest first.
@@ -68,7 +145,14 @@ impl Op {
     /// operator may.
     pub fn doors(&self) -> Doors {
         match self {
-            Op::CreateTask(_) | Op::SetBudget { .. } => Doors::OPERATOR,
+            Op::CreateTask(_)
+            | Op::SetBudget { .. }
+            | Op::ReviewPlan { .. }
+            | Op::ReviewPermission { .. }
+            | Op::ListRequests { .. }
+            | Op::GetRequest { .. } => Doors::OPERATOR,
+            Op::SubmitPlan { .. } => Doors::member("SubmitPlan"),
+            Op::RequestPermission { .. } => Doors::member("RequestPermission"),
             Op::ListTasks { .. } => Doors::both("ListTasks"),
             Op::ClaimTask { .. } => Doors::member("ClaimTask"),
             Op::CompleteTask { .. } => Doors::member("CompleteTask"),

@@ -1,0 +1,223 @@
+//! The wire's requests as the core's ops: each function checks what the
+//! core cannot (sizes, shapes, ids, enum numbers), names the field at
+//! fault, and hands over an [`Op`] in the core's words. The gRPC services
+//! use them; so does the model reviewer, whose verdict arrives as a
+//! `PlanReview`.
+
+use shared::{
+    error::FieldError,
+    grant::{Grant, Mode},
+    limits,
+    names::{Name, RequestId},
+    op::{Op, PlanVerdict},
+    pb,
+    plan::{self, Plan},
+    protocol::{Kind, Status},
+    tasks::{NewTask, TaskStatus},
+    usage::Usage,
+    wire::{GrantFromPb, KindFromPb, StatusFromPb, TaskStatusFromPb},
+};
+
+use crate::{
+    error::HubError,
+    hub::paging::{Page, REQUESTS, TASKS},
+};
+
+/// `SubmitPlan`.
+pub(crate) fn submit_plan(request: pb::PlanApprovalRequest) -> Result<Op, HubError> {
+    plan::validate("plan", request.plan.as_ref())?;
+    let request_id = RequestId::for_new("request_id", &request.request_id)?;
+    let supersedes = match request.supersedes.as_str() {
+        "" => None,
+        old => Some(RequestId::existing("supersedes", old)?),
+    };
+    Ok(Op::SubmitPlan {
+        request_id,
+        plan: Plan::from(&request.plan.unwrap_or_default()),
+        supersedes,
+    })
+}
+
+/// `RequestPermission`.
+pub(crate) fn request_permission(request: pb::PermissionRequest) -> Result<Op, HubError> {
+    if request.tool.is_empty() {
+        return Err(FieldError::new("tool", "is required").into());
+    }
+    limits::check("tool", &request.tool, limits::TOOL)?;
+    limits::check("args_json", &request.args_json, limits::ARGS_JSON)?;
+    let args: serde_json::Value = if request.args_json.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::from_str(&request.args_json)
+            .map_err(|e| FieldError::new("args_json", format!("is not JSON: {e}")))?
+    };
+    let request_id = RequestId::for_new("request_id", &request.request_id)?;
+    let path = args.get("path").and_then(|p| p.as_str()).map(str::to_owned);
+    Ok(Op::RequestPermission {
+        request_id,
+        tool: request.tool,
+        args_json: request.args_json,
+        path,
+    })
+}
+
+/// `ReviewPlan`, decided by `by`.
+pub(crate) fn review_plan(review: pb::PlanReview, by: &str) -> Result<Op, HubError> {
+    let request_id = RequestId::existing("request_id", &review.request_id)?;
+    limits::check("feedback", &review.feedback, limits::REASON)?;
+    let verdict = if review.approve {
+        let grant = match &review.grant {
+            Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits)?,
+            None => Grant::of_plan(Mode::AcceptEdits),
+        };
+        PlanVerdict::Approve {
+            grant,
+            feedback: review.feedback,
+            allow_overlap: !review.refuse_overlap,
+        }
+    } else {
+        reject(review.feedback)?
+    };
+    Ok(Op::ReviewPlan {
+        request_id,
+        verdict,
+        by: by.to_owned(),
+    })
+}
+
+/// A rejection: its feedback is what the teammate revises against.
+pub(crate) fn reject(feedback: String) -> Result<PlanVerdict, FieldError> {
+    if feedback.trim().is_empty() {
+        return Err(FieldError::new(
+            "feedback",
+            "is required when rejecting, so the teammate can revise",
+        ));
+    }
+    Ok(PlanVerdict::Reject { feedback })
+}
+
+/// `ReviewPermission`.
+pub(crate) fn review_permission(review: pb::PermissionReview) -> Result<Op, HubError> {
+    let request_id = RequestId::existing("request_id", &review.request_id)?;
+    limits::check("feedback", &review.feedback, limits::REASON)?;
+    Ok(Op::ReviewPermission {
+        request_id,
+        approve: review.approve,
+        feedback: review.feedback,
+    })
+}
+
+/// `ListRequests`: status and type UNSPECIFIED match any.
+pub(crate) fn list_requests(filter: pb::ListRequestsRequest) -> Result<Op, HubError> {
+    let status = match filter.status {
+        0 => None,
+        n => Some(
+            Status::from_pb(n)
+                .ok_or_else(|| FieldError::new("status", format!("{n} is not a RequestStatus")))?,
+        ),
+    };
+    let kind = match filter.r#type {
+        0 => None,
+        n => Some(
+            Kind::from_pb(n)
+                .ok_or_else(|| FieldError::new("type", format!("{n} is not a RequestType")))?,
+        ),
+    };
+    Ok(Op::ListRequests {
+        status,
+        kind,
+        page: Page::parse(filter.page_size, &filter.page_token, REQUESTS)?.ask(),
+    })
+}
+
+/// `GetRequest`.
+pub(crate) fn get_request(request: pb::GetRequestRequest) -> Result<Op, HubError> {
+    Ok(Op::GetRequest {
+        request_id: RequestId::existing("request_id", &request.request_id)?,
+    })
+}
+
+/// `CreateTask`.
+pub(crate) fn create_task(request: pb::CreateTaskRequest) -> Result<Op, HubError> {
+    limits::check("subject", &request.subject, limits::REASON)?;
+    limits::check("description", &request.description, limits::TEXT)?;
+    for (field, list) in [
+        ("blocked_by", &request.blocked_by),
+        ("files", &request.files),
+    ] {
+        if list.len() > limits::LIST_ITEMS {
+            return Err(FieldError::new(
+                field,
+                format!(
+                    "has {} entries; the limit is {}",
+                    list.len(),
+                    limits::LIST_ITEMS
+                ),
+            )
+            .into());
+        }
+    }
+    for (i, id) in request.blocked_by.iter().enumerate() {
+        limits::check(&format!("blocked_by[{i}]"), id, limits::ID)?;
+    }
+    for (i, glob) in request.files.iter().enumerate() {
+        limits::check(&format!("files[{i}]"), glob, limits::GLOB)?;
+    }
+    Ok(Op::CreateTask(NewTask {
+        subject: request.subject,
+        description: request.description,
+        blocked_by: request.blocked_by,
+        files: request.files,
+    }))
+}
+
+/// `ListTasks`, of either service.
+pub(crate) fn list_tasks(request: pb::ListTasksRequest) -> Result<Op, HubError> {
+    Ok(Op::ListTasks {
+        status: TaskStatus::from_pb(request.status),
+        page: Page::parse(request.page_size, &request.page_token, TASKS)?.ask(),
+    })
+}
+
+/// `ClaimTask`: no id claims the oldest claimable task.
+pub(crate) fn claim_task(request: pb::ClaimTaskRequest) -> Result<Op, HubError> {
+    limits::check("task_id", &request.task_id, limits::ID)?;
+    Ok(Op::ClaimTask {
+        task_id: (!request.task_id.is_empty()).then_some(request.task_id),
+    })
+}
+
+/// `CompleteTask`.
+pub(crate) fn complete_task(request: pb::CompleteTaskRequest) -> Result<Op, HubError> {
+    limits::check("task_id", &request.task_id, limits::ID)?;
+    limits::check("summary", &request.summary, limits::TEXT)?;
+    if request.task_id.is_empty() {
+        return Err(FieldError::new("task_id", "is required").into());
+    }
+    Ok(Op::CompleteTask {
+        task_id: request.task_id,
+        summary: request.summary,
+    })
+}
+
+/// `ReportUsage`.
+pub(crate) fn report_usage(report: pb::UsageReport) -> Result<Op, HubError> {
+    shared::usage::check_epoch(&report.epoch)?;
+    let totals = report
+        .totals
+        .as_ref()
+        .map(Usage::from)
+        .ok_or_else(|| FieldError::new("totals", "is required"))?;
+    Ok(Op::ReportUsage {
+        epoch: report.epoch,
+        totals,
+    })
+}
+
+/// `SetBudget`.
+pub(crate) fn set_budget(request: pb::SetBudgetRequest) -> Result<Op, HubError> {
+    Ok(Op::SetBudget {
+        name: Name::parse("name", &request.name)?,
+        token_budget: request.token_budget,
+    })
+}
