@@ -32,7 +32,7 @@ use shared::{
     error::FieldError,
     grant::{Grant, Mode},
     limits,
-    names::RequestId,
+    names::{Name, RequestId},
     op::{Op, PageAsk, PlanVerdict},
     pb,
 };
@@ -43,7 +43,7 @@ use crate::{
     connections::Conn,
     error::HubError,
     hub::{
-        paging::{Page, REQUESTS},
+        paging::{Page, MEMBERS, REQUESTS},
         Claim, Command, HubHandle,
     },
     render,
@@ -299,14 +299,14 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, crate::error::HubError> {
     let mut members = Vec::new();
     let mut token = String::new();
     let (team_usage, other_usage) = loop {
-        let page = hub
-            .call(|reply| Command::ListTeam {
-                request: pb::ListTeamRequest {
-                    page_token: token.clone(),
-                    ..Default::default()
-                },
-                reply,
-            })
+        let page: pb::ListTeamResponse = hub
+            .apply(
+                operator(),
+                Call::Operator,
+                Ok(Op::ListTeam {
+                    page: next_page(&token, MEMBERS)?,
+                }),
+            )
             .await?;
         members.extend(page.members.iter().map(render::member_json));
         if page.next_page_token.is_empty() {
@@ -498,18 +498,23 @@ async fn shutdown(
     if !console.authorized(&headers) {
         return unauthorized();
     }
-    let request = pb::ShutdownRequest {
-        request_id: String::new(),
-        target: form.name,
-        reason: form.reason,
-        deadline_unix_ms: 0,
-    };
+    let op = Name::parse("target", &form.name)
+        .and_then(|target| {
+            limits::check("reason", &form.reason, limits::REASON)?;
+            Ok(Op::RequestShutdown {
+                request_id: RequestId::generate(),
+                target,
+                reason: form.reason,
+                deadline_unix_ms: None,
+            })
+        })
+        .map_err(HubError::from);
     decided(
         console
             .hub
-            .call(|reply| Command::RequestShutdown { request, reply })
+            .apply(operator(), Call::Operator, op)
             .await
-            .map(|t| json!({"request_id": t.request_id})),
+            .map(|t: pb::ShutdownTicket| json!({"request_id": t.request_id})),
     )
 }
 

@@ -20,7 +20,7 @@ use shared::{
 
 use crate::{
     error::HubError,
-    hub::paging::{Page, REQUESTS, TASKS},
+    hub::paging::{Page, MEMBERS, REQUESTS, TASKS},
 };
 
 /// `SubmitPlan`.
@@ -219,5 +219,103 @@ pub(crate) fn set_budget(request: pb::SetBudgetRequest) -> Result<Op, HubError> 
     Ok(Op::SetBudget {
         name: Name::parse("name", &request.name)?,
         token_budget: request.token_budget,
+    })
+}
+
+/// `Join`.
+pub(crate) fn join(request: pb::JoinRequest) -> Result<Op, HubError> {
+    let name = Name::parse("name", &request.name)?;
+    limits::check("role", &request.role, limits::ROLE)?;
+    if request.role.trim().is_empty() {
+        return Err(FieldError::new("role", "is required").into());
+    }
+    Ok(Op::Join {
+        name,
+        role: request.role,
+        token_budget: request.token_budget,
+    })
+}
+
+/// `Ack`.
+pub(crate) fn ack(request: pb::AckRequest) -> Result<Op, HubError> {
+    Ok(Op::Ack { seq: request.seq })
+}
+
+/// `Send`.
+pub(crate) fn send(request: pb::SendRequest) -> Result<Op, HubError> {
+    let text = request
+        .text
+        .ok_or_else(|| FieldError::new("text", "is required"))?;
+    limits::check("text.content", &text.content, limits::TEXT)?;
+    limits::check("message_id", &request.message_id, limits::ID)?;
+    limits::check("to", &request.to, limits::ID)?;
+    if request.to.is_empty() {
+        return Err(FieldError::new("to", "is required").into());
+    }
+    Ok(Op::Send {
+        to: request.to,
+        message_id: (!request.message_id.is_empty()).then_some(request.message_id),
+        content: text.content,
+    })
+}
+
+/// `ReportIdle`.
+pub(crate) fn report_idle(idle: pb::IdleNotification) -> Result<Op, HubError> {
+    limits::check("reason", &idle.reason, limits::REASON)?;
+    Ok(Op::ReportIdle {
+        reason: idle.reason,
+    })
+}
+
+/// `ReportToolCall`: over-long fields are cut, not refused, so that every
+/// tool call stays on the record.
+pub(crate) fn report_tool_call(report: pb::ToolCallReport) -> Result<Op, HubError> {
+    if report.tool.is_empty() {
+        return Err(FieldError::new("tool", "is required").into());
+    }
+    Ok(Op::ReportToolCall {
+        tool: limits::cut(&report.tool, limits::TOOL),
+        args_json: limits::cut(&report.args_json, limits::REPORT_ARGS_JSON),
+        allowed: report.allowed,
+        outcome: limits::cut(&report.outcome, limits::REPORT_OUTCOME),
+    })
+}
+
+/// `Leave`.
+pub(crate) fn leave(request: pb::LeaveRequest) -> Result<Op, HubError> {
+    limits::check("reason", &request.reason, limits::REASON)?;
+    Ok(Op::Leave {
+        reason: request.reason,
+    })
+}
+
+/// `RequestShutdown`: a deadline of 0 is the lead's default.
+pub(crate) fn request_shutdown(request: pb::ShutdownRequest) -> Result<Op, HubError> {
+    let target = Name::parse("target", &request.target)?;
+    limits::check("reason", &request.reason, limits::REASON)?;
+    let request_id = RequestId::for_new("request_id", &request.request_id)?;
+    Ok(Op::RequestShutdown {
+        request_id,
+        target,
+        reason: request.reason,
+        deadline_unix_ms: (request.deadline_unix_ms != 0).then_some(request.deadline_unix_ms),
+    })
+}
+
+/// `RespondShutdown`.
+pub(crate) fn respond_shutdown(response: pb::ShutdownResponse) -> Result<Op, HubError> {
+    let request_id = RequestId::existing("request_id", &response.request_id)?;
+    limits::check("reason", &response.reason, limits::REASON)?;
+    Ok(Op::RespondShutdown {
+        request_id,
+        approve: response.approve,
+        reason: response.reason,
+    })
+}
+
+/// `ListTeam`.
+pub(crate) fn list_team(request: pb::ListTeamRequest) -> Result<Op, HubError> {
+    Ok(Op::ListTeam {
+        page: Page::parse(request.page_size, &request.page_token, MEMBERS)?.ask(),
     })
 }

@@ -13,7 +13,7 @@ use shared::{
     access::{Call, Caller},
     auth::now_unix_ms,
     lifecycle::Event,
-    names::{Name, EVERYONE, LEAD},
+    names::{EVERYONE, LEAD},
     op::Op,
     pb::{self, envelope::Body},
     policy::Policy,
@@ -173,13 +173,6 @@ pub(crate) enum Command {
         op: Result<Op, HubError>,
         reply: Reply<Answer>,
     },
-    Join {
-        name: Name,
-        role: String,
-        /// The budget it asks for; 0: none of its own.
-        token_budget: u64,
-        reply: Reply<pb::JoinResponse>,
-    },
     Identify {
         token: String,
         reply: Reply<Option<String>>,
@@ -199,47 +192,8 @@ pub(crate) enum Command {
         name: String,
         stream_id: u64,
     },
-    Ack {
-        token: String,
-        seq: u64,
-        reply: Reply<()>,
-    },
-    Send {
-        token: String,
-        request: pb::SendRequest,
-        reply: Reply<pb::SendResponse>,
-    },
-    RespondShutdown {
-        token: String,
-        response: pb::ShutdownResponse,
-        reply: Reply<()>,
-    },
-    ReportIdle {
-        token: String,
-        idle: pb::IdleNotification,
-        reply: Reply<()>,
-    },
-    ReportToolCall {
-        token: String,
-        report: pb::ToolCallReport,
-        reply: Reply<()>,
-    },
-    /// `ReportUsage`, its epoch checked.
-    Leave {
-        token: String,
-        reason: String,
-        reply: Reply<()>,
-    },
     /// A chain stage's verdict on a plan (`--approval chain:FILE`).
     StageVerdict(crate::chain::stages::StageDone),
-    RequestShutdown {
-        request: pb::ShutdownRequest,
-        reply: Reply<pb::ShutdownTicket>,
-    },
-    ListTeam {
-        request: pb::ListTeamRequest,
-        reply: Reply<pb::ListTeamResponse>,
-    },
     Watch {
         reply: Reply<outbox::Receiver<pb::Event>>,
     },
@@ -287,6 +241,11 @@ pub(crate) enum Answer {
     PermissionDecided(pb::PermissionResponse),
     Requests(pb::ListRequestsResponse),
     Request(pb::ProtocolState),
+    Joined(pb::JoinResponse),
+    Sent(pb::SendResponse),
+    Ticket(pb::ShutdownTicket),
+    Team(pb::ListTeamResponse),
+    Done(()),
 }
 
 /// An answer of one type, taken out of an [`Answer`].
@@ -323,6 +282,11 @@ answered!(
     PermissionDecided(pb::PermissionResponse),
     Requests(pb::ListRequestsResponse),
     Request(pb::ProtocolState),
+    Joined(pb::JoinResponse),
+    Sent(pb::SendResponse),
+    Ticket(pb::ShutdownTicket),
+    Team(pb::ListTeamResponse),
+    Done(()),
 );
 
 /// A cheap handle RPC handlers use to reach the hub.
@@ -653,15 +617,6 @@ impl Hub {
                 let result = self.apply(claim, door, op);
                 self.reply(reply, result);
             }
-            Command::Join {
-                name,
-                role,
-                token_budget,
-                reply,
-            } => {
-                let result = self.join(name, role, token_budget);
-                self.reply(reply, result);
-            }
             Command::Identify { token, reply } => {
                 let result = Ok(self.roster.by_token(&token).map(str::to_owned));
                 self.reply(reply, result);
@@ -676,46 +631,6 @@ impl Hub {
             }
             Command::InboxRoom { name, stream_id } => self.inbox_room(name, stream_id),
             Command::StreamClosed { name, stream_id } => self.stream_closed(&name, stream_id),
-            Command::Ack { token, seq, reply } => {
-                let result = self.ack(&token, seq);
-                self.reply(reply, result);
-            }
-            Command::Send {
-                token,
-                request,
-                reply,
-            } => {
-                let result = self.send_text(&token, request);
-                self.reply(reply, result);
-            }
-            Command::RespondShutdown {
-                token,
-                response,
-                reply,
-            } => {
-                let result = self.respond_shutdown(&token, response);
-                self.reply(reply, result);
-            }
-            Command::ReportIdle { token, idle, reply } => {
-                let result = self.report_idle(&token, idle);
-                self.reply(reply, result);
-            }
-            Command::ReportToolCall {
-                token,
-                report,
-                reply,
-            } => {
-                let result = self.report_tool_call(&token, report);
-                self.reply(reply, result);
-            }
-            Command::Leave {
-                token,
-                reason,
-                reply,
-            } => {
-                let result = self.leave(&token, &reason);
-                self.reply(reply, result);
-            }
             Command::StageVerdict(done) => {
                 if let Some((reviewer, used)) = done.used {
                     self.reviewer_used(&reviewer, used);
@@ -723,14 +638,6 @@ impl Hub {
                 self.stage_verdict(&done.request_id, done.stage, done.verdict)
             }
             Command::ModelReview(outcome) => self.model_review(outcome),
-            Command::RequestShutdown { request, reply } => {
-                let result = self.request_shutdown(request);
-                self.reply(reply, result);
-            }
-            Command::ListTeam { request, reply } => {
-                let result = self.list_team(&request);
-                self.reply(reply, result);
-            }
             Command::Watch { reply } => {
                 let (sink, events) = outbox::channel(self.config.stream_max_bytes);
                 self.watchers.push(sink);
@@ -763,10 +670,15 @@ impl Hub {
     ) -> Result<Answer, HubError> {
         let caller = match claim {
             Claim::Known(caller) => caller,
-            Claim::Session(token) => self
-                .roster
-                .by_token(&token)
-                .map_or(Caller::Stranger, |name| Caller::Member(name.to_owned())),
+            Claim::Session(token) => match self.roster.by_token(&token) {
+                Some(name) => Caller::Member(name.to_owned()),
+                None => match &op {
+                    Ok(Op::RespondShutdown { request_id, .. }) => self
+                        .retired_answerer(&token, request_id)
+                        .map_or(Caller::Stranger, Caller::Member),
+                    _ => Caller::Stranger,
+                },
+            },
         };
         shared::access::admit(&caller, door)?;
         let op = op?;
@@ -823,6 +735,59 @@ impl Hub {
                 Answer::Requests(self.list_requests(status, kind, page))
             }
             Op::GetRequest { request_id } => Answer::Request(self.get_request(&request_id)?),
+            Op::Join {
+                name,
+                role,
+                token_budget,
+            } => Answer::Joined(self.join(name, role, token_budget)?),
+            Op::Ack { seq } => Answer::Done(self.ack(member?, seq)?),
+            Op::Send {
+                to,
+                message_id,
+                content,
+            } => Answer::Sent(self.send_text(member?, &to, message_id, content)?),
+            Op::ReportIdle { reason } => {
+                self.report_idle(member?, reason);
+                Answer::Done(())
+            }
+            Op::ReportToolCall {
+                tool,
+                args_json,
+                allowed,
+                outcome,
+            } => {
+                let name = member?;
+                let report = pb::ToolCallReport {
+                    tool,
+                    args_json,
+                    allowed,
+                    outcome,
+                    member: name.to_owned(),
+                };
+                self.report_tool_call(name, report);
+                Answer::Done(())
+            }
+            Op::Leave { reason } => {
+                self.leave(member?, &reason);
+                Answer::Done(())
+            }
+            Op::RequestShutdown {
+                request_id,
+                target,
+                reason,
+                deadline_unix_ms,
+            } => Answer::Ticket(self.request_shutdown(
+                request_id,
+                target,
+                reason,
+                deadline_unix_ms,
+            )?),
+            Op::RespondShutdown {
+                request_id,
+                approve,
+                reason,
+            } => Answer::Done(self.respond_shutdown(member?, request_id, approve, reason)?),
+            Op::ListTeam { page } => Answer::Team(self.list_team(page)),
         })
     }
 

@@ -9,8 +9,6 @@ use std::{
 use shared::{
     access::{self, Call, Caller},
     auth::{bearer, same_token},
-    limits,
-    names::Name,
     op::Op,
     pb,
 };
@@ -109,11 +107,31 @@ impl LeadService {
         rpc: &'static str,
         translate: impl FnOnce(T) -> Result<Op, HubError>,
     ) -> Result<Response<R>, Status> {
+        self.apply_at(request, Call::Teammate(rpc), translate).await
+    }
+
+    /// [`Self::apply`] for an op that answers nothing but success.
+    async fn done<T, R: Default>(
+        &self,
+        request: Request<T>,
+        rpc: &'static str,
+        translate: impl FnOnce(T) -> Result<Op, HubError>,
+    ) -> Result<Response<R>, Status> {
+        let () = self.apply(request, rpc, translate).await?.into_inner();
+        Ok(Response::new(R::default()))
+    }
+
+    /// Applies the op `translate` makes of the request, for the caller its
+    /// token names, come in at `door`.
+    async fn apply_at<T, R: Answered>(
+        &self,
+        request: Request<T>,
+        door: Call<'static>,
+        translate: impl FnOnce(T) -> Result<Op, HubError>,
+    ) -> Result<Response<R>, Status> {
         let claim = claim_of(&request, &self.tokens);
         let op = translate(request.into_inner());
-        Ok(Response::new(
-            self.hub.apply(claim, Call::Teammate(rpc), op).await?,
-        ))
+        Ok(Response::new(self.hub.apply(claim, door, op).await?))
     }
 
     /// The session token of a teammate call, for the hub to resolve; the
@@ -166,24 +184,7 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::JoinRequest>,
     ) -> Result<Response<pb::JoinResponse>, Status> {
-        let caller = caller_of(&request, &self.tokens, &self.hub).await?;
-        access::admit(&caller, Call::Join).map_err(HubError::from)?;
-        let request = request.into_inner();
-        let name = Name::parse("name", &request.name).map_err(HubError::from)?;
-        limits::check("role", &request.role, limits::ROLE).map_err(HubError::from)?;
-        if request.role.trim().is_empty() {
-            return Err(Status::invalid_argument("role: is required"));
-        }
-        let reply = self
-            .hub
-            .call(|reply| Command::Join {
-                name,
-                role: request.role,
-                token_budget: request.token_budget,
-                reply,
-            })
-            .await?;
-        Ok(Response::new(reply))
+        self.apply_at(request, Call::Join, from_wire::join).await
     }
 
     type InboxStream = BoxStream<pb::Envelope>;
@@ -215,29 +216,14 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::AckRequest>,
     ) -> Result<Response<pb::AckResponse>, Status> {
-        let token = self.session(&request, "Ack")?;
-        let seq = request.into_inner().seq;
-        self.hub
-            .call(|reply| Command::Ack { token, seq, reply })
-            .await?;
-        Ok(Response::new(pb::AckResponse {}))
+        self.done(request, "Ack", from_wire::ack).await
     }
 
     async fn send(
         &self,
         request: Request<pb::SendRequest>,
     ) -> Result<Response<pb::SendResponse>, Status> {
-        let token = self.session(&request, "Send")?;
-        let request = request.into_inner();
-        Ok(Response::new(
-            self.hub
-                .call(|reply| Command::Send {
-                    token,
-                    request,
-                    reply,
-                })
-                .await?,
-        ))
+        self.apply(request, "Send", from_wire::send).await
     }
 
     async fn submit_plan(
@@ -252,16 +238,8 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ShutdownResponse>,
     ) -> Result<Response<pb::RespondShutdownResponse>, Status> {
-        let token = self.session(&request, "RespondShutdown")?;
-        let response = request.into_inner();
-        self.hub
-            .call(|reply| Command::RespondShutdown {
-                token,
-                response,
-                reply,
-            })
-            .await?;
-        Ok(Response::new(pb::RespondShutdownResponse {}))
+        self.done(request, "RespondShutdown", from_wire::respond_shutdown)
+            .await
     }
 
     async fn request_permission(
@@ -276,13 +254,8 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::IdleNotification>,
     ) -> Result<Response<pb::ReportIdleResponse>, Status> {
-        let token = self.session(&request, "ReportIdle")?;
-        let idle = request.into_inner();
-        limits::check("reason", &idle.reason, limits::REASON).map_err(HubError::from)?;
-        self.hub
-            .call(|reply| Command::ReportIdle { token, idle, reply })
-            .await?;
-        Ok(Response::new(pb::ReportIdleResponse {}))
+        self.done(request, "ReportIdle", from_wire::report_idle)
+            .await
     }
 
     async fn report_usage(
@@ -297,34 +270,15 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ToolCallReport>,
     ) -> Result<Response<pb::ReportToolCallResponse>, Status> {
-        let token = self.session(&request, "ReportToolCall")?;
-        // Over-long fields are cut by the hub, not refused.
-        let report = request.into_inner();
-        self.hub
-            .call(|reply| Command::ReportToolCall {
-                token,
-                report,
-                reply,
-            })
-            .await?;
-        Ok(Response::new(pb::ReportToolCallResponse {}))
+        self.done(request, "ReportToolCall", from_wire::report_tool_call)
+            .await
     }
 
     async fn leave(
         &self,
         request: Request<pb::LeaveRequest>,
     ) -> Result<Response<pb::LeaveResponse>, Status> {
-        let token = self.session(&request, "Leave")?;
-        let reason = request.into_inner().reason;
-        limits::check("reason", &reason, limits::REASON).map_err(HubError::from)?;
-        self.hub
-            .call(|reply| Command::Leave {
-                token,
-                reason,
-                reply,
-            })
-            .await?;
-        Ok(Response::new(pb::LeaveResponse {}))
+        self.done(request, "Leave", from_wire::leave).await
     }
 
     async fn list_tasks(
@@ -405,11 +359,7 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ShutdownRequest>,
     ) -> Result<Response<pb::ShutdownTicket>, Status> {
-        self.run(request, |request, reply| Command::RequestShutdown {
-            request,
-            reply,
-        })
-        .await
+        self.apply(request, from_wire::request_shutdown).await
     }
 
     async fn review_permission(
@@ -423,11 +373,7 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ListTeamRequest>,
     ) -> Result<Response<pb::ListTeamResponse>, Status> {
-        self.run(request, |request, reply| Command::ListTeam {
-            request,
-            reply,
-        })
-        .await
+        self.apply(request, from_wire::list_team).await
     }
 
     async fn list_requests(

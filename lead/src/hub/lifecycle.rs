@@ -1,7 +1,11 @@
 //! Time and the end of things: deadlines, grace periods for the
 //! disconnected, and stopping the lead with its children.
 
-use shared::{lifecycle::Event, pb, protocol::Kind};
+use shared::{
+    lifecycle::Event,
+    names::{Name, RequestId},
+    protocol::Kind,
+};
 
 use super::Hub;
 use crate::{children::Child, store::Change};
@@ -145,13 +149,16 @@ impl Hub {
         );
         for name in names {
             if self.roster.get(&name).is_some_and(|m| !m.terminated()) {
-                let request = pb::ShutdownRequest {
-                    request_id: String::new(),
-                    target: name.clone(),
-                    reason: "the lead is stopping".into(),
-                    deadline_unix_ms: self.now() + wait.max(1),
+                let Ok(target) = Name::parse("target", &name) else {
+                    continue;
                 };
-                if let Err(e) = self.request_shutdown(request) {
+                let asked = self.request_shutdown(
+                    RequestId::generate(),
+                    target,
+                    "the lead is stopping".into(),
+                    Some(self.now() + wait.max(1)),
+                );
+                if let Err(e) = asked {
                     tracing::warn!(member = %name, error = %e, "could not ask to shut down");
                 }
             }

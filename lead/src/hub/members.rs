@@ -11,6 +11,7 @@ use shared::{
     lifecycle::Event,
     limits,
     names::{Name, EVERYONE, LEAD},
+    op::PageAsk,
     pb::{self, envelope::Body},
 };
 
@@ -44,7 +45,6 @@ impl Hub {
                 self.config.join_rate, self.config.join_burst
             )));
         }
-        limits::check("role", &role, limits::ROLE)?;
         let spawned = match self.roster.get(name.as_str()) {
             Some(existing) if !existing.terminated() => {
                 return Err(HubError::AlreadyExists(format!(
@@ -164,17 +164,19 @@ impl Hub {
     }
 
     /// `Ack`: forgets the caller's envelopes up to `seq`.
-    pub(super) fn ack(&mut self, token: &str, seq: u64) -> Result<(), HubError> {
-        let name = self.caller(token)?;
-        let member = self.member_mut(&name)?;
+    pub(super) fn ack(&mut self, name: &str, seq: u64) -> Result<(), HubError> {
+        let member = self.member_mut(name)?;
         if seq > member.last_seq {
             return Err(HubError::OutOfRange(format!(
                 "seq: {seq} is past the newest envelope ({}) of {name:?}",
                 member.last_seq
             )));
         }
-        self.roster.ack(&name, seq);
-        self.changes.push(Change::Ack { member: name, seq });
+        self.roster.ack(name, seq);
+        self.changes.push(Change::Ack {
+            member: name.to_owned(),
+            seq,
+        });
         Ok(())
     }
 
@@ -186,26 +188,22 @@ impl Hub {
     /// names them in `skipped`.
     pub(super) fn send_text(
         &mut self,
-        token: &str,
-        request: pb::SendRequest,
+        from: &str,
+        to: &str,
+        message_id: Option<String>,
+        content: String,
     ) -> Result<pb::SendResponse, HubError> {
-        let from = self.caller(token)?;
-        let text = request
-            .text
-            .ok_or_else(|| FieldError::new("text", "is required"))?;
-        limits::check("text.content", &text.content, limits::TEXT)?;
-        limits::check("message_id", &request.message_id, limits::ID)?;
-        limits::check("to", &request.to, limits::ID)?;
-        let digest = message_digest(&request.to, &text.content);
-        if !request.message_id.is_empty() {
+        let from = from.to_owned();
+        let digest = message_digest(to, &content);
+        if let Some(message_id) = &message_id {
             let seen = self
                 .member_mut(&from)?
-                .check_message_id(&request.message_id, &digest);
+                .check_message_id(message_id, &digest);
             match seen {
                 SeenId::New => {}
                 SeenId::Retry => {
                     return Ok(pb::SendResponse {
-                        message_id: request.message_id,
+                        message_id: message_id.clone(),
                         skipped: Vec::new(),
                     })
                 }
@@ -214,21 +212,16 @@ impl Hub {
                         "message_id: {:?} was already used for a different message \
                          (another recipient or text); a retry must repeat the message, \
                          a new message needs a new id",
-                        request.message_id
+                        message_id
                     )))
                 }
             }
         }
-        let body = Body::Text(text);
+        let body = Body::Text(pb::Text { content });
         // The id the lead makes when the sender chose none is a UUID.
-        let id_len = if request.message_id.is_empty() {
-            36
-        } else {
-            request.message_id.len()
-        };
+        let id_len = message_id.as_ref().map_or(36, String::len);
         let bytes = envelope_bytes(from.len(), id_len, body.encoded_len());
-        let (recipients, skipped) = match request.to.as_str() {
-            "" => return Err(FieldError::new("to", "is required").into()),
+        let (recipients, skipped) = match to {
             EVERYONE => {
                 let (room, full): (Vec<String>, Vec<String>) = self
                     .roster
@@ -266,17 +259,18 @@ impl Hub {
         }
         // Only an id the sender chose can come again in a retry: only those
         // are remembered (and persisted).
-        let message_id = if request.message_id.is_empty() {
-            uuid::Uuid::new_v4().to_string()
-        } else {
-            self.member_mut(&from)?
-                .remember_message_id(&request.message_id, &digest);
-            self.changes.push(Change::MessageId {
-                sender: from.clone(),
-                message_id: request.message_id.clone(),
-                digest,
-            });
-            request.message_id
+        let message_id = match message_id {
+            None => uuid::Uuid::new_v4().to_string(),
+            Some(message_id) => {
+                self.member_mut(&from)?
+                    .remember_message_id(&message_id, &digest);
+                self.changes.push(Change::MessageId {
+                    sender: from.clone(),
+                    message_id: message_id.clone(),
+                    digest,
+                });
+                message_id
+            }
         };
         self.mark_busy(&from);
         if recipients.len() > 1 {
@@ -315,44 +309,30 @@ impl Hub {
     }
 
     /// `ReportIdle`: the caller has nothing to do.
-    pub(super) fn report_idle(
-        &mut self,
-        token: &str,
-        idle: pb::IdleNotification,
-    ) -> Result<(), HubError> {
-        let name = self.caller(token)?;
-        let changed = self.roster.get(&name).is_some_and(|m| !m.life.is_idle());
-        self.life(&name, Event::ReportedIdle);
-        self.deliver(&name, LEAD, None, Body::IdleNotification(idle));
+    pub(super) fn report_idle(&mut self, name: &str, reason: String) {
+        let changed = self.roster.get(name).is_some_and(|m| !m.life.is_idle());
+        self.life(name, Event::ReportedIdle);
+        self.deliver(
+            name,
+            LEAD,
+            None,
+            Body::IdleNotification(pb::IdleNotification { reason }),
+        );
         if changed {
-            self.emit_member(&name);
+            self.emit_member(name);
             // A task that became claimable while the member was busy (after
             // its last claim found none) would otherwise go unheard.
-            let next = (!self.team.tasks.has_claimed(&name))
+            let next = (!self.team.tasks.has_claimed(name))
                 .then(|| self.team.tasks.next_claimable().map(|t| t.to_pb()))
                 .flatten();
             if let Some(task) = next {
-                self.deliver(LEAD, &name, None, Body::TaskClaimable(task));
+                self.deliver(LEAD, name, None, Body::TaskClaimable(task));
             }
         }
-        Ok(())
     }
 
     /// `ReportToolCall`: shows a teammate's tool call to the watchers.
-    pub(super) fn report_tool_call(
-        &mut self,
-        token: &str,
-        mut report: pb::ToolCallReport,
-    ) -> Result<(), HubError> {
-        let name = self.caller(token)?;
-        if report.tool.is_empty() {
-            return Err(FieldError::new("tool", "is required").into());
-        }
-        // A report is cut, never refused: every tool call stays on the record.
-        report.tool = limits::cut(&report.tool, limits::TOOL);
-        report.args_json = limits::cut(&report.args_json, limits::REPORT_ARGS_JSON);
-        report.outcome = limits::cut(&report.outcome, limits::REPORT_OUTCOME);
-        report.member = name.clone();
+    pub(super) fn report_tool_call(&mut self, name: &str, report: pb::ToolCallReport) {
         tracing::info!(
             member = %name,
             tool = %Escaped(&report.tool),
@@ -360,22 +340,19 @@ impl Hub {
             outcome = %Escaped(shared::limits::cut(&report.outcome, 300).as_str()),
             "tool call"
         );
-        self.mark_busy(&name);
+        self.mark_busy(name);
         self.emit(pb::event::Kind::ToolCall(report));
-        Ok(())
     }
 
     /// `Leave`: the caller ends its membership now, without waiting out
     /// the grace period a dropped connection would get.
-    pub(super) fn leave(&mut self, token: &str, reason: &str) -> Result<(), HubError> {
-        let name = self.caller(token)?;
+    pub(super) fn leave(&mut self, name: &str, reason: &str) {
         let why = if reason.is_empty() {
             "left the team".to_owned()
         } else {
             format!("left the team: {reason}")
         };
-        self.terminate(&name, &why);
-        Ok(())
+        self.terminate(name, &why);
     }
 
     /// The member is working again.
@@ -468,23 +445,20 @@ impl Hub {
 
     /// `ListTeam`: one page of members in join order, at most `page_size`
     /// (default and cap 1,000) and about 1 MiB.
-    pub(super) fn list_team(
-        &self,
-        request: &pb::ListTeamRequest,
-    ) -> Result<pb::ListTeamResponse, HubError> {
-        let page = super::paging::Page::parse(request.page_size, &request.page_token, "m")?;
+    pub(super) fn list_team(&self, page: PageAsk) -> pb::ListTeamResponse {
+        let page = super::paging::Page::of(page, super::paging::MEMBERS);
         let (members, next_page_token) = page.collect(
             self.roster
                 .iter_after(page.after)
                 .map(|m| (m.order, self.member_pb(m))),
         );
         let (team_usage, other_usage) = self.usage_summary();
-        Ok(pb::ListTeamResponse {
+        pb::ListTeamResponse {
             members,
             next_page_token,
             team_usage: Some(team_usage),
             other_usage,
-        })
+        }
     }
 
     /// `SpawnTeammate`: checks the request's fields here, reserves the

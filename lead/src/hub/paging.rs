@@ -18,6 +18,8 @@ pub(crate) const MAX_PAGE_BYTES: usize = 1024 * 1024;
 pub(crate) const TASKS: &str = "t";
 /// See [`TASKS`].
 pub(crate) const REQUESTS: &str = "r";
+/// See [`TASKS`].
+pub(crate) const MEMBERS: &str = "m";
 
 /// One page asked for.
 #[derive(Debug, Clone, Copy)]

@@ -101,7 +101,7 @@ struct Known {
     /// Session tokens by member name.
     tokens: BTreeMap<String, String>,
     /// Joins whose reply has not come yet.
-    joining: Vec<(String, Pending<pb::JoinResponse>)>,
+    joining: Vec<(String, Pending<Answer>)>,
     /// Task ids.
     tasks: Vec<String>,
     /// Tasks created whose reply has not come yet.
@@ -112,7 +112,7 @@ impl Known {
     /// Takes in the replies of the last batch.
     fn collect(&mut self) {
         for (name, mut rx) in std::mem::take(&mut self.joining) {
-            if let Ok(Ok(joined)) = rx.try_recv() {
+            if let Ok(Ok(Answer::Joined(joined))) = rx.try_recv() {
                 self.tokens.insert(name, joined.session_token);
             }
         }
@@ -182,12 +182,15 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
         0 | 1 => {
             let name = NAMES[rng.below(NAMES.len())].to_owned();
             let (reply, rx) = oneshot::channel();
-            hub.handle(Command::Join {
-                name: Name::parse("name", &name).expect("a valid name"),
-                role: "coder".into(),
-                token_budget: [0, 5_000][rng.below(2)],
+            hub.handle(apply(
+                (Claim::Known(Caller::Joiner), Call::Join),
+                Op::Join {
+                    name: Name::parse("name", &name).expect("a valid name"),
+                    role: "coder".into(),
+                    token_budget: [0, 5_000][rng.below(2)],
+                },
                 reply,
-            });
+            ));
             known.joining.push((name, rx));
         }
         2 => {
@@ -199,17 +202,17 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 _ => NAMES[rng.below(NAMES.len())].to_owned(),
             };
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::Send {
-                token,
-                request: pb::SendRequest {
+            hub.handle(translated(
+                session(token, "Send"),
+                from_wire::send(pb::SendRequest {
                     to,
                     text: Some(pb::Text {
                         content: format!("note {}", rng.next() % 100),
                     }),
                     message_id: String::new(),
-                },
+                }),
                 reply,
-            });
+            ));
         }
         3 | 4 => {
             let Some((_, token)) = known.token(rng) else {
@@ -297,14 +300,15 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
         8 => {
             let target = NAMES[rng.below(NAMES.len())].to_owned();
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::RequestShutdown {
-                request: pb::ShutdownRequest {
+            hub.handle(translated(
+                operator(),
+                from_wire::request_shutdown(pb::ShutdownRequest {
                     target,
                     reason: "done".into(),
                     ..Default::default()
-                },
+                }),
                 reply,
-            });
+            ));
         }
         9 => {
             let Some((name, token)) = known.token(rng) else {
@@ -316,15 +320,15 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 return;
             };
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::RespondShutdown {
-                token,
-                response: pb::ShutdownResponse {
+            hub.handle(translated(
+                session(token, "RespondShutdown"),
+                from_wire::respond_shutdown(pb::ShutdownResponse {
                     request_id: id,
                     approve: rng.below(2) == 0,
                     reason: "busy".into(),
-                },
+                }),
                 reply,
-            });
+            ));
         }
         10 => {
             let Some((name, token)) = known.token(rng) else {
@@ -333,7 +337,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let last = hub.roster.get(&name).map_or(0, |m| m.last_seq);
             let seq = rng.next() % (last + 1);
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::Ack { token, seq, reply });
+            hub.handle(apply(session(token, "Ack"), Op::Ack { seq }, reply));
         }
         11 => {
             let Some((_, token)) = known.token(rng) else {
@@ -370,13 +374,13 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 return;
             };
             let (reply, _rx) = oneshot::channel();
-            hub.handle(Command::ReportIdle {
-                token,
-                idle: pb::IdleNotification {
+            hub.handle(apply(
+                session(token, "ReportIdle"),
+                Op::ReportIdle {
                     reason: "waiting".into(),
                 },
                 reply,
-            });
+            ));
         }
         15 => {
             let Some((_, token)) = known.token(rng) else {
@@ -417,11 +421,13 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             if rng.below(3) == 0 {
                 known.tokens.remove(&name);
                 let (reply, _rx) = oneshot::channel();
-                hub.handle(Command::Leave {
-                    token,
-                    reason: "bye".into(),
+                hub.handle(apply(
+                    session(token, "Leave"),
+                    Op::Leave {
+                        reason: "bye".into(),
+                    },
                     reply,
-                });
+                ));
             }
         }
     }

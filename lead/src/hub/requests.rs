@@ -601,11 +601,6 @@ fn plan_response(request: &Request) -> pb::PlanApprovalResponse {
     }
 }
 
-/// Free text within the size limit.
-pub(super) fn check_text(field: &str, text: &str) -> Result<(), FieldError> {
-    limits::check(field, text, limits::REASON)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,17 +12,18 @@ use shared::{
     protocol::{Decision, Kind, Opening, Party},
 };
 
-use super::{requests::check_text, Hub};
+use super::Hub;
 use crate::error::HubError;
 
 impl Hub {
     /// `RequestShutdown`: asks a teammate to shut down by a deadline.
     pub(super) fn request_shutdown(
         &mut self,
-        request: pb::ShutdownRequest,
+        id: RequestId,
+        target: Name,
+        reason: String,
+        deadline: Option<i64>,
     ) -> Result<pb::ShutdownTicket, HubError> {
-        let target = Name::parse("target", &request.target)?;
-        check_text("reason", &request.reason)?;
         match self.roster.get(target.as_str()) {
             None => return Err(FieldError::new("target", format!("no member {target:?}")).into()),
             Some(m) if m.terminated() => {
@@ -33,25 +34,25 @@ impl Hub {
             Some(_) => {}
         }
         let now = self.now();
-        let deadline = match request.deadline_unix_ms {
-            0 => {
+        let asked = deadline.unwrap_or(0);
+        let deadline = match deadline {
+            None => {
                 now + i64::try_from(self.config.shutdown_deadline.as_millis())
                     .unwrap_or(i64::MAX / 2)
             }
-            d if d <= now => {
+            Some(d) if d <= now => {
                 return Err(FieldError::new(
                     "deadline_unix_ms",
                     format!("{d} is in the past (now is {now})"),
                 )
                 .into())
             }
-            d => d,
+            Some(d) => d,
         };
-        let id = RequestId::for_new("request_id", &request.request_id)?;
         let payload = json!({
-            "target": request.target,
-            "reason": request.reason,
-            "deadline_unix_ms": request.deadline_unix_ms,
+            "target": target.as_str(),
+            "reason": reason,
+            "deadline_unix_ms": asked,
         });
         let outcome = self.team.requests.open(
             Opening {
@@ -70,7 +71,7 @@ impl Hub {
             let body = pb::ShutdownRequest {
                 request_id: id.to_string(),
                 target: target.to_string(),
-                reason: request.reason,
+                reason,
                 deadline_unix_ms: deadline,
             };
             self.deliver(LEAD, target.as_str(), None, Body::ShutdownRequest(body));
@@ -85,30 +86,19 @@ impl Hub {
     /// `RespondShutdown`: the target agrees (and is TERMINATED) or refuses.
     pub(super) fn respond_shutdown(
         &mut self,
-        token: &str,
-        response: pb::ShutdownResponse,
+        name: &str,
+        id: RequestId,
+        approve: bool,
+        reason: String,
     ) -> Result<(), HubError> {
-        let id = RequestId::existing("request_id", &response.request_id)?;
-        check_text("reason", &response.reason)?;
-        let name = match self.caller(token) {
-            Ok(name) => name,
-            // A member that agreed is gone, but its retry of that answer (the
-            // reply to the first was lost) gets the first answer's result.
-            Err(e) => match self.roster.by_retired_token(token) {
-                Some(name)
-                    if self
-                        .team
-                        .requests
-                        .get(&id)
-                        .is_some_and(|r| r.status.is_terminal()) =>
-                {
-                    name.to_owned()
-                }
-                _ => return Err(e),
-            },
+        let name = name.to_owned();
+        let response = pb::ShutdownResponse {
+            request_id: id.to_string(),
+            approve,
+            reason,
         };
         let decision = Decision {
-            approve: response.approve,
+            approve,
             feedback: response.reason.clone(),
             grant: None,
         };
@@ -135,6 +125,19 @@ impl Hub {
             }
         }
         Ok(())
+    }
+
+    /// Who answers shutdown request `id` with session `token` no roster
+    /// member holds: a member that agreed is gone, but its retry of that
+    /// answer (the reply to the first was lost) gets the first answer's
+    /// result.
+    pub(super) fn retired_answerer(&self, token: &str, id: &RequestId) -> Option<String> {
+        let name = self.roster.by_retired_token(token)?;
+        self.team
+            .requests
+            .get(id)
+            .is_some_and(|r| r.status.is_terminal())
+            .then(|| name.to_owned())
     }
 
     /// Expires every request whose deadline passed; a spawned teammate that

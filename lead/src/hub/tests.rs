@@ -7,6 +7,7 @@ use std::time::Duration;
 use shared::{
     access::{Call, Caller},
     names::Name,
+    op::Op,
     pb,
 };
 use tokio::sync::watch;
@@ -30,16 +31,16 @@ fn hub(grace: Duration, shutdown_deadline: Duration) -> (HubHandle, watch::Sende
 
 /// Joins `name`; its session token.
 async fn join(hub: &HubHandle, name: &str) -> String {
-    let name = Name::parse("name", name).expect("valid name");
-    hub.call(|reply| Command::Join {
-        name,
+    let op = Op::Join {
+        name: Name::parse("name", name).expect("valid name"),
         role: "coder".into(),
         token_budget: 0,
-        reply,
-    })
-    .await
-    .expect("joins")
-    .session_token
+    };
+    let joined: pb::JoinResponse = hub
+        .apply(Claim::Known(Caller::Joiner), Call::Join, Ok(op))
+        .await
+        .expect("joins");
+    joined.session_token
 }
 
 /// An open inbox stream: the envelopes it receives, and the handle that
@@ -68,11 +69,9 @@ async fn open_inbox(hub: &HubHandle, token: &str) -> Stream {
 
 /// `name`'s status.
 async fn status(hub: &HubHandle, name: &str) -> pb::MemberStatus {
-    let team = hub
-        .call(|reply| Command::ListTeam {
-            request: pb::ListTeamRequest::default(),
-            reply,
-        })
+    let op = crate::from_wire::list_team(pb::ListTeamRequest::default());
+    let team: pb::ListTeamResponse = hub
+        .apply(Claim::Known(Caller::Operator), Call::Operator, op)
         .await
         .expect("lists");
     let member = team
@@ -85,17 +84,16 @@ async fn status(hub: &HubHandle, name: &str) -> pb::MemberStatus {
 
 /// Asks `name` to shut down (by the hub's default deadline); the request id.
 async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
-    hub.call(|reply| Command::RequestShutdown {
-        request: pb::ShutdownRequest {
-            target: name.into(),
-            reason: "done".into(),
-            ..Default::default()
-        },
-        reply,
-    })
-    .await
-    .expect("asks")
-    .request_id
+    let op = crate::from_wire::request_shutdown(pb::ShutdownRequest {
+        target: name.into(),
+        reason: "done".into(),
+        ..Default::default()
+    });
+    let ticket: pb::ShutdownTicket = hub
+        .apply(Claim::Known(Caller::Operator), Call::Operator, op)
+        .await
+        .expect("asks");
+    ticket.request_id
 }
 
 /// The request's status.
@@ -140,13 +138,17 @@ async fn coming_back_within_the_grace_period_keeps_the_member_and_its_idleness()
     let (hub, _stop) = hub(GRACE, DEADLINE);
     let alice = join(&hub, "alice").await;
     let stream = open_inbox(&hub, &alice).await;
-    hub.call(|reply| Command::ReportIdle {
-        token: alice.clone(),
-        idle: pb::IdleNotification::default(),
-        reply,
-    })
-    .await
-    .expect("idle");
+    let op = Op::ReportIdle {
+        reason: String::new(),
+    };
+    let () = hub
+        .apply(
+            Claim::Session(alice.clone()),
+            Call::Teammate("ReportIdle"),
+            Ok(op),
+        )
+        .await
+        .expect("idle");
     assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Idle);
 
     let (name, stream_id) = (stream.name.clone(), stream.id);

@@ -48,6 +48,75 @@ pub enum PlanVerdict {
 /// What a caller does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
+    /// Someone with the join token joins the team, in plan mode.
+    Join {
+        /// Its name, unique among active members.
+        name: Name,
+        /// What it does, in a word or a line.
+        role: String,
+        /// The budget it asks for; 0: none of its own.
+        token_budget: u64,
+    },
+    /// A member has processed its inbox up to `seq`.
+    Ack {
+        /// The newest envelope processed.
+        seq: u64,
+    },
+    /// A member sends a text to one member, to `lead`, or to everyone (`*`).
+    Send {
+        /// The recipient.
+        to: String,
+        /// The id the sender chose, which makes a retry harmless.
+        message_id: Option<String>,
+        /// The text.
+        content: String,
+    },
+    /// A member says it has nothing to do.
+    ReportIdle {
+        /// Why, in its words.
+        reason: String,
+    },
+    /// A member reports a tool call it made or was refused, for the record.
+    ReportToolCall {
+        /// The tool.
+        tool: String,
+        /// Its arguments, as JSON.
+        args_json: String,
+        /// Whether the gate let it run.
+        allowed: bool,
+        /// What came of it.
+        outcome: String,
+    },
+    /// A member leaves the team for good, now.
+    Leave {
+        /// Why.
+        reason: String,
+    },
+    /// The operator asks a member to shut down.
+    RequestShutdown {
+        /// The request's id.
+        request_id: RequestId,
+        /// The member.
+        target: Name,
+        /// Why.
+        reason: String,
+        /// When the request expires unanswered; `None`: the lead's default.
+        deadline_unix_ms: Option<i64>,
+    },
+    /// A member answers a shutdown request: agrees (and is gone) or refuses.
+    RespondShutdown {
+        /// The request.
+        request_id: RequestId,
+        /// Agrees.
+        approve: bool,
+        /// Why.
+        reason: String,
+    },
+    /// One page of the members, in join order.
+    ListTeam {
+        /// Which page.
+        page: PageAsk,
+    },
     /// A member submits a plan for approval; `supersedes` names its own
     /// earlier plan that this one revises.
     SubmitPlan {
@@ -140,65 +209,54 @@ pub enum Op {
 }
 
 impl Op {
-    /// The doors this op may come in by: `Some(rpc)` names it where a
-    /// member may call it (`Lead.<rpc>`); `operator` says whether the
-    /// operator may.
+    /// The doors this op may come in by.
     pub fn doors(&self) -> Doors {
         match self {
+            Op::Join { .. } => Doors::Join,
             Op::CreateTask(_)
             | Op::SetBudget { .. }
             | Op::ReviewPlan { .. }
             | Op::ReviewPermission { .. }
             | Op::ListRequests { .. }
-            | Op::GetRequest { .. } => Doors::OPERATOR,
-            Op::SubmitPlan { .. } => Doors::member("SubmitPlan"),
-            Op::RequestPermission { .. } => Doors::member("RequestPermission"),
-            Op::ListTasks { .. } => Doors::both("ListTasks"),
-            Op::ClaimTask { .. } => Doors::member("ClaimTask"),
-            Op::CompleteTask { .. } => Doors::member("CompleteTask"),
-            Op::ReportUsage { .. } => Doors::member("ReportUsage"),
+            | Op::GetRequest { .. }
+            | Op::RequestShutdown { .. }
+            | Op::ListTeam { .. } => Doors::Operator,
+            Op::ListTasks { .. } => Doors::Both("ListTasks"),
+            Op::Ack { .. } => Doors::Member("Ack"),
+            Op::Send { .. } => Doors::Member("Send"),
+            Op::ReportIdle { .. } => Doors::Member("ReportIdle"),
+            Op::ReportToolCall { .. } => Doors::Member("ReportToolCall"),
+            Op::Leave { .. } => Doors::Member("Leave"),
+            Op::RespondShutdown { .. } => Doors::Member("RespondShutdown"),
+            Op::SubmitPlan { .. } => Doors::Member("SubmitPlan"),
+            Op::RequestPermission { .. } => Doors::Member("RequestPermission"),
+            Op::ClaimTask { .. } => Doors::Member("ClaimTask"),
+            Op::CompleteTask { .. } => Doors::Member("CompleteTask"),
+            Op::ReportUsage { .. } => Doors::Member("ReportUsage"),
         }
     }
 }
 
 /// Where an op may come in (see [`Op::doors`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Doors {
-    /// The `Lead` rpc a member calls it by, if members may.
-    pub member: Option<&'static str>,
-    /// Whether the operator may.
-    pub operator: bool,
+pub enum Doors {
+    /// `Lead.Join` alone.
+    Join,
+    /// A member's `Lead.<rpc>` alone.
+    Member(&'static str),
+    /// The `Operator` service alone.
+    Operator,
+    /// A member's `Lead.<rpc>`, and the `Operator` service.
+    Both(&'static str),
 }
 
 impl Doors {
-    /// The operator's alone.
-    pub const OPERATOR: Doors = Doors {
-        member: None,
-        operator: true,
-    };
-
-    /// A member's alone, by `Lead.<rpc>`.
-    pub const fn member(rpc: &'static str) -> Doors {
-        Doors {
-            member: Some(rpc),
-            operator: false,
-        }
-    }
-
-    /// A member's by `Lead.<rpc>`, and the operator's.
-    pub const fn both(rpc: &'static str) -> Doors {
-        Doors {
-            member: Some(rpc),
-            operator: true,
-        }
-    }
-
     /// Whether an op with these doors may come in at `door`.
     pub fn open(&self, door: Call<'_>) -> bool {
-        match door {
-            Call::Join => false,
-            Call::Teammate(rpc) => self.member == Some(rpc),
-            Call::Operator => self.operator,
+        match (self, door) {
+            (Doors::Join, Call::Join) | (Doors::Operator | Doors::Both(_), Call::Operator) => true,
+            (Doors::Member(rpc) | Doors::Both(rpc), Call::Teammate(called)) => *rpc == called,
+            _ => false,
         }
     }
 }
