@@ -353,7 +353,11 @@ async fn events(State(console): State<Console>, headers: HeaderMap) -> Response 
     if !console.authorized(&headers) {
         return unauthorized();
     }
-    let events = match console.hub.call(|reply| Command::Watch { reply }).await {
+    let watch = |reply| Command::Watch {
+        claim: operator(),
+        reply,
+    };
+    let events = match console.hub.call(watch).await {
         Ok(events) => events,
         Err(e) => return hub_failed(e),
     };

@@ -173,12 +173,9 @@ pub(crate) enum Command {
         op: Result<Op, HubError>,
         reply: Reply<Answer>,
     },
-    Identify {
-        token: String,
-        reply: Reply<Option<String>>,
-    },
+    /// `Inbox`: opens the caller's stream.
     Inbox {
-        token: String,
+        claim: Claim,
         after_seq: u64,
         reply: Reply<OpenedInbox>,
     },
@@ -194,10 +191,14 @@ pub(crate) enum Command {
     },
     /// A chain stage's verdict on a plan (`--approval chain:FILE`).
     StageVerdict(crate::chain::stages::StageDone),
+    /// `Watch`: the operator's event stream.
     Watch {
+        claim: Claim,
         reply: Reply<outbox::Receiver<pb::Event>>,
     },
+    /// `SpawnTeammate`: answered once the process started (or could not).
     Spawn {
+        claim: Claim,
         request: pb::SpawnTeammateRequest,
         reply: Reply<pb::SpawnTeammateResponse>,
     },
@@ -617,16 +618,14 @@ impl Hub {
                 let result = self.apply(claim, door, op);
                 self.reply(reply, result);
             }
-            Command::Identify { token, reply } => {
-                let result = Ok(self.roster.by_token(&token).map(str::to_owned));
-                self.reply(reply, result);
-            }
             Command::Inbox {
-                token,
+                claim,
                 after_seq,
                 reply,
             } => {
-                let result = self.open_inbox(&token, after_seq);
+                let result = self
+                    .admit_member(claim, "Inbox")
+                    .and_then(|name| self.open_inbox(&name, after_seq));
                 self.reply(reply, result);
             }
             Command::InboxRoom { name, stream_id } => self.inbox_room(name, stream_id),
@@ -638,12 +637,22 @@ impl Hub {
                 self.stage_verdict(&done.request_id, done.stage, done.verdict)
             }
             Command::ModelReview(outcome) => self.model_review(outcome),
-            Command::Watch { reply } => {
-                let (sink, events) = outbox::channel(self.config.stream_max_bytes);
-                self.watchers.push(sink);
-                self.reply(reply, Ok(events));
+            Command::Watch { claim, reply } => {
+                let result = self.admit(claim, Call::Operator, None).map(|_| {
+                    let (sink, events) = outbox::channel(self.config.stream_max_bytes);
+                    self.watchers.push(sink);
+                    events
+                });
+                self.reply(reply, result);
             }
-            Command::Spawn { request, reply } => self.spawn(request, reply),
+            Command::Spawn {
+                claim,
+                request,
+                reply,
+            } => match self.admit(claim, Call::Operator, None) {
+                Ok(_) => self.spawn(request, reply),
+                Err(e) => self.reply(reply, Err(e)),
+            },
             Command::Launched {
                 name,
                 result,
@@ -668,19 +677,7 @@ impl Hub {
         door: Call<'static>,
         op: Result<Op, HubError>,
     ) -> Result<Answer, HubError> {
-        let caller = match claim {
-            Claim::Known(caller) => caller,
-            Claim::Session(token) => match self.roster.by_token(&token) {
-                Some(name) => Caller::Member(name.to_owned()),
-                None => match &op {
-                    Ok(Op::RespondShutdown { request_id, .. }) => self
-                        .retired_answerer(&token, request_id)
-                        .map_or(Caller::Stranger, Caller::Member),
-                    _ => Caller::Stranger,
-                },
-            },
-        };
-        shared::access::admit(&caller, door)?;
+        let caller = self.admit(claim, door, op.as_ref().ok())?;
         let op = op?;
         if !op.doors().open(door) {
             return Err(HubError::Internal(format!(
@@ -791,6 +788,40 @@ impl Hub {
         })
     }
 
+    /// Who `claim` names, if that caller may come in at `door`. A session
+    /// token is placed by the roster; one no member holds is a stranger's,
+    /// unless `op` answers a settled shutdown request its retired holder
+    /// answered (see [`Hub::retired_answerer`]).
+    fn admit(
+        &self,
+        claim: Claim,
+        door: Call<'static>,
+        op: Option<&Op>,
+    ) -> Result<Caller, HubError> {
+        let caller = match claim {
+            Claim::Known(caller) => caller,
+            Claim::Session(token) => match self.roster.by_token(&token) {
+                Some(name) => Caller::Member(name.to_owned()),
+                None => match op {
+                    Some(Op::RespondShutdown { request_id, .. }) => self
+                        .retired_answerer(&token, request_id)
+                        .map_or(Caller::Stranger, Caller::Member),
+                    _ => Caller::Stranger,
+                },
+            },
+        };
+        shared::access::admit(&caller, door)?;
+        Ok(caller)
+    }
+
+    /// The member `claim` names, if it may call `Lead.<rpc>`.
+    fn admit_member(&self, claim: Claim, rpc: &'static str) -> Result<String, HubError> {
+        match self.admit(claim, Call::Teammate(rpc), None)? {
+            Caller::Member(name) => Ok(name),
+            _ => Err(HubError::Internal("a member's call with no member".into())),
+        }
+    }
+
     /// Sends `event` to every watcher; a watcher that cannot keep up is dropped.
     fn emit(&mut self, kind: pb::event::Kind) {
         if self.watchers.is_empty() {
@@ -866,19 +897,6 @@ impl Hub {
     fn emit_member(&mut self, name: &str) {
         if let Some(member) = self.roster.get(name).map(|m| self.member_pb(m)) {
             self.emit(pb::event::Kind::Member(member));
-        }
-    }
-
-    /// The member a session token belongs to; terminated members have none.
-    fn caller(&self, token: &str) -> Result<String, HubError> {
-        let caller = self
-            .roster
-            .by_token(token)
-            .map_or(Caller::Stranger, |name| Caller::Member(name.to_owned()));
-        shared::access::admit(&caller, Call::Teammate(""))?;
-        match caller {
-            Caller::Member(name) => Ok(name),
-            _ => Err(HubError::Internal("a session admitted no member".into())),
         }
     }
 }

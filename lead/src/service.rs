@@ -7,7 +7,7 @@ use std::{
 };
 
 use shared::{
-    access::{self, Call, Caller},
+    access::{Call, Caller},
     auth::{bearer, same_token},
     op::Op,
     pb,
@@ -18,7 +18,7 @@ use tonic::{Request, Response, Status};
 use crate::{
     error::HubError,
     from_wire,
-    hub::{Answered, Claim, Command, HubHandle, Reply},
+    hub::{Answered, Claim, Command, HubHandle},
 };
 
 /// The tokens the lead accepts, fixed at start.
@@ -72,22 +72,6 @@ fn static_caller(token: Option<&str>, tokens: &Tokens) -> Option<Caller> {
     }
 }
 
-/// Who presents the request's token: the lead's own tokens here, a
-/// session by asking the hub.
-async fn caller_of<T>(
-    request: &Request<T>,
-    tokens: &Tokens,
-    hub: &HubHandle,
-) -> Result<Caller, Status> {
-    let token = token_of(request);
-    if let Some(caller) = static_caller(token.as_deref(), tokens) {
-        return Ok(caller);
-    }
-    let token = token.unwrap_or_default();
-    let member = hub.call(|reply| Command::Identify { token, reply }).await?;
-    Ok(member.map_or(Caller::Stranger, Caller::Member))
-}
-
 /// Who the request's token names as far as the lead's own tokens tell;
 /// any other token is a session, for the hub to place.
 fn claim_of<T>(request: &Request<T>, tokens: &Tokens) -> Claim {
@@ -132,16 +116,6 @@ impl LeadService {
         let claim = claim_of(&request, &self.tokens);
         let op = translate(request.into_inner());
         Ok(Response::new(self.hub.apply(claim, door, op).await?))
-    }
-
-    /// The session token of a teammate call, for the hub to resolve; the
-    /// operator and join tokens are known but do not belong here.
-    fn session<T>(&self, request: &Request<T>, rpc: &str) -> Result<String, Status> {
-        let token = token_of(request);
-        if let Some(caller) = static_caller(token.as_deref(), &self.tokens) {
-            access::admit(&caller, Call::Teammate(rpc)).map_err(HubError::from)?;
-        }
-        Ok(token.unwrap_or_default())
     }
 }
 
@@ -193,12 +167,12 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::InboxRequest>,
     ) -> Result<Response<Self::InboxStream>, Status> {
-        let token = self.session(&request, "Inbox")?;
+        let claim = claim_of(&request, &self.tokens);
         let after_seq = request.into_inner().after_seq;
         let (name, stream_id, envelopes) = self
             .hub
             .call(|reply| Command::Inbox {
-                token,
+                claim,
                 after_seq,
                 reply,
             })
@@ -307,13 +281,6 @@ impl pb::lead_server::Lead for LeadService {
 }
 
 impl OperatorService {
-    /// Only the operator token passes; a teammate's session token or the join
-    /// token is PERMISSION_DENIED, anything else UNAUTHENTICATED.
-    async fn operator<T>(&self, request: &Request<T>) -> Result<(), Status> {
-        let caller = caller_of(request, &self.tokens, &self.hub).await?;
-        Ok(access::admit(&caller, Call::Operator).map_err(HubError::from)?)
-    }
-
     /// Applies the op `translate` makes of the request, for the caller its
     /// token names, as an `Operator` call.
     async fn apply<T, R: Answered>(
@@ -326,22 +293,6 @@ impl OperatorService {
         Ok(Response::new(
             self.hub.apply(claim, Call::Operator, op).await?,
         ))
-    }
-
-    /// Runs an operator command after the token check.
-    async fn run<T, R>(
-        &self,
-        request: Request<T>,
-        make: impl FnOnce(T, Reply<R>) -> Command,
-    ) -> Result<Response<R>, Status> {
-        self.operator(&request).await?;
-        let body = request.into_inner();
-        let reply = self
-            .hub
-            .call(|reply| make(body, reply))
-            .await
-            .map_err(Status::from)?;
-        Ok(Response::new(reply))
     }
 }
 
@@ -396,8 +347,11 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        self.operator(&request).await?;
-        let events = self.hub.call(|reply| Command::Watch { reply }).await?;
+        let claim = claim_of(&request, &self.tokens);
+        let events = self
+            .hub
+            .call(|reply| Command::Watch { claim, reply })
+            .await?;
         Ok(Response::new(Box::pin(events)))
     }
 
@@ -419,8 +373,17 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::SpawnTeammateRequest>,
     ) -> Result<Response<pb::SpawnTeammateResponse>, Status> {
-        self.run(request, |request, reply| Command::Spawn { request, reply })
-            .await
+        let claim = claim_of(&request, &self.tokens);
+        let request = request.into_inner();
+        let spawned = self
+            .hub
+            .call(|reply| Command::Spawn {
+                claim,
+                request,
+                reply,
+            })
+            .await?;
+        Ok(Response::new(spawned))
     }
 
     async fn set_budget(

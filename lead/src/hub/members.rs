@@ -100,10 +100,10 @@ impl Hub {
     /// and where its envelopes come out.
     pub(super) fn open_inbox(
         &mut self,
-        token: &str,
+        name: &str,
         after_seq: u64,
     ) -> Result<super::OpenedInbox, HubError> {
-        let name = self.caller(token)?;
+        let name = name.to_owned();
         self.next_stream_id += 1;
         let stream_id = self.next_stream_id;
         let member = self.member_mut(&name)?;

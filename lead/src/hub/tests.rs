@@ -54,7 +54,7 @@ struct Stream {
 async fn open_inbox(hub: &HubHandle, token: &str) -> Stream {
     let (name, id, envelopes) = hub
         .call(|reply| Command::Inbox {
-            token: token.to_owned(),
+            claim: Claim::Session(token.to_owned()),
             after_seq: 0,
             reply,
         })
