@@ -210,20 +210,12 @@ fn failed(error: impl std::fmt::Display, status: StatusCode) -> Response {
     (status, Json(json!({"error": error.to_string()}))).into_response()
 }
 
-/// A hub error as an HTTP answer: the status its gRPC code maps to, and
-/// its message (which names the field or the state).
-fn hub_failed(error: crate::error::HubError) -> Response {
-    let status = tonic::Status::from(error);
-    let code = match status.code() {
-        tonic::Code::InvalidArgument | tonic::Code::OutOfRange => StatusCode::BAD_REQUEST,
-        tonic::Code::NotFound => StatusCode::NOT_FOUND,
-        tonic::Code::FailedPrecondition | tonic::Code::AlreadyExists => StatusCode::CONFLICT,
-        tonic::Code::PermissionDenied => StatusCode::FORBIDDEN,
-        tonic::Code::ResourceExhausted => StatusCode::TOO_MANY_REQUESTS,
-        tonic::Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::INTERNAL_SERVER_ERROR,
-    };
-    failed(status.message(), code)
+/// A hub error as an HTTP answer: its status (see
+/// [`HubError::http_status`]) and its message (which names the field or the
+/// state).
+fn hub_failed(error: HubError) -> Response {
+    let status = error.http_status();
+    failed(error, status)
 }
 
 fn no_store(mut response: Response) -> Response {
@@ -295,7 +287,7 @@ async fn state(State(console): State<Console>, headers: HeaderMap) -> Response {
     }
 }
 
-async fn snapshot(hub: &HubHandle) -> Result<Value, crate::error::HubError> {
+async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
     let mut members = Vec::new();
     let mut token = String::new();
     let (team_usage, other_usage) = loop {
@@ -533,7 +525,7 @@ fn next_page(token: &str, prefix: &'static str) -> Result<PageAsk, HubError> {
 }
 
 /// A hub call's result as the answer.
-fn decided(result: Result<Value, crate::error::HubError>) -> Response {
+fn decided(result: Result<Value, HubError>) -> Response {
     match result {
         Ok(value) => Json(value).into_response(),
         Err(e) => hub_failed(e),

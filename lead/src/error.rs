@@ -1,6 +1,11 @@
-//! The lead's errors, and the one place they become gRPC statuses.
+//! The lead's errors, and the one place they become gRPC statuses and the
+//! one place they become the console's HTTP statuses.
 
-use shared::{access::Refused, error::FieldError, protocol::TransitionError};
+use shared::{
+    access::Refused,
+    error::{CoreError, FieldError},
+    protocol::TransitionError,
+};
 
 /// Why the lead refused a call.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +54,20 @@ impl From<Refused> for HubError {
     }
 }
 
+impl From<CoreError> for HubError {
+    fn from(err: CoreError) -> Self {
+        match err {
+            CoreError::Invalid(e) => HubError::Invalid(e),
+            CoreError::NotFound(m) => HubError::NotFound(m),
+            CoreError::Taken(m) => HubError::AlreadyExists(m),
+            CoreError::Conflict(m) => HubError::FailedPrecondition(m),
+            CoreError::NotYours(m) => HubError::PermissionDenied(m),
+            CoreError::LimitReached(m) => HubError::ResourceExhausted(m),
+            CoreError::Transition(t) => HubError::Transition(t),
+        }
+    }
+}
+
 impl From<HubError> for tonic::Status {
     fn from(err: HubError) -> Self {
         use tonic::Status;
@@ -71,6 +90,30 @@ impl From<HubError> for tonic::Status {
                 }
                 TransitionError::NotTheAnswerer { .. } => Status::permission_denied(message),
                 TransitionError::IdReused(_) => Status::already_exists(message),
+            },
+        }
+    }
+}
+
+impl HubError {
+    /// The console's HTTP status for this error.
+    pub(crate) fn http_status(&self) -> http::StatusCode {
+        use http::StatusCode;
+        match self {
+            HubError::Invalid(_) | HubError::OutOfRange(_) => StatusCode::BAD_REQUEST,
+            HubError::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            HubError::PermissionDenied(_) => StatusCode::FORBIDDEN,
+            HubError::NotFound(_) => StatusCode::NOT_FOUND,
+            HubError::AlreadyExists(_) | HubError::FailedPrecondition(_) => StatusCode::CONFLICT,
+            HubError::ResourceExhausted(_) => StatusCode::TOO_MANY_REQUESTS,
+            HubError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            HubError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            HubError::Transition(t) => match t {
+                TransitionError::NotFound(_) => StatusCode::NOT_FOUND,
+                TransitionError::WrongType { .. }
+                | TransitionError::AlreadyResolved { .. }
+                | TransitionError::IdReused(_) => StatusCode::CONFLICT,
+                TransitionError::NotTheAnswerer { .. } => StatusCode::FORBIDDEN,
             },
         }
     }

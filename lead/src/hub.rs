@@ -9,6 +9,7 @@ use std::{
     time::Duration,
 };
 
+pub use shared::team::PendingBudget;
 use shared::{
     access::{Call, Caller},
     auth::now_unix_ms,
@@ -109,15 +110,6 @@ pub struct HubConfig {
     /// The token budget of a member that joins with none of its own and
     /// none the operator set; 0: none.
     pub token_budget: u64,
-}
-
-/// A bound on pending requests, in count and in bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PendingBudget {
-    /// The most pending requests.
-    pub count: usize,
-    /// The most bytes of them (payload and names).
-    pub bytes: usize,
 }
 
 impl Default for HubConfig {

@@ -5,7 +5,6 @@
 use serde_json::json;
 use shared::wire::*;
 use shared::{
-    error::FieldError,
     grant::{Grant, Mode},
     limits,
     names::{RequestId, LEAD},
@@ -31,7 +30,7 @@ impl Hub {
         plan: Plan,
         supersedes: Option<RequestId>,
     ) -> Result<pb::SubmitPlanResponse, HubError> {
-        let superseded = self.check_supersedes(sender, supersedes.as_ref())?;
+        let superseded = self.team.check_supersedes(sender, supersedes.as_ref())?;
         if !plan.task_id.is_empty() && self.team.requests.get(&id).is_none() {
             self.team.check_plan_task(sender, &plan.task_id)?;
         }
@@ -65,7 +64,12 @@ impl Hub {
             payload_json: payload,
             deadline_unix_ms: None,
         };
-        self.check_pending_room(&opening, superseded.as_ref())?;
+        self.team.check_pending_room(
+            &opening,
+            superseded.as_ref(),
+            self.config.pending_per_member,
+            self.config.pending_total,
+        )?;
         let outcome = self.team.requests.open(opening, self.now())?;
         if outcome.fresh {
             tracing::info!(request_id = %id, member = %sender, "plan submitted");
@@ -91,91 +95,6 @@ impl Hub {
         Ok(pb::SubmitPlanResponse {
             request_id: id.to_string(),
         })
-    }
-
-    /// Whether a member may open `opening`, within `--pending-max-*`: a
-    /// retry of a request already open may, and a plan that supersedes
-    /// `superseded` (still pending; it expires as this one opens) counts
-    /// in its stead.
-    fn check_pending_room(
-        &self,
-        opening: &Opening,
-        superseded: Option<&shared::names::RequestId>,
-    ) -> Result<(), HubError> {
-        if self.team.requests.get(&opening.id).is_some() {
-            return Ok(());
-        }
-        let freed = superseded
-            .and_then(|old| self.team.requests.get(old))
-            .filter(|old| old.status == Status::Pending)
-            .map_or(0, |old| old.opening.bytes());
-        let replaces = usize::from(freed > 0);
-        let bytes = opening.bytes();
-        let mine = self.team.requests.pending_load(&opening.sender);
-        let all = self.team.requests.pending_total();
-        let per_member = self.config.pending_per_member;
-        let total = self.config.pending_total;
-        let refusal = if mine.count.saturating_sub(replaces) >= per_member.count {
-            Some(format!(
-                "{:?} has {} requests pending, the most one member may \
-                 (--pending-max-per-member {}); wait for answers",
-                opening.sender, mine.count, per_member.count
-            ))
-        } else if mine.bytes.saturating_sub(freed) + bytes > per_member.bytes {
-            Some(format!(
-                "{:?} has {} bytes of requests pending; this one's {} would pass \
-                 --pending-max-bytes-per-member {}",
-                opening.sender, mine.bytes, bytes, per_member.bytes
-            ))
-        } else if all.count.saturating_sub(replaces) >= total.count {
-            Some(format!(
-                "the lead holds {} pending requests, the most it may (--pending-max {})",
-                all.count, total.count
-            ))
-        } else if all.bytes.saturating_sub(freed) + bytes > total.bytes {
-            Some(format!(
-                "the lead holds {} bytes of pending requests; this one's {} would pass \
-                 --pending-max-bytes {}",
-                all.bytes, bytes, total.bytes
-            ))
-        } else {
-            None
-        };
-        match refusal {
-            Some(why) => Err(HubError::ResourceExhausted(why)),
-            None => Ok(()),
-        }
-    }
-
-    /// `supersedes` must name one of the caller's own plans that is not approved.
-    /// Returns it if it is still pending (it expires once the new plan is open).
-    fn check_supersedes(
-        &self,
-        sender: &str,
-        supersedes: Option<&RequestId>,
-    ) -> Result<Option<RequestId>, HubError> {
-        let Some(old) = supersedes else {
-            return Ok(None);
-        };
-        let request = self
-            .team
-            .requests
-            .get(old)
-            .ok_or_else(|| FieldError::new("supersedes", format!("no request {old}")))?;
-        if request.opening.kind != Kind::PlanApproval || request.opening.sender != sender {
-            return Err(FieldError::new(
-                "supersedes",
-                format!("{old} is not a plan of {sender:?}"),
-            )
-            .into());
-        }
-        match request.status {
-            Status::Approved => Err(HubError::FailedPrecondition(format!(
-                "supersedes: {old} is already APPROVED; there is nothing to revise"
-            ))),
-            Status::Pending => Ok(Some(old.clone())),
-            Status::Rejected | Status::Expired => Ok(None),
-        }
     }
 
     /// Answers a fresh plan request when the approval mode decides on its own.
@@ -334,14 +253,7 @@ impl Hub {
                 feedback,
                 allow_overlap,
             } => {
-                let overlaps = self.team.overlaps_of(&id);
-                if was_pending && !overlaps.is_empty() && !allow_overlap {
-                    let what: Vec<String> = overlaps.iter().map(ToString::to_string).collect();
-                    return Err(HubError::FailedPrecondition(format!(
-                        "the plan {}; approve with --allow-overlap (refuse_overlap false) to grant it anyway",
-                        what.join("; ")
-                    )));
-                }
+                self.team.check_overlap(&id, allow_overlap)?;
                 Decision {
                     approve: true,
                     feedback,
@@ -441,7 +353,12 @@ impl Hub {
             payload_json: payload.to_string(),
             deadline_unix_ms: None,
         };
-        self.check_pending_room(&opening, None)?;
+        self.team.check_pending_room(
+            &opening,
+            None,
+            self.config.pending_per_member,
+            self.config.pending_total,
+        )?;
         let outcome = self.team.requests.open(opening, self.now())?;
         if outcome.fresh {
             let verdict = match &self.config.approval {

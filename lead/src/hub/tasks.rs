@@ -7,23 +7,11 @@ use shared::{
     grant::Mode,
     op::PageAsk,
     pb::{self, envelope::Body},
-    tasks::{NewTask, Task, TaskError, TaskStatus},
+    tasks::{NewTask, Task, TaskStatus},
 };
 
 use super::{Hub, LEAD};
 use crate::error::HubError;
-
-impl From<TaskError> for HubError {
-    fn from(err: TaskError) -> Self {
-        match err {
-            TaskError::Invalid(e) => HubError::Invalid(e),
-            TaskError::NotFound(m) => HubError::NotFound(m),
-            TaskError::FailedPrecondition(m) => HubError::FailedPrecondition(m),
-            TaskError::PermissionDenied(m) => HubError::PermissionDenied(m),
-            TaskError::ResourceExhausted(m) => HubError::ResourceExhausted(m),
-        }
-    }
-}
 
 impl Hub {
     /// `CreateTask`: a new pending task; idle members hear of it if it can

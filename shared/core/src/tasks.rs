@@ -12,7 +12,11 @@
 
 use std::collections::HashMap;
 
-use crate::{error::FieldError, grant::PathSet, limits};
+use crate::{
+    error::{CoreError, FieldError},
+    grant::PathSet,
+    limits,
+};
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,26 +55,6 @@ pub struct NewTask {
     pub description: String,
     pub blocked_by: Vec<String>,
     pub files: Vec<String>,
-}
-
-/// Why the board refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum TaskError {
-    /// A field is missing or malformed.
-    #[error(transparent)]
-    Invalid(#[from] FieldError),
-    /// No such task, or none claimable.
-    #[error("{0}")]
-    NotFound(String),
-    /// The task is claimed, completed or blocked.
-    #[error("{0}")]
-    FailedPrecondition(String),
-    /// Only the owner may complete a task.
-    #[error("{0}")]
-    PermissionDenied(String),
-    /// The board is full.
-    #[error("{0}")]
-    ResourceExhausted(String),
 }
 
 /// The task list.
@@ -190,7 +174,7 @@ impl TaskBoard {
     }
 
     /// Adds a task with id `task_id` (chosen by the caller, unique).
-    pub fn create(&mut self, task_id: String, new: NewTask, now: i64) -> Result<Task, TaskError> {
+    pub fn create(&mut self, task_id: String, new: NewTask, now: i64) -> Result<Task, CoreError> {
         if new.subject.trim().is_empty() {
             return Err(FieldError::new("subject", "is required").into());
         }
@@ -216,7 +200,7 @@ impl TaskBoard {
             limits::check(&format!("files[{i}]"), glob, limits::GLOB)?;
         }
         if self.tasks.len() >= self.max_tasks {
-            return Err(TaskError::ResourceExhausted(format!(
+            return Err(CoreError::LimitReached(format!(
                 "the task list holds {} tasks, the most it may",
                 self.max_tasks
             )));
@@ -255,31 +239,31 @@ impl TaskBoard {
     }
 
     /// `member` claims task `id`, or (`None`) the oldest claimable one.
-    pub fn claim(&mut self, member: &str, id: Option<&str>, now: i64) -> Result<Task, TaskError> {
+    pub fn claim(&mut self, member: &str, id: Option<&str>, now: i64) -> Result<Task, CoreError> {
         let at = match id {
             Some(id) => {
                 let &at = self
                     .index
                     .get(id)
-                    .ok_or_else(|| TaskError::NotFound(format!("task_id: no task {id:?}")))?;
+                    .ok_or_else(|| CoreError::NotFound(format!("task_id: no task {id:?}")))?;
                 let task = &self.tasks[at];
                 match task.status {
                     TaskStatus::Claimed if task.owner == member => return Ok(task.clone()),
                     TaskStatus::Claimed => {
-                        return Err(TaskError::FailedPrecondition(format!(
+                        return Err(CoreError::Conflict(format!(
                             "task {id} is already claimed by {}",
                             task.owner
                         )))
                     }
                     TaskStatus::Completed => {
-                        return Err(TaskError::FailedPrecondition(format!(
+                        return Err(CoreError::Conflict(format!(
                             "task {id} is already completed"
                         )))
                     }
                     TaskStatus::Pending => {
                         let open = self.open_blockers(task);
                         if !open.is_empty() {
-                            return Err(TaskError::FailedPrecondition(format!(
+                            return Err(CoreError::Conflict(format!(
                                 "task {id} is blocked by {} (not completed yet)",
                                 open.join(", ")
                             )));
@@ -293,7 +277,7 @@ impl TaskBoard {
                 .iter()
                 .position(|t| self.is_claimable(t))
                 .ok_or_else(|| {
-                    TaskError::NotFound(format!(
+                    CoreError::NotFound(format!(
                         "no task can be claimed now ({} pending, all blocked)",
                         self.tasks
                             .iter()
@@ -317,15 +301,15 @@ impl TaskBoard {
         id: &str,
         summary: String,
         now: i64,
-    ) -> Result<Completed, TaskError> {
+    ) -> Result<Completed, CoreError> {
         limits::check("summary", &summary, limits::TEXT)?;
         let &at = self
             .index
             .get(id)
-            .ok_or_else(|| TaskError::NotFound(format!("task_id: no task {id:?}")))?;
+            .ok_or_else(|| CoreError::NotFound(format!("task_id: no task {id:?}")))?;
         let task = &self.tasks[at];
         if task.owner != member {
-            return Err(TaskError::PermissionDenied(if task.owner.is_empty() {
+            return Err(CoreError::NotYours(if task.owner.is_empty() {
                 format!("task {id} is not claimed; claim it before completing it")
             } else {
                 format!(
@@ -412,9 +396,9 @@ mod tests {
     fn create_checks_its_fields() {
         let mut board = board();
         let empty = board.create("d".into(), new(" ", &[]), 4);
-        assert!(matches!(empty, Err(TaskError::Invalid(e)) if e.field == "subject"));
+        assert!(matches!(empty, Err(CoreError::Invalid(e)) if e.field == "subject"));
         let unknown = board.create("d".into(), new("x", &["a", "zz"]), 4);
-        assert!(matches!(unknown, Err(TaskError::Invalid(e)) if e.field == "blocked_by[1]"));
+        assert!(matches!(unknown, Err(CoreError::Invalid(e)) if e.field == "blocked_by[1]"));
         let outside = board.create(
             "d".into(),
             NewTask {
@@ -424,16 +408,16 @@ mod tests {
             },
             4,
         );
-        assert!(matches!(outside, Err(TaskError::Invalid(_))), "{outside:?}");
+        assert!(matches!(outside, Err(CoreError::Invalid(_))), "{outside:?}");
         let long = board.create("d".into(), new(&"s".repeat(limits::SUBJECT + 1), &[]), 4);
-        assert!(matches!(long, Err(TaskError::Invalid(e)) if e.field == "subject"));
+        assert!(matches!(long, Err(CoreError::Invalid(e)) if e.field == "subject"));
         let many = NewTask {
             subject: "x".into(),
             files: vec!["a".into(); limits::LIST_ITEMS + 1],
             ..NewTask::default()
         };
         let many = board.create("d".into(), many, 4);
-        assert!(matches!(many, Err(TaskError::Invalid(e)) if e.field == "files"));
+        assert!(matches!(many, Err(CoreError::Invalid(e)) if e.field == "files"));
         let twice = board
             .create("d".into(), new("x", &["a", "a"]), 4)
             .expect("d");
@@ -442,7 +426,7 @@ mod tests {
         full.create("a".into(), new("x", &[]), 1).expect("a");
         assert!(matches!(
             full.create("b".into(), new("y", &[]), 2),
-            Err(TaskError::ResourceExhausted(_))
+            Err(CoreError::LimitReached(_))
         ));
     }
 
@@ -454,7 +438,7 @@ mod tests {
         assert_eq!(board.claim("bob", None, 6).expect("c").task_id, "c");
         let none = board.claim("carol", None, 7);
         assert!(
-            matches!(&none, Err(TaskError::NotFound(m)) if m.contains("1 pending")),
+            matches!(&none, Err(CoreError::NotFound(m)) if m.contains("1 pending")),
             "{none:?}"
         );
     }
@@ -464,7 +448,7 @@ mod tests {
         let mut board = board();
         let blocked = board.claim("bob", Some("b"), 5);
         assert!(
-            matches!(&blocked, Err(TaskError::FailedPrecondition(m)) if m.contains("blocked by a")),
+            matches!(&blocked, Err(CoreError::Conflict(m)) if m.contains("blocked by a")),
             "{blocked:?}"
         );
         board.claim("alice", Some("a"), 5).expect("a");
@@ -478,7 +462,7 @@ mod tests {
         );
         let taken = board.claim("bob", Some("a"), 6);
         assert!(
-            matches!(&taken, Err(TaskError::FailedPrecondition(m)) if m.contains("claimed by alice")),
+            matches!(&taken, Err(CoreError::Conflict(m)) if m.contains("claimed by alice")),
             "{taken:?}"
         );
         board
@@ -486,12 +470,12 @@ mod tests {
             .expect("complete");
         let done = board.claim("bob", Some("a"), 8);
         assert!(
-            matches!(&done, Err(TaskError::FailedPrecondition(m)) if m.contains("completed")),
+            matches!(&done, Err(CoreError::Conflict(m)) if m.contains("completed")),
             "{done:?}"
         );
         assert!(matches!(
             board.claim("bob", Some("zz"), 8),
-            Err(TaskError::NotFound(_))
+            Err(CoreError::NotFound(_))
         ));
     }
 
@@ -499,14 +483,12 @@ mod tests {
     fn only_the_owner_completes_and_completion_unblocks() {
         let mut board = board();
         let not_claimed = board.complete("alice", "a", String::new(), 5);
-        assert!(matches!(not_claimed, Err(TaskError::PermissionDenied(_))));
+        assert!(matches!(not_claimed, Err(CoreError::NotYours(_))));
         board.claim("alice", Some("a"), 5).expect("a");
         let stranger = board.complete("bob", "a", String::new(), 6);
-        assert!(
-            matches!(&stranger, Err(TaskError::PermissionDenied(m)) if m.contains("owned by alice"))
-        );
+        assert!(matches!(&stranger, Err(CoreError::NotYours(m)) if m.contains("owned by alice")));
         let long = board.complete("alice", "a", "s".repeat(limits::TEXT + 1), 7);
-        assert!(matches!(long, Err(TaskError::Invalid(e)) if e.field == "summary"));
+        assert!(matches!(long, Err(CoreError::Invalid(e)) if e.field == "summary"));
         let done = board
             .complete("alice", "a", "parser added".into(), 7)
             .expect("done");

@@ -6,10 +6,13 @@
 //! restarted lead, or a second lead reading a replicated store, relies on.
 
 use crate::{
+    error::{CoreError, FieldError},
     holds::{Hold, Holds, Overlap},
     names::RequestId,
-    protocol::{Decision, Kind, Outcome, Party, Request, Status, Tracker, TransitionError},
-    tasks::{Completed, Task, TaskBoard, TaskError, TaskStatus},
+    protocol::{
+        Decision, Kind, Opening, Outcome, Party, Request, Status, Tracker, TransitionError,
+    },
+    tasks::{Completed, Task, TaskBoard, TaskStatus},
     usage::{Account, Ledger},
 };
 
@@ -31,6 +34,15 @@ pub enum Change {
     },
     /// A model user's account (usage and budget): insert or replace it.
     Usage(Box<Account>),
+}
+
+/// A bound on pending requests, in count and in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PendingBudget {
+    /// The most pending requests.
+    pub count: usize,
+    /// The most bytes of them (payload and names).
+    pub bytes: usize,
 }
 
 /// The requests, the tasks and the holds.
@@ -110,6 +122,109 @@ impl Team {
         Ok(outcome)
     }
 
+    /// Whether `opening` may be opened within the pending budgets, one
+    /// member's (`per_member`) and everyone's (`total`): a retry of a
+    /// request already open may, and a plan that supersedes `superseded`
+    /// (still pending; it expires as this one opens) counts in its stead.
+    pub fn check_pending_room(
+        &self,
+        opening: &Opening,
+        superseded: Option<&RequestId>,
+        per_member: PendingBudget,
+        total: PendingBudget,
+    ) -> Result<(), CoreError> {
+        if self.requests.get(&opening.id).is_some() {
+            return Ok(());
+        }
+        let freed = superseded
+            .and_then(|old| self.requests.get(old))
+            .filter(|old| old.status == Status::Pending)
+            .map_or(0, |old| old.opening.bytes());
+        let replaces = usize::from(freed > 0);
+        let bytes = opening.bytes();
+        let mine = self.requests.pending_load(&opening.sender);
+        let all = self.requests.pending_total();
+        let refusal = if mine.count.saturating_sub(replaces) >= per_member.count {
+            format!(
+                "{:?} has {} requests pending, the most one member may \
+                 (--pending-max-per-member {}); wait for answers",
+                opening.sender, mine.count, per_member.count
+            )
+        } else if mine.bytes.saturating_sub(freed) + bytes > per_member.bytes {
+            format!(
+                "{:?} has {} bytes of requests pending; this one's {} would pass \
+                 --pending-max-bytes-per-member {}",
+                opening.sender, mine.bytes, bytes, per_member.bytes
+            )
+        } else if all.count.saturating_sub(replaces) >= total.count {
+            format!(
+                "the lead holds {} pending requests, the most it may (--pending-max {})",
+                all.count, total.count
+            )
+        } else if all.bytes.saturating_sub(freed) + bytes > total.bytes {
+            format!(
+                "the lead holds {} bytes of pending requests; this one's {} would pass \
+                 --pending-max-bytes {}",
+                all.bytes, bytes, total.bytes
+            )
+        } else {
+            return Ok(());
+        };
+        Err(CoreError::LimitReached(refusal))
+    }
+
+    /// What a plan of `sender`'s that `supersedes` an earlier one revises:
+    /// one of its own plans, not approved. The earlier plan if it is still
+    /// pending (it expires once the new one is open).
+    pub fn check_supersedes(
+        &self,
+        sender: &str,
+        supersedes: Option<&RequestId>,
+    ) -> Result<Option<RequestId>, CoreError> {
+        let Some(old) = supersedes else {
+            return Ok(None);
+        };
+        let request = self
+            .requests
+            .get(old)
+            .ok_or_else(|| FieldError::new("supersedes", format!("no request {old}")))?;
+        if request.opening.kind != Kind::PlanApproval || request.opening.sender != sender {
+            return Err(FieldError::new(
+                "supersedes",
+                format!("{old} is not a plan of {sender:?}"),
+            )
+            .into());
+        }
+        match request.status {
+            Status::Approved => Err(CoreError::Conflict(format!(
+                "supersedes: {old} is already APPROVED; there is nothing to revise"
+            ))),
+            Status::Pending => Ok(Some(old.clone())),
+            Status::Rejected | Status::Expired => Ok(None),
+        }
+    }
+
+    /// Whether plan `id` may be approved: a pending plan whose files fall
+    /// inside another member's hold is not, unless `allow_overlap` says so.
+    pub fn check_overlap(&self, id: &RequestId, allow_overlap: bool) -> Result<(), CoreError> {
+        let pending = self
+            .requests
+            .get(id)
+            .is_some_and(|r| r.status == Status::Pending);
+        if !pending || allow_overlap {
+            return Ok(());
+        }
+        let overlaps = self.overlaps_of(id);
+        if overlaps.is_empty() {
+            return Ok(());
+        }
+        let what: Vec<String> = overlaps.iter().map(ToString::to_string).collect();
+        Err(CoreError::Conflict(format!(
+            "the plan {}; approve with --allow-overlap (refuse_overlap false) to grant it anyway",
+            what.join("; ")
+        )))
+    }
+
     /// Where the files of plan `id` fall inside other members' holds now.
     pub fn overlaps_of(&self, id: &RequestId) -> Vec<Overlap> {
         self.requests
@@ -122,16 +237,16 @@ impl Team {
     }
 
     /// Whether `member` has claimed task `task_id`, as a plan for it must.
-    pub fn check_plan_task(&self, member: &str, task_id: &str) -> Result<(), TaskError> {
+    pub fn check_plan_task(&self, member: &str, task_id: &str) -> Result<(), CoreError> {
         match self.tasks.get(task_id) {
-            None => Err(TaskError::FailedPrecondition(format!(
+            None => Err(CoreError::Conflict(format!(
                 "plan.task_id: no task {task_id:?}"
             ))),
             Some(t) if t.owner == member && t.status == TaskStatus::Claimed => Ok(()),
-            Some(t) if t.status == TaskStatus::Completed => Err(TaskError::FailedPrecondition(
-                format!("plan.task_id: task {task_id} is completed"),
-            )),
-            Some(_) => Err(TaskError::FailedPrecondition(format!(
+            Some(t) if t.status == TaskStatus::Completed => Err(CoreError::Conflict(format!(
+                "plan.task_id: task {task_id} is completed"
+            ))),
+            Some(_) => Err(CoreError::Conflict(format!(
                 "plan.task_id: task {task_id} is not claimed by {member}; claim it first"
             ))),
         }
@@ -146,7 +261,7 @@ impl Team {
         task_id: &str,
         summary: String,
         now: i64,
-    ) -> Result<(Completed, bool), TaskError> {
+    ) -> Result<(Completed, bool), CoreError> {
         let done = self.tasks.complete(member, task_id, summary, now)?;
         let hold_ended = done.fresh && self.holds.complete(member, task_id);
         Ok((done, hold_ended))
@@ -295,7 +410,7 @@ mod tests {
         assert_eq!(team.check_plan_task("alice", "t1"), Ok(()));
         assert!(matches!(
             team.check_plan_task("bob", "t1"),
-            Err(TaskError::FailedPrecondition(m)) if m.contains("not claimed by bob")
+            Err(CoreError::Conflict(m)) if m.contains("not claimed by bob")
         ));
         let id = RequestId::existing("request_id", "r1").expect("id");
         team.requests
@@ -331,7 +446,7 @@ mod tests {
         assert_eq!(team.holds.get("alice"), None);
         assert!(matches!(
             team.check_plan_task("alice", "t1"),
-            Err(TaskError::FailedPrecondition(m)) if m.contains("completed")
+            Err(CoreError::Conflict(m)) if m.contains("completed")
         ));
     }
 
@@ -353,5 +468,140 @@ mod tests {
             matches!(changes.first(), Some(Change::RequestForgotten(id)) if id.as_str() == "r1")
         );
         assert!(matches!(changes.get(1), Some(Change::Request(r)) if r.id().as_str() == "r1"));
+    }
+
+    /// Opens plan `id` of `sender`'s for `file`, pending.
+    fn plan(team: &mut Team, id: &str, sender: &str, file: &str) -> RequestId {
+        let id = RequestId::existing("request_id", id).expect("id");
+        team.requests
+            .open(plan_opening(&id, sender, file), 1)
+            .expect("opens");
+        id
+    }
+
+    fn plan_opening(id: &RequestId, sender: &str, file: &str) -> Opening {
+        Opening {
+            id: id.clone(),
+            kind: Kind::PlanApproval,
+            sender: sender.into(),
+            target: "lead".into(),
+            payload_json: format!(r#"{{"plan":{{"summary":"s","files":["{file}"]}}}}"#),
+            deadline_unix_ms: None,
+        }
+    }
+
+    fn decide(team: &mut Team, id: &RequestId, approve: bool) {
+        team.answer_plan(
+            id,
+            Decision {
+                approve,
+                feedback: "f".into(),
+                grant: approve.then(|| Grant::of_plan(Mode::AcceptEdits)),
+            },
+            2,
+        )
+        .expect("answers");
+    }
+
+    #[test]
+    fn a_revision_supersedes_only_its_senders_own_plan_that_is_not_approved() {
+        let mut team = Team::new(10);
+        let pending = plan(&mut team, "p1", "alice", "a.rs");
+        let rejected = plan(&mut team, "p2", "alice", "a.rs");
+        decide(&mut team, &rejected, false);
+        let approved = plan(&mut team, "p3", "alice", "a.rs");
+        decide(&mut team, &approved, true);
+        let bobs = plan(&mut team, "p4", "bob", "b.rs");
+        let unknown = RequestId::existing("supersedes", "p9").expect("id");
+
+        assert_eq!(team.check_supersedes("alice", None), Ok(None));
+        assert_eq!(
+            team.check_supersedes("alice", Some(&pending)),
+            Ok(Some(pending.clone())),
+            "a pending plan expires once its revision opens"
+        );
+        assert_eq!(team.check_supersedes("alice", Some(&rejected)), Ok(None));
+        assert!(matches!(
+            team.check_supersedes("alice", Some(&approved)),
+            Err(CoreError::Conflict(m)) if m.contains("already APPROVED")
+        ));
+        assert!(matches!(
+            team.check_supersedes("alice", Some(&bobs)),
+            Err(CoreError::Invalid(e)) if e.field == "supersedes" && e.problem.contains("not a plan of \"alice\"")
+        ));
+        assert!(matches!(
+            team.check_supersedes("alice", Some(&unknown)),
+            Err(CoreError::Invalid(e)) if e.field == "supersedes" && e.problem.contains("no request p9")
+        ));
+    }
+
+    #[test]
+    fn pending_budgets_bound_one_member_and_everyone_and_a_revision_counts_in_its_stead() {
+        let mut team = Team::new(10);
+        let first = plan(&mut team, "p1", "alice", "a.rs");
+        let one = PendingBudget {
+            count: 1,
+            bytes: 1 << 20,
+        };
+        let roomy = PendingBudget {
+            count: 100,
+            bytes: 1 << 20,
+        };
+        let next = RequestId::existing("request_id", "p2").expect("id");
+        let opening = plan_opening(&next, "alice", "a.rs");
+        assert!(matches!(
+            team.check_pending_room(&opening, None, one, roomy),
+            Err(CoreError::LimitReached(m)) if m.contains("--pending-max-per-member 1")
+        ));
+        assert!(matches!(
+            team.check_pending_room(&opening, None, roomy, one),
+            Err(CoreError::LimitReached(m)) if m.contains("--pending-max 1")
+        ));
+        assert_eq!(
+            team.check_pending_room(&opening, Some(&first), one, one),
+            Ok(()),
+            "a revision replaces the plan it supersedes"
+        );
+        let retry = plan_opening(&first, "alice", "a.rs");
+        assert_eq!(
+            team.check_pending_room(&retry, None, one, one),
+            Ok(()),
+            "a retry of an open request is not a new one"
+        );
+        let small = PendingBudget {
+            count: 100,
+            bytes: opening.bytes(),
+        };
+        assert!(matches!(
+            team.check_pending_room(&opening, None, small, roomy),
+            Err(CoreError::LimitReached(m)) if m.contains("--pending-max-bytes-per-member")
+        ));
+        assert!(matches!(
+            team.check_pending_room(&opening, None, roomy, small),
+            Err(CoreError::LimitReached(m)) if m.contains("--pending-max-bytes ")
+        ));
+        let bobs = plan_opening(&next, "bob", "b.rs");
+        assert_eq!(team.check_pending_room(&bobs, None, one, roomy), Ok(()));
+    }
+
+    #[test]
+    fn a_plan_inside_anothers_hold_is_approved_only_when_the_overlap_is_allowed() {
+        let mut team = Team::new(10);
+        let alices = plan(&mut team, "p1", "alice", "src/*.rs");
+        decide(&mut team, &alices, true);
+        let bobs = plan(&mut team, "p2", "bob", "src/b.rs");
+        let carols = plan(&mut team, "p3", "carol", "docs/x.md");
+        assert!(matches!(
+            team.check_overlap(&bobs, false),
+            Err(CoreError::Conflict(m)) if m.contains("alice") && m.contains("--allow-overlap")
+        ));
+        assert_eq!(team.check_overlap(&bobs, true), Ok(()));
+        assert_eq!(team.check_overlap(&carols, false), Ok(()));
+        decide(&mut team, &bobs, false);
+        assert_eq!(
+            team.check_overlap(&bobs, false),
+            Ok(()),
+            "a decided plan's answer is the tracker's to give"
+        );
     }
 }
