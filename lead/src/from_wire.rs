@@ -137,32 +137,8 @@ pub(crate) fn get_request(request: pb::GetRequestRequest) -> Result<Op, HubError
     })
 }
 
-/// `CreateTask`.
+/// `CreateTask`: the task board checks its fields (the core's one check).
 pub(crate) fn create_task(request: pb::CreateTaskRequest) -> Result<Op, HubError> {
-    limits::check("subject", &request.subject, limits::REASON)?;
-    limits::check("description", &request.description, limits::TEXT)?;
-    for (field, list) in [
-        ("blocked_by", &request.blocked_by),
-        ("files", &request.files),
-    ] {
-        if list.len() > limits::LIST_ITEMS {
-            return Err(FieldError::new(
-                field,
-                format!(
-                    "has {} entries; the limit is {}",
-                    list.len(),
-                    limits::LIST_ITEMS
-                ),
-            )
-            .into());
-        }
-    }
-    for (i, id) in request.blocked_by.iter().enumerate() {
-        limits::check(&format!("blocked_by[{i}]"), id, limits::ID)?;
-    }
-    for (i, glob) in request.files.iter().enumerate() {
-        limits::check(&format!("files[{i}]"), glob, limits::GLOB)?;
-    }
     Ok(Op::CreateTask(NewTask {
         subject: request.subject,
         description: request.description,

@@ -222,25 +222,6 @@ pub(crate) enum Claim {
     Session(String),
 }
 
-/// An op's answer, as the wire shows it.
-#[derive(Debug)]
-pub(crate) enum Answer {
-    Task(pb::Task),
-    Tasks(pb::ListTasksResponse),
-    Usage(pb::UsageStatus),
-    Submitted(pb::SubmitPlanResponse),
-    PermissionAsked(pb::RequestPermissionResponse),
-    PlanDecided(pb::PlanApprovalResponse),
-    PermissionDecided(pb::PermissionResponse),
-    Requests(pb::ListRequestsResponse),
-    Request(pb::ProtocolState),
-    Joined(pb::JoinResponse),
-    Sent(pb::SendResponse),
-    Ticket(pb::ShutdownTicket),
-    Team(pb::ListTeamResponse),
-    Done(()),
-}
-
 /// An answer of one type, taken out of an [`Answer`].
 pub(crate) trait Answered: Sized {
     /// `answer` as `Self`; an internal error where the hub answered
@@ -248,9 +229,16 @@ pub(crate) trait Answered: Sized {
     fn from_answer(answer: Answer) -> Result<Self, HubError>;
 }
 
-macro_rules! answered {
-    ($($variant:ident($ty:ty)),* $(,)?) => {$(
-        impl Answered for $ty {
+/// [`Answer`], one variant per type an op answers with, each [`Answered`].
+macro_rules! answers {
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        /// An op's answer, as the wire shows it.
+        #[derive(Debug)]
+        pub(crate) enum Answer {
+            $($variant($ty)),*
+        }
+
+        $(impl Answered for $ty {
             fn from_answer(answer: Answer) -> Result<Self, HubError> {
                 match answer {
                     Answer::$variant(value) => Ok(value),
@@ -261,11 +249,11 @@ macro_rules! answered {
                     ))),
                 }
             }
-        }
-    )*};
+        })*
+    };
 }
 
-answered!(
+answers!(
     Task(pb::Task),
     Tasks(pb::ListTasksResponse),
     Usage(pb::UsageStatus),

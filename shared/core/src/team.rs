@@ -346,17 +346,7 @@ mod tests {
     fn approved(tracker: &mut Tracker, id: &str, sender: &str, file: &str) {
         let id = RequestId::existing("request_id", id).expect("id");
         tracker
-            .open(
-                Opening {
-                    id: id.clone(),
-                    kind: Kind::PlanApproval,
-                    sender: sender.into(),
-                    target: "lead".into(),
-                    payload_json: format!(r#"{{"plan":{{"summary":"s","files":["{file}"]}}}}"#),
-                    deadline_unix_ms: None,
-                },
-                1,
-            )
+            .open(plan_opening(&id, sender, file), 1)
             .expect("opens");
         tracker
             .answer(
