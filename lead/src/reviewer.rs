@@ -17,6 +17,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use shared::{
     chat::{ChatClient, ChatConfig, Message, Tool, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL},
+    error::FieldError,
+    grant::{Grant, Mode},
+    limits,
+    op::PlanVerdict,
     pb,
 };
 use tokio::sync::{mpsc, Semaphore};
@@ -297,8 +301,12 @@ pub(crate) enum Outcome {
     /// The model decided: `review` is to be recorded as from `by`, and a
     /// note then says `said` (or that the decision could not be recorded).
     Decided {
-        /// The decision, as an operator's review.
-        review: pb::PlanReview,
+        /// The plan request.
+        request_id: String,
+        /// The decision, as an operator's review (an error where the
+        /// model's words do not make one: a write path that is no
+        /// workspace-relative glob, say).
+        verdict: Result<PlanVerdict, FieldError>,
         /// Who decided (the reviewer's name).
         by: String,
         /// What the note says once it is recorded.
@@ -384,38 +392,36 @@ async fn review(
             ));
         }
     };
-    let (review, said) = match verdict {
+    let (verdict, said) = match verdict {
         Verdict::Approve {
             feedback,
             write_paths,
         } => (
-            pb::PlanReview {
-                request_id: job.request_id.clone(),
-                approve: true,
-                grant: Some(pb::PermissionGrant {
-                    mode: pb::PermissionMode::AcceptEdits as i32,
-                    write_paths,
-                    expires_at_unix_ms: 0,
-                }),
-                feedback: signed(&name, &feedback),
-                // The model saw the conflicts in its input and decided.
-                refuse_overlap: false,
-            },
+            Grant::checked("grant", Mode::AcceptEdits, write_paths, None).map(|grant| {
+                PlanVerdict::Approve {
+                    grant,
+                    feedback: signed(&name, &feedback),
+                    // The model saw the conflicts in its input and decided.
+                    allow_overlap: true,
+                }
+            }),
             format!("approved: {feedback}"),
         ),
         Verdict::Reject { feedback } => (
-            pb::PlanReview {
-                request_id: job.request_id.clone(),
-                approve: false,
-                grant: None,
+            Ok(PlanVerdict::Reject {
                 feedback: signed(&name, &feedback),
-                refuse_overlap: false,
-            },
+            }),
             format!("rejected: {feedback}"),
         ),
     };
+    let verdict = verdict.and_then(|verdict| {
+        let (PlanVerdict::Approve { feedback, .. } | PlanVerdict::Reject { feedback }) = &verdict;
+        limits::check("feedback", feedback, limits::REASON)?;
+        Ok(verdict)
+    });
     Outcome::Decided {
-        review,
+        request_id: job.request_id.clone(),
+        verdict,
         by: name,
         said,
     }

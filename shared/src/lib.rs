@@ -30,5 +30,5 @@ pub mod wire;
 /// The pure types live in `mesh-core`; these are the same modules.
 pub use mesh_core::{
     access, chain, error, grant, holds, lifecycle, limits, names, op, policy, protocol, rate,
-    tasks, team, usage,
+    refusal, tasks, team, usage,
 };

@@ -8,7 +8,7 @@ use shared::{
     grant::{Grant, Mode},
     limits,
     names::{RequestId, LEAD},
-    op::{Op, PageAsk, PlanVerdict},
+    op::{PageAsk, PlanVerdict},
     pb::{self, envelope::Body},
     plan::Plan,
     policy::Verdict,
@@ -207,16 +207,16 @@ impl Hub {
                 reviewer,
                 text,
             } => (request_id, reviewer, text),
-            crate::reviewer::Outcome::Decided { review, by, said } => {
-                let request_id = review.request_id.clone();
-                let decided = crate::from_wire::review_plan(review, &by).and_then(|op| match op {
-                    Op::ReviewPlan {
-                        request_id,
-                        verdict,
-                        by,
-                    } => self.review_plan(request_id, verdict, &by),
-                    _ => Err(HubError::Internal("a plan review made another op".into())),
-                });
+            crate::reviewer::Outcome::Decided {
+                request_id,
+                verdict,
+                by,
+                said,
+            } => {
+                let decided = RequestId::existing("request_id", &request_id)
+                    .and_then(|id| Ok((id, verdict?)))
+                    .map_err(HubError::from)
+                    .and_then(|(id, verdict)| self.review_plan(id, verdict, &by));
                 let text = match decided {
                     Ok(_) => said,
                     Err(e) => format!("decided ({said}) but could not record it: {e}"),

@@ -17,6 +17,7 @@
 //!   what of them the store must make durable;
 //! - [`usage`]: what each model user used (per process, counted once),
 //!   and the members' token budgets;
+//! - [`refusal`]: why the core refuses an op ([`refusal::CoreError`]);
 //! - [`rate`]: a token bucket; [`names`], [`limits`], [`error`], [`text`]:
 //!   the vocabulary and the bounds every field is checked against.
 
@@ -33,6 +34,7 @@ pub mod plan;
 pub mod policy;
 pub mod protocol;
 pub mod rate;
+pub mod refusal;
 pub mod tasks;
 pub mod team;
 pub mod text;

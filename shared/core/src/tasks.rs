@@ -12,11 +12,7 @@
 
 use std::collections::HashMap;
 
-use crate::{
-    error::{CoreError, FieldError},
-    grant::PathSet,
-    limits,
-};
+use crate::{error::FieldError, grant::PathSet, limits, refusal::CoreError};
 
 /// Where a task is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

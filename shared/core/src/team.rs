@@ -6,12 +6,13 @@
 //! restarted lead, or a second lead reading a replicated store, relies on.
 
 use crate::{
-    error::{CoreError, FieldError},
+    error::FieldError,
     holds::{Hold, Holds, Overlap},
     names::RequestId,
     protocol::{
         Decision, Kind, Opening, Outcome, Party, Request, Status, Tracker, TransitionError,
     },
+    refusal::CoreError,
     tasks::{Completed, Task, TaskBoard, TaskStatus},
     usage::{Account, Ledger},
 };

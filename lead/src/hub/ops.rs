@@ -1,0 +1,227 @@
+//! The hub's ops: who calls ([`Claim`], placed and admitted at the op's
+//! door in one place, [`Hub::admit`]), what each op does ([`Hub::apply`]
+//! hands it to the handler of its group), and what it answers
+//! ([`Answer`]).
+
+use shared::{
+    access::{Call, Caller},
+    op::Op,
+    pb,
+};
+
+use super::Hub;
+use crate::error::HubError;
+
+/// Who the edge says calls: a caller the lead's own tokens name, or a
+/// session token only the roster can place.
+#[derive(Debug)]
+pub(crate) enum Claim {
+    /// The operator, the join token, no token.
+    Known(Caller),
+    /// Some other token.
+    Session(String),
+}
+
+/// An answer of one type, taken out of an [`Answer`].
+pub(crate) trait Answered: Sized {
+    /// `answer` as `Self`; an internal error where the hub answered
+    /// something else.
+    fn from_answer(answer: Answer) -> Result<Self, HubError>;
+}
+
+/// [`Answer`], one variant per type an op answers with, each [`Answered`].
+macro_rules! answers {
+    ($($variant:ident($ty:ty)),* $(,)?) => {
+        /// An op's answer, as the wire shows it.
+        #[derive(Debug)]
+        pub(crate) enum Answer {
+            $($variant($ty)),*
+        }
+
+        $(impl Answered for $ty {
+            fn from_answer(answer: Answer) -> Result<Self, HubError> {
+                match answer {
+                    Answer::$variant(value) => Ok(value),
+                    #[allow(unreachable_patterns)]
+                    other => Err(HubError::Internal(format!(
+                        "the hub answered {other:?} where {} was due",
+                        stringify!($variant)
+                    ))),
+                }
+            }
+        })*
+    };
+}
+
+answers!(
+    Task(pb::Task),
+    Tasks(pb::ListTasksResponse),
+    Usage(pb::UsageStatus),
+    Submitted(pb::SubmitPlanResponse),
+    PermissionAsked(pb::RequestPermissionResponse),
+    PlanDecided(pb::PlanApprovalResponse),
+    PermissionDecided(pb::PermissionResponse),
+    Requests(pb::ListRequestsResponse),
+    Request(pb::ProtocolState),
+    Joined(pb::JoinResponse),
+    Sent(pb::SendResponse),
+    Ticket(pb::ShutdownTicket),
+    Team(pb::ListTeamResponse),
+    Done(()),
+);
+
+impl Hub {
+    /// Applies `op` for the caller `claim` names, if it may come in at
+    /// `door`: the caller first, so that a stranger learns nothing from
+    /// validation.
+    pub(super) fn apply(
+        &mut self,
+        claim: Claim,
+        door: Call<'static>,
+        op: Result<Op, HubError>,
+    ) -> Result<Answer, HubError> {
+        let caller = self.admit(claim, door, op.as_ref().ok())?;
+        let op = op?;
+        if !op.doors().open(door) {
+            return Err(HubError::Internal(format!(
+                "an op came in at {door:?}, not one of its doors"
+            )));
+        }
+        let member = match &caller {
+            Caller::Member(name) => Ok(name.as_str()),
+            _ => Err(HubError::Internal("a member's op with no member".into())),
+        };
+        Ok(match op {
+            Op::CreateTask(task) => Answer::Task(self.create_task(task)?),
+            Op::ListTasks { status, page } => Answer::Tasks(self.list_tasks(status, page)),
+            Op::ClaimTask { task_id } => {
+                Answer::Task(self.claim_task(member?, task_id.as_deref())?)
+            }
+            Op::CompleteTask { task_id, summary } => {
+                Answer::Task(self.complete_task(member?, &task_id, summary)?)
+            }
+            Op::ReportUsage { epoch, totals } => {
+                Answer::Usage(self.report_usage(member?, &epoch, totals))
+            }
+            Op::SetBudget { name, token_budget } => {
+                Answer::Usage(self.set_budget(&name, token_budget)?)
+            }
+            Op::SubmitPlan {
+                request_id,
+                plan,
+                supersedes,
+            } => Answer::Submitted(self.submit_plan(member?, request_id, plan, supersedes)?),
+            Op::RequestPermission {
+                request_id,
+                tool,
+                args_json,
+                path,
+            } => Answer::PermissionAsked(
+                self.request_permission(member?, request_id, tool, args_json, path)?,
+            ),
+            Op::ReviewPlan {
+                request_id,
+                verdict,
+                by,
+            } => Answer::PlanDecided(self.review_plan(request_id, verdict, &by)?),
+            Op::ReviewPermission {
+                request_id,
+                approve,
+                feedback,
+            } => {
+                Answer::PermissionDecided(self.review_permission(&request_id, approve, feedback)?)
+            }
+            Op::ListRequests { status, kind, page } => {
+                Answer::Requests(self.list_requests(status, kind, page))
+            }
+            Op::GetRequest { request_id } => Answer::Request(self.get_request(&request_id)?),
+            Op::Join {
+                name,
+                role,
+                token_budget,
+            } => Answer::Joined(self.join(name, role, token_budget)?),
+            Op::Ack { seq } => Answer::Done(self.ack(member?, seq)?),
+            Op::Send {
+                to,
+                message_id,
+                content,
+            } => Answer::Sent(self.send_text(member?, &to, message_id, content)?),
+            Op::ReportIdle { reason } => {
+                self.report_idle(member?, reason);
+                Answer::Done(())
+            }
+            Op::ReportToolCall {
+                tool,
+                args_json,
+                allowed,
+                outcome,
+            } => {
+                let name = member?;
+                let report = pb::ToolCallReport {
+                    tool,
+                    args_json,
+                    allowed,
+                    outcome,
+                    member: name.to_owned(),
+                };
+                self.report_tool_call(name, report);
+                Answer::Done(())
+            }
+            Op::Leave { reason } => {
+                self.leave(member?, &reason);
+                Answer::Done(())
+            }
+            Op::RequestShutdown {
+                request_id,
+                target,
+                reason,
+                deadline_unix_ms,
+            } => Answer::Ticket(self.request_shutdown(
+                request_id,
+                target,
+                reason,
+                deadline_unix_ms,
+            )?),
+            Op::RespondShutdown {
+                request_id,
+                approve,
+                reason,
+            } => Answer::Done(self.respond_shutdown(member?, request_id, approve, reason)?),
+            Op::ListTeam { page } => Answer::Team(self.list_team(page)),
+        })
+    }
+
+    /// Who `claim` names, if that caller may come in at `door`. A session
+    /// token is placed by the roster; one no member holds is a stranger's,
+    /// unless `op` answers a settled shutdown request its retired holder
+    /// answered (see [`Hub::retired_answerer`]).
+    pub(super) fn admit(
+        &self,
+        claim: Claim,
+        door: Call<'static>,
+        op: Option<&Op>,
+    ) -> Result<Caller, HubError> {
+        let caller = match claim {
+            Claim::Known(caller) => caller,
+            Claim::Session(token) => match self.roster.by_token(&token) {
+                Some(name) => Caller::Member(name.to_owned()),
+                None => match op {
+                    Some(Op::RespondShutdown { request_id, .. }) => self
+                        .retired_answerer(&token, request_id)
+                        .map_or(Caller::Stranger, Caller::Member),
+                    _ => Caller::Stranger,
+                },
+            },
+        };
+        shared::access::admit(&caller, door)?;
+        Ok(caller)
+    }
+
+    /// The member `claim` names, if it may call `Lead.<rpc>`.
+    pub(super) fn admit_member(&self, claim: Claim, rpc: &'static str) -> Result<String, HubError> {
+        match self.admit(claim, Call::Teammate(rpc), None)? {
+            Caller::Member(name) => Ok(name),
+            _ => Err(HubError::Internal("a member's call with no member".into())),
+        }
+    }
+}
