@@ -255,8 +255,22 @@ async fn a_vanished_teammate_is_disconnected_then_terminated_and_its_requests_ex
     let mut observer = lead.join("observer").await;
     observer.open_inbox(0).await;
     let mut alice = lead.teammate("alice", ONE_PLAN);
+    // Her plan pending and her inbox open, in whichever order they come: a
+    // teammate killed before its inbox opened was never connected, and is
+    // not disconnected by dying.
+    let (mut plan, mut connected) = (None, false);
+    let mut pending = plan_of("alice", RequestStatus::Pending);
     let plan = events
-        .request("alice's plan", plan_of("alice", RequestStatus::Pending))
+        .find("alice's plan, her inbox open", |kind| {
+            match kind {
+                pb::event::Kind::Request(r) if pending(r) => plan = Some(r.clone()),
+                pb::event::Kind::Member(m) if m.name == "alice" => {
+                    connected = m.status != pb::MemberStatus::Disconnected as i32;
+                }
+                _ => {}
+            }
+            plan.clone().filter(|_| connected)
+        })
         .await;
 
     signal(&alice.child, Signal::SIGKILL);
