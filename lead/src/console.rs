@@ -35,6 +35,7 @@ use shared::{
     names::{Name, RequestId},
     op::{Op, PageAsk, PlanVerdict},
     pb,
+    protocol::{Request, Status},
 };
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
@@ -422,9 +423,13 @@ async fn review_plan(
             })
         })
         .map_err(HubError::from);
-    decided(console.hub.apply(operator(), Call::Operator, op).await.map(
-        |r: pb::PlanApprovalResponse| json!({"request_id": r.request_id, "approve": r.approve}),
-    ))
+    decided(
+        console
+            .hub
+            .apply(operator(), Call::Operator, op)
+            .await
+            .map(decision_json),
+    )
 }
 
 #[derive(Deserialize)]
@@ -473,9 +478,11 @@ async fn permission(
         })
         .map_err(HubError::from);
     decided(
-        console.hub.apply(operator(), Call::Operator, op).await.map(
-            |r: pb::PermissionResponse| json!({"request_id": r.request_id, "approve": r.approve}),
-        ),
+        console
+            .hub
+            .apply(operator(), Call::Operator, op)
+            .await
+            .map(decision_json),
     )
 }
 
@@ -510,8 +517,16 @@ async fn shutdown(
             .hub
             .apply(operator(), Call::Operator, op)
             .await
-            .map(|t: pb::ShutdownTicket| json!({"request_id": t.request_id})),
+            .map(|id: RequestId| json!({"request_id": id.to_string()})),
     )
+}
+
+/// A decided request, as the page hears of its decision.
+fn decision_json(request: Request) -> Value {
+    json!({
+        "request_id": request.id().to_string(),
+        "approve": request.status == Status::Approved,
+    })
 }
 
 /// Who the console calls the hub as: it let only the operator in.

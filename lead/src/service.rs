@@ -9,8 +9,12 @@ use std::{
 use shared::{
     access::{Call, Caller},
     auth::{bearer, same_token},
-    op::Op,
+    names::RequestId,
+    op::{Joined, Op, Sent},
     pb,
+    tasks::Task,
+    usage::Standing,
+    wire::{permission_response, plan_response, ToPb},
 };
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
@@ -72,6 +76,11 @@ fn static_caller(token: Option<&str>, tokens: &Tokens) -> Option<Caller> {
     }
 }
 
+/// A list's page as the hub answered it: already the wire's.
+fn listed<T>(page: T) -> T {
+    page
+}
+
 /// Who the request's token names as far as the lead's own tokens tell;
 /// any other token is a session, for the hub to place.
 fn claim_of<T>(request: &Request<T>, tokens: &Tokens) -> Claim {
@@ -85,13 +94,15 @@ fn claim_of<T>(request: &Request<T>, tokens: &Tokens) -> Claim {
 impl LeadService {
     /// Applies the op `translate` makes of the request, for the caller its
     /// token names, as `Lead.<rpc>`.
-    async fn apply<T, R: Answered>(
+    async fn apply<T, A: Answered, R>(
         &self,
         request: Request<T>,
         rpc: &'static str,
         translate: impl FnOnce(T) -> Result<Op, HubError>,
+        render: impl FnOnce(A) -> R,
     ) -> Result<Response<R>, Status> {
-        self.apply_at(request, Call::Teammate(rpc), translate).await
+        self.apply_at(request, Call::Teammate(rpc), translate, render)
+            .await
     }
 
     /// [`Self::apply`] for an op that answers nothing but success.
@@ -101,21 +112,23 @@ impl LeadService {
         rpc: &'static str,
         translate: impl FnOnce(T) -> Result<Op, HubError>,
     ) -> Result<Response<R>, Status> {
-        let () = self.apply(request, rpc, translate).await?.into_inner();
-        Ok(Response::new(R::default()))
+        self.apply(request, rpc, translate, |()| R::default()).await
     }
 
     /// Applies the op `translate` makes of the request, for the caller its
     /// token names, come in at `door`.
-    async fn apply_at<T, R: Answered>(
+    async fn apply_at<T, A: Answered, R>(
         &self,
         request: Request<T>,
         door: Call<'static>,
         translate: impl FnOnce(T) -> Result<Op, HubError>,
+        render: impl FnOnce(A) -> R,
     ) -> Result<Response<R>, Status> {
         let claim = claim_of(&request, &self.tokens);
         let op = translate(request.into_inner());
-        Ok(Response::new(self.hub.apply(claim, door, op).await?))
+        Ok(Response::new(render(
+            self.hub.apply(claim, door, op).await?,
+        )))
     }
 }
 
@@ -158,7 +171,8 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::JoinRequest>,
     ) -> Result<Response<pb::JoinResponse>, Status> {
-        self.apply_at(request, Call::Join, from_wire::join).await
+        self.apply_at(request, Call::Join, from_wire::join, |j: Joined| j.to_pb())
+            .await
     }
 
     type InboxStream = BoxStream<pb::Envelope>;
@@ -197,15 +211,23 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::SendRequest>,
     ) -> Result<Response<pb::SendResponse>, Status> {
-        self.apply(request, "Send", from_wire::send).await
+        self.apply(request, "Send", from_wire::send, |s: Sent| s.to_pb())
+            .await
     }
 
     async fn submit_plan(
         &self,
         request: Request<pb::PlanApprovalRequest>,
     ) -> Result<Response<pb::SubmitPlanResponse>, Status> {
-        self.apply(request, "SubmitPlan", from_wire::submit_plan)
-            .await
+        self.apply(
+            request,
+            "SubmitPlan",
+            from_wire::submit_plan,
+            |id: RequestId| pb::SubmitPlanResponse {
+                request_id: id.to_string(),
+            },
+        )
+        .await
     }
 
     async fn respond_shutdown(
@@ -220,8 +242,15 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::PermissionRequest>,
     ) -> Result<Response<pb::RequestPermissionResponse>, Status> {
-        self.apply(request, "RequestPermission", from_wire::request_permission)
-            .await
+        self.apply(
+            request,
+            "RequestPermission",
+            from_wire::request_permission,
+            |id: RequestId| pb::RequestPermissionResponse {
+                request_id: id.to_string(),
+            },
+        )
+        .await
     }
 
     async fn report_idle(
@@ -236,8 +265,13 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::UsageReport>,
     ) -> Result<Response<pb::UsageStatus>, Status> {
-        self.apply(request, "ReportUsage", from_wire::report_usage)
-            .await
+        self.apply(
+            request,
+            "ReportUsage",
+            from_wire::report_usage,
+            |s: Standing| s.to_pb(),
+        )
+        .await
     }
 
     async fn report_tool_call(
@@ -259,7 +293,7 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.apply(request, "ListTasks", from_wire::list_tasks)
+        self.apply(request, "ListTasks", from_wire::list_tasks, listed)
             .await
     }
 
@@ -267,32 +301,40 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ClaimTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        self.apply(request, "ClaimTask", from_wire::claim_task)
-            .await
+        self.apply(request, "ClaimTask", from_wire::claim_task, |t: Task| {
+            t.to_pb()
+        })
+        .await
     }
 
     async fn complete_task(
         &self,
         request: Request<pb::CompleteTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        self.apply(request, "CompleteTask", from_wire::complete_task)
-            .await
+        self.apply(
+            request,
+            "CompleteTask",
+            from_wire::complete_task,
+            |t: Task| t.to_pb(),
+        )
+        .await
     }
 }
 
 impl OperatorService {
     /// Applies the op `translate` makes of the request, for the caller its
     /// token names, as an `Operator` call.
-    async fn apply<T, R: Answered>(
+    async fn apply<T, A: Answered, R>(
         &self,
         request: Request<T>,
         translate: impl FnOnce(T) -> Result<Op, HubError>,
+        render: impl FnOnce(A) -> R,
     ) -> Result<Response<R>, Status> {
         let claim = claim_of(&request, &self.tokens);
         let op = translate(request.into_inner());
-        Ok(Response::new(
+        Ok(Response::new(render(
             self.hub.apply(claim, Call::Operator, op).await?,
-        ))
+        )))
     }
 }
 
@@ -302,43 +344,62 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::PlanReview>,
     ) -> Result<Response<pb::PlanApprovalResponse>, Status> {
-        self.apply(request, |review| from_wire::review_plan(review, "operator"))
-            .await
+        self.apply(
+            request,
+            |review| from_wire::review_plan(review, "operator"),
+            |r: shared::protocol::Request| plan_response(&r),
+        )
+        .await
     }
 
     async fn request_shutdown(
         &self,
         request: Request<pb::ShutdownRequest>,
     ) -> Result<Response<pb::ShutdownTicket>, Status> {
-        self.apply(request, from_wire::request_shutdown).await
+        self.apply(request, from_wire::request_shutdown, |id: RequestId| {
+            pb::ShutdownTicket {
+                request_id: id.to_string(),
+            }
+        })
+        .await
     }
 
     async fn review_permission(
         &self,
         request: Request<pb::PermissionReview>,
     ) -> Result<Response<pb::PermissionResponse>, Status> {
-        self.apply(request, from_wire::review_permission).await
+        self.apply(
+            request,
+            from_wire::review_permission,
+            |r: shared::protocol::Request| permission_response(&r),
+        )
+        .await
     }
 
     async fn list_team(
         &self,
         request: Request<pb::ListTeamRequest>,
     ) -> Result<Response<pb::ListTeamResponse>, Status> {
-        self.apply(request, from_wire::list_team).await
+        self.apply(request, from_wire::list_team, listed).await
     }
 
     async fn list_requests(
         &self,
         request: Request<pb::ListRequestsRequest>,
     ) -> Result<Response<pb::ListRequestsResponse>, Status> {
-        self.apply(request, from_wire::list_requests).await
+        self.apply(request, from_wire::list_requests, listed).await
     }
 
     async fn get_request(
         &self,
         request: Request<pb::GetRequestRequest>,
     ) -> Result<Response<pb::ProtocolState>, Status> {
-        self.apply(request, from_wire::get_request).await
+        self.apply(
+            request,
+            from_wire::get_request,
+            |r: shared::protocol::Request| r.to_pb(),
+        )
+        .await
     }
 
     type WatchStream = BoxStream<pb::Event>;
@@ -359,14 +420,15 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::CreateTaskRequest>,
     ) -> Result<Response<pb::Task>, Status> {
-        self.apply(request, from_wire::create_task).await
+        self.apply(request, from_wire::create_task, |t: Task| t.to_pb())
+            .await
     }
 
     async fn list_tasks(
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.apply(request, from_wire::list_tasks).await
+        self.apply(request, from_wire::list_tasks, listed).await
     }
 
     async fn spawn_teammate(
@@ -390,6 +452,7 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::SetBudgetRequest>,
     ) -> Result<Response<pb::UsageStatus>, Status> {
-        self.apply(request, from_wire::set_budget).await
+        self.apply(request, from_wire::set_budget, |s: Standing| s.to_pb())
+            .await
     }
 }

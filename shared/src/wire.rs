@@ -9,7 +9,9 @@
 use crate::{
     error::FieldError,
     grant::{Grant, Mode},
-    lifecycle, pb,
+    lifecycle,
+    op::{Joined, Sent},
+    pb,
     plan::Plan,
     protocol::{Kind, Request, ReviewStep, Status},
     tasks::{Task, TaskStatus},
@@ -305,6 +307,51 @@ impl ModeFromPb for Mode {
                 field,
                 format!("{value} is not a PermissionMode"),
             )),
+        }
+    }
+}
+
+/// The answer to a plan request, as the teammate and the operator see it.
+pub fn plan_response(request: &Request) -> pb::PlanApprovalResponse {
+    pb::PlanApprovalResponse {
+        request_id: request.id().to_string(),
+        approve: request.status == Status::Approved,
+        feedback: request.feedback.clone(),
+        grant: request
+            .decision
+            .as_ref()
+            .and_then(|d| d.grant.as_ref())
+            .map(Grant::to_pb),
+    }
+}
+
+/// The answer to a permission request, as the teammate and the operator see it.
+pub fn permission_response(request: &Request) -> pb::PermissionResponse {
+    pb::PermissionResponse {
+        request_id: request.id().to_string(),
+        approve: request.status == Status::Approved,
+        feedback: request.feedback.clone(),
+    }
+}
+
+impl ToPb for Joined {
+    type Pb = pb::JoinResponse;
+    fn to_pb(&self) -> pb::JoinResponse {
+        pb::JoinResponse {
+            member_id: self.member_id.clone(),
+            session_token: self.session_token.clone(),
+            grant: Some(Grant::plan().to_pb()),
+            usage: Some(self.standing.to_pb()),
+        }
+    }
+}
+
+impl ToPb for Sent {
+    type Pb = pb::SendResponse;
+    fn to_pb(&self) -> pb::SendResponse {
+        pb::SendResponse {
+            message_id: self.message_id.clone(),
+            skipped: self.skipped.clone(),
         }
     }
 }

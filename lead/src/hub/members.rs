@@ -7,11 +7,10 @@ use sha2::Digest as _;
 use shared::{
     display::Escaped,
     error::FieldError,
-    grant::Grant,
     lifecycle::Event,
     limits,
     names::{Name, EVERYONE, LEAD},
-    op::PageAsk,
+    op::{Joined, PageAsk, Sent},
     pb::{self, envelope::Body},
 };
 
@@ -35,7 +34,7 @@ impl Hub {
         name: Name,
         role: String,
         token_budget: u64,
-    ) -> Result<pb::JoinResponse, HubError> {
+    ) -> Result<Joined, HubError> {
         // Every attempt counts, so a leaked join token cannot be tried
         // faster than the rate either.
         let now = self.now();
@@ -88,11 +87,10 @@ impl Hub {
         self.track_grace(name.as_str(), None);
         tracing::info!(member = %name, "joined");
         self.emit_member(name.as_str());
-        Ok(pb::JoinResponse {
+        Ok(Joined {
             member_id,
             session_token: token,
-            grant: Some(Grant::plan().to_pb()),
-            usage: Some(standing.to_pb()),
+            standing,
         })
     }
 
@@ -192,7 +190,7 @@ impl Hub {
         to: &str,
         message_id: Option<String>,
         content: String,
-    ) -> Result<pb::SendResponse, HubError> {
+    ) -> Result<Sent, HubError> {
         let from = from.to_owned();
         let digest = message_digest(to, &content);
         if let Some(message_id) = &message_id {
@@ -202,7 +200,7 @@ impl Hub {
             match seen {
                 SeenId::New => {}
                 SeenId::Retry => {
-                    return Ok(pb::SendResponse {
+                    return Ok(Sent {
                         message_id: message_id.clone(),
                         skipped: Vec::new(),
                     })
@@ -281,7 +279,7 @@ impl Hub {
         if !skipped.is_empty() {
             tracing::warn!(member = %from, skipped = skipped.len(), "a broadcast skipped full inboxes");
         }
-        Ok(pb::SendResponse {
+        Ok(Sent {
             message_id,
             skipped,
         })

@@ -5,8 +5,12 @@
 
 use shared::{
     access::{Call, Caller},
-    op::Op,
+    names::RequestId,
+    op::{Joined, Op, Sent},
     pb,
+    protocol::Request,
+    tasks::Task,
+    usage::Standing,
 };
 
 use super::Hub;
@@ -32,7 +36,8 @@ pub(crate) trait Answered: Sized {
 /// [`Answer`], one variant per type an op answers with, each [`Answered`].
 macro_rules! answers {
     ($($variant:ident($ty:ty)),* $(,)?) => {
-        /// An op's answer, as the wire shows it.
+        /// An op's answer: the core's types, but for the lists, whose pages
+        /// are cut by their size on the wire.
         #[derive(Debug)]
         pub(crate) enum Answer {
             $($variant($ty)),*
@@ -54,20 +59,16 @@ macro_rules! answers {
 }
 
 answers!(
-    Task(pb::Task),
-    Tasks(pb::ListTasksResponse),
-    Usage(pb::UsageStatus),
-    Submitted(pb::SubmitPlanResponse),
-    PermissionAsked(pb::RequestPermissionResponse),
-    PlanDecided(pb::PlanApprovalResponse),
-    PermissionDecided(pb::PermissionResponse),
-    Requests(pb::ListRequestsResponse),
-    Request(pb::ProtocolState),
-    Joined(pb::JoinResponse),
-    Sent(pb::SendResponse),
-    Ticket(pb::ShutdownTicket),
-    Team(pb::ListTeamResponse),
+    Task(Task),
+    Usage(Standing),
+    Opened(RequestId),
+    Request(Request),
+    Joined(Joined),
+    Sent(Sent),
     Done(()),
+    Tasks(pb::ListTasksResponse),
+    Requests(pb::ListRequestsResponse),
+    Team(pb::ListTeamResponse),
 );
 
 impl Hub {
@@ -110,27 +111,25 @@ impl Hub {
                 request_id,
                 plan,
                 supersedes,
-            } => Answer::Submitted(self.submit_plan(member?, request_id, plan, supersedes)?),
+            } => Answer::Opened(self.submit_plan(member?, request_id, plan, supersedes)?),
             Op::RequestPermission {
                 request_id,
                 tool,
                 args_json,
                 path,
-            } => Answer::PermissionAsked(
-                self.request_permission(member?, request_id, tool, args_json, path)?,
-            ),
+            } => {
+                Answer::Opened(self.request_permission(member?, request_id, tool, args_json, path)?)
+            }
             Op::ReviewPlan {
                 request_id,
                 verdict,
                 by,
-            } => Answer::PlanDecided(self.review_plan(request_id, verdict, &by)?),
+            } => Answer::Request(self.review_plan(request_id, verdict, &by)?),
             Op::ReviewPermission {
                 request_id,
                 approve,
                 feedback,
-            } => {
-                Answer::PermissionDecided(self.review_permission(&request_id, approve, feedback)?)
-            }
+            } => Answer::Request(self.review_permission(&request_id, approve, feedback)?),
             Op::ListRequests { status, kind, page } => {
                 Answer::Requests(self.list_requests(status, kind, page))
             }
@@ -176,7 +175,7 @@ impl Hub {
                 target,
                 reason,
                 deadline_unix_ms,
-            } => Answer::Ticket(self.request_shutdown(
+            } => Answer::Opened(self.request_shutdown(
                 request_id,
                 target,
                 reason,

@@ -29,7 +29,7 @@ impl Hub {
         id: RequestId,
         plan: Plan,
         supersedes: Option<RequestId>,
-    ) -> Result<pb::SubmitPlanResponse, HubError> {
+    ) -> Result<RequestId, HubError> {
         let superseded = self.team.check_supersedes(sender, supersedes.as_ref())?;
         if !plan.task_id.is_empty() && self.team.requests.get(&id).is_none() {
             self.team.check_plan_task(sender, &plan.task_id)?;
@@ -92,9 +92,7 @@ impl Hub {
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             self.auto_review_plan(&id, &plan)?;
         }
-        Ok(pb::SubmitPlanResponse {
-            request_id: id.to_string(),
-        })
+        Ok(id)
     }
 
     /// Answers a fresh plan request when the approval mode decides on its own.
@@ -241,7 +239,7 @@ impl Hub {
         id: RequestId,
         verdict: PlanVerdict,
         by: &str,
-    ) -> Result<pb::PlanApprovalResponse, HubError> {
+    ) -> Result<Request, HubError> {
         let was_pending = self
             .team
             .requests
@@ -272,11 +270,11 @@ impl Hub {
             "reject"
         };
         let words = decision.feedback.clone();
-        let response = self.decide_plan(&id, decision)?;
+        let decided = self.decide_plan(&id, decision)?;
         if was_pending {
             self.record_review(&id, by, verdict, words);
         }
-        Ok(response)
+        Ok(decided)
     }
 
     /// Adds a reviewer's word to request `id`'s history and shows it.
@@ -297,10 +295,10 @@ impl Hub {
         &mut self,
         id: &RequestId,
         decision: Decision,
-    ) -> Result<pb::PlanApprovalResponse, HubError> {
+    ) -> Result<Request, HubError> {
         let outcome = self.team.answer_plan(id, decision, self.now())?;
-        let response = plan_response(&outcome.request);
         if outcome.fresh {
+            let response = plan_response(&outcome.request);
             let teammate = outcome.request.opening.sender.clone();
             tracing::info!(request_id = %id, member = %teammate, approve = response.approve, "plan reviewed");
             if let Some(grant) = outcome
@@ -322,7 +320,7 @@ impl Hub {
             );
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
         }
-        Ok(response)
+        Ok(outcome.request)
     }
 
     /// `RequestPermission`: a teammate in DEFAULT (or ACCEPT_EDITS, for
@@ -334,7 +332,7 @@ impl Hub {
         tool: String,
         args_json: String,
         path: Option<String>,
-    ) -> Result<pb::RequestPermissionResponse, HubError> {
+    ) -> Result<RequestId, HubError> {
         if self
             .roster
             .get(sender)
@@ -391,9 +389,7 @@ impl Hub {
                 )?;
             }
         }
-        Ok(pb::RequestPermissionResponse {
-            request_id: id.to_string(),
-        })
+        Ok(id)
     }
 
     /// `ReviewPermission`: the operator answers one permission request.
@@ -402,7 +398,7 @@ impl Hub {
         id: &RequestId,
         approve: bool,
         feedback: String,
-    ) -> Result<pb::PermissionResponse, HubError> {
+    ) -> Result<Request, HubError> {
         self.decide_permission(
             id,
             Decision {
@@ -418,7 +414,7 @@ impl Hub {
         &mut self,
         id: &RequestId,
         decision: Decision,
-    ) -> Result<pb::PermissionResponse, HubError> {
+    ) -> Result<Request, HubError> {
         let outcome = self.team.requests.answer(
             id,
             Kind::Permission,
@@ -426,23 +422,13 @@ impl Hub {
             decision,
             self.now(),
         )?;
-        let request = &outcome.request;
-        let response = pb::PermissionResponse {
-            request_id: id.to_string(),
-            approve: request.status == Status::Approved,
-            feedback: request.feedback.clone(),
-        };
         if outcome.fresh {
-            let teammate = request.opening.sender.clone();
-            self.deliver(
-                LEAD,
-                &teammate,
-                None,
-                Body::PermissionResponse(response.clone()),
-            );
+            let teammate = outcome.request.opening.sender.clone();
+            let response = permission_response(&outcome.request);
+            self.deliver(LEAD, &teammate, None, Body::PermissionResponse(response));
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
         }
-        Ok(response)
+        Ok(outcome.request)
     }
 
     /// `ListRequests`, filtered by status and kind, oldest first, one page at a time (see [`super::paging`]).
@@ -469,11 +455,11 @@ impl Hub {
     }
 
     /// `GetRequest`.
-    pub(super) fn get_request(&self, id: &RequestId) -> Result<pb::ProtocolState, HubError> {
+    pub(super) fn get_request(&self, id: &RequestId) -> Result<Request, HubError> {
         self.team
             .requests
             .get(id)
-            .map(Request::to_pb)
+            .cloned()
             .ok_or_else(|| HubError::NotFound(format!("request_id: no request {id}")))
     }
 }
@@ -502,20 +488,6 @@ struct PlanOut<'a> {
 struct OverlapOut<'a> {
     files: &'a [String],
     member: &'a str,
-}
-
-/// The answer to a plan request, as the teammate and the operator see it.
-fn plan_response(request: &Request) -> pb::PlanApprovalResponse {
-    pb::PlanApprovalResponse {
-        request_id: request.id().to_string(),
-        approve: request.status == Status::Approved,
-        feedback: request.feedback.clone(),
-        grant: request
-            .decision
-            .as_ref()
-            .and_then(|d| d.grant.as_ref())
-            .map(Grant::to_pb),
-    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ impl Hub {
         target: Name,
         reason: String,
         deadline: Option<i64>,
-    ) -> Result<pb::ShutdownTicket, HubError> {
+    ) -> Result<RequestId, HubError> {
         match self.roster.get(target.as_str()) {
             None => return Err(FieldError::new("target", format!("no member {target:?}")).into()),
             Some(m) if m.terminated() => {
@@ -78,9 +78,7 @@ impl Hub {
             self.emit(pb::event::Kind::Request(outcome.request.to_pb()));
             self.emit_member(target.as_str());
         }
-        Ok(pb::ShutdownTicket {
-            request_id: id.to_string(),
-        })
+        Ok(id)
     }
 
     /// `RespondShutdown`: the target agrees (and is TERMINATED) or refuses.

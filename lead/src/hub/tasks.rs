@@ -16,7 +16,7 @@ use crate::error::HubError;
 impl Hub {
     /// `CreateTask`: a new pending task; idle members hear of it if it can
     /// be claimed now.
-    pub(super) fn create_task(&mut self, new: NewTask) -> Result<pb::Task, HubError> {
+    pub(super) fn create_task(&mut self, new: NewTask) -> Result<Task, HubError> {
         let task = self
             .team
             .tasks
@@ -26,7 +26,7 @@ impl Hub {
         if self.team.tasks.is_claimable(&task) {
             self.announce_claimable(std::slice::from_ref(&task));
         }
-        Ok(task.to_pb())
+        Ok(task)
     }
 
     /// `ListTasks`: one page oldest first, at most `page.size` (default and
@@ -55,11 +55,7 @@ impl Hub {
     }
 
     /// `ClaimTask`: the caller claims a task (or the oldest claimable one).
-    pub(super) fn claim_task(
-        &mut self,
-        name: &str,
-        id: Option<&str>,
-    ) -> Result<pb::Task, HubError> {
+    pub(super) fn claim_task(&mut self, name: &str, id: Option<&str>) -> Result<Task, HubError> {
         let before = id
             .and_then(|id| self.team.tasks.get(id))
             .map(|t| t.updated_at_unix_ms);
@@ -69,7 +65,7 @@ impl Hub {
             self.task_changed(&task);
             self.mark_busy(name);
         }
-        Ok(task.to_pb())
+        Ok(task)
     }
 
     /// `CompleteTask`: the owner completes its task; the tasks that waited
@@ -79,7 +75,7 @@ impl Hub {
         name: &str,
         task_id: &str,
         summary: String,
-    ) -> Result<pb::Task, HubError> {
+    ) -> Result<Task, HubError> {
         let (done, hold_ended) = self
             .team
             .complete_task(name, task_id, summary, self.now())?;
@@ -96,7 +92,7 @@ impl Hub {
             self.task_changed(&done.task);
             self.announce_claimable(&done.unblocked);
         }
-        Ok(done.task.to_pb())
+        Ok(done.task)
     }
 
     /// A terminated member's claimed tasks, `released` from the board, go

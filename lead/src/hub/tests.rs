@@ -36,7 +36,7 @@ async fn join(hub: &HubHandle, name: &str) -> String {
         role: "coder".into(),
         token_budget: 0,
     };
-    let joined: pb::JoinResponse = hub
+    let joined: shared::op::Joined = hub
         .apply(Claim::Known(Caller::Joiner), Call::Join, Ok(op))
         .await
         .expect("joins");
@@ -89,11 +89,11 @@ async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
         reason: "done".into(),
         ..Default::default()
     });
-    let ticket: pb::ShutdownTicket = hub
+    let ticket: shared::names::RequestId = hub
         .apply(Claim::Known(Caller::Operator), Call::Operator, op)
         .await
         .expect("asks");
-    ticket.request_id
+    ticket.to_string()
 }
 
 /// The request's status.
@@ -101,11 +101,11 @@ async fn request_status(hub: &HubHandle, id: &str) -> pb::RequestStatus {
     let op = crate::from_wire::get_request(pb::GetRequestRequest {
         request_id: id.to_owned(),
     });
-    let state: pb::ProtocolState = hub
+    let state: shared::protocol::Request = hub
         .apply(Claim::Known(Caller::Operator), Call::Operator, op)
         .await
         .expect("exists");
-    pb::RequestStatus::try_from(state.status).expect("a known status")
+    shared::wire::ToPb::to_pb(&state.status)
 }
 
 const GRACE: Duration = Duration::from_secs(30);

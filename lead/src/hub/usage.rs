@@ -33,18 +33,13 @@ impl Hub {
     }
 
     /// `ReportUsage`: the caller's process `epoch` has used `totals` so far.
-    pub(super) fn report_usage(
-        &mut self,
-        name: &str,
-        epoch: &str,
-        totals: Usage,
-    ) -> pb::UsageStatus {
+    pub(super) fn report_usage(&mut self, name: &str, epoch: &str, totals: Usage) -> Standing {
         let before = self.team.usage.standing(name);
         let standing = self.team.usage.report(name, true, epoch, totals);
         if standing != before {
             self.emit_usage(name, &standing);
         }
-        standing.to_pb()
+        standing
     }
 
     /// `SetBudget`: the operator sets `name`'s budget (0: none). The member,
@@ -53,7 +48,7 @@ impl Hub {
         &mut self,
         name: &Name,
         token_budget: u64,
-    ) -> Result<pb::UsageStatus, HubError> {
+    ) -> Result<Standing, HubError> {
         let name = name.as_str();
         let member = self.roster.get(name);
         let known = member.is_some() || self.team.usage.get(name).is_some_and(|a| a.member);
@@ -74,7 +69,7 @@ impl Hub {
             );
         }
         self.emit_usage(name, &standing);
-        Ok(standing.to_pb())
+        Ok(standing)
     }
 
     /// What the model reviewer `reviewer` (e.g. `model gpt-4o-mini`) used

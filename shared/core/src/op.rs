@@ -12,7 +12,7 @@ use crate::{
     plan::Plan,
     protocol::{Kind, Status},
     tasks::{NewTask, TaskStatus},
-    usage::Usage,
+    usage::{Standing, Usage},
 };
 
 /// One page of a list asked for: the entries after key `after` (none: from
@@ -23,6 +23,26 @@ pub struct PageAsk {
     pub after: Option<u64>,
     /// The most entries.
     pub size: usize,
+}
+
+/// What a join answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Joined {
+    /// The member's id, new for every join.
+    pub member_id: String,
+    /// The session token its calls carry from now on.
+    pub session_token: String,
+    /// What its model used so far, and its budget.
+    pub standing: Standing,
+}
+
+/// What a send answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    /// The message's id: the sender's, or one the lead made.
+    pub message_id: String,
+    /// The members a broadcast skipped, their inboxes full.
+    pub skipped: Vec<String>,
 }
 
 /// What a reviewer says of a plan.
