@@ -750,6 +750,20 @@ impl Drop for FreezingProxy {
     }
 }
 
+/// Approves plan `id` as an operator would: the default grant, holds or not.
+pub async fn approve(operator: &mut Operator, id: &str) {
+    within(
+        "ReviewPlan",
+        operator.review_plan(pb::PlanReview {
+            request_id: id.into(),
+            approve: true,
+            ..Default::default()
+        }),
+    )
+    .await
+    .expect("ReviewPlan");
+}
+
 /// Every member, as `ListTeam` has them.
 pub async fn team(operator: &mut Operator) -> Vec<pb::Member> {
     within(

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use mesh_tests::{is, webdriver::Browser, within, Events, Lead, Member};
+use mesh_tests::{approve, is, webdriver::Browser, within, Events, Lead, Member};
 use shared::pb::{self, RequestStatus};
 
 /// `member`'s plan of `files`; its request id.
@@ -53,14 +53,7 @@ async fn a_plan_overlapped_after_it_was_sent_is_approved_from_the_page() {
     let bobs = plan(&mut bob, "plan of bob", &["src/a.rs"]).await;
     let card = browser.wait_for("[data-testid=plan]", "plan of bob").await;
     // Ann's plan approved after bob's was sent: now bob's overlaps her hold.
-    operator
-        .review_plan(pb::PlanReview {
-            request_id: anns,
-            approve: true,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    approve(&mut operator, &anns).await;
     browser.wait_for("tr[data-member=ann]", "src/a.rs").await;
     browser
         .click(&browser.within(&card, "[data-testid=approve]").await)
@@ -179,14 +172,7 @@ async fn the_team_shows_what_a_member_holds_now() {
         .unwrap()
         .into_inner()
         .request_id;
-    operator
-        .review_plan(pb::PlanReview {
-            request_id: anns,
-            approve: true,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    approve(&mut operator, &anns).await;
     browser.wait_for("tr[data-member=ann]", "src/a.rs").await;
     // Her task completed: the hold for it ends, though her plan stays approved.
     ann.api
@@ -200,14 +186,7 @@ async fn the_team_shows_what_a_member_holds_now() {
     // Another leaves the team: its hold ends with it.
     let mut bo = lead.join("bo").await;
     let bos = plan(&mut bo, "plan of bo", &["src/b.rs"]).await;
-    operator
-        .review_plan(pb::PlanReview {
-            request_id: bos,
-            approve: true,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    approve(&mut operator, &bos).await;
     browser.wait_for("tr[data-member=bo]", "src/b.rs").await;
     bo.api
         .leave(pb::LeaveRequest {

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use mesh_tests::{within, Events, Lead, Operator};
+use mesh_tests::{approve, within, Events, Lead, Operator};
 use shared::pb::{self, envelope::Body};
 use tonic::Code;
 
@@ -734,18 +734,6 @@ async fn submit(member: &mut mesh_tests::Member, files: &[&str]) -> String {
         .unwrap()
         .into_inner()
         .request_id
-}
-
-/// Approves plan `id` as an operator would, holds or not.
-async fn approve(operator: &mut Operator, id: &str) {
-    operator
-        .review_plan(pb::PlanReview {
-            request_id: id.into(),
-            approve: true,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
 }
 
 /// The members a new plan of `files` overlaps, with the files, as the lead
