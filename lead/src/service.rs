@@ -2,6 +2,7 @@
 //! what it can alone, sends a command to the hub and maps the reply.
 
 use std::{
+    convert::identity,
     pin::Pin,
     task::{Context, Poll},
 };
@@ -74,11 +75,6 @@ fn static_caller(token: Option<&str>, tokens: &Tokens) -> Option<Caller> {
         Some(token) if same_token(token, &tokens.join) => Some(Caller::Joiner),
         Some(_) => None,
     }
-}
-
-/// A list's page as the hub answered it: already the wire's.
-fn listed<T>(page: T) -> T {
-    page
 }
 
 /// Who the request's token names as far as the lead's own tokens tell;
@@ -293,7 +289,7 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.apply(request, "ListTasks", from_wire::list_tasks, listed)
+        self.apply(request, "ListTasks", from_wire::list_tasks, identity)
             .await
     }
 
@@ -380,14 +376,15 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ListTeamRequest>,
     ) -> Result<Response<pb::ListTeamResponse>, Status> {
-        self.apply(request, from_wire::list_team, listed).await
+        self.apply(request, from_wire::list_team, identity).await
     }
 
     async fn list_requests(
         &self,
         request: Request<pb::ListRequestsRequest>,
     ) -> Result<Response<pb::ListRequestsResponse>, Status> {
-        self.apply(request, from_wire::list_requests, listed).await
+        self.apply(request, from_wire::list_requests, identity)
+            .await
     }
 
     async fn get_request(
@@ -428,7 +425,7 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.apply(request, from_wire::list_tasks, listed).await
+        self.apply(request, from_wire::list_tasks, identity).await
     }
 
     async fn spawn_teammate(

@@ -88,7 +88,7 @@ impl Hub {
                 "an op came in at {door:?}, not one of its doors"
             )));
         }
-        let member = match &caller {
+        let member = || match &caller {
             Caller::Member(name) => Ok(name.as_str()),
             _ => Err(HubError::Internal("a member's op with no member".into())),
         };
@@ -96,13 +96,13 @@ impl Hub {
             Op::CreateTask(task) => Answer::Task(self.create_task(task)?),
             Op::ListTasks { status, page } => Answer::Tasks(self.list_tasks(status, page)),
             Op::ClaimTask { task_id } => {
-                Answer::Task(self.claim_task(member?, task_id.as_deref())?)
+                Answer::Task(self.claim_task(member()?, task_id.as_deref())?)
             }
             Op::CompleteTask { task_id, summary } => {
-                Answer::Task(self.complete_task(member?, &task_id, summary)?)
+                Answer::Task(self.complete_task(member()?, &task_id, summary)?)
             }
             Op::ReportUsage { epoch, totals } => {
-                Answer::Usage(self.report_usage(member?, &epoch, totals))
+                Answer::Usage(self.report_usage(member()?, &epoch, totals))
             }
             Op::SetBudget { name, token_budget } => {
                 Answer::Usage(self.set_budget(&name, token_budget)?)
@@ -111,15 +111,19 @@ impl Hub {
                 request_id,
                 plan,
                 supersedes,
-            } => Answer::Opened(self.submit_plan(member?, request_id, plan, supersedes)?),
+            } => Answer::Opened(self.submit_plan(member()?, request_id, plan, supersedes)?),
             Op::RequestPermission {
                 request_id,
                 tool,
                 args_json,
                 path,
-            } => {
-                Answer::Opened(self.request_permission(member?, request_id, tool, args_json, path)?)
-            }
+            } => Answer::Opened(self.request_permission(
+                member()?,
+                request_id,
+                tool,
+                args_json,
+                path,
+            )?),
             Op::ReviewPlan {
                 request_id,
                 verdict,
@@ -139,14 +143,14 @@ impl Hub {
                 role,
                 token_budget,
             } => Answer::Joined(self.join(name, role, token_budget)?),
-            Op::Ack { seq } => Answer::Done(self.ack(member?, seq)?),
+            Op::Ack { seq } => Answer::Done(self.ack(member()?, seq)?),
             Op::Send {
                 to,
                 message_id,
                 content,
-            } => Answer::Sent(self.send_text(member?, &to, message_id, content)?),
+            } => Answer::Sent(self.send_text(member()?, &to, message_id, content)?),
             Op::ReportIdle { reason } => {
-                self.report_idle(member?, reason);
+                self.report_idle(member()?, reason);
                 Answer::Done(())
             }
             Op::ReportToolCall {
@@ -155,7 +159,7 @@ impl Hub {
                 allowed,
                 outcome,
             } => {
-                let name = member?;
+                let name = member()?;
                 let report = pb::ToolCallReport {
                     tool,
                     args_json,
@@ -167,7 +171,7 @@ impl Hub {
                 Answer::Done(())
             }
             Op::Leave { reason } => {
-                self.leave(member?, &reason);
+                self.leave(member()?, &reason);
                 Answer::Done(())
             }
             Op::RequestShutdown {
@@ -185,7 +189,7 @@ impl Hub {
                 request_id,
                 approve,
                 reason,
-            } => Answer::Done(self.respond_shutdown(member?, request_id, approve, reason)?),
+            } => Answer::Done(self.respond_shutdown(member()?, request_id, approve, reason)?),
             Op::ListTeam { page } => Answer::Team(self.list_team(page)),
         })
     }
