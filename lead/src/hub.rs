@@ -1,11 +1,11 @@
-//! The hub: the one task that owns the roster, the inboxes, the core's
-//! [`Team`] (requests, tasks, holds), the watchers and the children. RPC
+//! The hub: the one task that owns the core's [`Team`] (members, requests,
+//! tasks, holds, usage), the inboxes, the watchers and the children. RPC
 //! handlers send it a [`Command`] and await the reply, so every event is seen
 //! by everyone in one order. Slow work (spawning, model reviews, chain
 //! stages) runs off it and comes back as commands.
 
 use std::{
-    collections::{BTreeSet, HashMap},
+    collections::{HashMap, HashSet},
     time::Duration,
 };
 
@@ -13,7 +13,7 @@ pub use shared::team::PendingBudget;
 use shared::{
     access::Call,
     auth::now_unix_ms,
-    lifecycle::Event,
+    members::Members,
     names::{EVERYONE, LEAD},
     op::Op,
     pb::{self, envelope::Body},
@@ -26,8 +26,8 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::{
     children::{Child, Spawner},
     error::HubError,
+    inboxes::{Entry, Inboxes, Payload, SharedBody},
     outbox,
-    roster::{Entry, Payload, Roster, SharedBody},
     store::{Change, Store, StoreError},
 };
 
@@ -308,10 +308,11 @@ pub(crate) struct Hub {
     clock: Clock,
     /// How it behaves.
     config: HubConfig,
-    /// Every member and inbox.
-    roster: Roster,
-    /// Every protocol request, the task list and who holds which files:
-    /// the core's, which says what of them the store must keep.
+    /// Every member's inbox and stream.
+    inboxes: Inboxes,
+    /// The members, every protocol request, the task list, who holds which
+    /// files and the usage: the core's, which says what of them the store
+    /// must keep.
     team: Team,
     /// Who writes to the store.
     committer: crate::committer::Committer,
@@ -319,12 +320,12 @@ pub(crate) struct Hub {
     changes: Vec<Change>,
     /// Replies, events and envelopes held until their changes are committed.
     forming: crate::committer::Forming,
-    /// Disconnected members by the end of their grace period.
-    grace: BTreeSet<(i64, String)>,
     /// Open `Watch` streams.
     watchers: Vec<EventSink>,
     /// Processes the lead started, by member name.
     children: HashMap<String, Child>,
+    /// Members whose process the lead started (in this run of the lead).
+    spawned: HashSet<String>,
     /// Names whose process is being started off the hub, and whether a
     /// `Join` with that name came meanwhile.
     starting: HashMap<String, bool>,
@@ -388,32 +389,37 @@ pub(crate) fn load(
     let clock = Clock::start();
     let now = clock.now();
     let grace_until = now + i64::try_from(config.grace.as_millis()).unwrap_or(i64::MAX / 2);
-    let roster =
-        Roster::restore(&mut snapshot, now, grace_until).map_err(|detail| StoreError::Decode {
-            what: "member",
-            detail,
-        })?;
+    // Everyone is disconnected until they come back; the grace period
+    // starts now.
+    let decode = |detail| StoreError::Decode {
+        what: "member",
+        detail,
+    };
+    let mut members = Members::restore(std::mem::take(&mut snapshot.members), now, grace_until)
+        .map_err(decode)?;
+    let inboxes = Inboxes::restore(&mut snapshot, &mut members).map_err(decode)?;
     let team = Team::restore(
         std::mem::take(&mut snapshot.requests),
         std::mem::take(&mut snapshot.tasks),
         TaskBoard::DEFAULT_MAX_TASKS,
         snapshot.holds.take(),
-        |name| roster.get(name).is_some_and(|m| !m.terminated()),
+        |name| members.is_active(name),
     )
-    .with_usage(std::mem::take(&mut snapshot.usage));
+    .with_usage(std::mem::take(&mut snapshot.usage))
+    .with_members(members);
     let (tx, rx) = mpsc::channel(4096);
     let joins = shared::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
-    let mut hub = Hub {
+    let hub = Hub {
         clock,
         config,
-        roster,
+        inboxes,
         team,
         committer: crate::committer::Committer::new(store),
         changes: Vec::new(),
         forming: crate::committer::Forming::default(),
-        grace: BTreeSet::new(),
         watchers: Vec::new(),
         children: HashMap::new(),
+        spawned: HashSet::new(),
         starting: HashMap::new(),
         next_stream_id: 0,
         stopping_until: None,
@@ -428,23 +434,9 @@ pub(crate) fn load(
         reviewer_epoch: uuid::Uuid::new_v4().to_string(),
         reviewer_totals: HashMap::new(),
     };
-    // Everyone is disconnected until they come back; the grace period started
-    // as the roster was restored.
-    let names: Vec<String> = hub
-        .roster
-        .iter()
-        .filter(|m| !m.terminated())
-        .map(|m| m.name.to_string())
-        .collect();
-    for name in names {
-        hub.track_grace(&name, None);
-        if hub.pending_shutdown_of(&name) {
-            hub.roster.on_life(&name, Event::ShutdownRequested);
-        }
-    }
-    if hub.roster.iter().next().is_some() {
+    if hub.team.members.iter().next().is_some() {
         tracing::info!(
-            members = hub.roster.iter().count(),
+            members = hub.team.members.iter().count(),
             requests = hub.team.requests.iter().count(),
             "restored state"
         );
@@ -617,7 +609,10 @@ impl Hub {
             self.emit_envelope(&entry, to);
             return;
         }
-        let Some(stored) = self.roster.push(to, entry) else {
+        let Some(seq) = self.team.members.next_seq(to) else {
+            return;
+        };
+        let Some(stored) = self.inboxes.push(to, Entry { seq, ..entry }) else {
             return;
         };
         let record = stored.record(to);
@@ -655,7 +650,16 @@ impl Hub {
             payload: Payload::Shared(shared),
         };
         for to in recipients {
-            if let Some(stored) = self.roster.push(to, entry.clone()) {
+            let Some(seq) = self.team.members.next_seq(to) else {
+                continue;
+            };
+            if let Some(stored) = self.inboxes.push(
+                to,
+                Entry {
+                    seq,
+                    ..entry.clone()
+                },
+            ) {
                 self.changes.push(Change::Envelope(stored.record(to)));
                 self.forming.streams.insert(to.clone());
             }
@@ -665,7 +669,7 @@ impl Hub {
 
     /// Tells the watchers how `name` stands now.
     fn emit_member(&mut self, name: &str) {
-        if let Some(member) = self.roster.get(name).map(|m| self.member_pb(m)) {
+        if let Some(member) = self.team.members.get(name).map(|m| self.member_pb(m)) {
             self.emit(pb::event::Kind::Member(member));
         }
     }

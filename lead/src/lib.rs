@@ -1,4 +1,4 @@
-//! The mesh lead: the gRPC server that owns the roster, the inboxes and every
+//! The mesh lead: the gRPC server that owns the members, the inboxes and every
 //! protocol request; the operator commands that talk to it; and the demo.
 
 pub mod chain;
@@ -13,11 +13,11 @@ pub mod error;
 mod from_wire;
 mod group;
 pub mod hub;
+mod inboxes;
 mod launch;
 mod outbox;
 pub mod render;
 pub mod reviewer;
-mod roster;
 pub mod server;
 pub mod service;
 pub mod state;

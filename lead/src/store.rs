@@ -1,39 +1,17 @@
-//! Where the lead keeps what must survive it: the roster (with session token
+//! Where the lead keeps what must survive it: the members (with session token
 //! hashes), every protocol request, every envelope not yet acknowledged, and
 //! the `Send` message ids that make retries idempotent.
 //!
 //! The hub gathers the changes of a burst of commands and commits them in one
 //! transaction before it answers any of those commands (group commit).
 
+pub use shared::members::MemberRecord;
 pub use shared::team::Change as TeamChange;
 use shared::{pb, protocol::Request, tasks::Task};
 
 mod sqlite;
 
 pub use sqlite::{SqliteStore, Sync, DB_FILE, MARKER_FILE};
-
-/// One member, as persisted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MemberRecord {
-    /// The member's name.
-    pub name: String,
-    /// Its id from `Join`.
-    pub member_id: String,
-    /// Its role.
-    pub role: String,
-    /// SHA-256 of its session token, hex; `None` once it terminated.
-    pub token_hash: Option<String>,
-    /// Its grant's mode, as the wire number.
-    pub mode: i32,
-    /// Whether it said it is idle.
-    pub idle: bool,
-    /// Whether it left for good.
-    pub terminated: bool,
-    /// The last `seq` its inbox handed out.
-    pub last_seq: u64,
-    /// Join order, for listing.
-    pub order: u64,
-}
 
 /// One unacknowledged envelope, as persisted.
 #[derive(Debug, Clone, PartialEq)]
@@ -49,8 +27,6 @@ pub struct EnvelopeRecord {
 /// A change to persist.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
-    /// Insert or replace a member.
-    Member(MemberRecord),
     /// A new envelope in a member's inbox.
     Envelope(EnvelopeRecord),
     /// A body the recipients of a fan-out share (stored once; dropped with
@@ -68,7 +44,8 @@ pub enum Change {
     },
     /// A terminated member is forgotten (its retention passed).
     DeleteMember { member: String },
-    /// What the core says changed of the requests, the tasks and the holds.
+    /// What the core says changed of the members, the requests, the tasks,
+    /// the holds and the usage.
     Team(TeamChange),
 }
 

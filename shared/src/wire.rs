@@ -145,6 +145,22 @@ impl ToPb for lifecycle::Status {
     }
 }
 
+impl ToPb for mesh_core::members::Member {
+    type Pb = pb::Member;
+    /// Who it is, its status and its mode; what it used and holds are the
+    /// team's to add.
+    fn to_pb(&self) -> pb::Member {
+        pb::Member {
+            member_id: self.id.clone(),
+            name: self.name.to_string(),
+            role: self.role.clone(),
+            status: self.life.status().to_pb() as i32,
+            mode: self.mode.to_pb() as i32,
+            ..Default::default()
+        }
+    }
+}
+
 impl ToPb for Plan {
     type Pb = pb::Plan;
     fn to_pb(&self) -> pb::Plan {

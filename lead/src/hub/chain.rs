@@ -52,7 +52,8 @@ impl Hub {
                 let payload: serde_json::Value =
                     serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
                 let role = self
-                    .roster
+                    .team
+                    .members
                     .get(&request.opening.sender)
                     .map(|m| m.role.clone())
                     .unwrap_or_default();

@@ -8,6 +8,7 @@ use super::{Hub, Reply};
 use crate::{
     committer::{commit_to, Batch, Committer},
     error::HubError,
+    inboxes::Flushed,
     outbox::Refused,
     store::{Change, StoreError},
 };
@@ -24,15 +25,10 @@ impl Hub {
         }));
     }
 
-    /// Every change since the last batch closed: the recorded ones, and each
-    /// member and request touched, once.
+    /// Every change since the last batch closed: the recorded ones (the
+    /// inboxes'), then the team's (each member and request touched, once).
     fn take_changes(&mut self) -> Vec<Change> {
         let mut changes = std::mem::take(&mut self.changes);
-        for name in self.roster.take_touched() {
-            if let Some(member) = self.roster.get(&name) {
-                changes.push(Change::Member(member.record()));
-            }
-        }
         changes.extend(self.team.take_changes().into_iter().map(Change::Team));
         changes
     }
@@ -45,7 +41,7 @@ impl Hub {
             .streams
             .into_iter()
             .filter_map(|name| {
-                let last = self.roster.get(&name)?.last_seq;
+                let last = self.team.members.get(&name)?.last_seq;
                 Some((name, last))
             })
             .collect();
@@ -135,15 +131,10 @@ impl Hub {
 
     /// After its commit: hands out a batch's envelopes, events and replies.
     fn release(&mut self, batch: Batch) {
-        let grace_until = self.grace_until();
         for (name, upto) in batch.streams {
-            let dropped = self
-                .roster
-                .live_mut(&name)
-                .is_some_and(|m| !m.flush(grace_until, upto));
-            if dropped {
-                self.track_grace(&name, None);
-                self.emit_member(&name);
+            let flushed = self.inboxes.get_mut(&name).map(|i| i.flush(&name, upto));
+            if flushed == Some(Flushed::Gone) {
+                self.stream_lost(&name);
             }
         }
         if self.watchers.is_empty() {

@@ -4,7 +4,6 @@
 use shared::{
     lifecycle::Event,
     names::{Name, RequestId},
-    protocol::Kind,
 };
 
 use super::Hub;
@@ -13,16 +12,13 @@ use crate::{children::Child, store::Change};
 /// How often the hub looks for stuck streams and for what retention lets go.
 const SWEEP_EVERY_MS: i64 = 1_000;
 
-/// Grace periods ending within this long of one that ends now end with it.
-const GRACE_BATCH_MS: i64 = 100;
-
 impl Hub {
     /// When the hub must next wake without a command: a request deadline, the
     /// end of a grace period, or the end of the stop wait.
     pub(super) fn next_wakeup(&self) -> Option<i64> {
         [
             self.team.requests.next_deadline(),
-            self.grace.first().map(|(at, _)| *at),
+            self.team.members.next_grace(),
             self.stopping_until,
             self.notice_due(),
             Some(self.next_sweep),
@@ -41,22 +37,14 @@ impl Hub {
             self.end_stuck_streams(now);
             self.forget_past_retention(now);
         }
-        // Grace periods that end within the next moment end now, together:
-        // members that joined (or lost the lead) together leave together,
-        // and the team hears of them in one notice.
-        while let Some((at, name)) = self.grace.first().cloned() {
-            if at > now + GRACE_BATCH_MS {
-                break;
-            }
-            self.grace.pop_first();
-            let lapsed = self.roster.get(&name).is_some_and(|m| m.life.lapses_by(at));
-            if lapsed {
-                let seconds = self.config.grace.as_secs_f64();
-                self.terminate(
-                    &name,
-                    &format!("disconnected for longer than the {seconds}s grace period"),
-                );
-            }
+        // Grace periods that end within the next moment end now, together
+        // (see `GRACE_BATCH_MS`).
+        for name in self.team.members.take_lapsed(now) {
+            let seconds = self.config.grace.as_secs_f64();
+            self.terminate(
+                &name,
+                &format!("disconnected for longer than the {seconds}s grace period"),
+            );
         }
     }
 
@@ -66,27 +54,22 @@ impl Hub {
     fn end_stuck_streams(&mut self, now: i64) {
         let timeout = self.config.ack_timeout;
         let since = now - i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX / 2);
-        let stuck: Vec<(String, u64)> = self
-            .roster
+        let mut stuck: Vec<(String, u64)> = self
+            .inboxes
             .iter()
-            .filter_map(|m| m.stuck_since(since).map(|seq| (m.name.to_string(), seq)))
+            .filter_map(|(name, inbox)| inbox.stuck_since(since).map(|seq| (name.clone(), seq)))
             .collect();
-        let grace_until = self.grace_until();
+        stuck.sort_by_key(|(name, _)| self.team.members.get(name).map(|m| m.order));
         for (name, seq) in stuck {
             tracing::warn!(member = %name, seq, "inbox stream stuck; ending it");
-            let before = self.roster.get(&name).and_then(|m| m.life.grace_until());
-            if let Some(member) = self.roster.live_mut(&name) {
-                member.end_stream(
-                    tonic::Status::deadline_exceeded(format!(
-                        "inbox: envelope {seq} has gone unacknowledged for longer than \
-                         --ack-timeout {}s; reconnect with after_seq and Ack what you process",
-                        timeout.as_secs_f64()
-                    )),
-                    grace_until,
-                );
+            if let Some(inbox) = self.inboxes.get_mut(&name) {
+                inbox.end_stream(tonic::Status::deadline_exceeded(format!(
+                    "inbox: envelope {seq} has gone unacknowledged for longer than \
+                     --ack-timeout {}s; reconnect with after_seq and Ack what you process",
+                    timeout.as_secs_f64()
+                )));
             }
-            self.track_grace(&name, before);
-            self.emit_member(&name);
+            self.stream_lost(&name);
         }
     }
 
@@ -98,13 +81,16 @@ impl Hub {
         self.team
             .forget_resolved(before, self.config.retained_max_bytes);
         let gone: Vec<String> = self
-            .roster
+            .team
+            .members
             .iter()
             .filter(|m| m.life.terminated_at().is_some_and(|at| at <= before))
             .map(|m| m.name.to_string())
             .collect();
         for name in gone {
-            self.roster.remove(&name);
+            self.team.members.remove(&name);
+            self.inboxes.remove(&name);
+            self.spawned.remove(&name);
             self.changes.push(Change::DeleteMember { member: name });
         }
     }
@@ -114,28 +100,18 @@ impl Hub {
         self.now() + i64::try_from(self.config.grace.as_millis()).unwrap_or(i64::MAX / 2)
     }
 
-    /// Applies `event` to `name`'s life, keeping the index of grace periods
-    /// in step; `true` if its state changed.
+    /// Applies `event` to `name`'s life; `true` if its state changed.
     pub(super) fn life(&mut self, name: &str, event: Event) -> bool {
-        let before = self.roster.get(name).and_then(|m| m.life.grace_until());
-        let changed = self.roster.on_life(name, event).unwrap_or(false);
-        self.track_grace(name, before);
-        changed
+        self.team.members.on_life(name, event).unwrap_or(false)
     }
 
-    /// Puts `name`'s grace period, if it has one, in the index by its end
-    /// (the timer wakes for it), in place of the one that ended at `before`.
-    pub(super) fn track_grace(&mut self, name: &str, before: Option<i64>) {
-        let now = self.roster.get(name).and_then(|m| m.life.grace_until());
-        if now == before {
-            return;
-        }
-        if let Some(old) = before {
-            self.grace.remove(&(old, name.to_owned()));
-        }
-        if let Some(until) = now {
-            self.grace.insert((until, name.to_owned()));
-        }
+    /// `name`'s inbox stream is gone (its stream already ended): it is
+    /// DISCONNECTED, with the grace period to come back, and the watchers
+    /// hear of it.
+    pub(super) fn stream_lost(&mut self, name: &str) {
+        let grace_until = self.grace_until();
+        self.life(name, Event::StreamLost { grace_until });
+        self.emit_member(name);
     }
 
     /// The lead is stopping: every child it started is asked to shut down.
@@ -148,7 +124,7 @@ impl Hub {
             "stopping; asking spawned teammates to shut down"
         );
         for name in names {
-            if self.roster.get(&name).is_some_and(|m| !m.terminated()) {
+            if self.team.members.is_active(&name) {
                 let Ok(target) = Name::parse("target", &name) else {
                     continue;
                 };
@@ -188,19 +164,9 @@ impl Hub {
         }
         // The store closes as the hub is dropped at the end of this call.
         self.committer.close();
-        for member in self.roster.iter_live_mut() {
-            member.stream = None;
+        for inbox in self.inboxes.iter_mut() {
+            inbox.stream = None;
         }
         self.watchers.clear();
-    }
-
-    /// Whether a shutdown request for `name` is pending.
-    pub(super) fn pending_shutdown_of(&self, name: &str) -> bool {
-        self.team
-            .requests
-            .pending_involving(name)
-            .iter()
-            .filter_map(|id| self.team.requests.get(id))
-            .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name)
     }
 }

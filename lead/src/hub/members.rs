@@ -17,9 +17,9 @@ use shared::{
 use super::{Command, Hub, Reply};
 use crate::{
     error::HubError,
+    inboxes::{envelope_bytes, Inbox, SeenId},
     outbox,
-    roster::{envelope_bytes, Member, SeenId},
-    store::Change,
+    store::{token_hash, Change},
 };
 
 /// Termination notices the lead hands out per second at most, in recipients:
@@ -44,47 +44,51 @@ impl Hub {
                 self.config.join_rate, self.config.join_burst
             )));
         }
-        let spawned = match self.roster.get(name.as_str()) {
-            Some(existing) if !existing.terminated() => {
-                return Err(HubError::AlreadyExists(format!(
-                    "name: {name:?} is held by an active member; pick another name"
-                )))
-            }
-            _ => {
-                self.children.contains_key(name.as_str())
-                    || self.starting.contains_key(name.as_str())
-            }
-        };
-        if self.roster.active() >= self.config.max_members {
+        if self.team.members.is_active(name.as_str()) {
+            return Err(HubError::AlreadyExists(format!(
+                "name: {name:?} is held by an active member; pick another name"
+            )));
+        }
+        let spawned =
+            self.children.contains_key(name.as_str()) || self.starting.contains_key(name.as_str());
+        if self.team.members.active() >= self.config.max_members {
             return Err(HubError::ResourceExhausted(format!(
                 "the team has {} members, the most --max-members allows; \
                  wait for one to leave",
-                self.roster.active()
+                self.team.members.active()
             )));
         }
-        if self.roster.get(name.as_str()).is_some() {
+        let token = shared::auth::new_token();
+        let member_id = uuid::Uuid::new_v4().to_string();
+        let reused = self.team.members.join(
+            name.clone(),
+            role,
+            member_id.clone(),
+            token_hash(&token),
+            self.grace_until(),
+        );
+        if reused {
             // A terminated member's name is reused: its old inbox goes.
             self.changes.push(Change::ClearInbox {
                 member: name.to_string(),
             });
         }
-        let token = shared::auth::new_token();
-        let order = self.roster.next_order();
-        let mut member = Member::new(name.clone(), role, &token, order, self.grace_until());
-        member.spawned = spawned;
+        self.inboxes.open(name.as_str());
+        if spawned {
+            self.spawned.insert(name.to_string());
+        } else {
+            self.spawned.remove(name.as_str());
+        }
         if let Some(child) = self.children.get_mut(name.as_str()) {
             child.joined = true;
         }
         if let Some(joined) = self.starting.get_mut(name.as_str()) {
             *joined = true;
         }
-        let member_id = member.id.clone();
         let standing = self
             .team
             .usage
             .join(name.as_str(), token_budget, self.config.token_budget);
-        self.roster.insert(member);
-        self.track_grace(name.as_str(), None);
         tracing::info!(member = %name, "joined");
         self.emit_member(name.as_str());
         Ok(Joined {
@@ -104,14 +108,12 @@ impl Hub {
         let name = name.to_owned();
         self.next_stream_id += 1;
         let stream_id = self.next_stream_id;
-        let member = self.member_mut(&name)?;
-        if after_seq > member.last_seq {
+        let last_seq = self.last_seq(&name)?;
+        if after_seq > last_seq {
             return Err(HubError::OutOfRange(format!(
-                "after_seq: {after_seq} is past the newest envelope ({}) of {name:?}",
-                member.last_seq
+                "after_seq: {after_seq} is past the newest envelope ({last_seq}) of {name:?}"
             )));
         }
-        let before = member.life.grace_until();
         let (sink, envelopes) = outbox::channel(self.config.stream_max_bytes);
         let (handle, room_for) = (self.handle.clone(), name.clone());
         sink.on_room(move || {
@@ -120,15 +122,15 @@ impl Hub {
                 stream_id,
             });
         });
-        self.roster
+        self.inboxes
             .open_stream(&name, stream_id, after_seq, sink, self.now());
+        self.life(&name, Event::StreamOpened);
         if after_seq > 0 {
             self.changes.push(Change::Ack {
                 member: name.clone(),
                 seq: after_seq,
             });
         }
-        self.track_grace(&name, before);
         self.forming.streams.insert(name.clone());
         self.emit_member(&name);
         Ok((name, stream_id, envelopes))
@@ -138,9 +140,9 @@ impl Hub {
     /// it with the next batch.
     pub(super) fn inbox_room(&mut self, name: String, stream_id: u64) {
         let current = self
-            .roster
+            .inboxes
             .get(&name)
-            .and_then(|m| m.stream.as_ref())
+            .and_then(|inbox| inbox.stream.as_ref())
             .is_some_and(|s| s.id == stream_id);
         if current {
             self.forming.streams.insert(name);
@@ -149,28 +151,25 @@ impl Hub {
 
     /// An inbox stream ended (the client went away, or it was replaced).
     pub(super) fn stream_closed(&mut self, name: &str, stream_id: u64) {
-        let grace_until = self.grace_until();
-        let Some(member) = self.roster.live_mut(name) else {
+        let Some(inbox) = self.inboxes.get_mut(name) else {
             return;
         };
-        if member.stream.as_ref().is_some_and(|s| s.id == stream_id) {
-            member.lose_stream(grace_until);
+        if inbox.stream.as_ref().is_some_and(|s| s.id == stream_id) {
+            inbox.stream = None;
             tracing::info!(member = %name, "inbox stream closed");
-            self.track_grace(name, None);
-            self.emit_member(name);
+            self.stream_lost(name);
         }
     }
 
     /// `Ack`: forgets the caller's envelopes up to `seq`.
     pub(super) fn ack(&mut self, name: &str, seq: u64) -> Result<(), HubError> {
-        let member = self.member_mut(name)?;
-        if seq > member.last_seq {
+        let last_seq = self.last_seq(name)?;
+        if seq > last_seq {
             return Err(HubError::OutOfRange(format!(
-                "seq: {seq} is past the newest envelope ({}) of {name:?}",
-                member.last_seq
+                "seq: {seq} is past the newest envelope ({last_seq}) of {name:?}"
             )));
         }
-        self.roster.ack(name, seq);
+        self.inboxes.ack(name, seq);
         self.changes.push(Change::Ack {
             member: name.to_owned(),
             seq,
@@ -194,9 +193,7 @@ impl Hub {
         let from = from.to_owned();
         let digest = message_digest(to, &content);
         if let Some(message_id) = &message_id {
-            let seen = self
-                .member_mut(&from)?
-                .check_message_id(message_id, &digest);
+            let seen = self.inbox_mut(&from)?.check_message_id(message_id, &digest);
             match seen {
                 SeenId::New => {}
                 SeenId::Retry => {
@@ -222,14 +219,15 @@ impl Hub {
         let (recipients, skipped) = match to {
             EVERYONE => {
                 let (room, full): (Vec<String>, Vec<String>) = self
-                    .roster
+                    .team
+                    .members
                     .active_names_except(&from)
                     .into_iter()
                     .partition(|to| self.inbox_full(to, bytes).is_none());
                 (room, full)
             }
             LEAD => (vec![LEAD.to_owned()], Vec::new()),
-            to => match self.roster.get(to) {
+            to => match self.team.members.get(to) {
                 Some(member) if !member.terminated() => {
                     if let Some(why) = self.inbox_full(to, bytes) {
                         return Err(HubError::ResourceExhausted(format!("to: {why}")));
@@ -240,7 +238,7 @@ impl Hub {
                 None => return Err(HubError::NotFound(format!("to: no member {to:?}"))),
             },
         };
-        let held = self.roster.held_bytes();
+        let held = self.inboxes.held_bytes();
         let cost = if recipients.len() > 1 {
             bytes + 64 * recipients.len()
         } else {
@@ -260,7 +258,7 @@ impl Hub {
         let message_id = match message_id {
             None => uuid::Uuid::new_v4().to_string(),
             Some(message_id) => {
-                self.member_mut(&from)?
+                self.inbox_mut(&from)?
                     .remember_message_id(&message_id, &digest);
                 self.changes.push(Change::MessageId {
                     sender: from.clone(),
@@ -288,19 +286,19 @@ impl Hub {
     /// Why `to`'s inbox has no room for `bytes` more, naming the flag; `None`
     /// if it has room.
     fn inbox_full(&self, to: &str, bytes: usize) -> Option<String> {
-        let member = self.roster.get(to)?;
-        if member.inbox.len() >= self.config.max_inbox {
+        let inbox = self.inboxes.get(to)?;
+        if inbox.entries.len() >= self.config.max_inbox {
             return Some(format!(
                 "the inbox of {to:?} holds {} unread envelopes (--inbox-max-envelopes {})",
-                member.inbox.len(),
+                inbox.entries.len(),
                 self.config.max_inbox
             ));
         }
-        if member.inbox_bytes + bytes > self.config.max_inbox_bytes {
+        if inbox.bytes + bytes > self.config.max_inbox_bytes {
             return Some(format!(
                 "the inbox of {to:?} holds {} bytes of unread envelopes; {bytes} more would \
                  pass --inbox-max-bytes {}",
-                member.inbox_bytes, self.config.max_inbox_bytes
+                inbox.bytes, self.config.max_inbox_bytes
             ));
         }
         None
@@ -308,7 +306,11 @@ impl Hub {
 
     /// `ReportIdle`: the caller has nothing to do.
     pub(super) fn report_idle(&mut self, name: &str, reason: String) {
-        let changed = self.roster.get(name).is_some_and(|m| !m.life.is_idle());
+        let changed = self
+            .team
+            .members
+            .get(name)
+            .is_some_and(|m| !m.life.is_idle());
         self.life(name, Event::ReportedIdle);
         self.deliver(
             name,
@@ -356,47 +358,54 @@ impl Hub {
     /// The member is working again.
     pub(super) fn mark_busy(&mut self, name: &str) {
         // Only a change is worth persisting: most calls find it busy already.
-        if self.roster.get(name).is_some_and(|m| m.life.is_idle()) {
+        if self
+            .team
+            .members
+            .get(name)
+            .is_some_and(|m| m.life.is_idle())
+        {
             self.life(name, Event::ShowedWork);
             self.emit_member(name);
         }
     }
 
-    /// The member of that name, which must exist.
-    /// Only for what its persisted record does not hold (stream, inbox
-    /// cursor, message ids): the record is not rewritten.
-    pub(super) fn member_mut(&mut self, name: &str) -> Result<&mut Member, HubError> {
-        self.roster.live_mut(name).ok_or_else(|| {
-            HubError::Internal(format!("member {name:?} has a session but no roster entry"))
+    /// The inbox of member `name`, which must have one.
+    fn inbox_mut(&mut self, name: &str) -> Result<&mut Inbox, HubError> {
+        self.inboxes.get_mut(name).ok_or_else(|| {
+            HubError::Internal(format!("member {name:?} has a session but no inbox"))
         })
+    }
+
+    /// The last `seq` the inbox of member `name` handed out.
+    fn last_seq(&self, name: &str) -> Result<u64, HubError> {
+        self.team
+            .members
+            .get(name)
+            .map(|m| m.last_seq)
+            .ok_or_else(|| {
+                HubError::Internal(format!("member {name:?} has a session but no entry"))
+            })
     }
 
     /// The member leaves for good: TERMINATED, its token retired, its stream
     /// ended, its pending requests expired; every other member is told (see
     /// [`Hub::send_due_notices`]).
     pub(super) fn terminate(&mut self, name: &str, reason: &str) {
-        let before = match self.roster.get(name) {
-            Some(member) if !member.terminated() => member.life.grace_until(),
-            _ => return,
+        let Some(ended) = self.team.terminate(name, reason, self.now()) else {
+            return;
         };
-        self.roster
-            .on_life(name, Event::Terminate { at: self.now() });
-        if let Some(member) = self.roster.live_mut(name) {
-            member.stream = None;
-        }
-        self.track_grace(name, before);
-        self.roster.clear_inbox(name);
+        self.inboxes.clear(name);
         self.changes.push(Change::ClearInbox {
             member: name.to_owned(),
         });
-        self.roster.revoke(name);
         tracing::info!(member = %name, reason = %Escaped(reason), "terminated");
-        self.expire_involving(name, &format!("{name} terminated: {reason}"));
-        // Its hold ends and its tasks go back before its end is announced,
-        // so that the announcement shows it holding nothing.
-        let released = self.team.release(name, self.now());
+        for request in &ended.expired {
+            self.emit(pb::event::Kind::Request(request.to_pb()));
+        }
+        // Its hold ended and its tasks went back before its end is
+        // announced, so that the announcement shows it holding nothing.
         self.emit_member(name);
-        self.give_back(name, released);
+        self.give_back(name, ended.released);
         self.notices.push(pb::TerminatedMember {
             name: name.to_owned(),
             reason: reason.to_owned(),
@@ -426,7 +435,7 @@ impl Hub {
             reason: first.reason,
             more: notices.collect(),
         };
-        let recipients = self.roster.active_names_except(LEAD);
+        let recipients = self.team.members.active_names_except(LEAD);
         let hold = i64::try_from(recipients.len()).unwrap_or(i64::MAX) * 1000 / NOTICE_RATE;
         self.notice_ready_at = now + hold;
         match recipients.len() {
@@ -446,7 +455,8 @@ impl Hub {
     pub(super) fn list_team(&self, page: PageAsk) -> pb::ListTeamResponse {
         let page = super::paging::Page::of(page, super::paging::MEMBERS);
         let (members, next_page_token) = page.collect(
-            self.roster
+            self.team
+                .members
                 .iter_after(page.after)
                 .map(|m| (m.order, self.member_pb(m))),
         );
@@ -544,10 +554,7 @@ impl Hub {
                 return Err(FieldError::new(field, "may not contain a NUL byte").into());
             }
         }
-        if self
-            .roster
-            .get(name.as_str())
-            .is_some_and(|m| !m.terminated())
+        if self.team.members.is_active(name.as_str())
             || self.children.contains_key(name.as_str())
             || self.starting.contains_key(name.as_str())
         {
@@ -570,9 +577,7 @@ impl Hub {
         let joined = self.starting.remove(&name).unwrap_or(false);
         if result.is_err() && joined {
             // Whoever joined under the name meanwhile is no child of ours.
-            if let Some(member) = self.roster.get_mut(&name) {
-                member.spawned = false;
-            }
+            self.spawned.remove(&name);
         }
         let result = result.map(|mut child| {
             child.joined = joined;
@@ -599,7 +604,7 @@ impl Hub {
             }
             // Stopping, the lead forgot its children first.
             _ => (
-                self.roster.get(name).is_some_and(|m| m.spawned),
+                self.spawned.contains(name),
                 self.config
                     .spawner
                     .as_ref()

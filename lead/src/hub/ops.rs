@@ -14,10 +14,10 @@ use shared::{
 };
 
 use super::Hub;
-use crate::error::HubError;
+use crate::{error::HubError, store::token_hash};
 
 /// Who the edge says calls: a caller the lead's own tokens name, or a
-/// session token only the roster can place.
+/// session token only the team's members can place.
 #[derive(Debug)]
 pub(crate) enum Claim {
     /// The operator, the join token, no token.
@@ -195,7 +195,7 @@ impl Hub {
     }
 
     /// Who `claim` names, if that caller may come in at `door`. A session
-    /// token is placed by the roster; one no member holds is a stranger's,
+    /// token is placed by the team's members; one no member holds is a stranger's,
     /// unless `op` answers a settled shutdown request its retired holder
     /// answered (see [`Hub::retired_answerer`]).
     pub(super) fn admit(
@@ -206,7 +206,7 @@ impl Hub {
     ) -> Result<Caller, HubError> {
         let caller = match claim {
             Claim::Known(caller) => caller,
-            Claim::Session(token) => match self.roster.by_token(&token) {
+            Claim::Session(token) => match self.team.members.by_token_hash(&token_hash(&token)) {
                 Some(name) => Caller::Member(name.to_owned()),
                 None => match op {
                     Some(Op::RespondShutdown { request_id, .. }) => self

@@ -334,7 +334,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let Some((name, token)) = known.token(rng) else {
                 return;
             };
-            let last = hub.roster.get(&name).map_or(0, |m| m.last_seq);
+            let last = hub.team.members.get(&name).map_or(0, |m| m.last_seq);
             let seq = rng.next() % (last + 1);
             let (reply, _rx) = oneshot::channel();
             hub.handle(apply(session(token, "Ack"), Op::Ack { seq }, reply));
@@ -438,15 +438,18 @@ fn state(hub: &Hub) -> String {
     let requests: Vec<_> = hub.team.requests.iter().collect();
     let tasks = hub.team.tasks.list(None);
     let members: Vec<_> = hub
-        .roster
+        .team
+        .members
         .iter()
         .map(|m| {
             let mut record = m.record();
             // Not kept by design: a restored member is disconnected.
             record.idle = false;
-            let inbox: Vec<_> = m
-                .inbox
-                .iter()
+            let inbox: Vec<_> = hub
+                .inboxes
+                .get(m.name.as_str())
+                .into_iter()
+                .flat_map(|inbox| inbox.entries.iter())
                 .map(|e| e.envelope(m.name.as_str()))
                 .collect();
             (record, inbox)

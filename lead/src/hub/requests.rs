@@ -156,7 +156,8 @@ impl Hub {
             .map(|r| r.opening.sender.clone())
             .unwrap_or_default();
         let role = self
-            .roster
+            .team
+            .members
             .get(&sender)
             .map(|m| m.role.clone())
             .unwrap_or_default();
@@ -307,9 +308,7 @@ impl Hub {
                 .as_ref()
                 .and_then(|d| d.grant.as_ref())
             {
-                if let Some(member) = self.roster.get_mut(&teammate) {
-                    member.mode = grant.mode;
-                }
+                self.team.members.set_mode(&teammate, grant.mode);
                 self.emit_member(&teammate);
             }
             self.deliver(
@@ -334,7 +333,8 @@ impl Hub {
         path: Option<String>,
     ) -> Result<RequestId, HubError> {
         if self
-            .roster
+            .team
+            .members
             .get(sender)
             .is_some_and(|m| m.mode == Mode::Plan)
         {

@@ -13,7 +13,7 @@ use shared::{
 };
 
 use super::Hub;
-use crate::error::HubError;
+use crate::{error::HubError, store::token_hash};
 
 impl Hub {
     /// `RequestShutdown`: asks a teammate to shut down by a deadline.
@@ -24,7 +24,7 @@ impl Hub {
         reason: String,
         deadline: Option<i64>,
     ) -> Result<RequestId, HubError> {
-        match self.roster.get(target.as_str()) {
+        match self.team.members.get(target.as_str()) {
             None => return Err(FieldError::new("target", format!("no member {target:?}")).into()),
             Some(m) if m.terminated() => {
                 return Err(HubError::FailedPrecondition(format!(
@@ -125,12 +125,12 @@ impl Hub {
         Ok(())
     }
 
-    /// Who answers shutdown request `id` with session `token` no roster
+    /// Who answers shutdown request `id` with session `token` no active
     /// member holds: a member that agreed is gone, but its retry of that
     /// answer (the reply to the first was lost) gets the first answer's
     /// result.
     pub(super) fn retired_answerer(&self, token: &str, id: &RequestId) -> Option<String> {
-        let name = self.roster.by_retired_token(token)?;
+        let name = self.team.members.by_retired_hash(&token_hash(token))?;
         self.team
             .requests
             .get(id)
@@ -163,31 +163,10 @@ impl Hub {
         }
     }
 
-    /// Expires every pending request `name` sends or must answer.
-    pub(super) fn expire_involving(&mut self, name: &str, reason: &str) {
-        let now = self.now();
-        for id in self.team.requests.pending_involving(name) {
-            if let Some(request) = self.team.requests.expire(&id, reason, now) {
-                self.emit(pb::event::Kind::Request(request.to_pb()));
-            }
-        }
-    }
-
-    /// SHUTTING_DOWN holds while a shutdown request for the member is pending.
+    /// SHUTTING_DOWN holds while a shutdown request for the member is
+    /// pending (the core's rule); the watchers hear how it stands.
     pub(super) fn refresh_shutting_down(&mut self, name: &str) {
-        let pending = self
-            .team
-            .requests
-            .pending_involving(name)
-            .iter()
-            .filter_map(|id| self.team.requests.get(id))
-            .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name);
-        let event = if pending {
-            Event::ShutdownRequested
-        } else {
-            Event::ShutdownSettled
-        };
-        self.life(name, event);
+        self.team.refresh_shutting_down(name);
         self.emit_member(name);
     }
 }

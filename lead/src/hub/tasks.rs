@@ -84,9 +84,7 @@ impl Hub {
             // The grant was for that task's plan: it ends with the task, and
             // the member's next task needs a plan of its own.
             if hold_ended {
-                if let Some(member) = self.roster.get_mut(name) {
-                    member.mode = Mode::Plan;
-                }
+                self.team.members.set_mode(name, Mode::Plan);
                 self.emit_member(name);
             }
             self.task_changed(&done.task);
@@ -132,7 +130,8 @@ impl Hub {
             .map(|t| t.owner.as_str())
             .collect();
         let idle: Vec<String> = self
-            .roster
+            .team
+            .members
             .iter()
             .filter(|m| !m.terminated() && m.life.is_idle() && m.name.as_str() != LEAD)
             .filter(|m| !owners.contains(m.name.as_str()))

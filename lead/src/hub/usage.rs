@@ -2,7 +2,7 @@
 //! their budgets (`SetBudget`, and at `Join`), and what the lead's model
 //! reviewer used. The rule (a process's cumulative totals per epoch, counted
 //! once; budgets' precedence) is the core's [`shared::usage::Ledger`]; here
-//! it is wired to the roster, the inboxes and the watchers.
+//! it is wired to the members, the inboxes and the watchers.
 
 use shared::{
     names::{Name, LEAD},
@@ -12,7 +12,8 @@ use shared::{
 };
 
 use super::Hub;
-use crate::{error::HubError, roster::Member};
+use crate::error::HubError;
+use shared::members::Member;
 
 impl Hub {
     /// A member as the wire shows it, with what its model used, its budget
@@ -50,7 +51,7 @@ impl Hub {
         token_budget: u64,
     ) -> Result<Standing, HubError> {
         let name = name.as_str();
-        let member = self.roster.get(name);
+        let member = self.team.members.get(name);
         let known = member.is_some() || self.team.usage.get(name).is_some_and(|a| a.member);
         if !known {
             return Err(HubError::NotFound(format!(

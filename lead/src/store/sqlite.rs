@@ -291,21 +291,35 @@ impl Store for SqliteStore {
             "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord
              FROM members ORDER BY ord",
         )?;
-        snapshot.members = members
+        let rows: Vec<(MemberRecord, i32)> = members
             .query_map([], |row| {
-                Ok(MemberRecord {
+                let member = MemberRecord {
                     name: row.get(0)?,
                     member_id: row.get(1)?,
                     role: row.get(2)?,
                     token_hash: row.get(3)?,
-                    mode: row.get(4)?,
+                    mode: Mode::Plan,
                     idle: row.get(5)?,
                     terminated: row.get(6)?,
                     last_seq: row.get(7)?,
                     order: row.get(8)?,
-                })
+                };
+                Ok((member, row.get(4)?))
             })?
             .collect::<Result<_, _>>()?;
+        // The mode is stored as the wire's number; none is plan mode.
+        snapshot.members = rows
+            .into_iter()
+            .map(|(mut member, mode)| {
+                member.mode = Mode::from_pb("mode", mode)
+                    .map_err(|e| StoreError::Decode {
+                        what: "member",
+                        detail: e.to_string(),
+                    })?
+                    .unwrap_or(Mode::Plan);
+                Ok(member)
+            })
+            .collect::<Result<_, StoreError>>()?;
         let decode = |what: &'static str, bytes: &[u8]| {
             pb::Envelope::decode(bytes).map_err(|e| StoreError::Decode {
                 what,
@@ -460,14 +474,15 @@ impl Store for SqliteStore {
         let tx = self.conn.transaction()?;
         for change in changes {
             match change {
-                Change::Member(m) => {
+                Change::Team(TeamChange::Member(m)) => {
+                    let mode = m.mode.to_pb() as i32;
                     tx.prepare_cached(
                         "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord)
                          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
                          ON CONFLICT (name) DO UPDATE SET member_id = ?2, role = ?3, token_hash = ?4, mode = ?5,
                              idle = ?6, terminated = ?7, last_seq = ?8, ord = ?9",
                     )?
-                    .execute(params![m.name, m.member_id, m.role, m.token_hash, m.mode, m.idle, m.terminated, m.last_seq, m.order])?;
+                    .execute(params![m.name, m.member_id, m.role, m.token_hash, mode, m.idle, m.terminated, m.last_seq, m.order])?;
                 }
                 Change::Envelope(EnvelopeRecord {
                     member,
@@ -694,7 +709,7 @@ mod tests {
             member_id: "m1".into(),
             role: "coder".into(),
             token_hash: Some("h".into()),
-            mode: 3,
+            mode: Mode::AcceptEdits,
             idle: true,
             terminated: false,
             last_seq: 3,
@@ -709,7 +724,7 @@ mod tests {
             let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("open");
             store
                 .commit(&[
-                    Change::Member(member.clone()),
+                    Change::Team(TeamChange::Member(Box::new(member.clone()))),
                     Change::Envelope(EnvelopeRecord {
                         member: "alice".into(),
                         envelope: envelope(1),

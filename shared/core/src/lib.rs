@@ -7,6 +7,8 @@
 //!   (pending → approved | rejected | expired), in a [`protocol::Tracker`];
 //! - [`lifecycle`]: a member's life (working, idle, disconnected, shutting
 //!   down, terminated);
+//! - [`members`]: who is on the team, their tokens' digests, join order
+//!   and grace periods;
 //! - [`tasks`]: the shared task board; [`holds`]: who holds which files;
 //! - [`grant`], [`plan`], [`policy`]: what a teammate may do, what it
 //!   proposes, and the criteria that review it;
@@ -28,6 +30,7 @@ pub mod grant;
 pub mod holds;
 pub mod lifecycle;
 pub mod limits;
+pub mod members;
 pub mod names;
 pub mod op;
 pub mod plan;

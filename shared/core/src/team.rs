@@ -8,6 +8,8 @@
 use crate::{
     error::FieldError,
     holds::{Hold, Holds, Overlap},
+    lifecycle::Event,
+    members::{MemberRecord, Members},
     names::RequestId,
     protocol::{
         Decision, Kind, Opening, Outcome, Party, Request, Status, Tracker, TransitionError,
@@ -20,6 +22,8 @@ use crate::{
 /// What the store must make durable, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
+    /// A member joined or changed: insert it, or replace it in place.
+    Member(Box<MemberRecord>),
     /// A request was forgotten (retention): delete it.
     RequestForgotten(RequestId),
     /// A request was opened or changed: insert it, or replace it in place.
@@ -46,9 +50,20 @@ pub struct PendingBudget {
     pub bytes: usize,
 }
 
-/// The requests, the tasks and the holds.
+/// What ended with a member that terminated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Terminated {
+    /// The pending requests it sent or had to answer, now expired.
+    pub expired: Vec<Request>,
+    /// The tasks it had claimed, pending again.
+    pub released: Vec<Task>,
+}
+
+/// The members, the requests, the tasks, the holds and the usage.
 #[derive(Debug, Default)]
 pub struct Team {
+    /// Who is on the team.
+    pub members: Members,
     /// Every protocol request.
     pub requests: Tracker,
     /// The shared task list.
@@ -89,12 +104,75 @@ impl Team {
             None => worked_out_holds(&requests, &tasks, active),
         };
         Self {
+            members: Members::default(),
             requests,
             tasks,
             holds,
             usage: Ledger::default(),
             forgotten: Vec::new(),
         }
+    }
+
+    /// The team with the members the store kept: a member a pending
+    /// shutdown request targets is shutting down again.
+    pub fn with_members(mut self, members: Members) -> Self {
+        self.members = members;
+        let names: Vec<String> = self
+            .members
+            .iter()
+            .filter(|m| !m.terminated())
+            .map(|m| m.name.to_string())
+            .collect();
+        for name in names {
+            if self.shutdown_pending_for(&name) {
+                self.members.on_life(&name, Event::ShutdownRequested);
+            }
+        }
+        self
+    }
+
+    /// Whether a shutdown request for `name` is pending.
+    pub fn shutdown_pending_for(&self, name: &str) -> bool {
+        self.requests
+            .pending_involving(name)
+            .iter()
+            .filter_map(|id| self.requests.get(id))
+            .any(|r| r.opening.kind == Kind::Shutdown && r.opening.target == name)
+    }
+
+    /// SHUTTING_DOWN holds while a shutdown request for `name` is pending:
+    /// its life follows what the requests say now.
+    pub fn refresh_shutting_down(&mut self, name: &str) {
+        let event = if self.shutdown_pending_for(name) {
+            Event::ShutdownRequested
+        } else {
+            Event::ShutdownSettled
+        };
+        self.members.on_life(name, event);
+    }
+
+    /// Expires every pending request `name` sends or must answer; returns
+    /// them as they end.
+    pub fn expire_involving(&mut self, name: &str, reason: &str, now: i64) -> Vec<Request> {
+        self.requests
+            .pending_involving(name)
+            .into_iter()
+            .filter_map(|id| self.requests.expire(&id, reason, now))
+            .collect()
+    }
+
+    /// Active member `name` leaves for good at `now` (`reason`, as the
+    /// team will hear it): TERMINATED, its session token retired, the
+    /// pending requests it sent or must answer expired, its hold ended and
+    /// its claimed tasks pending again. `None` if it was not active.
+    pub fn terminate(&mut self, name: &str, reason: &str, now: i64) -> Option<Terminated> {
+        if !self.members.is_active(name) {
+            return None;
+        }
+        self.members.on_life(name, Event::Terminate { at: now });
+        let expired = self.expire_involving(name, &format!("{name} terminated: {reason}"), now);
+        let released = self.release(name, now);
+        Some(Terminated { expired, released })
     }
 
     /// The team with the usage accounts the store kept.
@@ -284,13 +362,20 @@ impl Team {
     }
 
     /// What changed since the last call, as the store must write it:
-    /// forgotten requests first (an id may come back as a new request),
+    /// members first, then forgotten requests (an id may come back as a new request),
     /// then requests and tasks oldest first, then holds, then usage.
     pub fn take_changes(&mut self) -> Vec<Change> {
-        let mut changes: Vec<Change> = std::mem::take(&mut self.forgotten)
+        let mut changes: Vec<Change> = self
+            .members
+            .take_changed()
             .into_iter()
-            .map(Change::RequestForgotten)
+            .map(|m| Change::Member(Box::new(m)))
             .collect();
+        changes.extend(
+            std::mem::take(&mut self.forgotten)
+                .into_iter()
+                .map(Change::RequestForgotten),
+        );
         changes.extend(
             self.requests
                 .take_changed()

@@ -2,16 +2,21 @@
 //! to its requests, tasks and holds (plans opened and answered, holds taken
 //! on approval and ended on completion or leaving, tasks created, claimed,
 //! completed and given back, resolved requests forgotten, members joining
-//! with budgets, usage reported and budgets set), committed to a log at
-//! arbitrary points as the lead's SQLite store keeps it; after every commit,
-//! a team restored from the log is the live team: the same requests and
-//! tasks in the same order, the same holds, the same usage accounts.
+//! with budgets and leaving, idleness and grant modes, usage reported and
+//! budgets set), committed to a log at arbitrary points as the lead's SQLite
+//! store keeps it; after every commit, a team restored from the log is the
+//! live team: the same members in join order (each disconnected, as a
+//! restored member is, or terminated), the same requests and tasks in the
+//! same order, the same holds, the same usage accounts.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 
 use mesh_core::{
-    grant::Grant,
+    grant::{Grant, Mode},
+    lifecycle::{Event, Status},
+    members::{MemberRecord, Members},
+    names::Name,
     holds::Hold,
     names::RequestId,
     protocol::{Decision, Kind, Opening, Request},
@@ -37,8 +42,11 @@ enum Op {
     Claim { member: usize },
     /// A member completes its claimed task; the hold for it ends.
     Complete { member: usize },
-    /// A member leaves: its tasks go back, its hold ends.
+    /// A member leaves: it terminates, its tasks go back, its hold ends,
+    /// its requests expire.
     Leave { member: usize },
+    /// A member opens its inbox, reports idle, or shows work.
+    Live { member: usize, event: u8 },
     /// Resolved requests are forgotten.
     Forget { before: i64, max_bytes: usize },
     /// A member joins asking for a budget (0: none of its own).
@@ -65,6 +73,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (0..MEMBERS.len()).prop_map(|member| Op::Claim { member }),
         2 => (0..MEMBERS.len()).prop_map(|member| Op::Complete { member }),
         1 => (0..MEMBERS.len()).prop_map(|member| Op::Leave { member }),
+        2 => (0..MEMBERS.len(), 0u8..3).prop_map(|(member, event)| Op::Live { member, event }),
         1 => (0i64..40, prop_oneof![Just(0usize), Just(200), Just(usize::MAX)])
             .prop_map(|(before, max_bytes)| Op::Forget { before, max_bytes }),
         1 => (0..MEMBERS.len(), prop_oneof![Just(0u64), Just(500)])
@@ -87,11 +96,15 @@ struct Log {
     tasks: Vec<Task>,
     holds: BTreeMap<String, Hold>,
     accounts: BTreeMap<String, Account>,
+    members: BTreeMap<String, MemberRecord>,
 }
 
 impl Log {
     fn apply(&mut self, change: Change) {
         match change {
+            Change::Member(record) => {
+                self.members.insert(record.name.clone(), *record);
+            }
             Change::RequestForgotten(id) => self.requests.retain(|r| r.id() != &id),
             Change::Request(request) => {
                 match self.requests.iter_mut().find(|r| r.id() == request.id()) {
@@ -117,7 +130,10 @@ impl Log {
         }
     }
 
-    fn restore(&self) -> Team {
+    fn restore(&self, now: i64) -> Team {
+        let mut records: Vec<MemberRecord> = self.members.values().cloned().collect();
+        records.sort_by_key(|r| r.order);
+        let members = Members::restore(records, now, now + GRACE).unwrap();
         Team::restore(
             self.requests.clone(),
             self.tasks.clone(),
@@ -126,6 +142,7 @@ impl Log {
             |_| true,
         )
         .with_usage(self.accounts.values().cloned().collect())
+        .with_members(members)
     }
 }
 
@@ -133,8 +150,42 @@ fn request_id(id: u8) -> RequestId {
     RequestId::existing("request_id", &format!("00000000-0000-4000-8000-{id:012}")).unwrap()
 }
 
+/// The grace period of a member that joined, or of every member of a
+/// restored team.
+const GRACE: i64 = 30;
+
+/// A team's members as a restarted lead sees them: every active one
+/// disconnected (remembering whether it was idle), a terminated one
+/// terminated as of the restart.
+fn members(team: &Team) -> Vec<(MemberRecord, Status)> {
+    team.members
+        .iter()
+        .map(|m| {
+            let status = if m.terminated() {
+                Status::Terminated
+            } else {
+                Status::Disconnected
+            };
+            (m.record(), status)
+        })
+        .collect()
+}
+
 /// Whether two teams are the same, as a lead would tell.
 fn same(live: &Team, restored: &Team) -> Result<(), TestCaseError> {
+    prop_assert_eq!(members(live), members(restored));
+    prop_assert_eq!(live.members.active(), restored.members.active());
+    for m in live.members.iter() {
+        if let Some(hash) = &m.token_hash {
+            let placed = |t: &Team| {
+                (
+                    t.members.by_token_hash(hash).map(str::to_owned),
+                    t.members.by_retired_hash(hash).map(str::to_owned),
+                )
+            };
+            prop_assert_eq!(placed(live), placed(restored));
+        }
+    }
     let requests = |t: &Team| t.requests.iter().cloned().collect::<Vec<_>>();
     prop_assert_eq!(requests(live), requests(restored));
     let tasks = |t: &Team| t.tasks.list(None).into_iter().cloned().collect::<Vec<_>>();
@@ -201,7 +252,12 @@ fn replays(ops: &[Op]) -> Result<(), TestCaseError> {
                     feedback: if approve { String::new() } else { "no".into() },
                     grant: approve.then(|| Grant::of_plan(mesh_core::grant::Mode::AcceptEdits)),
                 };
-                let _ = team.answer_plan(&request_id(id), decision, now);
+                if let Ok(outcome) = team.answer_plan(&request_id(id), decision, now) {
+                    if outcome.fresh && approve {
+                        let sender = outcome.request.opening.sender.clone();
+                        team.members.set_mode(&sender, Mode::AcceptEdits);
+                    }
+                }
             }
             Op::CreateTask { blocked } => {
                 let blocked_by = blocked
@@ -240,14 +296,29 @@ fn replays(ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::Leave { member } => {
-                team.release(MEMBERS[member], now);
-                for id in team.requests.pending_involving(MEMBERS[member]) {
-                    team.requests.expire(&id, "member left", now);
-                }
+                team.terminate(MEMBERS[member], "left", now);
+            }
+            Op::Live { member, event } => {
+                let event = match event {
+                    0 => Event::StreamOpened,
+                    1 => Event::ReportedIdle,
+                    _ => Event::ShowedWork,
+                };
+                team.members.on_life(MEMBERS[member], event);
             }
             Op::Forget { before, max_bytes } => team.forget_resolved(before, max_bytes),
             Op::Join { member, requested } => {
-                team.usage.join(MEMBERS[member], requested, 1_000);
+                let name = MEMBERS[member];
+                if !team.members.is_active(name) {
+                    team.members.join(
+                        Name::parse("name", name).unwrap(),
+                        "coder".into(),
+                        format!("id-{name}-{now}"),
+                        format!("token-{name}-{now}"),
+                        now + GRACE,
+                    );
+                }
+                team.usage.join(name, requested, 1_000);
             }
             Op::Report {
                 member,
@@ -271,14 +342,14 @@ fn replays(ops: &[Op]) -> Result<(), TestCaseError> {
                 for change in team.take_changes() {
                     log.apply(change);
                 }
-                same(&team, &log.restore())?;
+                same(&team, &log.restore(now))?;
             }
         }
     }
     for change in team.take_changes() {
         log.apply(change);
     }
-    same(&team, &log.restore())
+    same(&team, &log.restore(now))
 }
 
 proptest! {
