@@ -60,6 +60,7 @@ impl From<CoreError> for HubError {
             CoreError::NotYours(m) => HubError::PermissionDenied(m),
             CoreError::LimitReached(m) => HubError::ResourceExhausted(m),
             CoreError::Transition(t) => HubError::Transition(t),
+            CoreError::Caller(refused) => HubError::from(refused),
         }
     }
 }

@@ -139,12 +139,15 @@ pub(crate) fn get_request(request: pb::GetRequestRequest) -> Result<Op, HubError
 
 /// `CreateTask`: the task board checks its fields (the core's one check).
 pub(crate) fn create_task(request: pb::CreateTaskRequest) -> Result<Op, HubError> {
-    Ok(Op::CreateTask(NewTask {
-        subject: request.subject,
-        description: request.description,
-        blocked_by: request.blocked_by,
-        files: request.files,
-    }))
+    Ok(Op::CreateTask {
+        task_id: uuid::Uuid::new_v4().to_string(),
+        task: NewTask {
+            subject: request.subject,
+            description: request.description,
+            blocked_by: request.blocked_by,
+            files: request.files,
+        },
+    })
 }
 
 /// `ListTasks`, of either service.

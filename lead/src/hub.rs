@@ -19,7 +19,8 @@ use shared::{
     pb::{self, envelope::Body},
     policy::Policy,
     tasks::TaskBoard,
-    team::Team,
+    team::{Rules, Team},
+    wire::ToPb,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -33,6 +34,7 @@ use crate::{
 
 mod chain;
 mod commit;
+mod effects;
 mod lifecycle;
 mod members;
 mod ops;
@@ -41,7 +43,6 @@ pub(crate) use ops::{Answer, Answered, Claim};
 #[cfg(test)]
 mod replay_tests;
 mod requests;
-mod shutdowns;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -388,7 +389,7 @@ pub(crate) fn load(
         .unwrap_or(1);
     let clock = Clock::start();
     let now = clock.now();
-    let grace_until = now + i64::try_from(config.grace.as_millis()).unwrap_or(i64::MAX / 2);
+    let grace_until = now + millis(config.grace);
     // Everyone is disconnected until they come back; the grace period
     // starts now.
     let decode = |detail| StoreError::Decode {
@@ -406,7 +407,11 @@ pub(crate) fn load(
         |name| members.is_active(name),
     )
     .with_usage(std::mem::take(&mut snapshot.usage))
-    .with_members(members);
+    .with_members(members)
+    .with_rules(Rules {
+        shutdown_deadline_ms: millis(config.shutdown_deadline),
+        grace_ms: millis(config.grace),
+    });
     let (tx, rx) = mpsc::channel(4096);
     let joins = shared::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
     let hub = Hub {
@@ -442,6 +447,11 @@ pub(crate) fn load(
         );
     }
     Ok((hub, rx))
+}
+
+/// `duration` in milliseconds, as the core counts time.
+pub(crate) fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX / 2)
 }
 
 /// Runs the hub until `stop` turns true and every child it started has
@@ -669,8 +679,11 @@ impl Hub {
 
     /// Tells the watchers how `name` stands now.
     fn emit_member(&mut self, name: &str) {
-        if let Some(member) = self.team.members.get(name).map(|m| self.member_pb(m)) {
-            self.emit(pb::event::Kind::Member(member));
+        if self.watchers.is_empty() {
+            return;
+        }
+        if let Some(view) = self.team.member_view(name) {
+            self.emit(pb::event::Kind::Member(view.to_pb()));
         }
     }
 }

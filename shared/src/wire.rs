@@ -7,6 +7,7 @@
 //! knows nothing of protobuf: bring them in with `use shared::wire::*;`.
 
 use crate::{
+    effect::{MemberView, Message, Notice},
     error::FieldError,
     grant::{Grant, Mode},
     lifecycle,
@@ -214,6 +215,71 @@ pub fn member_usage(name: &str, standing: &Standing) -> pb::MemberUsage {
         name: name.to_owned(),
         total: Some(standing.total.to_pb()),
         token_budget: standing.token_budget,
+    }
+}
+
+impl ToPb for MemberView {
+    type Pb = pb::Member;
+    fn to_pb(&self) -> pb::Member {
+        pb::Member {
+            usage: Some(self.standing.total.to_pb()),
+            token_budget: self.standing.token_budget,
+            holds: self.holds.clone(),
+            ..self.member.to_pb()
+        }
+    }
+}
+
+impl ToPb for Message {
+    type Pb = pb::envelope::Body;
+    fn to_pb(&self) -> pb::envelope::Body {
+        use pb::envelope::Body;
+        match self {
+            Message::Text { content } => Body::Text(pb::Text {
+                content: content.clone(),
+            }),
+            Message::ShutdownRequest {
+                request_id,
+                target,
+                reason,
+                deadline_unix_ms,
+            } => Body::ShutdownRequest(pb::ShutdownRequest {
+                request_id: request_id.to_string(),
+                target: target.clone(),
+                reason: reason.clone(),
+                deadline_unix_ms: *deadline_unix_ms,
+            }),
+            Message::ShutdownResponse {
+                request_id,
+                approve,
+                reason,
+            } => Body::ShutdownResponse(pb::ShutdownResponse {
+                request_id: request_id.to_string(),
+                approve: *approve,
+                reason: reason.clone(),
+            }),
+            Message::Idle { reason } => Body::IdleNotification(pb::IdleNotification {
+                reason: reason.clone(),
+            }),
+            Message::TaskClaimable(task) => Body::TaskClaimable(task.to_pb()),
+            Message::BudgetChanged { token_budget } => Body::BudgetChanged(pb::BudgetChanged {
+                token_budget: *token_budget,
+            }),
+        }
+    }
+}
+
+impl ToPb for Notice {
+    type Pb = pb::event::Kind;
+    fn to_pb(&self) -> pb::event::Kind {
+        match self {
+            Notice::Member(view) => pb::event::Kind::Member(view.to_pb()),
+            Notice::Request(request) => pb::event::Kind::Request(request.to_pb()),
+            Notice::Task(task) => pb::event::Kind::Task(task.to_pb()),
+            Notice::Usage { name, standing } => {
+                pb::event::Kind::Usage(member_usage(name, standing))
+            }
+        }
     }
 }
 

@@ -2,8 +2,10 @@
 //! disconnected, and stopping the lead with its children.
 
 use shared::{
+    access::Caller,
     lifecycle::Event,
     names::{Name, RequestId},
+    op::Op,
 };
 
 use super::Hub;
@@ -17,8 +19,7 @@ impl Hub {
     /// end of a grace period, or the end of the stop wait.
     pub(super) fn next_wakeup(&self) -> Option<i64> {
         [
-            self.team.requests.next_deadline(),
-            self.team.members.next_grace(),
+            self.team.next_tick(),
             self.stopping_until,
             self.notice_due(),
             Some(self.next_sweep),
@@ -28,23 +29,17 @@ impl Hub {
         .min()
     }
 
-    /// Expires what is due.
+    /// Expires what is due: the core's deadlines and grace periods (see
+    /// [`shared::team::Team::tick`]), then stuck streams and what retention
+    /// lets go.
     pub(super) fn on_timer(&mut self) {
-        self.expire_due();
         let now = self.now();
+        let effects = self.team.tick(now);
+        self.carry_out(effects);
         if now >= self.next_sweep {
             self.next_sweep = now + SWEEP_EVERY_MS;
             self.end_stuck_streams(now);
             self.forget_past_retention(now);
-        }
-        // Grace periods that end within the next moment end now, together
-        // (see `GRACE_BATCH_MS`).
-        for name in self.team.members.take_lapsed(now) {
-            let seconds = self.config.grace.as_secs_f64();
-            self.terminate(
-                &name,
-                &format!("disconnected for longer than the {seconds}s grace period"),
-            );
         }
     }
 
@@ -128,11 +123,14 @@ impl Hub {
                 let Ok(target) = Name::parse("target", &name) else {
                     continue;
                 };
-                let asked = self.request_shutdown(
-                    RequestId::generate(),
-                    target,
-                    "the lead is stopping".into(),
-                    Some(self.now() + wait.max(1)),
+                let asked = self.apply_in_core(
+                    &Caller::Operator,
+                    Op::RequestShutdown {
+                        request_id: RequestId::generate(),
+                        target,
+                        reason: "the lead is stopping".into(),
+                        deadline_unix_ms: Some(self.now() + wait.max(1)),
+                    },
                 );
                 if let Err(e) = asked {
                     tracing::warn!(member = %name, error = %e, "could not ask to shut down");

@@ -304,33 +304,6 @@ impl Hub {
         None
     }
 
-    /// `ReportIdle`: the caller has nothing to do.
-    pub(super) fn report_idle(&mut self, name: &str, reason: String) {
-        let changed = self
-            .team
-            .members
-            .get(name)
-            .is_some_and(|m| !m.life.is_idle());
-        self.life(name, Event::ReportedIdle);
-        self.deliver(
-            name,
-            LEAD,
-            None,
-            Body::IdleNotification(pb::IdleNotification { reason }),
-        );
-        if changed {
-            self.emit_member(name);
-            // A task that became claimable while the member was busy (after
-            // its last claim found none) would otherwise go unheard.
-            let next = (!self.team.tasks.has_claimed(name))
-                .then(|| self.team.tasks.next_claimable().map(|t| t.to_pb()))
-                .flatten();
-            if let Some(task) = next {
-                self.deliver(LEAD, name, None, Body::TaskClaimable(task));
-            }
-        }
-    }
-
     /// `ReportToolCall`: shows a teammate's tool call to the watchers.
     pub(super) fn report_tool_call(&mut self, name: &str, report: pb::ToolCallReport) {
         tracing::info!(
@@ -344,29 +317,10 @@ impl Hub {
         self.emit(pb::event::Kind::ToolCall(report));
     }
 
-    /// `Leave`: the caller ends its membership now, without waiting out
-    /// the grace period a dropped connection would get.
-    pub(super) fn leave(&mut self, name: &str, reason: &str) {
-        let why = if reason.is_empty() {
-            "left the team".to_owned()
-        } else {
-            format!("left the team: {reason}")
-        };
-        self.terminate(name, &why);
-    }
-
     /// The member is working again.
     pub(super) fn mark_busy(&mut self, name: &str) {
-        // Only a change is worth persisting: most calls find it busy already.
-        if self
-            .team
-            .members
-            .get(name)
-            .is_some_and(|m| m.life.is_idle())
-        {
-            self.life(name, Event::ShowedWork);
-            self.emit_member(name);
-        }
+        let effects = self.team.show_work(name);
+        self.carry_out(effects);
     }
 
     /// The inbox of member `name`, which must have one.
@@ -387,29 +341,11 @@ impl Hub {
             })
     }
 
-    /// The member leaves for good: TERMINATED, its token retired, its stream
-    /// ended, its pending requests expired; every other member is told (see
-    /// [`Hub::send_due_notices`]).
+    /// The member leaves for good (see [`shared::team::Team::end_member`]):
+    /// every other member is told (see [`Hub::send_due_notices`]).
     pub(super) fn terminate(&mut self, name: &str, reason: &str) {
-        let Some(ended) = self.team.terminate(name, reason, self.now()) else {
-            return;
-        };
-        self.inboxes.clear(name);
-        self.changes.push(Change::ClearInbox {
-            member: name.to_owned(),
-        });
-        tracing::info!(member = %name, reason = %Escaped(reason), "terminated");
-        for request in &ended.expired {
-            self.emit(pb::event::Kind::Request(request.to_pb()));
-        }
-        // Its hold ended and its tasks went back before its end is
-        // announced, so that the announcement shows it holding nothing.
-        self.emit_member(name);
-        self.give_back(name, ended.released);
-        self.notices.push(pb::TerminatedMember {
-            name: name.to_owned(),
-            reason: reason.to_owned(),
-        });
+        let effects = self.team.end_member(name, reason, self.now());
+        self.carry_out(effects);
     }
 
     /// When a termination notice is waiting to go out.
@@ -454,12 +390,11 @@ impl Hub {
     /// (default and cap 1,000) and about 1 MiB.
     pub(super) fn list_team(&self, page: PageAsk) -> pb::ListTeamResponse {
         let page = super::paging::Page::of(page, super::paging::MEMBERS);
-        let (members, next_page_token) = page.collect(
-            self.team
-                .members
-                .iter_after(page.after)
-                .map(|m| (m.order, self.member_pb(m))),
-        );
+        let (members, next_page_token) =
+            page.collect(self.team.members.iter_after(page.after).filter_map(|m| {
+                let view = self.team.member_view(m.name.as_str())?;
+                Some((m.order, view.to_pb()))
+            }));
         let (team_usage, other_usage) = self.usage_summary();
         pb::ListTeamResponse {
             members,

@@ -93,20 +93,17 @@ impl Hub {
             _ => Err(HubError::Internal("a member's op with no member".into())),
         };
         Ok(match op {
-            Op::CreateTask(task) => Answer::Task(self.create_task(task)?),
+            op @ (Op::CreateTask { .. }
+            | Op::ClaimTask { .. }
+            | Op::CompleteTask { .. }
+            | Op::ReportUsage { .. }
+            | Op::SetBudget { .. }
+            | Op::ReportIdle { .. }
+            | Op::Leave { .. }
+            | Op::RequestShutdown { .. }
+            | Op::RespondShutdown { .. }
+            | Op::GetRequest { .. }) => self.apply_in_core(&caller, op)?,
             Op::ListTasks { status, page } => Answer::Tasks(self.list_tasks(status, page)),
-            Op::ClaimTask { task_id } => {
-                Answer::Task(self.claim_task(member()?, task_id.as_deref())?)
-            }
-            Op::CompleteTask { task_id, summary } => {
-                Answer::Task(self.complete_task(member()?, &task_id, summary)?)
-            }
-            Op::ReportUsage { epoch, totals } => {
-                Answer::Usage(self.report_usage(member()?, &epoch, totals))
-            }
-            Op::SetBudget { name, token_budget } => {
-                Answer::Usage(self.set_budget(&name, token_budget)?)
-            }
             Op::SubmitPlan {
                 request_id,
                 plan,
@@ -137,7 +134,6 @@ impl Hub {
             Op::ListRequests { status, kind, page } => {
                 Answer::Requests(self.list_requests(status, kind, page))
             }
-            Op::GetRequest { request_id } => Answer::Request(self.get_request(&request_id)?),
             Op::Join {
                 name,
                 role,
@@ -149,10 +145,6 @@ impl Hub {
                 message_id,
                 content,
             } => Answer::Sent(self.send_text(member()?, &to, message_id, content)?),
-            Op::ReportIdle { reason } => {
-                self.report_idle(member()?, reason);
-                Answer::Done(())
-            }
             Op::ReportToolCall {
                 tool,
                 args_json,
@@ -170,26 +162,6 @@ impl Hub {
                 self.report_tool_call(name, report);
                 Answer::Done(())
             }
-            Op::Leave { reason } => {
-                self.leave(member()?, &reason);
-                Answer::Done(())
-            }
-            Op::RequestShutdown {
-                request_id,
-                target,
-                reason,
-                deadline_unix_ms,
-            } => Answer::Opened(self.request_shutdown(
-                request_id,
-                target,
-                reason,
-                deadline_unix_ms,
-            )?),
-            Op::RespondShutdown {
-                request_id,
-                approve,
-                reason,
-            } => Answer::Done(self.respond_shutdown(member()?, request_id, approve, reason)?),
             Op::ListTeam { page } => Answer::Team(self.list_team(page)),
         })
     }
@@ -226,5 +198,18 @@ impl Hub {
             Caller::Member(name) => Ok(name),
             _ => Err(HubError::Internal("a member's call with no member".into())),
         }
+    }
+
+    /// Who answers shutdown request `id` with session `token` no active
+    /// member holds: a member that agreed is gone, but its retry of that
+    /// answer (the reply to the first was lost) gets the first answer's
+    /// result.
+    pub(super) fn retired_answerer(&self, token: &str, id: &RequestId) -> Option<String> {
+        let name = self.team.members.by_retired_hash(&token_hash(token))?;
+        self.team
+            .requests
+            .get(id)
+            .is_some_and(|r| r.status.is_terminal())
+            .then(|| name.to_owned())
     }
 }

@@ -260,11 +260,14 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let blocked_by = rng.pick(&known.tasks).cloned().into_iter().collect();
             hub.handle(apply(
                 operator(),
-                Op::CreateTask(shared::tasks::NewTask {
-                    subject: format!("task {}", rng.next() % 100),
-                    blocked_by,
-                    ..Default::default()
-                }),
+                Op::CreateTask {
+                    task_id: format!("t{}", rng.next()),
+                    task: shared::tasks::NewTask {
+                        subject: format!("task {}", rng.next() % 100),
+                        blocked_by,
+                        ..Default::default()
+                    },
+                },
                 reply,
             ));
             known.creating.push(rx);

@@ -453,15 +453,6 @@ impl Hub {
             next_page_token,
         }
     }
-
-    /// `GetRequest`.
-    pub(super) fn get_request(&self, id: &RequestId) -> Result<Request, HubError> {
-        self.team
-            .requests
-            .get(id)
-            .cloned()
-            .ok_or_else(|| HubError::NotFound(format!("request_id: no request {id}")))
-    }
 }
 
 /// A plan request's payload as stored (`payload_json`). The fields are in

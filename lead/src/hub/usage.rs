@@ -5,74 +5,14 @@
 //! it is wired to the members, the inboxes and the watchers.
 
 use shared::{
-    names::{Name, LEAD},
-    pb::{self, envelope::Body},
+    pb,
     usage::{Standing, Usage},
     wire::{member_usage, ToPb},
 };
 
 use super::Hub;
-use crate::error::HubError;
-use shared::members::Member;
 
 impl Hub {
-    /// A member as the wire shows it, with what its model used, its budget
-    /// and what it holds now.
-    pub(super) fn member_pb(&self, member: &Member) -> pb::Member {
-        let standing = self.team.usage.standing(member.name.as_str());
-        pb::Member {
-            usage: Some(standing.total.to_pb()),
-            token_budget: standing.token_budget,
-            holds: self
-                .team
-                .holds
-                .get(member.name.as_str())
-                .map(|h| h.paths.clone())
-                .unwrap_or_default(),
-            ..member.to_pb()
-        }
-    }
-
-    /// `ReportUsage`: the caller's process `epoch` has used `totals` so far.
-    pub(super) fn report_usage(&mut self, name: &str, epoch: &str, totals: Usage) -> Standing {
-        let before = self.team.usage.standing(name);
-        let standing = self.team.usage.report(name, true, epoch, totals);
-        if standing != before {
-            self.emit_usage(name, &standing);
-        }
-        standing
-    }
-
-    /// `SetBudget`: the operator sets `name`'s budget (0: none). The member,
-    /// unless terminated, hears it in its inbox.
-    pub(super) fn set_budget(
-        &mut self,
-        name: &Name,
-        token_budget: u64,
-    ) -> Result<Standing, HubError> {
-        let name = name.as_str();
-        let member = self.team.members.get(name);
-        let known = member.is_some() || self.team.usage.get(name).is_some_and(|a| a.member);
-        if !known {
-            return Err(HubError::NotFound(format!(
-                "name: no member {name:?} has joined"
-            )));
-        }
-        let active = member.is_some_and(|m| !m.terminated());
-        let standing = self.team.usage.set_budget(name, token_budget);
-        tracing::info!(member = %name, token_budget, "token budget set");
-        if active {
-            self.deliver(
-                LEAD,
-                name,
-                None,
-                Body::BudgetChanged(pb::BudgetChanged { token_budget }),
-            );
-        }
-        self.emit_usage(name, &standing);
-        Ok(standing)
-    }
-
     /// What the model reviewer `reviewer` (e.g. `model gpt-4o-mini`) used
     /// in one more call: added to its totals for this lead's life (its
     /// epoch), which count as a report would.

@@ -15,6 +15,7 @@
 //! - [`access`]: who may call what, once the edge knows who calls;
 //! - [`op`]: what a caller can do, as the edges hand it to the lead's hub;
 //! - [`chain`]: the reviewer chain's rule (what follows each verdict);
+//! - [`effect`]: what applying an op asks of the runtime, once durable;
 //! - [`team`]: the requests, the tasks, the holds and the usage as one value, and
 //!   what of them the store must make durable;
 //! - [`usage`]: what each model user used (per process, counted once),
@@ -25,6 +26,7 @@
 
 pub mod access;
 pub mod chain;
+pub mod effect;
 pub mod error;
 pub mod grant;
 pub mod holds;

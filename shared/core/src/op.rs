@@ -192,7 +192,12 @@ pub enum Op {
         request_id: RequestId,
     },
     /// The operator adds a task to the shared list.
-    CreateTask(NewTask),
+    CreateTask {
+        /// Its id, which the edge made (a UUID).
+        task_id: String,
+        /// What it says.
+        task: NewTask,
+    },
     /// One page of the task list, of one status or all, oldest first.
     ListTasks {
         /// Only tasks of this status; `None`: every task.
@@ -233,7 +238,7 @@ impl Op {
     pub fn doors(&self) -> Doors {
         match self {
             Op::Join { .. } => Doors::Join,
-            Op::CreateTask(_)
+            Op::CreateTask { .. }
             | Op::SetBudget { .. }
             | Op::ReviewPlan { .. }
             | Op::ReviewPermission { .. }

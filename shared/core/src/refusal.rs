@@ -2,7 +2,7 @@
 //! Each kind becomes one gRPC status and one HTTP status, each mapping in one
 //! place at the lead's edge (`lead/src/error.rs`).
 
-use crate::{error::FieldError, protocol::TransitionError};
+use crate::{access::Refused, error::FieldError, protocol::TransitionError};
 
 /// Why the core refused an op.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,4 +29,7 @@ pub enum CoreError {
     /// The request state machine refused the transition.
     #[error(transparent)]
     Transition(#[from] TransitionError),
+    /// The caller may not make this call.
+    #[error(transparent)]
+    Caller(#[from] Refused),
 }

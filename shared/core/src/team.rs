@@ -19,6 +19,10 @@ use crate::{
     usage::{Account, Ledger},
 };
 
+mod apply;
+
+pub use apply::{Applied, Reply, Rules};
+
 /// What the store must make durable, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -64,6 +68,8 @@ pub struct Terminated {
 pub struct Team {
     /// Who is on the team.
     pub members: Members,
+    /// What the rules are set to.
+    pub rules: Rules,
     /// Every protocol request.
     pub requests: Tracker,
     /// The shared task list.
@@ -105,6 +111,7 @@ impl Team {
         };
         Self {
             members: Members::default(),
+            rules: Rules::default(),
             requests,
             tasks,
             holds,
@@ -128,6 +135,12 @@ impl Team {
                 self.members.on_life(&name, Event::ShutdownRequested);
             }
         }
+        self
+    }
+
+    /// The team under `rules`.
+    pub fn with_rules(mut self, rules: Rules) -> Self {
+        self.rules = rules;
         self
     }
 

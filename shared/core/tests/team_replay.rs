@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 
 use mesh_core::{
     grant::{Grant, Mode},
+    holds::Hold,
     lifecycle::{Event, Status},
     members::{MemberRecord, Members},
     names::Name,
-    holds::Hold,
     names::RequestId,
     protocol::{Decision, Kind, Opening, Request},
     tasks::{NewTask, Task, TaskBoard},

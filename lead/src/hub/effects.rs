@@ -1,0 +1,79 @@
+//! The ops the core applies ([`shared::team::Team::apply`]), and carrying
+//! out what they ask of the runtime ([`Effect`]): their changes join the
+//! forming batch, and what they deliver, announce and stop goes out with it
+//! once it is durable.
+
+use shared::{
+    access::Caller,
+    display::Escaped,
+    effect::{Effect, Notice},
+    op::Op,
+    pb,
+    team::Reply,
+    wire::ToPb,
+};
+
+use super::{Answer, Hub};
+use crate::{error::HubError, store::Change};
+
+impl Hub {
+    /// Applies `op`, which the core owns, for `caller`.
+    pub(super) fn apply_in_core(&mut self, caller: &Caller, op: Op) -> Result<Answer, HubError> {
+        let applied = self.team.apply(self.now(), caller, op)?;
+        self.changes
+            .extend(applied.changes.into_iter().map(Change::Team));
+        self.carry_out(applied.effects);
+        Ok(match applied.reply {
+            Reply::Task(task) => Answer::Task(task),
+            Reply::Standing(standing) => Answer::Usage(standing),
+            Reply::Opened(id) => Answer::Opened(id),
+            Reply::Request(request) => Answer::Request(*request),
+            Reply::Done => Answer::Done(()),
+        })
+    }
+
+    /// Carries out `effects`, in order: each envelope, event and notice
+    /// joins the forming batch, so none goes out before the batch's changes
+    /// are durable.
+    pub(super) fn carry_out(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Deliver { from, to, message } => {
+                    let body = message.to_pb();
+                    match to.as_slice() {
+                        [] => {}
+                        [one] => self.deliver(&from, one, None, body),
+                        _ => self.fan_out(&from, &to, uuid::Uuid::new_v4().to_string(), body),
+                    }
+                }
+                Effect::Notify(notice) => {
+                    if let Notice::Task(task) = &notice {
+                        tracing::info!(
+                            task_id = %task.task_id,
+                            status = ?task.status,
+                            owner = %task.owner,
+                            "task changed"
+                        );
+                    }
+                    if !self.watchers.is_empty() {
+                        self.emit(notice.to_pb());
+                    }
+                }
+                Effect::CloseInbox(name) => {
+                    self.inboxes.clear(&name);
+                    self.changes.push(Change::ClearInbox { member: name });
+                }
+                Effect::Announce { name, reason } => {
+                    tracing::info!(member = %name, reason = %Escaped(&reason), "terminated");
+                    self.notices.push(pb::TerminatedMember { name, reason });
+                }
+                Effect::StopChild(name) => {
+                    if let Some(child) = self.children.get(&name) {
+                        tracing::warn!(member = %name, pid = child.pid, "shutdown deadline passed; stopping the process");
+                        child.stop();
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! What applying an op asks of the runtime ([`Effect`]), once the changes it
+//! made are durable: envelopes to put in inboxes ([`Message`], in the core's
+//! words), what to tell the watchers ([`Notice`]), inboxes to close, the team
+//! to tell of a termination, a process to stop. The runtime carries them out
+//! in order; the edges render them (`shared::wire`).
+
+use crate::{members::Member, names::RequestId, protocol::Request, tasks::Task, usage::Standing};
+
+/// What an envelope carries, in the core's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Message {
+    /// A text between members.
+    Text {
+        /// The text.
+        content: String,
+    },
+    /// The lead asks the member to shut down by a deadline.
+    ShutdownRequest {
+        /// The request's id.
+        request_id: RequestId,
+        /// The member asked.
+        target: String,
+        /// Why.
+        reason: String,
+        /// When the request expires (unix ms).
+        deadline_unix_ms: i64,
+    },
+    /// A member's answer to a shutdown request.
+    ShutdownResponse {
+        /// The request's id.
+        request_id: RequestId,
+        /// Whether it agrees (and exits).
+        approve: bool,
+        /// Its reason, if it refuses.
+        reason: String,
+    },
+    /// A member has nothing to do.
+    Idle {
+        /// Why, in its words.
+        reason: String,
+    },
+    /// A task can be claimed now.
+    TaskClaimable(Task),
+    /// The operator set the member's token budget.
+    BudgetChanged {
+        /// The budget (0: none).
+        token_budget: u64,
+    },
+}
+
+/// A member as the watchers see it: who it is, how it stands, what its
+/// model used and what it holds now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberView {
+    /// The member.
+    pub member: Member,
+    /// What its model used, and its budget.
+    pub standing: Standing,
+    /// The paths it holds now.
+    pub holds: Vec<String>,
+}
+
+/// What the watchers are told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// How a member stands now.
+    Member(Box<MemberView>),
+    /// How a request stands now.
+    Request(Box<Request>),
+    /// How a task stands now.
+    Task(Task),
+    /// How a model user's usage stands now.
+    Usage {
+        /// The member, or another user of a model.
+        name: String,
+        /// Its usage and budget.
+        standing: Standing,
+    },
+}
+
+/// What the runtime must do once an op's changes are durable, in order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// One envelope from `from` in the inbox of each of `to` (its body held
+    /// once for them all when there are several), or, to `lead`, only in
+    /// what the watchers see.
+    Deliver {
+        /// The sender (`lead` for the lead's own).
+        from: String,
+        /// The recipients.
+        to: Vec<String>,
+        /// What it carries.
+        message: Message,
+    },
+    /// The watchers hear this.
+    Notify(Notice),
+    /// The member terminated: its inbox stream ends and what it held is
+    /// dropped.
+    CloseInbox(String),
+    /// The team hears that `name` terminated (the runtime gathers such
+    /// notices into one envelope per recipient).
+    Announce {
+        /// Who terminated.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The process the lead started for this member, if any, is stopped
+    /// (its shutdown request expired).
+    StopChild(String),
+}

@@ -1,0 +1,564 @@
+//! [`Team::apply`]: one op, for a caller, at a time the runtime passes in;
+//! what it answers, what the store must make durable and what the runtime
+//! must do then ([`Applied`]). And [`Team::tick`], what time alone does:
+//! deadlines pass, grace periods lapse.
+//!
+//! The ops applied here: tasks (create, claim, complete), usage and budgets,
+//! idleness, leaving, and the shutdown handshake (ask, answer). The lead's
+//! hub still applies the others itself (joins, acks, messages, tool-call
+//! reports, plans, permissions, and the lists, whose pages it cuts by their
+//! size on the wire); [`Team::apply`] refuses them.
+
+use serde_json::json;
+
+use super::{Change, Team};
+use crate::{
+    access::{self, Call, Caller},
+    effect::{Effect, MemberView, Message, Notice},
+    error::FieldError,
+    grant::Mode,
+    lifecycle::Event,
+    names::{Name, RequestId, LEAD},
+    op::{Doors, Op},
+    protocol::{Decision, Kind, Opening, Party, Request},
+    refusal::CoreError,
+    tasks::{NewTask, Task, TaskStatus},
+    usage::{Standing, Usage},
+};
+
+/// What an op answers, in the core's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// A task as it stands now.
+    Task(Task),
+    /// A model user's usage and budget.
+    Standing(Standing),
+    /// The id of a request opened (or already open, for a retry).
+    Opened(RequestId),
+    /// A request as it stands now.
+    Request(Box<Request>),
+    /// Nothing to say.
+    Done,
+}
+
+/// What applying an op did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The answer.
+    pub reply: Reply,
+    /// What the store must make durable before anything below happens.
+    pub changes: Vec<Change>,
+    /// What the runtime must do then, in order.
+    pub effects: Vec<Effect>,
+}
+
+/// What the team's rules are set to (the lead's flags).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rules {
+    /// The deadline of a shutdown request that names none, in ms.
+    pub shutdown_deadline_ms: i64,
+    /// How long a disconnected member may stay away before it is
+    /// TERMINATED, in ms.
+    pub grace_ms: i64,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Self {
+            shutdown_deadline_ms: 30_000,
+            grace_ms: 30_000,
+        }
+    }
+}
+
+impl Team {
+    /// Applies `op` for `caller` at `now` (unix ms): synchronous and
+    /// deterministic. The caller is admitted first (where `op` may come in,
+    /// [`Op::doors`], and who may come in there, [`access::admit`]).
+    pub fn apply(&mut self, now: i64, caller: &Caller, op: Op) -> Result<Applied, CoreError> {
+        admit(caller, op.doors())?;
+        let member = || match caller {
+            Caller::Member(name) => Ok(name.clone()),
+            _ => Err(CoreError::Conflict(
+                "an op of a member's, with no member".into(),
+            )),
+        };
+        let mut effects = Vec::new();
+        let reply = match op {
+            Op::CreateTask { task_id, task } => {
+                Reply::Task(self.create_task_op(task_id, task, now, &mut effects)?)
+            }
+            Op::ClaimTask { task_id } => Reply::Task(self.claim_task_op(
+                &member()?,
+                task_id.as_deref(),
+                now,
+                &mut effects,
+            )?),
+            Op::CompleteTask { task_id, summary } => Reply::Task(self.complete_task_op(
+                &member()?,
+                &task_id,
+                summary,
+                now,
+                &mut effects,
+            )?),
+            Op::ReportUsage { epoch, totals } => {
+                Reply::Standing(self.report_usage_op(&member()?, &epoch, totals, &mut effects))
+            }
+            Op::SetBudget { name, token_budget } => {
+                Reply::Standing(self.set_budget_op(&name, token_budget, &mut effects)?)
+            }
+            Op::ReportIdle { reason } => {
+                self.report_idle_op(&member()?, reason, &mut effects);
+                Reply::Done
+            }
+            Op::Leave { reason } => {
+                let why = if reason.is_empty() {
+                    "left the team".to_owned()
+                } else {
+                    format!("left the team: {reason}")
+                };
+                effects.extend(self.end_member(&member()?, &why, now));
+                Reply::Done
+            }
+            Op::RequestShutdown {
+                request_id,
+                target,
+                reason,
+                deadline_unix_ms,
+            } => Reply::Opened(self.request_shutdown_op(
+                request_id,
+                &target,
+                reason,
+                deadline_unix_ms,
+                now,
+                &mut effects,
+            )?),
+            Op::RespondShutdown {
+                request_id,
+                approve,
+                reason,
+            } => {
+                self.respond_shutdown_op(
+                    &member()?,
+                    &request_id,
+                    approve,
+                    reason,
+                    now,
+                    &mut effects,
+                )?;
+                Reply::Done
+            }
+            Op::GetRequest { request_id } => Reply::Request(Box::new(
+                self.requests.get(&request_id).cloned().ok_or_else(|| {
+                    CoreError::NotFound(format!("request_id: no request {request_id}"))
+                })?,
+            )),
+            _ => {
+                return Err(CoreError::Conflict(
+                    "this op is applied by the lead's hub, not by Team::apply".into(),
+                ))
+            }
+        };
+        Ok(Applied {
+            reply,
+            changes: self.take_changes(),
+            effects,
+        })
+    }
+
+    /// What time alone does by `now`: requests whose deadline passed expire
+    /// (a member a shutdown request was for is no longer shutting down, and
+    /// its process, if the lead started it, is stopped), and members whose
+    /// grace period is over (taking in those that end within
+    /// [`crate::members::GRACE_BATCH_MS`]) are TERMINATED.
+    pub fn tick(&mut self, now: i64) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for id in self.requests.due(now) {
+            let Some(request) = self
+                .requests
+                .expire(&id, "deadline passed with no answer", now)
+            else {
+                continue;
+            };
+            let shutdown =
+                (request.opening.kind == Kind::Shutdown).then(|| request.opening.target.clone());
+            effects.push(Effect::Notify(Notice::Request(Box::new(request))));
+            if let Some(target) = shutdown {
+                self.refresh_shutting_down(&target);
+                self.notify_member(&target, &mut effects);
+                effects.push(Effect::StopChild(target));
+            }
+        }
+        for name in self.members.take_lapsed(now) {
+            let seconds = self.rules.grace_ms as f64 / 1000.0;
+            let why = format!("disconnected for longer than the {seconds}s grace period");
+            effects.extend(self.end_member(&name, &why, now));
+        }
+        effects
+    }
+
+    /// When [`Team::tick`] next has something to do.
+    pub fn next_tick(&self) -> Option<i64> {
+        [self.requests.next_deadline(), self.members.next_grace()]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Active member `name` leaves for good (see [`Team::terminate`]): its
+    /// inbox closes, the watchers hear of its expired requests, of it (then
+    /// holding nothing) and of its tasks going back, idle members of those
+    /// tasks, and the team of its end.
+    pub fn end_member(&mut self, name: &str, reason: &str, now: i64) -> Vec<Effect> {
+        let Some(ended) = self.terminate(name, reason, now) else {
+            return Vec::new();
+        };
+        let mut effects = vec![Effect::CloseInbox(name.to_owned())];
+        effects.extend(
+            ended
+                .expired
+                .into_iter()
+                .map(|r| Effect::Notify(Notice::Request(Box::new(r)))),
+        );
+        self.notify_member(name, &mut effects);
+        for task in &ended.released {
+            effects.push(Effect::Notify(Notice::Task(task.clone())));
+        }
+        let claimable: Vec<Task> = ended
+            .released
+            .into_iter()
+            .filter(|t| self.tasks.is_claimable(t))
+            .collect();
+        self.announce_claimable(&claimable, &mut effects);
+        effects.push(Effect::Announce {
+            name: name.to_owned(),
+            reason: reason.to_owned(),
+        });
+        effects
+    }
+
+    /// `name` made a call that shows work: an idle member is working again.
+    pub fn show_work(&mut self, name: &str) -> Vec<Effect> {
+        let mut effects = Vec::new();
+        if self.members.get(name).is_some_and(|m| m.life.is_idle()) {
+            self.members.on_life(name, Event::ShowedWork);
+            self.notify_member(name, &mut effects);
+        }
+        effects
+    }
+
+    /// Member `name` as the watchers see it.
+    pub fn member_view(&self, name: &str) -> Option<MemberView> {
+        let member = self.members.get(name)?;
+        Some(MemberView {
+            member: member.clone(),
+            standing: self.usage.standing(name),
+            holds: self
+                .holds
+                .get(name)
+                .map(|h| h.paths.clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Tells the watchers how `name` stands now.
+    fn notify_member(&self, name: &str, effects: &mut Vec<Effect>) {
+        if let Some(view) = self.member_view(name) {
+            effects.push(Effect::Notify(Notice::Member(Box::new(view))));
+        }
+    }
+
+    /// Tells every idle active member without a task of its own that work
+    /// can be claimed: one envelope each, naming the oldest of `tasks` (a
+    /// claim with no id takes the oldest claimable task anyway). However
+    /// many tasks one change unblocks, it costs one envelope per idle member.
+    fn announce_claimable(&self, tasks: &[Task], effects: &mut Vec<Effect>) {
+        let Some(oldest) = tasks.iter().min_by_key(|t| t.created_at_unix_ms) else {
+            return;
+        };
+        let owners: std::collections::HashSet<&str> = self
+            .tasks
+            .list(Some(TaskStatus::Claimed))
+            .into_iter()
+            .map(|t| t.owner.as_str())
+            .collect();
+        let idle: Vec<String> = self
+            .members
+            .iter()
+            .filter(|m| !m.terminated() && m.life.is_idle())
+            .filter(|m| !owners.contains(m.name.as_str()))
+            .map(|m| m.name.to_string())
+            .collect();
+        if !idle.is_empty() {
+            effects.push(Effect::Deliver {
+                from: LEAD.to_owned(),
+                to: idle,
+                message: Message::TaskClaimable(oldest.clone()),
+            });
+        }
+    }
+
+    /// `CreateTask`: a new pending task; idle members hear of it if it can
+    /// be claimed now.
+    fn create_task_op(
+        &mut self,
+        task_id: String,
+        new: NewTask,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Task, CoreError> {
+        let task = self.tasks.create(task_id, new, now)?;
+        effects.push(Effect::Notify(Notice::Task(task.clone())));
+        if self.tasks.is_claimable(&task) {
+            self.announce_claimable(std::slice::from_ref(&task), effects);
+        }
+        Ok(task)
+    }
+
+    /// `ClaimTask`: `name` claims a task (or the oldest claimable one).
+    fn claim_task_op(
+        &mut self,
+        name: &str,
+        id: Option<&str>,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Task, CoreError> {
+        let before = id
+            .and_then(|id| self.tasks.get(id))
+            .map(|t| t.updated_at_unix_ms);
+        let task = self.tasks.claim(name, id, now)?;
+        if before != Some(task.updated_at_unix_ms) {
+            effects.push(Effect::Notify(Notice::Task(task.clone())));
+            effects.extend(self.show_work(name));
+        }
+        Ok(task)
+    }
+
+    /// `CompleteTask`: the owner completes its task; the grant its plan
+    /// for the task had ends with it (back to plan mode), and the tasks that
+    /// waited on it become claimable, which idle members hear.
+    fn complete_task_op(
+        &mut self,
+        name: &str,
+        task_id: &str,
+        summary: String,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Task, CoreError> {
+        let (done, hold_ended) = self.complete_task(name, task_id, summary, now)?;
+        if done.fresh {
+            if hold_ended {
+                self.members.set_mode(name, Mode::Plan);
+                self.notify_member(name, effects);
+            }
+            effects.push(Effect::Notify(Notice::Task(done.task.clone())));
+            self.announce_claimable(&done.unblocked, effects);
+        }
+        Ok(done.task)
+    }
+
+    /// `ReportUsage`: `name`'s process `epoch` has used `totals` so far.
+    fn report_usage_op(
+        &mut self,
+        name: &str,
+        epoch: &str,
+        totals: Usage,
+        effects: &mut Vec<Effect>,
+    ) -> Standing {
+        let before = self.usage.standing(name);
+        let standing = self.usage.report(name, true, epoch, totals);
+        if standing != before {
+            effects.push(Effect::Notify(Notice::Usage {
+                name: name.to_owned(),
+                standing,
+            }));
+        }
+        standing
+    }
+
+    /// `SetBudget`: the operator sets `name`'s budget (0: none). The member,
+    /// unless terminated, hears it in its inbox.
+    fn set_budget_op(
+        &mut self,
+        name: &Name,
+        token_budget: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Standing, CoreError> {
+        let name = name.as_str();
+        let member = self.members.get(name);
+        let known = member.is_some() || self.usage.get(name).is_some_and(|a| a.member);
+        if !known {
+            return Err(CoreError::NotFound(format!(
+                "name: no member {name:?} has joined"
+            )));
+        }
+        let active = member.is_some_and(|m| !m.terminated());
+        let standing = self.usage.set_budget(name, token_budget);
+        if active {
+            effects.push(Effect::Deliver {
+                from: LEAD.to_owned(),
+                to: vec![name.to_owned()],
+                message: Message::BudgetChanged { token_budget },
+            });
+        }
+        effects.push(Effect::Notify(Notice::Usage {
+            name: name.to_owned(),
+            standing,
+        }));
+        Ok(standing)
+    }
+
+    /// `ReportIdle`: `name` has nothing to do. The lead hears why; a member
+    /// that was busy and has no task of its own hears of the oldest task it
+    /// can claim (one that became claimable while it was busy, after its
+    /// last claim found none, would otherwise go unheard).
+    fn report_idle_op(&mut self, name: &str, reason: String, effects: &mut Vec<Effect>) {
+        let changed = self.members.get(name).is_some_and(|m| !m.life.is_idle());
+        self.members.on_life(name, Event::ReportedIdle);
+        effects.push(Effect::Deliver {
+            from: name.to_owned(),
+            to: vec![LEAD.to_owned()],
+            message: Message::Idle { reason },
+        });
+        if changed {
+            self.notify_member(name, effects);
+            let next = (!self.tasks.has_claimed(name))
+                .then(|| self.tasks.next_claimable().cloned())
+                .flatten();
+            if let Some(task) = next {
+                effects.push(Effect::Deliver {
+                    from: LEAD.to_owned(),
+                    to: vec![name.to_owned()],
+                    message: Message::TaskClaimable(task),
+                });
+            }
+        }
+    }
+
+    /// `RequestShutdown`: the operator asks `target` to shut down by a
+    /// deadline (the rules' default if it names none).
+    fn request_shutdown_op(
+        &mut self,
+        id: RequestId,
+        target: &Name,
+        reason: String,
+        deadline: Option<i64>,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<RequestId, CoreError> {
+        match self.members.get(target.as_str()) {
+            None => return Err(FieldError::new("target", format!("no member {target:?}")).into()),
+            Some(m) if m.terminated() => {
+                return Err(CoreError::Conflict(format!(
+                    "target: {target:?} has already terminated"
+                )))
+            }
+            Some(_) => {}
+        }
+        let asked = deadline.unwrap_or(0);
+        let deadline = match deadline {
+            None => now.saturating_add(self.rules.shutdown_deadline_ms),
+            Some(d) if d <= now => {
+                return Err(FieldError::new(
+                    "deadline_unix_ms",
+                    format!("{d} is in the past (now is {now})"),
+                )
+                .into())
+            }
+            Some(d) => d,
+        };
+        let payload = json!({
+            "target": target.as_str(),
+            "reason": reason,
+            "deadline_unix_ms": asked,
+        });
+        let outcome = self.requests.open(
+            Opening {
+                id: id.clone(),
+                kind: Kind::Shutdown,
+                sender: LEAD.to_owned(),
+                target: target.to_string(),
+                payload_json: payload.to_string(),
+                deadline_unix_ms: Some(deadline),
+            },
+            now,
+        )?;
+        if outcome.fresh {
+            self.members
+                .on_life(target.as_str(), Event::ShutdownRequested);
+            effects.push(Effect::Deliver {
+                from: LEAD.to_owned(),
+                to: vec![target.to_string()],
+                message: Message::ShutdownRequest {
+                    request_id: id.clone(),
+                    target: target.to_string(),
+                    reason,
+                    deadline_unix_ms: deadline,
+                },
+            });
+            effects.push(Effect::Notify(Notice::Request(Box::new(outcome.request))));
+            self.notify_member(target.as_str(), effects);
+        }
+        Ok(id)
+    }
+
+    /// `RespondShutdown`: `name` agrees (and is TERMINATED) or refuses.
+    fn respond_shutdown_op(
+        &mut self,
+        name: &str,
+        id: &RequestId,
+        approve: bool,
+        reason: String,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), CoreError> {
+        let decision = Decision {
+            approve,
+            feedback: reason.clone(),
+            grant: None,
+        };
+        let outcome = self.requests.answer(
+            id,
+            Kind::Shutdown,
+            &Party::Member(name.to_owned()),
+            decision,
+            now,
+        )?;
+        if outcome.fresh {
+            let why = if reason.is_empty() {
+                "shut down on request".to_owned()
+            } else {
+                format!("shut down on request: {reason}")
+            };
+            effects.push(Effect::Deliver {
+                from: name.to_owned(),
+                to: vec![LEAD.to_owned()],
+                message: Message::ShutdownResponse {
+                    request_id: id.clone(),
+                    approve,
+                    reason,
+                },
+            });
+            effects.push(Effect::Notify(Notice::Request(Box::new(outcome.request))));
+            if approve {
+                effects.extend(self.end_member(name, &why, now));
+            } else {
+                self.refresh_shutting_down(name);
+                self.notify_member(name, effects);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `caller` may apply an op that comes in at `doors`.
+fn admit(caller: &Caller, doors: Doors) -> Result<(), CoreError> {
+    let call = match (doors, caller) {
+        (Doors::Join, _) => Call::Join,
+        (Doors::Member(rpc), _) => Call::Teammate(rpc),
+        (Doors::Operator, _) => Call::Operator,
+        (Doors::Both(rpc), Caller::Member(_)) => Call::Teammate(rpc),
+        (Doors::Both(_), _) => Call::Operator,
+    };
+    access::admit(caller, call).map_err(CoreError::from)
+}
