@@ -19,7 +19,7 @@ use shared::{
     pb::{self, envelope::Body},
     policy::Policy,
     tasks::TaskBoard,
-    team::{Rules, Team},
+    team::{Approval as CoreApproval, Rules, Team},
     wire::ToPb,
 };
 use tokio::sync::{mpsc, oneshot, watch};
@@ -409,8 +409,20 @@ pub(crate) fn load(
     .with_usage(std::mem::take(&mut snapshot.usage))
     .with_members(members)
     .with_rules(Rules {
+        pending_per_member: config.pending_per_member,
+        pending_total: config.pending_total,
         shutdown_deadline_ms: millis(config.shutdown_deadline),
         grace_ms: millis(config.grace),
+    })
+    .with_approval(match &config.approval {
+        Approval::Manual => CoreApproval::Manual,
+        Approval::Auto => CoreApproval::Auto,
+        Approval::Policy(policy) => CoreApproval::Policy(policy.clone()),
+        Approval::Model(_) => CoreApproval::Model,
+        Approval::Chain(chain) => CoreApproval::Chain {
+            stages: chain::stage_kinds(chain),
+            rule: chain.rule().clone(),
+        },
     });
     let (tx, rx) = mpsc::channel(4096);
     let joins = shared::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
@@ -560,7 +572,7 @@ impl Hub {
                 if let Some((reviewer, used)) = done.used {
                     self.reviewer_used(&reviewer, used);
                 }
-                self.stage_verdict(&done.request_id, done.stage, done.verdict)
+                self.stage_verdict(done.request_id, done.stage, done.verdict)
             }
             Command::ModelReview(outcome) => self.model_review(outcome),
             Command::Watch { claim, reply } => {

@@ -238,6 +238,28 @@ impl ToPb for Message {
             Message::Text { content } => Body::Text(pb::Text {
                 content: content.clone(),
             }),
+            Message::PlanApprovalRequest {
+                request_id,
+                plan,
+                supersedes,
+            } => Body::PlanApprovalRequest(pb::PlanApprovalRequest {
+                request_id: request_id.to_string(),
+                plan: Some(plan.to_pb()),
+                supersedes: supersedes.clone(),
+            }),
+            Message::PlanDecided(request) => Body::PlanApprovalResponse(plan_response(request)),
+            Message::PermissionRequest {
+                request_id,
+                tool,
+                args_json,
+            } => Body::PermissionRequest(pb::PermissionRequest {
+                request_id: request_id.to_string(),
+                tool: tool.clone(),
+                args_json: args_json.clone(),
+            }),
+            Message::PermissionDecided(request) => {
+                Body::PermissionResponse(permission_response(request))
+            }
             Message::ShutdownRequest {
                 request_id,
                 target,
@@ -276,6 +298,15 @@ impl ToPb for Notice {
             Notice::Member(view) => pb::event::Kind::Member(view.to_pb()),
             Notice::Request(request) => pb::event::Kind::Request(request.to_pb()),
             Notice::Task(task) => pb::event::Kind::Task(task.to_pb()),
+            Notice::ReviewNote {
+                request_id,
+                reviewer,
+                note,
+            } => pb::event::Kind::ReviewNote(pb::ReviewNote {
+                request_id: request_id.to_string(),
+                reviewer: reviewer.clone(),
+                note: note.clone(),
+            }),
             Notice::Usage { name, standing } => {
                 pb::event::Kind::Usage(member_usage(name, standing))
             }

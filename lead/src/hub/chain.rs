@@ -1,53 +1,54 @@
-//! The chain of reviewers on the hub (`--approval chain:FILE`): the hub runs
-//! the quick stages (policy, human) itself and hands the slow ones (program,
-//! model) to the stage runner ([`crate::chain::stages`]), whose verdicts come
-//! back as commands.
-//! Each verdict goes into the request's history before the chain's rule
-//! ([`shared::chain::Rule::after`], in the core) says what follows.
-
-use std::sync::Arc;
+//! The reviewer chain's workers on the hub (`--approval chain:FILE`): the
+//! core runs the chain (its quick stages, and what follows each verdict:
+//! [`shared::team::Team::apply`]) and asks for a slow stage (a program, a
+//! model) with [`shared::effect::Effect::RunStage`]; here it is handed to
+//! the stage runner ([`crate::chain::stages`]), whose verdict comes back as
+//! `Op::StageVerdict`, the lead's own.
 
 use serde_json::json;
 use shared::{
-    chain,
-    names::RequestId,
-    protocol::{Request, Status},
+    access::Caller, chain::Verdict, names::RequestId, op::Op, protocol::Status, team::StageKind,
 };
 use tokio::sync::mpsc;
 
 use super::{Approval, Hub};
 use crate::chain::{
     stages::{StageJob, Work},
-    Chain, Next, Stage, Verdict,
+    Chain, Stage,
 };
 
-impl Hub {
-    /// With `--approval chain:FILE`, the chain and plan request `id`, if
-    /// the plan still waits for a decision (an operator may have decided
-    /// while a stage ran).
-    fn waiting(&self, id: &RequestId) -> Option<(Arc<Chain>, Request)> {
-        let Approval::Chain(chain) = &self.config.approval else {
-            return None;
-        };
-        let request = self.team.requests.get(id)?;
-        (request.status == Status::Pending).then(|| (chain.clone(), request.clone()))
-    }
+/// What the core runs of `chain`'s stages, in order.
+pub(super) fn stage_kinds(chain: &Chain) -> Vec<StageKind> {
+    (0..chain.rule().len())
+        .map(|at| match chain.stage(at) {
+            None | Some(Stage::Human) => StageKind::Human,
+            Some(Stage::Policy { policy, on_pass }) => StageKind::Policy {
+                policy: policy.clone(),
+                on_pass: *on_pass,
+            },
+            Some(Stage::Program { .. } | Stage::Model(_)) => StageKind::Worker,
+        })
+        .collect()
+}
 
-    /// Runs stage `at` of the chain on plan `id`, if the plan still waits.
+impl Hub {
+    /// Hands stage `at` of the chain (a program or a model) to the stage
+    /// runner for plan `id`, if the plan still waits; a runner that cannot
+    /// take it is the stage failing.
     pub(super) fn run_stage(&mut self, id: &RequestId, at: usize) {
-        let Some((chain, request)) = self.waiting(id) else {
+        let Approval::Chain(chain) = &self.config.approval else {
             return;
         };
-        let plan = request.plan();
-        match chain.stage(at) {
-            None | Some(Stage::Human) => {
-                self.record_review(id, "human", "waits", "waiting for an operator".into());
-            }
-            Some(Stage::Policy { policy, on_pass }) => {
-                let verdict =
-                    chain::policy_verdict(policy, *on_pass, &plan, &self.team.overlaps_of(id));
-                self.stage_verdict(id, at, verdict);
-            }
+        let Some(request) = self
+            .team
+            .requests
+            .get(id)
+            .filter(|r| r.status == Status::Pending)
+            .cloned()
+        else {
+            return;
+        };
+        let work = match chain.stage(at) {
             Some(Stage::Program { command, timeout }) => {
                 let payload: serde_json::Value =
                     serde_json::from_str(&request.opening.payload_json).unwrap_or_default();
@@ -66,26 +67,18 @@ impl Hub {
                     "overlaps": payload["overlaps"],
                 })
                 .to_string();
-                let work = Work::Program {
+                Work::Program {
                     command: command.clone(),
                     timeout: *timeout,
                     input,
-                };
-                self.send_stage(id, at, work);
+                }
             }
-            Some(Stage::Model(reviewer)) => {
-                let work = Work::Model {
-                    reviewer: reviewer.clone(),
-                    job: Box::new(self.review_job(id, &plan)),
-                };
-                self.send_stage(id, at, work);
-            }
-        }
-    }
-
-    /// Hands a slow stage to the runner; a runner that cannot take it is
-    /// the stage failing.
-    fn send_stage(&mut self, id: &RequestId, at: usize, work: Work) {
+            Some(Stage::Model(reviewer)) => Work::Model {
+                reviewer: reviewer.clone(),
+                job: Box::new(self.review_job(id, &request.plan())),
+            },
+            None | Some(Stage::Human | Stage::Policy { .. }) => return,
+        };
         let job = StageJob {
             request_id: id.clone(),
             stage: at,
@@ -99,34 +92,21 @@ impl Hub {
             None => Err("the stage runner is not running"),
         };
         if let Err(why) = sent {
-            self.stage_verdict(id, at, Verdict::Error { words: why.into() });
+            let verdict = Verdict::Error { words: why.into() };
+            self.stage_verdict(id.clone(), at, verdict);
         }
     }
 
-    /// Stage `at` said `verdict` of plan `id`: it goes into the history, and
-    /// the chain decides, runs the next stage, or leaves it to a person.
-    pub(super) fn stage_verdict(&mut self, id: &RequestId, at: usize, verdict: Verdict) {
-        let Some((chain, request)) = self.waiting(id) else {
-            return;
+    /// Stage `at` said `verdict` of plan `id`: the core records it and
+    /// decides what follows.
+    pub(super) fn stage_verdict(&mut self, request_id: RequestId, stage: usize, verdict: Verdict) {
+        let op = Op::StageVerdict {
+            request_id,
+            stage,
+            verdict,
         };
-        let rule = chain.rule();
-        let escalated = rule.escalates(&request.plan().files);
-        let name = rule.name(at).to_owned();
-        self.record_review(id, &name, verdict.label(), verdict.words().to_owned());
-        let decision = match rule.after(at, &verdict, escalated) {
-            Next::Run(next) => return self.run_stage(id, next),
-            Next::Person(reason) => {
-                return self.record_review(
-                    id,
-                    "chain",
-                    "waits",
-                    format!("{reason}; waiting for an operator"),
-                );
-            }
-            Next::Decide(verdict) => rule.decision(at, verdict),
-        };
-        if let Err(e) = self.decide_plan(id, decision) {
-            tracing::warn!(request_id = %id, error = %e, "the chain's decision was not recorded");
+        if let Err(e) = self.apply_in_core(&Caller::Lead, op) {
+            tracing::warn!(error = %e, "a stage's verdict was not recorded");
         }
     }
 }

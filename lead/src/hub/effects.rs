@@ -67,6 +67,8 @@ impl Hub {
                     tracing::info!(member = %name, reason = %Escaped(&reason), "terminated");
                     self.notices.push(pb::TerminatedMember { name, reason });
                 }
+                Effect::ReviewPlan(id) => self.start_model_review(&id),
+                Effect::RunStage { request_id, stage } => self.run_stage(&request_id, stage),
                 Effect::StopChild(name) => {
                     if let Some(child) = self.children.get(&name) {
                         tracing::warn!(member = %name, pid = child.pid, "shutdown deadline passed; stopping the process");

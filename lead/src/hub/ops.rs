@@ -102,35 +102,13 @@ impl Hub {
             | Op::Leave { .. }
             | Op::RequestShutdown { .. }
             | Op::RespondShutdown { .. }
-            | Op::GetRequest { .. }) => self.apply_in_core(&caller, op)?,
+            | Op::GetRequest { .. }
+            | Op::SubmitPlan { .. }
+            | Op::RequestPermission { .. }
+            | Op::ReviewPlan { .. }
+            | Op::ReviewPermission { .. }
+            | Op::StageVerdict { .. }) => self.apply_in_core(&caller, op)?,
             Op::ListTasks { status, page } => Answer::Tasks(self.list_tasks(status, page)),
-            Op::SubmitPlan {
-                request_id,
-                plan,
-                supersedes,
-            } => Answer::Opened(self.submit_plan(member()?, request_id, plan, supersedes)?),
-            Op::RequestPermission {
-                request_id,
-                tool,
-                args_json,
-                path,
-            } => Answer::Opened(self.request_permission(
-                member()?,
-                request_id,
-                tool,
-                args_json,
-                path,
-            )?),
-            Op::ReviewPlan {
-                request_id,
-                verdict,
-                by,
-            } => Answer::Request(self.review_plan(request_id, verdict, &by)?),
-            Op::ReviewPermission {
-                request_id,
-                approve,
-                feedback,
-            } => Answer::Request(self.review_permission(&request_id, approve, feedback)?),
             Op::ListRequests { status, kind, page } => {
                 Answer::Requests(self.list_requests(status, kind, page))
             }

@@ -7,13 +7,17 @@
 //! [`crate::protocol::Party`].)
 //!
 //! ```text
-//!                 Join        a teammate's rpc     Operator
-//!   none          UNAUTH      UNAUTH               UNAUTH
-//!   unknown       UNAUTH      UNAUTH               UNAUTH
-//!   join token    ok          DENIED               DENIED
-//!   operator      DENIED      DENIED               ok
-//!   a member      DENIED      ok                   DENIED
+//!                 Join        a teammate's rpc     Operator     the lead's own
+//!   none          UNAUTH      UNAUTH               UNAUTH       UNAUTH
+//!   unknown       UNAUTH      UNAUTH               UNAUTH       DENIED
+//!   join token    ok          DENIED               DENIED       DENIED
+//!   operator      DENIED      DENIED               ok           DENIED
+//!   a member      DENIED      ok                   DENIED       DENIED
+//!   the lead      DENIED      DENIED               DENIED       ok
 //! ```
+//!
+//! The lead itself (its timers, and the workers that run reviews off its
+//! hub) is a caller no credential names: only the lead's code makes one.
 
 /// Who calls, as the edge resolved the credential.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +32,8 @@ pub enum Caller {
     Operator,
     /// The session token of the member of that name.
     Member(String),
+    /// The lead itself: a worker's outcome coming back.
+    Lead,
 }
 
 /// What is called.
@@ -40,6 +46,8 @@ pub enum Call<'a> {
     Teammate(&'a str),
     /// Any `Operator` rpc.
     Operator,
+    /// What only the lead itself does (a review stage's verdict).
+    Lead,
 }
 
 /// Why a caller is turned away.
@@ -63,7 +71,14 @@ pub fn admit(caller: &Caller, call: Call<'_>) -> Result<(), Refused> {
         )),
         (Call::Join, Caller::Joiner)
         | (Call::Teammate(_), Caller::Member(_))
-        | (Call::Operator, Caller::Operator) => Ok(()),
+        | (Call::Operator, Caller::Operator)
+        | (Call::Lead, Caller::Lead) => Ok(()),
+        (Call::Lead, _) => Err(Denied(
+            "authorization: only the lead itself reports its workers' outcomes".into(),
+        )),
+        (_, Caller::Lead) => Err(Denied(
+            "authorization: the lead's own workers only report their outcomes".into(),
+        )),
         (Call::Join, Caller::Stranger) => Err(Unauth(
             "authorization: Join needs the lead's join token".into(),
         )),
@@ -115,14 +130,21 @@ mod tests {
             Caller::Joiner,
             Caller::Operator,
             Caller::Member("alice".into()),
+            Caller::Lead,
         ];
-        let calls = [Call::Join, Call::Teammate("Send"), Call::Operator];
+        let calls = [
+            Call::Join,
+            Call::Teammate("Send"),
+            Call::Operator,
+            Call::Lead,
+        ];
         let table = [
-            [U, U, U], // none
-            [U, U, U], // unknown
-            [O, D, D], // join token
-            [D, D, O], // operator
-            [D, O, D], // a member
+            [U, U, U, U], // none
+            [U, U, U, D], // unknown
+            [O, D, D, D], // join token
+            [D, D, O, D], // operator
+            [D, O, D, D], // a member
+            [D, D, D, O], // the lead
         ];
         for (caller, row) in callers.iter().zip(table) {
             for (call, expected) in calls.iter().zip(row) {

@@ -4,7 +4,9 @@
 //! to tell of a termination, a process to stop. The runtime carries them out
 //! in order; the edges render them (`shared::wire`).
 
-use crate::{members::Member, names::RequestId, protocol::Request, tasks::Task, usage::Standing};
+use crate::{
+    members::Member, names::RequestId, plan::Plan, protocol::Request, tasks::Task, usage::Standing,
+};
 
 /// What an envelope carries, in the core's words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,6 +16,28 @@ pub enum Message {
         /// The text.
         content: String,
     },
+    /// A member asks the lead to approve its plan.
+    PlanApprovalRequest {
+        /// The request's id.
+        request_id: RequestId,
+        /// The plan.
+        plan: Plan,
+        /// The plan it revises, if any.
+        supersedes: String,
+    },
+    /// The decision on a plan, told to its teammate.
+    PlanDecided(Box<Request>),
+    /// A member asks to run one gated tool call.
+    PermissionRequest {
+        /// The request's id.
+        request_id: RequestId,
+        /// The tool.
+        tool: String,
+        /// Its arguments, as JSON.
+        args_json: String,
+    },
+    /// The decision on a permission, told to its teammate.
+    PermissionDecided(Box<Request>),
     /// The lead asks the member to shut down by a deadline.
     ShutdownRequest {
         /// The request's id.
@@ -69,6 +93,15 @@ pub enum Notice {
     Request(Box<Request>),
     /// How a task stands now.
     Task(Task),
+    /// What a reviewer made of a plan (a note, beside its history).
+    ReviewNote {
+        /// The plan.
+        request_id: RequestId,
+        /// Who.
+        reviewer: String,
+        /// What.
+        note: String,
+    },
     /// How a model user's usage stands now.
     Usage {
         /// The member, or another user of a model.
@@ -108,4 +141,15 @@ pub enum Effect {
     /// The process the lead started for this member, if any, is stopped
     /// (its shutdown request expired).
     StopChild(String),
+    /// The model reviewer reviews this plan (`--approval model:FILE`); its
+    /// verdict comes back as the operator's `ReviewPlan`.
+    ReviewPlan(RequestId),
+    /// Stage `stage` of the reviewer chain, a worker's, runs on this plan;
+    /// its verdict comes back as `Op::StageVerdict`.
+    RunStage {
+        /// The plan.
+        request_id: RequestId,
+        /// Which stage.
+        stage: usize,
+    },
 }

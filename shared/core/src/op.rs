@@ -191,6 +191,16 @@ pub enum Op {
         /// The request.
         request_id: RequestId,
     },
+    /// A stage of the reviewer chain, run off the hub, said `verdict` of
+    /// plan `request_id`.
+    StageVerdict {
+        /// The plan.
+        request_id: RequestId,
+        /// Which stage, counted from 0.
+        stage: usize,
+        /// What it said.
+        verdict: crate::chain::Verdict,
+    },
     /// The operator adds a task to the shared list.
     CreateTask {
         /// Its id, which the edge made (a UUID).
@@ -258,6 +268,7 @@ impl Op {
             Op::ClaimTask { .. } => Doors::Member("ClaimTask"),
             Op::CompleteTask { .. } => Doors::Member("CompleteTask"),
             Op::ReportUsage { .. } => Doors::Member("ReportUsage"),
+            Op::StageVerdict { .. } => Doors::Lead,
         }
     }
 }
@@ -273,13 +284,17 @@ pub enum Doors {
     Operator,
     /// A member's `Lead.<rpc>`, and the `Operator` service.
     Both(&'static str),
+    /// The lead itself, no service's.
+    Lead,
 }
 
 impl Doors {
     /// Whether an op with these doors may come in at `door`.
     pub fn open(&self, door: Call<'_>) -> bool {
         match (self, door) {
-            (Doors::Join, Call::Join) | (Doors::Operator | Doors::Both(_), Call::Operator) => true,
+            (Doors::Join, Call::Join)
+            | (Doors::Operator | Doors::Both(_), Call::Operator)
+            | (Doors::Lead, Call::Lead) => true,
             (Doors::Member(rpc) | Doors::Both(rpc), Call::Teammate(called)) => *rpc == called,
             _ => false,
         }

@@ -20,8 +20,10 @@ use crate::{
 };
 
 mod apply;
+mod plans;
 
 pub use apply::{Applied, Reply, Rules};
+pub use plans::{Approval, StageKind};
 
 /// What the store must make durable, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +72,8 @@ pub struct Team {
     pub members: Members,
     /// What the rules are set to.
     pub rules: Rules,
+    /// Who answers plans and permissions without a person.
+    pub approval: Approval,
     /// Every protocol request.
     pub requests: Tracker,
     /// The shared task list.
@@ -112,6 +116,7 @@ impl Team {
         Self {
             members: Members::default(),
             rules: Rules::default(),
+            approval: Approval::default(),
             requests,
             tasks,
             holds,
@@ -141,6 +146,12 @@ impl Team {
     /// The team under `rules`.
     pub fn with_rules(mut self, rules: Rules) -> Self {
         self.rules = rules;
+        self
+    }
+
+    /// The team whose plans and permissions `approval` may answer.
+    pub fn with_approval(mut self, approval: Approval) -> Self {
+        self.approval = approval;
         self
     }
 

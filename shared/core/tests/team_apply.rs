@@ -24,6 +24,7 @@ fn team() -> Team {
     Team::new(100).with_rules(Rules {
         shutdown_deadline_ms: DEADLINE,
         grace_ms: GRACE,
+        ..Rules::default()
     })
 }
 

@@ -3,15 +3,16 @@
 //! must do then ([`Applied`]). And [`Team::tick`], what time alone does:
 //! deadlines pass, grace periods lapse.
 //!
-//! The ops applied here: tasks (create, claim, complete), usage and budgets,
-//! idleness, leaving, and the shutdown handshake (ask, answer). The lead's
-//! hub still applies the others itself (joins, acks, messages, tool-call
-//! reports, plans, permissions, and the lists, whose pages it cuts by their
-//! size on the wire); [`Team::apply`] refuses them.
+//! The ops applied here: the plan and permission handshakes (with the
+//! approval mode and the reviewer chain: `plans.rs`), the shutdown
+//! handshake, tasks (create, claim, complete), usage and budgets, idleness
+//! and leaving. The lead's hub still applies the others itself (joins,
+//! acks, messages, tool-call reports, and the lists, whose pages it cuts by
+//! their size on the wire); [`Team::apply`] refuses them.
 
 use serde_json::json;
 
-use super::{Change, Team};
+use super::{Change, PendingBudget, Team};
 use crate::{
     access::{self, Call, Caller},
     effect::{Effect, MemberView, Message, Notice},
@@ -55,6 +56,10 @@ pub struct Applied {
 /// What the team's rules are set to (the lead's flags).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rules {
+    /// What the pending requests one member opened may hold ...
+    pub pending_per_member: PendingBudget,
+    /// ... and what those of every member together may.
+    pub pending_total: PendingBudget,
     /// The deadline of a shutdown request that names none, in ms.
     pub shutdown_deadline_ms: i64,
     /// How long a disconnected member may stay away before it is
@@ -65,6 +70,14 @@ pub struct Rules {
 impl Default for Rules {
     fn default() -> Self {
         Self {
+            pending_per_member: PendingBudget {
+                count: 64,
+                bytes: 2 * 1024 * 1024,
+            },
+            pending_total: PendingBudget {
+                count: 10_000,
+                bytes: 128 * 1024 * 1024,
+            },
             shutdown_deadline_ms: 30_000,
             grace_ms: 30_000,
         }
@@ -147,6 +160,68 @@ impl Team {
                     &mut effects,
                 )?;
                 Reply::Done
+            }
+            Op::SubmitPlan {
+                request_id,
+                plan,
+                supersedes,
+            } => Reply::Opened(self.submit_plan_op(
+                &member()?,
+                request_id,
+                plan,
+                supersedes,
+                now,
+                &mut effects,
+            )?),
+            Op::ReviewPlan {
+                request_id,
+                verdict,
+                by,
+            } => Reply::Request(Box::new(self.review_plan_op(
+                request_id,
+                verdict,
+                &by,
+                now,
+                &mut effects,
+            )?)),
+            Op::StageVerdict {
+                request_id,
+                stage,
+                verdict,
+            } => {
+                self.stage_verdict(&request_id, stage, verdict, now, &mut effects);
+                Reply::Done
+            }
+            Op::RequestPermission {
+                request_id,
+                tool,
+                args_json,
+                path,
+            } => Reply::Opened(self.request_permission_op(
+                &member()?,
+                request_id,
+                tool,
+                args_json,
+                path,
+                now,
+                &mut effects,
+            )?),
+            Op::ReviewPermission {
+                request_id,
+                approve,
+                feedback,
+            } => {
+                let decision = Decision {
+                    approve,
+                    feedback,
+                    grant: None,
+                };
+                Reply::Request(Box::new(self.decide_permission(
+                    &request_id,
+                    decision,
+                    now,
+                    &mut effects,
+                )?))
             }
             Op::GetRequest { request_id } => Reply::Request(Box::new(
                 self.requests.get(&request_id).cloned().ok_or_else(|| {
@@ -262,7 +337,7 @@ impl Team {
     }
 
     /// Tells the watchers how `name` stands now.
-    fn notify_member(&self, name: &str, effects: &mut Vec<Effect>) {
+    pub(super) fn notify_member(&self, name: &str, effects: &mut Vec<Effect>) {
         if let Some(view) = self.member_view(name) {
             effects.push(Effect::Notify(Notice::Member(Box::new(view))));
         }
@@ -559,6 +634,7 @@ fn admit(caller: &Caller, doors: Doors) -> Result<(), CoreError> {
         (Doors::Operator, _) => Call::Operator,
         (Doors::Both(rpc), Caller::Member(_)) => Call::Teammate(rpc),
         (Doors::Both(_), _) => Call::Operator,
+        (Doors::Lead, _) => Call::Lead,
     };
     access::admit(caller, call).map_err(CoreError::from)
 }
