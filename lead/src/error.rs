@@ -59,6 +59,7 @@ impl From<CoreError> for HubError {
             CoreError::Conflict(m) => HubError::FailedPrecondition(m),
             CoreError::NotYours(m) => HubError::PermissionDenied(m),
             CoreError::LimitReached(m) => HubError::ResourceExhausted(m),
+            CoreError::OutOfRange(m) => HubError::OutOfRange(m),
             CoreError::Transition(t) => HubError::Transition(t),
             CoreError::Caller(refused) => HubError::from(refused),
         }

@@ -212,6 +212,8 @@ pub(crate) fn join(request: pb::JoinRequest) -> Result<Op, HubError> {
         name,
         role: request.role,
         token_budget: request.token_budget,
+        member_id: uuid::Uuid::new_v4().to_string(),
+        session_token: shared::auth::new_token(),
     })
 }
 

@@ -413,6 +413,8 @@ pub(crate) fn load(
         pending_total: config.pending_total,
         shutdown_deadline_ms: millis(config.shutdown_deadline),
         grace_ms: millis(config.grace),
+        max_members: config.max_members,
+        token_budget: config.token_budget,
     })
     .with_approval(match &config.approval {
         Approval::Manual => CoreApproval::Manual,

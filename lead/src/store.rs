@@ -132,10 +132,7 @@ impl Store for MemoryStore {
 }
 
 /// SHA-256 of a token, hex: what the store keeps instead of the token.
-pub fn token_hash(token: &str) -> String {
-    use sha2::Digest;
-    hex(&sha2::Sha256::digest(token.as_bytes()))
-}
+pub use shared::members::token_hash;
 
 /// Bytes as lower-case hex.
 pub fn hex(bytes: &[u8]) -> String {

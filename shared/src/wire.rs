@@ -298,6 +298,19 @@ impl ToPb for Notice {
             Notice::Member(view) => pb::event::Kind::Member(view.to_pb()),
             Notice::Request(request) => pb::event::Kind::Request(request.to_pb()),
             Notice::Task(task) => pb::event::Kind::Task(task.to_pb()),
+            Notice::ToolCall {
+                member,
+                tool,
+                args_json,
+                allowed,
+                outcome,
+            } => pb::event::Kind::ToolCall(pb::ToolCallReport {
+                tool: tool.clone(),
+                args_json: args_json.clone(),
+                allowed: *allowed,
+                outcome: outcome.clone(),
+                member: member.clone(),
+            }),
             Notice::ReviewNote {
                 request_id,
                 reviewer,

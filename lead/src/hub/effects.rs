@@ -24,6 +24,7 @@ impl Hub {
             .extend(applied.changes.into_iter().map(Change::Team));
         self.carry_out(applied.effects);
         Ok(match applied.reply {
+            Reply::Joined(joined) => Answer::Joined(joined),
             Reply::Task(task) => Answer::Task(task),
             Reply::Standing(standing) => Answer::Usage(standing),
             Reply::Opened(id) => Answer::Opened(id),
@@ -47,17 +48,44 @@ impl Hub {
                     }
                 }
                 Effect::Notify(notice) => {
-                    if let Notice::Task(task) = &notice {
-                        tracing::info!(
+                    match &notice {
+                        Notice::Task(task) => tracing::info!(
                             task_id = %task.task_id,
                             status = ?task.status,
                             owner = %task.owner,
                             "task changed"
-                        );
+                        ),
+                        Notice::ToolCall {
+                            member,
+                            tool,
+                            allowed,
+                            outcome,
+                            ..
+                        } => tracing::info!(
+                            member = %member,
+                            tool = %Escaped(tool),
+                            allowed,
+                            outcome = %Escaped(shared::limits::cut(outcome, 300).as_str()),
+                            "tool call"
+                        ),
+                        _ => {}
                     }
                     if !self.watchers.is_empty() {
                         self.emit(notice.to_pb());
                     }
+                }
+                Effect::OpenInbox { name, reused } => {
+                    if reused {
+                        // A terminated member's name is reused: its old inbox goes.
+                        self.changes.push(Change::ClearInbox {
+                            member: name.clone(),
+                        });
+                    }
+                    self.inboxes.open(&name);
+                }
+                Effect::Ack { name, seq } => {
+                    self.inboxes.ack(&name, seq);
+                    self.changes.push(Change::Ack { member: name, seq });
                 }
                 Effect::CloseInbox(name) => {
                     self.inboxes.clear(&name);

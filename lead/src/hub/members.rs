@@ -1,25 +1,26 @@
-//! The hub's member commands: joining, inboxes, messages, idleness, tool-call
-//! reports, spawning and termination.
+//! The hub's side of the members: the join rate and a joining child,
+//! inbox streams, messages, termination notices, the team's pages, and
+//! spawning teammates.
 
 use shared::wire::*;
 
 use sha2::Digest as _;
 use shared::{
-    display::Escaped,
+    access::Caller,
     error::FieldError,
     lifecycle::Event,
     limits,
     names::{Name, EVERYONE, LEAD},
-    op::{Joined, PageAsk, Sent},
+    op::{Op, PageAsk, Sent},
     pb::{self, envelope::Body},
 };
 
-use super::{Command, Hub, Reply};
+use super::{Answer, Command, Hub, Reply};
 use crate::{
     error::HubError,
     inboxes::{envelope_bytes, Inbox, SeenId},
     outbox,
-    store::{token_hash, Change},
+    store::Change,
 };
 
 /// Termination notices the lead hands out per second at most, in recipients:
@@ -28,15 +29,11 @@ use crate::{
 const NOTICE_RATE: i64 = 100_000;
 
 impl Hub {
-    /// `Join`: a new member in plan mode, or ALREADY_EXISTS for an active name.
-    pub(super) fn join(
-        &mut self,
-        name: Name,
-        role: String,
-        token_budget: u64,
-    ) -> Result<Joined, HubError> {
-        // Every attempt counts, so a leaked join token cannot be tried
-        // faster than the rate either.
+    /// `Join`: past the join rate (every attempt counts, so a leaked join
+    /// token cannot be tried faster than the rate either), the core admits
+    /// the member; a child the lead is starting under its name, or started,
+    /// is marked as joined.
+    pub(super) fn join(&mut self, caller: &Caller, op: Op) -> Result<Answer, HubError> {
         let now = self.now();
         if !self.joins.take(now) {
             return Err(HubError::ResourceExhausted(format!(
@@ -44,58 +41,25 @@ impl Hub {
                 self.config.join_rate, self.config.join_burst
             )));
         }
-        if self.team.members.is_active(name.as_str()) {
-            return Err(HubError::AlreadyExists(format!(
-                "name: {name:?} is held by an active member; pick another name"
-            )));
-        }
-        let spawned =
-            self.children.contains_key(name.as_str()) || self.starting.contains_key(name.as_str());
-        if self.team.members.active() >= self.config.max_members {
-            return Err(HubError::ResourceExhausted(format!(
-                "the team has {} members, the most --max-members allows; \
-                 wait for one to leave",
-                self.team.members.active()
-            )));
-        }
-        let token = shared::auth::new_token();
-        let member_id = uuid::Uuid::new_v4().to_string();
-        let reused = self.team.members.join(
-            name.clone(),
-            role,
-            member_id.clone(),
-            token_hash(&token),
-            self.grace_until(),
-        );
-        if reused {
-            // A terminated member's name is reused: its old inbox goes.
-            self.changes.push(Change::ClearInbox {
-                member: name.to_string(),
-            });
-        }
-        self.inboxes.open(name.as_str());
+        let Op::Join { name, .. } = &op else {
+            return Err(HubError::Internal("a join that is not one".into()));
+        };
+        let name = name.to_string();
+        let answer = self.apply_in_core(caller, op)?;
+        let spawned = self.children.contains_key(&name) || self.starting.contains_key(&name);
         if spawned {
-            self.spawned.insert(name.to_string());
+            self.spawned.insert(name.clone());
         } else {
-            self.spawned.remove(name.as_str());
+            self.spawned.remove(&name);
         }
-        if let Some(child) = self.children.get_mut(name.as_str()) {
+        if let Some(child) = self.children.get_mut(&name) {
             child.joined = true;
         }
-        if let Some(joined) = self.starting.get_mut(name.as_str()) {
+        if let Some(joined) = self.starting.get_mut(&name) {
             *joined = true;
         }
-        let standing = self
-            .team
-            .usage
-            .join(name.as_str(), token_budget, self.config.token_budget);
         tracing::info!(member = %name, "joined");
-        self.emit_member(name.as_str());
-        Ok(Joined {
-            member_id,
-            session_token: token,
-            standing,
-        })
+        Ok(answer)
     }
 
     /// `Inbox`: opens the caller's stream; returns its name, the stream's id
@@ -159,22 +123,6 @@ impl Hub {
             tracing::info!(member = %name, "inbox stream closed");
             self.stream_lost(name);
         }
-    }
-
-    /// `Ack`: forgets the caller's envelopes up to `seq`.
-    pub(super) fn ack(&mut self, name: &str, seq: u64) -> Result<(), HubError> {
-        let last_seq = self.last_seq(name)?;
-        if seq > last_seq {
-            return Err(HubError::OutOfRange(format!(
-                "seq: {seq} is past the newest envelope ({last_seq}) of {name:?}"
-            )));
-        }
-        self.inboxes.ack(name, seq);
-        self.changes.push(Change::Ack {
-            member: name.to_owned(),
-            seq,
-        });
-        Ok(())
     }
 
     /// `Send`: a text to one member, to `lead`, or to every other active
@@ -302,19 +250,6 @@ impl Hub {
             ));
         }
         None
-    }
-
-    /// `ReportToolCall`: shows a teammate's tool call to the watchers.
-    pub(super) fn report_tool_call(&mut self, name: &str, report: pb::ToolCallReport) {
-        tracing::info!(
-            member = %name,
-            tool = %Escaped(&report.tool),
-            allowed = report.allowed,
-            outcome = %Escaped(shared::limits::cut(&report.outcome, 300).as_str()),
-            "tool call"
-        );
-        self.mark_busy(name);
-        self.emit(pb::event::Kind::ToolCall(report));
     }
 
     /// The member is working again.

@@ -107,39 +107,19 @@ impl Hub {
             | Op::RequestPermission { .. }
             | Op::ReviewPlan { .. }
             | Op::ReviewPermission { .. }
-            | Op::StageVerdict { .. }) => self.apply_in_core(&caller, op)?,
+            | Op::StageVerdict { .. }
+            | Op::Ack { .. }
+            | Op::ReportToolCall { .. }) => self.apply_in_core(&caller, op)?,
+            op @ Op::Join { .. } => self.join(&caller, op)?,
             Op::ListTasks { status, page } => Answer::Tasks(self.list_tasks(status, page)),
             Op::ListRequests { status, kind, page } => {
                 Answer::Requests(self.list_requests(status, kind, page))
             }
-            Op::Join {
-                name,
-                role,
-                token_budget,
-            } => Answer::Joined(self.join(name, role, token_budget)?),
-            Op::Ack { seq } => Answer::Done(self.ack(member()?, seq)?),
             Op::Send {
                 to,
                 message_id,
                 content,
             } => Answer::Sent(self.send_text(member()?, &to, message_id, content)?),
-            Op::ReportToolCall {
-                tool,
-                args_json,
-                allowed,
-                outcome,
-            } => {
-                let name = member()?;
-                let report = pb::ToolCallReport {
-                    tool,
-                    args_json,
-                    allowed,
-                    outcome,
-                    member: name.to_owned(),
-                };
-                self.report_tool_call(name, report);
-                Answer::Done(())
-            }
             Op::ListTeam { page } => Answer::Team(self.list_team(page)),
         })
     }

@@ -188,6 +188,8 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                     name: Name::parse("name", &name).expect("a valid name"),
                     role: "coder".into(),
                     token_budget: [0, 5_000][rng.below(2)],
+                    member_id: format!("m{}", rng.next()),
+                    session_token: format!("t{}", rng.next()),
                 },
                 reply,
             ));

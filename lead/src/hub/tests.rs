@@ -35,6 +35,8 @@ async fn join(hub: &HubHandle, name: &str) -> String {
         name: Name::parse("name", name).expect("valid name"),
         role: "coder".into(),
         token_budget: 0,
+        member_id: uuid::Uuid::new_v4().to_string(),
+        session_token: shared::auth::new_token(),
     };
     let joined: shared::op::Joined = hub
         .apply(Claim::Known(Caller::Joiner), Call::Join, Ok(op))

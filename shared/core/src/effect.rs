@@ -102,6 +102,19 @@ pub enum Notice {
         /// What.
         note: String,
     },
+    /// A member's tool call, made or refused, for the record.
+    ToolCall {
+        /// The member.
+        member: String,
+        /// The tool.
+        tool: String,
+        /// Its arguments, as JSON.
+        args_json: String,
+        /// Whether its gate let it run.
+        allowed: bool,
+        /// What came of it.
+        outcome: String,
+    },
     /// How a model user's usage stands now.
     Usage {
         /// The member, or another user of a model.
@@ -127,6 +140,21 @@ pub enum Effect {
     },
     /// The watchers hear this.
     Notify(Notice),
+    /// The member joined: it gets an empty inbox (a terminated member's
+    /// of that name, `reused`, is dropped).
+    OpenInbox {
+        /// The member.
+        name: String,
+        /// Whether a terminated member of that name had one.
+        reused: bool,
+    },
+    /// The member processed its inbox up to `seq`: those envelopes go.
+    Ack {
+        /// The member.
+        name: String,
+        /// The newest envelope processed.
+        seq: u64,
+    },
     /// The member terminated: its inbox stream ends and what it held is
     /// dropped.
     CloseInbox(String),

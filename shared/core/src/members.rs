@@ -6,6 +6,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use sha2::Digest as _;
+
 use crate::{
     grant::Mode,
     lifecycle::{Event, Lifecycle},
@@ -16,6 +18,15 @@ use crate::{
 /// members that joined (or lost the lead) together leave together, and the
 /// team hears of them in one notice.
 pub const GRACE_BATCH_MS: i64 = 100;
+
+/// What is kept of a session token, to place the calls that carry it:
+/// SHA-256, in lower-case hex.
+pub fn token_hash(token: &str) -> String {
+    sha2::Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
 
 /// One member of the team.
 #[derive(Debug, Clone, PartialEq, Eq)]

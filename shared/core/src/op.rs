@@ -76,6 +76,10 @@ pub enum Op {
         role: String,
         /// The budget it asks for; 0: none of its own.
         token_budget: u64,
+        /// Its id, which the edge made (a UUID, new for every join).
+        member_id: String,
+        /// The session token its calls will carry, which the edge made.
+        session_token: String,
     },
     /// A member has processed its inbox up to `seq`.
     Ack {

@@ -23,6 +23,9 @@ pub enum CoreError {
     /// Another party's to do (only a task's owner completes it).
     #[error("{0}")]
     NotYours(String),
+    /// A position past the end (an inbox's `seq`).
+    #[error("{0}")]
+    OutOfRange(String),
     /// A limit was reached; the message names it.
     #[error("{0}")]
     LimitReached(String),

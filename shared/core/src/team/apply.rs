@@ -5,10 +5,12 @@
 //!
 //! The ops applied here: the plan and permission handshakes (with the
 //! approval mode and the reviewer chain: `plans.rs`), the shutdown
-//! handshake, tasks (create, claim, complete), usage and budgets, idleness
-//! and leaving. The lead's hub still applies the others itself (joins,
-//! acks, messages, tool-call reports, and the lists, whose pages it cuts by
-//! their size on the wire); [`Team::apply`] refuses them.
+//! handshake, joining, acknowledging, tool-call reports, tasks (create,
+//! claim, complete), usage and budgets, idleness and leaving. The lead's
+//! hub still applies `Send` itself (what an inbox holds, its byte budgets
+//! and the message ids it remembers are the runtime's), and serves the
+//! lists (their pages are cut by their size on the wire); [`Team::apply`]
+//! refuses those.
 
 use serde_json::json;
 
@@ -19,8 +21,9 @@ use crate::{
     error::FieldError,
     grant::Mode,
     lifecycle::Event,
+    members::token_hash,
     names::{Name, RequestId, LEAD},
-    op::{Doors, Op},
+    op::{Doors, Joined, Op},
     protocol::{Decision, Kind, Opening, Party, Request},
     refusal::CoreError,
     tasks::{NewTask, Task, TaskStatus},
@@ -30,6 +33,8 @@ use crate::{
 /// What an op answers, in the core's words.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
+    /// A member joined.
+    Joined(Joined),
     /// A task as it stands now.
     Task(Task),
     /// A model user's usage and budget.
@@ -65,6 +70,11 @@ pub struct Rules {
     /// How long a disconnected member may stay away before it is
     /// TERMINATED, in ms.
     pub grace_ms: i64,
+    /// The most members not terminated.
+    pub max_members: usize,
+    /// The token budget of a member that joins with none of its own and
+    /// none the operator set; 0: none.
+    pub token_budget: u64,
 }
 
 impl Default for Rules {
@@ -80,6 +90,8 @@ impl Default for Rules {
             },
             shutdown_deadline_ms: 30_000,
             grace_ms: 30_000,
+            max_members: 10_000,
+            token_budget: 0,
         }
     }
 }
@@ -159,6 +171,49 @@ impl Team {
                     now,
                     &mut effects,
                 )?;
+                Reply::Done
+            }
+            Op::Join {
+                name,
+                role,
+                token_budget,
+                member_id,
+                session_token,
+            } => Reply::Joined(self.join_op(
+                name,
+                role,
+                token_budget,
+                member_id,
+                session_token,
+                now,
+                &mut effects,
+            )?),
+            Op::Ack { seq } => {
+                let name = member()?;
+                let last_seq = self.members.get(&name).map_or(0, |m| m.last_seq);
+                if seq > last_seq {
+                    return Err(CoreError::OutOfRange(format!(
+                        "seq: {seq} is past the newest envelope ({last_seq}) of {name:?}"
+                    )));
+                }
+                effects.push(Effect::Ack { name, seq });
+                Reply::Done
+            }
+            Op::ReportToolCall {
+                tool,
+                args_json,
+                allowed,
+                outcome,
+            } => {
+                let name = member()?;
+                effects.extend(self.show_work(&name));
+                effects.push(Effect::Notify(Notice::ToolCall {
+                    member: name,
+                    tool,
+                    args_json,
+                    allowed,
+                    outcome,
+                }));
                 Reply::Done
             }
             Op::SubmitPlan {
@@ -371,6 +426,54 @@ impl Team {
                 message: Message::TaskClaimable(oldest.clone()),
             });
         }
+    }
+
+    /// `Join`: a new member in plan mode, under a name no active member
+    /// holds, while the team has room; it has the grace period to open its
+    /// inbox.
+    #[allow(clippy::too_many_arguments)]
+    fn join_op(
+        &mut self,
+        name: Name,
+        role: String,
+        token_budget: u64,
+        member_id: String,
+        session_token: String,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Joined, CoreError> {
+        if self.members.is_active(name.as_str()) {
+            return Err(CoreError::Taken(format!(
+                "name: {name:?} is held by an active member; pick another name"
+            )));
+        }
+        if self.members.active() >= self.rules.max_members {
+            return Err(CoreError::LimitReached(format!(
+                "the team has {} members, the most --max-members allows; \
+                 wait for one to leave",
+                self.members.active()
+            )));
+        }
+        let reused = self.members.join(
+            name.clone(),
+            role,
+            member_id.clone(),
+            token_hash(&session_token),
+            now.saturating_add(self.rules.grace_ms),
+        );
+        effects.push(Effect::OpenInbox {
+            name: name.to_string(),
+            reused,
+        });
+        let standing = self
+            .usage
+            .join(name.as_str(), token_budget, self.rules.token_budget);
+        self.notify_member(name.as_str(), effects);
+        Ok(Joined {
+            member_id,
+            session_token,
+            standing,
+        })
     }
 
     /// `CreateTask`: a new pending task; idle members hear of it if it can
