@@ -13,10 +13,11 @@ pub use shared::team::PendingBudget;
 use shared::{
     access::Call,
     auth::now_unix_ms,
+    effect::Message,
     members::Members,
     names::{EVERYONE, LEAD},
     op::Op,
-    pb::{self, envelope::Body},
+    pb,
     policy::Policy,
     tasks::TaskBoard,
     team::{Approval as CoreApproval, Rules, Team},
@@ -337,7 +338,7 @@ pub(crate) struct Hub {
     /// The id of the next body a fan-out shares.
     next_body_id: u64,
     /// Terminations not yet told to the team, oldest first.
-    notices: Vec<pb::TerminatedMember>,
+    notices: Vec<shared::effect::Ended>,
     /// When the next termination notice may go out: a fan-out to `n`
     /// members holds the next one back `n / NOTICE_RATE` seconds, so that
     /// many members ending at once make a few notices, not one each.
@@ -621,18 +622,28 @@ impl Hub {
 
     /// Puts an envelope from `from` to `to` in `to`'s inbox (or, for `lead`,
     /// only in the event stream) and tells the watchers.
-    fn deliver(&mut self, from: &str, to: &str, message_id: Option<String>, body: Body) {
-        let entry = Entry {
-            seq: 0,
-            message_id: message_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-            from: from.to_owned(),
-            sent_at_unix_ms: self.now(),
-            payload: Payload::Own(body),
-        };
+    fn deliver(&mut self, from: &str, to: &str, message_id: Option<String>, body: Message) {
+        let message_id = message_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         if to == LEAD {
-            self.emit_envelope(&entry, to);
+            if !self.watchers.is_empty() {
+                self.emit(pb::event::Kind::Envelope(pb::Envelope {
+                    seq: 0,
+                    message_id,
+                    from: from.to_owned(),
+                    to: LEAD.to_owned(),
+                    sent_at_unix_ms: self.now(),
+                    body: Some(body.to_pb()),
+                }));
+            }
             return;
         }
+        let entry = Entry {
+            seq: 0,
+            message_id,
+            from: from.to_owned(),
+            sent_at_unix_ms: self.now(),
+            payload: Payload::own(body),
+        };
         let Some(seq) = self.team.members.next_seq(to) else {
             return;
         };
@@ -658,7 +669,7 @@ impl Hub {
     /// Puts one envelope from `from` in the inbox of each of `recipients`,
     /// its body stored and held once for them all, and tells the watchers once
     /// (an envelope to `*`, with no `seq`).
-    fn fan_out(&mut self, from: &str, recipients: &[String], message_id: String, body: Body) {
+    fn fan_out(&mut self, from: &str, recipients: &[String], message_id: String, body: Message) {
         let id = self.next_body_id;
         self.next_body_id += 1;
         let shared = SharedBody::new(id, body);

@@ -11,8 +11,10 @@ use crate::{
     store::{EnvelopeRecord, Snapshot},
 };
 use shared::{
+    effect::Message,
     members::Members,
-    pb::{self, envelope::Body},
+    pb,
+    wire::{message_bytes, ToPb},
 };
 
 /// Where a member's inbox stream sends envelopes; also how the hub ends it
@@ -38,7 +40,7 @@ pub(crate) struct SharedBody {
     /// Its id in the store.
     pub(crate) id: u64,
     /// The body.
-    pub(crate) body: Body,
+    pub(crate) body: Message,
     /// Its encoded size.
     pub(crate) bytes: usize,
     /// Whether an inbox holds it, so the lead counts it (once).
@@ -47,8 +49,8 @@ pub(crate) struct SharedBody {
 
 impl SharedBody {
     /// A new shared body.
-    pub(crate) fn new(id: u64, body: Body) -> Arc<Self> {
-        let bytes = body.encoded_len();
+    pub(crate) fn new(id: u64, body: Message) -> Arc<Self> {
+        let bytes = message_bytes(&body);
         Arc::new(Self {
             id,
             body,
@@ -61,17 +63,23 @@ impl SharedBody {
 /// What an inbox entry carries.
 #[derive(Debug, Clone)]
 pub(crate) enum Payload {
-    /// A body of its own.
-    Own(Body),
+    /// A body of its own, and its encoded size.
+    Own(Message, usize),
     /// A body shared with the other recipients of a fan-out.
     Shared(Arc<SharedBody>),
 }
 
 impl Payload {
+    /// A body of its own.
+    pub(crate) fn own(body: Message) -> Self {
+        let bytes = message_bytes(&body);
+        Payload::Own(body, bytes)
+    }
+
     /// The body.
-    pub(crate) fn body(&self) -> &Body {
+    pub(crate) fn body(&self) -> &Message {
         match self {
-            Payload::Own(body) => body,
+            Payload::Own(body, _) => body,
             Payload::Shared(shared) => &shared.body,
         }
     }
@@ -79,7 +87,7 @@ impl Payload {
     /// The body's encoded size.
     fn bytes(&self) -> usize {
         match self {
-            Payload::Own(body) => body.encoded_len(),
+            Payload::Own(_, bytes) => *bytes,
             Payload::Shared(shared) => shared.bytes,
         }
     }
@@ -109,7 +117,7 @@ impl Entry {
             from: self.from.clone(),
             to: to.to_owned(),
             sent_at_unix_ms: self.sent_at_unix_ms,
-            body: Some(self.payload.body().clone()),
+            body: Some(self.payload.body().to_pb()),
         }
     }
 
@@ -134,7 +142,7 @@ impl Entry {
     /// What it costs the lead beyond a shared body (counted once).
     fn own_bytes(&self) -> usize {
         match &self.payload {
-            Payload::Own(_) => self.bytes(),
+            Payload::Own(..) => self.bytes(),
             Payload::Shared(_) => envelope_bytes(self.from.len(), self.message_id.len(), 0),
         }
     }
@@ -153,19 +161,16 @@ impl Entry {
     /// As persisted: the envelope (without a shared body) and the shared body's id.
     pub(crate) fn record(&self, member: &str) -> EnvelopeRecord {
         let (body, shared) = match &self.payload {
-            Payload::Own(body) => (Some(body.clone()), None),
+            Payload::Own(body, _) => (Some(body.clone()), None),
             Payload::Shared(shared) => (None, Some(shared.id)),
         };
         EnvelopeRecord {
             member: member.to_owned(),
-            envelope: pb::Envelope {
-                seq: self.seq,
-                message_id: self.message_id.clone(),
-                from: self.from.clone(),
-                to: member.to_owned(),
-                sent_at_unix_ms: self.sent_at_unix_ms,
-                body,
-            },
+            seq: self.seq,
+            message_id: self.message_id.clone(),
+            from: self.from.clone(),
+            sent_at_unix_ms: self.sent_at_unix_ms,
+            body,
             shared,
         }
     }
@@ -378,20 +383,19 @@ impl Inboxes {
             shared.insert(id, SharedBody::new(id, body));
         }
         for record in std::mem::take(&mut snapshot.envelopes) {
-            let envelope = record.envelope;
-            let payload = match (record.shared, envelope.body) {
+            let payload = match (record.shared, record.body) {
                 (Some(id), _) => match shared.get(&id) {
                     Some(body) => Payload::Shared(body.clone()),
                     None => return Err(format!("envelope refers to a missing shared body {id}")),
                 },
-                (None, Some(body)) => Payload::Own(body),
+                (None, Some(body)) => Payload::own(body),
                 (None, None) => return Err("envelope without a body".into()),
             };
             let entry = Entry {
-                seq: envelope.seq,
-                message_id: envelope.message_id,
-                from: envelope.from,
-                sent_at_unix_ms: envelope.sent_at_unix_ms,
+                seq: record.seq,
+                message_id: record.message_id,
+                from: record.from,
+                sent_at_unix_ms: record.sent_at_unix_ms,
                 payload,
             };
             if let Some(inbox) = inboxes.inboxes.get_mut(&record.member) {
@@ -513,9 +517,9 @@ mod tests {
             message_id: "m".into(),
             from: "bob".into(),
             sent_at_unix_ms: 0,
-            payload: Payload::Own(Body::Text(pb::Text {
+            payload: Payload::own(Message::Text {
                 content: content.into(),
-            })),
+            }),
         }
     }
 
@@ -650,9 +654,9 @@ mod tests {
         }
         let body = SharedBody::new(
             1,
-            Body::Text(pb::Text {
+            Message::Text {
                 content: "x".repeat(10_000),
-            }),
+            },
         );
         let entry = Entry {
             seq: 1,
@@ -710,28 +714,24 @@ mod tests {
             );
         }
         members.on_life("bob", Event::Terminate { at: 1 });
-        let envelope = |seq, body| pb::Envelope {
+        let envelope = |seq, body, shared| EnvelopeRecord {
+            member: "alice".into(),
             seq,
+            message_id: format!("m{seq}"),
+            from: "lead".into(),
+            sent_at_unix_ms: 1,
             body,
-            ..Default::default()
+            shared,
         };
-        let notice = Body::TeammateTerminated(pb::TeammateTerminated {
+        let notice = Message::Terminated(vec![shared::effect::Ended {
             name: "carol".into(),
-            ..Default::default()
-        });
+            reason: String::new(),
+        }]);
+        let text = Message::Text {
+            content: String::new(),
+        };
         let mut snapshot = Snapshot {
-            envelopes: vec![
-                EnvelopeRecord {
-                    member: "alice".into(),
-                    envelope: envelope(7, Some(Body::Text(pb::Text::default()))),
-                    shared: None,
-                },
-                EnvelopeRecord {
-                    member: "alice".into(),
-                    envelope: envelope(8, None),
-                    shared: Some(3),
-                },
-            ],
+            envelopes: vec![envelope(7, Some(text), None), envelope(8, None, Some(3))],
             bodies: vec![(3, notice)],
             message_ids: vec![("alice".into(), "m1".into(), "d".into())],
             ..Snapshot::default()

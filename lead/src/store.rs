@@ -7,7 +7,7 @@
 
 pub use shared::members::MemberRecord;
 pub use shared::team::Change as TeamChange;
-use shared::{pb, protocol::Request, tasks::Task};
+use shared::{effect::Message, protocol::Request, tasks::Task};
 
 mod sqlite;
 
@@ -18,8 +18,16 @@ pub use sqlite::{SqliteStore, Sync, DB_FILE, MARKER_FILE};
 pub struct EnvelopeRecord {
     /// Whose inbox holds it.
     pub member: String,
-    /// The envelope; without a body when the body is shared.
-    pub envelope: pb::Envelope,
+    /// Its place in the inbox.
+    pub seq: u64,
+    /// Its message id.
+    pub message_id: String,
+    /// Who sent it.
+    pub from: String,
+    /// When the lead accepted it (unix ms).
+    pub sent_at_unix_ms: i64,
+    /// What it carries; `None` when its body is shared.
+    pub body: Option<Message>,
     /// The shared body it carries, by id.
     pub shared: Option<u64>,
 }
@@ -31,7 +39,7 @@ pub enum Change {
     Envelope(EnvelopeRecord),
     /// A body the recipients of a fan-out share (stored once; dropped with
     /// the last envelope that refers to it).
-    SharedBody { id: u64, body: pb::envelope::Body },
+    SharedBody { id: u64, body: Message },
     /// The member processed everything up to `seq`.
     Ack { member: String, seq: u64 },
     /// The member's inbox is dropped (it terminated, or its name was reused).
@@ -57,7 +65,7 @@ pub struct Snapshot {
     /// Unacknowledged envelopes, by member, in `seq` order.
     pub envelopes: Vec<EnvelopeRecord>,
     /// Shared bodies by id.
-    pub bodies: Vec<(u64, pb::envelope::Body)>,
+    pub bodies: Vec<(u64, Message)>,
     /// Requests, oldest first.
     pub requests: Vec<Request>,
     /// `Send` message ids by sender, oldest first, with their digests

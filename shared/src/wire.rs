@@ -7,10 +7,11 @@
 //! knows nothing of protobuf: bring them in with `use shared::wire::*;`.
 
 use crate::{
-    effect::{MemberView, Message, Notice},
+    effect::{Ended, MemberView, Message, Notice},
     error::FieldError,
     grant::{Grant, Mode},
     lifecycle,
+    names::RequestId,
     op::{Joined, Sent},
     pb,
     plan::Plan,
@@ -247,7 +248,17 @@ impl ToPb for Message {
                 plan: Some(plan.to_pb()),
                 supersedes: supersedes.clone(),
             }),
-            Message::PlanDecided(request) => Body::PlanApprovalResponse(plan_response(request)),
+            Message::PlanDecided {
+                request_id,
+                approve,
+                feedback,
+                grant,
+            } => Body::PlanApprovalResponse(pb::PlanApprovalResponse {
+                request_id: request_id.to_string(),
+                approve: *approve,
+                feedback: feedback.clone(),
+                grant: grant.as_ref().map(Grant::to_pb),
+            }),
             Message::PermissionRequest {
                 request_id,
                 tool,
@@ -257,8 +268,26 @@ impl ToPb for Message {
                 tool: tool.clone(),
                 args_json: args_json.clone(),
             }),
-            Message::PermissionDecided(request) => {
-                Body::PermissionResponse(permission_response(request))
+            Message::PermissionDecided {
+                request_id,
+                approve,
+                feedback,
+            } => Body::PermissionResponse(pb::PermissionResponse {
+                request_id: request_id.to_string(),
+                approve: *approve,
+                feedback: feedback.clone(),
+            }),
+            Message::Terminated(ended) => {
+                let mut ended = ended.iter().map(|e| pb::TerminatedMember {
+                    name: e.name.clone(),
+                    reason: e.reason.clone(),
+                });
+                let first = ended.next().unwrap_or_default();
+                Body::TeammateTerminated(pb::TeammateTerminated {
+                    name: first.name,
+                    reason: first.reason,
+                    more: ended.collect(),
+                })
             }
             Message::ShutdownRequest {
                 request_id,
@@ -288,6 +317,95 @@ impl ToPb for Message {
                 token_budget: *token_budget,
             }),
         }
+    }
+}
+
+/// The encoded size of `message` on the wire, which inbox budgets count.
+pub fn message_bytes(message: &Message) -> usize {
+    match message {
+        // The hot path (a member's text), without building the message.
+        Message::Text { content } => {
+            let text = if content.is_empty() {
+                0
+            } else {
+                1 + prost::encoding::encoded_len_varint(content.len() as u64) + content.len()
+            };
+            1 + prost::encoding::encoded_len_varint(text as u64) + text
+        }
+        other => other.to_pb().encoded_len(),
+    }
+}
+
+/// [`Message`] from the wire (an envelope's body as the store kept it).
+pub trait MessageFromPb: Sized {
+    /// A body the core cannot hold (a malformed id or grant, an unknown
+    /// status) is an error naming the field.
+    fn from_pb(body: pb::envelope::Body) -> Result<Self, FieldError>;
+}
+
+impl MessageFromPb for Message {
+    fn from_pb(body: pb::envelope::Body) -> Result<Self, FieldError> {
+        use pb::envelope::Body;
+        let id = |value: &str| RequestId::existing("request_id", value);
+        Ok(match body {
+            Body::Text(t) => Message::Text { content: t.content },
+            Body::PlanApprovalRequest(r) => Message::PlanApprovalRequest {
+                request_id: id(&r.request_id)?,
+                plan: r.plan.as_ref().map(Plan::from).unwrap_or_default(),
+                supersedes: r.supersedes,
+            },
+            Body::PlanApprovalResponse(r) => Message::PlanDecided {
+                request_id: id(&r.request_id)?,
+                approve: r.approve,
+                feedback: r.feedback,
+                grant: r
+                    .grant
+                    .as_ref()
+                    .map(|g| Grant::from_pb("grant", g, Mode::AcceptEdits))
+                    .transpose()?,
+            },
+            Body::ShutdownRequest(r) => Message::ShutdownRequest {
+                request_id: id(&r.request_id)?,
+                target: r.target,
+                reason: r.reason,
+                deadline_unix_ms: r.deadline_unix_ms,
+            },
+            Body::ShutdownResponse(r) => Message::ShutdownResponse {
+                request_id: id(&r.request_id)?,
+                approve: r.approve,
+                reason: r.reason,
+            },
+            Body::PermissionRequest(r) => Message::PermissionRequest {
+                request_id: id(&r.request_id)?,
+                tool: r.tool,
+                args_json: r.args_json,
+            },
+            Body::PermissionResponse(r) => Message::PermissionDecided {
+                request_id: id(&r.request_id)?,
+                approve: r.approve,
+                feedback: r.feedback,
+            },
+            Body::IdleNotification(i) => Message::Idle { reason: i.reason },
+            Body::TeammateTerminated(t) => Message::Terminated(
+                std::iter::once(Ended {
+                    name: t.name,
+                    reason: t.reason,
+                })
+                .chain(t.more.into_iter().map(|m| Ended {
+                    name: m.name,
+                    reason: m.reason,
+                }))
+                .collect(),
+            ),
+            Body::TaskClaimable(t) => {
+                Message::TaskClaimable(Task::from_pb(t).ok_or_else(|| {
+                    FieldError::new("task_claimable.status", "is not a task status")
+                })?)
+            }
+            Body::BudgetChanged(b) => Message::BudgetChanged {
+                token_budget: b.token_budget,
+            },
+        })
     }
 }
 
@@ -515,6 +633,103 @@ mod tests {
         protocol::{Opening, Tracker},
         tasks::{NewTask, TaskBoard},
     };
+
+    #[test]
+    fn a_texts_size_is_its_encoded_size() {
+        for n in [0, 1, 5, 126, 127, 128, 16_383, 16_384, 70_000] {
+            let text = Message::Text {
+                content: "x".repeat(n),
+            };
+            assert_eq!(
+                message_bytes(&text),
+                text.to_pb().encoded_len(),
+                "{n} bytes"
+            );
+        }
+    }
+
+    #[test]
+    fn every_message_comes_back_from_the_wire_as_it_went() {
+        let id = RequestId::existing("id", "0b6f3c1e-1d2a-4f5b-8c9d-0e1f2a3b4c5d").expect("id");
+        let task = TaskBoard::new(10)
+            .create(
+                "t1".into(),
+                NewTask {
+                    subject: "s".into(),
+                    ..NewTask::default()
+                },
+                1,
+            )
+            .expect("task");
+        let messages = [
+            Message::Text {
+                content: "hi".into(),
+            },
+            Message::PlanApprovalRequest {
+                request_id: id.clone(),
+                plan: Plan {
+                    summary: "s".into(),
+                    files: vec!["a.rs".into()],
+                    ..Plan::default()
+                },
+                supersedes: String::new(),
+            },
+            Message::PlanDecided {
+                request_id: id.clone(),
+                approve: true,
+                feedback: "ok".into(),
+                grant: Some(
+                    Grant::checked("grant", Mode::AcceptEdits, vec!["src/**".into()], None)
+                        .expect("grant"),
+                ),
+            },
+            Message::PlanDecided {
+                request_id: id.clone(),
+                approve: false,
+                feedback: "no".into(),
+                grant: None,
+            },
+            Message::PermissionRequest {
+                request_id: id.clone(),
+                tool: "write_file".into(),
+                args_json: "{}".into(),
+            },
+            Message::PermissionDecided {
+                request_id: id.clone(),
+                approve: true,
+                feedback: String::new(),
+            },
+            Message::ShutdownRequest {
+                request_id: id.clone(),
+                target: "alice".into(),
+                reason: "r".into(),
+                deadline_unix_ms: 9,
+            },
+            Message::ShutdownResponse {
+                request_id: id.clone(),
+                approve: false,
+                reason: "busy".into(),
+            },
+            Message::Idle {
+                reason: "done".into(),
+            },
+            Message::Terminated(vec![
+                Ended {
+                    name: "a".into(),
+                    reason: "x".into(),
+                },
+                Ended {
+                    name: "b".into(),
+                    reason: "y".into(),
+                },
+            ]),
+            Message::TaskClaimable(task),
+            Message::BudgetChanged { token_budget: 7 },
+        ];
+        for message in messages {
+            assert_eq!(Message::from_pb(message.to_pb()).as_ref(), Ok(&message));
+        }
+    }
 
     #[test]
     fn grants_round_trip_and_default_their_mode() {

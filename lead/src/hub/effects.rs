@@ -6,9 +6,8 @@
 use shared::{
     access::Caller,
     display::Escaped,
-    effect::{Effect, Notice},
+    effect::{Effect, Ended, Notice},
     op::Op,
-    pb,
     team::Reply,
     wire::ToPb,
 };
@@ -39,14 +38,11 @@ impl Hub {
     pub(super) fn carry_out(&mut self, effects: Vec<Effect>) {
         for effect in effects {
             match effect {
-                Effect::Deliver { from, to, message } => {
-                    let body = message.to_pb();
-                    match to.as_slice() {
-                        [] => {}
-                        [one] => self.deliver(&from, one, None, body),
-                        _ => self.fan_out(&from, &to, uuid::Uuid::new_v4().to_string(), body),
-                    }
-                }
+                Effect::Deliver { from, to, message } => match to.as_slice() {
+                    [] => {}
+                    [one] => self.deliver(&from, one, None, message),
+                    _ => self.fan_out(&from, &to, uuid::Uuid::new_v4().to_string(), message),
+                },
                 Effect::Notify(notice) => {
                     match &notice {
                         Notice::Task(task) => tracing::info!(
@@ -93,7 +89,7 @@ impl Hub {
                 }
                 Effect::Announce { name, reason } => {
                     tracing::info!(member = %name, reason = %Escaped(&reason), "terminated");
-                    self.notices.push(pb::TerminatedMember { name, reason });
+                    self.notices.push(Ended { name, reason });
                 }
                 Effect::ReviewPlan(id) => self.start_model_review(&id),
                 Effect::RunStage { request_id, stage } => self.run_stage(&request_id, stage),

@@ -7,12 +7,14 @@ use shared::wire::*;
 use sha2::Digest as _;
 use shared::{
     access::Caller,
+    effect::Message,
     error::FieldError,
     lifecycle::Event,
     limits,
     names::{Name, EVERYONE, LEAD},
     op::{Op, PageAsk, Sent},
-    pb::{self, envelope::Body},
+    pb,
+    wire::message_bytes,
 };
 
 use super::{Answer, Command, Hub, Reply};
@@ -160,10 +162,10 @@ impl Hub {
                 }
             }
         }
-        let body = Body::Text(pb::Text { content });
+        let body = Message::Text { content };
         // The id the lead makes when the sender chose none is a UUID.
         let id_len = message_id.as_ref().map_or(36, String::len);
-        let bytes = envelope_bytes(from.len(), id_len, body.encoded_len());
+        let bytes = envelope_bytes(from.len(), id_len, message_bytes(&body));
         let (recipients, skipped) = match to {
             EVERYONE => {
                 let (room, full): (Vec<String>, Vec<String>) = self
@@ -297,27 +299,14 @@ impl Hub {
         if self.notices.is_empty() || self.notice_ready_at > now {
             return;
         }
-        let mut notices = std::mem::take(&mut self.notices).into_iter();
-        let Some(first) = notices.next() else {
-            return;
-        };
-        let notice = pb::TeammateTerminated {
-            name: first.name,
-            reason: first.reason,
-            more: notices.collect(),
-        };
+        let notice = Message::Terminated(std::mem::take(&mut self.notices));
         let recipients = self.team.members.active_names_except(LEAD);
         let hold = i64::try_from(recipients.len()).unwrap_or(i64::MAX) * 1000 / NOTICE_RATE;
         self.notice_ready_at = now + hold;
         match recipients.len() {
             0 => {}
-            1 => self.deliver(LEAD, &recipients[0], None, Body::TeammateTerminated(notice)),
-            _ => self.fan_out(
-                LEAD,
-                &recipients,
-                uuid::Uuid::new_v4().to_string(),
-                Body::TeammateTerminated(notice),
-            ),
+            1 => self.deliver(LEAD, &recipients[0], None, notice),
+            _ => self.fan_out(LEAD, &recipients, uuid::Uuid::new_v4().to_string(), notice),
         }
     }
 

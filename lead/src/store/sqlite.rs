@@ -7,9 +7,10 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use prost::Message;
+use prost::Message as _;
 use rusqlite::{params, Connection, OptionalExtension};
 use shared::{
+    effect::Message,
     grant::{Grant, Mode},
     names::RequestId,
     pb,
@@ -284,6 +285,15 @@ impl SqliteStore {
     }
 }
 
+/// A stored body as the core's [`Message`]; one it cannot hold is a
+/// decoding error of `what`.
+fn message(what: &'static str, body: pb::envelope::Body) -> Result<Message, StoreError> {
+    Message::from_pb(body).map_err(|e| StoreError::Decode {
+        what,
+        detail: e.to_string(),
+    })
+}
+
 impl Store for SqliteStore {
     fn load(&mut self) -> Result<Snapshot, StoreError> {
         let mut snapshot = Snapshot::default();
@@ -337,7 +347,7 @@ impl Store for SqliteStore {
                     what: "shared body",
                     detail: format!("{id} is empty"),
                 })?;
-            snapshot.bodies.push((id, body));
+            snapshot.bodies.push((id, message("shared body", body)?));
         }
         let mut envelopes = self
             .conn
@@ -345,10 +355,19 @@ impl Store for SqliteStore {
         let rows: Vec<(String, Vec<u8>, Option<u64>)> = envelopes
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
             .collect::<Result<_, _>>()?;
-        for (member, body, shared) in rows {
+        for (member, bytes, shared) in rows {
+            let envelope = decode("envelope", &bytes)?;
+            let body = envelope
+                .body
+                .map(|body| message("envelope", body))
+                .transpose()?;
             snapshot.envelopes.push(EnvelopeRecord {
                 member,
-                envelope: decode("envelope", &body)?,
+                seq: envelope.seq,
+                message_id: envelope.message_id,
+                from: envelope.from,
+                sent_at_unix_ms: envelope.sent_at_unix_ms,
+                body,
                 shared,
             });
         }
@@ -484,24 +503,29 @@ impl Store for SqliteStore {
                     )?
                     .execute(params![m.name, m.member_id, m.role, m.token_hash, mode, m.idle, m.terminated, m.last_seq, m.order])?;
                 }
-                Change::Envelope(EnvelopeRecord {
-                    member,
-                    envelope,
-                    shared,
-                }) => {
+                Change::Envelope(record) => {
+                    // Stored as the wire's envelope, as every release has.
+                    let envelope = pb::Envelope {
+                        seq: record.seq,
+                        message_id: record.message_id.clone(),
+                        from: record.from.clone(),
+                        to: record.member.clone(),
+                        sent_at_unix_ms: record.sent_at_unix_ms,
+                        body: record.body.as_ref().map(ToPb::to_pb),
+                    };
                     tx.prepare_cached(
                         "INSERT OR REPLACE INTO envelopes (member, seq, body, shared) VALUES (?1, ?2, ?3, ?4)",
                     )?
                     .execute(params![
-                        member,
-                        envelope.seq,
+                        record.member,
+                        record.seq,
                         envelope.encode_to_vec(),
-                        shared
+                        record.shared
                     ])?;
                 }
                 Change::SharedBody { id, body } => {
                     let envelope = pb::Envelope {
-                        body: Some(body.clone()),
+                        body: Some(body.to_pb()),
                         ..Default::default()
                     };
                     tx.prepare_cached("INSERT OR REPLACE INTO bodies (id, body) VALUES (?1, ?2)")?
@@ -715,31 +739,25 @@ mod tests {
             last_seq: 3,
             order: 1,
         };
-        let envelope = |seq| pb::Envelope {
+        let envelope = |seq| EnvelopeRecord {
+            member: "alice".into(),
             seq,
             message_id: format!("e{seq}"),
-            ..Default::default()
+            from: "bob".into(),
+            sent_at_unix_ms: 5,
+            body: Some(Message::Text {
+                content: format!("text {seq}"),
+            }),
+            shared: None,
         };
         {
             let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("open");
             store
                 .commit(&[
                     Change::Team(TeamChange::Member(Box::new(member.clone()))),
-                    Change::Envelope(EnvelopeRecord {
-                        member: "alice".into(),
-                        envelope: envelope(1),
-                        shared: None,
-                    }),
-                    Change::Envelope(EnvelopeRecord {
-                        member: "alice".into(),
-                        envelope: envelope(2),
-                        shared: None,
-                    }),
-                    Change::Envelope(EnvelopeRecord {
-                        member: "alice".into(),
-                        envelope: envelope(3),
-                        shared: None,
-                    }),
+                    Change::Envelope(envelope(1)),
+                    Change::Envelope(envelope(2)),
+                    Change::Envelope(envelope(3)),
                     Change::Ack {
                         member: "alice".into(),
                         seq: 1,
@@ -769,8 +787,7 @@ mod tests {
         let mut store = SqliteStore::open(dir.path(), Sync::Normal).expect("reopen");
         let snapshot = store.load().expect("load");
         assert_eq!(snapshot.members, vec![member]);
-        let seqs: Vec<u64> = snapshot.envelopes.iter().map(|r| r.envelope.seq).collect();
-        assert_eq!(seqs, vec![2, 3]);
+        assert_eq!(snapshot.envelopes, vec![envelope(2), envelope(3)]);
         let ids: Vec<&str> = snapshot
             .requests
             .iter()

@@ -5,7 +5,13 @@
 //! in order; the edges render them (`shared::wire`).
 
 use crate::{
-    members::Member, names::RequestId, plan::Plan, protocol::Request, tasks::Task, usage::Standing,
+    grant::Grant,
+    members::Member,
+    names::RequestId,
+    plan::Plan,
+    protocol::{Request, Status},
+    tasks::Task,
+    usage::Standing,
 };
 
 /// What an envelope carries, in the core's words.
@@ -26,7 +32,16 @@ pub enum Message {
         supersedes: String,
     },
     /// The decision on a plan, told to its teammate.
-    PlanDecided(Box<Request>),
+    PlanDecided {
+        /// The plan's request id.
+        request_id: RequestId,
+        /// Whether it was approved.
+        approve: bool,
+        /// What the reviewer said.
+        feedback: String,
+        /// What an approval grants.
+        grant: Option<Grant>,
+    },
     /// A member asks to run one gated tool call.
     PermissionRequest {
         /// The request's id.
@@ -37,7 +52,14 @@ pub enum Message {
         args_json: String,
     },
     /// The decision on a permission, told to its teammate.
-    PermissionDecided(Box<Request>),
+    PermissionDecided {
+        /// The permission's request id.
+        request_id: RequestId,
+        /// Whether it was allowed.
+        approve: bool,
+        /// What the reviewer said.
+        feedback: String,
+    },
     /// The lead asks the member to shut down by a deadline.
     ShutdownRequest {
         /// The request's id.
@@ -63,6 +85,8 @@ pub enum Message {
         /// Why, in its words.
         reason: String,
     },
+    /// Members terminated (one notice for all that ended since the last).
+    Terminated(Vec<Ended>),
     /// A task can be claimed now.
     TaskClaimable(Task),
     /// The operator set the member's token budget.
@@ -70,6 +94,36 @@ pub enum Message {
         /// The budget (0: none).
         token_budget: u64,
     },
+}
+
+impl Message {
+    /// The decision on plan `request`, as its teammate hears it.
+    pub fn plan_decided(request: &Request) -> Self {
+        Message::PlanDecided {
+            request_id: request.id().clone(),
+            approve: request.status == Status::Approved,
+            feedback: request.feedback.clone(),
+            grant: request.decision.as_ref().and_then(|d| d.grant.clone()),
+        }
+    }
+
+    /// The decision on permission `request`, as its teammate hears it.
+    pub fn permission_decided(request: &Request) -> Self {
+        Message::PermissionDecided {
+            request_id: request.id().clone(),
+            approve: request.status == Status::Approved,
+            feedback: request.feedback.clone(),
+        }
+    }
+}
+
+/// A member that terminated, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    /// Who.
+    pub name: String,
+    /// Why.
+    pub reason: String,
 }
 
 /// A member as the watchers see it: who it is, how it stands, what its

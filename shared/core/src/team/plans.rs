@@ -298,7 +298,7 @@ impl Team {
             effects.push(Effect::Deliver {
                 from: LEAD.to_owned(),
                 to: vec![teammate],
-                message: Message::PlanDecided(Box::new(outcome.request.clone())),
+                message: Message::plan_decided(&outcome.request),
             });
             effects.push(Effect::Notify(Notice::Request(Box::new(
                 outcome.request.clone(),
@@ -398,7 +398,7 @@ impl Team {
             effects.push(Effect::Deliver {
                 from: LEAD.to_owned(),
                 to: vec![teammate],
-                message: Message::PermissionDecided(Box::new(outcome.request.clone())),
+                message: Message::permission_decided(&outcome.request),
             });
             effects.push(Effect::Notify(Notice::Request(Box::new(
                 outcome.request.clone(),
