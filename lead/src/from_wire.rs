@@ -300,3 +300,22 @@ pub(crate) fn list_team(request: pb::ListTeamRequest) -> Result<Op, HubError> {
         page: Page::parse(request.page_size, &request.page_token, MEMBERS)?.ask(),
     })
 }
+
+/// `SpawnTeammate`: its fields as given; the hub checks them (after the
+/// caller), and the launcher checks the files they name.
+pub(crate) fn spawn(request: pb::SpawnTeammateRequest) -> crate::launch::SpawnAsk {
+    crate::launch::SpawnAsk {
+        name: request.name,
+        role: request.role,
+        script_path: request.script_path,
+        workspace: request.workspace,
+        teammate_bin: request.teammate_bin,
+        model: request.model,
+        task: request.task,
+        base_url: request.base_url,
+        api_key_env: request.api_key_env,
+        token_budget: request.token_budget,
+        max_tokens: request.max_tokens,
+        context_window: request.context_window,
+    }
+}

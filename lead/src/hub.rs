@@ -195,8 +195,8 @@ pub(crate) enum Command {
     /// `SpawnTeammate`: answered once the process started (or could not).
     Spawn {
         claim: Claim,
-        request: pb::SpawnTeammateRequest,
-        reply: Reply<pb::SpawnTeammateResponse>,
+        request: crate::launch::SpawnAsk,
+        reply: Reply<crate::launch::Spawned>,
     },
     /// A spawn's outcome, from the task that started the process: `armed`
     /// lets its exit be told once the hub holds the child.
@@ -204,7 +204,7 @@ pub(crate) enum Command {
         name: String,
         result: Result<Child, HubError>,
         armed: oneshot::Sender<()>,
-        reply: Reply<pb::SpawnTeammateResponse>,
+        reply: Reply<crate::launch::Spawned>,
     },
     ChildExited {
         name: String,

@@ -6,12 +6,51 @@
 
 use std::path::{Path, PathBuf};
 
-use shared::{error::FieldError, limits, pb};
+use shared::{error::FieldError, limits};
 
 use crate::{
     children::{Brain, Child, Confined, Spawner},
     error::HubError,
 };
+
+/// What an operator asks to start (`SpawnTeammate`), as the edge read it:
+/// an empty text is a field not given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SpawnAsk {
+    /// The member's name.
+    pub(crate) name: String,
+    /// Its role.
+    pub(crate) role: String,
+    /// A script teammate's playbook.
+    pub(crate) script_path: String,
+    /// Where it works.
+    pub(crate) workspace: String,
+    /// The teammate executable (only the lead's own).
+    pub(crate) teammate_bin: String,
+    /// A model teammate's model.
+    pub(crate) model: String,
+    /// A model teammate's task.
+    pub(crate) task: String,
+    /// A model teammate's server.
+    pub(crate) base_url: String,
+    /// The variable its key comes from.
+    pub(crate) api_key_env: String,
+    /// Its token budget (0: none).
+    pub(crate) token_budget: u64,
+    /// The longest reply it asks for (0: its default).
+    pub(crate) max_tokens: u32,
+    /// Its model's context window (0: ask the server).
+    pub(crate) context_window: u32,
+}
+
+/// A process started: its pid, and where its log goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Spawned {
+    /// The process id.
+    pub(crate) pid: u32,
+    /// Its log file.
+    pub(crate) log_path: String,
+}
 
 /// Starts `teammate` as `name` for `request`; `on_exit` hears its pid, how
 /// it ended and the end of its log, once it is reaped. Each check is made
@@ -20,7 +59,7 @@ use crate::{
 pub(crate) fn launch(
     spawner: &Spawner,
     name: &str,
-    request: &pb::SpawnTeammateRequest,
+    request: &SpawnAsk,
     on_exit: impl FnOnce(u32, String, String) + Send + 'static,
 ) -> Result<Child, HubError> {
     // The configured binary only, and paths inside the spawn root, each
@@ -89,7 +128,7 @@ pub(crate) fn launch(
 
 /// What drives a spawned teammate: a script the lead can read, or a model
 /// with a task (exactly one of `script_path` and `model`).
-fn brain(request: &pb::SpawnTeammateRequest) -> Result<Brain, HubError> {
+fn brain(request: &SpawnAsk) -> Result<Brain, HubError> {
     for (field, value, limit) in [
         ("model", &request.model, limits::ROLE),
         ("task", &request.task, limits::TEXT),

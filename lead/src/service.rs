@@ -433,7 +433,7 @@ impl pb::operator_server::Operator for OperatorService {
         request: Request<pb::SpawnTeammateRequest>,
     ) -> Result<Response<pb::SpawnTeammateResponse>, Status> {
         let claim = claim_of(&request, &self.tokens);
-        let request = request.into_inner();
+        let request = from_wire::spawn(request.into_inner());
         let spawned = self
             .hub
             .call(|reply| Command::Spawn {
@@ -442,7 +442,10 @@ impl pb::operator_server::Operator for OperatorService {
                 reply,
             })
             .await?;
-        Ok(Response::new(spawned))
+        Ok(Response::new(pb::SpawnTeammateResponse {
+            pid: spawned.pid,
+            log_path: spawned.log_path,
+        }))
     }
 
     async fn set_budget(

@@ -21,6 +21,7 @@ use super::{Answer, Command, Hub, Reply};
 use crate::{
     error::HubError,
     inboxes::{envelope_bytes, Inbox, SeenId},
+    launch::{SpawnAsk, Spawned},
     outbox,
     store::Change,
 };
@@ -332,11 +333,7 @@ impl Hub {
     /// name, and hands the rest (every check that touches the filesystem,
     /// then the fork) to a blocking task off the hub; its outcome comes back
     /// as [`Command::Launched`], which answers.
-    pub(super) fn spawn(
-        &mut self,
-        request: pb::SpawnTeammateRequest,
-        reply: Reply<pb::SpawnTeammateResponse>,
-    ) {
+    pub(super) fn spawn(&mut self, request: SpawnAsk, reply: Reply<Spawned>) {
         let (spawner, name) = match self.check_spawn(&request) {
             Ok(checked) => checked,
             Err(e) => return self.reply(reply, Err(e)),
@@ -383,7 +380,7 @@ impl Hub {
     /// the spawner, the name and the fields' sizes.
     fn check_spawn(
         &self,
-        request: &pb::SpawnTeammateRequest,
+        request: &SpawnAsk,
     ) -> Result<(crate::children::Spawner, Name), HubError> {
         let spawner = self.config.spawner.clone().ok_or_else(|| {
             HubError::FailedPrecondition("this lead cannot start processes".into())
@@ -431,7 +428,7 @@ impl Hub {
         name: String,
         result: Result<crate::children::Child, HubError>,
         armed: tokio::sync::oneshot::Sender<()>,
-        reply: Reply<pb::SpawnTeammateResponse>,
+        reply: Reply<Spawned>,
     ) {
         let joined = self.starting.remove(&name).unwrap_or(false);
         if result.is_err() && joined {
@@ -441,7 +438,7 @@ impl Hub {
         let result = result.map(|mut child| {
             child.joined = joined;
             tracing::info!(member = %name, pid = child.pid, "spawned teammate");
-            let response = pb::SpawnTeammateResponse {
+            let response = Spawned {
                 pid: child.pid,
                 log_path: child.log.to_string_lossy().into_owned(),
             };
