@@ -21,7 +21,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use shared::pb;
+use shared::effect::Notice;
 use tokio::sync::mpsc;
 
 use crate::store::{Change, Store, StoreError};
@@ -32,7 +32,7 @@ pub(crate) struct Forming {
     /// Replies, in order.
     pub(crate) replies: Vec<Box<dyn FnOnce() + Send>>,
     /// Events, in order.
-    pub(crate) events: Vec<pb::Event>,
+    pub(crate) events: Vec<(i64, Notice)>,
     /// Members whose streams have envelopes to hand out.
     pub(crate) streams: HashSet<String>,
 }
@@ -49,7 +49,7 @@ pub(crate) struct Batch {
     /// Replies, in order.
     pub(crate) replies: Vec<Box<dyn FnOnce() + Send>>,
     /// Events, in order.
-    pub(crate) events: Vec<pb::Event>,
+    pub(crate) events: Vec<(i64, Notice)>,
     /// Each member's stream gets the envelopes up to this seq.
     pub(crate) streams: Vec<(String, u64)>,
 }

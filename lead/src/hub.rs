@@ -13,7 +13,7 @@ pub use shared::team::PendingBudget;
 use shared::{
     access::Call,
     auth::now_unix_ms,
-    effect::Message,
+    effect::{Envelope, Message, Notice},
     members::Members,
     names::{EVERYONE, LEAD},
     op::Op,
@@ -21,7 +21,6 @@ use shared::{
     policy::Policy,
     tasks::TaskBoard,
     team::{Approval as CoreApproval, Rules, Team},
-    wire::ToPb,
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -609,15 +608,13 @@ impl Hub {
         }
     }
 
-    /// Sends `event` to every watcher; a watcher that cannot keep up is dropped.
-    fn emit(&mut self, kind: pb::event::Kind) {
+    /// Tells every watcher `notice` once the batch is durable (see
+    /// [`Hub::release`]); a watcher that cannot keep up is dropped.
+    fn emit(&mut self, notice: Notice) {
         if self.watchers.is_empty() {
             return;
         }
-        self.forming.events.push(pb::Event {
-            at_unix_ms: self.now(),
-            kind: Some(kind),
-        });
+        self.forming.events.push((self.now(), notice));
     }
 
     /// Puts an envelope from `from` to `to` in `to`'s inbox (or, for `lead`,
@@ -626,14 +623,14 @@ impl Hub {
         let message_id = message_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
         if to == LEAD {
             if !self.watchers.is_empty() {
-                self.emit(pb::event::Kind::Envelope(pb::Envelope {
+                self.emit(Notice::Envelope(Box::new(Envelope {
                     seq: 0,
                     message_id,
                     from: from.to_owned(),
                     to: LEAD.to_owned(),
                     sent_at_unix_ms: self.now(),
-                    body: Some(body.to_pb()),
-                }));
+                    message: body,
+                })));
             }
             return;
         }
@@ -651,18 +648,18 @@ impl Hub {
             return;
         };
         let record = stored.record(to);
-        let event = (!self.watchers.is_empty()).then(|| stored.envelope(to));
+        let event = (!self.watchers.is_empty()).then(|| stored.notice(to));
         self.changes.push(Change::Envelope(record));
         self.forming.streams.insert(to.to_owned());
         if let Some(envelope) = event {
-            self.emit(pb::event::Kind::Envelope(envelope));
+            self.emit(Notice::Envelope(Box::new(envelope)));
         }
     }
 
     /// Tells the watchers, if any, of an envelope to `to`.
     fn emit_envelope(&mut self, entry: &Entry, to: &str) {
         if !self.watchers.is_empty() {
-            self.emit(pb::event::Kind::Envelope(entry.envelope(to)));
+            self.emit(Notice::Envelope(Box::new(entry.notice(to))));
         }
     }
 
@@ -708,7 +705,7 @@ impl Hub {
             return;
         }
         if let Some(view) = self.team.member_view(name) {
-            self.emit(pb::event::Kind::Member(view.to_pb()));
+            self.emit(Notice::Member(Box::new(view)));
         }
     }
 }

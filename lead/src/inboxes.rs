@@ -11,7 +11,7 @@ use crate::{
     store::{EnvelopeRecord, Snapshot},
 };
 use shared::{
-    effect::Message,
+    effect::{Envelope, Message},
     members::Members,
     pb,
     wire::{message_bytes, ToPb},
@@ -118,6 +118,18 @@ impl Entry {
             to: to.to_owned(),
             sent_at_unix_ms: self.sent_at_unix_ms,
             body: Some(self.payload.body().to_pb()),
+        }
+    }
+
+    /// The envelope to `to` as the watchers see it.
+    pub(crate) fn notice(&self, to: &str) -> Envelope {
+        Envelope {
+            seq: self.seq,
+            message_id: self.message_id.clone(),
+            from: self.from.clone(),
+            to: to.to_owned(),
+            sent_at_unix_ms: self.sent_at_unix_ms,
+            message: self.payload.body().clone(),
         }
     }
 

@@ -413,6 +413,29 @@ impl ToPb for Notice {
     type Pb = pb::event::Kind;
     fn to_pb(&self) -> pb::event::Kind {
         match self {
+            Notice::Envelope(envelope) => pb::event::Kind::Envelope(pb::Envelope {
+                seq: envelope.seq,
+                message_id: envelope.message_id.clone(),
+                from: envelope.from.clone(),
+                to: envelope.to.clone(),
+                sent_at_unix_ms: envelope.sent_at_unix_ms,
+                body: Some(envelope.message.to_pb()),
+            }),
+            Notice::ChildExited {
+                name,
+                pid,
+                how,
+                joined,
+                log_path,
+                log_tail,
+            } => pb::event::Kind::ChildExited(pb::ChildExited {
+                name: name.clone(),
+                pid: *pid,
+                how: how.clone(),
+                joined: *joined,
+                log_path: log_path.clone(),
+                log_tail: log_tail.clone(),
+            }),
             Notice::Member(view) => pb::event::Kind::Member(view.to_pb()),
             Notice::Request(request) => pb::event::Kind::Request(request.to_pb()),
             Notice::Task(task) => pb::event::Kind::Task(task.to_pb()),

@@ -3,6 +3,7 @@
 //! batch out.
 
 use prost::Message as _;
+use shared::{pb, wire::ToPb};
 
 use super::{Hub, Reply};
 use crate::{
@@ -140,7 +141,12 @@ impl Hub {
         if self.watchers.is_empty() {
             drop(batch.events);
         } else {
-            for event in batch.events {
+            for (at_unix_ms, notice) in batch.events {
+                // Rendered for the wire once, however many watch.
+                let event = pb::Event {
+                    at_unix_ms,
+                    kind: Some(notice.to_pb()),
+                };
                 let bytes = event.encoded_len();
                 self.watchers
                     .retain(|w| match w.try_send(event.clone(), bytes) {

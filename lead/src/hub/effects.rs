@@ -9,7 +9,6 @@ use shared::{
     effect::{Effect, Ended, Notice},
     op::Op,
     team::Reply,
-    wire::ToPb,
 };
 
 use super::{Answer, Hub};
@@ -67,7 +66,7 @@ impl Hub {
                         _ => {}
                     }
                     if !self.watchers.is_empty() {
-                        self.emit(notice.to_pb());
+                        self.emit(notice);
                     }
                 }
                 Effect::OpenInbox { name, reused } => {

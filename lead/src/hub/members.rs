@@ -7,7 +7,7 @@ use shared::wire::*;
 use sha2::Digest as _;
 use shared::{
     access::Caller,
-    effect::Message,
+    effect::{Message, Notice},
     error::FieldError,
     lifecycle::Event,
     limits,
@@ -471,14 +471,14 @@ impl Hub {
         if !joined {
             tracing::warn!(member = %name, pid, how, log = %log.display(), "a spawned teammate ended before joining");
         }
-        self.emit(pb::event::Kind::ChildExited(pb::ChildExited {
+        self.emit(Notice::ChildExited {
             name: name.to_owned(),
             pid,
             how: how.to_owned(),
             joined,
             log_path: log.to_string_lossy().into_owned(),
             log_tail,
-        }));
+        });
         self.terminate(name, &format!("process {how}"));
     }
 }

@@ -5,6 +5,7 @@
 use shared::wire::*;
 use shared::{
     access::Caller,
+    effect::Notice,
     limits,
     names::RequestId,
     op::{Op, PageAsk},
@@ -39,12 +40,11 @@ impl Hub {
         };
         if let Err(why) = sent {
             tracing::warn!(request_id = %id, why, "plan left for an operator");
-            let note = pb::ReviewNote {
-                request_id: id.to_string(),
+            self.emit(Notice::ReviewNote {
+                request_id: id.clone(),
                 reviewer,
                 note: format!("no decision, left for an operator: {why}"),
-            };
-            self.emit(pb::event::Kind::ReviewNote(note));
+            });
         }
     }
 
@@ -135,11 +135,15 @@ impl Hub {
                 return self.reviewer_used(&reviewer, used);
             }
         };
-        self.emit(pb::event::Kind::ReviewNote(pb::ReviewNote {
+        // The reviewer was handed the id as the lead wrote it.
+        let Ok(request_id) = RequestId::existing("request_id", &request_id) else {
+            return tracing::warn!(request_id, "a review note for no request");
+        };
+        self.emit(Notice::ReviewNote {
             request_id,
             reviewer,
             note: limits::cut(&text, limits::REASON),
-        }));
+        });
     }
 
     /// `ListRequests`, filtered by status and kind, oldest first, one page at a time (see [`super::paging`]).

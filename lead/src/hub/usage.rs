@@ -5,9 +5,10 @@
 //! it is wired to the members, the inboxes and the watchers.
 
 use shared::{
+    effect::Notice,
     pb,
     usage::{Standing, Usage},
-    wire::{member_usage, ToPb},
+    wire::ToPb,
 };
 
 use super::Hub;
@@ -28,7 +29,10 @@ impl Hub {
 
     /// Tells the watchers how `name`'s usage stands.
     fn emit_usage(&mut self, name: &str, standing: &Standing) {
-        self.emit(pb::event::Kind::Usage(member_usage(name, standing)));
+        self.emit(Notice::Usage {
+            name: name.to_owned(),
+            standing: *standing,
+        });
     }
 
     /// What `ListTeam` shows of usage on every page: the whole team's, and

@@ -138,9 +138,44 @@ pub struct MemberView {
     pub holds: Vec<String>,
 }
 
+/// An envelope as the watchers see it (to `lead` and to `*` it has no
+/// `seq`: the lead's own are not kept, and a broadcast is shown once).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Envelope {
+    /// Its place in the recipient's inbox.
+    pub seq: u64,
+    /// Its message id.
+    pub message_id: String,
+    /// Who sent it.
+    pub from: String,
+    /// To whom.
+    pub to: String,
+    /// When the lead accepted it (unix ms).
+    pub sent_at_unix_ms: i64,
+    /// What it carries.
+    pub message: Message,
+}
+
 /// What the watchers are told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Notice {
+    /// An envelope was sent.
+    Envelope(Box<Envelope>),
+    /// A process the lead started has ended.
+    ChildExited {
+        /// Whose.
+        name: String,
+        /// Its pid.
+        pid: u32,
+        /// How it ended ("exited with status 1").
+        how: String,
+        /// Whether it had joined.
+        joined: bool,
+        /// Its log file.
+        log_path: String,
+        /// The end of its log.
+        log_tail: String,
+    },
     /// How a member stands now.
     Member(Box<MemberView>),
     /// How a request stands now.
