@@ -34,7 +34,6 @@ use shared::{
     limits,
     names::{Name, RequestId},
     op::{Op, PageAsk, PlanVerdict},
-    pb,
     protocol::{Request, Status},
 };
 use tokio::sync::mpsc;
@@ -43,11 +42,14 @@ use tokio_stream::StreamExt;
 use crate::{
     connections::Conn,
     error::HubError,
-    hub::{
-        paging::{Page, MEMBERS, REQUESTS},
-        Claim, Command, HubHandle,
-    },
+    hub::{Claim, Command, HubHandle},
+    paging::{Page, MEMBERS, REQUESTS},
     render,
+    service::{requests_page, team_page},
+};
+use shared::{
+    protocol::Request as CoreRequest,
+    team::{Listed, TeamPage},
 };
 
 const LOGIN: &str = include_str!("console/login.html");
@@ -292,7 +294,7 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
     let mut members = Vec::new();
     let mut token = String::new();
     let (team_usage, other_usage) = loop {
-        let page: pb::ListTeamResponse = hub
+        let page: TeamPage = hub
             .apply(
                 operator(),
                 Call::Operator,
@@ -301,6 +303,7 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
                 }),
             )
             .await?;
+        let page = team_page(page);
         members.extend(page.members.iter().map(render::member_json));
         if page.next_page_token.is_empty() {
             let others: Vec<Value> = page
@@ -318,7 +321,7 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
     let mut requests = Vec::new();
     let mut token = String::new();
     loop {
-        let page: pb::ListRequestsResponse = hub
+        let page: Listed<CoreRequest> = hub
             .apply(
                 operator(),
                 Call::Operator,
@@ -329,6 +332,7 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
                 }),
             )
             .await?;
+        let page = requests_page(page);
         requests.extend(page.requests.iter().map(render::request_json));
         if page.next_page_token.is_empty() {
             break;

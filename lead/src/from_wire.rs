@@ -20,7 +20,7 @@ use shared::{
 
 use crate::{
     error::HubError,
-    hub::paging::{Page, MEMBERS, REQUESTS, TASKS},
+    paging::{Page, MEMBERS, REQUESTS, TASKS},
 };
 
 /// `SubmitPlan`.

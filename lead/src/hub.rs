@@ -38,12 +38,10 @@ mod effects;
 mod lifecycle;
 mod members;
 mod ops;
-pub(crate) mod paging;
 pub(crate) use ops::{Answer, Answered, Claim};
 #[cfg(test)]
 mod replay_tests;
 mod requests;
-mod tasks;
 #[cfg(test)]
 mod tests;
 mod usage;
@@ -117,31 +115,27 @@ pub struct HubConfig {
 
 impl Default for HubConfig {
     fn default() -> Self {
+        // The core's rules have the same defaults.
+        let rules = Rules::default();
         Self {
             approval: Approval::Manual,
-            shutdown_deadline: Duration::from_secs(30),
+            shutdown_deadline: Duration::from_millis(rules.shutdown_deadline_ms.unsigned_abs()),
             max_inbox: 10_000,
             max_inbox_bytes: 16 * 1024 * 1024,
             max_held_bytes: 1024 * 1024 * 1024,
             ack_timeout: Duration::from_secs(120),
             retention: Duration::from_secs(24 * 3600),
             spawner: None,
-            grace: Duration::from_secs(30),
+            grace: Duration::from_millis(rules.grace_ms.unsigned_abs()),
             stop_wait: Duration::from_secs(5),
-            max_members: 10_000,
+            max_members: rules.max_members,
             join_rate: 200.0,
             join_burst: 1_000,
             stream_max_bytes: 4 * 1024 * 1024,
-            pending_per_member: PendingBudget {
-                count: 64,
-                bytes: 2 * 1024 * 1024,
-            },
-            pending_total: PendingBudget {
-                count: 10_000,
-                bytes: 128 * 1024 * 1024,
-            },
+            pending_per_member: rules.pending_per_member,
+            pending_total: rules.pending_total,
             retained_max_bytes: 256 * 1024 * 1024,
-            token_budget: 0,
+            token_budget: rules.token_budget,
         }
     }
 }

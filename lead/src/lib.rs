@@ -16,6 +16,7 @@ pub mod hub;
 mod inboxes;
 mod launch;
 mod outbox;
+mod paging;
 pub mod render;
 pub mod reviewer;
 pub mod server;

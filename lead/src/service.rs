@@ -2,7 +2,6 @@
 //! what it can alone, sends a command to the hub and maps the reply.
 
 use std::{
-    convert::identity,
     pin::Pin,
     task::{Context, Poll},
 };
@@ -17,6 +16,10 @@ use shared::{
     usage::Standing,
     wire::{permission_response, plan_response, ToPb},
 };
+use shared::{
+    protocol::Request as CoreRequest,
+    team::{Listed, TeamPage},
+};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
 
@@ -24,7 +27,44 @@ use crate::{
     error::HubError,
     from_wire,
     hub::{Answered, Claim, Command, HubHandle},
+    paging::{self, MEMBERS, REQUESTS, TASKS},
 };
+
+/// A page of tasks, for the wire.
+fn tasks_page(listed: Listed<Task>) -> pb::ListTasksResponse {
+    let (tasks, next_page_token) = paging::render(listed, TASKS, Task::to_pb);
+    pb::ListTasksResponse {
+        tasks,
+        next_page_token,
+    }
+}
+
+/// A page of requests, for the wire.
+pub(crate) fn requests_page(listed: Listed<CoreRequest>) -> pb::ListRequestsResponse {
+    let (requests, next_page_token) = paging::render(listed, REQUESTS, CoreRequest::to_pb);
+    pb::ListRequestsResponse {
+        requests,
+        next_page_token,
+    }
+}
+
+/// A page of the team, for the wire.
+pub(crate) fn team_page(page: TeamPage) -> pb::ListTeamResponse {
+    let (members, next_page_token) = paging::render(page.members, MEMBERS, ToPb::to_pb);
+    pb::ListTeamResponse {
+        members,
+        next_page_token,
+        team_usage: Some(page.team_usage.to_pb()),
+        other_usage: page
+            .others
+            .into_iter()
+            .map(|(name, usage)| pb::NamedUsage {
+                name,
+                usage: Some(usage.to_pb()),
+            })
+            .collect(),
+    }
+}
 
 /// The tokens the lead accepts, fixed at start.
 #[derive(Clone)]
@@ -289,7 +329,7 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.apply(request, "ListTasks", from_wire::list_tasks, identity)
+        self.apply(request, "ListTasks", from_wire::list_tasks, tasks_page)
             .await
     }
 
@@ -376,14 +416,14 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ListTeamRequest>,
     ) -> Result<Response<pb::ListTeamResponse>, Status> {
-        self.apply(request, from_wire::list_team, identity).await
+        self.apply(request, from_wire::list_team, team_page).await
     }
 
     async fn list_requests(
         &self,
         request: Request<pb::ListRequestsRequest>,
     ) -> Result<Response<pb::ListRequestsResponse>, Status> {
-        self.apply(request, from_wire::list_requests, identity)
+        self.apply(request, from_wire::list_requests, requests_page)
             .await
     }
 
@@ -425,7 +465,7 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
-        self.apply(request, from_wire::list_tasks, identity).await
+        self.apply(request, from_wire::list_tasks, tasks_page).await
     }
 
     async fn spawn_teammate(

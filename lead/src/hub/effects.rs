@@ -27,6 +27,9 @@ impl Hub {
             Reply::Standing(standing) => Answer::Usage(standing),
             Reply::Opened(id) => Answer::Opened(id),
             Reply::Request(request) => Answer::Request(*request),
+            Reply::Tasks(tasks) => Answer::Tasks(tasks),
+            Reply::Requests(requests) => Answer::Requests(requests),
+            Reply::Team(team) => Answer::Team(*team),
             Reply::Done => Answer::Done(()),
         })
     }

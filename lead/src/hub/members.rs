@@ -2,8 +2,6 @@
 //! inbox streams, messages, termination notices, the team's pages, and
 //! spawning teammates.
 
-use shared::wire::*;
-
 use sha2::Digest as _;
 use shared::{
     access::Caller,
@@ -12,8 +10,7 @@ use shared::{
     lifecycle::Event,
     limits,
     names::{Name, EVERYONE, LEAD},
-    op::{Op, PageAsk, Sent},
-    pb,
+    op::{Op, Sent},
     wire::message_bytes,
 };
 
@@ -308,24 +305,6 @@ impl Hub {
             0 => {}
             1 => self.deliver(LEAD, &recipients[0], None, notice),
             _ => self.fan_out(LEAD, &recipients, uuid::Uuid::new_v4().to_string(), notice),
-        }
-    }
-
-    /// `ListTeam`: one page of members in join order, at most `page_size`
-    /// (default and cap 1,000) and about 1 MiB.
-    pub(super) fn list_team(&self, page: PageAsk) -> pb::ListTeamResponse {
-        let page = super::paging::Page::of(page, super::paging::MEMBERS);
-        let (members, next_page_token) =
-            page.collect(self.team.members.iter_after(page.after).filter_map(|m| {
-                let view = self.team.member_view(m.name.as_str())?;
-                Some((m.order, view.to_pb()))
-            }));
-        let (team_usage, other_usage) = self.usage_summary();
-        pb::ListTeamResponse {
-            members,
-            next_page_token,
-            team_usage: Some(team_usage),
-            other_usage,
         }
     }
 

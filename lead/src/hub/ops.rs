@@ -1,15 +1,16 @@
 //! The hub's ops: who calls ([`Claim`], placed and admitted at the op's
-//! door in one place, [`Hub::admit`]), what each op does ([`Hub::apply`]
-//! hands it to the handler of its group), and what it answers
+//! door in one place, [`Hub::admit`]), where each op is applied
+//! ([`Hub::apply`]: by the core, but a join, which passes the join rate
+//! first, and `Send`, which is the hub's), and what it answers
 //! ([`Answer`]).
 
 use shared::{
     access::{Call, Caller},
     names::RequestId,
     op::{Joined, Op, Sent},
-    pb,
     protocol::Request,
     tasks::Task,
+    team::{Listed, TeamPage},
     usage::Standing,
 };
 
@@ -36,8 +37,7 @@ pub(crate) trait Answered: Sized {
 /// [`Answer`], one variant per type an op answers with, each [`Answered`].
 macro_rules! answers {
     ($($variant:ident($ty:ty)),* $(,)?) => {
-        /// An op's answer: the core's types, but for the lists, whose pages
-        /// are cut by their size on the wire.
+        /// An op's answer, in the core's types.
         #[derive(Debug)]
         pub(crate) enum Answer {
             $($variant($ty)),*
@@ -66,9 +66,9 @@ answers!(
     Joined(Joined),
     Sent(Sent),
     Done(()),
-    Tasks(pb::ListTasksResponse),
-    Requests(pb::ListRequestsResponse),
-    Team(pb::ListTeamResponse),
+    Tasks(Listed<Task>),
+    Requests(Listed<Request>),
+    Team(TeamPage),
 );
 
 impl Hub {
@@ -88,40 +88,22 @@ impl Hub {
                 "an op came in at {door:?}, not one of its doors"
             )));
         }
-        let member = || match &caller {
-            Caller::Member(name) => Ok(name.as_str()),
-            _ => Err(HubError::Internal("a member's op with no member".into())),
-        };
-        Ok(match op {
-            op @ (Op::CreateTask { .. }
-            | Op::ClaimTask { .. }
-            | Op::CompleteTask { .. }
-            | Op::ReportUsage { .. }
-            | Op::SetBudget { .. }
-            | Op::ReportIdle { .. }
-            | Op::Leave { .. }
-            | Op::RequestShutdown { .. }
-            | Op::RespondShutdown { .. }
-            | Op::GetRequest { .. }
-            | Op::SubmitPlan { .. }
-            | Op::RequestPermission { .. }
-            | Op::ReviewPlan { .. }
-            | Op::ReviewPermission { .. }
-            | Op::StageVerdict { .. }
-            | Op::Ack { .. }
-            | Op::ReportToolCall { .. }) => self.apply_in_core(&caller, op)?,
-            op @ Op::Join { .. } => self.join(&caller, op)?,
-            Op::ListTasks { status, page } => Answer::Tasks(self.list_tasks(status, page)),
-            Op::ListRequests { status, kind, page } => {
-                Answer::Requests(self.list_requests(status, kind, page))
-            }
+        match op {
+            op @ Op::Join { .. } => self.join(&caller, op),
             Op::Send {
                 to,
                 message_id,
                 content,
-            } => Answer::Sent(self.send_text(member()?, &to, message_id, content)?),
-            Op::ListTeam { page } => Answer::Team(self.list_team(page)),
-        })
+            } => {
+                let Caller::Member(from) = &caller else {
+                    return Err(HubError::Internal("a member's op with no member".into()));
+                };
+                Ok(Answer::Sent(
+                    self.send_text(from, &to, message_id, content)?,
+                ))
+            }
+            op => self.apply_in_core(&caller, op),
+        }
     }
 
     /// Who `claim` names, if that caller may come in at `door`. A session

@@ -8,8 +8,7 @@ use shared::{
     effect::Notice,
     limits,
     names::RequestId,
-    op::{Op, PageAsk},
-    pb,
+    op::Op,
     plan::Plan,
     protocol::{Kind, Status},
 };
@@ -144,28 +143,5 @@ impl Hub {
             reviewer,
             note: limits::cut(&text, limits::REASON),
         });
-    }
-
-    /// `ListRequests`, filtered by status and kind, oldest first, one page at a time (see [`super::paging`]).
-    pub(super) fn list_requests(
-        &self,
-        status: Option<Status>,
-        kind: Option<Kind>,
-        page: PageAsk,
-    ) -> pb::ListRequestsResponse {
-        let page = super::paging::Page::of(page, super::paging::REQUESTS);
-        let (requests, next_page_token) = page.collect(
-            self.team
-                .requests
-                .iter_after(page.after)
-                .filter(|(_, r)| {
-                    status.is_none_or(|s| r.status == s) && kind.is_none_or(|k| r.opening.kind == k)
-                })
-                .map(|(ord, r)| (ord, r.to_pb())),
-        );
-        pb::ListRequestsResponse {
-            requests,
-            next_page_token,
-        }
     }
 }

@@ -72,10 +72,11 @@ async fn open_inbox(hub: &HubHandle, token: &str) -> Stream {
 /// `name`'s status.
 async fn status(hub: &HubHandle, name: &str) -> pb::MemberStatus {
     let op = crate::from_wire::list_team(pb::ListTeamRequest::default());
-    let team: pb::ListTeamResponse = hub
+    let team: shared::team::TeamPage = hub
         .apply(Claim::Known(Caller::Operator), Call::Operator, op)
         .await
         .expect("lists");
+    let team = crate::service::team_page(team);
     let member = team
         .members
         .into_iter()

@@ -6,9 +6,7 @@
 
 use shared::{
     effect::Notice,
-    pb,
     usage::{Standing, Usage},
-    wire::ToPb,
 };
 
 use super::Hub;
@@ -33,21 +31,5 @@ impl Hub {
             name: name.to_owned(),
             standing: *standing,
         });
-    }
-
-    /// What `ListTeam` shows of usage on every page: the whole team's, and
-    /// that of the users of a model that are not members.
-    pub(super) fn usage_summary(&self) -> (pb::Usage, Vec<pb::NamedUsage>) {
-        let others = self
-            .team
-            .usage
-            .iter()
-            .filter(|a| !a.member)
-            .map(|a| pb::NamedUsage {
-                name: a.name.clone(),
-                usage: Some(a.total().to_pb()),
-            })
-            .collect();
-        (self.team.usage.team_total().to_pb(), others)
     }
 }

@@ -20,9 +20,11 @@ use crate::{
 };
 
 mod apply;
+mod lists;
 mod plans;
 
 pub use apply::{Applied, Reply, Rules};
+pub use lists::{Listed, TeamPage};
 pub use plans::{Approval, StageKind};
 
 /// What the store must make durable, in order.

@@ -6,15 +6,15 @@
 //! The ops applied here: the plan and permission handshakes (with the
 //! approval mode and the reviewer chain: `plans.rs`), the shutdown
 //! handshake, joining, acknowledging, tool-call reports, tasks (create,
-//! claim, complete), usage and budgets, idleness and leaving. The lead's
-//! hub still applies `Send` itself (what an inbox holds, its byte budgets
-//! and the message ids it remembers are the runtime's), and serves the
-//! lists (their pages are cut by their size on the wire); [`Team::apply`]
-//! refuses those.
+//! claim, complete), usage and budgets, idleness and leaving, and the lists
+//! (a page of core entries; the edge may end it sooner, by its size on the
+//! wire). The lead's hub still applies `Send` itself (what an inbox holds,
+//! its byte budgets and the message ids it remembers are the runtime's);
+//! [`Team::apply`] refuses it.
 
 use serde_json::json;
 
-use super::{Change, PendingBudget, Team};
+use super::{Change, Listed, PendingBudget, Team, TeamPage};
 use crate::{
     access::{self, Call, Caller},
     effect::{Effect, MemberView, Message, Notice},
@@ -43,6 +43,12 @@ pub enum Reply {
     Opened(RequestId),
     /// A request as it stands now.
     Request(Box<Request>),
+    /// A page of tasks.
+    Tasks(Listed<Task>),
+    /// A page of requests.
+    Requests(Listed<Request>),
+    /// A page of the team.
+    Team(Box<TeamPage>),
     /// Nothing to say.
     Done,
 }
@@ -278,6 +284,11 @@ impl Team {
                     &mut effects,
                 )?))
             }
+            Op::ListTasks { status, page } => Reply::Tasks(self.list_tasks(status, page)),
+            Op::ListRequests { status, kind, page } => {
+                Reply::Requests(self.list_requests(status, kind, page))
+            }
+            Op::ListTeam { page } => Reply::Team(Box::new(self.list_team(page))),
             Op::GetRequest { request_id } => Reply::Request(Box::new(
                 self.requests.get(&request_id).cloned().ok_or_else(|| {
                     CoreError::NotFound(format!("request_id: no request {request_id}"))
