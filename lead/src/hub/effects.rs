@@ -53,6 +53,13 @@ impl Hub {
                             owner = %task.owner,
                             "task changed"
                         ),
+                        Notice::Request(request) => tracing::info!(
+                            request_id = %request.id(),
+                            kind = request.opening.kind.as_str(),
+                            sender = %request.opening.sender,
+                            status = request.status.as_str(),
+                            "request changed"
+                        ),
                         Notice::ToolCall {
                             member,
                             tool,

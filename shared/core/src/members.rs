@@ -22,10 +22,14 @@ pub const GRACE_BATCH_MS: i64 = 100;
 /// What is kept of a session token, to place the calls that carry it:
 /// SHA-256, in lower-case hex.
 pub fn token_hash(token: &str) -> String {
-    sha2::Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digest = sha2::Sha256::digest(token.as_bytes());
+    let mut hex = String::with_capacity(digest.len() * 2);
+    for byte in digest {
+        hex.push(char::from(HEX[usize::from(byte >> 4)]));
+        hex.push(char::from(HEX[usize::from(byte & 0xf)]));
+    }
+    hex
 }
 
 /// One member of the team.
