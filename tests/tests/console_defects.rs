@@ -196,7 +196,19 @@ async fn the_team_shows_what_a_member_holds_now() {
         .unwrap();
     browser.wait_for("tr[data-member=bo]", "terminated").await;
     holds_empty(&browser, "bo").await;
+    // The column says what it shows: its header (kept for screen readers
+    // where the team is a card per member, as beside the queue at 1280 px)
+    // and each cell's label.
     let header = browser.wait_for("#team th:nth-child(7)", "").await;
-    assert_eq!(browser.text(&header).await, "Holds");
+    assert_eq!(browser.property(&header, "textContent").await, "Holds");
+    let row = browser.wait_for("tr[data-member=bo]", "terminated").await;
+    let cell = browser.within(&row, "[data-testid=holds]").await;
+    let label = browser
+        .execute(
+            "return arguments[0].dataset.label;",
+            vec![Browser::arg(&cell)],
+        )
+        .await;
+    assert_eq!(label.as_str(), Some("Holds"));
     browser.quit().await;
 }

@@ -252,14 +252,15 @@ function renderUsage() {
 function memberRow(m) {
   const reason = el("input", { type: "text", "aria-label": `reason to shut ${m.name} down`, placeholder: "reason", "data-testid": "reason" });
   const status = el("span", { class: "meta", "data-testid": "shutdown-outcome" });
-  const shut = el("td", { "data-testid": "shut" }, reason,
+  const shut = el("td", { "data-testid": "shut", "data-label": "Shut down" }, el("div", {}, reason,
     el("button", { "data-testid": "shutdown", text: "Shut down", onclick: () =>
       post("/api/shutdown", { name: m.name, reason: reason.value }).catch((e) => { status.textContent = e.message; }) }),
-    status);
-  const cell = (testid) => el("td", { "data-testid": testid });
+    status));
+  // Each cell says what it is: where the team is narrow, a row is a card.
+  const cell = (testid, label) => el("td", { "data-testid": testid, "data-label": label });
   return el("tr", { "data-member": m.name },
-    el("td", { text: m.name }), cell("role"), cell("status"), cell("mode"),
-    cell("tokens"), cell("budget"), cell("holds"), shut);
+    el("td", { text: m.name, "data-label": "Name" }), cell("role", "Role"), cell("status", "Status"),
+    cell("mode", "Mode"), cell("tokens", "Tokens"), cell("budget", "Budget"), cell("holds", "Holds"), shut);
 }
 
 function setText(row, testid, text) {
