@@ -268,8 +268,30 @@ function setText(row, testid, text) {
   if (cell && cell.textContent !== text) cell.textContent = text;
 }
 
+// A member's status in an operator's words: one the lead lists as working
+// or idle but whose plan or permission waits for a decision is waiting
+// for the operator, not working.
+const STATUS_WORDS = {
+  working: "working", idle: "idle", disconnected: "disconnected (it may come back)",
+  shutting_down: "asked to shut down", terminated: "terminated",
+};
+function statusWords(m, waiting) {
+  if (m.status === "working" || m.status === "idle") {
+    const kinds = waiting.get(m.name);
+    if (kinds && kinds.has("permission")) return "waiting for a permission";
+    if (kinds && kinds.has("plan_approval")) return "waiting for review of its plan";
+  }
+  return STATUS_WORDS[m.status] || m.status;
+}
+
 function renderTeam() {
   const body = document.querySelector("#team tbody");
+  const waiting = new Map();
+  for (const r of requests.values()) {
+    if (r.status !== "pending") continue;
+    if (!waiting.has(r.sender)) waiting.set(r.sender, new Set());
+    waiting.get(r.sender).add(r.type);
+  }
   const rows = new Map([...body.children].map((row) => [row.dataset.member, row]));
   let previous = null;
   for (const m of members.values()) {
@@ -277,7 +299,7 @@ function renderTeam() {
     rows.delete(m.name);
     const used = usage.get(m.name) || { tokens: 0 };
     setText(row, "role", m.role);
-    setText(row, "status", m.status);
+    setText(row, "status", statusWords(m, waiting));
     setText(row, "mode", m.mode);
     setText(row, "tokens", String(used.tokens));
     setText(row, "budget", used.budget ? String(used.budget) : "-");
