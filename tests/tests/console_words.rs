@@ -43,3 +43,55 @@ async fn a_member_waiting_for_a_decision_is_shown_waiting_not_working() {
     browser.wait_for(status, "waiting for a permission").await;
     browser.quit().await;
 }
+
+#[tokio::test]
+async fn the_event_log_says_what_happened_once_in_sentences() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let browser = lead.console_browser().await;
+    let mut ann = lead.join("ann").await;
+    ann.open_inbox(0).await;
+    let plan = ann
+        .submit(
+            &uuid::Uuid::new_v4().to_string(),
+            "plan of ann",
+            &["src/a.rs"],
+        )
+        .await
+        .unwrap();
+    browser
+        .wait_for("#events", "ann sent a plan for review")
+        .await;
+    approve(&mut operator, &plan).await;
+    browser.wait_for("#events", "ann's plan was approved").await;
+    browser
+        .wait_for("#events", "ann may now work in accept-edits mode")
+        .await;
+    let lines: Vec<String> = match browser
+        .execute(
+            "return [...document.querySelectorAll('#events [data-testid=said]')].map((s) => s.textContent);",
+            vec![],
+        )
+        .await
+    {
+        serde_json::Value::Array(lines) => lines
+            .into_iter()
+            .map(|l| l.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        other => panic!("the script answered {other}"),
+    };
+    let said: Vec<&str> = lines.iter().map(String::as_str).collect();
+    assert!(said.contains(&"ann joined as tester"), "{said:#?}");
+    assert!(
+        !said.iter().any(|s| s.contains("ann is disconnected")),
+        "a member that joins is not 'disconnected': {said:#?}"
+    );
+    for line in said.iter().filter(|s| !s.contains('→')) {
+        assert_eq!(
+            said.iter().filter(|s| *s == line).count(),
+            1,
+            "{line:?} is said once: {said:#?}"
+        );
+    }
+    browser.quit().await;
+}

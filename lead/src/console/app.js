@@ -334,11 +334,57 @@ function renderHistory() {
   }));
 }
 
+// What the event log last said of each member and request, so that a line
+// says what changed, once: a member that joins "joined" (the lead lists it
+// disconnected until its inbox opens), and a request event that adds nothing
+// new says nothing.
+const toldMembers = new Map();
+const toldRequests = new Map();
+
+function memberSentence(m) {
+  const now = m.status + "|" + m.mode;
+  const before = toldMembers.get(m.name);
+  toldMembers.set(m.name, now);
+  if (before === now) return null;
+  if (!before) return m.status === "terminated" ? `${m.name} has left the team` : `${m.name} joined as ${m.role}`;
+  const [status, mode] = before.split("|");
+  if (status === m.status && mode !== m.mode) {
+    return m.mode === "plan" ? `${m.name} is back in plan mode` : `${m.name} may now work in ${m.mode} mode`;
+  }
+  if (status === "disconnected" && (m.status === "working" || m.status === "idle")) return `${m.name} is connected`;
+  return {
+    working: `${m.name} is working`, idle: `${m.name} is idle`,
+    disconnected: `${m.name} lost its connection; it may come back`,
+    shutting_down: `${m.name} was asked to shut down`, terminated: `${m.name} has left the team`,
+  }[m.status] || `${m.name} is ${m.status}`;
+}
+
+function requestSentence(r) {
+  const reviews = r.reviews || [];
+  const before = toldRequests.get(r.request_id);
+  toldRequests.set(r.request_id, { status: r.status, reviews: reviews.length });
+  if (before && before.status === r.status) {
+    if (reviews.length <= before.reviews) return null;
+    const step = reviews[reviews.length - 1];
+    return `${step.reviewer} (${step.verdict}) on ${r.sender}'s plan` + (step.words ? `: ${step.words}` : "");
+  }
+  const who = r.sender;
+  const sentences = {
+    plan_approval: { pending: `${who} sent a plan for review`, approved: `${who}'s plan was approved`,
+      rejected: `${who}'s plan was rejected: ${r.feedback || ""}`, expired: `${who}'s plan expired` },
+    permission: { pending: `${who} asks for permission`, approved: `${who}'s permission was allowed`,
+      rejected: `${who}'s permission was denied: ${r.feedback || ""}`, expired: `${who}'s permission request expired` },
+    shutdown: { pending: `the lead asked ${r.target} to shut down`, approved: `${r.target} agreed to shut down`,
+      rejected: `${r.target} refused to shut down: ${r.feedback || ""}`, expired: `the shutdown request for ${r.target} expired` },
+  };
+  return (sentences[r.type] || {})[r.status] || `${who}'s ${r.type} request is ${r.status}`;
+}
+
 function describe(e) {
   const ev = e.event || {};
   if (ev.envelope) return [ev.envelope.from + " → " + ev.envelope.to + ": " + ev.envelope.body, ev.envelope.from, ev.envelope.to];
-  if (ev.request) return [`request ${ev.request.type} ${ev.request.sender} → ${ev.request.target}: ${ev.request.status}`, ev.request.sender, ev.request.target];
-  if (ev.member) return [`${ev.member.name} is ${ev.member.status} (${ev.member.mode})`, ev.member.name];
+  if (ev.request) return [requestSentence(ev.request), ev.request.sender, ev.request.target];
+  if (ev.member) return [memberSentence(ev.member), ev.member.name];
   if (ev.tool_call) return [`${ev.tool_call.member} ${ev.tool_call.allowed ? "ran" : "was refused"} ${ev.tool_call.tool}: ${ev.tool_call.outcome}`, ev.tool_call.member];
   if (ev.review_note) return [`${ev.review_note.reviewer}: ${ev.review_note.note}`];
   if (ev.task) return [`task ${ev.task.subject}: ${ev.task.status}${ev.task.owner ? " (" + ev.task.owner + ")" : ""}`, ev.task.owner];
@@ -354,7 +400,8 @@ function renderEvents() {
   const who = filter.value;
   const shown = events.filter((e) => !who || e.who.includes(who)).slice(-200).reverse();
   document.getElementById("events").replaceChildren(...shown.map((e) =>
-    el("li", { text: new Date(e.at).toLocaleTimeString() + " " + e.text })));
+    el("li", {}, el("time", { text: new Date(e.at).toLocaleTimeString() }), " ",
+      el("span", { "data-testid": "said", text: e.text }))));
 }
 
 filter.addEventListener("change", renderEvents);
@@ -395,6 +442,7 @@ function apply(e) {
     requests.set(ev.request.request_id, ev.request);
   }
   const [text, ...who] = describe(e);
+  if (text === null) return;
   events.push({ at: e.at_unix_ms, text, who: who.filter(Boolean) });
   if (events.length > MAX_EVENTS) events.shift();
 }
@@ -439,11 +487,15 @@ function start() {
     const state = await response.json();
     for (const m of state.members) {
       members.set(m.name, m);
+      toldMembers.set(m.name, m.status + "|" + m.mode);
       usage.set(m.name, { tokens: tokensOf(m.usage), calls: (m.usage || {}).calls || 0, budget: m.token_budget || 0 });
     }
     for (const o of state.other_usage || []) usage.set(o.name, { tokens: tokensOf(o.usage), calls: (o.usage || {}).calls || 0, budget: 0 });
     usageBase = tokensOf(state.team_usage) - usageSum();
-    for (const r of state.requests) if (newer(requests.get(r.request_id), r)) requests.set(r.request_id, r);
+    for (const r of state.requests) {
+      if (newer(requests.get(r.request_id), r)) requests.set(r.request_id, r);
+      toldRequests.set(r.request_id, { status: r.status, reviews: (r.reviews || []).length });
+    }
     for (const e of early) apply(e);
     early = [];
     loaded = true;
