@@ -20,7 +20,7 @@ use shared::{
     pb,
     policy::Policy,
     tasks::TaskBoard,
-    team::{Approval as CoreApproval, Rules, Team},
+    team::{Approval as CoreApproval, ReviewChain, Rules, Team},
 };
 use tokio::sync::{mpsc, oneshot, watch};
 
@@ -415,10 +415,10 @@ pub(crate) fn load(
         Approval::Auto => CoreApproval::Auto,
         Approval::Policy(policy) => CoreApproval::Policy(policy.clone()),
         Approval::Model(_) => CoreApproval::Model,
-        Approval::Chain(chain) => CoreApproval::Chain {
+        Approval::Chain(chain) => CoreApproval::Chain(std::sync::Arc::new(ReviewChain {
             stages: chain::stage_kinds(chain),
             rule: chain.rule().clone(),
-        },
+        })),
     });
     let (tx, rx) = mpsc::channel(4096);
     let joins = shared::rate::TokenBucket::new(config.join_rate, config.join_burst, now);

@@ -25,7 +25,7 @@ mod plans;
 
 pub use apply::{Applied, Reply, Rules};
 pub use lists::{Listed, TeamPage};
-pub use plans::{Approval, StageKind};
+pub use plans::{Approval, ReviewChain, StageKind};
 
 /// What the store must make durable, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use mesh_core::{
     policy::Policy,
     protocol::Status,
     refusal::CoreError,
-    team::{Approval, Reply, StageKind, Team},
+    team::{Approval, Reply, ReviewChain, StageKind, Team},
 };
 
 fn team(approval: Approval) -> Team {
@@ -262,14 +262,14 @@ fn a_model_is_asked_and_answers_as_the_operator() {
 }
 
 fn chain(stages: Vec<StageKind>, names: &[&str], escalate: &[&str]) -> Approval {
-    Approval::Chain {
+    Approval::Chain(std::sync::Arc::new(ReviewChain {
         stages,
         rule: Rule::new(
             names.iter().map(|n| (*n).to_owned()).collect(),
             &escalate.iter().map(|e| (*e).to_owned()).collect::<Vec<_>>(),
         )
         .unwrap(),
-    }
+    }))
 }
 
 fn verdict(team: &mut Team, n: u8, stage: usize, verdict: Verdict) -> Vec<Effect> {

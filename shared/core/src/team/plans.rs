@@ -3,6 +3,8 @@
 //! ([`Approval`]), a reviewer's word in its history, the decision told to
 //! the teammate; and the reviewer chain stage by stage.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use super::Team;
@@ -34,12 +36,17 @@ pub enum Approval {
     Model,
     /// A chain of stages, tried in order; what they cannot decide waits for
     /// a person. Permissions wait for a person.
-    Chain {
-        /// What each stage is.
-        stages: Vec<StageKind>,
-        /// What follows each verdict.
-        rule: Rule,
-    },
+    Chain(Arc<ReviewChain>),
+}
+
+/// A chain of reviewer stages, as the team runs it (shared: each step of a
+/// plan's review reads it while the team changes).
+#[derive(Debug)]
+pub struct ReviewChain {
+    /// What each stage is.
+    pub stages: Vec<StageKind>,
+    /// What follows each verdict.
+    pub rule: Rule,
 }
 
 /// What a stage of a chain is, as far as the team runs it.
@@ -177,7 +184,7 @@ impl Team {
     ) -> Result<(), CoreError> {
         let decision = match &self.approval {
             Approval::Manual => return Ok(()),
-            Approval::Chain { .. } => {
+            Approval::Chain(_) => {
                 self.run_stage(id, 0, now, effects);
                 return Ok(());
             }
@@ -295,14 +302,11 @@ impl Team {
                 self.members.set_mode(&teammate, grant.mode);
                 self.notify_member(&teammate, effects);
             }
-            effects.push(Effect::Deliver {
-                from: LEAD.to_owned(),
-                to: vec![teammate],
-                message: Message::plan_decided(&outcome.request),
-            });
-            effects.push(Effect::Notify(Notice::Request(Box::new(
-                outcome.request.clone(),
-            ))));
+            told(
+                &outcome.request,
+                Message::plan_decided(&outcome.request),
+                effects,
+            );
         }
         Ok(outcome.request)
     }
@@ -350,7 +354,7 @@ impl Team {
             let verdict = match &self.approval {
                 // The model and the chain review plans only; permissions
                 // wait for a person.
-                Approval::Manual | Approval::Model | Approval::Chain { .. } => None,
+                Approval::Manual | Approval::Model | Approval::Chain(_) => None,
                 Approval::Auto => Some(true),
                 Approval::Policy(policy) => policy.allows_call(&tool, path.as_deref()),
             };
@@ -394,36 +398,32 @@ impl Team {
             self.requests
                 .answer(id, Kind::Permission, &Party::Operator, decision, now)?;
         if outcome.fresh {
-            let teammate = outcome.request.opening.sender.clone();
-            effects.push(Effect::Deliver {
-                from: LEAD.to_owned(),
-                to: vec![teammate],
-                message: Message::permission_decided(&outcome.request),
-            });
-            effects.push(Effect::Notify(Notice::Request(Box::new(
-                outcome.request.clone(),
-            ))));
+            told(
+                &outcome.request,
+                Message::permission_decided(&outcome.request),
+                effects,
+            );
         }
         Ok(outcome.request)
     }
 
     /// With a chain, its stages and rule, if plan `id` still waits for a
     /// decision (an operator may have decided while a stage ran).
-    fn waiting(&self, id: &RequestId) -> Option<(Vec<StageKind>, Rule, Request)> {
-        let Approval::Chain { stages, rule } = &self.approval else {
+    fn waiting(&self, id: &RequestId) -> Option<(Arc<ReviewChain>, Plan)> {
+        let Approval::Chain(chain) = &self.approval else {
             return None;
         };
         let request = self.requests.get(id)?;
-        (request.status == Status::Pending).then(|| (stages.clone(), rule.clone(), request.clone()))
+        (request.status == Status::Pending).then(|| (chain.clone(), request.plan()))
     }
 
     /// Runs stage `at` of the chain on plan `id`, if the plan still waits: a
     /// policy at once, a person by waiting, a worker by asking the runtime.
     fn run_stage(&mut self, id: &RequestId, at: usize, now: i64, effects: &mut Vec<Effect>) {
-        let Some((stages, _, request)) = self.waiting(id) else {
+        let Some((chain, plan)) = self.waiting(id) else {
             return;
         };
-        match stages.get(at) {
+        match chain.stages.get(at) {
             None | Some(StageKind::Human) => {
                 self.record_review(
                     id,
@@ -435,8 +435,7 @@ impl Team {
                 );
             }
             Some(StageKind::Policy { policy, on_pass }) => {
-                let verdict =
-                    chain::policy_verdict(policy, *on_pass, &request.plan(), &self.overlaps_of(id));
+                let verdict = chain::policy_verdict(policy, *on_pass, &plan, &self.overlaps_of(id));
                 self.stage_verdict(id, at, verdict, now, effects);
             }
             Some(StageKind::Worker) => effects.push(Effect::RunStage {
@@ -457,10 +456,11 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) {
-        let Some((_, rule, request)) = self.waiting(id) else {
+        let Some((chain, plan)) = self.waiting(id) else {
             return;
         };
-        let escalated = rule.escalates(&request.plan().files);
+        let rule = &chain.rule;
+        let escalated = rule.escalates(&plan.files);
         let name = rule.name(at).to_owned();
         self.record_review(
             id,
@@ -487,6 +487,17 @@ impl Team {
         // A pending plan takes a decision; nothing else can refuse it.
         let _ = self.decide_plan(id, decision, now, effects);
     }
+}
+
+/// A decision on `request`: its sender hears `decision`, and the watchers
+/// see the request as it stands.
+fn told(request: &Request, decision: Message, effects: &mut Vec<Effect>) {
+    effects.push(Effect::Deliver {
+        from: LEAD.to_owned(),
+        to: vec![request.opening.sender.clone()],
+        message: decision,
+    });
+    effects.push(Effect::Notify(Notice::Request(Box::new(request.clone()))));
 }
 
 #[cfg(test)]
