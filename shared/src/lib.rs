@@ -30,5 +30,5 @@ pub mod wire;
 /// The pure types live in `mesh-core`; these are the same modules.
 pub use mesh_core::{
     access, chain, effect, error, grant, holds, lifecycle, limits, members, names, op, policy,
-    protocol, rate, refusal, tasks, team, usage,
+    protocol, rate, refusal, result, tasks, team, usage,
 };

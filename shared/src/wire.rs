@@ -16,6 +16,7 @@ use crate::{
     pb,
     plan::Plan,
     protocol::{Kind, Request, ReviewStep, Status},
+    result::FileChange,
     tasks::{Task, TaskStatus},
     usage::{Standing, Usage},
 };
@@ -35,6 +36,7 @@ impl ToPb for Kind {
             Kind::PlanApproval => pb::RequestType::PlanApproval,
             Kind::Shutdown => pb::RequestType::Shutdown,
             Kind::Permission => pb::RequestType::Permission,
+            Kind::Result => pb::RequestType::Result,
         }
     }
 }
@@ -316,7 +318,49 @@ impl ToPb for Message {
             Message::BudgetChanged { token_budget } => Body::BudgetChanged(pb::BudgetChanged {
                 token_budget: *token_budget,
             }),
+            Message::ResultRequest {
+                request_id,
+                task_id,
+                base,
+                summary,
+                files,
+                supersedes,
+            } => Body::ResultRequest(pb::ResultRequest {
+                request_id: request_id.to_string(),
+                task_id: task_id.clone(),
+                base: base.clone(),
+                diff: String::new(),
+                summary: summary.clone(),
+                test_output: String::new(),
+                supersedes: supersedes.clone(),
+                files: files.iter().map(file_change_to_pb).collect(),
+            }),
+            Message::ResultDecided {
+                request_id,
+                approve,
+                feedback,
+                commit,
+                conflicts,
+                branch_head,
+            } => Body::ResultResponse(pb::ResultResponse {
+                request_id: request_id.to_string(),
+                approve: *approve,
+                feedback: feedback.clone(),
+                commit: commit.clone(),
+                conflicts: conflicts.clone(),
+                branch_head: branch_head.clone(),
+            }),
         }
+    }
+}
+
+/// One changed file on the wire.
+pub fn file_change_to_pb(f: &FileChange) -> pb::FileChange {
+    pb::FileChange {
+        path: f.path.clone(),
+        added: f.added,
+        removed: f.removed,
+        binary: f.binary,
     }
 }
 
@@ -404,6 +448,31 @@ impl MessageFromPb for Message {
             }
             Body::BudgetChanged(b) => Message::BudgetChanged {
                 token_budget: b.token_budget,
+            },
+            Body::ResultRequest(r) => Message::ResultRequest {
+                request_id: id(&r.request_id)?,
+                task_id: r.task_id,
+                base: r.base,
+                summary: r.summary,
+                files: r
+                    .files
+                    .into_iter()
+                    .map(|f| FileChange {
+                        path: f.path,
+                        added: f.added,
+                        removed: f.removed,
+                        binary: f.binary,
+                    })
+                    .collect(),
+                supersedes: r.supersedes,
+            },
+            Body::ResultResponse(r) => Message::ResultDecided {
+                request_id: id(&r.request_id)?,
+                approve: r.approve,
+                feedback: r.feedback,
+                commit: r.commit,
+                conflicts: r.conflicts,
+                branch_head: r.branch_head,
             },
         })
     }
@@ -493,6 +562,7 @@ impl KindFromPb for Kind {
             Ok(pb::RequestType::PlanApproval) => Some(Kind::PlanApproval),
             Ok(pb::RequestType::Shutdown) => Some(Kind::Shutdown),
             Ok(pb::RequestType::Permission) => Some(Kind::Permission),
+            Ok(pb::RequestType::Result) => Some(Kind::Result),
             _ => None,
         }
     }

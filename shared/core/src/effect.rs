@@ -89,6 +89,37 @@ pub enum Message {
     Terminated(Vec<Ended>),
     /// A task can be claimed now.
     TaskClaimable(Task),
+    /// A teammate's result, for the lead (the diff itself stays in the
+    /// request's payload).
+    ResultRequest {
+        /// The request.
+        request_id: RequestId,
+        /// Its task.
+        task_id: String,
+        /// The commit it is against.
+        base: String,
+        /// What it did.
+        summary: String,
+        /// The files it changes.
+        files: Vec<crate::result::FileChange>,
+        /// The rejected result it revises.
+        supersedes: String,
+    },
+    /// The answer to a result request.
+    ResultDecided {
+        /// The request.
+        request_id: RequestId,
+        /// Landed.
+        approve: bool,
+        /// Why.
+        feedback: String,
+        /// The commit it landed as.
+        commit: String,
+        /// The paths that conflicted.
+        conflicts: Vec<String>,
+        /// Where the team branch stands.
+        branch_head: String,
+    },
     /// The operator set the member's token budget.
     BudgetChanged {
         /// The budget (0: none).
@@ -269,4 +300,7 @@ pub enum Effect {
         /// Which stage.
         stage: usize,
     },
+    /// Merge approved result `request_id` into the team branch, off the
+    /// team (git), and report how it came out as `Op::Landed`.
+    Land(RequestId),
 }

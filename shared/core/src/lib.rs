@@ -40,6 +40,7 @@ pub mod policy;
 pub mod protocol;
 pub mod rate;
 pub mod refusal;
+pub mod result;
 pub mod tasks;
 pub mod team;
 pub mod text;

@@ -205,6 +205,33 @@ pub enum Op {
         /// What it said.
         verdict: crate::chain::Verdict,
     },
+    /// A member submits its finished work on its claimed task (`--repo`).
+    SubmitResult {
+        /// The request's id.
+        request_id: RequestId,
+        /// The work, made a commit by the edge.
+        result: Box<crate::result::WorkResult>,
+        /// The rejected result it revises.
+        supersedes: Option<RequestId>,
+    },
+    /// The operator approves (to land it) or rejects a result.
+    ReviewResult {
+        /// The result request.
+        request_id: RequestId,
+        /// Yes or no.
+        approve: bool,
+        /// Why (required to reject).
+        feedback: String,
+        /// Who decides, for the request's history.
+        by: String,
+    },
+    /// The runtime landed (or could not land) approved result `request_id`.
+    Landed {
+        /// The result request.
+        request_id: RequestId,
+        /// How it came out.
+        landing: crate::result::Landing,
+    },
     /// The operator adds a task to the shared list.
     CreateTask {
         /// Its id, which the edge made (a UUID).
@@ -256,6 +283,7 @@ impl Op {
             | Op::SetBudget { .. }
             | Op::ReviewPlan { .. }
             | Op::ReviewPermission { .. }
+            | Op::ReviewResult { .. }
             | Op::ListRequests { .. }
             | Op::GetRequest { .. }
             | Op::RequestShutdown { .. }
@@ -272,7 +300,8 @@ impl Op {
             Op::ClaimTask { .. } => Doors::Member("ClaimTask"),
             Op::CompleteTask { .. } => Doors::Member("CompleteTask"),
             Op::ReportUsage { .. } => Doors::Member("ReportUsage"),
-            Op::StageVerdict { .. } => Doors::Lead,
+            Op::SubmitResult { .. } => Doors::Member("SubmitResult"),
+            Op::StageVerdict { .. } | Op::Landed { .. } => Doors::Lead,
         }
     }
 }

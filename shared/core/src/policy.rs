@@ -7,7 +7,13 @@
 //! max_files = 10
 //! deny_overlap = true           # reject plans whose files another teammate holds
 //! mode = "accept-edits"         # the grant an approved plan gets (the default)
+//! max_changed_lines = 400       # results (`--repo`): at most this many lines changed
 //! ```
+//!
+//! A result (`lead serve --repo`) is checked on what would land, whatever
+//! tools wrote it: every changed path inside the submitter's grant for the
+//! task (where it holds one), none under `deny_write`, at most `max_files`
+//! files and `max_changed_lines` lines.
 
 use serde::Deserialize;
 
@@ -35,6 +41,8 @@ struct PolicyFile {
     deny_overlap: bool,
     /// The grant's mode for approved plans.
     mode: Option<String>,
+    /// A result may change at most this many lines (added and removed).
+    max_changed_lines: Option<u64>,
 }
 
 /// A validated policy.
@@ -50,6 +58,8 @@ pub struct Policy {
     deny_overlap: bool,
     /// The grant's mode for approved plans.
     mode: Mode,
+    /// A result may change at most this many lines.
+    max_changed_lines: Option<u64>,
 }
 
 /// What a policy says of a plan.
@@ -82,6 +92,7 @@ impl Policy {
             max_files: file.max_files,
             deny_overlap: file.deny_overlap,
             mode,
+            max_changed_lines: file.max_changed_lines,
         })
     }
 
@@ -133,12 +144,73 @@ impl Policy {
 
     /// Whether a gated tool call may run without a person: file writes outside
     /// `deny_write` may; commands never do (they wait for an operator).
+    /// Checks a result on what it would land: the criteria it does not
+    /// meet, each in words (none: it meets them all). `scope` is what the
+    /// submitter's grant for the task lets it write, where it holds one.
+    pub fn review_result(
+        &self,
+        result: &crate::result::WorkResult,
+        scope: Option<&[String]>,
+    ) -> Vec<String> {
+        let mut unmet = Vec::new();
+        let outside = outside_scope(result, scope);
+        if !outside.is_empty() {
+            unmet.push(format!(
+                "grant: the result changes {}, outside what the grant lets it write ({})",
+                outside.join(", "),
+                scope.unwrap_or_default().join(", ")
+            ));
+        }
+        for file in &result.files {
+            if let Some(glob) = self.deny_write.first_match(&file.path) {
+                unmet.push(format!(
+                    "deny_write: the result changes {:?}, which matches {glob:?}",
+                    file.path
+                ));
+            }
+        }
+        if let Some(max) = self.max_files {
+            if result.files.len() > max {
+                unmet.push(format!(
+                    "max_files: the result changes {} files; at most {max} are allowed",
+                    result.files.len()
+                ));
+            }
+        }
+        if let Some(max) = self.max_changed_lines {
+            let lines = result.changed_lines();
+            if lines > max {
+                unmet.push(format!(
+                    "max_changed_lines: the result changes {lines} lines; at most {max} are allowed"
+                ));
+            }
+        }
+        unmet
+    }
+
     pub fn allows_call(&self, tool: &str, path: Option<&str>) -> Option<bool> {
         match (tool, path) {
             ("write_file" | "edit_file", Some(path)) => Some(!self.deny_write.matches(path)),
             _ => None,
         }
     }
+}
+
+/// The paths `result` changes outside `scope` (globs); none without a scope.
+pub fn outside_scope(result: &crate::result::WorkResult, scope: Option<&[String]>) -> Vec<String> {
+    let Some(scope) = scope else {
+        return Vec::new();
+    };
+    let Ok(set) = PathSet::new("scope", scope) else {
+        // A scope that is not a set of globs lets nothing through.
+        return result.paths();
+    };
+    result
+        .files
+        .iter()
+        .filter(|f| !set.matches(&f.path))
+        .map(|f| f.path.clone())
+        .collect()
 }
 
 #[cfg(test)]
@@ -241,5 +313,40 @@ mod tests {
             Some(false)
         );
         assert_eq!(policy.allows_call("run_command", None), None);
+    }
+
+    #[test]
+    fn a_result_is_checked_on_what_it_changes() {
+        use crate::result::{FileChange, WorkResult};
+        let result = WorkResult {
+            files: vec![
+                FileChange {
+                    path: "src/a.rs".into(),
+                    added: 10,
+                    removed: 2,
+                    binary: false,
+                },
+                FileChange {
+                    path: "db/schema.sql".into(),
+                    added: 1,
+                    removed: 0,
+                    binary: false,
+                },
+            ],
+            ..Default::default()
+        };
+        let policy = Policy::parse("deny_write = [\"db/**\"]\nmax_changed_lines = 5\nmax_files = 1")
+            .expect("valid");
+        let scope = vec!["src/**".to_owned()];
+        let unmet = policy.review_result(&result, Some(&scope));
+        assert_eq!(unmet.len(), 4, "{unmet:?}");
+        assert!(unmet[0].starts_with("grant:") && unmet[0].contains("db/schema.sql"));
+        assert!(unmet[1].starts_with("deny_write"));
+        assert!(unmet[2].starts_with("max_files"));
+        assert!(unmet[3].contains("13 lines"));
+        let lax = Policy::parse("").expect("valid");
+        assert!(lax.review_result(&result, None).is_empty());
+        let wide = vec!["**".to_owned()];
+        assert!(lax.review_result(&result, Some(&wide)).is_empty());
     }
 }

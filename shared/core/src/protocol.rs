@@ -35,6 +35,9 @@ pub enum Kind {
     Shutdown,
     /// A teammate asks the operator to run one gated tool call.
     Permission,
+    /// A teammate asks for its finished work to be merged into the team
+    /// branch (`lead serve --repo`).
+    Result,
 }
 
 impl Kind {
@@ -44,6 +47,7 @@ impl Kind {
             Kind::PlanApproval => "REQUEST_TYPE_PLAN_APPROVAL",
             Kind::Shutdown => "REQUEST_TYPE_SHUTDOWN",
             Kind::Permission => "REQUEST_TYPE_PERMISSION",
+            Kind::Result => "REQUEST_TYPE_RESULT",
         }
     }
 }
@@ -208,7 +212,7 @@ impl Request {
     /// The party that must answer it.
     pub fn answerer(&self) -> Party {
         match self.opening.kind {
-            Kind::PlanApproval | Kind::Permission => Party::Operator,
+            Kind::PlanApproval | Kind::Permission | Kind::Result => Party::Operator,
             Kind::Shutdown => Party::Member(self.opening.target.clone()),
         }
     }

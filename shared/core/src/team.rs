@@ -22,6 +22,7 @@ use crate::{
 mod apply;
 mod lists;
 mod plans;
+mod results;
 
 pub use apply::{Applied, Reply, Rules};
 pub use lists::{Listed, TeamPage};
@@ -179,10 +180,15 @@ impl Team {
 
     /// Expires every pending request `name` sends or must answer; returns
     /// them as they end.
+    /// A result being landed is not among them: the merge answers it.
     pub fn expire_involving(&mut self, name: &str, reason: &str, now: i64) -> Vec<Request> {
-        self.requests
+        let ids: Vec<RequestId> = self
+            .requests
             .pending_involving(name)
             .into_iter()
+            .filter(|id| !self.requests.get(id).is_some_and(results::is_landing))
+            .collect();
+        ids.into_iter()
             .filter_map(|id| self.requests.expire(&id, reason, now))
             .collect()
     }

@@ -81,6 +81,9 @@ pub struct Rules {
     /// The token budget of a member that joins with none of its own and
     /// none the operator set; 0: none.
     pub token_budget: u64,
+    /// The team has a repository (`lead serve --repo`): tasks complete when
+    /// their results land.
+    pub repo: bool,
 }
 
 impl Default for Rules {
@@ -98,6 +101,7 @@ impl Default for Rules {
             grace_ms: 30_000,
             max_members: 10_000,
             token_budget: 0,
+            repo: false,
         }
     }
 }
@@ -125,6 +129,13 @@ impl Team {
                 now,
                 &mut effects,
             )?),
+            Op::CompleteTask { .. } if self.rules.repo => {
+                return Err(CoreError::Conflict(
+                    "CompleteTask: with a team repository (lead serve --repo) a task is \
+                     completed when its result lands; call SubmitResult"
+                        .into(),
+                ))
+            }
             Op::CompleteTask { task_id, summary } => Reply::Task(self.complete_task_op(
                 &member()?,
                 &task_id,
@@ -283,6 +294,38 @@ impl Team {
                     now,
                     &mut effects,
                 )?))
+            }
+            Op::SubmitResult {
+                request_id,
+                result,
+                supersedes,
+            } => Reply::Opened(self.submit_result_op(
+                &member()?,
+                request_id,
+                *result,
+                supersedes,
+                now,
+                &mut effects,
+            )?),
+            Op::ReviewResult {
+                request_id,
+                approve,
+                feedback,
+                by,
+            } => Reply::Request(Box::new(self.review_result_op(
+                &request_id,
+                approve,
+                feedback,
+                &by,
+                now,
+                &mut effects,
+            )?)),
+            Op::Landed {
+                request_id,
+                landing,
+            } => {
+                self.landed_op(&request_id, landing, now, &mut effects)?;
+                Reply::Done
             }
             Op::ListTasks { status, page } => Reply::Tasks(self.list_tasks(status, page)),
             Op::ListRequests { status, kind, page } => {
@@ -526,7 +569,7 @@ impl Team {
     /// `CompleteTask`: the owner completes its task; the grant its plan
     /// for the task had ends with it (back to plan mode), and the tasks that
     /// waited on it become claimable, which idle members hear.
-    fn complete_task_op(
+    pub(super) fn complete_task_op(
         &mut self,
         name: &str,
         task_id: &str,

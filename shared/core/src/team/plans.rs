@@ -261,7 +261,7 @@ impl Team {
     }
 
     /// Adds a reviewer's word to request `id`'s history and shows it.
-    fn record_review(
+    pub(super) fn record_review(
         &mut self,
         id: &RequestId,
         by: &str,

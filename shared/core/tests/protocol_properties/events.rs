@@ -101,7 +101,8 @@ pub(crate) fn kind() -> impl Strategy<Value = Kind> {
     prop_oneof![
         Just(Kind::PlanApproval),
         Just(Kind::Shutdown),
-        Just(Kind::Permission)
+        Just(Kind::Permission),
+        Just(Kind::Result)
     ]
 }
 

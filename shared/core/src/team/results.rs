@@ -1,0 +1,426 @@
+//! The result review as the team applies it (`lead serve --repo`): a
+//! teammate's finished work opened as a request, reviewed under the same
+//! approval modes as plans, landed by the runtime, and only then APPROVED
+//! (the task completed with it); a rejection, or a merge that conflicts,
+//! goes back to the teammate with the reason. See [`crate::result`].
+
+use super::Team;
+use crate::{
+    effect::{Effect, Message, Notice},
+    names::{RequestId, LEAD},
+    policy,
+    protocol::{Decision, Kind, Opening, Party, Request, Status, TransitionError},
+    refusal::CoreError,
+    result::{Landing, ResultPayload, WorkResult},
+    tasks::TaskStatus,
+};
+
+use super::plans::Approval;
+
+/// The verdict a reviewer's approval of a result leaves in its history
+/// while the runtime lands it.
+const LANDING: &str = "approve";
+
+impl Team {
+    /// `SubmitResult`: opens a result request for `sender`'s claimed task
+    /// (expiring the pending result it revises), then lets the approval
+    /// mode answer it if it can.
+    pub(super) fn submit_result_op(
+        &mut self,
+        sender: &str,
+        id: RequestId,
+        result: WorkResult,
+        supersedes: Option<RequestId>,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<RequestId, CoreError> {
+        if !self.rules.repo {
+            return Err(CoreError::Conflict(
+                "SubmitResult: the lead has no team repository (lead serve --repo); \
+                 complete the task with CompleteTask"
+                    .into(),
+            ));
+        }
+        if self.requests.get(&id).is_none() {
+            self.check_result_task(sender, &result.task_id)?;
+        }
+        let superseded = self.check_result_supersedes(sender, supersedes.as_ref())?;
+        let scope = self
+            .holds
+            .get(sender)
+            .filter(|h| h.task_id == result.task_id)
+            .map(|h| h.paths.clone());
+        let plan_id = self
+            .requests
+            .iter()
+            .filter(|r| r.opening.kind == Kind::PlanApproval && r.status == Status::Approved)
+            .filter(|r| r.opening.sender == sender)
+            .filter(|r| r.plan().task_id == result.task_id)
+            .last()
+            .map(|r| r.id().to_string())
+            .unwrap_or_default();
+        let outside_grant = policy::outside_scope(&result, scope.as_deref());
+        let payload = ResultPayload {
+            result,
+            supersedes: supersedes
+                .as_ref()
+                .map_or_else(String::new, ToString::to_string),
+            plan_id,
+            scope,
+            outside_grant,
+        };
+        let payload_json = serde_json::to_string(&payload).map_err(|e| {
+            CoreError::Conflict(format!("could not encode the result's payload: {e}"))
+        })?;
+        let opening = Opening {
+            id: id.clone(),
+            kind: Kind::Result,
+            sender: sender.to_owned(),
+            target: LEAD.to_owned(),
+            payload_json,
+            deadline_unix_ms: None,
+        };
+        self.check_pending_room(
+            &opening,
+            superseded.as_ref(),
+            self.rules.pending_per_member,
+            self.rules.pending_total,
+        )?;
+        let outcome = self.requests.open(opening, now)?;
+        if outcome.fresh {
+            if let Some(old) = superseded {
+                if let Some(expired) =
+                    self.requests
+                        .expire(&old, &format!("superseded by {id}"), now)
+                {
+                    effects.push(Effect::Notify(Notice::Request(Box::new(expired))));
+                }
+            }
+            effects.extend(self.show_work(sender));
+            let result = &payload.result;
+            effects.push(Effect::Deliver {
+                from: sender.to_owned(),
+                to: vec![LEAD.to_owned()],
+                message: Message::ResultRequest {
+                    request_id: id.clone(),
+                    task_id: result.task_id.clone(),
+                    base: result.base.clone(),
+                    summary: result.summary.clone(),
+                    files: result.files.clone(),
+                    supersedes: payload.supersedes.clone(),
+                },
+            });
+            effects.push(Effect::Notify(Notice::Request(Box::new(outcome.request))));
+            self.auto_review_result(&id, &payload, now, effects)?;
+        }
+        Ok(id)
+    }
+
+    /// Whether `member` has claimed task `task_id`, as a result for it must.
+    fn check_result_task(&self, member: &str, task_id: &str) -> Result<(), CoreError> {
+        match self.tasks.get(task_id) {
+            None => Err(CoreError::Conflict(format!("task_id: no task {task_id:?}"))),
+            Some(t) if t.owner == member && t.status == TaskStatus::Claimed => Ok(()),
+            Some(t) if t.status == TaskStatus::Completed => Err(CoreError::Conflict(format!(
+                "task_id: task {task_id} is completed"
+            ))),
+            Some(_) => Err(CoreError::Conflict(format!(
+                "task_id: task {task_id} is not claimed by {member}; claim it first"
+            ))),
+        }
+    }
+
+    /// What a result of `sender`'s that `supersedes` an earlier one revises:
+    /// one of its own results, not approved and not landing. The earlier one
+    /// if it is still pending (it expires once the new one is open).
+    fn check_result_supersedes(
+        &self,
+        sender: &str,
+        supersedes: Option<&RequestId>,
+    ) -> Result<Option<RequestId>, CoreError> {
+        let Some(old) = supersedes else {
+            return Ok(None);
+        };
+        let request = self.requests.get(old).ok_or_else(|| {
+            crate::error::FieldError::new("supersedes", format!("no request {old}"))
+        })?;
+        if request.opening.kind != Kind::Result || request.opening.sender != sender {
+            return Err(crate::error::FieldError::new(
+                "supersedes",
+                format!("{old} is not a result of {sender:?}"),
+            )
+            .into());
+        }
+        match request.status {
+            Status::Approved => Err(CoreError::Conflict(format!(
+                "supersedes: {old} is already APPROVED (landed); there is nothing to revise"
+            ))),
+            Status::Pending if is_landing(request) => Err(CoreError::Conflict(format!(
+                "supersedes: {old} is approved and being merged; wait for its answer"
+            ))),
+            Status::Pending => Ok(Some(old.clone())),
+            Status::Rejected | Status::Expired => Ok(None),
+        }
+    }
+
+    /// Answers a fresh result when the approval mode decides on its own.
+    /// The model and the chain review plans; results wait for a person.
+    fn auto_review_result(
+        &mut self,
+        id: &RequestId,
+        payload: &ResultPayload,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), CoreError> {
+        match &self.approval {
+            Approval::Manual | Approval::Model | Approval::Chain(_) => Ok(()),
+            Approval::Auto => self
+                .approve_result(
+                    id,
+                    "auto",
+                    "approved automatically (--approval auto)",
+                    now,
+                    effects,
+                )
+                .map(|_| ()),
+            Approval::Policy(policy) => {
+                let unmet = policy.review_result(&payload.result, payload.scope.as_deref());
+                if unmet.is_empty() {
+                    self.approve_result(
+                        id,
+                        "policy",
+                        "approved by policy: every criterion holds",
+                        now,
+                        effects,
+                    )
+                    .map(|_| ())
+                } else {
+                    let feedback = format!("rejected by policy: {}", unmet.join("; "));
+                    self.reject_result(id, "policy", feedback, now, effects)
+                        .map(|_| ())
+                }
+            }
+        }
+    }
+
+    /// `ReviewResult`: the operator approves (the runtime lands it) or
+    /// rejects with feedback; `by` says who, for the request's history.
+    pub(super) fn review_result_op(
+        &mut self,
+        id: &RequestId,
+        approve: bool,
+        feedback: String,
+        by: &str,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        if approve {
+            let words = if feedback.is_empty() {
+                "approved; merging"
+            } else {
+                &feedback
+            };
+            self.approve_result(id, by, words, now, effects)
+        } else {
+            if self.requests.get(id).is_some_and(is_landing) {
+                return Err(CoreError::Conflict(format!(
+                    "request {id} is approved and being merged; it can no longer be rejected"
+                )));
+            }
+            self.reject_result(id, by, feedback, now, effects)
+        }
+    }
+
+    /// The request `id`, which must be a result.
+    fn result_request(&self, id: &RequestId) -> Result<&Request, CoreError> {
+        let request = self
+            .requests
+            .get(id)
+            .ok_or_else(|| TransitionError::NotFound(id.clone()))?;
+        if request.opening.kind != Kind::Result {
+            return Err(TransitionError::WrongType {
+                id: id.clone(),
+                request: request.opening.kind,
+                answer: Kind::Result,
+            }
+            .into());
+        }
+        Ok(request)
+    }
+
+    /// An approval: a pending result is noted as approved by `by` and
+    /// handed to the runtime to land ([`Effect::Land`]); a retry while it
+    /// lands, or once it landed, changes nothing.
+    fn approve_result(
+        &mut self,
+        id: &RequestId,
+        by: &str,
+        words: &str,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        let request = self.result_request(id)?;
+        match request.status {
+            Status::Pending if is_landing(request) => Ok(request.clone()),
+            Status::Pending => {
+                self.record_review(id, by, LANDING, words.to_owned(), now, effects);
+                effects.push(Effect::Land(id.clone()));
+                self.result_request(id).cloned()
+            }
+            Status::Approved => Ok(request.clone()),
+            status => Err(TransitionError::AlreadyResolved {
+                id: id.clone(),
+                status,
+            }
+            .into()),
+        }
+    }
+
+    /// A rejection by `by`: the teammate hears the feedback.
+    fn reject_result(
+        &mut self,
+        id: &RequestId,
+        by: &str,
+        feedback: String,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        let was_pending = self.result_request(id)?.status == Status::Pending;
+        let decision = Decision {
+            approve: false,
+            feedback: feedback.clone(),
+            grant: None,
+        };
+        let request = self.decide_result(id, decision, Landed::default(), now, effects)?;
+        if was_pending {
+            self.record_review(id, by, "reject", feedback, now, effects);
+        }
+        Ok(request)
+    }
+
+    /// Records a result decision and, the first time, tells the teammate.
+    fn decide_result(
+        &mut self,
+        id: &RequestId,
+        decision: Decision,
+        landed: Landed,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        let outcome = self
+            .requests
+            .answer(id, Kind::Result, &Party::Operator, decision, now)?;
+        if outcome.fresh {
+            let request = &outcome.request;
+            effects.push(Effect::Deliver {
+                from: LEAD.to_owned(),
+                to: vec![request.opening.sender.clone()],
+                message: Message::ResultDecided {
+                    request_id: id.clone(),
+                    approve: request.status == Status::Approved,
+                    feedback: request.feedback.clone(),
+                    commit: landed.commit,
+                    conflicts: landed.conflicts,
+                    branch_head: landed.head,
+                },
+            });
+            effects.push(Effect::Notify(Notice::Request(Box::new(request.clone()))));
+        }
+        Ok(outcome.request)
+    }
+
+    /// `Landed`: the runtime merged approved result `id` (it is APPROVED,
+    /// and its task completed with its summary), or could not (REJECTED,
+    /// with the conflicting paths). Anything else (not landing) is ignored.
+    pub(super) fn landed_op(
+        &mut self,
+        id: &RequestId,
+        landing: Landing,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), CoreError> {
+        let Some(request) = self.requests.get(id).filter(|r| is_landing(r)) else {
+            return Ok(());
+        };
+        let sender = request.opening.sender.clone();
+        let result = request.result_payload().result;
+        match landing {
+            Landing::Merged { commit } => {
+                let decision = Decision {
+                    approve: true,
+                    feedback: format!("landed on the team branch as {commit}"),
+                    grant: None,
+                };
+                let landed = Landed {
+                    commit: commit.clone(),
+                    head: commit.clone(),
+                    conflicts: Vec::new(),
+                };
+                self.decide_result(id, decision, landed, now, effects)?;
+                self.record_review(id, "merge", "approve", format!("merged as {commit}"), now, effects);
+                // The work landed; the task is done with it, if its owner
+                // still holds it (a task given back meanwhile stays open).
+                let _ = self.complete_task_op(&sender, &result.task_id, result.summary, now, effects);
+            }
+            Landing::Conflict { paths, head } => {
+                let feedback = format!(
+                    "conflicts with the team branch (now {head}) in: {}; rebase onto {head} \
+                     and submit again (supersedes {id})",
+                    paths.join(", ")
+                );
+                let decision = Decision {
+                    approve: false,
+                    feedback: feedback.clone(),
+                    grant: None,
+                };
+                let landed = Landed {
+                    commit: String::new(),
+                    head,
+                    conflicts: paths,
+                };
+                self.decide_result(id, decision, landed, now, effects)?;
+                self.record_review(id, "merge", "reject", feedback, now, effects);
+            }
+            Landing::Failed(why) => {
+                let feedback = format!("could not be merged: {why}");
+                let decision = Decision {
+                    approve: false,
+                    feedback: feedback.clone(),
+                    grant: None,
+                };
+                self.decide_result(id, decision, Landed::default(), now, effects)?;
+                self.record_review(id, "merge", "error", feedback, now, effects);
+            }
+        }
+        Ok(())
+    }
+
+    /// The approved results still to land, oldest first: what a lead that
+    /// restarted must finish.
+    pub fn landings(&self) -> Vec<RequestId> {
+        self.requests
+            .iter()
+            .filter(|r| r.status == Status::Pending && is_landing(r))
+            .map(|r| r.id().clone())
+            .collect()
+    }
+}
+
+/// What a result's answer says of its landing.
+#[derive(Debug, Default)]
+struct Landed {
+    commit: String,
+    head: String,
+    conflicts: Vec<String>,
+}
+
+/// Whether result `request` is approved and being landed: pending, and its
+/// reviewer's last word an approval.
+pub(crate) fn is_landing(request: &Request) -> bool {
+    request.opening.kind == Kind::Result
+        && request.status == Status::Pending
+        && request
+            .reviews
+            .last()
+            .is_some_and(|step| step.verdict == LANDING)
+}
