@@ -64,6 +64,9 @@ pub struct Spawner {
     /// given as its API key (`--model-key-env`). A child gets the one it
     /// was given and none of the others (nor OPENAI_API_KEY, unless given).
     pub model_keys: Vec<String>,
+    /// The team's repository (`--repo`): a teammate spawned without a
+    /// workspace of its own works in a worktree of it.
+    pub repo: Option<std::sync::Arc<crate::git::Repo>>,
 }
 
 /// Why a path a spawn request named may not be used.
@@ -196,6 +199,11 @@ impl Spawner {
     }
 
     /// The workspace a teammate gets when none is named.
+    /// Where `name`'s worktree is (`--repo`).
+    pub(crate) fn worktree(&self, name: &str) -> PathBuf {
+        self.state_dir.join("worktrees").join(name)
+    }
+
     pub(crate) fn default_workspace(&self, name: &str) -> PathBuf {
         self.state_dir.join("workspaces").join(name)
     }

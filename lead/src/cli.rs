@@ -323,6 +323,42 @@ fn summary(payload_json: &str) -> String {
         }
         return detail + summary;
     }
+    if let Some(result) = value.get("result") {
+        let files: Vec<pb::FileChange> = result["files"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| pb::FileChange {
+                path: f["path"].as_str().unwrap_or_default().to_owned(),
+                added: f["added"]
+                    .as_u64()
+                    .unwrap_or(0)
+                    .try_into()
+                    .unwrap_or(u32::MAX),
+                removed: f["removed"]
+                    .as_u64()
+                    .unwrap_or(0)
+                    .try_into()
+                    .unwrap_or(u32::MAX),
+                binary: f["binary"].as_bool().unwrap_or(false),
+            })
+            .collect();
+        let mut detail = String::new();
+        let outside: Vec<&str> = value["outside_grant"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.as_str())
+            .collect();
+        if !outside.is_empty() {
+            detail.push_str(&format!("[outside the grant: {}] ", outside.join(", ")));
+        }
+        return format!(
+            "{detail}{}: {}",
+            result["summary"].as_str().unwrap_or_default(),
+            render::diff_stat(&files)
+        );
+    }
     for key in ["reason", "tool"] {
         if let Some(text) = value.get(key).and_then(|s| s.as_str()) {
             return text.to_owned();
@@ -340,6 +376,9 @@ pub async fn approve(
     feedback: String,
     allow_overlap: bool,
 ) -> Result<String, CliError> {
+    if is_result(client, &request_id).await? {
+        return review_result(client, request_id, true, feedback).await;
+    }
     let mode = Mode::parse("--mode", mode).map_err(|e| CliError::Usage(e.to_string()))?;
     for path in &write {
         check_relative_glob("--write", path).map_err(|e| CliError::Usage(e.to_string()))?;
@@ -363,12 +402,72 @@ pub async fn approve(
     ))
 }
 
+/// Whether request `request_id` is a result (`lead approve` and `lead
+/// reject` answer plans and results alike).
+async fn is_result(client: &mut Operator, request_id: &str) -> Result<bool, CliError> {
+    let request = client
+        .get_request(pb::GetRequestRequest {
+            request_id: request_id.to_owned(),
+        })
+        .await?
+        .into_inner();
+    Ok(request.r#type == pb::RequestType::Result as i32)
+}
+
+/// `lead approve` / `lead reject` of a result: an approval lands it.
+async fn review_result(
+    client: &mut Operator,
+    request_id: String,
+    approve: bool,
+    feedback: String,
+) -> Result<String, CliError> {
+    let review = pb::ResultReview {
+        request_id,
+        approve,
+        feedback,
+    };
+    let state = client.review_result(review).await?.into_inner();
+    Ok(if approve {
+        format!(
+            "approved result {}; it lands on the team branch (lead watch shows the merge)\n",
+            state.request_id
+        )
+    } else {
+        format!("rejected result {}: {}\n", state.request_id, state.feedback)
+    })
+}
+
+/// `lead diff ID`: a result's diff, as submitted.
+pub async fn diff(client: &mut Operator, request_id: String) -> Result<String, CliError> {
+    let request = client
+        .get_request(pb::GetRequestRequest { request_id })
+        .await?
+        .into_inner();
+    if request.r#type != pb::RequestType::Result as i32 {
+        return Err(CliError::Usage(format!(
+            "{} is a {} request; only results have a diff",
+            request.request_id,
+            render::request_type(request.r#type)
+        )));
+    }
+    let payload: serde_json::Value =
+        serde_json::from_str(&request.payload_json).unwrap_or_default();
+    Ok(payload
+        .pointer("/result/diff")
+        .and_then(|d| d.as_str())
+        .unwrap_or_default()
+        .to_owned())
+}
+
 /// `lead reject`.
 pub async fn reject(
     client: &mut Operator,
     request_id: String,
     feedback: String,
 ) -> Result<String, CliError> {
+    if is_result(client, &request_id).await? {
+        return review_result(client, request_id, false, feedback).await;
+    }
     let review = pb::PlanReview {
         request_id,
         approve: false,

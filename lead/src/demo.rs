@@ -246,6 +246,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
             kill_grace: Duration::from_secs(2),
             root: dir.clone(),
             model_keys: Vec::new(),
+            repo: None,
         }),
         ..HubConfig::default()
     };

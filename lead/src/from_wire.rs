@@ -38,6 +38,88 @@ pub(crate) fn submit_plan(request: pb::PlanApprovalRequest) -> Result<Op, HubErr
     })
 }
 
+/// `SubmitResult`'s fields, checked before git sees them: the request id,
+/// the task, the base (a commit id in hex), the summary, the diff and the
+/// test output within their limits.
+pub(crate) fn check_result(request: &pb::ResultRequest) -> Result<(), HubError> {
+    RequestId::for_new("request_id", &request.request_id)?;
+    if request.task_id.is_empty() {
+        return Err(FieldError::new(
+            "task_id",
+            "is required: the claimed task this is the result of",
+        )
+        .into());
+    }
+    limits::check("task_id", &request.task_id, limits::ID)?;
+    let hex = request.base.len() >= 4
+        && request.base.len() <= 64
+        && request.base.bytes().all(|b| b.is_ascii_hexdigit());
+    if !hex {
+        return Err(
+            FieldError::new("base", "must be the commit id (hex) the change is against").into(),
+        );
+    }
+    if request.summary.trim().is_empty() {
+        return Err(
+            FieldError::new("summary", "is required: it is the landed commit's message").into(),
+        );
+    }
+    limits::check("summary", &request.summary, limits::REASON)?;
+    if request.diff.is_empty() {
+        return Err(
+            FieldError::new("diff", "is required: git diff --binary BASE of the work").into(),
+        );
+    }
+    limits::check("diff", &request.diff, limits::DIFF)?;
+    limits::check("test_output", &request.test_output, limits::TEXT)?;
+    if !request.supersedes.is_empty() {
+        RequestId::existing("supersedes", &request.supersedes)?;
+    }
+    Ok(())
+}
+
+/// `SubmitResult`, once the edge made a commit of the diff.
+pub(crate) fn submit_result(
+    request: pb::ResultRequest,
+    prepared: crate::git::Prepared,
+) -> Result<Op, HubError> {
+    let request_id = RequestId::for_new("request_id", &request.request_id)?;
+    let supersedes = match request.supersedes.as_str() {
+        "" => None,
+        old => Some(RequestId::existing("supersedes", old)?),
+    };
+    Ok(Op::SubmitResult {
+        request_id,
+        result: Box::new(shared::result::WorkResult {
+            task_id: request.task_id,
+            base: request.base,
+            commit: prepared.commit,
+            summary: request.summary,
+            diff: request.diff,
+            test_output: request.test_output,
+            files: prepared.files,
+        }),
+        supersedes,
+    })
+}
+
+/// `ReviewResult`, decided by `by`.
+pub(crate) fn review_result(review: pb::ResultReview, by: &str) -> Result<Op, HubError> {
+    let request_id = RequestId::existing("request_id", &review.request_id)?;
+    limits::check("feedback", &review.feedback, limits::REASON)?;
+    if !review.approve && review.feedback.trim().is_empty() {
+        return Err(
+            FieldError::new("feedback", "is required to reject: say what to change").into(),
+        );
+    }
+    Ok(Op::ReviewResult {
+        request_id,
+        approve: review.approve,
+        feedback: review.feedback,
+        by: by.to_owned(),
+    })
+}
+
 /// `RequestPermission`.
 pub(crate) fn request_permission(request: pb::PermissionRequest) -> Result<Op, HubError> {
     if request.tool.is_empty() {

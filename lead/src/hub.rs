@@ -35,6 +35,7 @@ use crate::{
 mod chain;
 mod commit;
 mod effects;
+mod landing;
 mod lifecycle;
 mod members;
 mod ops;
@@ -111,6 +112,8 @@ pub struct HubConfig {
     /// The token budget of a member that joins with none of its own and
     /// none the operator set; 0: none.
     pub token_budget: u64,
+    /// The team's repository (`--repo`): results are reviewed and landed.
+    pub repo: Option<std::sync::Arc<crate::git::Repo>>,
 }
 
 impl Default for HubConfig {
@@ -136,6 +139,7 @@ impl Default for HubConfig {
             pending_total: rules.pending_total,
             retained_max_bytes: 256 * 1024 * 1024,
             token_budget: rules.token_budget,
+            repo: None,
         }
     }
 }
@@ -177,6 +181,11 @@ pub(crate) enum Command {
     StreamClosed {
         name: String,
         stream_id: u64,
+    },
+    /// How landing a result came out (`--repo`).
+    Landed {
+        request_id: shared::names::RequestId,
+        landing: shared::result::Landing,
     },
     /// A chain stage's verdict on a plan (`--approval chain:FILE`).
     StageVerdict(crate::chain::stages::StageDone),
@@ -346,6 +355,8 @@ pub(crate) struct Hub {
     review_jobs: Option<mpsc::Sender<crate::reviewer::Job>>,
     /// Stages to run outside the hub, with `--approval chain:FILE`.
     stage_jobs: Option<mpsc::Sender<crate::chain::stages::StageJob>>,
+    /// The lander's queue (`--repo`).
+    lands: Option<mpsc::Sender<landing::LandJob>>,
     /// Names this lead process's model calls (the reviewer's) in the usage
     /// ledger: made at start, so a restarted lead's calls add to the last.
     reviewer_epoch: String,
@@ -409,6 +420,7 @@ pub(crate) fn load(
         grace_ms: millis(config.grace),
         max_members: config.max_members,
         token_budget: config.token_budget,
+        repo: config.repo.is_some(),
     })
     .with_approval(match &config.approval {
         Approval::Manual => CoreApproval::Manual,
@@ -444,6 +456,7 @@ pub(crate) fn load(
         joins,
         review_jobs: None,
         stage_jobs: None,
+        lands: None,
         reviewer_epoch: uuid::Uuid::new_v4().to_string(),
         reviewer_totals: HashMap::new(),
     };
@@ -488,6 +501,7 @@ pub(crate) fn start(
         }
         Approval::Manual | Approval::Auto | Approval::Policy(_) => {}
     }
+    hub.start_lander();
     let task = tokio::spawn(async move {
         let result = loop {
             let wait = hub
@@ -599,6 +613,10 @@ impl Hub {
                 how,
                 log_tail,
             } => self.child_exited(&name, pid, &how, log_tail),
+            Command::Landed {
+                request_id,
+                landing,
+            } => self.landed(request_id, landing),
         }
     }
 

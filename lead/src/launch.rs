@@ -103,7 +103,22 @@ pub(crate) fn launch(
         )));
     }
     let workspace = if request.workspace.is_empty() {
-        spawner.default_workspace(name)
+        match &spawner.repo {
+            // Its own worktree of the team's repository; this runs on a
+            // blocking thread, off the hub.
+            Some(repo) => {
+                let dir = spawner.worktree(name);
+                tokio::runtime::Handle::current()
+                    .block_on(repo.add_worktree(&dir, name))
+                    .map_err(|e| {
+                        HubError::FailedPrecondition(format!(
+                            "workspace: cannot make the worktree: {e}"
+                        ))
+                    })?;
+                dir
+            }
+            None => spawner.default_workspace(name),
+        }
     } else {
         confine("workspace", &request.workspace)?
     };

@@ -11,6 +11,7 @@ mod console;
 pub mod demo;
 pub mod error;
 mod from_wire;
+pub mod git;
 mod group;
 pub mod hub;
 mod inboxes;

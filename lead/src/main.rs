@@ -106,6 +106,27 @@ enum Command {
         #[command(flatten)]
         target: TargetArgs,
     },
+    /// Print a result request's diff, as the teammate submitted it.
+    Diff {
+        request_id: String,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Remove the team's leftover worktrees (`mesh/NAME/work`) in --repo:
+    /// those not in use whose work landed; with --force, every one not in
+    /// use, whatever it holds. Worktrees in use (locked by a running lead)
+    /// stay.
+    Gc {
+        /// The team's repository.
+        #[arg(long)]
+        repo: PathBuf,
+        /// Remove worktrees that hold work that has not landed, too.
+        #[arg(long)]
+        force: bool,
+        /// Remove worktrees in use (locked) too; only when no lead runs.
+        #[arg(long)]
+        unlock: bool,
+    },
     /// Allow one gated tool call (a permission request).
     Allow {
         request_id: String,
@@ -296,6 +317,15 @@ struct ServeArgs {
     /// joins with none of its own and none set by `lead budget`; 0: none.
     #[arg(long, default_value_t = 0)]
     token_budget: u64,
+    /// The team's git repository: each spawned teammate works in its own
+    /// worktree of it, and finished work is a result request, reviewed and
+    /// merged into --branch as one commit. Without it, teammates share
+    /// their workspaces and tasks complete unreviewed.
+    #[arg(long)]
+    repo: Option<PathBuf>,
+    /// The branch the team lands on (default: the one checked out in --repo).
+    #[arg(long, requires = "repo")]
+    branch: Option<String>,
     /// Seconds a new connection has to send the HTTP/2 preface.
     #[arg(long, default_value_t = 10.0)]
     handshake_timeout: f64,
@@ -545,6 +575,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             )
             .await
         }
+        Command::Diff { request_id, target } => {
+            cli::diff(&mut cli::connect(&target.into()).await?, request_id).await
+        }
+        Command::Gc {
+            repo,
+            force,
+            unlock,
+        } => gc(&repo, force, unlock).await,
         Command::Allow {
             request_id,
             feedback,
@@ -627,8 +665,19 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let lead_url = format!("{scheme}://{}", connect_addr(addr)?);
+    let repo = match &args.repo {
+        Some(path) => Some(std::sync::Arc::new(
+            lead::git::Repo::open(path, args.branch.as_deref()).await?,
+        )),
+        None => None,
+    };
+    let mut hub = hub_config(&args, approval, &state, &tokens, &lead_url, tls.is_some())?;
+    if let Some(spawner) = hub.spawner.as_mut() {
+        spawner.repo = repo.clone();
+    }
+    hub.repo = repo;
     let config = lead::Config {
-        hub: hub_config(&args, approval, &state, &tokens, &lead_url, tls.is_some())?,
+        hub,
         store,
         tokens,
         keepalive: server::Keepalive {
@@ -693,6 +742,37 @@ fn connect_addr(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
     Ok(SocketAddr::new(ip.parse()?, addr.port()))
 }
 
+/// `lead gc`: removes the team's leftover worktrees and their branches.
+async fn gc(repo: &std::path::Path, force: bool, unlock: bool) -> Result<String, cli::CliError> {
+    let internal = |e: lead::git::GitError| cli::CliError::Usage(e.to_string());
+    let repo = lead::git::Repo::open(repo, None).await.map_err(internal)?;
+    let mut out = String::new();
+    for worktree in repo.worktrees().await.map_err(internal)? {
+        let path = worktree.path.display();
+        if worktree.locked && !unlock {
+            out.push_str(&format!(
+                "kept {path}: in use by a running lead (--unlock to remove it anyway)\n"
+            ));
+            continue;
+        }
+        if repo
+            .remove_worktree(&worktree.path, &worktree.member, force)
+            .await
+            .map_err(internal)?
+        {
+            out.push_str(&format!("removed {path} (mesh/{}/work)\n", worktree.member));
+        } else {
+            out.push_str(&format!(
+                "kept {path}: it holds work that has not landed (--force to remove it)\n"
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no worktrees of the team's\n");
+    }
+    Ok(out)
+}
+
 /// How the hub behaves, from the flags.
 fn hub_config(
     args: &ServeArgs,
@@ -735,6 +815,7 @@ fn hub_config(
                 .canonicalize()
                 .map_err(|e| anyhow::anyhow!("--spawn-root {}: {e}", args.spawn_root.display()))?,
             model_keys: model_keys(args.model_key_env.clone())?,
+            repo: None,
         }),
         grace: seconds("--grace", args.grace)?,
         stop_wait: seconds("--stop-wait", args.stop_wait)?,
@@ -759,6 +840,7 @@ fn hub_config(
         },
         retained_max_bytes: args.retained_max_bytes,
         token_budget: args.token_budget,
+        repo: None,
     })
 }
 

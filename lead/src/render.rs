@@ -192,6 +192,33 @@ impl std::fmt::Display for Listed<'_> {
     }
 }
 
+/// The first 12 digits of a commit id.
+pub fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
+}
+
+/// A result's files in a line: `3 files +10 -2 (src/a.rs +8 -2, ...)`.
+pub fn diff_stat(files: &[pb::FileChange]) -> String {
+    let added: u64 = files.iter().map(|f| u64::from(f.added)).sum();
+    let removed: u64 = files.iter().map(|f| u64::from(f.removed)).sum();
+    let each: Vec<String> = files
+        .iter()
+        .map(|f| {
+            if f.binary {
+                format!("{} (binary)", Quoted(&f.path))
+            } else {
+                format!("{} +{} -{}", Quoted(&f.path), f.added, f.removed)
+            }
+        })
+        .collect();
+    format!(
+        "{} file{} +{added} -{removed} ({})",
+        files.len(),
+        if files.len() == 1 { "" } else { "s" },
+        each.join(", ")
+    )
+}
+
 /// What an envelope carries, in a few words.
 pub fn body(body: Option<&Body>) -> String {
     match body {
@@ -247,6 +274,32 @@ pub fn body(body: Option<&Body>) -> String {
                 r.request_id,
                 Quoted(&r.feedback)
             )
+        }
+        Some(Body::ResultRequest(r)) => {
+            let mut line = format!(
+                "result_request {} task={} base={} {} {}",
+                r.request_id,
+                r.task_id,
+                short(&r.base),
+                Quoted(&r.summary),
+                diff_stat(&r.files)
+            );
+            if !r.supersedes.is_empty() {
+                line.push_str(&format!(" supersedes={}", r.supersedes));
+            }
+            line
+        }
+        Some(Body::ResultResponse(r)) => {
+            let verdict = if r.approve { "landed" } else { "rejected" };
+            let mut line = format!("result_response {} {verdict}", r.request_id);
+            if !r.commit.is_empty() {
+                line.push_str(&format!(" commit={}", short(&r.commit)));
+            }
+            if !r.conflicts.is_empty() {
+                line.push_str(&format!(" conflicts={}", Listed(&r.conflicts)));
+            }
+            line.push_str(&format!(" {}", Quoted(&r.feedback)));
+            line
         }
         Some(Body::IdleNotification(i)) => format!("idle {}", Quoted(&i.reason)),
         Some(Body::TeammateTerminated(t)) => {

@@ -116,6 +116,7 @@ pub async fn run(
         keepalive,
         connections,
     } = config;
+    let repo = hub_config.repo.clone();
     let (hub, commands) = hub::load(hub_config, store)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut console_stop = stop_rx.clone();
@@ -170,6 +171,7 @@ pub async fn run(
     let lead = LeadService {
         hub: hub.clone(),
         tokens: tokens.clone(),
+        repo: repo.clone(),
     };
     let operator = OperatorService { hub, tokens };
     let incoming = tokio_stream::wrappers::ReceiverStream::new(connections::incoming(

@@ -88,6 +88,8 @@ pub(crate) struct LeadService {
     pub(crate) hub: HubHandle,
     /// The join and operator tokens.
     pub(crate) tokens: Tokens,
+    /// The team's repository (`--repo`).
+    pub(crate) repo: Option<std::sync::Arc<crate::git::Repo>>,
 }
 
 /// `mesh.v1.Operator`, for operators.
@@ -266,6 +268,70 @@ impl pb::lead_server::Lead for LeadService {
         .await
     }
 
+    async fn submit_result(
+        &self,
+        request: Request<pb::ResultRequest>,
+    ) -> Result<Response<pb::SubmitResultResponse>, Status> {
+        // Tokens the lead knows to be no member's are refused before git
+        // runs; a session is placed by the hub, after.
+        if let Claim::Known(caller) = claim_of(&request, &self.tokens) {
+            shared::access::admit(&caller, Call::Teammate("SubmitResult"))
+                .map_err(HubError::from)?;
+        }
+        let Some(repo) = self.repo.clone() else {
+            return Err(HubError::FailedPrecondition(
+                "SubmitResult: the lead has no team repository (lead serve --repo); complete the \
+                 task with CompleteTask"
+                    .into(),
+            )
+            .into());
+        };
+        from_wire::check_result(request.get_ref())?;
+        let ask = request.get_ref();
+        let prepared = repo
+            .prepare(&ask.base, &ask.diff, &ask.summary)
+            .await
+            .map_err(|e| match e {
+                crate::git::PrepareError::Invalid(field, problem) => {
+                    HubError::from(shared::error::FieldError::new(field, problem))
+                }
+                crate::git::PrepareError::Git(e) => HubError::Internal(e.to_string()),
+            })?;
+        self.apply(
+            request,
+            "SubmitResult",
+            |r| from_wire::submit_result(r, prepared),
+            |id: RequestId| pb::SubmitResultResponse {
+                request_id: id.to_string(),
+            },
+        )
+        .await
+    }
+
+    async fn get_repo(
+        &self,
+        request: Request<pb::GetRepoRequest>,
+    ) -> Result<Response<pb::RepoState>, Status> {
+        if let Claim::Known(caller) = claim_of(&request, &self.tokens) {
+            shared::access::admit(&caller, Call::Teammate("GetRepo")).map_err(HubError::from)?;
+        }
+        let Some(repo) = self.repo.clone() else {
+            return Err(HubError::FailedPrecondition(
+                "GetRepo: the lead has no team repository (lead serve --repo)".into(),
+            )
+            .into());
+        };
+        let head = repo
+            .head()
+            .await
+            .map_err(|e| HubError::Internal(e.to_string()))?;
+        Ok(Response::new(pb::RepoState {
+            branch: repo.branch().to_owned(),
+            head,
+            path: repo.path().display().to_string(),
+        }))
+    }
+
     async fn respond_shutdown(
         &self,
         request: Request<pb::ShutdownResponse>,
@@ -384,6 +450,18 @@ impl pb::operator_server::Operator for OperatorService {
             request,
             |review| from_wire::review_plan(review, "operator"),
             |r: shared::protocol::Request| plan_response(&r),
+        )
+        .await
+    }
+
+    async fn review_result(
+        &self,
+        request: Request<pb::ResultReview>,
+    ) -> Result<Response<pb::ProtocolState>, Status> {
+        self.apply(
+            request,
+            |review| from_wire::review_result(review, "operator"),
+            |r: shared::protocol::Request| r.to_pb(),
         )
         .await
     }

@@ -102,6 +102,7 @@ impl Hub {
                 }
                 Effect::ReviewPlan(id) => self.start_model_review(&id),
                 Effect::RunStage { request_id, stage } => self.run_stage(&request_id, stage),
+                Effect::Land(request_id) => self.land(&request_id),
                 Effect::StopChild(name) => {
                     if let Some(child) = self.children.get(&name) {
                         tracing::warn!(member = %name, pid = child.pid, "shutdown deadline passed; stopping the process");

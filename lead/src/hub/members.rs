@@ -459,6 +459,34 @@ impl Hub {
             log_tail,
         });
         self.terminate(name, &format!("process {how}"));
+        self.tidy_worktree(name);
+    }
+
+    /// A spawned teammate's process ended: its worktree (`--repo`) goes,
+    /// with its branch, unless it holds work that has not landed (kept for
+    /// `lead gc --force`, or for a teammate of that name to take up again).
+    /// Git runs off the hub.
+    fn tidy_worktree(&self, name: &str) {
+        let (Some(repo), Some(spawner)) = (self.config.repo.clone(), self.config.spawner.as_ref())
+        else {
+            return;
+        };
+        let dir = spawner.worktree(name);
+        if !dir.exists() {
+            return;
+        }
+        let name = name.to_owned();
+        tokio::spawn(async move {
+            match repo.remove_worktree(&dir, &name, false).await {
+                Ok(true) => {
+                    tracing::info!(member = %name, worktree = %dir.display(), "removed the worktree: its work landed")
+                }
+                Ok(false) => {
+                    tracing::warn!(member = %name, worktree = %dir.display(), "kept the worktree: it holds work that has not landed (lead gc --force removes it)")
+                }
+                Err(e) => tracing::warn!(member = %name, error = %e, "cannot remove the worktree"),
+            }
+        });
     }
 }
 

@@ -39,6 +39,9 @@ pub const PAGE_TOKEN: usize = 64;
 pub const PATH: usize = 4_096;
 /// A task's subject.
 pub const SUBJECT: usize = 1_024;
+/// A result's diff (`SubmitResult`): it is held in the request, within the
+/// pending budgets (2 MiB per member by default).
+pub const DIFF: usize = 1024 * 1024;
 
 /// `value` of the field `field` within `limit` bytes, or INVALID_ARGUMENT
 /// naming both.

@@ -335,8 +335,9 @@ mod tests {
             ],
             ..Default::default()
         };
-        let policy = Policy::parse("deny_write = [\"db/**\"]\nmax_changed_lines = 5\nmax_files = 1")
-            .expect("valid");
+        let policy =
+            Policy::parse("deny_write = [\"db/**\"]\nmax_changed_lines = 5\nmax_files = 1")
+                .expect("valid");
         let scope = vec!["src/**".to_owned()];
         let unmet = policy.review_result(&result, Some(&scope));
         assert_eq!(unmet.len(), 4, "{unmet:?}");

@@ -339,7 +339,15 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<(), CoreError> {
-        let Some(request) = self.requests.get(id).filter(|r| is_landing(r)) else {
+        // A merge the branch has answers any pending result (a lead that
+        // stopped before the approval was durable finds it there); a failed
+        // one, only a result being landed.
+        let merged = matches!(landing, Landing::Merged { .. });
+        let Some(request) = self.requests.get(id).filter(|r| {
+            r.opening.kind == Kind::Result
+                && r.status == Status::Pending
+                && (merged || is_landing(r))
+        }) else {
             return Ok(());
         };
         let sender = request.opening.sender.clone();
@@ -357,10 +365,18 @@ impl Team {
                     conflicts: Vec::new(),
                 };
                 self.decide_result(id, decision, landed, now, effects)?;
-                self.record_review(id, "merge", "approve", format!("merged as {commit}"), now, effects);
+                self.record_review(
+                    id,
+                    "merge",
+                    "approve",
+                    format!("merged as {commit}"),
+                    now,
+                    effects,
+                );
                 // The work landed; the task is done with it, if its owner
                 // still holds it (a task given back meanwhile stays open).
-                let _ = self.complete_task_op(&sender, &result.task_id, result.summary, now, effects);
+                let _ =
+                    self.complete_task_op(&sender, &result.task_id, result.summary, now, effects);
             }
             Landing::Conflict { paths, head } => {
                 let feedback = format!(

@@ -1,0 +1,592 @@
+//! The result review over the wire (`lead serve --repo`): a teammate's work,
+//! submitted as a diff against its base, reviewed as plans are, and merged
+//! into the team branch as one commit; rejected by policy for a path outside
+//! its grant, whatever wrote it; rejected with the conflicting paths, then
+//! landed after a rebase; and a lead killed with -9 in the middle of a merge
+//! leaves the branch before or after it, the request agreeing. The teammates
+//! here are raw gRPC clients that work in their own git worktrees, as a
+//! teammate in another language on another machine would.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+
+use mesh_tests::{is, within, Events, Lead, Member, Operator};
+use shared::pb;
+
+/// Runs `git ARGS` in `dir`; its stdout, trimmed. Panics if it fails.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "test")
+        .env("GIT_AUTHOR_EMAIL", "test@example.com")
+        .env("GIT_COMMITTER_NAME", "test")
+        .env("GIT_COMMITTER_EMAIL", "test@example.com")
+        .output()
+        .expect("run git");
+    assert!(
+        out.status.success(),
+        "git {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A team repository on branch `main` with a README and `src/lib.rs`.
+fn team_repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let repo = dir.path();
+    git(repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("README.md"), "# team\n\nline two\n").expect("write");
+    std::fs::create_dir_all(repo.join("src")).expect("mkdir");
+    std::fs::write(repo.join("src/lib.rs"), "pub fn one() -> u32 { 1 }\n").expect("write");
+    git(repo, &["add", "-A"]);
+    git(repo, &["commit", "-q", "-m", "start"]);
+    // The lead moves `main`; nobody edits in this checkout.
+    git(repo, &["checkout", "-q", "--detach"]);
+    dir
+}
+
+/// `name`'s own worktree of the team repository, from `main`, as a teammate
+/// that manages its own checkout makes one; with its base.
+fn worktree(repo: &Path, name: &str) -> (PathBuf, String) {
+    let dir = repo
+        .parent()
+        .expect("parent")
+        .join(format!("wt-{name}-{}", uuid::Uuid::new_v4()));
+    let dir_s = dir.to_string_lossy().into_owned();
+    git(
+        repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            &format!("own/{name}"),
+            &dir_s,
+            "main",
+        ],
+    );
+    let base = git(&dir, &["rev-parse", "HEAD"]);
+    (dir, base)
+}
+
+/// The worktree's change against `base`, new files too, binary-safe.
+fn diff_of(worktree: &Path, base: &str) -> String {
+    git(worktree, &["add", "-A"]);
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(worktree)
+        .args(["diff", "--cached", "--binary", base])
+        .output()
+        .expect("git diff");
+    String::from_utf8(out.stdout).expect("utf-8 diff")
+}
+
+fn serve_args(repo: &Path, more: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--repo".to_owned(),
+        repo.to_string_lossy().into_owned(),
+        "--branch".to_owned(),
+        "main".to_owned(),
+    ];
+    args.extend(more.iter().map(|s| s.to_string()));
+    args
+}
+
+async fn start(repo: &Path, more: &[&str]) -> Lead {
+    let args = serve_args(repo, more);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Lead::start(&args).await
+}
+
+/// A task, claimed by `member`; its id.
+async fn claimed_task(operator: &mut Operator, member: &mut Member, subject: &str) -> String {
+    let task = operator
+        .create_task(pb::CreateTaskRequest {
+            subject: subject.into(),
+            ..Default::default()
+        })
+        .await
+        .expect("create task")
+        .into_inner();
+    member
+        .api
+        .claim_task(pb::ClaimTaskRequest {
+            task_id: task.task_id.clone(),
+        })
+        .await
+        .expect("claim");
+    task.task_id
+}
+
+async fn submit(
+    member: &mut Member,
+    task_id: &str,
+    base: &str,
+    diff: String,
+    summary: &str,
+    supersedes: &str,
+) -> Result<String, tonic::Status> {
+    member
+        .api
+        .submit_result(pb::ResultRequest {
+            task_id: task_id.into(),
+            base: base.into(),
+            diff,
+            summary: summary.into(),
+            supersedes: supersedes.into(),
+            ..Default::default()
+        })
+        .await
+        .map(|r| r.into_inner().request_id)
+}
+
+/// The answer to result `id` in `member`'s inbox.
+async fn answer(member: &mut Member, id: &str) -> pb::ResultResponse {
+    let envelope = member
+        .next_matching(|e| {
+            matches!(&e.body, Some(pb::envelope::Body::ResultResponse(r)) if r.request_id == id)
+        })
+        .await;
+    match envelope.body {
+        Some(pb::envelope::Body::ResultResponse(r)) => r,
+        _ => unreachable!(),
+    }
+}
+
+async fn plan_approved(
+    operator: &mut Operator,
+    member: &mut Member,
+    task_id: &str,
+    files: &[&str],
+) -> String {
+    let id = member
+        .api
+        .submit_plan(pb::PlanApprovalRequest {
+            plan: Some(pb::Plan {
+                summary: "the plan".into(),
+                files: files.iter().map(|f| f.to_string()).collect(),
+                task_id: task_id.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .expect("submit plan")
+        .into_inner()
+        .request_id;
+    mesh_tests::approve(operator, &id).await;
+    id
+}
+
+#[tokio::test]
+async fn a_result_is_reviewed_then_merged_as_one_commit_with_its_author_and_trailers() {
+    let repo = team_repo();
+    let lead = start(repo.path(), &[]).await;
+    let mut operator = lead.operator().await;
+    let mut alice = lead.join("alice").await;
+    let task = claimed_task(&mut operator, &mut alice, "add two").await;
+    let plan = plan_approved(&mut operator, &mut alice, &task, &["src/**"]).await;
+    let (wt, base) = worktree(repo.path(), "alice");
+
+    // With a team repository, a task completes when its result lands.
+    let err = alice
+        .api
+        .complete_task(pb::CompleteTaskRequest {
+            task_id: task.clone(),
+            summary: "done".into(),
+        })
+        .await
+        .expect_err("no CompleteTask with --repo");
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+    assert!(err.message().contains("SubmitResult"), "{}", err.message());
+
+    // Bad input names its field and changes nothing.
+    let err = submit(&mut alice, &task, "not-hex", "x".into(), "s", "")
+        .await
+        .expect_err("bad base");
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(err.message().starts_with("base"), "{}", err.message());
+    let err = submit(
+        &mut alice,
+        &task,
+        &base,
+        "diff --git a/x b/x\nnonsense\n".into(),
+        "s",
+        "",
+    )
+    .await
+    .expect_err("a diff that does not apply");
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(err.message().starts_with("diff"), "{}", err.message());
+
+    std::fs::write(
+        wt.join("src/lib.rs"),
+        "pub fn one() -> u32 { 1 }\npub fn two() -> u32 { 2 }\n",
+    )
+    .expect("write");
+    std::fs::write(wt.join("src/logo.bin"), [0u8, 159, 146, 150, 255]).expect("write binary");
+    let id = submit(
+        &mut alice,
+        &task,
+        &base,
+        diff_of(&wt, &base),
+        "Add two()",
+        "",
+    )
+    .await
+    .expect("submit result");
+
+    // It waits for a person, with what it changes in the list.
+    let pending = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: id.clone(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert_eq!(pending.r#type, pb::RequestType::Result as i32);
+    assert!(is(pending.status, pb::RequestStatus::Pending));
+    let payload: serde_json::Value = serde_json::from_str(&pending.payload_json).expect("json");
+    let files: Vec<&str> = payload["result"]["files"]
+        .as_array()
+        .expect("files")
+        .iter()
+        .map(|f| f["path"].as_str().expect("path"))
+        .collect();
+    assert_eq!(files, ["src/lib.rs", "src/logo.bin"]);
+    assert_eq!(payload["plan_id"], plan.as_str());
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "main"]),
+        base,
+        "nothing lands unreviewed"
+    );
+
+    let (ok, out, err) = lead.cli(&["diff", &id]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("+pub fn two()") && out.contains("GIT binary patch"),
+        "{out}"
+    );
+
+    operator
+        .review_result(pb::ResultReview {
+            request_id: id.clone(),
+            approve: true,
+            feedback: String::new(),
+        })
+        .await
+        .expect("approve");
+    let answer = answer(&mut alice, &id).await;
+    assert!(answer.approve, "{answer:?}");
+    let head = git(repo.path(), &["rev-parse", "main"]);
+    assert_eq!(answer.commit, head);
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "main~1"]),
+        base,
+        "one commit on the base"
+    );
+    assert_eq!(
+        git(repo.path(), &["log", "-1", "--format=%an", "main"]),
+        "alice"
+    );
+    let message = git(repo.path(), &["log", "-1", "--format=%B", "main"]);
+    assert!(message.starts_with("Add two()"), "{message}");
+    for trailer in [
+        format!("Mesh-Task: {task}"),
+        format!("Mesh-Plan: {plan}"),
+        format!("Mesh-Result: {id}"),
+    ] {
+        assert!(message.contains(&trailer), "{trailer} in {message}");
+    }
+    assert!(git(repo.path(), &["show", "main:src/lib.rs"]).contains("two()"));
+    assert_eq!(
+        git(repo.path(), &["cat-file", "-s", "main:src/logo.bin"]),
+        "5",
+        "the binary file landed byte for byte"
+    );
+    let state = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: id.clone(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert!(is(state.status, pb::RequestStatus::Approved));
+    let tasks = operator
+        .list_tasks(pb::ListTasksRequest::default())
+        .await
+        .expect("tasks")
+        .into_inner()
+        .tasks;
+    assert_eq!(tasks[0].status, pb::TaskStatus::Completed as i32);
+    assert_eq!(tasks[0].summary, "Add two()");
+}
+
+const POLICY: &str = "max_changed_lines = 50\n";
+
+#[tokio::test]
+async fn a_result_outside_the_grant_is_rejected_by_policy_whatever_wrote_it() {
+    let repo = team_repo();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).expect("write policy");
+    let approval = format!("policy:{}", policy.display());
+    let lead = start(repo.path(), &["--approval", &approval]).await;
+    let mut operator = lead.operator().await;
+    let mut alice = lead.join("alice").await;
+    let task = claimed_task(&mut operator, &mut alice, "docs").await;
+    // The policy grants the plan's files: docs/ only.
+    let plan = alice
+        .api
+        .submit_plan(pb::PlanApprovalRequest {
+            plan: Some(pb::Plan {
+                summary: "write the docs".into(),
+                files: vec!["docs/**".into()],
+                task_id: task.clone(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .expect("plan")
+        .into_inner()
+        .request_id;
+    let decided = alice
+        .next_matching(|e| matches!(&e.body, Some(pb::envelope::Body::PlanApprovalResponse(r)) if r.request_id == plan))
+        .await;
+    assert!(matches!(decided.body, Some(pb::envelope::Body::PlanApprovalResponse(r)) if r.approve));
+
+    // Whatever tool wrote it (an MCP seat's own editor, a shell), a change
+    // to src/ does not land.
+    let (wt, base) = worktree(repo.path(), "alice");
+    std::fs::create_dir_all(wt.join("docs")).expect("mkdir");
+    std::fs::write(wt.join("docs/guide.md"), "# guide\n").expect("write");
+    std::fs::write(wt.join("src/lib.rs"), "pub fn one() -> u32 { 111 }\n").expect("write");
+    let id = submit(
+        &mut alice,
+        &task,
+        &base,
+        diff_of(&wt, &base),
+        "docs, and a sneaky edit",
+        "",
+    )
+    .await
+    .expect("submit");
+    let rejected = answer(&mut alice, &id).await;
+    assert!(!rejected.approve);
+    assert!(
+        rejected.feedback.contains("grant") && rejected.feedback.contains("src/lib.rs"),
+        "{}",
+        rejected.feedback
+    );
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "main"]),
+        base,
+        "nothing landed"
+    );
+
+    // The revision inside the grant lands on the policy's word.
+    git(&wt, &["checkout", "-q", "HEAD", "--", "src/lib.rs"]);
+    let revised = submit(
+        &mut alice,
+        &task,
+        &base,
+        diff_of(&wt, &base),
+        "Write the guide",
+        &id,
+    )
+    .await
+    .expect("resubmit");
+    let landed = answer(&mut alice, &revised).await;
+    assert!(landed.approve, "{landed:?}");
+    assert_eq!(git(repo.path(), &["show", "main:docs/guide.md"]), "# guide");
+    assert_eq!(
+        git(repo.path(), &["show", "main:src/lib.rs"]),
+        "pub fn one() -> u32 { 1 }"
+    );
+}
+
+#[tokio::test]
+async fn a_conflicting_result_is_rejected_with_its_paths_then_lands_after_a_rebase() {
+    let repo = team_repo();
+    let lead = start(repo.path(), &["--approval", "auto"]).await;
+    let mut operator = lead.operator().await;
+    let mut alice = lead.join("alice").await;
+    let mut bob = lead.join("bob").await;
+    let alices = claimed_task(&mut operator, &mut alice, "title").await;
+    let bobs = claimed_task(&mut operator, &mut bob, "title too").await;
+    let (wt_a, base) = worktree(repo.path(), "alice");
+    let (wt_b, _) = worktree(repo.path(), "bob");
+    std::fs::write(wt_a.join("README.md"), "# alice's team\n\nline two\n").expect("write");
+    std::fs::write(wt_b.join("README.md"), "# bob's team\n\nline two\n").expect("write");
+    std::fs::write(wt_b.join("NOTES.md"), "bob\n").expect("write");
+
+    let a = submit(
+        &mut alice,
+        &alices,
+        &base,
+        diff_of(&wt_a, &base),
+        "Alice's title",
+        "",
+    )
+    .await
+    .expect("alice submits");
+    let landed = answer(&mut alice, &a).await;
+    assert!(landed.approve);
+
+    let b = submit(
+        &mut bob,
+        &bobs,
+        &base,
+        diff_of(&wt_b, &base),
+        "Bob's title",
+        "",
+    )
+    .await
+    .expect("bob submits");
+    let conflict = answer(&mut bob, &b).await;
+    assert!(!conflict.approve);
+    assert_eq!(conflict.conflicts, ["README.md"]);
+    assert_eq!(conflict.branch_head, landed.commit);
+    assert!(conflict.feedback.contains("README.md") && conflict.feedback.contains("rebase"));
+    assert_eq!(
+        git(repo.path(), &["rev-parse", "main"]),
+        landed.commit,
+        "nothing of bob's landed"
+    );
+
+    // Bob rebases his worktree onto the new head, keeps both titles, and
+    // submits again.
+    git(&wt_b, &["stash", "-q", "-u"]);
+    git(&wt_b, &["reset", "-q", "--hard", &conflict.branch_head]);
+    git(&wt_b, &["stash", "drop", "-q"]);
+    std::fs::write(
+        wt_b.join("README.md"),
+        "# alice's and bob's team\n\nline two\n",
+    )
+    .expect("write");
+    std::fs::write(wt_b.join("NOTES.md"), "bob\n").expect("write");
+    let new_base = conflict.branch_head.clone();
+    let b2 = submit(
+        &mut bob,
+        &bobs,
+        &new_base,
+        diff_of(&wt_b, &new_base),
+        "Bob's title",
+        &b,
+    )
+    .await
+    .expect("bob resubmits");
+    let landed_b = answer(&mut bob, &b2).await;
+    assert!(landed_b.approve, "{landed_b:?}");
+    assert_eq!(
+        git(repo.path(), &["log", "--format=%an", "main"])
+            .lines()
+            .collect::<Vec<_>>(),
+        ["bob", "alice", "test"]
+    );
+    assert_eq!(
+        git(repo.path(), &["show", "main:README.md"]),
+        "# alice's and bob's team\n\nline two"
+    );
+}
+
+/// Kills the lead with -9 while a landing stands at `point`, restarts it,
+/// and checks that the branch and the request agree throughout.
+async fn killed_during_a_merge(point: &str) {
+    let repo = team_repo();
+    let marker_dir = tempfile::tempdir().expect("tempdir");
+    let marker = marker_dir.path().join("reached");
+    let fault = format!("{point}:{}", marker.display());
+    let args = serve_args(repo.path(), &["--approval", "auto"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let lead = Lead::start_with_env(&args, &[("MESH_FAULT_LAND", &fault)]).await;
+    let mut operator = lead.operator().await;
+    let mut alice = lead.join("alice").await;
+    let task = claimed_task(&mut operator, &mut alice, "feature").await;
+    let (wt, base) = worktree(repo.path(), "alice");
+    std::fs::write(wt.join("src/feature.rs"), "pub fn feature() {}\n").expect("write");
+    // The answer comes once the approval is durable.
+    let id = submit(&mut alice, &task, &base, diff_of(&wt, &base), "Feature", "")
+        .await
+        .expect("submit");
+    within("the landing to reach the fault point", async {
+        while !marker.exists() {
+            tokio::task::yield_now().await;
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let merge = std::fs::read_to_string(&marker).expect("marker");
+    let state = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: id.clone(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert!(
+        is(state.status, pb::RequestStatus::Pending),
+        "undecided while it lands"
+    );
+    let head = git(repo.path(), &["rev-parse", "main"]);
+    match point {
+        "before-ref" => assert_eq!(head, base, "the branch is still before"),
+        _ => assert_eq!(head, merge, "the branch is after"),
+    }
+    drop(operator);
+    drop(alice);
+
+    let lead = lead.crash_and_restart(&args).await;
+    let head = git(repo.path(), &["rev-parse", "main"]);
+    assert!(
+        head == base || head == merge,
+        "the branch is before or after, never between"
+    );
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let state = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: id.clone(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    let state = if is(state.status, pb::RequestStatus::Pending) {
+        events
+            .request("the restarted lead to finish the landing", |r| {
+                r.request_id == id && !is(r.status, pb::RequestStatus::Pending)
+            })
+            .await
+    } else {
+        state
+    };
+    assert!(is(state.status, pb::RequestStatus::Approved), "{state:?}");
+    let head = git(repo.path(), &["rev-parse", "main"]);
+    assert_eq!(git(repo.path(), &["rev-parse", "main~1"]), base);
+    let landed = git(
+        repo.path(),
+        &[
+            "log",
+            "--format=%H",
+            &format!("--grep=Mesh-Result: {id}"),
+            "main",
+        ],
+    );
+    assert_eq!(landed, head, "landed once: {landed}");
+    assert!(state.feedback.contains(&head), "{}", state.feedback);
+}
+
+#[tokio::test]
+async fn a_lead_killed_before_the_branch_moves_lands_the_result_when_it_restarts() {
+    killed_during_a_merge("before-ref").await;
+}
+
+#[tokio::test]
+async fn a_lead_killed_after_the_branch_moved_finds_the_merge_when_it_restarts() {
+    killed_during_a_merge("after-ref").await;
+}
