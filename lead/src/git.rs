@@ -528,7 +528,7 @@ impl Repo {
         Ok(false)
     }
 
-    /// Removes `name`'s worktree at `dir` and its branch, unless it holds
+    /// Removes `name`'s worktree at `dir` and its branches, unless it holds
     /// unlanded work and `force` is false; whether it was removed.
     pub async fn remove_worktree(
         &self,
@@ -543,13 +543,28 @@ impl Repo {
         let _ = self.git(&["worktree", "unlock", &dir_s], &[], None).await?;
         self.git_ok(&["worktree", "remove", "--force", &dir_s], &[])
             .await?;
-        let branch = format!("mesh/{name}/work");
-        let _ = self.git(&["branch", "-D", &branch], &[], None).await?;
+        // Its branches (`mesh/NAME/work`, and one per task it started):
+        // those the team branch has, or every one when forced.
+        let pattern = format!("mesh/{name}/*");
+        let mut list = vec![
+            "branch",
+            "--list",
+            "--format=%(refname:short)",
+            pattern.as_str(),
+        ];
+        let merged = format!("--merged={}", self.branch_ref());
+        if !force {
+            list.push(&merged);
+        }
+        let branches = self.git_ok(&list, &[]).await?;
+        for branch in branches.lines().filter(|b| !b.is_empty()) {
+            let _ = self.git(&["branch", "-D", branch], &[], None).await?;
+        }
         Ok(true)
     }
 
-    /// The team's worktrees: (path, branch) of every worktree on a
-    /// `mesh/NAME/work` branch, with whether it is locked (in use).
+    /// The team's worktrees: every worktree on a `mesh/NAME/...` branch,
+    /// whose it is, and whether it is locked (in use).
     pub async fn worktrees(&self) -> Result<Vec<Worktree>, GitError> {
         let out = self
             .git_ok(&["worktree", "list", "--porcelain"], &[])
@@ -571,8 +586,8 @@ impl Repo {
             let member = branch
                 .as_deref()
                 .and_then(|b| b.strip_prefix("mesh/"))
-                .and_then(|b| b.strip_suffix("/work"))
-                .map(str::to_owned);
+                .and_then(|b| b.split_once('/'))
+                .map(|(member, _)| member.to_owned());
             if let (Some(path), Some(member)) = (path, member) {
                 found.push(Worktree {
                     path,

@@ -120,6 +120,9 @@ enum Command {
         /// The team's repository.
         #[arg(long)]
         repo: PathBuf,
+        /// The team branch (default: the one checked out in --repo).
+        #[arg(long)]
+        branch: Option<String>,
         /// Remove worktrees that hold work that has not landed, too.
         #[arg(long)]
         force: bool,
@@ -580,9 +583,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Gc {
             repo,
+            branch,
             force,
             unlock,
-        } => gc(&repo, force, unlock).await,
+        } => gc(&repo, branch.as_deref(), force, unlock).await,
         Command::Allow {
             request_id,
             feedback,
@@ -743,9 +747,16 @@ fn connect_addr(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
 }
 
 /// `lead gc`: removes the team's leftover worktrees and their branches.
-async fn gc(repo: &std::path::Path, force: bool, unlock: bool) -> Result<String, cli::CliError> {
+async fn gc(
+    repo: &std::path::Path,
+    branch: Option<&str>,
+    force: bool,
+    unlock: bool,
+) -> Result<String, cli::CliError> {
     let internal = |e: lead::git::GitError| cli::CliError::Usage(e.to_string());
-    let repo = lead::git::Repo::open(repo, None).await.map_err(internal)?;
+    let repo = lead::git::Repo::open(repo, branch)
+        .await
+        .map_err(internal)?;
     let mut out = String::new();
     for worktree in repo.worktrees().await.map_err(internal)? {
         let path = worktree.path.display();

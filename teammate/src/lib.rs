@@ -14,6 +14,7 @@ pub mod model;
 mod plan_state;
 mod protocol_state;
 pub mod reaper;
+mod results;
 pub mod script;
 pub mod secrets;
 mod seen;

@@ -19,6 +19,7 @@ use crate::{
     gate::{Clearance, Gate, Writer},
     inbox::{self, Incoming},
     protocol_state::{ProtocolState, Received, Taken},
+    results::TeamRepo,
     tasks,
     tools::{ToolCall, ToolError, Workspace},
 };
@@ -52,6 +53,9 @@ pub struct Session {
     /// Whether the lead takes usage reports (it stops being asked once it
     /// does not).
     counts_usage: bool,
+    /// The team's repository (`lead serve --repo`), where the workspace is
+    /// a worktree of it: completing a task submits its result.
+    repo: Option<TeamRepo>,
 }
 
 impl std::fmt::Debug for Session {
@@ -77,6 +81,8 @@ enum Handled {
     Decided,
     /// The answer to a permission request.
     Permission(pb::PermissionResponse),
+    /// The answer to a result request.
+    Result(pb::ResultResponse),
     /// Nothing arrived before the deadline.
     TimedOut,
 }
@@ -112,6 +118,14 @@ impl Session {
         })?;
         let lead = Lead::join(&config).await?;
         let inbox = inbox::start(lead.client(), 0, config.lead_gone_limit);
+        // A lead without a team repository (or an older one) says so.
+        let repo_state = lead
+            .client()
+            .get_repo(pb::GetRepoRequest {})
+            .await
+            .ok()
+            .map(tonic::Response::into_inner);
+        let repo = TeamRepo::find(repo_state, &config.workspace).await;
         let (stop_tx, stop_rx) = watch::channel(false);
         tokio::spawn(async move {
             stop.await;
@@ -126,6 +140,7 @@ impl Session {
             stop: stop_rx,
             epoch: uuid::Uuid::new_v4().to_string(),
             counts_usage: true,
+            repo,
         })
     }
 
@@ -165,7 +180,22 @@ impl Session {
                 Step::Call(call) => self.run_tool(&mut driver, call).await?,
                 Step::Submit(plan) => self.submit(&mut driver, plan).await?,
                 Step::Send { to, text } => Ok(self.lead.send(to, text).await?),
-                Step::Task(call) => Ok(tasks::call(&self.lead, &mut self.state, call).await?),
+                Step::Task(crate::driver::TaskCall::Complete { task_id, summary })
+                    if self.repo.is_some() =>
+                {
+                    self.submit_result(&mut driver, task_id, summary).await?
+                }
+                Step::Task(call) => {
+                    let observation = tasks::call(&self.lead, &mut self.state, call).await?;
+                    if let (Observation::TaskClaimed { task, .. }, Some(repo)) =
+                        (&observation, &self.repo)
+                    {
+                        if let Err(e) = repo.start_task(&self.config.name, &task.task_id).await {
+                            tracing::warn!(error = %e.0, "cannot move the worktree to the team branch's head");
+                        }
+                    }
+                    Ok(observation)
+                }
                 Step::Invalid {
                     tool,
                     args_json,
@@ -215,6 +245,7 @@ impl Session {
                         Handled::Nothing
                         | Handled::Decided
                         | Handled::Permission(_)
+                        | Handled::Result(_)
                         | Handled::TimedOut => {}
                     }
                     if eager && self.state.has_news() {
@@ -304,9 +335,11 @@ impl Session {
         match self.on_incoming(incoming).await? {
             Handled::Exit(exit) => Ok(Some(exit)),
             Handled::Shutdown(request, seq) => self.answer_shutdown(driver, request, seq).await,
-            Handled::Nothing | Handled::Decided | Handled::Permission(_) | Handled::TimedOut => {
-                Ok(None)
-            }
+            Handled::Nothing
+            | Handled::Decided
+            | Handled::Permission(_)
+            | Handled::Result(_)
+            | Handled::TimedOut => Ok(None),
         }
     }
 
@@ -456,6 +489,115 @@ impl Session {
         }
     }
 
+    /// `complete_task` with a team repository: submits the workspace's
+    /// change as a result and waits for the lead's answer. Landed: the
+    /// worktree moves to the landed commit and the task is done. A conflict:
+    /// the change is rebased onto the branch's new head and submitted again
+    /// (twice at most). Rejected otherwise: the driver hears why.
+    async fn submit_result<D: Driver>(
+        &mut self,
+        driver: &mut D,
+        task_id: String,
+        summary: String,
+    ) -> Result<Result<Observation, Exit>, SessionError> {
+        let Some(repo) = self.repo.clone() else {
+            return Ok(Ok(Observation::ToolResult(
+                Err("no team repository".into()),
+            )));
+        };
+        let args = serde_json::json!({ "task_id": task_id, "summary": crate::tools::truncate(&summary, 120) })
+            .to_string();
+        let mut supersedes = String::new();
+        let mut rounds = 0;
+        let outcome: Result<String, String> = loop {
+            rounds += 1;
+            let prepared = async {
+                let base = repo.base().await?;
+                let diff = repo.diff(&base).await?;
+                Ok::<_, crate::results::GitFailed>((base, diff))
+            }
+            .await;
+            let (base, diff) = match prepared {
+                Ok(prepared) => prepared,
+                Err(e) => break Err(format!("cannot make the result: {}", e.0)),
+            };
+            if diff.is_empty() {
+                break Err(
+                    "nothing to submit: the workspace has no changes against its base".into(),
+                );
+            }
+            let request = pb::ResultRequest {
+                request_id: uuid::Uuid::new_v4().to_string(),
+                task_id: task_id.clone(),
+                base,
+                diff,
+                summary: limits::cut(&summary, limits::REASON),
+                supersedes: supersedes.clone(),
+                ..Default::default()
+            };
+            let id = request.request_id.clone();
+            let submitted = self
+                .lead
+                .retry("SubmitResult", |mut client| {
+                    let request = request.clone();
+                    async move { client.submit_result(request).await }
+                })
+                .await;
+            match submitted {
+                Ok(_) => {}
+                Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => {
+                    break Err(format!("the lead refused the result: {}", status.message()));
+                }
+                Err(e) => return Err(e),
+            }
+            tracing::info!(request_id = %id, task_id = %Escaped(&task_id), "submitted a result");
+            let answer = loop {
+                match self.next_incoming(driver).await? {
+                    Handled::Exit(exit) => return Ok(Err(exit)),
+                    Handled::Result(answer) if answer.request_id == id => break answer,
+                    _ => {}
+                }
+            };
+            if answer.approve {
+                if let Err(e) = repo.landed(&answer.commit).await {
+                    tracing::warn!(error = %e.0, "cannot move the worktree to the landed commit");
+                }
+                let mut text = format!(
+                    "landed on {} as {}; task {task_id} is completed",
+                    repo.branch, answer.commit
+                );
+                if self.state.completed(&task_id) {
+                    text.push_str(
+                        "\nThe grant for this task's plan has ended: you are in plan mode \
+                         again. Claim another task and submit a plan for it.",
+                    );
+                }
+                break Ok(text);
+            }
+            if !answer.conflicts.is_empty() && rounds < 3 {
+                tracing::info!(request_id = %id, conflicts = ?answer.conflicts, "the result conflicts; rebasing onto the team branch");
+                if let Err(e) = repo.rebase(&answer.branch_head).await {
+                    break Err(format!(
+                        "the result conflicts and cannot be rebased: {}",
+                        e.0
+                    ));
+                }
+                supersedes = id;
+                continue;
+            }
+            break Err(format!("the result was rejected: {}", answer.feedback));
+        };
+        let allowed = outcome.is_ok();
+        let said = match &outcome {
+            Ok(text) => crate::tools::truncate(text, 300).to_owned(),
+            Err(text) => text.clone(),
+        };
+        self.lead
+            .report(catalog::COMPLETE_TASK, &args, allowed, &said)
+            .await?;
+        Ok(Ok(Observation::ToolResult(outcome)))
+    }
+
     /// Reports idle and waits for a message; `Err(exit)` if a stop came first.
     async fn idle<D: Driver>(
         &mut self,
@@ -567,6 +709,9 @@ impl Session {
             Taken::Terminated(t) => {
                 tracing::info!(member = %Escaped(&t.name), reason = %Escaped(&t.reason), "a teammate terminated");
                 Handled::Nothing
+            }
+            Taken::Ignored(Some(pb::envelope::Body::ResultResponse(response))) => {
+                Handled::Result(response)
             }
             Taken::Ignored(other) => {
                 tracing::debug!(body = ?other, "envelope with nothing to do");

@@ -590,3 +590,110 @@ async fn a_lead_killed_before_the_branch_moves_lands_the_result_when_it_restarts
 async fn a_lead_killed_after_the_branch_moved_finds_the_merge_when_it_restarts() {
     killed_during_a_merge("after-ref").await;
 }
+
+/// A teammate the lead spawns works in its own worktree of the team's
+/// repository, on its own branch: its finished task is a result, which
+/// lands; its worktree follows the team branch; when it has gone, the
+/// worktree and its branches go too, and `lead gc` finds nothing left.
+#[tokio::test]
+async fn a_spawned_teammate_works_in_its_own_worktree_and_its_result_lands() {
+    let repo = team_repo();
+    let lead = start(repo.path(), &["--approval", "auto"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let script = r#"
+claim = "next"
+
+[[tasks]]
+subject = "one"
+summary = "Write one.txt"
+[[tasks.plans]]
+summary = "write one.txt"
+files = ["one.txt"]
+[[tasks.actions]]
+phase = "work"
+tool = "write_file"
+path = "one.txt"
+content = "1"
+"#;
+    let script = lead.script("alice", script);
+    let task = operator
+        .create_task(pb::CreateTaskRequest {
+            subject: "one".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("task")
+        .into_inner();
+    let (ok, _, err) = lead
+        .cli(&[
+            "spawn",
+            "alice",
+            "--role",
+            "writer",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .await;
+    assert!(ok, "{err}");
+
+    let landed = events
+        .request("alice's result to land", |r| {
+            r.r#type == pb::RequestType::Result as i32 && !is(r.status, pb::RequestStatus::Pending)
+        })
+        .await;
+    assert!(is(landed.status, pb::RequestStatus::Approved), "{landed:?}");
+    assert_eq!(git(repo.path(), &["show", "main:one.txt"]), "1");
+    assert_eq!(
+        git(repo.path(), &["log", "-1", "--format=%an", "main"]),
+        "alice"
+    );
+    let worktree = lead.state_dir().join("worktrees/alice");
+    let short: String = task.task_id.chars().take(8).collect();
+    assert_eq!(
+        git(&worktree, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        format!("mesh/alice/{short}"),
+        "its own branch for the task"
+    );
+    // The shared checkout never saw the file: nothing but the landing wrote
+    // outside alice's worktree.
+    assert!(!repo.path().join("one.txt").exists());
+    let (ok, out, _) = lead.cli(&["shutdown", "alice", "--reason", "done"]).await;
+    assert!(ok, "{out}");
+    events
+        .find("alice's process to end", |kind| match kind {
+            pb::event::Kind::ChildExited(c) if c.name == "alice" => Some(()),
+            _ => None,
+        })
+        .await;
+    within("the worktree to be removed", async {
+        while worktree.exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(
+        git(repo.path(), &["branch", "--list", "mesh/*"]),
+        "",
+        "its branches are gone"
+    );
+    let gc = std::process::Command::new(mesh_tests::bin("lead"))
+        .args([
+            "gc",
+            "--repo",
+            repo.path().to_str().unwrap(),
+            "--branch",
+            "main",
+        ])
+        .output()
+        .expect("lead gc");
+    assert!(
+        gc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gc.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&gc.stdout).trim(),
+        "no worktrees of the team's"
+    );
+}

@@ -2,7 +2,12 @@
 
 use super::*;
 
-const ALL_KINDS: [Kind; 3] = [Kind::PlanApproval, Kind::Shutdown, Kind::Permission];
+const ALL_KINDS: [Kind; 4] = [
+    Kind::PlanApproval,
+    Kind::Shutdown,
+    Kind::Permission,
+    Kind::Result,
+];
 const ALL_STATES: [Status; 4] = [
     Status::Pending,
     Status::Approved,
@@ -18,7 +23,7 @@ fn id() -> RequestId {
 
 fn opening(kind: Kind) -> Opening {
     let (sender, target) = match kind {
-        Kind::PlanApproval | Kind::Permission => ("alice", "lead"),
+        Kind::PlanApproval | Kind::Permission | Kind::Result => ("alice", "lead"),
         Kind::Shutdown => ("lead", "alice"),
     };
     Opening {
@@ -34,7 +39,9 @@ fn opening(kind: Kind) -> Opening {
 /// The party that must answer `kind`, and one that must not.
 fn parties(kind: Kind) -> (Party, Party) {
     match kind {
-        Kind::PlanApproval | Kind::Permission => (Party::Operator, Party::Member("alice".into())),
+        Kind::PlanApproval | Kind::Permission | Kind::Result => {
+            (Party::Operator, Party::Member("alice".into()))
+        }
         Kind::Shutdown => (Party::Member("alice".into()), Party::Member("bob".into())),
     }
 }
@@ -86,7 +93,8 @@ fn other_kind(kind: Kind) -> Kind {
     match kind {
         Kind::PlanApproval => Kind::Shutdown,
         Kind::Shutdown => Kind::Permission,
-        Kind::Permission => Kind::PlanApproval,
+        Kind::Permission => Kind::Result,
+        Kind::Result => Kind::PlanApproval,
     }
 }
 
