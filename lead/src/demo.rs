@@ -299,6 +299,7 @@ async fn drive(url: &str, operator_token: &str, dir: &Path) -> anyhow::Result<()
     for (subject, file, blocker) in TASKS {
         let task = client
             .create_task(pb::CreateTaskRequest {
+                review: 0,
                 subject: subject.into(),
                 description: String::new(),
                 blocked_by: blocker.map(|i| ids[i].clone()).into_iter().collect(),

@@ -228,6 +228,7 @@ pub(crate) fn create_task(request: pb::CreateTaskRequest) -> Result<Op, HubError
             description: request.description,
             blocked_by: request.blocked_by,
             files: request.files,
+            review: shared::wire::review_from_pb("review", request.review)?,
         },
     })
 }

@@ -114,6 +114,8 @@ pub struct HubConfig {
     pub token_budget: u64,
     /// The team's repository (`--repo`): results are reviewed and landed.
     pub repo: Option<std::sync::Arc<crate::git::Repo>>,
+    /// What a task that names none has reviewed (`--review`).
+    pub review: shared::tasks::Review,
 }
 
 impl Default for HubConfig {
@@ -140,6 +142,7 @@ impl Default for HubConfig {
             retained_max_bytes: 256 * 1024 * 1024,
             token_budget: rules.token_budget,
             repo: None,
+            review: rules.review,
         }
     }
 }
@@ -421,6 +424,7 @@ pub(crate) fn load(
         max_members: config.max_members,
         token_budget: config.token_budget,
         repo: config.repo.is_some(),
+        review: config.review,
     })
     .with_approval(match &config.approval {
         Approval::Manual => CoreApproval::Manual,

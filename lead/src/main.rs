@@ -37,6 +37,10 @@ enum TaskAction {
         /// A glob the task is expected to touch (repeatable).
         #[arg(long)]
         files: Vec<String>,
+        /// What is reviewed (with lead serve --repo): plan, result or both
+        /// (default: the lead's --review).
+        #[arg(long, value_parser = ["plan", "result", "both"])]
+        review: Option<String>,
         #[command(flatten)]
         target: TargetArgs,
     },
@@ -329,6 +333,12 @@ struct ServeArgs {
     /// The branch the team lands on (default: the one checked out in --repo).
     #[arg(long, requires = "repo")]
     branch: Option<String>,
+    /// What a task that names none has reviewed: plan (its result lands if
+    /// it stays inside the plan's grant), result (no plan round; nothing
+    /// lands unreviewed) or both. Default: both with --repo; without it,
+    /// plans alone are reviewed.
+    #[arg(long, requires = "repo", value_parser = ["plan", "result", "both"])]
+    review: Option<String>,
     /// Seconds a new connection has to send the HTTP/2 preface.
     #[arg(long, default_value_t = 10.0)]
     handshake_timeout: f64,
@@ -532,14 +542,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     description,
                     blocked_by,
                     files,
+                    review,
                     target,
                 },
         } => {
+            let review = match review.as_deref() {
+                None => pb::TaskReview::Unspecified,
+                Some("plan") => pb::TaskReview::Plan,
+                Some("result") => pb::TaskReview::Result,
+                Some(_) => pb::TaskReview::Both,
+            };
             let request = pb::CreateTaskRequest {
                 subject,
                 description,
                 blocked_by,
                 files,
+                review: review as i32,
             };
             cli::add_task(&mut cli::connect(&target.into()).await?, request).await
         }
@@ -679,6 +697,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(spawner) = hub.spawner.as_mut() {
         spawner.repo = repo.clone();
     }
+    hub.review = match args.review.as_deref() {
+        Some(review) => shared::tasks::Review::parse("--review", review)?,
+        None if repo.is_some() => shared::tasks::Review::Both,
+        None => shared::tasks::Review::Plan,
+    };
     hub.repo = repo;
     let config = lead::Config {
         hub,
@@ -852,6 +875,7 @@ fn hub_config(
         retained_max_bytes: args.retained_max_bytes,
         token_budget: args.token_budget,
         repo: None,
+        review: shared::tasks::Review::Plan,
     })
 }
 

@@ -17,7 +17,7 @@ use crate::{
     plan::Plan,
     protocol::{Kind, Request, ReviewStep, Status},
     result::FileChange,
-    tasks::{Task, TaskStatus},
+    tasks::{Review, Task, TaskStatus},
     usage::{Standing, Usage},
 };
 
@@ -131,7 +131,32 @@ impl ToPb for Task {
             created_at_unix_ms: self.created_at_unix_ms,
             updated_at_unix_ms: self.updated_at_unix_ms,
             summary: self.summary.clone(),
+            review: review_to_pb(self.review) as i32,
         }
+    }
+}
+
+/// A task's review on the wire.
+pub fn review_to_pb(review: Review) -> pb::TaskReview {
+    match review {
+        Review::Plan => pb::TaskReview::Plan,
+        Review::Result => pb::TaskReview::Result,
+        Review::Both => pb::TaskReview::Both,
+    }
+}
+
+/// A task's review from the wire: UNSPECIFIED is `None`; an unknown number
+/// an error naming `field`.
+pub fn review_from_pb(field: &str, value: i32) -> Result<Option<Review>, FieldError> {
+    match pb::TaskReview::try_from(value) {
+        Ok(pb::TaskReview::Unspecified) => Ok(None),
+        Ok(pb::TaskReview::Plan) => Ok(Some(Review::Plan)),
+        Ok(pb::TaskReview::Result) => Ok(Some(Review::Result)),
+        Ok(pb::TaskReview::Both) => Ok(Some(Review::Both)),
+        Err(_) => Err(FieldError::new(
+            field,
+            format!("{value} is not a TaskReview"),
+        )),
     }
 }
 
@@ -622,6 +647,11 @@ impl TaskFromPb for Task {
             created_at_unix_ms: task.created_at_unix_ms,
             updated_at_unix_ms: task.updated_at_unix_ms,
             summary: task.summary,
+            // Tasks stored before reviews existed were reviewed by plan.
+            review: review_from_pb("review", task.review)
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
         })
     }
 }

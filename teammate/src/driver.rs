@@ -120,6 +120,9 @@ pub struct ClaimedTask {
     pub description: String,
     /// The globs it is expected to touch (a hint).
     pub files: Vec<String>,
+    /// Whether its work waits for an approved plan; `false`: it is reviewed
+    /// by its result alone (`lead serve --repo`), and writes may start now.
+    pub needs_plan: bool,
 }
 
 /// How the teammate answers a shutdown request.

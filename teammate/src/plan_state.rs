@@ -166,6 +166,40 @@ impl PlanState {
         self.claimed = Some(task_id);
     }
 
+    /// The claimed `task_id` is reviewed by its result alone (`lead serve
+    /// --repo`): the gate opens for edits (inside `files`, or anywhere in
+    /// the workspace where the task names none) without a plan, as the lead
+    /// did for the member; the grant ends with the task. What lands is
+    /// still checked by the lead.
+    pub(crate) fn unlock_for_result(
+        &mut self,
+        task_id: &str,
+        files: &[String],
+        workspace: &Workspace,
+        commands: &CommandLimits,
+    ) -> Result<(), BadGrant> {
+        let write_paths = if files.is_empty() {
+            vec!["**".to_owned()]
+        } else {
+            files.to_vec()
+        };
+        let grant = Grant {
+            mode: Mode::AcceptEdits,
+            write_paths: write_paths.clone(),
+            expires_at_unix_ms: None,
+        };
+        let writer = Writer::unlock(&grant, &write_paths, workspace, commands)
+            .map_err(|e| BadGrant(e.to_string()))?;
+        self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);
+        self.last_plan = Some(LastPlan {
+            request_id: String::new(),
+            files: write_paths,
+            task_id: task_id.to_owned(),
+            approved: true,
+        });
+        Ok(())
+    }
+
     /// The teammate completed `task_id`: it is no longer claimed, and the
     /// grant for it ends ([`PlanState::end_grant_of`]). `true` if it did.
     pub(crate) fn completed(&mut self, task_id: &str) -> bool {

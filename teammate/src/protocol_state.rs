@@ -111,6 +111,19 @@ impl ProtocolState {
         self.plan.claim(task_id);
     }
 
+    /// The claimed task is reviewed by its result alone: edits may start
+    /// ([`crate::plan_state::PlanState::unlock_for_result`]).
+    pub(crate) fn unlock_for_result(
+        &mut self,
+        task_id: &str,
+        files: &[String],
+        workspace: &Workspace,
+        commands: &CommandLimits,
+    ) -> Result<(), BadGrant> {
+        self.plan
+            .unlock_for_result(task_id, files, workspace, commands)
+    }
+
     /// The teammate completed `task_id` ([`PlanState::completed`]); `true`
     /// if the grant for it ended, and the gate is back in plan mode.
     pub(crate) fn completed(&mut self, task_id: &str) -> bool {

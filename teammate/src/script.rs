@@ -367,7 +367,10 @@ impl ScriptDriver {
             Some(s) => (s.job.clone(), s.summary.clone(), s.await_message),
             None => (Job::default(), String::new(), false),
         };
-        if job.plans.is_empty() {
+        if !task.needs_plan {
+            // Reviewed by its result alone: no plan round.
+            job.plans.clear();
+        } else if job.plans.is_empty() {
             job.plans.push(pb::Plan {
                 summary: task.subject.clone(),
                 steps: vec![if task.description.is_empty() {
@@ -605,6 +608,7 @@ reason = "busy"
                 subject: subject.into(),
                 description: String::new(),
                 files: vec!["src/x.rs".into()],
+                needs_plan: true,
             },
             text: String::new(),
         }

@@ -193,6 +193,17 @@ impl Session {
                         if let Err(e) = repo.start_task(&self.config.name, &task.task_id).await {
                             tracing::warn!(error = %e.0, "cannot move the worktree to the team branch's head");
                         }
+                        if !task.needs_plan {
+                            self.state
+                                .unlock_for_result(
+                                    &task.task_id,
+                                    &task.files,
+                                    &self.workspace,
+                                    &self.config.commands,
+                                )
+                                .map_err(|e| SessionError::Setup(e.to_string()))?;
+                            tracing::info!(task_id = %task.task_id, "the task is reviewed by its result: edits may start");
+                        }
                     }
                     Ok(observation)
                 }

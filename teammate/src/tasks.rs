@@ -65,16 +65,27 @@ pub(crate) async fn call(
             .await
             .map(|task| {
                 state.claim(task.task_id.clone());
+                let needs_plan = task.review != pb::TaskReview::Result as i32;
                 claimed = Some(ClaimedTask {
                     task_id: task.task_id.clone(),
                     subject: task.subject.clone(),
                     description: task.description.clone(),
                     files: task.files.clone(),
+                    needs_plan,
                 });
-                format!(
-                    "claimed: {}\nYour next plan is for this task.",
-                    describe_task(&task)
-                )
+                if needs_plan {
+                    format!(
+                        "claimed: {}\nYour next plan is for this task.",
+                        describe_task(&task)
+                    )
+                } else {
+                    format!(
+                        "claimed: {}\nThis task is reviewed by its result alone: no plan; \
+                         write in your workspace now, then call complete_task, which submits \
+                         your change for review.",
+                        describe_task(&task)
+                    )
+                }
             })
         }
         TaskCall::Complete { task_id, summary } => {

@@ -697,3 +697,137 @@ content = "1"
         "no worktrees of the team's"
     );
 }
+
+/// A task reviewed by its result alone (`--review result`): the teammate
+/// writes at once in its own worktree, no plan round, and its result waits
+/// for a person (`lead approve`, which answers results too), then lands.
+#[tokio::test]
+async fn a_result_only_task_lands_without_a_plan_round() {
+    let repo = team_repo();
+    let lead = start(repo.path(), &[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let script = r##"
+claim = "next"
+
+[[tasks]]
+subject = "docs"
+summary = "Write the guide"
+[[tasks.plans]]
+summary = "never submitted: the task is reviewed by its result"
+files = ["docs/guide.md"]
+[[tasks.actions]]
+phase = "work"
+tool = "write_file"
+path = "docs/guide.md"
+content = "# guide"
+"##;
+    let script = lead.script("carol", script);
+    let (ok, out, err) = lead
+        .cli(&[
+            "task", "add", "docs", "--review", "result", "--files", "docs/**",
+        ])
+        .await;
+    assert!(ok, "{err}");
+    assert!(!out.trim().is_empty());
+    let (ok, _, err) = lead
+        .cli(&[
+            "spawn",
+            "carol",
+            "--role",
+            "writer",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .await;
+    assert!(ok, "{err}");
+    let pending = events
+        .request("carol's result", |r| {
+            r.r#type == pb::RequestType::Result as i32 && is(r.status, pb::RequestStatus::Pending)
+        })
+        .await;
+    let member = mesh_tests::member_named(&mut operator, "carol").await;
+    assert_eq!(
+        member.mode,
+        pb::PermissionMode::AcceptEdits as i32,
+        "writing without a plan"
+    );
+    let (ok, out, _) = lead.cli(&["requests", "--pending"]).await;
+    assert!(ok);
+    assert!(
+        out.contains("result") && out.contains("Write the guide: 1 file +1 -0"),
+        "lead requests shows the result with its diff stat: {out}"
+    );
+    let (ok, out, err) = lead.cli(&["approve", &pending.request_id]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("approved result"), "{out}");
+    let landed = events
+        .request("carol's result to land", |r| {
+            r.request_id == pending.request_id && !is(r.status, pb::RequestStatus::Pending)
+        })
+        .await;
+    assert!(is(landed.status, pb::RequestStatus::Approved), "{landed:?}");
+    assert_eq!(git(repo.path(), &["show", "main:docs/guide.md"]), "# guide");
+    let plans = operator
+        .list_requests(pb::ListRequestsRequest {
+            r#type: pb::RequestType::PlanApproval as i32,
+            ..Default::default()
+        })
+        .await
+        .expect("list")
+        .into_inner()
+        .requests;
+    assert!(plans.is_empty(), "no plan round: {plans:?}");
+}
+
+/// A task reviewed by its plan alone (`--review plan`): once the plan is
+/// approved, its result lands without a reviewer if it stays inside the
+/// plan's grant, and is rejected if it does not; without `--repo`, a task
+/// cannot ask for a result review.
+#[tokio::test]
+async fn a_plan_reviewed_task_lands_its_result_inside_the_grant_without_a_reviewer() {
+    let repo = team_repo();
+    let lead = start(repo.path(), &["--review", "plan"]).await;
+    let mut operator = lead.operator().await;
+    let mut alice = lead.join("alice").await;
+    let task = claimed_task(&mut operator, &mut alice, "docs").await;
+    plan_approved(&mut operator, &mut alice, &task, &["docs/**"]).await;
+    let (wt, base) = worktree(repo.path(), "alice");
+    std::fs::create_dir_all(wt.join("docs")).expect("mkdir");
+    std::fs::write(wt.join("docs/a.md"), "a\n").expect("write");
+    std::fs::write(wt.join("src/lib.rs"), "// outside\n").expect("write");
+    let outside = submit(&mut alice, &task, &base, diff_of(&wt, &base), "docs", "")
+        .await
+        .expect("submit");
+    let rejected = answer(&mut alice, &outside).await;
+    assert!(
+        !rejected.approve && rejected.feedback.contains("src/lib.rs"),
+        "{rejected:?}"
+    );
+    git(&wt, &["checkout", "-q", "HEAD", "--", "src/lib.rs"]);
+    let inside = submit(
+        &mut alice,
+        &task,
+        &base,
+        diff_of(&wt, &base),
+        "docs",
+        &outside,
+    )
+    .await
+    .expect("resubmit");
+    let landed = answer(&mut alice, &inside).await;
+    assert!(landed.approve, "no person needed: {landed:?}");
+
+    let plain = Lead::start(&[]).await;
+    let mut operator = plain.operator().await;
+    let err = operator
+        .create_task(pb::CreateTaskRequest {
+            subject: "x".into(),
+            review: pb::TaskReview::Result as i32,
+            ..Default::default()
+        })
+        .await
+        .expect_err("no result review without --repo");
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+    assert!(err.message().contains("--repo"), "{}", err.message());
+}

@@ -42,6 +42,49 @@ pub struct Task {
     pub updated_at_unix_ms: i64,
     /// What the owner said on completing it.
     pub summary: String,
+    /// What is reviewed.
+    pub review: Review,
+}
+
+/// What of a task is reviewed (`lead serve --repo`; without it, plans).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Review {
+    /// The plan; its result lands if it stays inside the plan's grant.
+    #[default]
+    Plan,
+    /// The result alone: no plan round, nothing lands unreviewed.
+    Result,
+    /// Both.
+    Both,
+}
+
+impl Review {
+    /// Whether the task's work needs an approved plan first.
+    pub fn needs_plan(self) -> bool {
+        self != Review::Result
+    }
+
+    /// Its name (`plan`, `result`, `both`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Review::Plan => "plan",
+            Review::Result => "result",
+            Review::Both => "both",
+        }
+    }
+
+    /// `plan`, `result` or `both`; an error naming `field` otherwise.
+    pub fn parse(field: &str, value: &str) -> Result<Self, FieldError> {
+        match value {
+            "plan" => Ok(Review::Plan),
+            "result" => Ok(Review::Result),
+            "both" => Ok(Review::Both),
+            other => Err(FieldError::new(
+                field,
+                format!("{other:?} is not one of plan, result, both"),
+            )),
+        }
+    }
 }
 
 /// What a new task says.
@@ -51,6 +94,8 @@ pub struct NewTask {
     pub description: String,
     pub blocked_by: Vec<String>,
     pub files: Vec<String>,
+    /// What is reviewed; `None`: the lead's default.
+    pub review: Option<Review>,
 }
 
 /// The task list.
@@ -227,6 +272,7 @@ impl TaskBoard {
             created_at_unix_ms: now,
             updated_at_unix_ms: now,
             summary: String::new(),
+            review: new.review.unwrap_or_default(),
         };
         self.index.insert(task_id, self.tasks.len());
         self.touched.insert(self.tasks.len());

@@ -23,6 +23,7 @@ fn team(approval: Approval) -> Team {
     Team::new(100)
         .with_rules(Rules {
             repo: true,
+            review: mesh_core::tasks::Review::Both,
             ..Rules::default()
         })
         .with_approval(approval)

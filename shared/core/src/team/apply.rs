@@ -84,6 +84,8 @@ pub struct Rules {
     /// The team has a repository (`lead serve --repo`): tasks complete when
     /// their results land.
     pub repo: bool,
+    /// What a task that names none has reviewed (`--review`).
+    pub review: crate::tasks::Review,
 }
 
 impl Default for Rules {
@@ -102,6 +104,7 @@ impl Default for Rules {
             max_members: 10_000,
             token_budget: 0,
             repo: false,
+            review: crate::tasks::Review::Plan,
         }
     }
 }
@@ -539,6 +542,15 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<Task, CoreError> {
+        let mut new = new;
+        let review = new.review.unwrap_or(self.rules.review);
+        if review != crate::tasks::Review::Plan && !self.rules.repo {
+            return Err(CoreError::Conflict(format!(
+                "review: a task reviewed by {} needs a team repository (lead serve --repo)",
+                review.as_str()
+            )));
+        }
+        new.review = Some(review);
         let task = self.tasks.create(task_id, new, now)?;
         effects.push(Effect::Notify(Notice::Task(task.clone())));
         if self.tasks.is_claimable(&task) {
@@ -562,6 +574,13 @@ impl Team {
         if before != Some(task.updated_at_unix_ms) {
             effects.push(Effect::Notify(Notice::Task(task.clone())));
             effects.extend(self.show_work(name));
+            // Reviewed by its result alone: no plan round; the teammate
+            // writes in its own worktree at once, and nothing lands
+            // unreviewed.
+            if !task.review.needs_plan() {
+                self.members.set_mode(name, Mode::AcceptEdits);
+                self.notify_member(name, effects);
+            }
         }
         Ok(task)
     }
@@ -579,7 +598,7 @@ impl Team {
     ) -> Result<Task, CoreError> {
         let (done, hold_ended) = self.complete_task(name, task_id, summary, now)?;
         if done.fresh {
-            if hold_ended {
+            if hold_ended || !done.task.review.needs_plan() {
                 self.members.set_mode(name, Mode::Plan);
                 self.notify_member(name, effects);
             }

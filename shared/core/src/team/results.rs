@@ -164,7 +164,9 @@ impl Team {
     }
 
     /// Answers a fresh result when the approval mode decides on its own.
-    /// The model and the chain review plans; results wait for a person.
+    /// A task reviewed by plan alone lands its result without a reviewer,
+    /// if its plan was approved and the result stays inside its grant. The
+    /// model and the chain review plans; results wait for a person.
     fn auto_review_result(
         &mut self,
         id: &RequestId,
@@ -172,6 +174,39 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<(), CoreError> {
+        let review = self
+            .tasks
+            .get(&payload.result.task_id)
+            .map(|t| t.review)
+            .unwrap_or_default();
+        if review == crate::tasks::Review::Plan {
+            let verdict = match (&payload.scope, payload.outside_grant.as_slice()) {
+                (None, _) => Err(format!(
+                    "task {} is reviewed by its plan, and no plan of it was approved; submit one",
+                    payload.result.task_id
+                )),
+                (Some(_), []) => Ok(()),
+                (Some(scope), outside) => Err(format!(
+                    "grant: the result changes {}, outside what the approved plan lets it write ({})",
+                    outside.join(", "),
+                    scope.join(", ")
+                )),
+            };
+            return match verdict {
+                Ok(()) => self
+                    .approve_result(
+                        id,
+                        "plan",
+                        "the task is reviewed by its plan, which was approved; the result stays inside its grant",
+                        now,
+                        effects,
+                    )
+                    .map(|_| ()),
+                Err(why) => self
+                    .reject_result(id, "plan", format!("rejected: {why}"), now, effects)
+                    .map(|_| ()),
+            };
+        }
         match &self.approval {
             Approval::Manual | Approval::Model | Approval::Chain(_) => Ok(()),
             Approval::Auto => self
