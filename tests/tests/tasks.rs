@@ -17,6 +17,7 @@ async fn create(operator: &mut Operator, subject: &str, blocked_by: &[&str]) -> 
             description: String::new(),
             blocked_by: blocked_by.iter().map(|s| s.to_string()).collect(),
             files: vec![],
+            review: 0,
         })
         .await
         .unwrap()
