@@ -819,6 +819,7 @@ mod tests {
             created_at_unix_ms: at,
             updated_at_unix_ms: at,
             summary: String::new(),
+            review: shared::tasks::Review::Plan,
         };
         {
             let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("open");
