@@ -143,6 +143,7 @@ impl Absurd {
                     description: s!(),
                     blocked_by: vec![s!()],
                     files: vec![s!()],
+                    review: 0,
                 };
                 if let Some(created) =
                     call!(self.report, "CreateTask", self.op, create_task, request)
