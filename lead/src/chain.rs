@@ -21,7 +21,19 @@
 //!
 //! [[stages]]
 //! kind = "human"                  # waits for an operator
+//!
+//! # Results (`lead serve --repo`), when given: stages of the same kinds.
+//! [[result_stages]]
+//! kind = "policy"                 # grant scope, deny_write, max_files, max_changed_lines
+//! file = "policy.toml"
+//!
+//! [[result_stages]]
+//! kind = "program"                # runs in a scratch worktree of the result's commit
+//! command = ["./run-tests.sh"]    # exit 0 approves; any other rejects, its output the feedback
+//! timeout_secs = 600
 //! ```
+//!
+//! Without `result_stages`, results wait for an operator.
 //!
 //! What follows a verdict is a pure function ([`Chain::after`]); the hub runs
 //! the stages and records each verdict in the request's history. A stage that
@@ -36,7 +48,7 @@ use serde::Deserialize;
 pub use shared::chain::{Next, OnPass, Rule, Verdict};
 use shared::policy::Policy;
 
-mod program;
+pub(crate) mod program;
 pub(crate) mod stages;
 pub use program::run_program;
 
@@ -47,6 +59,9 @@ struct ChainFile {
     #[serde(default)]
     escalate: Vec<String>,
     stages: Vec<StageFile>,
+    /// The stages results go through (`lead serve --repo`).
+    #[serde(default)]
+    result_stages: Vec<StageFile>,
 }
 
 /// One stage, as written.
@@ -114,6 +129,8 @@ pub struct Chain {
     stages: Vec<Stage>,
     /// What follows each verdict.
     rule: Rule,
+    /// The chain results go through, if the file gives one.
+    results: Option<Arc<Chain>>,
 }
 
 impl Chain {
@@ -124,16 +141,38 @@ impl Chain {
         if file.stages.is_empty() {
             return Err("stages: is empty; name at least one stage".into());
         }
+        let results = if file.result_stages.is_empty() {
+            None
+        } else {
+            Some(Arc::new(Self::of_stages(
+                file.result_stages,
+                &file.escalate,
+                dir,
+                "result_stages",
+            )?))
+        };
+        let mut chain = Self::of_stages(file.stages, &file.escalate, dir, "stages")?;
+        chain.results = results;
+        Ok(chain)
+    }
+
+    /// The chain of `files` stages, as the file's `key` lists them.
+    fn of_stages(
+        files: Vec<StageFile>,
+        escalate: &[String],
+        dir: &Path,
+        key: &str,
+    ) -> Result<Self, String> {
         let read = |i: usize, name: &str| {
             std::fs::read_to_string(dir.join(name))
-                .map_err(|e| format!("stages[{i}].file: {name}: {e}"))
+                .map_err(|e| format!("{key}[{i}].file: {name}: {e}"))
         };
-        let mut stages = Vec::with_capacity(file.stages.len());
-        for (i, stage) in file.stages.into_iter().enumerate() {
+        let mut stages = Vec::with_capacity(files.len());
+        for (i, stage) in files.into_iter().enumerate() {
             stages.push(match stage {
                 StageFile::Policy { file, on_pass } => Stage::Policy {
                     policy: Policy::parse(&read(i, &file)?)
-                        .map_err(|e| format!("stages[{i}] ({file}): {e}"))?,
+                        .map_err(|e| format!("{key}[{i}] ({file}): {e}"))?,
                     on_pass,
                 },
                 StageFile::Program {
@@ -141,7 +180,7 @@ impl Chain {
                     timeout_secs,
                 } => {
                     if command.first().is_none_or(|c| c.is_empty()) {
-                        return Err(format!("stages[{i}].command: is empty"));
+                        return Err(format!("{key}[{i}].command: is empty"));
                     }
                     Stage::Program {
                         command,
@@ -150,14 +189,23 @@ impl Chain {
                 }
                 StageFile::Model { file } => Stage::Model(Arc::new(
                     Reviewer::parse(&read(i, &file)?)
-                        .map_err(|e| format!("stages[{i}] ({file}): {e}"))?,
+                        .map_err(|e| format!("{key}[{i}] ({file}): {e}"))?,
                 )),
                 StageFile::Human => Stage::Human,
             });
         }
         let names = stages.iter().map(Stage::name).collect();
-        let rule = Rule::new(names, &file.escalate).map_err(|e| e.to_string())?;
-        Ok(Self { stages, rule })
+        let rule = Rule::new(names, escalate).map_err(|e| e.to_string())?;
+        Ok(Self {
+            stages,
+            rule,
+            results: None,
+        })
+    }
+
+    /// The chain results go through, if the file gives one.
+    pub fn results(&self) -> Option<&Arc<Chain>> {
+        self.results.as_ref()
     }
 
     /// Stage `n`.

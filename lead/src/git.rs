@@ -433,6 +433,33 @@ impl Repo {
         )))
     }
 
+    /// A scratch worktree of `commit`, detached, in a directory of its own
+    /// (for a result's program stage); [`Repo::drop_scratch`] removes it.
+    pub(crate) async fn scratch(&self, commit: &str) -> Result<tempfile::TempDir, GitError> {
+        let dir = tempfile::Builder::new()
+            .prefix("mesh-scratch-")
+            .tempdir()
+            .map_err(|e| GitError(format!("cannot make a scratch directory: {e}")))?;
+        let tree = dir.path().join("tree");
+        let tree = tree.to_string_lossy().into_owned();
+        self.git_ok(&["worktree", "add", "--detach", "-q", &tree, commit], &[])
+            .await?;
+        Ok(dir)
+    }
+
+    /// Removes a scratch worktree [`Repo::scratch`] made.
+    pub(crate) async fn drop_scratch(&self, dir: tempfile::TempDir) {
+        let tree = dir.path().join("tree");
+        let tree = tree.to_string_lossy().into_owned();
+        if let Err(e) = self
+            .git_ok(&["worktree", "remove", "--force", &tree], &[])
+            .await
+        {
+            tracing::warn!(error = %e, "cannot remove a scratch worktree");
+        }
+        drop(dir);
+    }
+
     /// Makes (or finds) `name`'s worktree at `dir`, on its branch
     /// `mesh/NAME/work` from the team branch's head, and locks it so that
     /// `git worktree prune` and `lead gc` leave it alone while it is used.

@@ -434,6 +434,13 @@ pub(crate) fn load(
         Approval::Chain(chain) => CoreApproval::Chain(std::sync::Arc::new(ReviewChain {
             stages: chain::stage_kinds(chain),
             rule: chain.rule().clone(),
+            results: chain.results().map(|results| {
+                std::sync::Arc::new(ReviewChain {
+                    stages: chain::stage_kinds(results),
+                    rule: results.rule().clone(),
+                    results: None,
+                })
+            }),
         })),
     });
     let (tx, rx) = mpsc::channel(4096);

@@ -81,7 +81,28 @@ pub struct Job {
     /// Where the plan's files fall inside other teammates' holds, e.g.
     /// "overlaps bob: src/auth.rs".
     pub(crate) overlaps: Vec<String>,
+    /// For a result (a stage of the results' chain): what is reviewed is
+    /// its diff, not a plan.
+    pub(crate) result: Option<ResultView>,
 }
+
+/// A result, as the model reviews it.
+#[derive(Debug, Clone)]
+pub(crate) struct ResultView {
+    /// The task: its subject and description.
+    pub(crate) task: String,
+    /// What the teammate says it did.
+    pub(crate) summary: String,
+    /// The files it changes.
+    pub(crate) files: Vec<String>,
+    /// The changed files outside its grant.
+    pub(crate) outside_grant: Vec<String>,
+    /// The diff.
+    pub(crate) diff: String,
+}
+
+/// The most of a result's diff the model reads.
+const DIFF_SHOWN: usize = 32 * 1024;
 
 /// Another teammate's plan, for the reviewer to check collisions against.
 #[derive(Debug, Clone)]
@@ -149,14 +170,25 @@ impl Reviewer {
         tokens: &mut Option<shared::chat::Usage>,
     ) -> Result<Verdict, String> {
         let messages = [
-            Message::system(format!(
-                "You review plans that teammates submit before they may write anything. \
-                 Approve a plan only if it meets every criterion below; otherwise reject it \
-                 with feedback that tells the teammate exactly what to change. Check its files \
-                 against the other teammates' plans: two teammates must not write the same \
-                 file. Answer by calling review_plan exactly once.\n\nCriteria:\n{}",
-                self.criteria
-            )),
+            Message::system(if job.result.is_some() {
+                format!(
+                    "You review the finished work of teammates before it is merged into the \
+                     team's branch: a diff, against the task it is for. Approve it only if it \
+                     does the task and meets every criterion below; otherwise reject it with \
+                     feedback that tells the teammate exactly what to change. Answer by \
+                     calling review_plan exactly once.\n\nCriteria:\n{}",
+                    self.criteria
+                )
+            } else {
+                format!(
+                    "You review plans that teammates submit before they may write anything. \
+                     Approve a plan only if it meets every criterion below; otherwise reject it \
+                     with feedback that tells the teammate exactly what to change. Check its files \
+                     against the other teammates' plans: two teammates must not write the same \
+                     file. Answer by calling review_plan exactly once.\n\nCriteria:\n{}",
+                    self.criteria
+                )
+            }),
             Message::user(describe(job)),
         ];
         let reply = self
@@ -198,8 +230,36 @@ fn review_plan_tool() -> Tool {
     }
 }
 
-/// The plan and its context, as the model reads it.
+/// The plan (or the result) and its context, as the model reads it.
 fn describe(job: &Job) -> String {
+    if let Some(result) = &job.result {
+        let mut text = format!(
+            "Result {} from {} (role {:?}).\nThe task: {}\nWhat it says it did: {}\nFiles it changes: {}\n",
+            job.request_id,
+            job.sender,
+            job.role,
+            result.task,
+            result.summary,
+            result.files.join(", "),
+        );
+        if !result.outside_grant.is_empty() {
+            text.push_str(&format!(
+                "Outside what its grant lets it write: {}\n",
+                result.outside_grant.join(", ")
+            ));
+        }
+        text.push_str(&format!(
+            "\nThe diff:\n{}\n",
+            shared::limits::cut(&result.diff, DIFF_SHOWN)
+        ));
+        if result.diff.len() > DIFF_SHOWN {
+            text.push_str(&format!(
+                "(cut: the diff has {} bytes)\n",
+                result.diff.len()
+            ));
+        }
+        return text;
+    }
     let list = |items: &[String]| {
         if items.is_empty() {
             "  (none)".to_owned()
@@ -512,6 +572,7 @@ mod tests {
                 files: vec!["src/auth.rs".into(), "src/session.rs".into()],
             }],
             overlaps: vec!["overlaps bob: src/auth.rs".into()],
+            result: None,
         });
         assert!(text.contains("Conflicts:") && text.contains("- overlaps bob: src/auth.rs"));
         assert!(text.contains("from alice (role \"coder\")"));

@@ -831,3 +831,98 @@ async fn a_plan_reviewed_task_lands_its_result_inside_the_grant_without_a_review
     assert_eq!(err.code(), tonic::Code::FailedPrecondition);
     assert!(err.message().contains("--repo"), "{}", err.message());
 }
+
+/// A chain with `result_stages`: a program stage runs the repository's own
+/// check in a scratch worktree of the result's commit; passing lands the
+/// result, failing rejects it with the program's output; no scratch
+/// worktree is left.
+#[tokio::test]
+async fn a_program_stage_runs_the_tests_on_the_result_in_a_scratch_worktree() {
+    let repo = team_repo();
+    std::fs::write(
+        repo.path().join("check.sh"),
+        "grep -q 'fn two' src/lib.rs && echo 'checked: two() is there' || { echo 'src/lib.rs has no two()'; exit 1; }\n",
+    )
+    .expect("write");
+    git(repo.path(), &["checkout", "-q", "main"]);
+    git(repo.path(), &["add", "check.sh"]);
+    git(repo.path(), &["commit", "-q", "-m", "the check"]);
+    git(repo.path(), &["checkout", "-q", "--detach"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chain = dir.path().join("chain.toml");
+    std::fs::write(
+        &chain,
+        "[[stages]]\nkind = \"human\"\n\n[[result_stages]]\nkind = \"program\"\ncommand = [\"sh\", \"check.sh\"]\n",
+    )
+    .expect("write chain");
+    let approval = format!("chain:{}", chain.display());
+    let lead = start(
+        repo.path(),
+        &["--approval", &approval, "--review", "result"],
+    )
+    .await;
+    let mut operator = lead.operator().await;
+    let mut alice = lead.join("alice").await;
+    let task = claimed_task(&mut operator, &mut alice, "add two").await;
+    let (wt, base) = worktree(repo.path(), "alice");
+
+    std::fs::write(
+        wt.join("src/lib.rs"),
+        "pub fn one() -> u32 { 1 }\npub fn too() {}\n",
+    )
+    .expect("write");
+    let failing = submit(
+        &mut alice,
+        &task,
+        &base,
+        diff_of(&wt, &base),
+        "Add two()",
+        "",
+    )
+    .await
+    .expect("submit");
+    let rejected = answer(&mut alice, &failing).await;
+    assert!(!rejected.approve);
+    assert!(
+        rejected.feedback.contains("src/lib.rs has no two()")
+            && rejected.feedback.contains("program sh"),
+        "{}",
+        rejected.feedback
+    );
+    assert_eq!(git(repo.path(), &["rev-parse", "main"]), base);
+
+    std::fs::write(
+        wt.join("src/lib.rs"),
+        "pub fn one() -> u32 { 1 }\npub fn two() -> u32 { 2 }\n",
+    )
+    .expect("write");
+    let passing = submit(
+        &mut alice,
+        &task,
+        &base,
+        diff_of(&wt, &base),
+        "Add two()",
+        &failing,
+    )
+    .await
+    .expect("resubmit");
+    let landed = answer(&mut alice, &passing).await;
+    assert!(landed.approve, "{landed:?}");
+    let state = operator
+        .get_request(pb::GetRequestRequest {
+            request_id: passing.clone(),
+        })
+        .await
+        .expect("get")
+        .into_inner();
+    assert!(
+        state
+            .reviews
+            .iter()
+            .any(|r| r.reviewer == "program sh" && r.words.contains("checked: two() is there")),
+        "{:?}",
+        state.reviews
+    );
+    let worktrees = git(repo.path(), &["worktree", "list", "--porcelain"]);
+    assert!(!worktrees.contains("mesh-scratch-"), "{worktrees}");
+}

@@ -96,6 +96,90 @@ pub async fn run_program(command: &[String], timeout: Duration, input: &str) -> 
     }
 }
 
+/// Runs a result's program stage in `dir` (a scratch worktree of the
+/// result's commit): `input` on its stdin; exit 0 approves, any other exit
+/// rejects with its output (stdout, then stderr) as the feedback; no end
+/// within `timeout` (it is killed), or no start, is an error.
+pub(crate) async fn run_result_program(
+    command: &[String],
+    timeout: Duration,
+    input: &str,
+    dir: &std::path::Path,
+) -> Verdict {
+    let error = |words: String| Verdict::Error { words };
+    let Some((program, args)) = command.split_first() else {
+        return error("no command".into());
+    };
+    let mut spawn = tokio::process::Command::new(program);
+    spawn
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut stage = match Session::spawn(&mut spawn) {
+        Ok(stage) => stage,
+        Err(e) => return error(format!("cannot start {program}: {e}")),
+    };
+    let deadline = tokio::time::Instant::now() + timeout;
+    let stdin = stage.child.stdin.take();
+    let (stop_out, stop_o) = oneshot::channel();
+    let (stop_err, stop_e) = oneshot::channel();
+    let out = stage
+        .child
+        .stdout
+        .take()
+        .map(|pipe| tokio::spawn(collect(pipe, stop_o)));
+    let err = stage
+        .child
+        .stderr
+        .take()
+        .map(|pipe| tokio::spawn(collect(pipe, stop_e)));
+    let ended = tokio::time::timeout_at(deadline, async {
+        let feed = feed(stdin, input);
+        tokio::pin!(feed);
+        let mut fed = false;
+        loop {
+            tokio::select! {
+                status = stage.child.wait() => break status,
+                () = &mut feed, if !fed => fed = true,
+            }
+        }
+    })
+    .await;
+    stage.kill();
+    let _ = stop_out.send(());
+    let _ = stop_err.send(());
+    let mut said = Vec::new();
+    for reader in [out, err].into_iter().flatten() {
+        said.extend(reader.await.unwrap_or_default());
+    }
+    let said = String::from_utf8_lossy(&said).trim().to_owned();
+    match ended {
+        Err(_) => error(format!(
+            "no verdict within {}s; the program was killed",
+            timeout.as_secs()
+        )),
+        Ok(Err(e)) => error(format!("{program}: {e}")),
+        Ok(Ok(status)) => match status.code() {
+            Some(0) => Verdict::Approve {
+                grant: None,
+                words: if said.is_empty() {
+                    "passed".into()
+                } else {
+                    shared::limits::cut(&said, 2000)
+                },
+            },
+            Some(code) => Verdict::Reject {
+                words: format!("failed (exit status {code}): {said}"),
+            },
+            None => Verdict::Reject {
+                words: format!("ended by a signal ({status}): {said}"),
+            },
+        },
+    }
+}
+
 /// Writes `input` to the program and closes its stdin; a program that does
 /// not read its input is its own business.
 async fn feed(stdin: Option<ChildStdin>, input: &str) {

@@ -40,6 +40,16 @@ pub(crate) enum Work {
         timeout: Duration,
         input: String,
     },
+    /// Runs `command` in a scratch worktree of a result's `commit`, the
+    /// request as JSON (`input`) on its stdin: exit 0 approves, any other
+    /// exit rejects with its output.
+    ResultProgram {
+        command: Vec<String>,
+        timeout: Duration,
+        input: String,
+        repo: Arc<crate::git::Repo>,
+        commit: String,
+    },
     /// Asks the model reviewer.
     Model {
         reviewer: Arc<Reviewer>,
@@ -88,6 +98,31 @@ pub(crate) fn start(report: Report) -> mpsc::Sender<StageJob> {
                         timeout,
                         input,
                     } => (super::run_program(command, *timeout, input).await, None),
+                    Work::ResultProgram {
+                        command,
+                        timeout,
+                        input,
+                        repo,
+                        commit,
+                    } => {
+                        let verdict = match repo.scratch(commit).await {
+                            Ok(scratch) => {
+                                let verdict = super::program::run_result_program(
+                                    command,
+                                    *timeout,
+                                    input,
+                                    &scratch.path().join("tree"),
+                                )
+                                .await;
+                                repo.drop_scratch(scratch).await;
+                                verdict
+                            }
+                            Err(e) => Verdict::Error {
+                                words: format!("cannot make a scratch worktree: {e}"),
+                            },
+                        };
+                        (verdict, None)
+                    }
                     Work::Model { reviewer, job } => {
                         let started = tokio::time::Instant::now();
                         let mut tokens = None;

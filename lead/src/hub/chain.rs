@@ -48,6 +48,9 @@ impl Hub {
         else {
             return;
         };
+        if request.opening.kind == shared::protocol::Kind::Result {
+            return self.run_result_stage(&request, at);
+        }
         let work = match chain.stage(at) {
             Some(Stage::Program { command, timeout }) => {
                 let payload: serde_json::Value =
@@ -94,6 +97,74 @@ impl Hub {
         if let Err(why) = sent {
             let verdict = Verdict::Error { words: why.into() };
             self.stage_verdict(id.clone(), at, verdict);
+        }
+    }
+
+    /// Hands stage `at` of the results' chain to the stage runner for
+    /// result `request`: a program runs in a scratch worktree of the
+    /// result's commit; a model reviews the diff.
+    fn run_result_stage(&mut self, request: &shared::protocol::Request, at: usize) {
+        let Approval::Chain(chain) = &self.config.approval else {
+            return;
+        };
+        let id = request.id().clone();
+        let payload = request.result_payload();
+        let work = match (chain.results().and_then(|c| c.stage(at)), &self.config.repo) {
+            (Some(Stage::Program { command, timeout }), Some(repo)) => {
+                let input = json!({
+                    "request_id": id.as_str(),
+                    "sender": request.opening.sender,
+                    "task_id": payload.result.task_id,
+                    "summary": payload.result.summary,
+                    "base": payload.result.base,
+                    "commit": payload.result.commit,
+                    "files": payload.result.files,
+                })
+                .to_string();
+                Work::ResultProgram {
+                    command: command.clone(),
+                    timeout: *timeout,
+                    input,
+                    repo: repo.clone(),
+                    commit: payload.result.commit.clone(),
+                }
+            }
+            (Some(Stage::Model(reviewer)), _) => {
+                let mut job = self.review_job(&id, &shared::plan::Plan::default());
+                job.result = Some(crate::reviewer::ResultView {
+                    task: self
+                        .team
+                        .tasks
+                        .get(&payload.result.task_id)
+                        .map(|t| format!("{}: {}", t.subject, t.description))
+                        .unwrap_or_default(),
+                    summary: payload.result.summary.clone(),
+                    files: payload.result.paths(),
+                    outside_grant: payload.outside_grant.clone(),
+                    diff: payload.result.diff.clone(),
+                });
+                Work::Model {
+                    reviewer: reviewer.clone(),
+                    job: Box::new(job),
+                }
+            }
+            _ => return,
+        };
+        let job = StageJob {
+            request_id: id.clone(),
+            stage: at,
+            work,
+        };
+        let sent = match &self.stage_jobs {
+            Some(jobs) => jobs.try_send(job).map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => "too many stages are queued",
+                mpsc::error::TrySendError::Closed(_) => "the stage runner has stopped",
+            }),
+            None => Err("the stage runner is not running"),
+        };
+        if let Err(why) = sent {
+            let verdict = Verdict::Error { words: why.into() };
+            self.stage_verdict(id, at, verdict);
         }
     }
 

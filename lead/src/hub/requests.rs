@@ -90,6 +90,7 @@ impl Hub {
             .collect();
         crate::reviewer::Job {
             overlaps,
+            result: None,
             request_id: id.to_string(),
             sender,
             role,

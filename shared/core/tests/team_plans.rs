@@ -269,6 +269,7 @@ fn chain(stages: Vec<StageKind>, names: &[&str], escalate: &[&str]) -> Approval 
             &escalate.iter().map(|e| (*e).to_owned()).collect::<Vec<_>>(),
         )
         .unwrap(),
+        results: None,
     }))
 }
 

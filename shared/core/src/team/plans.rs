@@ -47,6 +47,9 @@ pub struct ReviewChain {
     pub stages: Vec<StageKind>,
     /// What follows each verdict.
     pub rule: Rule,
+    /// The chain results go through (`lead serve --repo`); none: results
+    /// wait for a person.
+    pub results: Option<Arc<ReviewChain>>,
 }
 
 /// What a stage of a chain is, as far as the team runs it.
@@ -456,6 +459,13 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) {
+        if self
+            .requests
+            .get(id)
+            .is_some_and(|r| r.opening.kind == Kind::Result)
+        {
+            return self.result_stage_verdict(id, at, verdict, now, effects);
+        }
         let Some((chain, plan)) = self.waiting(id) else {
             return;
         };

@@ -15,7 +15,10 @@ use crate::{
     tasks::TaskStatus,
 };
 
-use super::plans::Approval;
+use std::sync::Arc;
+
+use super::plans::{Approval, ReviewChain, StageKind};
+use crate::chain::{self, OnPass, Verdict};
 
 /// The verdict a reviewer's approval of a result leaves in its history
 /// while the runtime lands it.
@@ -208,6 +211,10 @@ impl Team {
             };
         }
         match &self.approval {
+            Approval::Chain(chain) if chain.results.is_some() => {
+                self.run_result_stage(id, 0, now, effects);
+                Ok(())
+            }
             Approval::Manual | Approval::Model | Approval::Chain(_) => Ok(()),
             Approval::Auto => self
                 .approve_result(
@@ -444,6 +451,117 @@ impl Team {
             }
         }
         Ok(())
+    }
+
+    /// With a chain for results, it and the result `id`, if the result
+    /// still waits for a decision (not decided, not landing).
+    fn result_waiting(&self, id: &RequestId) -> Option<(Arc<ReviewChain>, ResultPayload)> {
+        let Approval::Chain(chain) = &self.approval else {
+            return None;
+        };
+        let results = chain.results.clone()?;
+        let request = self.requests.get(id)?;
+        (request.status == Status::Pending && !is_landing(request))
+            .then(|| (results, request.result_payload()))
+    }
+
+    /// Runs stage `at` of the results' chain on result `id`, if it still
+    /// waits: a policy at once (on what would land), a person by waiting, a
+    /// worker (a program in a scratch worktree, a model) by asking the
+    /// runtime.
+    fn run_result_stage(&mut self, id: &RequestId, at: usize, now: i64, effects: &mut Vec<Effect>) {
+        let Some((chain, payload)) = self.result_waiting(id) else {
+            return;
+        };
+        match chain.stages.get(at) {
+            None | Some(StageKind::Human) => {
+                self.record_review(
+                    id,
+                    "human",
+                    "waits",
+                    "waiting for an operator".into(),
+                    now,
+                    effects,
+                );
+            }
+            Some(StageKind::Policy { policy, on_pass }) => {
+                let unmet = policy.review_result(&payload.result, payload.scope.as_deref());
+                let verdict = if !unmet.is_empty() {
+                    Verdict::Reject {
+                        words: unmet.join("; "),
+                    }
+                } else if *on_pass == OnPass::Approve {
+                    Verdict::Approve {
+                        grant: None,
+                        words: "every criterion holds".into(),
+                    }
+                } else {
+                    Verdict::Pass {
+                        words: "every criterion holds".into(),
+                    }
+                };
+                self.result_stage_verdict(id, at, verdict, now, effects);
+            }
+            Some(StageKind::Worker) => effects.push(Effect::RunStage {
+                request_id: id.clone(),
+                stage: at,
+            }),
+        }
+    }
+
+    /// Stage `at` of the results' chain said `verdict` of result `id`: the
+    /// chain's rule approves it (to land), rejects it, runs the next stage,
+    /// or leaves it to a person.
+    pub(super) fn result_stage_verdict(
+        &mut self,
+        id: &RequestId,
+        at: usize,
+        verdict: Verdict,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) {
+        let Some((chain, payload)) = self.result_waiting(id) else {
+            return;
+        };
+        let rule = &chain.rule;
+        let escalated = rule.escalates(&payload.result.paths());
+        let name = rule.name(at).to_owned();
+        let next = rule.after(at, &verdict, escalated);
+        if let chain::Next::Decide(decided) = next {
+            // The deciding stage's word is the decision's step.
+            let words = decided.words().to_owned();
+            let _ = match decided {
+                Verdict::Approve { .. } => self.approve_result(id, &name, &words, now, effects),
+                _ => self.reject_result(
+                    id,
+                    &name,
+                    format!("rejected by {name}: {words}"),
+                    now,
+                    effects,
+                ),
+            };
+            return;
+        }
+        self.record_review(
+            id,
+            &name,
+            verdict.label(),
+            verdict.words().to_owned(),
+            now,
+            effects,
+        );
+        match next {
+            chain::Next::Run(following) => self.run_result_stage(id, following, now, effects),
+            chain::Next::Person(reason) => self.record_review(
+                id,
+                "chain",
+                "waits",
+                format!("{reason}; waiting for an operator"),
+                now,
+                effects,
+            ),
+            chain::Next::Decide(_) => {}
+        }
     }
 
     /// The approved results still to land, oldest first: what a lead that
