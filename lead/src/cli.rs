@@ -323,6 +323,17 @@ fn summary(payload_json: &str) -> String {
         }
         return detail + summary;
     }
+    if let (Some(why), Some(files)) = (
+        value.get("why").and_then(|w| w.as_str()),
+        value.get("files").and_then(|f| f.as_array()),
+    ) {
+        let files: Vec<&str> = files.iter().filter_map(|f| f.as_str()).collect();
+        let mut detail = String::new();
+        for held in value["held_by_others"].as_array().into_iter().flatten() {
+            detail.push_str(&format!("[held by {}] ", held.as_str().unwrap_or_default()));
+        }
+        return format!("{detail}amends with +{}: {why}", files.join(", +"));
+    }
     if let Some(result) = value.get("result") {
         let files: Vec<pb::FileChange> = result["files"]
             .as_array()
@@ -376,8 +387,14 @@ pub async fn approve(
     feedback: String,
     allow_overlap: bool,
 ) -> Result<String, CliError> {
-    if is_result(client, &request_id).await? {
-        return review_result(client, request_id, true, feedback).await;
+    match request_type(client, &request_id).await? {
+        t if t == pb::RequestType::Result as i32 => {
+            return review_result(client, request_id, true, feedback).await
+        }
+        t if t == pb::RequestType::Amendment as i32 => {
+            return review_amendment(client, request_id, true, feedback).await
+        }
+        _ => {}
     }
     let mode = Mode::parse("--mode", mode).map_err(|e| CliError::Usage(e.to_string()))?;
     for path in &write {
@@ -402,16 +419,35 @@ pub async fn approve(
     ))
 }
 
-/// Whether request `request_id` is a result (`lead approve` and `lead
-/// reject` answer plans and results alike).
-async fn is_result(client: &mut Operator, request_id: &str) -> Result<bool, CliError> {
+/// The type of request `request_id` (`lead approve` and `lead reject`
+/// answer plans, results and amendments alike).
+async fn request_type(client: &mut Operator, request_id: &str) -> Result<i32, CliError> {
     let request = client
         .get_request(pb::GetRequestRequest {
             request_id: request_id.to_owned(),
         })
         .await?
         .into_inner();
-    Ok(request.r#type == pb::RequestType::Result as i32)
+    Ok(request.r#type)
+}
+
+/// `lead approve` / `lead reject` of an amendment.
+async fn review_amendment(
+    client: &mut Operator,
+    request_id: String,
+    approve: bool,
+    feedback: String,
+) -> Result<String, CliError> {
+    let state = client
+        .review_amendment(pb::AmendmentReview {
+            request_id,
+            approve,
+            feedback,
+        })
+        .await?
+        .into_inner();
+    let verdict = if approve { "approved" } else { "rejected" };
+    Ok(format!("{verdict} amendment {}\n", state.request_id))
 }
 
 /// `lead approve` / `lead reject` of a result: an approval lands it.
@@ -465,8 +501,14 @@ pub async fn reject(
     request_id: String,
     feedback: String,
 ) -> Result<String, CliError> {
-    if is_result(client, &request_id).await? {
-        return review_result(client, request_id, false, feedback).await;
+    match request_type(client, &request_id).await? {
+        t if t == pb::RequestType::Result as i32 => {
+            return review_result(client, request_id, false, feedback).await
+        }
+        t if t == pb::RequestType::Amendment as i32 => {
+            return review_amendment(client, request_id, false, feedback).await
+        }
+        _ => {}
     }
     let review = pb::PlanReview {
         request_id,

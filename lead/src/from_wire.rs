@@ -103,6 +103,56 @@ pub(crate) fn submit_result(
     })
 }
 
+/// `RequestAmendment`.
+pub(crate) fn request_amendment(request: pb::AmendmentRequest) -> Result<Op, HubError> {
+    let request_id = RequestId::for_new("request_id", &request.request_id)?;
+    for (field, items) in [("files", &request.files), ("steps", &request.steps)] {
+        if items.len() > limits::LIST_ITEMS {
+            return Err(FieldError::new(
+                field,
+                format!(
+                    "has {} items; the limit is {}",
+                    items.len(),
+                    limits::LIST_ITEMS
+                ),
+            )
+            .into());
+        }
+        for (i, item) in items.iter().enumerate() {
+            limits::check(
+                &format!("{field}[{i}]"),
+                item,
+                limits::GLOB.max(limits::REASON),
+            )?;
+        }
+    }
+    for (i, file) in request.files.iter().enumerate() {
+        limits::check(&format!("files[{i}]"), file, limits::GLOB)?;
+    }
+    limits::check("why", &request.why, limits::REASON)?;
+    Ok(Op::RequestAmendment {
+        request_id,
+        files: request.files,
+        steps: request.steps,
+        why: request.why,
+    })
+}
+
+/// `ReviewAmendment`, decided by `by`.
+pub(crate) fn review_amendment(review: pb::AmendmentReview, by: &str) -> Result<Op, HubError> {
+    let request_id = RequestId::existing("request_id", &review.request_id)?;
+    limits::check("feedback", &review.feedback, limits::REASON)?;
+    if !review.approve && review.feedback.trim().is_empty() {
+        return Err(FieldError::new("feedback", "is required to reject: say why").into());
+    }
+    Ok(Op::ReviewAmendment {
+        request_id,
+        approve: review.approve,
+        feedback: review.feedback,
+        by: by.to_owned(),
+    })
+}
+
 /// `ReviewResult`, decided by `by`.
 pub(crate) fn review_result(review: pb::ResultReview, by: &str) -> Result<Op, HubError> {
     let request_id = RequestId::existing("request_id", &review.request_id)?;

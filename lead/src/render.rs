@@ -289,6 +289,21 @@ pub fn body(body: Option<&Body>) -> String {
             }
             line
         }
+        Some(Body::AmendmentRequest(r)) => format!(
+            "amendment_request {} plan={} files={} {}",
+            r.request_id,
+            r.plan_id,
+            Listed(&r.files),
+            Quoted(&r.why)
+        ),
+        Some(Body::AmendmentResponse(r)) => {
+            let verdict = if r.approve { "approved" } else { "rejected" };
+            format!(
+                "amendment_response {} {verdict} {}",
+                r.request_id,
+                Quoted(&r.feedback)
+            )
+        }
         Some(Body::ResultResponse(r)) => {
             let verdict = if r.approve { "landed" } else { "rejected" };
             let mut line = format!("result_response {} {verdict}", r.request_id);

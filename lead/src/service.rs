@@ -308,6 +308,21 @@ impl pb::lead_server::Lead for LeadService {
         .await
     }
 
+    async fn request_amendment(
+        &self,
+        request: Request<pb::AmendmentRequest>,
+    ) -> Result<Response<pb::RequestAmendmentResponse>, Status> {
+        self.apply(
+            request,
+            "RequestAmendment",
+            from_wire::request_amendment,
+            |id: RequestId| pb::RequestAmendmentResponse {
+                request_id: id.to_string(),
+            },
+        )
+        .await
+    }
+
     async fn get_repo(
         &self,
         request: Request<pb::GetRepoRequest>,
@@ -461,6 +476,18 @@ impl pb::operator_server::Operator for OperatorService {
         self.apply(
             request,
             |review| from_wire::review_result(review, "operator"),
+            |r: shared::protocol::Request| r.to_pb(),
+        )
+        .await
+    }
+
+    async fn review_amendment(
+        &self,
+        request: Request<pb::AmendmentReview>,
+    ) -> Result<Response<pb::ProtocolState>, Status> {
+        self.apply(
+            request,
+            |review| from_wire::review_amendment(review, "operator"),
             |r: shared::protocol::Request| r.to_pb(),
         )
         .await

@@ -37,6 +37,7 @@ impl ToPb for Kind {
             Kind::Shutdown => pb::RequestType::Shutdown,
             Kind::Permission => pb::RequestType::Permission,
             Kind::Result => pb::RequestType::Result,
+            Kind::Amendment => pb::RequestType::Amendment,
         }
     }
 }
@@ -360,6 +361,30 @@ impl ToPb for Message {
                 supersedes: supersedes.clone(),
                 files: files.iter().map(file_change_to_pb).collect(),
             }),
+            Message::AmendmentRequest {
+                request_id,
+                plan_id,
+                files,
+                steps,
+                why,
+            } => Body::AmendmentRequest(pb::AmendmentRequest {
+                request_id: request_id.to_string(),
+                files: files.clone(),
+                steps: steps.clone(),
+                why: why.clone(),
+                plan_id: plan_id.clone(),
+            }),
+            Message::AmendmentDecided {
+                request_id,
+                approve,
+                feedback,
+                grant,
+            } => Body::AmendmentResponse(pb::AmendmentResponse {
+                request_id: request_id.to_string(),
+                approve: *approve,
+                feedback: feedback.clone(),
+                grant: grant.as_ref().map(Grant::to_pb),
+            }),
             Message::ResultDecided {
                 request_id,
                 approve,
@@ -491,6 +516,23 @@ impl MessageFromPb for Message {
                     .collect(),
                 supersedes: r.supersedes,
             },
+            Body::AmendmentRequest(r) => Message::AmendmentRequest {
+                request_id: id(&r.request_id)?,
+                plan_id: r.plan_id,
+                files: r.files,
+                steps: r.steps,
+                why: r.why,
+            },
+            Body::AmendmentResponse(r) => Message::AmendmentDecided {
+                request_id: id(&r.request_id)?,
+                approve: r.approve,
+                feedback: r.feedback,
+                grant: r
+                    .grant
+                    .as_ref()
+                    .map(|g| Grant::from_pb("grant", g, Mode::AcceptEdits))
+                    .transpose()?,
+            },
             Body::ResultResponse(r) => Message::ResultDecided {
                 request_id: id(&r.request_id)?,
                 approve: r.approve,
@@ -588,6 +630,7 @@ impl KindFromPb for Kind {
             Ok(pb::RequestType::Shutdown) => Some(Kind::Shutdown),
             Ok(pb::RequestType::Permission) => Some(Kind::Permission),
             Ok(pb::RequestType::Result) => Some(Kind::Result),
+            Ok(pb::RequestType::Amendment) => Some(Kind::Amendment),
             _ => None,
         }
     }

@@ -22,11 +22,13 @@ pub const LIST_TASKS: &str = "list_tasks";
 pub const CLAIM_TASK: &str = "claim_task";
 /// `complete_task(task_id, summary)`.
 pub const COMPLETE_TASK: &str = "complete_task";
+/// `request_amendment(files[], steps[]?, why)`, once a plan is approved.
+pub const REQUEST_AMENDMENT: &str = "request_amendment";
 /// The task-list tools, on offer in every mode.
 pub const TASK_TOOLS: [&str; 3] = [LIST_TASKS, CLAIM_TASK, COMPLETE_TASK];
 
 /// Every tool name a teammate knows.
-pub const ALL: [&str; 12] = [
+pub const ALL: [&str; 13] = [
     "read_file",
     "list_dir",
     "search",
@@ -39,6 +41,7 @@ pub const ALL: [&str; 12] = [
     "edit_file",
     "run_command",
     RESPOND_SHUTDOWN,
+    REQUEST_AMENDMENT,
 ];
 
 /// What a call asks the session for.
@@ -134,6 +137,15 @@ pub fn tool(name: &str) -> Option<Tool> {
                 &["task_id", "summary"],
             ),
         ),
+        REQUEST_AMENDMENT => (
+            REQUEST_AMENDMENT,
+            "Your approved plan must grow: ask to add `files` (and `steps`), saying `why`. \
+             It is reviewed against your plan; on approval you may write those files too.",
+            object(
+                json!({"files": strings, "steps": strings, "why": string}),
+                &["files", "why"],
+            ),
+        ),
         RESPOND_SHUTDOWN => (
             RESPOND_SHUTDOWN,
             "Answer the lead's shutdown request: approve=true to stop, or approve=false with a \
@@ -212,6 +224,14 @@ struct ClaimArgs {
 struct CompleteArgs {
     task_id: String,
     summary: String,
+}
+
+#[derive(Deserialize)]
+struct AmendArgs {
+    files: Vec<String>,
+    #[serde(default)]
+    steps: Vec<String>,
+    why: String,
 }
 
 #[derive(Deserialize)]
@@ -298,6 +318,14 @@ pub fn parse(name: &str, arguments: &str, offered: &[&str]) -> Result<Request, S
             Request::Task(TaskCall::Complete {
                 task_id: a.task_id,
                 summary: a.summary,
+            })
+        }
+        REQUEST_AMENDMENT => {
+            let a: AmendArgs = typed(name, value)?;
+            Request::Task(TaskCall::Amend {
+                files: a.files,
+                steps: a.steps,
+                why: a.why,
             })
         }
         RESPOND_SHUTDOWN => {

@@ -41,6 +41,12 @@ pub enum TaskCall {
     Claim(Option<String>),
     /// `complete_task(task_id, summary)`.
     Complete { task_id: String, summary: String },
+    /// `request_amendment(files, steps?, why)`: add to the approved plan.
+    Amend {
+        files: Vec<String>,
+        steps: Vec<String>,
+        why: String,
+    },
 }
 
 /// What happened since the last step.

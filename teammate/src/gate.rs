@@ -48,6 +48,7 @@ impl Gate {
             tools.push(crate::catalog::SUBMIT_PLAN);
         } else {
             tools.extend(crate::tools::GATED_TOOLS);
+            tools.push(crate::catalog::REQUEST_AMENDMENT);
         }
         tools
     }
@@ -332,7 +333,8 @@ mod tests {
                     "complete_task",
                     "write_file",
                     "edit_file",
-                    "run_command"
+                    "run_command",
+                    "request_amendment"
                 ]
             );
         }

@@ -166,6 +166,28 @@ impl PlanState {
         self.claimed = Some(task_id);
     }
 
+    /// An approved amendment widened the grant: the writer now writes
+    /// where `grant` says (nothing changes in plan mode).
+    pub(crate) fn widen(
+        &mut self,
+        grant: &pb::PermissionGrant,
+        workspace: &Workspace,
+        commands: &CommandLimits,
+    ) -> Result<Vec<String>, BadGrant> {
+        if matches!(self.gate, Gate::Plan) {
+            return Err(BadGrant("an amendment was approved in plan mode".into()));
+        }
+        let grant = Grant::from_pb("grant", grant, Mode::AcceptEdits)
+            .map_err(|e| BadGrant(e.to_string()))?;
+        let writer = Writer::unlock(&grant, &grant.write_paths, workspace, commands)
+            .map_err(|e| BadGrant(e.to_string()))?;
+        self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);
+        if let Some(last) = &mut self.last_plan {
+            last.files = grant.write_paths.clone();
+        }
+        Ok(grant.write_paths)
+    }
+
     /// The claimed `task_id` is reviewed by its result alone (`lead serve
     /// --repo`): the gate opens for edits (inside `files`, or anywhere in
     /// the workspace where the task names none) without a plan, as the lead

@@ -111,6 +111,17 @@ impl ProtocolState {
         self.plan.claim(task_id);
     }
 
+    /// An approved amendment widened the grant
+    /// ([`crate::plan_state::PlanState::widen`]); the paths writable now.
+    pub(crate) fn widen(
+        &mut self,
+        grant: &pb::PermissionGrant,
+        workspace: &Workspace,
+        commands: &CommandLimits,
+    ) -> Result<Vec<String>, BadGrant> {
+        self.plan.widen(grant, workspace, commands)
+    }
+
     /// The claimed task is reviewed by its result alone: edits may start
     /// ([`crate::plan_state::PlanState::unlock_for_result`]).
     pub(crate) fn unlock_for_result(

@@ -138,8 +138,10 @@ pub struct Action {
     pub pattern: Option<String>,
     /// `send_message`: to whom (a member, `lead` or `*`).
     pub to: Option<String>,
-    /// `send_message`: what.
+    /// `send_message`: what; `request_amendment`: why.
     pub text: Option<String>,
+    /// `request_amendment`: the files to add.
+    pub files: Option<Vec<String>>,
 }
 
 /// How a script answers a shutdown request.
@@ -199,6 +201,16 @@ impl Action {
                 old: arg("old", &self.old)?,
                 new: arg("new", &self.new)?,
             },
+            "request_amendment" => {
+                return Ok(Step::Task(TaskCall::Amend {
+                    files: self
+                        .files
+                        .clone()
+                        .ok_or_else(|| format!("{at}: request_amendment needs `files`"))?,
+                    steps: Vec::new(),
+                    why: arg("text", &self.text)?,
+                }))
+            }
             "run_command" => ToolCall::RunCommand {
                 command: arg("command", &self.command)?,
             },

@@ -83,6 +83,8 @@ enum Handled {
     Permission(pb::PermissionResponse),
     /// The answer to a result request.
     Result(pb::ResultResponse),
+    /// The answer to an amendment.
+    Amendment(pb::AmendmentResponse),
     /// Nothing arrived before the deadline.
     TimedOut,
 }
@@ -180,6 +182,10 @@ impl Session {
                 Step::Call(call) => self.run_tool(&mut driver, call).await?,
                 Step::Submit(plan) => self.submit(&mut driver, plan).await?,
                 Step::Send { to, text } => Ok(self.lead.send(to, text).await?),
+                Step::Task(crate::driver::TaskCall::Amend { files, steps, why }) => {
+                    self.request_amendment(&mut driver, files, steps, why)
+                        .await?
+                }
                 Step::Task(crate::driver::TaskCall::Complete { task_id, summary })
                     if self.repo.is_some() =>
                 {
@@ -257,6 +263,7 @@ impl Session {
                         | Handled::Decided
                         | Handled::Permission(_)
                         | Handled::Result(_)
+                        | Handled::Amendment(_)
                         | Handled::TimedOut => {}
                     }
                     if eager && self.state.has_news() {
@@ -350,6 +357,7 @@ impl Session {
             | Handled::Decided
             | Handled::Permission(_)
             | Handled::Result(_)
+            | Handled::Amendment(_)
             | Handled::TimedOut => Ok(None),
         }
     }
@@ -609,6 +617,76 @@ impl Session {
         Ok(Ok(Observation::ToolResult(outcome)))
     }
 
+    /// `request_amendment`: asks the lead to add `files` (and `steps`) to
+    /// the approved plan and waits for the answer; an approval widens the
+    /// gate to the grant it carries.
+    async fn request_amendment<D: Driver>(
+        &mut self,
+        driver: &mut D,
+        files: Vec<String>,
+        steps: Vec<String>,
+        why: String,
+    ) -> Result<Result<Observation, Exit>, SessionError> {
+        let args = serde_json::json!({ "files": files, "why": crate::tools::truncate(&why, 120) })
+            .to_string();
+        let request = pb::AmendmentRequest {
+            request_id: uuid::Uuid::new_v4().to_string(),
+            files,
+            steps,
+            why: limits::cut(&why, limits::REASON),
+            plan_id: String::new(),
+        };
+        let id = request.request_id.clone();
+        let asked = self
+            .lead
+            .retry("RequestAmendment", |mut client| {
+                let request = request.clone();
+                async move { client.request_amendment(request).await }
+            })
+            .await;
+        let outcome: Result<String, String> = match asked {
+            Ok(_) => {
+                tracing::info!(request_id = %id, "asked for an amendment");
+                let answer = loop {
+                    match self.next_incoming(driver).await? {
+                        Handled::Exit(exit) => return Ok(Err(exit)),
+                        Handled::Amendment(answer) if answer.request_id == id => break answer,
+                        _ => {}
+                    }
+                };
+                match (answer.approve, answer.grant) {
+                    (true, Some(grant)) => {
+                        match self
+                            .state
+                            .widen(&grant, &self.workspace, &self.config.commands)
+                        {
+                            Ok(paths) => Ok(format!(
+                                "amendment approved: you may now write {}",
+                                paths.join(", ")
+                            )),
+                            Err(e) => Err(e.to_string()),
+                        }
+                    }
+                    (true, None) => Ok("amendment approved".into()),
+                    (false, _) => Err(format!("amendment rejected: {}", answer.feedback)),
+                }
+            }
+            Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => Err(format!(
+                "the lead refused the amendment: {}",
+                status.message()
+            )),
+            Err(e) => return Err(e),
+        };
+        let said = match &outcome {
+            Ok(text) => text.clone(),
+            Err(text) => text.clone(),
+        };
+        self.lead
+            .report(catalog::REQUEST_AMENDMENT, &args, outcome.is_ok(), &said)
+            .await?;
+        Ok(Ok(Observation::ToolResult(outcome)))
+    }
+
     /// Reports idle and waits for a message; `Err(exit)` if a stop came first.
     async fn idle<D: Driver>(
         &mut self,
@@ -723,6 +801,9 @@ impl Session {
             }
             Taken::Ignored(Some(pb::envelope::Body::ResultResponse(response))) => {
                 Handled::Result(response)
+            }
+            Taken::Ignored(Some(pb::envelope::Body::AmendmentResponse(response))) => {
+                Handled::Amendment(response)
             }
             Taken::Ignored(other) => {
                 tracing::debug!(body = ?other, "envelope with nothing to do");

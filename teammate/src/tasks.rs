@@ -28,6 +28,10 @@ pub(crate) async fn call(
             catalog::COMPLETE_TASK,
             serde_json::json!({ "task_id": task_id, "summary": crate::tools::truncate(summary, 120) }),
         ),
+        TaskCall::Amend { files, why, .. } => (
+            catalog::REQUEST_AMENDMENT,
+            serde_json::json!({ "files": files, "why": crate::tools::truncate(why, 120) }),
+        ),
     };
     let mut claimed = None;
     let answered = match call {
@@ -88,6 +92,10 @@ pub(crate) async fn call(
                 }
             })
         }
+        // The session asks for amendments itself (it waits for the answer).
+        TaskCall::Amend { .. } => Err(SessionError::Setup(
+            "internal: an amendment reached the task list".into(),
+        )),
         TaskCall::Complete { task_id, summary } => {
             let request = pb::CompleteTaskRequest { task_id, summary };
             lead.retry("CompleteTask", |mut client| {

@@ -926,3 +926,130 @@ async fn a_program_stage_runs_the_tests_on_the_result_in_a_scratch_worktree() {
     let worktrees = git(repo.path(), &["worktree", "list", "--porcelain"]);
     assert!(!worktrees.contains("mesh-scratch-"), "{worktrees}");
 }
+
+/// Amendments: a teammate whose plan is approved asks to add files; the
+/// policy approves a small one on its own (the grant and the hold widen),
+/// and leaves a larger one, or one touching another teammate's files, to a
+/// person, who approves it with `lead approve`.
+#[tokio::test]
+async fn an_amendment_is_approved_by_policy_or_left_for_a_person() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "amend_max_files = 1\ndeny_write = [\"secrets/**\"]\n",
+    )
+    .expect("write");
+    let approval = format!("policy:{}", policy.display());
+    let lead = Lead::start(&["--approval", &approval]).await;
+    let mut operator = lead.operator().await;
+    let mut alice = lead.join("alice").await;
+    let mut bob = lead.join("bob").await;
+    for (member, file) in [(&mut alice, "src/a.rs"), (&mut bob, "src/bob.rs")] {
+        let id = member.submit("", "the plan", &[file]).await.expect("plan");
+        let decided = member
+            .next_matching(|e| matches!(&e.body, Some(pb::envelope::Body::PlanApprovalResponse(r)) if r.request_id == id))
+            .await;
+        assert!(
+            matches!(decided.body, Some(pb::envelope::Body::PlanApprovalResponse(r)) if r.approve)
+        );
+    }
+    let amend = |files: &[&str]| pb::AmendmentRequest {
+        files: files.iter().map(|f| f.to_string()).collect(),
+        why: "the fix needs its helper too".into(),
+        ..Default::default()
+    };
+    let amendment_answer = |id: String| move |e: &pb::Envelope| matches!(&e.body, Some(pb::envelope::Body::AmendmentResponse(r)) if r.request_id == id);
+
+    // Small: the policy approves, the grant and the hold widen.
+    let small = alice
+        .api
+        .request_amendment(amend(&["src/b.rs"]))
+        .await
+        .expect("amend")
+        .into_inner()
+        .request_id;
+    let answer = alice.next_matching(amendment_answer(small.clone())).await;
+    let Some(pb::envelope::Body::AmendmentResponse(answer)) = answer.body else {
+        unreachable!()
+    };
+    assert!(answer.approve, "{answer:?}");
+    assert_eq!(
+        answer.grant.expect("grant").write_paths,
+        ["src/a.rs", "src/b.rs"]
+    );
+    let member = mesh_tests::member_named(&mut operator, "alice").await;
+    assert_eq!(member.holds, ["src/a.rs", "src/b.rs"]);
+
+    // Too large, or touching bob's file, or denied: a person decides.
+    let large = alice
+        .api
+        .request_amendment(amend(&["src/c.rs", "src/d.rs"]))
+        .await
+        .expect("amend")
+        .into_inner()
+        .request_id;
+    let held = alice
+        .api
+        .request_amendment(amend(&["src/bob.rs"]))
+        .await
+        .expect("amend")
+        .into_inner()
+        .request_id;
+    for (id, why) in [(&large, "amend_max_files"), (&held, "bob holds src/bob.rs")] {
+        let state = operator
+            .get_request(pb::GetRequestRequest {
+                request_id: id.clone(),
+            })
+            .await
+            .expect("get")
+            .into_inner();
+        assert!(is(state.status, pb::RequestStatus::Pending));
+        assert_eq!(state.r#type, pb::RequestType::Amendment as i32);
+        let waits = state.reviews.last().expect("a review step");
+        assert!(
+            waits.verdict == "waits" && waits.words.contains(why),
+            "{waits:?}"
+        );
+    }
+    let (ok, out, _) = lead.cli(&["requests", "--pending"]).await;
+    assert!(ok && out.contains("[held by bob: src/bob.rs]"), "{out}");
+    let (ok, out, err) = lead.cli(&["approve", &large]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("approved amendment"), "{out}");
+    let answer = alice.next_matching(amendment_answer(large.clone())).await;
+    assert!(matches!(answer.body, Some(pb::envelope::Body::AmendmentResponse(r)) if r.approve));
+    let (ok, _, err) = lead
+        .cli(&[
+            "reject",
+            &held,
+            "--feedback",
+            "src/bob.rs is bob's; ask him",
+        ])
+        .await;
+    assert!(ok, "{err}");
+    let member = mesh_tests::member_named(&mut operator, "alice").await;
+    assert_eq!(
+        member.holds,
+        ["src/a.rs", "src/b.rs", "src/c.rs", "src/d.rs"]
+    );
+
+    // No approved plan, nothing to amend.
+    let mut carol = lead.join("carol").await;
+    let err = carol
+        .api
+        .request_amendment(amend(&["x.rs"]))
+        .await
+        .expect_err("no plan");
+    assert_eq!(err.code(), tonic::Code::FailedPrecondition);
+    let err = alice
+        .api
+        .request_amendment(pb::AmendmentRequest {
+            files: vec!["y.rs".into()],
+            ..Default::default()
+        })
+        .await
+        .expect_err("no why");
+    assert_eq!(err.code(), tonic::Code::InvalidArgument);
+    assert!(err.message().starts_with("why"), "{}", err.message());
+}

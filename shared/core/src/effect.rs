@@ -105,6 +105,30 @@ pub enum Message {
         /// The rejected result it revises.
         supersedes: String,
     },
+    /// An addition to an approved plan, for the lead.
+    AmendmentRequest {
+        /// The request.
+        request_id: RequestId,
+        /// The plan it amends.
+        plan_id: String,
+        /// The files to add.
+        files: Vec<String>,
+        /// The steps to add.
+        steps: Vec<String>,
+        /// Why.
+        why: String,
+    },
+    /// The answer to an amendment: on approval, the grant now.
+    AmendmentDecided {
+        /// The request.
+        request_id: RequestId,
+        /// Yes or no.
+        approve: bool,
+        /// Why.
+        feedback: String,
+        /// The widened grant.
+        grant: Option<Grant>,
+    },
     /// The answer to a result request.
     ResultDecided {
         /// The request.

@@ -225,6 +225,28 @@ pub enum Op {
         /// Who decides, for the request's history.
         by: String,
     },
+    /// A member with an approved plan asks to add to it.
+    RequestAmendment {
+        /// The request's id.
+        request_id: RequestId,
+        /// The files to add.
+        files: Vec<String>,
+        /// The steps to add.
+        steps: Vec<String>,
+        /// Why.
+        why: String,
+    },
+    /// The operator approves or rejects an amendment.
+    ReviewAmendment {
+        /// The amendment.
+        request_id: RequestId,
+        /// Yes or no.
+        approve: bool,
+        /// Why (required to reject).
+        feedback: String,
+        /// Who decides.
+        by: String,
+    },
     /// The runtime landed (or could not land) approved result `request_id`.
     Landed {
         /// The result request.
@@ -284,6 +306,7 @@ impl Op {
             | Op::ReviewPlan { .. }
             | Op::ReviewPermission { .. }
             | Op::ReviewResult { .. }
+            | Op::ReviewAmendment { .. }
             | Op::ListRequests { .. }
             | Op::GetRequest { .. }
             | Op::RequestShutdown { .. }
@@ -301,6 +324,7 @@ impl Op {
             Op::CompleteTask { .. } => Doors::Member("CompleteTask"),
             Op::ReportUsage { .. } => Doors::Member("ReportUsage"),
             Op::SubmitResult { .. } => Doors::Member("SubmitResult"),
+            Op::RequestAmendment { .. } => Doors::Member("RequestAmendment"),
             Op::StageVerdict { .. } | Op::Landed { .. } => Doors::Lead,
         }
     }

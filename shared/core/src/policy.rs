@@ -8,6 +8,7 @@
 //! deny_overlap = true           # reject plans whose files another teammate holds
 //! mode = "accept-edits"         # the grant an approved plan gets (the default)
 //! max_changed_lines = 400       # results (`--repo`): at most this many lines changed
+//! amend_max_files = 2           # amendments of at most 2 files, none held, none denied: approved
 //! ```
 //!
 //! A result (`lead serve --repo`) is checked on what would land, whatever
@@ -43,6 +44,9 @@ struct PolicyFile {
     mode: Option<String>,
     /// A result may change at most this many lines (added and removed).
     max_changed_lines: Option<u64>,
+    /// An amendment adding at most this many files (none held by another
+    /// teammate, none under deny_write) is approved without a person.
+    amend_max_files: Option<usize>,
 }
 
 /// A validated policy.
@@ -60,6 +64,8 @@ pub struct Policy {
     mode: Mode,
     /// A result may change at most this many lines.
     max_changed_lines: Option<u64>,
+    /// Amendments of at most this many files may be approved by the policy.
+    amend_max_files: Option<usize>,
 }
 
 /// What a policy says of a plan.
@@ -93,6 +99,7 @@ impl Policy {
             deny_overlap: file.deny_overlap,
             mode,
             max_changed_lines: file.max_changed_lines,
+            amend_max_files: file.amend_max_files,
         })
     }
 
@@ -186,6 +193,35 @@ impl Policy {
             }
         }
         unmet
+    }
+
+    /// Whether an amendment adding `files` (of which `held` fall in another
+    /// teammate's hold) is small enough to approve without a person: `Ok`,
+    /// or why a person must decide.
+    pub fn review_amendment(&self, files: &[String], held: &[Overlap]) -> Result<(), String> {
+        let Some(max) = self.amend_max_files else {
+            return Err("the policy approves no amendment on its own (amend_max_files)".into());
+        };
+        if files.len() > max {
+            return Err(format!(
+                "amend_max_files: it adds {} files; the policy approves at most {max}",
+                files.len()
+            ));
+        }
+        if let Some(overlap) = held.first() {
+            return Err(format!(
+                "{} holds {}",
+                overlap.member,
+                overlap.files.join(", ")
+            ));
+        }
+        if let Some((file, glob)) = files
+            .iter()
+            .find_map(|f| self.deny_write.first_match(f).map(|g| (f, g)))
+        {
+            return Err(format!("deny_write: {file:?} matches {glob:?}"));
+        }
+        Ok(())
     }
 
     pub fn allows_call(&self, tool: &str, path: Option<&str>) -> Option<bool> {

@@ -38,6 +38,8 @@ pub enum Kind {
     /// A teammate asks for its finished work to be merged into the team
     /// branch (`lead serve --repo`).
     Result,
+    /// A teammate with an approved plan asks to add to it.
+    Amendment,
 }
 
 impl Kind {
@@ -48,6 +50,7 @@ impl Kind {
             Kind::Shutdown => "REQUEST_TYPE_SHUTDOWN",
             Kind::Permission => "REQUEST_TYPE_PERMISSION",
             Kind::Result => "REQUEST_TYPE_RESULT",
+            Kind::Amendment => "REQUEST_TYPE_AMENDMENT",
         }
     }
 }
@@ -212,7 +215,9 @@ impl Request {
     /// The party that must answer it.
     pub fn answerer(&self) -> Party {
         match self.opening.kind {
-            Kind::PlanApproval | Kind::Permission | Kind::Result => Party::Operator,
+            Kind::PlanApproval | Kind::Permission | Kind::Result | Kind::Amendment => {
+                Party::Operator
+            }
             Kind::Shutdown => Party::Member(self.opening.target.clone()),
         }
     }

@@ -19,11 +19,13 @@ use crate::{
     usage::{Account, Ledger},
 };
 
+mod amendments;
 mod apply;
 mod lists;
 mod plans;
 mod results;
 
+pub use amendments::AmendmentPayload;
 pub use apply::{Applied, Reply, Rules};
 pub use lists::{Listed, TeamPage};
 pub use plans::{Approval, ReviewChain, StageKind};

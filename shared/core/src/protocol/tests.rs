@@ -2,11 +2,12 @@
 
 use super::*;
 
-const ALL_KINDS: [Kind; 4] = [
+const ALL_KINDS: [Kind; 5] = [
     Kind::PlanApproval,
     Kind::Shutdown,
     Kind::Permission,
     Kind::Result,
+    Kind::Amendment,
 ];
 const ALL_STATES: [Status; 4] = [
     Status::Pending,
@@ -23,7 +24,7 @@ fn id() -> RequestId {
 
 fn opening(kind: Kind) -> Opening {
     let (sender, target) = match kind {
-        Kind::PlanApproval | Kind::Permission | Kind::Result => ("alice", "lead"),
+        Kind::PlanApproval | Kind::Permission | Kind::Result | Kind::Amendment => ("alice", "lead"),
         Kind::Shutdown => ("lead", "alice"),
     };
     Opening {
@@ -39,7 +40,7 @@ fn opening(kind: Kind) -> Opening {
 /// The party that must answer `kind`, and one that must not.
 fn parties(kind: Kind) -> (Party, Party) {
     match kind {
-        Kind::PlanApproval | Kind::Permission | Kind::Result => {
+        Kind::PlanApproval | Kind::Permission | Kind::Result | Kind::Amendment => {
             (Party::Operator, Party::Member("alice".into()))
         }
         Kind::Shutdown => (Party::Member("alice".into()), Party::Member("bob".into())),
@@ -94,7 +95,8 @@ fn other_kind(kind: Kind) -> Kind {
         Kind::PlanApproval => Kind::Shutdown,
         Kind::Shutdown => Kind::Permission,
         Kind::Permission => Kind::Result,
-        Kind::Result => Kind::PlanApproval,
+        Kind::Result => Kind::Amendment,
+        Kind::Amendment => Kind::PlanApproval,
     }
 }
 

@@ -323,6 +323,33 @@ impl Team {
                 now,
                 &mut effects,
             )?)),
+            Op::RequestAmendment {
+                request_id,
+                files,
+                steps,
+                why,
+            } => Reply::Opened(self.request_amendment_op(
+                &member()?,
+                request_id,
+                files,
+                steps,
+                why,
+                now,
+                &mut effects,
+            )?),
+            Op::ReviewAmendment {
+                request_id,
+                approve,
+                feedback,
+                by,
+            } => Reply::Request(Box::new(self.decide_amendment(
+                &request_id,
+                approve,
+                feedback,
+                &by,
+                now,
+                &mut effects,
+            )?)),
             Op::Landed {
                 request_id,
                 landing,

@@ -102,7 +102,8 @@ pub(crate) fn kind() -> impl Strategy<Value = Kind> {
         Just(Kind::PlanApproval),
         Just(Kind::Shutdown),
         Just(Kind::Permission),
-        Just(Kind::Result)
+        Just(Kind::Result),
+        Just(Kind::Amendment)
     ]
 }
 

@@ -96,7 +96,9 @@ impl Machine for Model {
         }
         // Plans and permissions go to the operator, a shutdown to its target.
         let answerer = match kind {
-            Kind::PlanApproval | Kind::Permission | Kind::Result => Party::Operator,
+            Kind::PlanApproval | Kind::Permission | Kind::Result | Kind::Amendment => {
+                Party::Operator
+            }
             Kind::Shutdown => Party::Member(request.opening.target.clone()),
         };
         if caller != &answerer {
