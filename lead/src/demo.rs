@@ -1,26 +1,35 @@
-//! `lead demo`: the whole mission in one command. A lead on a free port with a
-//! review policy, a shared task list, and two teammates as separate
-//! processes on one codebase, both running the same playbook (`claim =
-//! "next"`): each claims the next task, plans for it, works, completes it,
-//! and claims again.
+//! `lead demo`: the whole mission in one command. A lead on a free port with
+//! a review policy and a team repository (`--repo`), a shared task list, and
+//! two teammates as separate processes, each in its own git worktree on its
+//! own branch, both running the same playbook (`claim = "next"`): each
+//! claims the next task, plans for it (unless the task is reviewed by its
+//! result alone), works, submits its result, and claims again.
 //! - The lead creates three tasks: the auth module, session handling, and
-//!   the login docs, which wait for the auth module.
+//!   the login docs, which wait for the auth module and are reviewed by
+//!   their result alone (`--review result`).
 //! - alice claims the auth module; while planning she tries to write (refused,
 //!   nothing written); her first plan has no tests (rejected by policy); her
-//!   revision is approved, and its files are hers until she completes the task.
-//!   She writes them, is refused a write outside her grant, and waits for word
-//!   from whoever builds on her work.
-//! - bob claims session handling; his first plan also edits `src/auth.rs`,
-//!   which alice holds: rejected, the feedback naming alice. His revision
-//!   leaves it alone and is approved; he writes his files, tells the team, and
-//!   completes his task.
-//! - alice hears, completes hers; that unblocks the docs, which the next idle
-//!   teammate claims and completes. Every task ends completed.
+//!   revision is approved. She writes its files, is refused a write outside
+//!   her grant, and asks for one more file (`src/lib.rs`, to register her
+//!   module) by amendment: the policy grants it. She waits for word from
+//!   bob before she lands her work.
+//! - bob starts then, in a worktree of his own: alice's files are not there
+//!   (her work has not landed). His plan is approved; he writes his files,
+//!   `src/lib.rs` among them, and tells alice to land first.
+//! - alice completes her task: her result is reviewed (by the policy: every
+//!   path inside her grant) and merged into `main` as one commit authored by
+//!   her. That unblocks the docs, which she claims: no plan round; she tells
+//!   bob that auth has landed, writes the docs, and her result lands.
+//! - bob completes his: his result conflicts with alice's on `src/lib.rs`
+//!   and is rejected with the path; his teammate process rebases onto the
+//!   new `main` (keeping both sides' lines) and submits again; it lands.
 //! - bob agrees to shut down when asked; alice hears that he terminated, then
-//!   shuts down too.
+//!   shuts down too; their worktrees and branches go with them.
 //!
-//! It prints a transcript from the lead's event stream and exits 0 only if
-//! every step happened, leaving no process behind.
+//! It prints a transcript from the lead's event stream, then the team
+//! branch's history and files, and exits 0 only if every step happened and
+//! `main` holds what it must, leaving no process, worktree or branch behind
+//! but the team's.
 
 use std::{
     collections::HashSet,
@@ -44,25 +53,27 @@ use crate::{
     store::{SqliteStore, Sync},
 };
 
-/// The policy the demo's lead reviews plans with.
+/// The policy the demo's lead reviews plans, results and amendments with.
 const POLICY: &str = r#"require_tests = true
 deny_write = ["db/**"]
 max_files = 5
-deny_overlap = true
+max_changed_lines = 200
+amend_max_files = 1
 "#;
 
-/// The tasks the lead creates: subject, files, and the index of the task it
-/// is blocked by.
-const TASKS: [(&str, &str, Option<usize>); 3] = [
-    ("Add the auth module", "src/auth.rs", None),
-    ("Add session handling", "src/session.rs", None),
-    ("Document the login flow", "docs/login.md", Some(0)),
+/// The tasks the lead creates: subject, files, the index of the task it is
+/// blocked by, and whether it is reviewed by its result alone.
+const TASKS: [(&str, &str, Option<usize>, bool); 3] = [
+    ("Add the auth module", "src/auth.rs", None, false),
+    ("Add session handling", "src/session.rs", None, false),
+    ("Document the login flow", "docs/**", Some(0), true),
 ];
 
 /// The playbook both teammates run.
 const PLAYBOOK: &str = r##"# The team's playbook: alice and bob both run it. Each claims the next
 # task on the list, does what the section with its subject says, completes
-# it, and claims again until none is left.
+# it (its result is reviewed and merged into main), and claims again until
+# none is left.
 claim = "next"
 
 [shutdown]
@@ -71,8 +82,8 @@ reason = "my tasks are done"
 
 [[tasks]]
 subject = "Add the auth module"
-summary = "login() in src/auth.rs, with a test"
-await_message = true    # complete once whoever builds on login() has said so
+summary = "Add login() in src/auth.rs, with a test"
+await_message = true    # land once bob says so
 
 [[tasks.actions]]
 phase = "plan"
@@ -114,21 +125,34 @@ tool = "write_file"     # refused: outside the grant's paths
 path = "db/schema.sql"
 content = "DROP TABLE users;\n"
 
+[[tasks.actions]]
+phase = "work"
+tool = "request_amendment"   # one more file: the policy grants it
+files = ["src/lib.rs"]
+text = "the module must be registered in src/lib.rs"
+
+[[tasks.actions]]
+phase = "work"
+tool = "edit_file"
+path = "src/lib.rs"
+old = "// modules\n"
+new = "// modules\npub mod auth;\n"
+
 [[tasks]]
 subject = "Add session handling"
-summary = "sessions in src/session.rs, on top of login()"
+summary = "Add sessions in src/session.rs, on top of login()"
+await_message = true    # land once alice's auth has landed
+
+[[tasks.actions]]
+phase = "plan"
+tool = "read_file"      # not there: alice's work has not landed
+path = "src/auth.rs"
 
 [[tasks.plans]]
-summary = "Sessions, changing login() to return a user"
-files = ["src/session.rs", "src/auth.rs"]   # src/auth.rs is held: rejected
+summary = "Sessions, on top of login()"
+files = ["src/session.rs", "tests/session_test.rs", "src/lib.rs"]
 tests = ["tests/session_test.rs"]
-steps = ["change login() in src/auth.rs", "write src/session.rs"]
-
-[[tasks.plans]]
-summary = "Sessions, using login() as it is"
-files = ["src/session.rs", "tests/session_test.rs"]
-tests = ["tests/session_test.rs"]
-steps = ["write src/session.rs", "write tests/session_test.rs"]
+steps = ["write src/session.rs", "write tests/session_test.rs", "register the module"]
 
 [[tasks.actions]]
 phase = "work"
@@ -144,19 +168,26 @@ content = "#[test]\nfn no_session_without_a_user() {\n    assert!(session::start
 
 [[tasks.actions]]
 phase = "work"
+tool = "edit_file"
+path = "src/lib.rs"
+old = "// modules\n"
+new = "// modules\npub mod session;\n"
+
+[[tasks.actions]]
+phase = "work"
 tool = "send_message"
-to = "*"
-text = "session handling is in; it calls login() as it is"
+to = "alice"
+text = "sessions are written in my worktree; land auth first"
 
 [[tasks]]
 subject = "Document the login flow"
-summary = "docs/login.md"
+summary = "Document the login flow in docs/login.md"
 
-[[tasks.plans]]
-summary = "Document the login flow"
-files = ["docs/login.md"]
-tests = ["docs check"]
-steps = ["write docs/login.md"]
+[[tasks.actions]]
+phase = "work"
+tool = "send_message"
+to = "bob"
+text = "auth has landed on main"
 
 [[tasks.actions]]
 phase = "work"
@@ -213,6 +244,41 @@ pub fn teammate_beside_lead() -> anyhow::Result<PathBuf> {
     )
 }
 
+/// Runs `git ARGS` in `dir`; its stdout. Fails naming the command.
+fn git(dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "mesh demo")
+        .env("GIT_AUTHOR_EMAIL", "demo@mesh.invalid")
+        .env("GIT_COMMITTER_NAME", "mesh demo")
+        .env("GIT_COMMITTER_EMAIL", "demo@mesh.invalid")
+        .output()
+        .context("running git (the demo's team repository needs it)")?;
+    if !out.status.success() {
+        bail!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// The team's repository: `main`, with a README and `src/lib.rs`.
+fn team_repo(repo: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(repo.join("src"))?;
+    git(repo, &["init", "-q", "-b", "main"])?;
+    std::fs::write(repo.join("README.md"), "# the team's crate\n")?;
+    std::fs::write(repo.join("src/lib.rs"), "// modules\n")?;
+    git(repo, &["add", "-A"])?;
+    git(repo, &["commit", "-q", "-m", "Start the crate"])?;
+    // The lead moves `main`; nobody edits in this checkout.
+    git(repo, &["checkout", "-q", "--detach"])?;
+    Ok(())
+}
+
 /// Runs the demo in `dir` (or a temporary directory).
 pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<()> {
     let temp = tempfile::tempdir()?;
@@ -226,7 +292,19 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
     let state = dir.join("state");
     std::fs::create_dir_all(&state)?;
     std::fs::write(dir.join("playbook.toml"), PLAYBOOK)?;
-    std::fs::create_dir_all(dir.join("repo"))?;
+    let repo_dir = dir.join("repo");
+    if repo_dir.exists() {
+        bail!(
+            "{} exists: the demo makes its team repository there; give it a new --dir",
+            repo_dir.display()
+        );
+    }
+    team_repo(&repo_dir)?;
+    let repo = std::sync::Arc::new(
+        crate::git::Repo::open(&repo_dir, Some("main"))
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?,
+    );
 
     let tokens = Tokens {
         join: shared::auth::new_token(),
@@ -246,11 +324,16 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
             kill_grace: Duration::from_secs(2),
             root: dir.clone(),
             model_keys: Vec::new(),
-            repo: None,
+            repo: Some(repo.clone()),
         }),
+        repo: Some(repo),
+        review: shared::tasks::Review::Both,
         ..HubConfig::default()
     };
-    println!("mesh demo: lead listening on {addr}, approval policy:");
+    println!(
+        "mesh demo: lead listening on {addr}, team repository {} (branch main), approval policy:",
+        repo_dir.display()
+    );
     for line in POLICY.lines() {
         println!("    {line}");
     }
@@ -279,8 +362,9 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
     let _ = stop_tx.send(());
     server.await.context("the lead's server task")??;
     outcome?;
-    check_files(&dir)?;
-    println!("\ndemo complete: every step happened; no teammate process is left running.");
+    check_branch(&repo_dir)?;
+    check_leftovers(&repo_dir, &state)?;
+    println!("\ndemo complete: every step happened; no teammate process, worktree or branch is left but the team's.");
     Ok(())
 }
 
@@ -296,14 +380,19 @@ async fn drive(url: &str, operator_token: &str, dir: &Path) -> anyhow::Result<()
     println!("\n--- transcript (t+ms, from the lead's event stream) ---");
 
     let mut ids: Vec<String> = Vec::new();
-    for (subject, file, blocker) in TASKS {
+    for (subject, files, blocker, result_only) in TASKS {
+        let review = if result_only {
+            pb::TaskReview::Result
+        } else {
+            pb::TaskReview::Unspecified
+        };
         let task = client
             .create_task(pb::CreateTaskRequest {
-                review: 0,
                 subject: subject.into(),
                 description: String::new(),
                 blocked_by: blocker.map(|i| ids[i].clone()).into_iter().collect(),
-                files: vec![file.into()],
+                files: vec![files.into()],
+                review: review as i32,
             })
             .await?
             .into_inner();
@@ -312,12 +401,17 @@ async fn drive(url: &str, operator_token: &str, dir: &Path) -> anyhow::Result<()
 
     let mut story = Story::default();
     spawn(&mut client, "alice", dir).await?;
-    // bob starts once alice holds her files, so that his first plan meets
-    // her hold whatever the timing.
-    wait_for(&mut events, start, "alice's plan to be approved", |kind| {
-        story.see(kind);
-        story.approved.contains("alice")
-    })
+    // bob starts once alice's work is written in her worktree (and not
+    // landed), so that his worktree does not have it whatever the timing.
+    wait_for(
+        &mut events,
+        start,
+        "alice's amendment to be granted",
+        |kind| {
+            story.see(kind);
+            story.amendment_granted
+        },
+    )
     .await?;
     spawn(&mut client, "bob", dir).await?;
     wait_for(&mut events, start, "every task to be completed", |kind| {
@@ -362,16 +456,16 @@ async fn drive(url: &str, operator_token: &str, dir: &Path) -> anyhow::Result<()
             ..Default::default()
         })
         .await?;
-    wait_for(&mut events, start, "alice to terminate", |kind| {
+    wait_for(&mut events, start, "alice's process to end", |kind| {
         story.see(kind);
-        matches!(kind, Kind::Member(m) if m.name == "alice" && m.status == pb::MemberStatus::Terminated as i32)
+        story.exited.contains("alice") && story.exited.contains("bob")
     })
     .await?;
     println!("--- end of transcript ---");
     story.check()
 }
 
-/// Starts `name` on the playbook, in the shared workspace.
+/// Starts `name` on the playbook; the lead makes its worktree.
 async fn spawn(
     client: &mut OperatorClient<
         tonic::service::interceptor::InterceptedService<tonic::transport::Channel, BearerToken>,
@@ -384,7 +478,6 @@ async fn spawn(
             name: name.into(),
             role: "coder".into(),
             script_path: dir.join("playbook.toml").to_string_lossy().into_owned(),
-            workspace: dir.join("repo").to_string_lossy().into_owned(),
             ..Default::default()
         })
         .await?;
@@ -400,12 +493,26 @@ struct Story {
     outside_grant_refused: bool,
     /// A plan was rejected by the policy for having no tests.
     rejected_for_tests: bool,
-    /// bob's plan was rejected for overlapping alice's hold.
-    rejected_for_overlap: bool,
-    /// Members with an approved plan.
-    approved: HashSet<String>,
-    /// Tasks completed.
+    /// alice's amendment was granted by the policy.
+    amendment_granted: bool,
+    /// bob did not find alice's unlanded file in his worktree.
+    isolated: bool,
+    /// alice's auth result was merged.
+    alice_landed: bool,
+    /// bob's result was rejected for its conflict on src/lib.rs.
+    conflict_rejected: bool,
+    /// bob's result landed after the conflict.
+    bob_landed_after_rebase: bool,
+    /// The docs landed without any plan of their task.
+    docs_without_plan: bool,
+    /// Tasks with a plan submitted, by id.
+    planned_tasks: HashSet<String>,
+    /// Completed tasks.
     completed: HashSet<String>,
+    /// The docs task's id, once seen.
+    docs_task: Option<String>,
+    /// Spawned processes that ended.
+    exited: HashSet<String>,
 }
 
 impl Story {
@@ -419,23 +526,64 @@ impl Story {
                     self.outside_grant_refused = true;
                 }
             }
+            Kind::ToolCall(call)
+                if call.member == "bob"
+                    && call.tool == "read_file"
+                    && call.args_json.contains("src/auth.rs")
+                    && call.outcome.contains("No such file") =>
+            {
+                self.isolated = true;
+            }
             Kind::Request(r) if r.r#type == pb::RequestType::PlanApproval as i32 => {
-                if r.status == pb::RequestStatus::Approved as i32 {
-                    self.approved.insert(r.sender.clone());
-                } else if r.status == pb::RequestStatus::Rejected as i32 {
-                    if r.feedback.contains("test") {
-                        self.rejected_for_tests = true;
+                if let Ok(payload) = serde_json::from_str::<serde_json::Value>(&r.payload_json) {
+                    if let Some(task) = payload.pointer("/plan/task_id").and_then(|t| t.as_str()) {
+                        self.planned_tasks.insert(task.to_owned());
                     }
-                    if r.sender == "bob"
-                        && r.feedback.contains("alice")
-                        && r.feedback.contains("src/auth.rs")
+                }
+                if r.status == pb::RequestStatus::Rejected as i32 && r.feedback.contains("test") {
+                    self.rejected_for_tests = true;
+                }
+            }
+            Kind::Request(r)
+                if r.r#type == pb::RequestType::Amendment as i32
+                    && r.status == pb::RequestStatus::Approved as i32
+                    && r.sender == "alice"
+                    && r.feedback.contains("policy") =>
+            {
+                self.amendment_granted = true;
+            }
+            Kind::Request(r) if r.r#type == pb::RequestType::Result as i32 => {
+                let approved = r.status == pb::RequestStatus::Approved as i32;
+                let rejected = r.status == pb::RequestStatus::Rejected as i32;
+                if r.sender == "alice" && approved && r.payload_json.contains("src/auth.rs") {
+                    self.alice_landed = true;
+                }
+                if r.sender == "bob"
+                    && rejected
+                    && r.feedback.contains("conflicts")
+                    && r.feedback.contains("src/lib.rs")
+                {
+                    self.conflict_rejected = true;
+                }
+                if r.sender == "bob" && approved && self.conflict_rejected {
+                    self.bob_landed_after_rebase = true;
+                }
+            }
+            Kind::Task(t) => {
+                if t.review == pb::TaskReview::Result as i32 {
+                    self.docs_task = Some(t.task_id.clone());
+                }
+                if t.status == pb::TaskStatus::Completed as i32 {
+                    self.completed.insert(t.task_id.clone());
+                    if self.docs_task.as_deref() == Some(t.task_id.as_str())
+                        && !self.planned_tasks.contains(&t.task_id)
                     {
-                        self.rejected_for_overlap = true;
+                        self.docs_without_plan = true;
                     }
                 }
             }
-            Kind::Task(t) if t.status == pb::TaskStatus::Completed as i32 => {
-                self.completed.insert(t.task_id.clone());
+            Kind::ChildExited(c) => {
+                self.exited.insert(c.name.clone());
             }
             _ => {}
         }
@@ -447,12 +595,26 @@ impl Story {
             (self.plan_mode_refused, "a write in plan mode refused"),
             (self.rejected_for_tests, "a plan without tests rejected"),
             (
-                self.rejected_for_overlap,
-                "bob's plan rejected for alice's files",
-            ),
-            (
                 self.outside_grant_refused,
                 "a write outside the grant refused",
+            ),
+            (
+                self.amendment_granted,
+                "alice's amendment granted by the policy",
+            ),
+            (
+                self.isolated,
+                "bob's worktree without alice's unlanded file",
+            ),
+            (self.alice_landed, "alice's result merged"),
+            (
+                self.conflict_rejected,
+                "bob's result rejected for its conflict on src/lib.rs",
+            ),
+            (self.bob_landed_after_rebase, "bob's rebased result merged"),
+            (
+                self.docs_without_plan,
+                "the docs landed without a plan round",
             ),
         ]
         .into_iter()
@@ -489,29 +651,77 @@ async fn wait_for(
     }
 }
 
-/// What must be on disk after the demo, and what must not.
-fn check_files(dir: &Path) -> anyhow::Result<()> {
-    println!("\nthe shared workspace (repo/):");
+/// What the team branch must hold after the demo: its history (who landed
+/// what, on top of the start) and its files.
+fn check_branch(repo: &Path) -> anyhow::Result<()> {
+    println!("\nthe team branch (main), newest first:");
+    let log = git(repo, &["log", "--format=%h %an: %s", "main"])?;
+    for line in log.lines() {
+        println!("  {line}");
+    }
+    let authors: Vec<String> = git(repo, &["log", "--format=%an", "main"])?
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut landed = authors.clone();
+    landed.pop(); // the start
+    landed.sort();
+    if landed != ["alice", "alice", "bob"] {
+        bail!("main should have two commits of alice's and one of bob's on the start; it has {authors:?}");
+    }
+    let trailers = git(repo, &["log", "--format=%B", "-1", "main"])?;
+    if !trailers.contains("Mesh-Task: ") || !trailers.contains("Mesh-Result: ") {
+        bail!("the newest commit on main has no Mesh-Task/Mesh-Result trailers: {trailers}");
+    }
+    println!("\nthe files on main:");
     for (path, expected) in [
-        ("src/auth.rs", true),
-        ("tests/auth_test.rs", true),
-        ("src/session.rs", true),
-        ("tests/session_test.rs", true),
-        ("docs/login.md", true),
-        ("db/schema.sql", false),
+        ("src/auth.rs", Some("pub fn login")),
+        ("tests/auth_test.rs", Some("login_needs_a_user")),
+        ("src/session.rs", Some("pub fn start")),
+        ("tests/session_test.rs", Some("no_session_without_a_user")),
+        ("src/lib.rs", Some("pub mod auth;\npub mod session;")),
+        ("docs/login.md", Some("# Login")),
+        ("db/schema.sql", None),
     ] {
-        let exists = dir.join("repo").join(path).is_file();
-        let mark = if exists == expected { "ok " } else { "BAD" };
+        let content = git(repo, &["show", &format!("main:{path}")]).ok();
+        let ok = match (&content, expected) {
+            (Some(content), Some(expected)) => content.contains(expected),
+            (None, None) => true,
+            _ => false,
+        };
+        let mark = if ok { "ok " } else { "BAD" };
         println!(
             "  {mark} {path}: {}",
-            if exists { "written" } else { "absent" }
+            if content.is_some() {
+                "landed"
+            } else {
+                "absent"
+            }
         );
-        if exists != expected {
+        if !ok {
             bail!(
-                "{path} should be {}",
-                if expected { "written" } else { "absent" }
+                "main:{path} should be {}",
+                match expected {
+                    Some(text) => format!("landed, holding {text:?}"),
+                    None => "absent".into(),
+                }
             );
         }
     }
+    Ok(())
+}
+
+/// No teammate worktree or branch is left: only the team's.
+fn check_leftovers(repo: &Path, state: &Path) -> anyhow::Result<()> {
+    let worktrees = git(repo, &["worktree", "list", "--porcelain"])?;
+    let count = worktrees
+        .lines()
+        .filter(|l| l.starts_with("worktree "))
+        .count();
+    let branches = git(repo, &["branch", "--list", "mesh/*"])?;
+    if count != 1 || !branches.is_empty() || state.join("worktrees/alice").exists() {
+        bail!("teammates' worktrees or branches are left: {worktrees}\n{branches}");
+    }
+    println!("\nworktrees and branches left: only main's checkout");
     Ok(())
 }

@@ -360,6 +360,9 @@ pub(crate) struct Hub {
     stage_jobs: Option<mpsc::Sender<crate::chain::stages::StageJob>>,
     /// The lander's queue (`--repo`).
     lands: Option<mpsc::Sender<landing::LandJob>>,
+    /// Worktrees of ended teammates being removed (`--repo`), awaited when
+    /// the hub finishes.
+    tidying: Vec<tokio::task::JoinHandle<()>>,
     /// Names this lead process's model calls (the reviewer's) in the usage
     /// ledger: made at start, so a restarted lead's calls add to the last.
     reviewer_epoch: String,
@@ -468,6 +471,7 @@ pub(crate) fn load(
         review_jobs: None,
         stage_jobs: None,
         lands: None,
+        tidying: Vec::new(),
         reviewer_epoch: uuid::Uuid::new_v4().to_string(),
         reviewer_totals: HashMap::new(),
     };

@@ -372,6 +372,16 @@ fn raw_event_line(event: &pb::Event) -> String {
             );
             if !r.feedback.is_empty() {
                 line.push_str(&format!(" ({})", r.feedback));
+            } else if let Some(step) = r.reviews.last() {
+                // Pending: what its reviewers said so far.
+                let landing =
+                    r.r#type == pb::RequestType::Result as i32 && step.verdict == "approve";
+                line.push_str(&format!(
+                    " ({} {}{})",
+                    step.reviewer,
+                    step.verdict,
+                    if landing { "; merging" } else { "" }
+                ));
             }
             line
         }

@@ -8,9 +8,9 @@
 //! After a landing the worktree moves to the landed commit, clean, ready
 //! for the next task. A result that conflicts with the team branch is
 //! rebased: the change is set aside, the worktree moves to the branch's new
-//! head, and the change is put back, keeping the teammate's side of every
-//! conflicting file; then it is submitted again, superseding the rejected
-//! one.
+//! head, and the change is put back, each conflicting file keeping both
+//! sides' lines (a union merge); then it is submitted again, superseding the
+//! rejected one, and reviewed again.
 
 use std::path::{Path, PathBuf};
 
@@ -135,12 +135,59 @@ impl TeamRepo {
         git_ok(&self.worktree, &["reset", "-q", "--hard", head]).await?;
         let (popped, _, _) = git(&self.worktree, &["stash", "pop", "-q"]).await?;
         if !popped {
-            // Conflicts: take the stash's side (the teammate's work), then
-            // drop the stash that a failed pop keeps.
-            git_ok(&self.worktree, &["checkout", "--theirs", "--", "."]).await?;
+            // Conflicts: each file keeps both sides' lines (a union merge:
+            // the branch's, then the teammate's); then the stash a failed
+            // pop keeps is dropped. The result is reviewed again.
+            let conflicted = git_ok(
+                &self.worktree,
+                &["diff", "--name-only", "--diff-filter=U", "-z"],
+            )
+            .await?;
+            for path in conflicted.split('\0').filter(|p| !p.is_empty()) {
+                self.union(path).await?;
+            }
             git_ok(&self.worktree, &["reset", "-q"]).await?;
             git_ok(&self.worktree, &["stash", "drop", "-q"]).await?;
         }
+        Ok(())
+    }
+
+    /// Resolves the conflicting `path` by keeping both sides' lines.
+    async fn union(&self, path: &str) -> Result<(), GitFailed> {
+        let scratch = tempfile::tempdir().map_err(|e| GitFailed(e.to_string()))?;
+        let mut sides = Vec::new();
+        for stage in ["1", "2", "3"] {
+            let out = tokio::process::Command::new("git")
+                .arg("-C")
+                .arg(&self.worktree)
+                .args(["show", &format!(":{stage}:{path}")])
+                .output()
+                .await
+                .map_err(|e| GitFailed(format!("cannot run git: {e}")))?;
+            let file = scratch.path().join(stage);
+            // A side without the file (added on both sides): empty.
+            let bytes = if out.status.success() {
+                out.stdout
+            } else {
+                Vec::new()
+            };
+            std::fs::write(&file, bytes).map_err(|e| GitFailed(e.to_string()))?;
+            sides.push(file.to_string_lossy().into_owned());
+        }
+        let out = tokio::process::Command::new("git")
+            .args([
+                "merge-file",
+                "--union",
+                "-p",
+                &sides[1],
+                &sides[0],
+                &sides[2],
+            ])
+            .output()
+            .await
+            .map_err(|e| GitFailed(format!("cannot run git: {e}")))?;
+        std::fs::write(self.worktree.join(path), out.stdout)
+            .map_err(|e| GitFailed(format!("{path}: {e}")))?;
         Ok(())
     }
 }

@@ -271,8 +271,17 @@ async fn the_demo_runs_the_whole_mission_and_leaves_no_process() {
         "lead -> alice: teammate_terminated bob",
         "\"Add the auth module\" CLAIMED by alice",
         "\"Add session handling\" CLAIMED by bob",
-        "rejected by policy: deny_overlap: the plan writes src/auth.rs, which alice holds",
+        "alice -> lead: amendment_request",
+        "approved by policy: a small amendment",
+        "bob ran read_file {\"path\":\"src/auth.rs\"}: src/auth.rs: No such file",
+        "result_response",
+        "rejected conflicts=[\"src/lib.rs\"]",
+        "This task is reviewed by its result alone",
         "bob -> alice: text",
+        "alice: Add login() in src/auth.rs, with a test",
+        "bob: Add sessions in src/session.rs, on top of login()",
+        "ok  src/lib.rs: landed",
+        "worktrees and branches left: only main's checkout",
         "\"Add the auth module\" COMPLETED by alice",
         "\"Add session handling\" COMPLETED by bob",
         "\"Document the login flow\" COMPLETED by",
@@ -283,7 +292,9 @@ async fn the_demo_runs_the_whole_mission_and_leaves_no_process() {
             "{expected:?} missing from the transcript:\n{out}"
         );
     }
-    // The docs task waits for the auth module: it is claimed only after.
+    // The docs task waits for the auth module: it is claimed only after
+    // the auth module's result landed. bob's first result conflicts with
+    // alice's, which landed first.
     let at = |needle: &str| {
         out.find(needle)
             .unwrap_or_else(|| panic!("{needle:?} missing"))

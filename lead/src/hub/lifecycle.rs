@@ -160,6 +160,9 @@ impl Hub {
         if let Err(e) = self.settle().await {
             tracing::error!(error = %e, "cannot persist the last changes");
         }
+        for tidy in std::mem::take(&mut self.tidying) {
+            let _ = tidy.await;
+        }
         // The store closes as the hub is dropped at the end of this call.
         self.committer.close();
         for inbox in self.inboxes.iter_mut() {

@@ -466,7 +466,7 @@ impl Hub {
     /// with its branch, unless it holds work that has not landed (kept for
     /// `lead gc --force`, or for a teammate of that name to take up again).
     /// Git runs off the hub.
-    fn tidy_worktree(&self, name: &str) {
+    fn tidy_worktree(&mut self, name: &str) {
         let (Some(repo), Some(spawner)) = (self.config.repo.clone(), self.config.spawner.as_ref())
         else {
             return;
@@ -476,7 +476,8 @@ impl Hub {
             return;
         }
         let name = name.to_owned();
-        tokio::spawn(async move {
+        self.tidying.retain(|t| !t.is_finished());
+        self.tidying.push(tokio::spawn(async move {
             match repo.remove_worktree(&dir, &name, false).await {
                 Ok(true) => {
                     tracing::info!(member = %name, worktree = %dir.display(), "removed the worktree: its work landed")
@@ -486,7 +487,7 @@ impl Hub {
                 }
                 Err(e) => tracing::warn!(member = %name, error = %e, "cannot remove the worktree"),
             }
-        });
+        }));
     }
 }
 
