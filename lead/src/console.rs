@@ -192,6 +192,7 @@ pub(crate) async fn serve(
         .route("/api/approve", post(approve))
         .route("/api/reject", post(reject))
         .route("/api/permission", post(permission))
+        .route("/api/decide", post(decide))
         .route("/api/shutdown", post(shutdown))
         .with_state(console);
     axum::serve(listener, app)
@@ -481,6 +482,56 @@ async fn permission(
             })
         })
         .map_err(HubError::from);
+    decided(
+        console
+            .hub
+            .apply(operator(), Call::Operator, op)
+            .await
+            .map(decision_json),
+    )
+}
+
+/// A decision on a result or an amendment.
+#[derive(Deserialize)]
+struct Decide {
+    request_id: String,
+    /// `result` or `amendment`.
+    kind: String,
+    approve: bool,
+    #[serde(default)]
+    feedback: String,
+}
+
+async fn decide(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Json(form): Json<Decide>,
+) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    let by = "operator (console)";
+    let op = match form.kind.as_str() {
+        "result" => crate::from_wire::review_result(
+            shared::pb::ResultReview {
+                request_id: form.request_id,
+                approve: form.approve,
+                feedback: form.feedback,
+            },
+            by,
+        ),
+        "amendment" => crate::from_wire::review_amendment(
+            shared::pb::AmendmentReview {
+                request_id: form.request_id,
+                approve: form.approve,
+                feedback: form.feedback,
+            },
+            by,
+        ),
+        other => {
+            Err(FieldError::new("kind", format!("{other:?} is not result or amendment")).into())
+        }
+    };
     decided(
         console
             .hub

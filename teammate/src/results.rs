@@ -115,8 +115,7 @@ impl TeamRepo {
             return Ok(());
         }
         let head = format!("refs/heads/{}", self.branch);
-        let short: String = task_id.chars().take(8).collect();
-        let branch = format!("mesh/{name}/{short}");
+        let branch = format!("mesh/{name}/{task_id}");
         git_ok(&self.worktree, &["checkout", "-q", "-B", &branch, &head]).await?;
         Ok(())
     }

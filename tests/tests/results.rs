@@ -649,10 +649,9 @@ content = "1"
         "alice"
     );
     let worktree = lead.state_dir().join("worktrees/alice");
-    let short: String = task.task_id.chars().take(8).collect();
     assert_eq!(
         git(&worktree, &["rev-parse", "--abbrev-ref", "HEAD"]),
-        format!("mesh/alice/{short}"),
+        format!("mesh/alice/{}", task.task_id),
         "its own branch for the task"
     );
     // The shared checkout never saw the file: nothing but the landing wrote
@@ -1052,4 +1051,112 @@ async fn an_amendment_is_approved_by_policy_or_left_for_a_person() {
         .expect_err("no why");
     assert_eq!(err.code(), tonic::Code::InvalidArgument);
     assert!(err.message().starts_with("why"), "{}", err.message());
+}
+
+/// The console shows a result as a diff, file by file (added and removed
+/// lines marked), beside its task and plan, and an amendment as a delta;
+/// approving them there merges the result and widens the grant. Writes
+/// `target/console-shots/result-1280.png` and `amendment-1280.png`.
+#[tokio::test]
+async fn the_console_shows_a_results_diff_and_an_amendments_delta_and_decides_them() {
+    let repo = team_repo();
+    let lead = start(repo.path(), &[]).await;
+    let mut operator = lead.operator().await;
+    let browser = lead.console_browser().await;
+    let mut alice = lead.join("alice").await;
+    let task = claimed_task(&mut operator, &mut alice, "add two").await;
+    let plan = plan_approved(&mut operator, &mut alice, &task, &["src/lib.rs"]).await;
+    let shots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/console-shots");
+    std::fs::create_dir_all(&shots).expect("shots dir");
+
+    let amendment = alice
+        .api
+        .request_amendment(pb::AmendmentRequest {
+            files: vec!["src/two.rs".into()],
+            steps: vec!["put two() in its own file".into()],
+            why: "two() deserves its own module".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("amend")
+        .into_inner()
+        .request_id;
+    browser
+        .wait_for("[data-testid=amendment] h3", "alice asks to add src/two.rs")
+        .await;
+    browser
+        .wait_for(
+            "[data-testid=amendment]",
+            "+ step: put two() in its own file",
+        )
+        .await;
+    browser.screenshot(&shots.join("amendment-1280.png")).await;
+    let approve = browser
+        .wait_for("[data-testid=amendment] [data-testid=approve]", "Approve")
+        .await;
+    browser.click(&approve).await;
+    let granted = alice
+        .next_matching(|e| matches!(&e.body, Some(pb::envelope::Body::AmendmentResponse(r)) if r.request_id == amendment))
+        .await;
+    assert!(matches!(granted.body, Some(pb::envelope::Body::AmendmentResponse(r)) if r.approve));
+
+    let (wt, base) = worktree(repo.path(), "alice");
+    std::fs::write(wt.join("src/lib.rs"), "pub fn one() -> u32 { 2 }\n").expect("write");
+    std::fs::write(wt.join("src/two.rs"), "pub fn two() -> u32 { 2 }\n").expect("write");
+    let id = submit(
+        &mut alice,
+        &task,
+        &base,
+        diff_of(&wt, &base),
+        "Add two()",
+        "",
+    )
+    .await
+    .expect("submit");
+    browser
+        .wait_for("[data-testid=result] h3", "Add two()")
+        .await;
+    browser
+        .wait_for(
+            "[data-testid=result] .diff .add",
+            "+pub fn two() -> u32 { 2 }",
+        )
+        .await;
+    browser
+        .wait_for(
+            "[data-testid=result] .diff .del",
+            "-pub fn one() -> u32 { 1 }",
+        )
+        .await;
+    browser
+        .wait_for("[data-testid=result] .diff summary", "src/two.rs")
+        .await;
+    browser
+        .wait_for("[data-testid=result] .meta", &format!("under plan {plan}"))
+        .await;
+    browser.screenshot(&shots.join("result-1280.png")).await;
+    let approve = browser
+        .wait_for(
+            "[data-testid=result] [data-testid=approve]",
+            "Approve and merge",
+        )
+        .await;
+    browser.click(&approve).await;
+    let landed = answer(&mut alice, &id).await;
+    assert!(landed.approve, "{landed:?}");
+    assert_eq!(git(repo.path(), &["rev-parse", "main"]), landed.commit);
+    let state = operator
+        .get_request(pb::GetRequestRequest { request_id: id })
+        .await
+        .expect("get")
+        .into_inner();
+    assert!(
+        state
+            .reviews
+            .iter()
+            .any(|r| r.reviewer == "operator (console)" && r.verdict == "approve"),
+        "{:?}",
+        state.reviews
+    );
+    browser.quit().await;
 }

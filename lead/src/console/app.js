@@ -158,6 +158,78 @@ function permissionCard(r) {
     status);
 }
 
+// A result's diff, file by file, each line marked added or removed.
+function diffFiles(diffText) {
+  const wrap = el("div", { class: "diff", "data-testid": "diff" });
+  const files = diffText.split(/^(?=diff --git )/m).filter((f) => f.trim());
+  for (const f of files) {
+    const head = f.split("\n", 1)[0];
+    const path = (head.match(/ b\/(.*)$/) || [null, head])[1];
+    const pre = el("pre", {});
+    for (const line of f.split("\n").slice(1)) {
+      const cls = line.startsWith("+") && !line.startsWith("+++") ? "add"
+        : line.startsWith("-") && !line.startsWith("---") ? "del" : "";
+      pre.append(el("span", { class: cls, text: line + "\n" }));
+    }
+    wrap.append(el("details", { open: "" }, el("summary", { text: path }), pre));
+  }
+  return wrap;
+}
+
+// A decision on a result or an amendment: approve, or reject with feedback.
+function decideForm(r, kind, what) {
+  const id = r.request_id;
+  const feedback = el("textarea", { rows: "2", id: "fb-" + id, "data-testid": "feedback" });
+  const status = el("p", { class: "error", role: "alert" });
+  const act = (approve) => decided(post("/api/decide", { request_id: id, kind, approve, feedback: feedback.value }),
+    approve ? "approved" : "rejected", status);
+  return el("div", { class: "decide" },
+    el("label", { for: "fb-" + id, text: "Feedback (required to reject)" }), feedback,
+    el("button", { class: "approve", "data-testid": "approve", text: what, onclick: () => act(true) }),
+    el("button", { class: "reject", "data-testid": "reject", text: "Reject", onclick: () => {
+      if (!feedback.value.trim()) { status.textContent = "Say why: the teammate revises against the feedback."; feedback.focus(); return; }
+      act(false);
+    } }),
+    status);
+}
+
+function resultCard(r) {
+  const p = r.payload || {};
+  const result = p.result || {};
+  const files = result.files || [];
+  const card = el("article", { class: "card", "data-request-id": r.request_id, "data-testid": "result" },
+    el("h3", { text: result.summary || "(no summary)" }),
+    el("div", { class: "meta" }, `result from ${r.sender}, waiting `, since(r.created_at_unix_ms),
+      `, for task ${result.task_id || "?"}`, p.plan_id ? `, under plan ${p.plan_id}` : "",
+      `, against ${(result.base || "").slice(0, 12)}`));
+  if ((p.outside_grant || []).length) {
+    card.append(el("p", { class: "overlap", text: `outside the grant: ${p.outside_grant.join(", ")}` }));
+  }
+  card.append(el("div", { text: "Files:" }), list(files.map((f) => f.binary ? `${f.path} (binary)` : `${f.path} +${f.added} -${f.removed}`)));
+  card.append(diffFiles(result.diff || ""));
+  if (result.test_output) card.append(el("div", { text: "Its test output:" }), el("pre", { text: result.test_output }));
+  const history = historyOf(r);
+  if (history) card.append(history);
+  card.append(decideForm(r, "result", "Approve and merge"));
+  return card;
+}
+
+function amendmentCard(r) {
+  const p = r.payload || {};
+  const card = el("article", { class: "card", "data-request-id": r.request_id, "data-testid": "amendment" },
+    el("h3", { text: `${r.sender} asks to add ${(p.files || []).join(", ")}` }),
+    el("div", { class: "meta" }, "amendment, waiting ", since(r.created_at_unix_ms),
+      p.plan_id ? `, to plan ${p.plan_id}` : ""),
+    el("p", { text: p.why || "" }));
+  for (const held of p.held_by_others || []) card.append(el("p", { class: "overlap", text: `held by ${held}` }));
+  card.append(el("div", { text: "The grant now:" }), list(p.holds || []),
+    el("div", { text: "Added:" }), list((p.files || []).map((f) => "+ " + f).concat((p.steps || []).map((s) => "+ step: " + s))));
+  const history = historyOf(r);
+  if (history) card.append(history);
+  card.append(decideForm(r, "amendment", "Approve"));
+  return card;
+}
+
 // After a decision: say so, and put the focus on what comes next in the
 // queue (the card at the same place, once the decided one is gone).
 let focusAfter = null; // { at, id }: the decided card's place and request
@@ -204,7 +276,9 @@ function renderQueue() {
     const key = r.request_id + ":" + (r.reviews || []).length;
     let card = [...queue.children].find((c) => c.dataset.key === key);
     if (!present.has(key)) {
-      card = r.type === "permission" ? permissionCard(r) : planCard(r);
+      card = r.type === "permission" ? permissionCard(r)
+        : r.type === "result" ? resultCard(r)
+        : r.type === "amendment" ? amendmentCard(r) : planCard(r);
       card.dataset.key = key;
     }
     if (previous) previous.after(card); else queue.prepend(card);
@@ -326,7 +400,9 @@ function renderHistory() {
   const decided = [...requests.values()].filter((r) => r.status !== "pending")
     .sort((a, b) => b.resolved_at_unix_ms - a.resolved_at_unix_ms).slice(0, 100);
   document.getElementById("history").replaceChildren(...decided.map((r) => {
-    const summary = r.type === "plan_approval" ? (r.payload.plan || {}).summary : r.type;
+    const summary = r.type === "plan_approval" ? (r.payload.plan || {}).summary
+      : r.type === "result" ? `result: ${((r.payload || {}).result || {}).summary || ""}`
+      : r.type === "amendment" ? `amendment: +${((r.payload || {}).files || []).join(", +")}` : r.type;
     const item = el("li", { text: `${r.status}: ${summary} (${r.sender} → ${r.target})${r.feedback ? " — " + r.feedback : ""}` });
     const history = historyOf(r);
     if (history) item.append(history);
@@ -366,7 +442,8 @@ function requestSentence(r) {
   if (before && before.status === r.status) {
     if (reviews.length <= before.reviews) return null;
     const step = reviews[reviews.length - 1];
-    return `${step.reviewer} (${step.verdict}) on ${r.sender}'s plan` + (step.words ? `: ${step.words}` : "");
+    const what = { result: "result", amendment: "amendment" }[r.type] || "plan";
+    return `${step.reviewer} (${step.verdict}) on ${r.sender}'s ${what}` + (step.words ? `: ${step.words}` : "");
   }
   const who = r.sender;
   const sentences = {
@@ -374,6 +451,10 @@ function requestSentence(r) {
       rejected: `${who}'s plan was rejected: ${r.feedback || ""}`, expired: `${who}'s plan expired` },
     permission: { pending: `${who} asks for permission`, approved: `${who}'s permission was allowed`,
       rejected: `${who}'s permission was denied: ${r.feedback || ""}`, expired: `${who}'s permission request expired` },
+    result: { pending: `${who} sent a result for review`, approved: `${who}'s result landed: ${r.feedback || ""}`,
+      rejected: `${who}'s result was rejected: ${r.feedback || ""}`, expired: `${who}'s result expired` },
+    amendment: { pending: `${who} asks to add to its plan`, approved: `${who}'s amendment was approved`,
+      rejected: `${who}'s amendment was rejected: ${r.feedback || ""}`, expired: `${who}'s amendment expired` },
     shutdown: { pending: `the lead asked ${r.target} to shut down`, approved: `${r.target} agreed to shut down`,
       rejected: `${r.target} refused to shut down: ${r.feedback || ""}`, expired: `the shutdown request for ${r.target} expired` },
   };
