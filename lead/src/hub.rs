@@ -185,6 +185,14 @@ pub(crate) enum Command {
         name: String,
         stream_id: u64,
     },
+    /// Who the caller `claim` names, if it may come in at `door`: for work
+    /// an edge does off the hub before the op (a result's git), so that an
+    /// unknown caller is refused before it.
+    Admit {
+        claim: Claim,
+        door: Call<'static>,
+        reply: Reply<shared::access::Caller>,
+    },
     /// How landing a result came out (`--repo`).
     Landed {
         request_id: shared::names::RequestId,
@@ -632,6 +640,10 @@ impl Hub {
                 request_id,
                 landing,
             } => self.landed(request_id, landing),
+            Command::Admit { claim, door, reply } => {
+                let result = self.admit(claim, door, None);
+                self.reply(reply, result);
+            }
         }
     }
 

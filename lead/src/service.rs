@@ -143,6 +143,20 @@ impl LeadService {
             .await
     }
 
+    /// Whether the caller may call `Lead.<rpc>` (asked of the hub, which
+    /// places a session), for work done before the op.
+    async fn admitted<T>(&self, request: &Request<T>, rpc: &'static str) -> Result<(), Status> {
+        let claim = claim_of(request, &self.tokens);
+        self.hub
+            .call(|reply| Command::Admit {
+                claim,
+                door: Call::Teammate(rpc),
+                reply,
+            })
+            .await?;
+        Ok(())
+    }
+
     /// [`Self::apply`] for an op that answers nothing but success.
     async fn done<T, R: Default>(
         &self,
@@ -272,12 +286,8 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ResultRequest>,
     ) -> Result<Response<pb::SubmitResultResponse>, Status> {
-        // Tokens the lead knows to be no member's are refused before git
-        // runs; a session is placed by the hub, after.
-        if let Claim::Known(caller) = claim_of(&request, &self.tokens) {
-            shared::access::admit(&caller, Call::Teammate("SubmitResult"))
-                .map_err(HubError::from)?;
-        }
+        // The caller is placed first: nobody unknown makes git work.
+        self.admitted(&request, "SubmitResult").await?;
         let Some(repo) = self.repo.clone() else {
             return Err(HubError::FailedPrecondition(
                 "SubmitResult: the lead has no team repository (lead serve --repo); complete the \
@@ -327,9 +337,7 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::GetRepoRequest>,
     ) -> Result<Response<pb::RepoState>, Status> {
-        if let Claim::Known(caller) = claim_of(&request, &self.tokens) {
-            shared::access::admit(&caller, Call::Teammate("GetRepo")).map_err(HubError::from)?;
-        }
+        self.admitted(&request, "GetRepo").await?;
         let Some(repo) = self.repo.clone() else {
             return Err(HubError::FailedPrecondition(
                 "GetRepo: the lead has no team repository (lead serve --repo)".into(),

@@ -47,6 +47,7 @@ const OK: Answer = Answer::Grpc(Code::Ok);
 const FP: Answer = Answer::Grpc(Code::FailedPrecondition);
 const AE: Answer = Answer::Grpc(Code::AlreadyExists);
 const NO: Answer = Answer::Http(401);
+const CONFLICT: Answer = Answer::Http(409);
 const YES: Answer = Answer::Http(200);
 const LOGIN: Answer = Answer::LoginForm;
 const PAGE: Answer = Answer::ConsolePage;
@@ -97,6 +98,9 @@ enum Target {
     Leave,
     LeadListTasks,
     ClaimTask,
+    SubmitResult,
+    GetRepo,
+    RequestAmendment,
     CompleteTask,
     ReviewPlan,
     RequestShutdown,
@@ -109,6 +113,8 @@ enum Target {
     OperatorListTasks,
     SpawnTeammate,
     SetBudget,
+    ReviewResult,
+    ReviewAmendment,
     Page,
     State,
     Events,
@@ -117,6 +123,7 @@ enum Target {
     Reject,
     Permission,
     Shutdown,
+    Decide,
 }
 
 // Columns: no metadata | `Basic <base64>` | `Bearer ` and nothing | non-ASCII
@@ -124,7 +131,7 @@ enum Target {
 // token of carol, who left | the join token | alice's session token | bob's
 // session token | the operator token.
 #[rustfmt::skip]
-const GRPC: [(Target, [Answer; 11]); 25] = [
+const GRPC: [(Target, [Answer; 11]); 30] = [
     //                           none  basic empty garb. bare  wrong left  join  alice bob   oper.
     // Known credentials of the wrong kind: PERMISSION_DENIED, as on every other rpc.
     (Target::Join,              [UN,   UN,   UN,   UN,   UN,   UN,   UN,   OK,   PD,   PD,   PD]),
@@ -143,6 +150,11 @@ const GRPC: [(Target, [Answer; 11]); 25] = [
     (Target::LeadListTasks,     [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   OK,   OK,   PD]),
     // alice's task: claimed by another member is FAILED_PRECONDITION (mesh.proto).
     (Target::ClaimTask,         [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   OK,   FP,   PD]),
+    // This lead has no team repository (--repo): after the caller is placed.
+    (Target::SubmitResult,      [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   FP,   FP,   PD]),
+    (Target::GetRepo,           [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   FP,   FP,   PD]),
+    // alice holds an approved plan; bob, in plan mode, has none to amend.
+    (Target::RequestAmendment,  [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   OK,   FP,   PD]),
     // alice's task: PERMISSION_DENIED for anyone but its owner (mesh.proto).
     (Target::CompleteTask,      [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   OK,   PD,   PD]),
     (Target::ReviewPlan,        [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   OK]),
@@ -157,12 +169,15 @@ const GRPC: [(Target, [Answer; 11]); 25] = [
     // alice is on the team already: nothing is started.
     (Target::SpawnTeammate,     [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   AE]),
     (Target::SetBudget,         [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   OK]),
+    // alice's plan is no result and no amendment: the types differ.
+    (Target::ReviewResult,      [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   FP]),
+    (Target::ReviewAmendment,   [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   FP]),
 ];
 
 /// The console takes the operator token as a bearer; everyone else gets the
 /// login form at `/` and 401 everywhere else.
 #[rustfmt::skip]
-const CONSOLE: [(Target, [Answer; 11]); 8] = [
+const CONSOLE: [(Target, [Answer; 11]); 9] = [
     //                    none   basic  empty  garb.  bare   wrong  left   join   alice  bob    oper.
     (Target::Page,       [LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, PAGE]),
     (Target::State,      [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    YES]),
@@ -172,6 +187,8 @@ const CONSOLE: [(Target, [Answer; 11]); 8] = [
     (Target::Reject,     [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    YES]),
     (Target::Permission, [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    YES]),
     (Target::Shutdown,   [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    YES]),
+    // alice's plan is no result: the types differ.
+    (Target::Decide,     [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    CONFLICT]),
 ];
 
 /// A lead with a team in every state the rows need: alice (in DEFAULT mode,
@@ -462,6 +479,41 @@ impl Fixture {
                 };
                 unary(operator.spawn_teammate(req(auth, body)).await)
             }
+            Target::SubmitResult => {
+                let body = pb::ResultRequest {
+                    task_id: Clone::clone(&self.task),
+                    base: "0".repeat(40),
+                    diff: "diff --git a/x b/x\n".into(),
+                    summary: "done".into(),
+                    ..Default::default()
+                };
+                unary(lead.submit_result(req(auth, body)).await)
+            }
+            Target::GetRepo => unary(lead.get_repo(req(auth, pb::GetRepoRequest {})).await),
+            Target::RequestAmendment => {
+                let body = pb::AmendmentRequest {
+                    files: vec!["src/extra.rs".into()],
+                    why: "needed".into(),
+                    ..Default::default()
+                };
+                unary(lead.request_amendment(req(auth, body)).await)
+            }
+            Target::ReviewResult => {
+                let body = pb::ResultReview {
+                    request_id: Clone::clone(&self.plan),
+                    approve: true,
+                    feedback: String::new(),
+                };
+                unary(operator.review_result(req(auth, body)).await)
+            }
+            Target::ReviewAmendment => {
+                let body = pb::AmendmentReview {
+                    request_id: Clone::clone(&self.plan),
+                    approve: true,
+                    feedback: String::new(),
+                };
+                unary(operator.review_amendment(req(auth, body)).await)
+            }
             Target::SetBudget => {
                 let body = pb::SetBudgetRequest {
                     name: "bob".into(),
@@ -498,6 +550,10 @@ impl Fixture {
                 serde_json::json!({"request_id": self.permission, "approve": true}),
             ),
             Target::Shutdown => post("api/shutdown", serde_json::json!({"name": "bob"})),
+            Target::Decide => post(
+                "api/decide",
+                serde_json::json!({"request_id": self.plan, "kind": "result", "approve": true}),
+            ),
             _ => unreachable!("{target:?} is an rpc"),
         };
         if let Some(value) = authorization {
@@ -541,6 +597,7 @@ impl Target {
             Target::Reject => "POST /api/reject".into(),
             Target::Permission => "POST /api/permission".into(),
             Target::Shutdown => "POST /api/shutdown".into(),
+            Target::Decide => "POST /api/decide".into(),
             c if c.is_lead_rpc() => format!("Lead.{c:?}"),
             c => format!("Operator.{c:?}"),
         }
