@@ -273,12 +273,17 @@ impl Repo {
                 "changes nothing against its base".into(),
             ));
         }
+        // Fixed names and dates: the same diff on the same base with the
+        // same summary is the same commit, so a retried SubmitResult is the
+        // same request (the landed commit is made afresh).
         let commit = self
             .git_ok(
                 &["commit-tree", &tree, "-p", &base, "-m", summary],
                 &[
                     ("GIT_AUTHOR_NAME", "mesh"),
                     ("GIT_AUTHOR_EMAIL", COMMITTER.1),
+                    ("GIT_AUTHOR_DATE", "@0 +0000"),
+                    ("GIT_COMMITTER_DATE", "@0 +0000"),
                 ],
             )
             .await

@@ -117,6 +117,23 @@ impl TeamRepo {
         let head = format!("refs/heads/{}", self.branch);
         let branch = format!("mesh/{name}/{task_id}");
         git_ok(&self.worktree, &["checkout", "-q", "-B", &branch, &head]).await?;
+        // The branches of its earlier tasks, landed: gone.
+        let pattern = format!("mesh/{name}/*");
+        let merged = format!("--merged={head}");
+        let done = git_ok(
+            &self.worktree,
+            &[
+                "branch",
+                "--list",
+                "--format=%(refname:short)",
+                &merged,
+                &pattern,
+            ],
+        )
+        .await?;
+        for old in done.lines().filter(|b| !b.is_empty() && *b != branch) {
+            let _ = git(&self.worktree, &["branch", "-q", "-D", old]).await?;
+        }
         Ok(())
     }
 

@@ -229,16 +229,38 @@ async fn a_result_is_reviewed_then_merged_as_one_commit_with_its_author_and_trai
     )
     .expect("write");
     std::fs::write(wt.join("src/logo.bin"), [0u8, 159, 146, 150, 255]).expect("write binary");
-    let id = submit(
-        &mut alice,
-        &task,
-        &base,
-        diff_of(&wt, &base),
-        "Add two()",
-        "",
-    )
-    .await
-    .expect("submit result");
+    let diff = diff_of(&wt, &base);
+    let id = submit(&mut alice, &task, &base, diff.clone(), "Add two()", "")
+        .await
+        .expect("submit result");
+    // A retry with the same id is the same request, not a new one.
+    let retried = alice
+        .api
+        .submit_result(pb::ResultRequest {
+            request_id: id.clone(),
+            task_id: task.clone(),
+            base: base.clone(),
+            diff: diff.clone(),
+            summary: "Add two()".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("a retry")
+        .into_inner();
+    assert_eq!(retried.request_id, id);
+    let reused = alice
+        .api
+        .submit_result(pb::ResultRequest {
+            request_id: id.clone(),
+            task_id: task.clone(),
+            base: base.clone(),
+            diff,
+            summary: "something else".into(),
+            ..Default::default()
+        })
+        .await
+        .expect_err("the id reused for another result");
+    assert_eq!(reused.code(), tonic::Code::AlreadyExists);
 
     // It waits for a person, with what it changes in the list.
     let pending = operator
