@@ -340,8 +340,28 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
         }
         token = page.next_page_token;
     }
+    let mut tasks = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page: Listed<shared::tasks::Task> = hub
+            .apply(
+                operator(),
+                Call::Operator,
+                Ok(Op::ListTasks {
+                    status: None,
+                    page: next_page(&token, crate::paging::TASKS)?,
+                }),
+            )
+            .await?;
+        let page = crate::service::tasks_page(page);
+        tasks.extend(page.tasks.iter().map(render::task_json));
+        if page.next_page_token.is_empty() {
+            break;
+        }
+        token = page.next_page_token;
+    }
     Ok(json!({
-        "members": members, "requests": requests,
+        "members": members, "requests": requests, "tasks": tasks,
         "team_usage": team_usage, "other_usage": other_usage,
     }))
 }

@@ -347,7 +347,17 @@ pub fn task_json(t: &pb::Task) -> Value {
         "status": task_status(t.status), "owner": t.owner, "blocked_by": t.blocked_by,
         "files": t.files, "created_at_unix_ms": t.created_at_unix_ms,
         "updated_at_unix_ms": t.updated_at_unix_ms, "summary": t.summary,
+        "review": task_review(t.review),
     })
+}
+
+/// `plan`, `result`, `both` (unspecified: `plan`, as before reviews existed).
+pub fn task_review(review: i32) -> &'static str {
+    match pb::TaskReview::try_from(review) {
+        Ok(pb::TaskReview::Result) => "result",
+        Ok(pb::TaskReview::Both) => "both",
+        _ => "plan",
+    }
 }
 
 /// One event as one line, every character a peer could use to draw on the

@@ -31,7 +31,7 @@ use crate::{
 };
 
 /// A page of tasks, for the wire.
-fn tasks_page(listed: Listed<Task>) -> pb::ListTasksResponse {
+pub(crate) fn tasks_page(listed: Listed<Task>) -> pb::ListTasksResponse {
     let (tasks, next_page_token) = paging::render(listed, TASKS, Task::to_pb);
     pb::ListTasksResponse {
         tasks,

@@ -197,6 +197,17 @@ impl Browser {
         .await;
     }
 
+    /// Presses `key` on the keyboard (WebDriver actions: down, then up), as
+    /// a person would, wherever the focus is.
+    pub async fn press(&self, key: &str) {
+        let actions = json!({ "actions": [{
+            "type": "key", "id": "keyboard",
+            "actions": [{ "type": "keyDown", "value": key }, { "type": "keyUp", "value": key }],
+        }]});
+        self.call(reqwest::Method::POST, "/actions", Some(actions))
+            .await;
+    }
+
     /// Clicks the element.
     pub async fn click(&self, element: &Element) {
         self.call(

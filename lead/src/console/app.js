@@ -4,6 +4,7 @@
 
 const members = new Map();   // name -> member
 const requests = new Map();  // request_id -> request
+const tasks = new Map();     // task_id -> task
 const events = [];           // newest last
 // What each model user used, by name (members and others, like the lead's
 // reviewer): { tokens, calls, budget }. `usageBase` is what the team's total
@@ -91,7 +92,7 @@ function planCard(r) {
   const plan = (r.payload && r.payload.plan) || {};
   const id = r.request_id;
   const card = el("article", { class: "card", "data-request-id": id, "data-testid": "plan" },
-    el("h3", { text: plan.summary || "(no summary)" }),
+    el("h3", {}, el("a", { href: "#/requests/" + id, text: plan.summary || "(no summary)" })),
     el("div", { class: "meta" }, `plan from ${r.sender}, waiting `, since(r.created_at_unix_ms),
       plan.task_id ? `, for task ${plan.task_id}` : ""));
   const overlaps = (r.payload && r.payload.overlaps) || [];
@@ -124,6 +125,8 @@ function planCard(r) {
   }), path === "/api/reject" ? "rejected" : "approved", status);
   const form = el("div", { class: "decide" },
     el("label", { for: "mode-" + id, text: "Grant mode" }), mode,
+    el("p", { class: "meta", "data-testid": "modes", text: "accept-edits: edits inside the write globs run, commands ask; "
+      + "default: every write and command asks; bypass: every tool runs, unasked." }),
     el("label", { for: "globs-" + id, text: "Write globs (comma-separated)" }), globs);
   form.append(el("div", {}, overlapOk, el("label", { for: "ov-" + id,
     text: overlaps.length ? " allow the overlap" : " allow the overlap, should another teammate's hold cover these files" })));
@@ -149,7 +152,7 @@ function permissionCard(r) {
   const act = (approve) => decided(post("/api/permission", { request_id: id, approve,
     feedback: approve ? "" : (reason.value.trim() || "denied in the console") }), approve ? "allowed" : "denied", status);
   return el("article", { class: "card", "data-request-id": id, "data-testid": "permission" },
-    el("h3", { text: `${r.sender} asks to run ${p.tool || "a tool"}` }),
+    el("h3", {}, el("a", { href: "#/requests/" + id, text: `${r.sender} asks to run ${p.tool || "a tool"}` })),
     el("pre", { text: p.args_json || JSON.stringify(p) }),
     el("div", { class: "meta" }, "waiting ", since(r.created_at_unix_ms)),
     el("button", { class: "approve", "data-testid": "allow", text: "Allow", onclick: () => act(true) }),
@@ -198,7 +201,7 @@ function resultCard(r) {
   const result = p.result || {};
   const files = result.files || [];
   const card = el("article", { class: "card", "data-request-id": r.request_id, "data-testid": "result" },
-    el("h3", { text: result.summary || "(no summary)" }),
+    el("h3", {}, el("a", { href: "#/requests/" + r.request_id, text: result.summary || "(no summary)" })),
     el("div", { class: "meta" }, `result from ${r.sender}, waiting `, since(r.created_at_unix_ms),
       `, for task ${result.task_id || "?"}`, p.plan_id ? `, under plan ${p.plan_id}` : "",
       `, against ${(result.base || "").slice(0, 12)}`));
@@ -217,7 +220,7 @@ function resultCard(r) {
 function amendmentCard(r) {
   const p = r.payload || {};
   const card = el("article", { class: "card", "data-request-id": r.request_id, "data-testid": "amendment" },
-    el("h3", { text: `${r.sender} asks to add ${(p.files || []).join(", ")}` }),
+    el("h3", {}, el("a", { href: "#/requests/" + r.request_id, text: `${r.sender} asks to add ${(p.files || []).join(", ")}` })),
     el("div", { class: "meta" }, "amendment, waiting ", since(r.created_at_unix_ms),
       p.plan_id ? `, to plan ${p.plan_id}` : ""),
     el("p", { text: p.why || "" }));
@@ -403,7 +406,9 @@ function renderHistory() {
     const summary = r.type === "plan_approval" ? (r.payload.plan || {}).summary
       : r.type === "result" ? `result: ${((r.payload || {}).result || {}).summary || ""}`
       : r.type === "amendment" ? `amendment: +${((r.payload || {}).files || []).join(", +")}` : r.type;
-    const item = el("li", { text: `${r.status}: ${summary} (${r.sender} → ${r.target})${r.feedback ? " — " + r.feedback : ""}` });
+    const item = el("li", {}, el("a", { href: "#/requests/" + r.request_id, text: `${r.status}: ${summary}` }),
+      ` (${r.sender} → ${r.target}) `, since(r.resolved_at_unix_ms || r.created_at_unix_ms), " ago",
+      r.feedback ? " — " + r.feedback : "");
     const history = historyOf(r);
     if (history) item.append(history);
     return item;
@@ -499,7 +504,8 @@ function newer(old, now) {
 let holdsStale = false;
 function holdsMayChange(ev) {
   return (ev.request && ev.request.type === "plan_approval" && ev.request.status === "approved")
-    || (ev.task && ev.task.status === "completed");
+    || (ev.task && String(ev.task.status).toLowerCase() === "completed")
+    || (ev.request && ["result", "amendment"].includes(ev.request.type) && ev.request.status === "approved");
 }
 
 async function refreshMembers() {
@@ -518,6 +524,7 @@ function apply(e) {
     members.set(ev.member.name, ev.member);
     usage.set(ev.member.name, { tokens: tokensOf(ev.member.usage), calls: (ev.member.usage || {}).calls || 0, budget: ev.member.token_budget || 0 });
   }
+  if (ev.task) tasks.set(ev.task.task_id, ev.task);
   if (ev.usage) usage.set(ev.usage.name, { tokens: tokensOf(ev.usage), calls: ev.usage.calls || 0, budget: ev.usage.token_budget || 0 });
   if (ev.request && newer(requests.get(ev.request.request_id), ev.request)) {
     requests.set(ev.request.request_id, ev.request);
@@ -533,7 +540,7 @@ function schedule() {
   if (redraw) return;
   redraw = requestAnimationFrame(() => {
     redraw = null;
-    renderQueue(); renderTeam(); renderHistory(); renderEvents(); refreshTimes();
+    renderQueue(); renderTeam(); renderHistory(); renderEvents(); renderPage(); refreshTimes();
     // Offline, it fails; the state is read again on reconnecting anyway.
     if (holdsStale) refreshMembers().catch(() => {});
   });
@@ -577,6 +584,7 @@ function start() {
       if (newer(requests.get(r.request_id), r)) requests.set(r.request_id, r);
       toldRequests.set(r.request_id, { status: r.status, reviews: (r.reviews || []).length });
     }
+    for (const t of state.tasks || []) tasks.set(t.task_id, t);
     for (const e of early) apply(e);
     early = [];
     loaded = true;
@@ -590,5 +598,169 @@ function start() {
   };
   setInterval(refreshTimes, 1000); // "waiting 3m" stays true
 }
+
+// Pages with their own address: #/requests/ID, #/tasks/STATUS,
+// #/members/NAME, #/team; "#/" (or none) is the queue.
+function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  return parts[0] ? parts : [];
+}
+
+const KIND_NAMES = { plan_approval: "Plan", permission: "Permission", shutdown: "Shutdown", result: "Result", amendment: "Amendment" };
+
+function titleOf(r) {
+  const p = r.payload || {};
+  if (r.type === "plan_approval") return (p.plan || {}).summary || "(no summary)";
+  if (r.type === "result") return (p.result || {}).summary || "(no summary)";
+  if (r.type === "amendment") return `add ${(p.files || []).join(", ")}`;
+  if (r.type === "permission") return `run ${p.tool || "a tool"}`;
+  if (r.type === "shutdown") return `shut down ${r.target}`;
+  return r.type;
+}
+
+function at(ms) {
+  return el("span", {}, el("time", { text: new Date(ms).toLocaleString() }), " (", since(ms), " ago)");
+}
+
+function requestPage(id) {
+  const r = requests.get(id);
+  if (!r) return [el("h2", { text: "No such request" }), el("p", { text: `The lead knows no request ${id} (it may have been forgotten after --retention).` })];
+  const p = r.payload || {};
+  const out = [el("h2", { text: `${KIND_NAMES[r.type] || r.type}: ${titleOf(r)}` }),
+    el("p", { class: "meta", "data-testid": "request-status" }, `${r.status}, from `,
+      el("a", { href: "#/members/" + encodeURIComponent(r.sender), text: r.sender }), ` to ${r.target}`)];
+  const timeline = el("ol", { class: "timeline", "data-testid": "timeline" });
+  timeline.append(el("li", {}, "submitted ", at(r.created_at_unix_ms)));
+  const revises = p.supersedes;
+  if (revises) {
+    timeline.append(el("li", {}, "revises ", el("a", { href: "#/requests/" + revises, text: revises })));
+  }
+  for (const s of r.reviews || []) {
+    timeline.append(el("li", { "data-testid": "step" }, `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""}, `, at(s.at_unix_ms)));
+  }
+  if (r.status !== "pending") {
+    timeline.append(el("li", { "data-testid": "decision" }, `${r.status}${r.feedback ? ": " + r.feedback : ""}, `, at(r.resolved_at_unix_ms || r.created_at_unix_ms)));
+  }
+  out.push(el("h3", { text: "Timeline" }), timeline);
+  const task = (p.plan && p.plan.task_id) || (p.result && p.result.task_id) || p.task_id;
+  if (task) {
+    const t = tasks.get(task);
+    out.push(el("p", {}, "For task ", el("a", { href: "#/tasks/all", text: t ? t.subject : task })));
+  }
+  if (r.type === "plan_approval") {
+    const changed = diff(r);
+    if (changed) out.push(el("h3", { text: "What the revision changed" }), changed);
+    const plan = p.plan || {};
+    out.push(el("div", { text: "Steps:" }), list(plan.steps || []), el("div", { text: "Files:" }), list(plan.files || []),
+      el("div", { text: "Tests:" }), list(plan.tests || []));
+    if (plan.body) out.push(el("pre", { text: plan.body }));
+  } else if (r.type === "result") {
+    out.push(diffFiles((p.result || {}).diff || ""));
+  } else if (r.type === "permission") {
+    out.push(el("pre", { text: p.args_json || JSON.stringify(p) }));
+  } else if (r.type === "amendment") {
+    out.push(el("div", { text: "Added:" }), list((p.files || []).map((f) => "+ " + f)), el("p", { text: p.why || "" }));
+  } else {
+    out.push(el("p", { text: p.reason || "" }));
+  }
+  if (r.status === "pending" && r.type !== "shutdown") {
+    const card = r.type === "permission" ? permissionCard(r) : r.type === "result" ? resultCard(r)
+      : r.type === "amendment" ? amendmentCard(r) : planCard(r);
+    // The queue (hidden) has this card too: ids here are the page's own.
+    for (const node of card.querySelectorAll("[id]")) node.id = "page-" + node.id;
+    for (const label of card.querySelectorAll("label[for]")) label.htmlFor = "page-" + label.htmlFor;
+    out.push(el("h3", { text: "Decide" }), card);
+  }
+  return out;
+}
+
+const TASK_TABS = ["all", "pending", "claimed", "completed"];
+
+function tasksPage(tab) {
+  const all = [...tasks.values()].sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms);
+  const status = (t) => String(t.status || "").toLowerCase();
+  const count = (s) => all.filter((t) => s === "all" || status(t) === s).length;
+  const tabs = el("div", { class: "tabs", role: "tablist" }, ...TASK_TABS.map((s) =>
+    el("a", { href: "#/tasks/" + s, role: "tab", "data-testid": "tab-" + s, "aria-current": s === tab ? "page" : "false", text: `${s} (${count(s)})` })));
+  const shown = all.filter((t) => tab === "all" || status(t) === tab);
+  const rows = shown.map((t) => el("tr", { "data-testid": "task" },
+    el("td", { text: t.subject }), el("td", { text: status(t) }),
+    el("td", {}, t.owner ? el("a", { href: "#/members/" + encodeURIComponent(t.owner), text: t.owner }) : "-"),
+    el("td", { text: t.review || "plan" }),
+    el("td", { text: (t.blocked_by || []).map((b) => (tasks.get(b) || {}).subject || b).join(", ") || "-" }),
+    el("td", { text: t.summary || "" })));
+  return [el("h2", { text: "Tasks" }), tabs,
+    el("table", { class: "tasks" }, el("thead", {}, el("tr", {}, ...["Subject", "Status", "Owner", "Review", "Waits for", "Summary"].map((h) => el("th", { text: h })))),
+      el("tbody", {}, ...rows)),
+    shown.length ? null : el("p", { class: "meta", text: "none" })].filter(Boolean);
+}
+
+function memberPage(name) {
+  const m = members.get(name);
+  if (!m) return [el("h2", { text: "No such member" })];
+  const mine = [...requests.values()].filter((r) => r.sender === name || r.target === name)
+    .sort((a, b) => b.created_at_unix_ms - a.created_at_unix_ms);
+  const own = [...tasks.values()].filter((t) => t.owner === name)
+    .map((t) => ({ ...t, status: String(t.status || "").toLowerCase() }));
+  return [el("h2", { text: name }),
+    el("p", { "data-testid": "member-status", text: `${statusWords(m, mine.some((r) => r.status === "pending" && r.sender === name))}, mode ${m.mode}, role ${m.role}` }),
+    el("div", { text: "Holds now:" }), list(m.holds || []),
+    el("div", { text: "Tasks:" }), list(own.map((t) => `${t.subject} (${t.status})`)),
+    el("div", { text: "Requests:" }),
+    el("ul", {}, ...mine.map((r) => el("li", {}, el("a", { href: "#/requests/" + r.request_id, text: `${KIND_NAMES[r.type] || r.type}: ${titleOf(r)}` }), ` — ${r.status}`)))];
+}
+
+function teamPage() {
+  return [el("h2", { text: "Team" }), el("ul", {}, ...[...members.values()].map((m) =>
+    el("li", {}, el("a", { href: "#/members/" + encodeURIComponent(m.name), text: m.name }), ` — ${m.role}, ${m.status}`)))];
+}
+
+let shownPage = "";
+function renderPage() {
+  const parts = route();
+  const page = document.getElementById("page");
+  const main = document.querySelector("main");
+  if (!parts.length) {
+    page.hidden = true; main.hidden = false; shownPage = "";
+    return;
+  }
+  // Keep a decision form being typed in: redraw only when what it shows changed.
+  const key = location.hash + "|" + (parts[0] === "requests" ? JSON.stringify([(requests.get(parts[1]) || {}).status, ((requests.get(parts[1]) || {}).reviews || []).length]) : Date.now());
+  if (key === shownPage && page.contains(document.activeElement) && document.activeElement !== document.body) return;
+  shownPage = key;
+  const [what, arg] = parts;
+  const content = what === "requests" ? requestPage(arg)
+    : what === "tasks" ? tasksPage(TASK_TABS.includes(arg) ? arg : "all")
+    : what === "members" ? memberPage(arg)
+    : what === "team" ? teamPage()
+    : [el("h2", { text: "No such page" })];
+  page.replaceChildren(el("p", {}, el("a", { href: "#/", text: "← the queue" })), ...content);
+  page.hidden = false; main.hidden = true;
+}
+
+window.addEventListener("hashchange", schedule);
+
+// Keys on the queue: j/k move between cards, a approves, r rejects (with
+// the feedback typed), o opens the card's page.
+document.addEventListener("keydown", (e) => {
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement && document.activeElement.tagName);
+  if (typing) return;
+  const cards = [...document.querySelectorAll("#queue .card, #page .card")].filter((c) => c.offsetParent !== null);
+  if (!cards.length) return;
+  const current = document.activeElement && document.activeElement.closest(".card");
+  let at = cards.indexOf(current);
+  const focus = (card) => { const h = card.querySelector("h3"); h.setAttribute("tabindex", "-1"); h.focus(); };
+  if (e.key === "j") { focus(cards[Math.min(at + 1, cards.length - 1)]); e.preventDefault(); }
+  else if (e.key === "k") { focus(cards[Math.max(at - 1, 0)]); e.preventDefault(); }
+  else if (at >= 0 && e.key === "a") { const b = current.querySelector("[data-testid=approve], [data-testid=allow]"); if (b) b.click(); e.preventDefault(); }
+  else if (at >= 0 && e.key === "r") {
+    const fb = current.querySelector("[data-testid=feedback], [data-testid=deny-reason]");
+    const b = current.querySelector("[data-testid=reject], [data-testid=deny]");
+    if (fb && !fb.value.trim()) fb.focus(); else if (b) b.click();
+    e.preventDefault();
+  }
+  else if (at >= 0 && e.key === "o") { location.hash = "#/requests/" + current.dataset.requestId; e.preventDefault(); }
+});
 
 start();
