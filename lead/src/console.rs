@@ -16,7 +16,7 @@ use std::{
 };
 
 use axum::{
-    extract::{Form, State},
+    extract::{Form, Query, State},
     http::{header, HeaderMap, StatusCode},
     response::{
         sse::{Event, KeepAlive, Sse},
@@ -189,6 +189,7 @@ pub(crate) async fn serve(
         .route("/app.css", get(style))
         .route("/api/state", get(state))
         .route("/api/events", get(events))
+        .route("/api/history", get(history))
         .route("/api/approve", post(approve))
         .route("/api/reject", post(reject))
         .route("/api/permission", post(permission))
@@ -509,6 +510,60 @@ async fn permission(
             .await
             .map(decision_json),
     )
+}
+
+/// What a page of the event history is asked for (every field optional).
+#[derive(Deserialize, Default)]
+struct HistoryAsk {
+    member: Option<String>,
+    kind: Option<String>,
+    /// Unix ms.
+    since: Option<i64>,
+    until: Option<i64>,
+    q: Option<String>,
+    before: Option<u64>,
+    limit: Option<usize>,
+}
+
+/// A page of the event history, newest first: `{ entries: [{ id, event }],
+/// next_before }`; `next_before` (absent on the last page) asks for the
+/// older ones.
+async fn history(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Query(ask): Query<HistoryAsk>,
+) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    let nonempty = |s: Option<String>| s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+    let query = crate::history::Query {
+        member: nonempty(ask.member),
+        kind: nonempty(ask.kind),
+        since: ask.since,
+        until: ask.until,
+        text: nonempty(ask.q).map(|q| q.to_lowercase()),
+        before: ask.before,
+        limit: ask.limit.unwrap_or(100),
+    };
+    match console
+        .hub
+        .call(|reply| Command::History { query, reply })
+        .await
+    {
+        Ok(page) => {
+            let entries: Vec<Value> = page
+                .entries
+                .iter()
+                .map(|e| json!({ "id": e.id, "event": render::event_json(&e.event) }))
+                .collect();
+            no_store(
+                Json(json!({ "entries": entries, "next_before": page.next_before }))
+                    .into_response(),
+            )
+        }
+        Err(e) => hub_failed(e),
+    }
 }
 
 /// A decision on a result or an amendment.

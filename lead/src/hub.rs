@@ -193,6 +193,11 @@ pub(crate) enum Command {
         door: Call<'static>,
         reply: Reply<shared::access::Caller>,
     },
+    /// A page of the event history (the console).
+    History {
+        query: crate::history::Query,
+        reply: Reply<crate::history::Page>,
+    },
     /// How landing a result came out (`--repo`).
     Landed {
         request_id: shared::names::RequestId,
@@ -371,6 +376,8 @@ pub(crate) struct Hub {
     /// Worktrees of ended teammates being removed (`--repo`), awaited when
     /// the hub finishes.
     tidying: Vec<tokio::task::JoinHandle<()>>,
+    /// What happened, kept for the console's event log.
+    history: crate::history::History,
     /// Names this lead process's model calls (the reviewer's) in the usage
     /// ledger: made at start, so a restarted lead's calls add to the last.
     reviewer_epoch: String,
@@ -418,6 +425,10 @@ pub(crate) fn load(
     let mut members = Members::restore(std::mem::take(&mut snapshot.members), now, grace_until)
         .map_err(decode)?;
     let inboxes = Inboxes::restore(&mut snapshot, &mut members).map_err(decode)?;
+    let history = crate::history::History::restore(
+        std::mem::take(&mut snapshot.history),
+        crate::history::MAX_ENTRIES,
+    );
     let team = Team::restore(
         std::mem::take(&mut snapshot.requests),
         std::mem::take(&mut snapshot.tasks),
@@ -480,6 +491,7 @@ pub(crate) fn load(
         stage_jobs: None,
         lands: None,
         tidying: Vec::new(),
+        history,
         reviewer_epoch: uuid::Uuid::new_v4().to_string(),
         reviewer_totals: HashMap::new(),
     };
@@ -640,6 +652,10 @@ impl Hub {
                 request_id,
                 landing,
             } => self.landed(request_id, landing),
+            Command::History { query, reply } => {
+                let page = self.history.query(&query);
+                self.reply(reply, Ok(page));
+            }
             Command::Admit { claim, door, reply } => {
                 let result = self.admit(claim, door, None);
                 self.reply(reply, result);

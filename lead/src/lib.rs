@@ -13,6 +13,7 @@ pub mod error;
 mod from_wire;
 pub mod git;
 mod group;
+pub mod history;
 pub mod hub;
 mod inboxes;
 mod launch;

@@ -52,6 +52,10 @@ pub enum Change {
     },
     /// A terminated member is forgotten (its retention passed).
     DeleteMember { member: String },
+    /// Something happened, for the event history.
+    History(Box<crate::history::Entry>),
+    /// The history forgets every entry below this id.
+    HistoryTrim(u64),
     /// What the core says changed of the members, the requests, the tasks,
     /// the holds and the usage.
     Team(TeamChange),
@@ -79,6 +83,8 @@ pub struct Snapshot {
     pub holds: Option<Vec<(String, shared::holds::Hold)>>,
     /// What each model user used, and the members' budgets.
     pub usage: Vec<shared::usage::Account>,
+    /// The event history's newest entries, oldest first.
+    pub history: Vec<crate::history::Entry>,
 }
 
 /// Why the store failed.

@@ -218,3 +218,134 @@ async fn the_task_list_has_status_tabs_and_members_have_pages() {
         .await;
     browser.quit().await;
 }
+
+/// The texts of the event log's lines, newest first.
+async fn said(browser: &Browser) -> Vec<String> {
+    match browser
+        .execute(
+            "return [...document.querySelectorAll('#events [data-testid=said]')].map((s) => s.textContent);",
+            vec![],
+        )
+        .await
+    {
+        Value::Array(lines) => lines
+            .into_iter()
+            .map(|l| l.as_str().unwrap_or_default().to_owned())
+            .collect(),
+        other => panic!("the script answered {other}"),
+    }
+}
+
+/// Waits until the event log's lines meet `pred` (the lead answers a
+/// filter's page asynchronously).
+async fn lines_until(
+    browser: &Browser,
+    what: &str,
+    pred: impl Fn(&[String]) -> bool,
+) -> Vec<String> {
+    mesh_tests::within(what, async {
+        loop {
+            let lines = said(browser).await;
+            if pred(&lines) {
+                return lines;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await
+}
+
+/// Chooses `value` in the select `css`, as a person would (a click on it).
+async fn choose(browser: &Browser, css: &str, value: &str) {
+    let option = browser
+        .all(&format!("{css} option[value=\"{value}\"]"))
+        .await
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("no option {value} in {css}"));
+    browser.click(&option).await;
+}
+
+#[tokio::test]
+async fn the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_searched() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut ann = lead.join("ann").await;
+    let mut bob = lead.join("bob").await;
+    ann.open_inbox(0).await;
+    bob.open_inbox(0).await;
+    let plan = ann
+        .api
+        .submit_plan(pb::PlanApprovalRequest {
+            plan: Some(plan("ann's plan", &["src/a.rs"], &["t"])),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .request_id;
+    mesh_tests::approve(&mut operator, &plan).await;
+    bob.api
+        .report_tool_call(pb::ToolCallReport {
+            tool: "run_command".into(),
+            args_json: r#"{"command":"make parser"}"#.into(),
+            allowed: true,
+            outcome: "compiled the parser".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+
+    // Opened after it happened, and again after a reload: the history.
+    let browser = lead.console_browser().await;
+    browser.wait_for("#events", "ann's plan was approved").await;
+    browser.wait_for("#events", "compiled the parser").await;
+    browser.open(lead.console.as_deref().unwrap()).await;
+    browser.wait_for("#events", "ann's plan was approved").await;
+    let lines = said(&browser).await;
+    let mut unique = lines.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), lines.len(), "said once: {lines:?}");
+
+    // Filters, applied by the lead.
+    browser.wait_for("#event-filter", "bob").await;
+    choose(&browser, "#event-filter", "bob").await;
+    lines_until(&browser, "bob's events only", |lines| {
+        lines.iter().any(|l| l.contains("compiled the parser"))
+            && lines.iter().all(|l| !l.contains("ann's plan"))
+    })
+    .await;
+    choose(&browser, "#event-filter", "").await;
+    choose(&browser, "#event-kind", "request").await;
+    lines_until(&browser, "requests only", |lines| {
+        lines.iter().any(|l| l.contains("ann's plan was approved"))
+            && lines
+                .iter()
+                .all(|l| !l.contains("compiled") && !l.contains("joined"))
+    })
+    .await;
+    choose(&browser, "#event-kind", "").await;
+    let search = browser.wait_for("#event-search", "").await;
+    browser.type_into(&search, "parser").await;
+    lines_until(&browser, "the one line about the parser", |lines| {
+        lines.len() == 1 && lines[0].contains("compiled the parser")
+    })
+    .await;
+    browser.screenshot(&shots().join("events-1280.png")).await;
+    browser.resize(390, 844).await;
+    assert!(
+        sideways(&browser).await <= 0,
+        "the event log scrolls sideways at 390 px"
+    );
+    browser.scroll_to("#events-section").await;
+    browser.screenshot(&shots().join("events-390.png")).await;
+    browser.quit().await;
+
+    // After the lead was killed and started again on its store.
+    let lead = lead.crash_and_restart(&[]).await;
+    let browser = lead.console_browser().await;
+    browser.wait_for("#events", "ann's plan was approved").await;
+    browser.wait_for("#events", "compiled the parser").await;
+    browser.quit().await;
+}

@@ -5,7 +5,6 @@
 const members = new Map();   // name -> member
 const requests = new Map();  // request_id -> request
 const tasks = new Map();     // task_id -> task
-const events = [];           // newest last
 // What each model user used, by name (members and others, like the lead's
 // reviewer): { tokens, calls, budget }. `usageBase` is what the team's total
 // holds beyond them (members the lead no longer lists).
@@ -421,8 +420,9 @@ function renderHistory() {
 // new says nothing.
 const toldMembers = new Map();
 const toldRequests = new Map();
+const liveTold = { members: toldMembers, requests: toldRequests };
 
-function memberSentence(m) {
+function memberSentence(m, toldMembers) {
   const now = m.status + "|" + m.mode;
   const before = toldMembers.get(m.name);
   toldMembers.set(m.name, now);
@@ -440,7 +440,7 @@ function memberSentence(m) {
   }[m.status] || `${m.name} is ${m.status}`;
 }
 
-function requestSentence(r) {
+function requestSentence(r, toldRequests) {
   const reviews = r.reviews || [];
   const before = toldRequests.get(r.request_id);
   toldRequests.set(r.request_id, { status: r.status, reviews: reviews.length });
@@ -466,11 +466,11 @@ function requestSentence(r) {
   return (sentences[r.type] || {})[r.status] || `${who}'s ${r.type} request is ${r.status}`;
 }
 
-function describe(e) {
+function describe(e, told) {
   const ev = e.event || {};
   if (ev.envelope) return [ev.envelope.from + " → " + ev.envelope.to + ": " + ev.envelope.body, ev.envelope.from, ev.envelope.to];
-  if (ev.request) return [requestSentence(ev.request), ev.request.sender, ev.request.target];
-  if (ev.member) return [memberSentence(ev.member), ev.member.name];
+  if (ev.request) return [requestSentence(ev.request, told.requests), ev.request.sender, ev.request.target];
+  if (ev.member) return [memberSentence(ev.member, told.members), ev.member.name];
   if (ev.tool_call) return [`${ev.tool_call.member} ${ev.tool_call.allowed ? "ran" : "was refused"} ${ev.tool_call.tool}: ${ev.tool_call.outcome}`, ev.tool_call.member];
   if (ev.review_note) return [`${ev.review_note.reviewer}: ${ev.review_note.note}`];
   if (ev.task) return [`task ${ev.task.subject}: ${ev.task.status}${ev.task.owner ? " (" + ev.task.owner + ")" : ""}`, ev.task.owner];
@@ -482,15 +482,90 @@ function describe(e) {
   return [JSON.stringify(ev)];
 }
 
-function renderEvents() {
-  const who = filter.value;
-  const shown = events.filter((e) => !who || e.who.includes(who)).slice(-200).reverse();
-  document.getElementById("events").replaceChildren(...shown.map((e) =>
-    el("li", {}, el("time", { text: new Date(e.at).toLocaleTimeString() }), " ",
-      el("span", { "data-testid": "said", text: e.text }))));
+// The event log is the lead's history (kept in its store: it survives a
+// reload and a restart), a page at a time, filtered on the lead; events that
+// come live and match the filters are added on top.
+const kindFilter = document.getElementById("event-kind");
+const sinceFilter = document.getElementById("event-since");
+const searchFilter = document.getElementById("event-search");
+const olderButton = document.getElementById("events-older");
+let logged = [];          // { id, at, text } newest first, as shown
+let nextBefore = null;    // where the next older page starts
+
+function filters() {
+  const params = new URLSearchParams();
+  if (filter.value) params.set("member", filter.value);
+  if (kindFilter.value) params.set("kind", kindFilter.value);
+  if (sinceFilter.value) params.set("since", String(new Date(sinceFilter.value).getTime()));
+  if (searchFilter.value.trim()) params.set("q", searchFilter.value.trim());
+  return params;
 }
 
-filter.addEventListener("change", renderEvents);
+// Sentences for stored events, in their order, each said once.
+function sentences(entries) {
+  const told = { members: new Map(), requests: new Map() };
+  const out = [];
+  for (const entry of [...entries].reverse()) {
+    // entry.event is { at_unix_ms, event }, as the live stream sends it.
+    const text = describe(entry.event, told)[0];
+    if (text !== null) out.push({ id: entry.id, at: entry.event.at_unix_ms, text });
+  }
+  return out.reverse();
+}
+
+async function loadEvents(older) {
+  const params = filters();
+  params.set("limit", "200");
+  if (older && nextBefore) params.set("before", String(nextBefore));
+  const response = await fetch("/api/history?" + params);
+  if (!response.ok) return;
+  const page = await response.json();
+  const got = sentences(page.entries);
+  // What came live while the page was asked for stays on top.
+  const newest = got.length ? got[0].at : 0;
+  const live = logged.filter((l) => l.id === null && l.at >= newest && !got.some((g) => g.at === l.at && g.text === l.text));
+  logged = older ? logged.concat(got) : live.concat(got);
+  nextBefore = page.next_before || null;
+  renderEvents();
+}
+
+function kindOf(ev) {
+  if (ev.request) return "request";
+  if (ev.member) return "member";
+  if (ev.task) return "task";
+  if (ev.tool_call) return "tool";
+  if (ev.child_exited) return "child";
+  if (ev.usage) return "usage";
+  if (ev.review_note) return "review";
+  return "envelope";
+}
+
+// Whether a live event belongs in the log as it is filtered now.
+function shownLive(e, text, who) {
+  const kind = kindOf(e.event || {});
+  if (kind === "envelope") return false;
+  if (kindFilter.value && kind !== kindFilter.value) return false;
+  if (filter.value && !who.includes(filter.value)) return false;
+  if (sinceFilter.value && e.at_unix_ms < new Date(sinceFilter.value).getTime()) return false;
+  const q = searchFilter.value.trim().toLowerCase();
+  if (q && !text.toLowerCase().includes(q) && !JSON.stringify(e.event).toLowerCase().includes(q)) return false;
+  return !logged.some((l) => l.at === e.at_unix_ms && l.text === text);
+}
+
+function renderEvents() {
+  document.getElementById("events").replaceChildren(...logged.map((e) =>
+    el("li", {}, el("time", { text: new Date(e.at).toLocaleTimeString() }), " ",
+      el("span", { "data-testid": "said", text: e.text }))));
+  olderButton.hidden = !nextBefore;
+}
+
+let searching = null;
+for (const control of [filter, kindFilter, sinceFilter]) control.addEventListener("change", () => loadEvents(false));
+searchFilter.addEventListener("input", () => {
+  clearTimeout(searching);
+  searching = setTimeout(() => loadEvents(false), 250);
+});
+olderButton.addEventListener("click", () => loadEvents(true));
 
 // A request only moves forward: pending, then decided; its history only grows.
 function newer(old, now) {
@@ -529,10 +604,12 @@ function apply(e) {
   if (ev.request && newer(requests.get(ev.request.request_id), ev.request)) {
     requests.set(ev.request.request_id, ev.request);
   }
-  const [text, ...who] = describe(e);
+  const [text, ...who] = describe(e, liveTold);
   if (text === null) return;
-  events.push({ at: e.at_unix_ms, text, who: who.filter(Boolean) });
-  if (events.length > MAX_EVENTS) events.shift();
+  if (shownLive(e, text, who.filter(Boolean))) {
+    logged.unshift({ id: null, at: e.at_unix_ms, text });
+    if (logged.length > MAX_EVENTS) logged.pop();
+  }
 }
 
 let redraw = null;
@@ -551,7 +628,7 @@ function schedule() {
 function offline(gone) {
   document.body.classList.toggle("offline", gone);
   for (const control of document.querySelectorAll("main button, main input, main textarea, main select")) {
-    if (control.id === "event-filter") continue;
+    if (["event-filter", "event-kind", "event-since", "event-search", "events-older"].includes(control.id)) continue;
     control.disabled = gone;
   }
 }
@@ -588,6 +665,7 @@ function start() {
     for (const e of early) apply(e);
     early = [];
     loaded = true;
+    loadEvents(false).catch(() => {});
     live.textContent = "live";
     offline(false);
     schedule();

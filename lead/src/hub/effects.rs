@@ -75,6 +75,12 @@ impl Hub {
                         ),
                         _ => {}
                     }
+                    if let Some((entry, trim)) = self.history.record(self.now(), &notice) {
+                        self.changes.push(Change::History(Box::new(entry)));
+                        if let Some(below) = trim {
+                            self.changes.push(Change::HistoryTrim(below));
+                        }
+                    }
                     if !self.watchers.is_empty() {
                         self.emit(notice);
                     }

@@ -27,7 +27,7 @@ pub const MARKER_FILE: &str = "mesh.db.id";
 /// Tells a mesh database from any other SQLite file.
 const MAGIC: &str = "mesh-lead-state";
 /// The schema version this code writes.
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 /// `Send` message ids kept per sender.
 const KEPT_MESSAGE_IDS: u64 = 4_096;
 
@@ -125,6 +125,14 @@ UPDATE meta SET value = '5' WHERE key = 'schema_version';
 const SCHEMA_6: &str = "
 CREATE TABLE usage (name TEXT PRIMARY KEY, account TEXT NOT NULL);
 UPDATE meta SET value = '6' WHERE key = 'schema_version';
+";
+
+/// Schema 7 (over 6): the event history (requests, members, tasks, tool
+/// calls, processes, usage), each event as the wire's `Event`.
+const SCHEMA_7: &str = "
+CREATE TABLE history (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, kind TEXT NOT NULL,
+    who TEXT NOT NULL, event BLOB NOT NULL);
+UPDATE meta SET value = '7' WHERE key = 'schema_version';
 ";
 
 impl SqliteStore {
@@ -229,29 +237,34 @@ impl SqliteStore {
         match version {
             1 => conn
                 .execute_batch(&format!(
-                    "BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} COMMIT;"
+                    "BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} COMMIT;"
                 ))
                 .map_err(corrupt)?,
             2 => conn
                 .execute_batch(&format!(
-                    "BEGIN; {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} COMMIT;"
+                    "BEGIN; {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} COMMIT;"
                 ))
                 .map_err(corrupt)?,
             3 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} COMMIT;"))
+                .execute_batch(&format!(
+                    "BEGIN; {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} COMMIT;"
+                ))
                 .map_err(corrupt)?,
             4 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_5} {SCHEMA_6} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} COMMIT;"))
                 .map_err(corrupt)?,
             5 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_6} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_6} {SCHEMA_7} COMMIT;"))
+                .map_err(corrupt)?,
+            6 => conn
+                .execute_batch(&format!("BEGIN; {SCHEMA_7} COMMIT;"))
                 .map_err(corrupt)?,
             SCHEMA_VERSION => {}
             other => {
                 return Err(StoreError::Corrupt {
                     path: display,
                     detail: format!(
-                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 5 to it)"
+                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 6 to it)"
                     ),
                 })
             }
@@ -483,6 +496,38 @@ impl Store for SqliteStore {
                     detail: e.to_string(),
                 })?);
         }
+        let mut history = self
+            .conn
+            .prepare("SELECT id, at, kind, who, event FROM history ORDER BY id DESC LIMIT ?1")?;
+        let max = i64::try_from(crate::history::MAX_ENTRIES).unwrap_or(i64::MAX);
+        let rows: Vec<(i64, i64, String, String, Vec<u8>)> = history
+            .query_map(params![max], |row| {
+                Ok((
+                    row.get(0)?,
+                    row.get(1)?,
+                    row.get(2)?,
+                    row.get(3)?,
+                    row.get(4)?,
+                ))
+            })?
+            .collect::<Result<_, _>>()?;
+        for (id, at, kind, who, event) in rows.into_iter().rev() {
+            let event = pb::Event::decode(event.as_slice()).map_err(|e| StoreError::Decode {
+                what: "history entry",
+                detail: e.to_string(),
+            })?;
+            snapshot.history.push(crate::history::Entry {
+                id: u64::try_from(id).unwrap_or(0),
+                at,
+                kind,
+                who: who
+                    .split(',')
+                    .filter(|w| !w.is_empty())
+                    .map(str::to_owned)
+                    .collect(),
+                event,
+            });
+        }
         Ok(snapshot)
     }
 
@@ -574,6 +619,22 @@ impl Store for SqliteStore {
                         .execute(params![member])?;
                     tx.prepare_cached("DELETE FROM members WHERE name = ?1")?
                         .execute(params![member])?;
+                }
+                Change::History(entry) => {
+                    tx.prepare_cached(
+                        "INSERT OR REPLACE INTO history (id, at, kind, who, event) VALUES (?1, ?2, ?3, ?4, ?5)",
+                    )?
+                    .execute(params![
+                        i64::try_from(entry.id).unwrap_or(i64::MAX),
+                        entry.at,
+                        entry.kind,
+                        entry.who.join(","),
+                        entry.event.encode_to_vec()
+                    ])?;
+                }
+                Change::HistoryTrim(below) => {
+                    tx.prepare_cached("DELETE FROM history WHERE id < ?1")?
+                        .execute(params![i64::try_from(*below).unwrap_or(i64::MAX)])?;
                 }
                 Change::Team(TeamChange::RequestForgotten(request_id)) => {
                     tx.prepare_cached("DELETE FROM requests WHERE request_id = ?1")?

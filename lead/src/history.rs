@@ -1,0 +1,250 @@
+//! The event history: what happened to the team (requests, members, tasks,
+//! tool calls, processes, usage), kept in the store so that the console's
+//! event log survives a reload and a restart, and asked for a page at a
+//! time, by member, kind, time and text. Messages in inboxes are not in it
+//! (the requests they carry are); a request's payload is left out (the
+//! request itself is kept while it is retained). The newest `max` entries
+//! are kept; older ones are trimmed, in the store too.
+
+use std::collections::VecDeque;
+
+use shared::{effect::Notice, pb, wire::ToPb};
+
+/// The most entries kept, by default.
+pub(crate) const MAX_ENTRIES: usize = 20_000;
+/// The most entries one page holds.
+pub(crate) const MAX_PAGE: usize = 500;
+
+/// One thing that happened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Its place in the history (only grows).
+    pub id: u64,
+    /// When (unix ms).
+    pub at: i64,
+    /// `request`, `member`, `task`, `tool`, `child`, `review`, `usage`.
+    pub kind: String,
+    /// The members it concerns.
+    pub who: Vec<String>,
+    /// The event, as `Watch` gives it.
+    pub event: pb::Event,
+}
+
+/// What a page of the history is asked for: entries older than `before`
+/// (none: the newest), matching every filter given, newest first.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Query {
+    pub(crate) member: Option<String>,
+    pub(crate) kind: Option<String>,
+    pub(crate) since: Option<i64>,
+    pub(crate) until: Option<i64>,
+    /// Lower case; matched against the event's line (as `lead watch` says it).
+    pub(crate) text: Option<String>,
+    pub(crate) before: Option<u64>,
+    pub(crate) limit: usize,
+}
+
+/// A page: its entries, newest first, and where the next (older) one
+/// starts, if there is more.
+#[derive(Debug, Clone)]
+pub(crate) struct Page {
+    pub(crate) entries: Vec<Entry>,
+    pub(crate) next_before: Option<u64>,
+}
+
+/// The newest entries, in order.
+#[derive(Debug)]
+pub(crate) struct History {
+    entries: VecDeque<Entry>,
+    next_id: u64,
+    max: usize,
+}
+
+impl History {
+    /// The history the store kept (oldest first), keeping at most `max`.
+    pub(crate) fn restore(kept: Vec<Entry>, max: usize) -> Self {
+        let next_id = kept.last().map_or(1, |e| e.id + 1);
+        let mut entries: VecDeque<Entry> = kept.into();
+        while entries.len() > max {
+            entries.pop_front();
+        }
+        Self {
+            entries,
+            next_id,
+            max,
+        }
+    }
+
+    /// Records `notice` at `at`, if it belongs in the history: the entry,
+    /// and the id below which the store may forget, if the oldest went.
+    pub(crate) fn record(&mut self, at: i64, notice: &Notice) -> Option<(Entry, Option<u64>)> {
+        let (kind, who) = kind_of(notice)?;
+        let mut kind_pb = notice.to_pb();
+        if let pb::event::Kind::Request(r) = &mut kind_pb {
+            r.payload_json = String::new();
+        }
+        let entry = Entry {
+            id: self.next_id,
+            at,
+            kind: kind.to_owned(),
+            who,
+            event: pb::Event {
+                at_unix_ms: at,
+                kind: Some(kind_pb),
+            },
+        };
+        self.next_id += 1;
+        self.entries.push_back(entry.clone());
+        let mut trimmed = None;
+        while self.entries.len() > self.max {
+            if let Some(old) = self.entries.pop_front() {
+                trimmed = Some(old.id + 1);
+            }
+        }
+        Some((entry, trimmed))
+    }
+
+    /// A page of what `query` asks for.
+    pub(crate) fn query(&self, query: &Query) -> Page {
+        let limit = query.limit.clamp(1, MAX_PAGE);
+        let mut entries = Vec::new();
+        let mut next_before = None;
+        for entry in self.entries.iter().rev() {
+            if query.before.is_some_and(|before| entry.id >= before) {
+                continue;
+            }
+            if !matches(entry, query) {
+                continue;
+            }
+            if entries.len() == limit {
+                next_before = entries.last().map(|e: &Entry| e.id);
+                break;
+            }
+            entries.push(entry.clone());
+        }
+        Page {
+            entries,
+            next_before,
+        }
+    }
+}
+
+/// Whether `entry` meets every filter of `query`.
+fn matches(entry: &Entry, query: &Query) -> bool {
+    if query.kind.as_deref().is_some_and(|k| k != entry.kind) {
+        return false;
+    }
+    if query
+        .member
+        .as_deref()
+        .is_some_and(|m| !entry.who.iter().any(|w| w == m))
+    {
+        return false;
+    }
+    if query.since.is_some_and(|since| entry.at < since)
+        || query.until.is_some_and(|until| entry.at > until)
+    {
+        return false;
+    }
+    match &query.text {
+        Some(text) => crate::render::event_line(&entry.event)
+            .to_lowercase()
+            .contains(text.as_str()),
+        None => true,
+    }
+}
+
+/// The kind of `notice` and the members it concerns; `None` for what the
+/// history leaves out (messages in inboxes).
+fn kind_of(notice: &Notice) -> Option<(&'static str, Vec<String>)> {
+    let who = |names: &[&str]| -> Vec<String> {
+        names
+            .iter()
+            .filter(|n| !n.is_empty() && **n != shared::names::LEAD)
+            .map(|n| (*n).to_owned())
+            .collect()
+    };
+    Some(match notice {
+        Notice::Envelope(_) => return None,
+        Notice::Request(r) => ("request", who(&[&r.opening.sender, &r.opening.target])),
+        Notice::Member(m) => ("member", who(&[m.member.name.as_str()])),
+        Notice::Task(t) => ("task", who(&[&t.owner])),
+        Notice::ToolCall { member, .. } => ("tool", who(&[member])),
+        Notice::ChildExited { name, .. } => ("child", who(&[name])),
+        Notice::ReviewNote { .. } => ("review", Vec::new()),
+        Notice::Usage { name, .. } => ("usage", who(&[name])),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(member: &str, outcome: &str) -> Notice {
+        Notice::ToolCall {
+            member: member.into(),
+            tool: "read_file".into(),
+            args_json: "{}".into(),
+            allowed: true,
+            outcome: outcome.into(),
+        }
+    }
+
+    #[test]
+    fn pages_go_back_in_time_through_the_filters_and_the_oldest_are_trimmed() {
+        let mut history = History::restore(Vec::new(), 5);
+        let mut trimmed = None;
+        for i in 0..7 {
+            let who = if i % 2 == 0 { "ann" } else { "bob" };
+            let (_, t) = history
+                .record(1_000 + i, &tool(who, &format!("outcome {i}")))
+                .expect("recorded");
+            trimmed = t.or(trimmed);
+        }
+        assert_eq!(trimmed, Some(3), "ids 1 and 2 went");
+        let all = history.query(&Query {
+            limit: 2,
+            ..Query::default()
+        });
+        assert_eq!(all.entries.iter().map(|e| e.id).collect::<Vec<_>>(), [7, 6]);
+        assert_eq!(all.next_before, Some(6));
+        let older = history.query(&Query {
+            limit: 10,
+            before: all.next_before,
+            ..Query::default()
+        });
+        assert_eq!(
+            older.entries.iter().map(|e| e.id).collect::<Vec<_>>(),
+            [5, 4, 3]
+        );
+        assert_eq!(older.next_before, None);
+        let ann = history.query(&Query {
+            member: Some("ann".into()),
+            limit: 10,
+            ..Query::default()
+        });
+        assert_eq!(
+            ann.entries.iter().map(|e| e.id).collect::<Vec<_>>(),
+            [7, 5, 3]
+        );
+        let text = history.query(&Query {
+            text: Some("outcome 4".into()),
+            limit: 10,
+            ..Query::default()
+        });
+        assert_eq!(text.entries.iter().map(|e| e.id).collect::<Vec<_>>(), [5]);
+        let window = history.query(&Query {
+            since: Some(1_003),
+            until: Some(1_004),
+            kind: Some("tool".into()),
+            limit: 10,
+            ..Query::default()
+        });
+        assert_eq!(
+            window.entries.iter().map(|e| e.id).collect::<Vec<_>>(),
+            [5, 4]
+        );
+        let restored = History::restore(history.entries.iter().cloned().collect(), 5);
+        assert_eq!(restored.next_id, 8);
+    }
+}
