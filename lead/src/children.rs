@@ -178,6 +178,8 @@ pub(crate) struct Child {
     /// Whether it has joined the team (a `Join` with its name came while
     /// it ran).
     pub(crate) joined: bool,
+    /// Its workspace, on the lead's host.
+    pub(crate) workspace: PathBuf,
     /// Asks the child's task to stop it (TERM, then KILL).
     stop: mpsc::Sender<()>,
     /// The task that waits for the child; it ends when the child is reaped.
@@ -332,6 +334,7 @@ impl Spawner {
             pid,
             log: log_path,
             joined: false,
+            workspace: workspace.to_path_buf(),
             stop,
             task,
         })

@@ -190,6 +190,7 @@ pub(crate) async fn serve(
         .route("/api/state", get(state))
         .route("/api/events", get(events))
         .route("/api/history", get(history))
+        .route("/api/file", get(write_target))
         .route("/api/approve", post(approve))
         .route("/api/reject", post(reject))
         .route("/api/permission", post(permission))
@@ -563,6 +564,67 @@ async fn history(
             )
         }
         Err(e) => hub_failed(e),
+    }
+}
+
+#[derive(Deserialize)]
+struct FileAsk {
+    request_id: String,
+}
+
+/// The most of a file the console shows a change against.
+const FILE_SHOWN: u64 = 256 * 1024;
+
+/// The file a pending `write_file` permission request would write, as it
+/// is now, for the console to show the change: `{ exists, content }`. Only
+/// where the lead can read it (a teammate it spawned, inside its
+/// workspace); 404 otherwise. Read off the hub.
+async fn write_target(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Query(ask): Query<FileAsk>,
+) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    let Ok(request_id) = RequestId::existing("request_id", &ask.request_id) else {
+        return failed("request_id: is required", StatusCode::BAD_REQUEST);
+    };
+    let target = match console
+        .hub
+        .call(|reply| Command::WriteTarget { request_id, reply })
+        .await
+    {
+        Ok(Some(target)) => target,
+        Ok(None) => return failed("not a file this lead can read", StatusCode::NOT_FOUND),
+        Err(e) => return hub_failed(e),
+    };
+    let (workspace, path) = target;
+    let read = tokio::task::spawn_blocking(move || -> Option<Option<String>> {
+        let root = workspace.canonicalize().ok()?;
+        let joined = root.join(&path);
+        let Ok(real) = joined.canonicalize() else {
+            // Not there: a new file (if its directory is inside).
+            return Some(None);
+        };
+        if !real.starts_with(&root) || !real.is_file() {
+            return None;
+        }
+        let meta = std::fs::metadata(&real).ok()?;
+        if meta.len() > FILE_SHOWN {
+            return None;
+        }
+        String::from_utf8(std::fs::read(&real).ok()?).ok().map(Some)
+    })
+    .await
+    .ok()
+    .flatten();
+    match read {
+        Some(Some(content)) => {
+            no_store(Json(json!({ "exists": true, "content": content })).into_response())
+        }
+        Some(None) => no_store(Json(json!({ "exists": false, "content": "" })).into_response()),
+        None => failed("not a file this lead can show", StatusCode::NOT_FOUND),
     }
 }
 

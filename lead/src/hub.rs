@@ -193,6 +193,13 @@ pub(crate) enum Command {
         door: Call<'static>,
         reply: Reply<shared::access::Caller>,
     },
+    /// Where the file a pending `write_file` permission request would
+    /// write is on the lead's host: its sender's workspace (a teammate this
+    /// lead spawned) and the path in it (the console shows the change).
+    WriteTarget {
+        request_id: shared::names::RequestId,
+        reply: Reply<Option<(std::path::PathBuf, String)>>,
+    },
     /// A page of the event history (the console).
     History {
         query: crate::history::Query,
@@ -652,6 +659,16 @@ impl Hub {
                 request_id,
                 landing,
             } => self.landed(request_id, landing),
+            Command::WriteTarget { request_id, reply } => {
+                let target = self.team.requests.get(&request_id).and_then(|r| {
+                    let args: serde_json::Value =
+                        serde_json::from_str(&r.permission_args()).ok()?;
+                    let path = args.get("path")?.as_str()?.to_owned();
+                    let child = self.children.get(&r.opening.sender)?;
+                    Some((child.workspace.clone(), path))
+                });
+                self.reply(reply, Ok(target));
+            }
             Command::History { query, reply } => {
                 let page = self.history.query(&query);
                 self.reply(reply, Ok(page));

@@ -96,6 +96,13 @@ async fn a_request_has_its_own_page_with_its_timeline_by_link_directly_and_after
         .wait_for("[data-testid=timeline]", &format!("revises {first}"))
         .await;
     browser.wait_for("#page", "tests/a.rs").await;
+    // What the revision changed, in order: the summary reworded in place.
+    browser
+        .wait_for("#page [data-testid=diff] .removed", "- the first plan")
+        .await;
+    browser
+        .wait_for("#page [data-testid=diff] .added", "+ the second plan")
+        .await;
     browser
         .wait_for("[data-testid=modes]", "bypass: every tool runs")
         .await;
@@ -208,6 +215,30 @@ async fn the_task_list_has_status_tabs_and_members_have_pages() {
     );
     browser.screenshot(&shots().join("tasks-390.png")).await;
     browser.resize(1280, 800).await;
+
+    // The team's page, at both widths.
+    browser
+        .open(&format!("{}#/team", lead.console.as_deref().unwrap()))
+        .await;
+    browser.wait_for("#page h2", "Team").await;
+    browser.wait_for("#page", "ann").await;
+    browser.screenshot(&shots().join("team-1280.png")).await;
+    browser.resize(390, 844).await;
+    assert!(
+        sideways(&browser).await <= 0,
+        "the team page scrolls sideways at 390 px"
+    );
+    browser.screenshot(&shots().join("team-390.png")).await;
+    browser.resize(1280, 800).await;
+    browser
+        .open(&format!(
+            "{}#/tasks/claimed",
+            lead.console.as_deref().unwrap()
+        ))
+        .await;
+    let row = browser
+        .wait_for("[data-testid=task]", "write the printer")
+        .await;
 
     // The owner's page, from the row.
     let owner = browser.within(&row, "a").await;
@@ -347,5 +378,75 @@ async fn the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_s
     let browser = lead.console_browser().await;
     browser.wait_for("#events", "ann's plan was approved").await;
     browser.wait_for("#events", "compiled the parser").await;
+    browser.quit().await;
+}
+
+/// A permission card shows what the write would change: `write_file`'s
+/// content against the file as it is now in the teammate's workspace (a
+/// teammate this lead spawned), line by line. Writes
+/// `target/console-shots/permission-1280.png`.
+#[tokio::test]
+async fn a_permission_card_shows_the_change_against_the_file_as_it_is() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let workspace = lead.dir.path().join("ws-ann");
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("notes.txt"), "the old line\nkept\n").unwrap();
+    let script = lead.script(
+        "ann",
+        r#"
+[[plans]]
+summary = "reword the notes"
+files = ["notes.txt"]
+tests = ["read them"]
+
+[[actions]]
+phase = "work"
+tool = "write_file"
+path = "notes.txt"
+content = "the new line\nkept\n"
+"#,
+    );
+    let (ok, _, err) = lead
+        .cli(&[
+            "spawn",
+            "ann",
+            "--role",
+            "writer",
+            "--script",
+            script.to_str().unwrap(),
+            "--workspace",
+            workspace.to_str().unwrap(),
+        ])
+        .await;
+    assert!(ok, "{err}");
+    let plan = events
+        .request("ann's plan", |r| {
+            r.r#type == pb::RequestType::PlanApproval as i32
+                && mesh_tests::is(r.status, pb::RequestStatus::Pending)
+        })
+        .await;
+    // DEFAULT: each write asks.
+    let (ok, _, err) = lead
+        .cli(&["approve", &plan.request_id, "--mode", "default"])
+        .await;
+    assert!(ok, "{err}");
+    let browser = lead.console_browser().await;
+    browser
+        .wait_for("[data-testid=permission] h3", "ann asks to run write_file")
+        .await;
+    browser
+        .wait_for("[data-testid=write-diff] .removed", "- the old line")
+        .await;
+    browser
+        .wait_for("[data-testid=write-diff] .added", "+ the new line")
+        .await;
+    browser
+        .wait_for("[data-testid=write-diff] .same", "kept")
+        .await;
+    browser
+        .screenshot(&shots().join("permission-1280.png"))
+        .await;
     browser.quit().await;
 }

@@ -61,24 +61,77 @@ function list(items) {
 }
 
 // What a revision changed from the plan it supersedes.
+// The lines of `was` and `now` in order, each kept, removed or added: a
+// longest-common-subsequence diff (plans' lists and bodies are short), so a
+// reworded step shows in its place, its old words then its new.
+function lineDiff(was, now) {
+  const n = was.length, m = now.length;
+  const common = Array.from({ length: n + 1 }, () => new Array(m + 1).fill(0));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      common[i][j] = was[i] === now[j] ? common[i + 1][j + 1] + 1 : Math.max(common[i + 1][j], common[i][j + 1]);
+    }
+  }
+  const out = [];
+  let i = 0, j = 0;
+  while (i < n || j < m) {
+    if (i < n && j < m && was[i] === now[j]) { out.push([" ", was[i]]); i++; j++; }
+    else if (i < n && (j === m || common[i + 1][j] >= common[i][j + 1])) { out.push(["-", was[i]]); i++; }
+    else { out.push(["+", now[j]]); j++; }
+  }
+  return out;
+}
+
+function diffLines(label, was, now) {
+  const lines = lineDiff(was, now);
+  if (lines.every(([mark]) => mark === " ")) return null;
+  const ul = el("ul", { class: "lines" });
+  for (const [mark, text] of lines) {
+    ul.append(el("li", { class: mark === "+" ? "added" : mark === "-" ? "removed" : "same", text: `${mark} ${text}` }));
+  }
+  return el("div", {}, el("div", { text: label + ":" }), ul);
+}
+
 function diff(request) {
   const old = requests.get(request.payload && request.payload.supersedes);
   if (!old || !old.payload || !old.payload.plan) return null;
   const before = old.payload.plan, after = request.payload.plan;
   const box = el("div", { class: "diff", "data-testid": "diff" },
-    el("strong", { text: "Changes from the rejected plan" }));
+    el("strong", {}, "Changes from the rejected plan (",
+      el("a", { href: "#/requests/" + old.request_id, text: "see it" }), ")"));
   if (old.feedback) box.append(el("p", { text: "It answers: " + old.feedback }));
-  for (const key of ["files", "steps", "tests"]) {
-    const was = before[key] || [], now = after[key] || [];
-    const added = now.filter((x) => !was.includes(x));
-    const removed = was.filter((x) => !now.includes(x));
-    if (!added.length && !removed.length) continue;
-    const ul = el("ul", {});
-    for (const a of added) ul.append(el("li", { class: "added", text: "+ " + a }));
-    for (const r of removed) ul.append(el("li", { class: "removed", text: "- " + r }));
-    box.append(el("div", { text: key + ":" }), ul);
-  }
+  const parts = [
+    diffLines("summary", [before.summary || ""], [after.summary || ""]),
+    ...["steps", "files", "tests"].map((key) => diffLines(key, before[key] || [], after[key] || [])),
+    diffLines("body", (before.body || "").split("\n").filter((l) => l), (after.body || "").split("\n").filter((l) => l)),
+  ];
+  for (const part of parts) if (part) box.append(part);
   return box;
+}
+
+// What a permission request's write would change: edit_file's old and new
+// text, line by line; write_file's content against the file as it is now,
+// where the lead can read it (a teammate it spawned), else the content.
+function permissionChange(r) {
+  const p = r.payload || {};
+  let args = {};
+  try { args = JSON.parse(p.args_json || "{}"); } catch (_) { return null; }
+  if (p.tool === "edit_file" && typeof args.old === "string" && typeof args.new === "string") {
+    return diffLines(`change to ${args.path || "?"}`, args.old.split("\n"), args.new.split("\n"));
+  }
+  if (p.tool === "write_file" && typeof args.content === "string") {
+    const box = el("div", { "data-testid": "write-diff" }, el("div", { class: "meta", text: `writes ${args.path || "?"}` }));
+    fetch("/api/file?request_id=" + encodeURIComponent(r.request_id)).then((res) => res.ok ? res.json() : null).then((file) => {
+      const now = args.content.split("\n");
+      if (file && file.exists) {
+        box.replaceChildren(diffLines(`change to ${args.path} (against the file now)`, file.content.split("\n"), now) || el("p", { text: "no change to the file" }));
+      } else {
+        box.replaceChildren(diffLines(`${args.path} (${file ? "a new file" : "the file now cannot be read here"})`, [], now));
+      }
+    }).catch(() => {});
+    return box;
+  }
+  return null;
 }
 
 function historyOf(request) {
@@ -153,6 +206,7 @@ function permissionCard(r) {
   return el("article", { class: "card", "data-request-id": id, "data-testid": "permission" },
     el("h3", {}, el("a", { href: "#/requests/" + id, text: `${r.sender} asks to run ${p.tool || "a tool"}` })),
     el("pre", { text: p.args_json || JSON.stringify(p) }),
+    permissionChange(r),
     el("div", { class: "meta" }, "waiting ", since(r.created_at_unix_ms)),
     el("button", { class: "approve", "data-testid": "allow", text: "Allow", onclick: () => act(true) }),
     el("label", { for: "why-" + id, text: "Reason to deny" }), reason,

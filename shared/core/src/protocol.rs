@@ -185,6 +185,18 @@ impl Request {
         &self.opening.id
     }
 
+    /// A permission request's `args_json` (empty for any other request).
+    pub fn permission_args(&self) -> String {
+        #[derive(serde::Deserialize, Default)]
+        struct PermissionIn {
+            #[serde(default)]
+            args_json: String,
+        }
+        let PermissionIn { args_json } =
+            serde_json::from_str(&self.opening.payload_json).unwrap_or_default();
+        args_json
+    }
+
     /// The plan in a plan request's payload (empty fields where it has none).
     pub fn plan(&self) -> Plan {
         /// The part of a stored payload this reads; the rest (overlaps) is
