@@ -456,9 +456,7 @@ function renderHistory() {
   const decided = [...requests.values()].filter((r) => r.status !== "pending")
     .sort((a, b) => b.resolved_at_unix_ms - a.resolved_at_unix_ms).slice(0, 100);
   document.getElementById("history").replaceChildren(...decided.map((r) => {
-    const summary = r.type === "plan_approval" ? (r.payload.plan || {}).summary
-      : r.type === "result" ? `result: ${((r.payload || {}).result || {}).summary || ""}`
-      : r.type === "amendment" ? `amendment: +${((r.payload || {}).files || []).join(", +")}` : r.type;
+    const summary = `${(KIND_NAMES[r.type] || r.type).toLowerCase()}: ${titleOf(r)}${permissionPath(r)}`;
     const item = el("li", {}, el("a", { href: "#/requests/" + r.request_id, text: `${r.status}: ${summary}` }),
       ` (${r.sender} → ${r.target}) `, since(r.resolved_at_unix_ms || r.created_at_unix_ms), " ago",
       r.feedback ? " — " + r.feedback : "");
@@ -739,6 +737,15 @@ function route() {
 }
 
 const KIND_NAMES = { plan_approval: "Plan", permission: "Permission", shutdown: "Shutdown", result: "Result", amendment: "Amendment" };
+
+// A permission request's path, where its call names one: " (src/a.rs)".
+function permissionPath(r) {
+  if (r.type !== "permission") return "";
+  try {
+    const path = JSON.parse((r.payload || {}).args_json || "{}").path;
+    return path ? ` (${path})` : "";
+  } catch (_) { return ""; }
+}
 
 function titleOf(r) {
   const p = r.payload || {};

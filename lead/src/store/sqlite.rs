@@ -908,6 +908,35 @@ mod tests {
     }
 
     #[test]
+    fn the_event_history_is_kept_across_a_restart_and_trimmed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let entry = |id: u64| crate::history::Entry {
+            id,
+            at: 1_000 + i64::try_from(id).expect("small"),
+            kind: "tool".into(),
+            who: vec!["ann".into(), "bob".into()],
+            event: pb::Event {
+                at_unix_ms: 7,
+                kind: None,
+            },
+        };
+        {
+            let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("create");
+            store
+                .commit(&[
+                    Change::History(Box::new(entry(1))),
+                    Change::History(Box::new(entry(2))),
+                    Change::History(Box::new(entry(3))),
+                    Change::HistoryTrim(2),
+                ])
+                .expect("commit");
+        }
+        let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("reopen");
+        let history = store.load().expect("load").history;
+        assert_eq!(history, vec![entry(2), entry(3)]);
+    }
+
+    #[test]
     fn a_schema_3_database_is_upgraded_and_its_requests_have_no_reviews_yet() {
         let dir = tempfile::tempdir().expect("tempdir");
         {
@@ -925,6 +954,7 @@ mod tests {
             "ALTER TABLE requests DROP COLUMN reviews;
              DROP TABLE holds;
              DROP TABLE usage;
+             DROP TABLE history;
              DELETE FROM meta WHERE key = 'holds_kept';
              UPDATE meta SET value = '3' WHERE key = 'schema_version';",
         )
