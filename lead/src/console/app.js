@@ -679,8 +679,7 @@ function schedule() {
 // would only fail.
 function offline(gone) {
   document.body.classList.toggle("offline", gone);
-  for (const control of document.querySelectorAll("main button, main input, main textarea, main select")) {
-    if (["event-filter", "event-kind", "event-since", "event-search", "events-older"].includes(control.id)) continue;
+  for (const control of document.querySelectorAll("main button, main input, main textarea, main select, #page button, #page input, #page textarea, #page select")) {
     control.disabled = gone;
   }
 }
