@@ -473,6 +473,55 @@ async fn review_result(
     })
 }
 
+/// `lead audit export`: the trail, oldest first; a table, or JSON lines.
+pub async fn audit_export(
+    client: &mut Operator,
+    since: i64,
+    json: bool,
+) -> Result<String, CliError> {
+    let mut lines = Vec::new();
+    let mut after = 0;
+    loop {
+        let page = client
+            .list_audit(pb::ListAuditRequest {
+                since_unix_ms: since,
+                after_seq: after,
+                page_size: 1_000,
+            })
+            .await?
+            .into_inner();
+        if page.entries.is_empty() {
+            break;
+        }
+        after = page.last_seq;
+        lines.extend(page.entries);
+    }
+    if json {
+        return Ok(lines.iter().map(|l| format!("{l}\n")).collect());
+    }
+    let mut rows = vec![vec![
+        "SEQ".into(),
+        "AT".into(),
+        "WHAT".into(),
+        "SUBJECT".into(),
+        "DECISION".into(),
+        "BY".into(),
+    ]];
+    for line in &lines {
+        let e: crate::audit::Entry = serde_json::from_str(line)
+            .map_err(|e| CliError::Usage(format!("the lead sent a bad entry: {e}")))?;
+        rows.push(vec![
+            e.seq.to_string(),
+            e.at_unix_ms.to_string(),
+            e.what,
+            e.subject,
+            e.decision,
+            e.by,
+        ]);
+    }
+    Ok(render::table(&rows))
+}
+
 /// `lead diff ID`: a result's diff, as submitted.
 pub async fn diff(client: &mut Operator, request_id: String) -> Result<String, CliError> {
     let request = client

@@ -501,6 +501,7 @@ async fn permission(
                 request_id,
                 approve: form.approve,
                 feedback: form.feedback,
+                by: "operator (console)".into(),
             })
         })
         .map_err(HubError::from);

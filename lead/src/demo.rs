@@ -309,6 +309,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
     let tokens = Tokens {
         join: shared::auth::new_token(),
         operator: shared::auth::new_token(),
+        named: Vec::new(),
     };
     let listener = server::bind("127.0.0.1:0".parse()?)?;
     let addr = listener.local_addr()?;

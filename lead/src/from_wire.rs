@@ -236,6 +236,7 @@ pub(crate) fn review_permission(review: pb::PermissionReview) -> Result<Op, HubE
         request_id,
         approve: review.approve,
         feedback: review.feedback,
+        by: "operator".into(),
     })
 }
 

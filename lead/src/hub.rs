@@ -200,6 +200,14 @@ pub(crate) enum Command {
         request_id: shared::names::RequestId,
         reply: Reply<Option<(std::path::PathBuf, String)>>,
     },
+    /// A page of the audit trail (`Operator.ListAudit`).
+    Audit {
+        claim: Claim,
+        since: i64,
+        after_seq: u64,
+        limit: usize,
+        reply: Reply<Vec<crate::audit::Entry>>,
+    },
     /// A page of the event history (the console).
     History {
         query: crate::history::Query,
@@ -385,6 +393,8 @@ pub(crate) struct Hub {
     tidying: Vec<tokio::task::JoinHandle<()>>,
     /// What happened, kept for the console's event log.
     history: crate::history::History,
+    /// Every decision, hash-chained.
+    audit: crate::audit::Trail,
     /// Names this lead process's model calls (the reviewer's) in the usage
     /// ledger: made at start, so a restarted lead's calls add to the last.
     reviewer_epoch: String,
@@ -436,6 +446,14 @@ pub(crate) fn load(
         std::mem::take(&mut snapshot.history),
         crate::history::MAX_ENTRIES,
     );
+    let audit_kept = std::mem::take(&mut snapshot.audit);
+    let budgets: Vec<(String, u64)> = snapshot
+        .usage
+        .iter()
+        .filter(|a| a.member)
+        .map(|a| (a.name.clone(), a.operator_budget.unwrap_or(0)))
+        .collect();
+    let audit_requests = snapshot.requests.clone();
     let team = Team::restore(
         std::mem::take(&mut snapshot.requests),
         std::mem::take(&mut snapshot.tasks),
@@ -499,6 +517,7 @@ pub(crate) fn load(
         lands: None,
         tidying: Vec::new(),
         history,
+        audit: crate::audit::Trail::restore(audit_kept, audit_requests.iter(), budgets.into_iter()),
         reviewer_epoch: uuid::Uuid::new_v4().to_string(),
         reviewer_totals: HashMap::new(),
     };
@@ -668,6 +687,18 @@ impl Hub {
                     Some((child.workspace.clone(), path))
                 });
                 self.reply(reply, Ok(target));
+            }
+            Command::Audit {
+                claim,
+                since,
+                after_seq,
+                limit,
+                reply,
+            } => {
+                let result = self
+                    .admit(claim, Call::Operator, None)
+                    .map(|_| self.audit.page(since, after_seq, limit));
+                self.reply(reply, result);
             }
             Command::History { query, reply } => {
                 let page = self.history.query(&query);

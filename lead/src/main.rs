@@ -47,6 +47,28 @@ enum TaskAction {
 }
 
 #[derive(Debug, Subcommand)]
+enum AuditAction {
+    /// Write the trail, oldest first: a table, or (--json) one JSON entry a
+    /// line, which `lead audit verify` checks.
+    Export {
+        /// Only entries recorded at or after this time, in unix seconds.
+        #[arg(long)]
+        since: Option<String>,
+        /// One JSON entry a line.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Check an exported trail: each entry's hash, each link to the one
+    /// before. Says where it breaks (exit status 1).
+    Verify {
+        /// The file `lead audit export --json` wrote.
+        file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
 enum Command {
     /// Run the lead's gRPC server.
     Serve(Box<ServeArgs>),
@@ -109,6 +131,11 @@ enum Command {
         feedback: String,
         #[command(flatten)]
         target: TargetArgs,
+    },
+    /// The audit trail: every decision, hash-chained.
+    Audit {
+        #[command(subcommand)]
+        action: AuditAction,
     },
     /// Print a result request's diff, as the teammate submitted it.
     Diff {
@@ -211,9 +238,11 @@ struct ServeArgs {
     /// The token `Join` needs (default: generated into <state-dir>/join.token).
     #[arg(long, env = "MESH_JOIN_TOKEN", hide_env_values = true)]
     join_token: Option<String>,
-    /// The token operators use (default: generated into <state-dir>/operator.token).
-    #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
-    operator_token: Option<String>,
+    /// The token operators use (default: generated into
+    /// <state-dir>/operator.token). Repeatable as NAME=TOKEN: a named
+    /// operator's token, whose decisions the audit trail signs with its name.
+    #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true, action = clap::ArgAction::Append)]
+    operator_token: Vec<String>,
     /// Where the web console listens (HOST:PORT), or `off`. Default: a free
     /// loopback port; the second stdout line says where.
     #[arg(long)]
@@ -596,6 +625,33 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             )
             .await
         }
+        Command::Audit {
+            action:
+                AuditAction::Export {
+                    since,
+                    json,
+                    target,
+                },
+        } => {
+            let since = match since.as_deref() {
+                None => 0,
+                Some(s) => parse_since(s).map_err(cli::CliError::Usage)?,
+            };
+            cli::audit_export(&mut cli::connect(&target.into()).await?, since, json).await
+        }
+        Command::Audit {
+            action: AuditAction::Verify { file },
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| cli::CliError::Usage(format!("{}: {e}", file.display())))?;
+            match lead::audit::verify(&text) {
+                Ok(n) => Ok(format!("ok: {n} entries, the chain holds\n")),
+                Err((line, why)) => Err(cli::CliError::Usage(format!(
+                    "{}: line {line}: {why}",
+                    file.display()
+                ))),
+            }
+        }
         Command::Diff { request_id, target } => {
             cli::diff(&mut cli::connect(&target.into()).await?, request_id).await
         }
@@ -671,7 +727,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let tokens = Tokens {
         join: state.token(args.join_token.clone(), JOIN_TOKEN_FILE)?,
-        operator: state.token(args.operator_token.clone(), OPERATOR_TOKEN_FILE)?,
+        operator: state.token(unnamed_operator(&args.operator_token)?, OPERATOR_TOKEN_FILE)?,
+        named: named_operators(&args.operator_token)?,
     };
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(lead::tls::ServerTls::load(&lead::tls::TlsFiles {
@@ -767,6 +824,53 @@ fn connect_addr(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
         addr.ip().to_string()
     };
     Ok(SocketAddr::new(ip.parse()?, addr.port()))
+}
+
+/// `--since`: unix seconds; unix ms.
+fn parse_since(value: &str) -> Result<i64, String> {
+    value
+        .parse::<i64>()
+        .map(|seconds| seconds.saturating_mul(1000))
+        .map_err(|_| format!("--since {value:?}: give unix seconds (date +%s)"))
+}
+
+/// A `--operator-token` value: `NAME=TOKEN` names its operator (a name as a
+/// member's); anything else is the token alone.
+fn operator_value(value: &str) -> Option<(&str, &str)> {
+    let (name, token) = value.split_once('=')?;
+    shared::names::Name::parse("--operator-token", name).ok()?;
+    Some((name, token))
+}
+
+/// The unnamed `--operator-token`, if one is given (at most one).
+fn unnamed_operator(values: &[String]) -> anyhow::Result<Option<String>> {
+    let unnamed: Vec<&String> = values
+        .iter()
+        .filter(|v| operator_value(v).is_none())
+        .collect();
+    if unnamed.len() > 1 {
+        anyhow::bail!(
+            "--operator-token: give one unnamed token at most; name the others (NAME=TOKEN)"
+        );
+    }
+    Ok(unnamed.first().map(|t| (*t).clone()))
+}
+
+/// The named `--operator-token NAME=TOKEN`s: names unique, tokens not empty.
+fn named_operators(values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
+    let mut named: Vec<(String, String)> = Vec::new();
+    for (name, token) in values.iter().filter_map(|v| operator_value(v)) {
+        if token.len() < 16 {
+            anyhow::bail!(
+                "--operator-token {name}=...: the token is too short (16 characters at least)"
+            );
+        }
+        if named.iter().any(|(n, _)| n == name) {
+            anyhow::bail!("--operator-token: {name} is named twice");
+        }
+        named.push((name.to_owned(), token.to_owned()));
+    }
+    Ok(named)
 }
 
 /// `lead gc`: removes the team's leftover worktrees and their branches.

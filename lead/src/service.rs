@@ -73,6 +73,9 @@ pub struct Tokens {
     pub join: String,
     /// For every `Operator` call.
     pub operator: String,
+    /// Named operator tokens (`--operator-token NAME=TOKEN`): for every
+    /// `Operator` call too, and the trail says who decided.
+    pub named: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Tokens {
@@ -114,6 +117,9 @@ fn static_caller(token: Option<&str>, tokens: &Tokens) -> Option<Caller> {
     match token {
         None => Some(Caller::Anonymous),
         Some(token) if same_token(token, &tokens.operator) => Some(Caller::Operator),
+        Some(token) if tokens.named.iter().any(|(_, t)| same_token(token, t)) => {
+            Some(Caller::Operator)
+        }
         Some(token) if same_token(token, &tokens.join) => Some(Caller::Joiner),
         Some(_) => None,
     }
@@ -456,10 +462,71 @@ impl OperatorService {
         render: impl FnOnce(A) -> R,
     ) -> Result<Response<R>, Status> {
         let claim = claim_of(&request, &self.tokens);
-        let op = translate(request.into_inner());
+        let name = token_of(&request).and_then(|token| {
+            self.tokens
+                .named
+                .iter()
+                .find(|(_, t)| same_token(&token, t))
+                .map(|(name, _)| name.clone())
+        });
+        let op = translate(request.into_inner()).map(|op| match name {
+            Some(name) => signed(op, &name),
+            None => op,
+        });
         Ok(Response::new(render(
             self.hub.apply(claim, Call::Operator, op).await?,
         )))
+    }
+}
+
+/// `op`, decided by the operator `name` (a named operator token): the
+/// request's history, and so the audit trail, says who.
+fn signed(op: Op, name: &str) -> Op {
+    let by = format!("operator {name}");
+    match op {
+        Op::ReviewPlan {
+            request_id,
+            verdict,
+            ..
+        } => Op::ReviewPlan {
+            request_id,
+            verdict,
+            by,
+        },
+        Op::ReviewPermission {
+            request_id,
+            approve,
+            feedback,
+            ..
+        } => Op::ReviewPermission {
+            request_id,
+            approve,
+            feedback,
+            by,
+        },
+        Op::ReviewResult {
+            request_id,
+            approve,
+            feedback,
+            ..
+        } => Op::ReviewResult {
+            request_id,
+            approve,
+            feedback,
+            by,
+        },
+        Op::ReviewAmendment {
+            request_id,
+            approve,
+            feedback,
+            ..
+        } => Op::ReviewAmendment {
+            request_id,
+            approve,
+            feedback,
+            by,
+        },
+        other => other,
     }
 }
 
@@ -487,6 +554,34 @@ impl pb::operator_server::Operator for OperatorService {
             |r: shared::protocol::Request| r.to_pb(),
         )
         .await
+    }
+
+    async fn list_audit(
+        &self,
+        request: Request<pb::ListAuditRequest>,
+    ) -> Result<Response<pb::ListAuditResponse>, Status> {
+        let claim = claim_of(&request, &self.tokens);
+        let ask = request.into_inner();
+        let limit = match ask.page_size {
+            0 => 1_000,
+            n => usize::try_from(n).unwrap_or(1_000).min(1_000),
+        };
+        let entries = self
+            .hub
+            .call(|reply| Command::Audit {
+                claim,
+                since: ask.since_unix_ms,
+                after_seq: ask.after_seq,
+                limit,
+                reply,
+            })
+            .await?;
+        let last_seq = entries.last().map_or(0, |e| e.seq);
+        let entries = entries
+            .iter()
+            .map(|e| serde_json::to_string(e).map_err(|e| HubError::Internal(e.to_string())))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Response::new(pb::ListAuditResponse { entries, last_seq }))
     }
 
     async fn review_amendment(

@@ -56,6 +56,8 @@ pub enum Change {
     History(Box<crate::history::Entry>),
     /// The history forgets every entry below this id.
     HistoryTrim(u64),
+    /// A decision, appended to the audit trail.
+    Audit(Box<crate::audit::Entry>),
     /// What the core says changed of the members, the requests, the tasks,
     /// the holds and the usage.
     Team(TeamChange),
@@ -85,6 +87,8 @@ pub struct Snapshot {
     pub usage: Vec<shared::usage::Account>,
     /// The event history's newest entries, oldest first.
     pub history: Vec<crate::history::Entry>,
+    /// The audit trail's newest entries, oldest first.
+    pub audit: Vec<crate::audit::Entry>,
 }
 
 /// Why the store failed.

@@ -31,6 +31,8 @@ impl Hub {
     fn take_changes(&mut self) -> Vec<Change> {
         let mut changes = std::mem::take(&mut self.changes);
         changes.extend(self.team.take_changes().into_iter().map(Change::Team));
+        let decided = self.audit.observe(&changes, self.now());
+        changes.extend(decided);
         changes
     }
 

@@ -128,10 +128,12 @@ UPDATE meta SET value = '6' WHERE key = 'schema_version';
 ";
 
 /// Schema 7 (over 6): the event history (requests, members, tasks, tool
-/// calls, processes, usage), each event as the wire's `Event`.
+/// calls, processes, usage), each event as the wire's `Event`; and the audit
+/// trail, each entry as JSON (hash-chained: see `audit.rs`).
 const SCHEMA_7: &str = "
 CREATE TABLE history (id INTEGER PRIMARY KEY, at INTEGER NOT NULL, kind TEXT NOT NULL,
     who TEXT NOT NULL, event BLOB NOT NULL);
+CREATE TABLE audit (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);
 UPDATE meta SET value = '7' WHERE key = 'schema_version';
 ";
 
@@ -496,6 +498,21 @@ impl Store for SqliteStore {
                     detail: e.to_string(),
                 })?);
         }
+        let mut audit = self
+            .conn
+            .prepare("SELECT entry FROM audit ORDER BY seq DESC LIMIT ?1")?;
+        let kept = i64::try_from(crate::audit::KEPT).unwrap_or(i64::MAX);
+        let rows: Vec<String> = audit
+            .query_map(params![kept], |row| row.get(0))?
+            .collect::<Result<_, _>>()?;
+        for row in rows.into_iter().rev() {
+            snapshot
+                .audit
+                .push(serde_json::from_str(&row).map_err(|e| StoreError::Decode {
+                    what: "audit entry",
+                    detail: e.to_string(),
+                })?);
+        }
         let mut history = self
             .conn
             .prepare("SELECT id, at, kind, who, event FROM history ORDER BY id DESC LIMIT ?1")?;
@@ -631,6 +648,15 @@ impl Store for SqliteStore {
                         entry.who.join(","),
                         entry.event.encode_to_vec()
                     ])?;
+                }
+                Change::Audit(entry) => {
+                    let json =
+                        serde_json::to_string(entry.as_ref()).map_err(|e| StoreError::Decode {
+                            what: "audit entry",
+                            detail: e.to_string(),
+                        })?;
+                    tx.prepare_cached("INSERT INTO audit (seq, entry) VALUES (?1, ?2)")?
+                        .execute(params![i64::try_from(entry.seq).unwrap_or(i64::MAX), json])?;
                 }
                 Change::HistoryTrim(below) => {
                     tx.prepare_cached("DELETE FROM history WHERE id < ?1")?
@@ -955,6 +981,7 @@ mod tests {
              DROP TABLE holds;
              DROP TABLE usage;
              DROP TABLE history;
+             DROP TABLE audit;
              DELETE FROM meta WHERE key = 'holds_kept';
              UPDATE meta SET value = '3' WHERE key = 'schema_version';",
         )

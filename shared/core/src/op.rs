@@ -180,6 +180,8 @@ pub enum Op {
         approve: bool,
         /// Why.
         feedback: String,
+        /// Who decides, for the request's history.
+        by: String,
     },
     /// One page of the requests, of one status and kind or all, oldest first.
     ListRequests {

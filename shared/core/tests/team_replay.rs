@@ -328,6 +328,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
                 request_id: request_id(id),
                 approve,
                 feedback: if approve { String::new() } else { "no".into() },
+                by: "operator".into(),
             },
         ),
         Step::CreateTask { blocked } => {

@@ -285,18 +285,25 @@ impl Team {
                 request_id,
                 approve,
                 feedback,
+                by,
             } => {
+                let was_pending = self
+                    .requests
+                    .get(&request_id)
+                    .is_some_and(|r| r.status == crate::protocol::Status::Pending);
                 let decision = Decision {
                     approve,
-                    feedback,
+                    feedback: feedback.clone(),
                     grant: None,
                 };
-                Reply::Request(Box::new(self.decide_permission(
-                    &request_id,
-                    decision,
-                    now,
-                    &mut effects,
-                )?))
+                let decided = self.decide_permission(&request_id, decision, now, &mut effects)?;
+                if was_pending {
+                    let verdict = if approve { "approve" } else { "reject" };
+                    self.record_review(&request_id, &by, verdict, feedback, now, &mut effects);
+                }
+                Reply::Request(Box::new(
+                    self.requests.get(&request_id).cloned().unwrap_or(decided),
+                ))
             }
             Op::SubmitResult {
                 request_id,

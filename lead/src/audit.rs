@@ -1,0 +1,313 @@
+//! The audit trail: every decision (a plan, a permission, a result, an
+//! amendment, a shutdown, a budget) with who decided and the digest of what
+//! was decided, appended to a hash chain in the store. Each entry carries
+//! the hash of the one before, and its own hash over everything it says, so
+//! an entry edited, dropped or reordered afterwards breaks the chain where
+//! it was touched ([`verify`], `lead audit verify FILE`).
+//!
+//! The hub observes the changes of each batch ([`Trail::observe`]): a
+//! request seen resolved for the first time is a decision; a member's
+//! budget that differs from the last one seen is one too.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use shared::{
+    protocol::{Kind, Request, Status},
+    team::Change as TeamChange,
+};
+
+use crate::store::Change;
+
+/// The most entries the running lead keeps at hand for `ListAudit` (the
+/// store keeps every one).
+pub(crate) const KEPT: usize = 100_000;
+
+/// One decision, as the trail keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Its place in the trail, from 1.
+    pub seq: u64,
+    /// When it was recorded (unix ms).
+    pub at_unix_ms: i64,
+    /// `plan_approval`, `permission`, `result`, `amendment`, `shutdown`,
+    /// `budget`.
+    pub what: String,
+    /// The request's id, or the member whose budget it is.
+    pub subject: String,
+    /// `approved`, `rejected`, `expired`, or the budget set.
+    pub decision: String,
+    /// Who decided: `operator`, `operator NAME` (a named operator token),
+    /// `operator (console)`, `policy`, `auto`, `program NAME`, `model NAME`,
+    /// `merge`, `member NAME` (a shutdown's answer), `lead` (an expiry).
+    pub by: String,
+    /// The words that came with it.
+    pub feedback: String,
+    /// SHA-256 of what was decided (the request's payload), hex.
+    pub content_sha256: String,
+    /// The hash of the entry before (empty for the first).
+    pub prev: String,
+    /// SHA-256 over this entry with `hash` empty, hex.
+    pub hash: String,
+}
+
+impl Entry {
+    /// The hash this entry must carry.
+    pub fn computed_hash(&self) -> String {
+        let mut bare = self.clone();
+        bare.hash = String::new();
+        let bytes = serde_json::to_vec(&bare).unwrap_or_default();
+        crate::store::hex(&Sha256::digest(&bytes))
+    }
+}
+
+/// The trail as the hub appends to it.
+#[derive(Debug, Default)]
+pub(crate) struct Trail {
+    /// The newest entries.
+    recent: VecDeque<Entry>,
+    /// The hash of the newest entry.
+    last_hash: String,
+    /// The next entry's seq.
+    next_seq: u64,
+    /// Requests already decided in the trail (forgotten with the request).
+    decided: HashSet<String>,
+    /// Each member's budget as last seen.
+    budgets: HashMap<String, u64>,
+}
+
+impl Trail {
+    /// The trail as the store kept it (`kept`: its newest entries, oldest
+    /// first), knowing which requests are resolved already and the budgets
+    /// as they stand.
+    pub(crate) fn restore<'a>(
+        kept: Vec<Entry>,
+        requests: impl Iterator<Item = &'a Request>,
+        budgets: impl Iterator<Item = (String, u64)>,
+    ) -> Self {
+        let last_hash = kept.last().map(|e| e.hash.clone()).unwrap_or_default();
+        let next_seq = kept.last().map_or(1, |e| e.seq + 1);
+        Self {
+            recent: kept.into(),
+            last_hash,
+            next_seq,
+            decided: requests
+                .filter(|r| r.status.is_terminal())
+                .map(|r| r.id().to_string())
+                .collect(),
+            budgets: budgets.collect(),
+        }
+    }
+
+    /// The decisions `changes` make, appended: each as a change for the
+    /// store too.
+    pub(crate) fn observe(&mut self, changes: &[Change], now: i64) -> Vec<Change> {
+        let mut out = Vec::new();
+        for change in changes {
+            match change {
+                Change::Team(TeamChange::Request(r))
+                    if r.status.is_terminal() && self.decided.insert(r.id().to_string()) =>
+                {
+                    let (what, by) = decided_by(r);
+                    let entry = self.append(now, what, r.id().to_string(), r.status, by, r);
+                    out.push(Change::Audit(Box::new(entry)));
+                }
+                Change::Team(TeamChange::RequestForgotten(id)) => {
+                    self.decided.remove(id.as_str());
+                }
+                // The budget an operator set (`SetBudget`); usage reports
+                // change the account too, and are no decision.
+                Change::Team(TeamChange::Usage(account)) if account.member => {
+                    let name = account.name.clone();
+                    let budget = account.operator_budget.unwrap_or(0);
+                    let before = self.budgets.insert(name.clone(), budget);
+                    if before.is_some_and(|b| b != budget)
+                        || (before.is_none() && account.operator_budget.is_some())
+                    {
+                        let entry = self.push(Entry {
+                            seq: 0,
+                            at_unix_ms: now,
+                            what: "budget".into(),
+                            subject: name,
+                            decision: format!("budget {budget}"),
+                            by: "operator".into(),
+                            feedback: String::new(),
+                            content_sha256: String::new(),
+                            prev: String::new(),
+                            hash: String::new(),
+                        });
+                        out.push(Change::Audit(Box::new(entry)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn append(
+        &mut self,
+        now: i64,
+        what: &str,
+        subject: String,
+        status: Status,
+        by: String,
+        request: &Request,
+    ) -> Entry {
+        let decision = match status {
+            Status::Approved => "approved",
+            Status::Rejected => "rejected",
+            Status::Expired => "expired",
+            Status::Pending => "pending",
+        };
+        self.push(Entry {
+            seq: 0,
+            at_unix_ms: now,
+            what: what.into(),
+            subject,
+            decision: decision.into(),
+            by,
+            feedback: shared::limits::cut(&request.feedback, 2_000),
+            content_sha256: crate::store::hex(&Sha256::digest(
+                request.opening.payload_json.as_bytes(),
+            )),
+            prev: String::new(),
+            hash: String::new(),
+        })
+    }
+
+    /// Chains `entry` on and keeps it.
+    fn push(&mut self, mut entry: Entry) -> Entry {
+        entry.seq = self.next_seq;
+        entry.prev = self.last_hash.clone();
+        entry.hash = entry.computed_hash();
+        self.next_seq += 1;
+        self.last_hash = entry.hash.clone();
+        self.recent.push_back(entry.clone());
+        while self.recent.len() > KEPT {
+            self.recent.pop_front();
+        }
+        entry
+    }
+
+    /// The entries after `after_seq` recorded at or after `since`, oldest
+    /// first, at most `limit`.
+    pub(crate) fn page(&self, since: i64, after_seq: u64, limit: usize) -> Vec<Entry> {
+        self.recent
+            .iter()
+            .filter(|e| e.seq > after_seq && e.at_unix_ms >= since)
+            .take(limit)
+            .cloned()
+            .collect()
+    }
+}
+
+/// What a resolved request was, and who decided it.
+fn decided_by(r: &Request) -> (&'static str, String) {
+    let what = match r.opening.kind {
+        Kind::PlanApproval => "plan_approval",
+        Kind::Permission => "permission",
+        Kind::Result => "result",
+        Kind::Amendment => "amendment",
+        Kind::Shutdown => "shutdown",
+    };
+    let by = match (r.status, r.opening.kind) {
+        (Status::Expired, _) => "lead".to_owned(),
+        (_, Kind::Shutdown) => format!("member {}", r.opening.target),
+        _ => r
+            .reviews
+            .iter()
+            .rev()
+            .find(|s| matches!(s.verdict.as_str(), "approve" | "reject" | "error"))
+            .map_or_else(|| "operator".to_owned(), |s| s.reviewer.clone()),
+    };
+    (what, by)
+}
+
+/// Checks a trail written as JSON lines: each entry's hash over what it
+/// says, and each link to the one before (the first line is taken as it
+/// is: an export may start anywhere). The number of entries, or the line
+/// (from 1) where it breaks and why.
+pub fn verify(text: &str) -> Result<usize, (usize, String)> {
+    let mut prev: Option<Entry> = None;
+    let mut count = 0;
+    for (i, line) in text.lines().enumerate() {
+        let at = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry: Entry =
+            serde_json::from_str(line).map_err(|e| (at, format!("not an audit entry: {e}")))?;
+        if entry.computed_hash() != entry.hash {
+            return Err((
+                at,
+                format!(
+                    "entry {} was changed: its hash does not match what it says",
+                    entry.seq
+                ),
+            ));
+        }
+        if let Some(before) = &prev {
+            if entry.prev != before.hash {
+                return Err((
+                    at,
+                    format!(
+                        "entry {} does not follow entry {}: the chain is broken (an entry was removed, added or reordered)",
+                        entry.seq, before.seq
+                    ),
+                ));
+            }
+            if entry.seq != before.seq + 1 {
+                return Err((
+                    at,
+                    format!("entry {} follows entry {}", entry.seq, before.seq),
+                ));
+            }
+        }
+        count += 1;
+        prev = Some(entry);
+    }
+    Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(trail: &mut Trail, subject: &str) -> Entry {
+        trail.push(Entry {
+            seq: 0,
+            at_unix_ms: 1,
+            what: "plan_approval".into(),
+            subject: subject.into(),
+            decision: "approved".into(),
+            by: "operator alice".into(),
+            feedback: String::new(),
+            content_sha256: String::new(),
+            prev: String::new(),
+            hash: String::new(),
+        })
+    }
+
+    #[test]
+    fn an_edited_removed_or_reordered_entry_breaks_the_chain_where_it_is() {
+        let mut trail = Trail::default();
+        trail.next_seq = 1;
+        let lines: Vec<String> = ["a", "b", "c"]
+            .iter()
+            .map(|s| serde_json::to_string(&entry(&mut trail, s)).expect("json"))
+            .collect();
+        assert_eq!(verify(&lines.join("\n")), Ok(3));
+        let edited = lines[1].replace("operator alice", "operator mallory");
+        let text = [lines[0].clone(), edited, lines[2].clone()].join("\n");
+        assert!(matches!(verify(&text), Err((2, why)) if why.contains("entry 2 was changed")));
+        let dropped = [lines[0].clone(), lines[2].clone()].join("\n");
+        assert!(matches!(verify(&dropped), Err((2, why)) if why.contains("broken")));
+        assert_eq!(
+            verify(&lines[1..].join("\n")),
+            Ok(2),
+            "an export may start anywhere"
+        );
+    }
+}
