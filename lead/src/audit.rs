@@ -292,8 +292,10 @@ mod tests {
 
     #[test]
     fn an_edited_removed_or_reordered_entry_breaks_the_chain_where_it_is() {
-        let mut trail = Trail::default();
-        trail.next_seq = 1;
+        let mut trail = Trail {
+            next_seq: 1,
+            ..Trail::default()
+        };
         let lines: Vec<String> = ["a", "b", "c"]
             .iter()
             .map(|s| serde_json::to_string(&entry(&mut trail, s)).expect("json"))
