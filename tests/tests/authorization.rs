@@ -115,6 +115,7 @@ enum Target {
     SetBudget,
     ReviewResult,
     ReviewAmendment,
+    ListAudit,
     Page,
     State,
     Events,
@@ -131,7 +132,7 @@ enum Target {
 // token of carol, who left | the join token | alice's session token | bob's
 // session token | the operator token.
 #[rustfmt::skip]
-const GRPC: [(Target, [Answer; 11]); 30] = [
+const GRPC: [(Target, [Answer; 11]); 31] = [
     //                           none  basic empty garb. bare  wrong left  join  alice bob   oper.
     // Known credentials of the wrong kind: PERMISSION_DENIED, as on every other rpc.
     (Target::Join,              [UN,   UN,   UN,   UN,   UN,   UN,   UN,   OK,   PD,   PD,   PD]),
@@ -172,6 +173,7 @@ const GRPC: [(Target, [Answer; 11]); 30] = [
     // alice's plan is no result and no amendment: the types differ.
     (Target::ReviewResult,      [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   FP]),
     (Target::ReviewAmendment,   [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   FP]),
+    (Target::ListAudit,         [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   OK]),
 ];
 
 /// The console takes the operator token as a bearer; everyone else gets the
@@ -513,6 +515,10 @@ impl Fixture {
                     feedback: String::new(),
                 };
                 unary(operator.review_amendment(req(auth, body)).await)
+            }
+            Target::ListAudit => {
+                let body = pb::ListAuditRequest::default();
+                unary(operator.list_audit(req(auth, body)).await)
             }
             Target::SetBudget => {
                 let body = pb::SetBudgetRequest {
