@@ -18,33 +18,49 @@ use crate::group::Session;
 /// The most bytes of a program's stderr kept as feedback.
 const MAX_STDERR: usize = shared::limits::REASON;
 
-/// Runs a program stage: `input` on its stdin; exit 0 approves, 2 rejects
-/// with its stderr as the feedback, 1 passes; any other end, or no end
-/// within `timeout` (it is killed), is an error.
-pub async fn run_program(command: &[String], timeout: Duration, input: &str) -> Verdict {
-    let error = |words: String| Verdict::Error { words };
+/// How a program ran: its exit status and what it said (stderr; for a
+/// result's program, stdout then stderr), or why it did not end: it could
+/// not start, or the timeout passed (it is killed).
+async fn run(
+    command: &[String],
+    timeout: Duration,
+    input: &str,
+    dir: Option<&std::path::Path>,
+    with_stdout: bool,
+) -> Result<(std::process::ExitStatus, String), String> {
     let Some((program, args)) = command.split_first() else {
-        return error("no command".into());
+        return Err("no command".into());
     };
     let mut spawn = tokio::process::Command::new(program);
     spawn
         .args(args)
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(if with_stdout {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stderr(Stdio::piped());
-    let mut stage = match Session::spawn(&mut spawn) {
-        Ok(stage) => stage,
-        Err(e) => return error(format!("cannot start {program}: {e}")),
-    };
+    if let Some(dir) = dir {
+        spawn.current_dir(dir);
+    }
+    let mut stage =
+        Session::spawn(&mut spawn).map_err(|e| format!("cannot start {program}: {e}"))?;
     let deadline = tokio::time::Instant::now() + timeout;
     let stdin = stage.child.stdin.take();
     // Read while it runs, so that it never blocks on a full pipe.
-    let (stop_reading, stop) = oneshot::channel();
-    let reader = stage
-        .child
-        .stderr
-        .take()
-        .map(|stderr| tokio::spawn(collect(stderr, stop)));
+    let mut readers = Vec::new();
+    let mut stops = Vec::new();
+    if let Some(out) = stage.child.stdout.take() {
+        let (stop, stopped) = oneshot::channel();
+        stops.push(stop);
+        readers.push(tokio::spawn(collect(out, stopped)));
+    }
+    if let Some(err) = stage.child.stderr.take() {
+        let (stop, stopped) = oneshot::channel();
+        stops.push(stop);
+        readers.push(tokio::spawn(collect(err, stopped)));
+    }
     let ended = tokio::time::timeout_at(deadline, async {
         let feed = feed(stdin, input);
         tokio::pin!(feed);
@@ -59,40 +75,53 @@ pub async fn run_program(command: &[String], timeout: Duration, input: &str) -> 
     .await;
     // At the timeout, or when it ended: whatever it left behind goes too.
     stage.kill();
-    // Its stderr ends once every process holding it is gone; what came by
+    // Its pipes end once every process holding them is gone; what came by
     // the deadline is kept.
-    let said = match reader {
-        None => Vec::new(),
-        Some(mut reader) => match tokio::time::timeout_at(deadline, &mut reader).await {
-            Ok(said) => said.unwrap_or_default(),
+    let mut said = Vec::new();
+    for mut reader in readers {
+        let got = match tokio::time::timeout_at(deadline, &mut reader).await {
+            Ok(got) => got.unwrap_or_default(),
             Err(_) => {
-                let _ = stop_reading.send(());
+                for stop in stops.drain(..) {
+                    let _ = stop.send(());
+                }
                 reader.await.unwrap_or_default()
             }
-        },
-    };
+        };
+        said.extend(got);
+    }
+    let said = String::from_utf8_lossy(&said).trim().to_owned();
     match ended {
-        Err(_) => error(format!(
+        Err(_) => Err(format!(
             "no verdict within {}s; the program was killed",
             timeout.as_secs()
         )),
-        Ok(Err(e)) => error(format!("{program}: {e}")),
-        Ok(Ok(status)) => {
-            let said = String::from_utf8_lossy(&said).trim().to_owned();
-            match status.code() {
-                Some(0) => Verdict::Approve {
-                    grant: None,
-                    words: said,
-                },
-                Some(2) if said.is_empty() => {
-                    error("rejected (exit 2) without saying why on stderr".into())
-                }
-                Some(2) => Verdict::Reject { words: said },
-                Some(1) => Verdict::Pass { words: said },
-                Some(code) => error(format!("exit status {code}: {said}")),
-                None => error(format!("ended by a signal ({status})")),
-            }
+        Ok(Err(e)) => Err(format!("{program}: {e}")),
+        Ok(Ok(status)) => Ok((status, said)),
+    }
+}
+
+/// Runs a program stage: `input` on its stdin; exit 0 approves, 2 rejects
+/// with its stderr as the feedback, 1 passes; any other end, or no end
+/// within `timeout` (it is killed), is an error.
+pub async fn run_program(command: &[String], timeout: Duration, input: &str) -> Verdict {
+    let error = |words: String| Verdict::Error { words };
+    let (status, said) = match run(command, timeout, input, None, false).await {
+        Ok(ran) => ran,
+        Err(why) => return error(why),
+    };
+    match status.code() {
+        Some(0) => Verdict::Approve {
+            grant: None,
+            words: said,
+        },
+        Some(2) if said.is_empty() => {
+            error("rejected (exit 2) without saying why on stderr".into())
         }
+        Some(2) => Verdict::Reject { words: said },
+        Some(1) => Verdict::Pass { words: said },
+        Some(code) => error(format!("exit status {code}: {said}")),
+        None => error(format!("ended by a signal ({status})")),
     }
 }
 
@@ -106,76 +135,24 @@ pub(crate) async fn run_result_program(
     input: &str,
     dir: &std::path::Path,
 ) -> Verdict {
-    let error = |words: String| Verdict::Error { words };
-    let Some((program, args)) = command.split_first() else {
-        return error("no command".into());
+    let (status, said) = match run(command, timeout, input, Some(dir), true).await {
+        Ok(ran) => ran,
+        Err(words) => return Verdict::Error { words },
     };
-    let mut spawn = tokio::process::Command::new(program);
-    spawn
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut stage = match Session::spawn(&mut spawn) {
-        Ok(stage) => stage,
-        Err(e) => return error(format!("cannot start {program}: {e}")),
-    };
-    let deadline = tokio::time::Instant::now() + timeout;
-    let stdin = stage.child.stdin.take();
-    let (stop_out, stop_o) = oneshot::channel();
-    let (stop_err, stop_e) = oneshot::channel();
-    let out = stage
-        .child
-        .stdout
-        .take()
-        .map(|pipe| tokio::spawn(collect(pipe, stop_o)));
-    let err = stage
-        .child
-        .stderr
-        .take()
-        .map(|pipe| tokio::spawn(collect(pipe, stop_e)));
-    let ended = tokio::time::timeout_at(deadline, async {
-        let feed = feed(stdin, input);
-        tokio::pin!(feed);
-        let mut fed = false;
-        loop {
-            tokio::select! {
-                status = stage.child.wait() => break status,
-                () = &mut feed, if !fed => fed = true,
-            }
-        }
-    })
-    .await;
-    stage.kill();
-    let _ = stop_out.send(());
-    let _ = stop_err.send(());
-    let mut said = Vec::new();
-    for reader in [out, err].into_iter().flatten() {
-        said.extend(reader.await.unwrap_or_default());
-    }
-    let said = String::from_utf8_lossy(&said).trim().to_owned();
-    match ended {
-        Err(_) => error(format!(
-            "no verdict within {}s; the program was killed",
-            timeout.as_secs()
-        )),
-        Ok(Err(e)) => error(format!("{program}: {e}")),
-        Ok(Ok(status)) => match status.code() {
-            Some(0) => Verdict::Approve {
-                grant: None,
-                words: if said.is_empty() {
-                    "passed".into()
-                } else {
-                    shared::limits::cut(&said, 2000)
-                },
+    match status.code() {
+        Some(0) => Verdict::Approve {
+            grant: None,
+            words: if said.is_empty() {
+                "passed".into()
+            } else {
+                shared::limits::cut(&said, 2000)
             },
-            Some(code) => Verdict::Reject {
-                words: format!("failed (exit status {code}): {said}"),
-            },
-            None => Verdict::Reject {
-                words: format!("ended by a signal ({status}): {said}"),
-            },
+        },
+        Some(code) => Verdict::Reject {
+            words: format!("failed (exit status {code}): {said}"),
+        },
+        None => Verdict::Reject {
+            words: format!("ended by a signal ({status}): {said}"),
         },
     }
 }
