@@ -5,8 +5,8 @@
 //! an entry edited, dropped or reordered afterwards breaks the chain where
 //! it was touched ([`verify`], `lead audit verify FILE`).
 //!
-//! The hub observes the changes of each batch ([`Trail::observe`]): a
-//! request seen resolved for the first time is a decision; a member's
+//! The hub shows it the team's changes of each batch ([`Trail::observe`]):
+//! a request seen resolved for the first time is a decision; a member's
 //! budget that differs from the last one seen is one too.
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -17,8 +17,6 @@ use shared::{
     protocol::{Kind, Request, Status},
     team::Change as TeamChange,
 };
-
-use crate::store::Change;
 
 /// The most entries the running lead keeps at hand for `ListAudit` (the
 /// store keeps every one).
@@ -58,7 +56,7 @@ impl Entry {
         let mut bare = self.clone();
         bare.hash = String::new();
         let bytes = serde_json::to_vec(&bare).unwrap_or_default();
-        crate::store::hex(&Sha256::digest(&bytes))
+        hex(&bytes)
     }
 }
 
@@ -100,25 +98,28 @@ impl Trail {
         }
     }
 
-    /// The decisions `changes` make, appended: each as a change for the
-    /// store too.
-    pub(crate) fn observe(&mut self, changes: &[Change], now: i64) -> Vec<Change> {
+    /// The decisions the team's `changes` make, appended (the store must
+    /// keep each).
+    pub(crate) fn observe<'a>(
+        &mut self,
+        changes: impl Iterator<Item = &'a TeamChange>,
+        now: i64,
+    ) -> Vec<Entry> {
         let mut out = Vec::new();
         for change in changes {
             match change {
-                Change::Team(TeamChange::Request(r))
+                TeamChange::Request(r)
                     if r.status.is_terminal() && self.decided.insert(r.id().to_string()) =>
                 {
                     let (what, by) = decided_by(r);
-                    let entry = self.append(now, what, r.id().to_string(), r.status, by, r);
-                    out.push(Change::Audit(Box::new(entry)));
+                    out.push(self.append(now, what, r.id().to_string(), r.status, by, r));
                 }
-                Change::Team(TeamChange::RequestForgotten(id)) => {
+                TeamChange::RequestForgotten(id) => {
                     self.decided.remove(id.as_str());
                 }
                 // The budget an operator set (`SetBudget`); usage reports
                 // change the account too, and are no decision.
-                Change::Team(TeamChange::Usage(account)) if account.member => {
+                TeamChange::Usage(account) if account.member => {
                     let name = account.name.clone();
                     let budget = account.operator_budget.unwrap_or(0);
                     let before = self.budgets.insert(name.clone(), budget);
@@ -137,7 +138,7 @@ impl Trail {
                             prev: String::new(),
                             hash: String::new(),
                         });
-                        out.push(Change::Audit(Box::new(entry)));
+                        out.push(entry);
                     }
                 }
                 _ => {}
@@ -169,9 +170,7 @@ impl Trail {
             decision: decision.into(),
             by,
             feedback: shared::limits::cut(&request.feedback, 2_000),
-            content_sha256: crate::store::hex(&Sha256::digest(
-                request.opening.payload_json.as_bytes(),
-            )),
+            content_sha256: hex(request.opening.payload_json.as_bytes()),
             prev: String::new(),
             hash: String::new(),
         })
@@ -201,6 +200,14 @@ impl Trail {
             .cloned()
             .collect()
     }
+}
+
+/// SHA-256 of `bytes`, lower-case hex.
+fn hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// What a resolved request was, and who decided it.

@@ -31,8 +31,15 @@ impl Hub {
     fn take_changes(&mut self) -> Vec<Change> {
         let mut changes = std::mem::take(&mut self.changes);
         changes.extend(self.team.take_changes().into_iter().map(Change::Team));
-        let decided = self.audit.observe(&changes, self.now());
-        changes.extend(decided);
+        let now = self.now();
+        let decided = self.audit.observe(
+            changes.iter().filter_map(|c| match c {
+                Change::Team(team) => Some(team),
+                _ => None,
+            }),
+            now,
+        );
+        changes.extend(decided.into_iter().map(|e| Change::Audit(Box::new(e))));
         changes
     }
 
