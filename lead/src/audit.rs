@@ -211,7 +211,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// What a resolved request was, and who decided it.
-fn decided_by(r: &Request) -> (&'static str, String) {
+pub(crate) fn decided_by(r: &Request) -> (&'static str, String) {
     let what = match r.opening.kind {
         Kind::PlanApproval => "plan_approval",
         Kind::Permission => "permission",

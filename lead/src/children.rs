@@ -67,6 +67,9 @@ pub struct Spawner {
     /// The team's repository (`--repo`): a teammate spawned without a
     /// workspace of its own works in a worktree of it.
     pub repo: Option<std::sync::Arc<crate::git::Repo>>,
+    /// Where the lead exports telemetry (`--otlp-endpoint`): its teammates
+    /// export there too.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// Why a path a spawn request named may not be used.
@@ -277,18 +280,22 @@ impl Spawner {
             .args(brain.args())
             .args(self.tls.args())
             // Nothing of the lead's environment but what a teammate needs
-            // to run, so no secret of the lead's reaches a child (or a
+            // to run (and the OpenTelemetry settings), so no secret of the lead's reaches a child (or a
             // command it runs, or a model it talks to); the join token,
             // never the operator's.
             .env_clear()
             .envs(std::env::vars_os().filter(|(var, _)| {
-                var.to_str()
-                    .is_some_and(|var| PASSED_ON.contains(&var) || var.starts_with("LC_"))
+                var.to_str().is_some_and(|var| {
+                    PASSED_ON.contains(&var) || var.starts_with("LC_") || var.starts_with("OTEL_")
+                })
             }))
             .env("MESH_JOIN_TOKEN", &self.join_token)
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
             .stderr(log);
+        if let Some(endpoint) = &self.otlp_endpoint {
+            command.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint);
+        }
         // Of the model keys, the one it was given, if --model-key-env names it.
         if let Some(var) = brain.key_env().filter(|var| self.passes_key(var)) {
             if let Some(value) = std::env::var_os(var) {

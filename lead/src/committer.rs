@@ -180,8 +180,22 @@ pub(crate) fn commit_to(
     store: &Mutex<Box<dyn Store>>,
     changes: &[Change],
 ) -> Result<(), StoreError> {
-    store
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .commit(changes)
+    measured(changes.len(), || {
+        store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .commit(changes)
+    })
+}
+
+/// Runs one commit of `changes` changes, timed for the metrics when
+/// exporting telemetry.
+pub(crate) fn measured<T>(changes: usize, commit: impl FnOnce() -> T) -> T {
+    if !shared::telemetry::enabled() {
+        return commit();
+    }
+    let started = std::time::Instant::now();
+    let out = commit();
+    crate::telemetry::committed(changes, started.elapsed().as_secs_f64());
+    out
 }

@@ -326,6 +326,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
             root: dir.clone(),
             model_keys: Vec::new(),
             repo: Some(repo.clone()),
+            otlp_endpoint: None,
         }),
         repo: Some(repo),
         review: shared::tasks::Review::Both,

@@ -395,6 +395,8 @@ pub(crate) struct Hub {
     history: crate::history::History,
     /// Every decision, hash-chained.
     audit: crate::audit::Trail,
+    /// What traces and metrics say of the team's changes (when exporting).
+    tracer: crate::telemetry::Tracer,
     /// Names this lead process's model calls (the reviewer's) in the usage
     /// ledger: made at start, so a restarted lead's calls add to the last.
     reviewer_epoch: String,
@@ -518,6 +520,7 @@ pub(crate) fn load(
         tidying: Vec::new(),
         history,
         audit: crate::audit::Trail::restore(audit_kept, audit_requests.iter(), budgets.into_iter()),
+        tracer: crate::telemetry::Tracer::default(),
         reviewer_epoch: uuid::Uuid::new_v4().to_string(),
         reviewer_totals: HashMap::new(),
     };

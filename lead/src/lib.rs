@@ -26,6 +26,7 @@ pub mod server;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod telemetry;
 pub mod tls;
 
 pub use config::Config;

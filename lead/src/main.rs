@@ -368,6 +368,12 @@ struct ServeArgs {
     /// plans alone are reviewed.
     #[arg(long, requires = "repo", value_parser = ["plan", "result", "both"])]
     review: Option<String>,
+    /// Export traces and metrics over OTLP/gRPC to this collector (Jaeger,
+    /// Grafana Tempo, an OpenTelemetry Collector), e.g.
+    /// http://localhost:4317; spawned teammates export there too. Off by
+    /// default. OTEL_SERVICE_NAME names the service (default mesh-lead).
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
     /// Seconds a new connection has to send the HTTP/2 preface.
     #[arg(long, default_value_t = 10.0)]
     handshake_timeout: f64,
@@ -719,6 +725,26 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 /// `lead serve`: checks the flags, opens the store, binds, says where it
 /// listens, and serves until SIGINT or SIGTERM.
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let exporter = match args
+        .otlp_endpoint
+        .as_deref()
+        .filter(|e| !e.trim().is_empty())
+    {
+        Some(endpoint) => Some(
+            shared::telemetry::start("mesh-lead", endpoint)
+                .map_err(|e| anyhow::anyhow!("--{e}"))?,
+        ),
+        None => None,
+    };
+    let served = serve_with(args).await;
+    if let Some(exporter) = exporter {
+        // The last spans and metrics go out before the lead exits.
+        let _ = tokio::task::spawn_blocking(move || exporter.shutdown()).await;
+    }
+    served
+}
+
+async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     let approval = args.approval.clone().load()?;
     let state = StateDir::create(&args.state_dir)?;
     let store: Box<dyn Store> = match args.store {
@@ -954,6 +980,7 @@ fn hub_config(
                 .map_err(|e| anyhow::anyhow!("--spawn-root {}: {e}", args.spawn_root.display()))?,
             model_keys: model_keys(args.model_key_env.clone())?,
             repo: None,
+            otlp_endpoint: args.otlp_endpoint.clone(),
         }),
         grace: seconds("--grace", args.grace)?,
         stop_wait: seconds("--stop-wait", args.stop_wait)?,

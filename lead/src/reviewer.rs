@@ -387,7 +387,7 @@ pub(crate) type Report = Arc<dyn Fn(Outcome) + Send + Sync>;
 /// Reviews the jobs sent to it, a few at a time, until the sender goes;
 /// each outcome goes to `report`.
 pub(crate) fn start(reviewer: Arc<Reviewer>, report: Report) -> mpsc::Sender<Job> {
-    let (tx, mut jobs) = mpsc::channel(QUEUE);
+    let (tx, mut jobs) = mpsc::channel::<Job>(QUEUE);
     let slots = Arc::new(Semaphore::new(CONCURRENT_REVIEWS));
     tokio::spawn(async move {
         while let Some(job) = jobs.recv().await {
@@ -396,7 +396,9 @@ pub(crate) fn start(reviewer: Arc<Reviewer>, report: Report) -> mpsc::Sender<Job
             };
             let reviewer = reviewer.clone();
             let report = report.clone();
-            tokio::spawn(async move {
+            // The model's call is a span of the request's trace.
+            let cx = crate::telemetry::context(&job.request_id).unwrap_or_default();
+            let review_one = async move {
                 let started = tokio::time::Instant::now();
                 let mut tokens = None;
                 let outcome = review(&reviewer, job, &mut tokens).await;
@@ -406,7 +408,8 @@ pub(crate) fn start(reviewer: Arc<Reviewer>, report: Report) -> mpsc::Sender<Job
                 });
                 report(outcome);
                 drop(slot);
-            });
+            };
+            tokio::spawn(shared::telemetry::FutureExt::with_context(review_one, cx));
         }
     });
     tx

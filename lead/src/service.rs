@@ -136,6 +136,43 @@ fn claim_of<T>(request: &Request<T>, tokens: &Tokens) -> Claim {
 }
 
 impl LeadService {
+    /// `SubmitResult`, in its span.
+    async fn submit_result_traced(
+        &self,
+        request: Request<pb::ResultRequest>,
+    ) -> Result<Response<pb::SubmitResultResponse>, Status> {
+        // The caller is placed first: nobody unknown makes git work.
+        self.admitted(&request, "SubmitResult").await?;
+        let Some(repo) = self.repo.clone() else {
+            return Err(HubError::FailedPrecondition(
+                "SubmitResult: the lead has no team repository (lead serve --repo); complete the \
+                 task with CompleteTask"
+                    .into(),
+            )
+            .into());
+        };
+        from_wire::check_result(request.get_ref())?;
+        let ask = request.get_ref();
+        let prepared = repo
+            .prepare(&ask.base, &ask.diff, &ask.summary)
+            .await
+            .map_err(|e| match e {
+                crate::git::PrepareError::Invalid(field, problem) => {
+                    HubError::from(shared::error::FieldError::new(field, problem))
+                }
+                crate::git::PrepareError::Git(e) => HubError::Internal(e.to_string()),
+            })?;
+        self.apply(
+            request,
+            "SubmitResult",
+            |r| from_wire::submit_result(r, prepared),
+            |id: RequestId| pb::SubmitResultResponse {
+                request_id: id.to_string(),
+            },
+        )
+        .await
+    }
+
     /// Applies the op `translate` makes of the request, for the caller its
     /// token names, as `Lead.<rpc>`.
     async fn apply<T, A: Answered, R>(
@@ -223,6 +260,52 @@ impl Drop for InboxStream {
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
+/// Which request a call is about, for its span.
+enum About<'a> {
+    /// It opens request `id` (a UUID as the client gave it) of `kind`: the
+    /// request's trace starts from the caller's.
+    Opens(&'a str, shared::protocol::Kind),
+    /// It answers or decides request `id`: its span joins that request's
+    /// trace.
+    Answers(&'a str),
+}
+
+/// Runs one call in its server span `method` when exporting telemetry
+/// ([`crate::telemetry`]); a request it opens is traced from here, and
+/// forgotten again if the call fails.
+async fn traced<R>(
+    method: &'static str,
+    metadata: &tonic::metadata::MetadataMap,
+    about: About<'_>,
+    call: impl std::future::Future<Output = Result<R, Status>>,
+) -> Result<R, Status> {
+    use shared::telemetry::FutureExt as _;
+    if !shared::telemetry::enabled() {
+        return call.await;
+    }
+    let canonical = |id: &str| {
+        uuid::Uuid::parse_str(id)
+            .ok()
+            .map(|u| u.hyphenated().to_string())
+    };
+    let (opened, answers) = match about {
+        About::Opens(id, kind) => {
+            let opened = canonical(id).filter(|id| {
+                crate::telemetry::opened(id, kind, &shared::telemetry::extract(metadata))
+            });
+            (opened, None)
+        }
+        About::Answers(id) => (None, canonical(id)),
+    };
+    let cx = crate::telemetry::rpc(method, metadata, answers.as_deref());
+    let result = call.with_context(cx.clone()).await;
+    crate::telemetry::rpc_done(&cx, &result);
+    if let (Some(id), Err(_)) = (&opened, &result) {
+        crate::telemetry::abandoned(id);
+    }
+    result
+}
+
 #[tonic::async_trait]
 impl pb::lead_server::Lead for LeadService {
     async fn join(
@@ -277,14 +360,20 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::PlanApprovalRequest>,
     ) -> Result<Response<pb::SubmitPlanResponse>, Status> {
-        self.apply(
-            request,
-            "SubmitPlan",
-            from_wire::submit_plan,
-            |id: RequestId| pb::SubmitPlanResponse {
-                request_id: id.to_string(),
-            },
-        )
+        let metadata = request.metadata().clone();
+        let id = request.get_ref().request_id.clone();
+        let about = About::Opens(&id, shared::protocol::Kind::PlanApproval);
+        traced("mesh.v1.Lead/SubmitPlan", &metadata, about, async {
+            self.apply(
+                request,
+                "SubmitPlan",
+                from_wire::submit_plan,
+                |id: RequestId| pb::SubmitPlanResponse {
+                    request_id: id.to_string(),
+                },
+            )
+            .await
+        })
         .await
     }
 
@@ -292,35 +381,12 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ResultRequest>,
     ) -> Result<Response<pb::SubmitResultResponse>, Status> {
-        // The caller is placed first: nobody unknown makes git work.
-        self.admitted(&request, "SubmitResult").await?;
-        let Some(repo) = self.repo.clone() else {
-            return Err(HubError::FailedPrecondition(
-                "SubmitResult: the lead has no team repository (lead serve --repo); complete the \
-                 task with CompleteTask"
-                    .into(),
-            )
-            .into());
-        };
-        from_wire::check_result(request.get_ref())?;
-        let ask = request.get_ref();
-        let prepared = repo
-            .prepare(&ask.base, &ask.diff, &ask.summary)
-            .await
-            .map_err(|e| match e {
-                crate::git::PrepareError::Invalid(field, problem) => {
-                    HubError::from(shared::error::FieldError::new(field, problem))
-                }
-                crate::git::PrepareError::Git(e) => HubError::Internal(e.to_string()),
-            })?;
-        self.apply(
-            request,
-            "SubmitResult",
-            |r| from_wire::submit_result(r, prepared),
-            |id: RequestId| pb::SubmitResultResponse {
-                request_id: id.to_string(),
-            },
-        )
+        let metadata = request.metadata().clone();
+        let id = request.get_ref().request_id.clone();
+        let about = About::Opens(&id, shared::protocol::Kind::Result);
+        traced("mesh.v1.Lead/SubmitResult", &metadata, about, async {
+            self.submit_result_traced(request).await
+        })
         .await
     }
 
@@ -328,17 +394,22 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::AmendmentRequest>,
     ) -> Result<Response<pb::RequestAmendmentResponse>, Status> {
-        self.apply(
-            request,
-            "RequestAmendment",
-            from_wire::request_amendment,
-            |id: RequestId| pb::RequestAmendmentResponse {
-                request_id: id.to_string(),
-            },
-        )
+        let metadata = request.metadata().clone();
+        let id = request.get_ref().request_id.clone();
+        let about = About::Opens(&id, shared::protocol::Kind::Amendment);
+        traced("mesh.v1.Lead/RequestAmendment", &metadata, about, async {
+            self.apply(
+                request,
+                "RequestAmendment",
+                from_wire::request_amendment,
+                |id: RequestId| pb::RequestAmendmentResponse {
+                    request_id: id.to_string(),
+                },
+            )
+            .await
+        })
         .await
     }
-
     async fn get_repo(
         &self,
         request: Request<pb::GetRepoRequest>,
@@ -365,22 +436,38 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ShutdownResponse>,
     ) -> Result<Response<pb::RespondShutdownResponse>, Status> {
-        self.done(request, "RespondShutdown", from_wire::respond_shutdown)
-            .await
+        let metadata = request.metadata().clone();
+        let id = request.get_ref().request_id.clone();
+        traced(
+            "mesh.v1.Lead/RespondShutdown",
+            &metadata,
+            About::Answers(&id),
+            async {
+                self.done(request, "RespondShutdown", from_wire::respond_shutdown)
+                    .await
+            },
+        )
+        .await
     }
 
     async fn request_permission(
         &self,
         request: Request<pb::PermissionRequest>,
     ) -> Result<Response<pb::RequestPermissionResponse>, Status> {
-        self.apply(
-            request,
-            "RequestPermission",
-            from_wire::request_permission,
-            |id: RequestId| pb::RequestPermissionResponse {
-                request_id: id.to_string(),
-            },
-        )
+        let metadata = request.metadata().clone();
+        let id = request.get_ref().request_id.clone();
+        let about = About::Opens(&id, shared::protocol::Kind::Permission);
+        traced("mesh.v1.Lead/RequestPermission", &metadata, about, async {
+            self.apply(
+                request,
+                "RequestPermission",
+                from_wire::request_permission,
+                |id: RequestId| pb::RequestPermissionResponse {
+                    request_id: id.to_string(),
+                },
+            )
+            .await
+        })
         .await
     }
 
@@ -536,10 +623,20 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::PlanReview>,
     ) -> Result<Response<pb::PlanApprovalResponse>, Status> {
-        self.apply(
-            request,
-            |review| from_wire::review_plan(review, "operator"),
-            |r: shared::protocol::Request| plan_response(&r),
+        let metadata = request.metadata().clone();
+        let id = request.get_ref().request_id.clone();
+        traced(
+            "mesh.v1.Operator/ReviewPlan",
+            &metadata,
+            About::Answers(&id),
+            async {
+                self.apply(
+                    request,
+                    |review| from_wire::review_plan(review, "operator"),
+                    |r: shared::protocol::Request| plan_response(&r),
+                )
+                .await
+            },
         )
         .await
     }
@@ -548,10 +645,20 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ResultReview>,
     ) -> Result<Response<pb::ProtocolState>, Status> {
-        self.apply(
-            request,
-            |review| from_wire::review_result(review, "operator"),
-            |r: shared::protocol::Request| r.to_pb(),
+        let metadata = request.metadata().clone();
+        let id = request.get_ref().request_id.clone();
+        traced(
+            "mesh.v1.Operator/ReviewResult",
+            &metadata,
+            About::Answers(&id),
+            async {
+                self.apply(
+                    request,
+                    |review| from_wire::review_result(review, "operator"),
+                    |r: shared::protocol::Request| r.to_pb(),
+                )
+                .await
+            },
         )
         .await
     }
@@ -588,10 +695,20 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::AmendmentReview>,
     ) -> Result<Response<pb::ProtocolState>, Status> {
-        self.apply(
-            request,
-            |review| from_wire::review_amendment(review, "operator"),
-            |r: shared::protocol::Request| r.to_pb(),
+        let metadata = request.metadata().clone();
+        let id = request.get_ref().request_id.clone();
+        traced(
+            "mesh.v1.Operator/ReviewAmendment",
+            &metadata,
+            About::Answers(&id),
+            async {
+                self.apply(
+                    request,
+                    |review| from_wire::review_amendment(review, "operator"),
+                    |r: shared::protocol::Request| r.to_pb(),
+                )
+                .await
+            },
         )
         .await
     }
@@ -600,11 +717,28 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ShutdownRequest>,
     ) -> Result<Response<pb::ShutdownTicket>, Status> {
-        self.apply(request, from_wire::request_shutdown, |id: RequestId| {
-            pb::ShutdownTicket {
-                request_id: id.to_string(),
-            }
-        })
+        let mut request = request;
+        if request.get_ref().request_id.is_empty() {
+            // The lead names the request here rather than in the hub, so
+            // that its trace can start before the hub sees it.
+            request.get_mut().request_id = uuid::Uuid::new_v4().to_string();
+        }
+        let metadata = request.metadata().clone();
+        let id = request.get_ref().request_id.clone();
+        let about = About::Opens(&id, shared::protocol::Kind::Shutdown);
+        traced(
+            "mesh.v1.Operator/RequestShutdown",
+            &metadata,
+            about,
+            async {
+                self.apply(request, from_wire::request_shutdown, |id: RequestId| {
+                    pb::ShutdownTicket {
+                        request_id: id.to_string(),
+                    }
+                })
+                .await
+            },
+        )
         .await
     }
 
@@ -612,10 +746,20 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::PermissionReview>,
     ) -> Result<Response<pb::PermissionResponse>, Status> {
-        self.apply(
-            request,
-            from_wire::review_permission,
-            |r: shared::protocol::Request| permission_response(&r),
+        let metadata = request.metadata().clone();
+        let id = request.get_ref().request_id.clone();
+        traced(
+            "mesh.v1.Operator/ReviewPermission",
+            &metadata,
+            About::Answers(&id),
+            async {
+                self.apply(
+                    request,
+                    from_wire::review_permission,
+                    |r: shared::protocol::Request| permission_response(&r),
+                )
+                .await
+            },
         )
         .await
     }

@@ -13,7 +13,8 @@ pub fn bearer<T>(request: &Request<T>) -> Option<&str> {
         .map(str::trim)
 }
 
-/// A client interceptor that adds `authorization: Bearer <token>` to every call.
+/// A client interceptor that adds `authorization: Bearer <token>` to every
+/// call, and the current trace context when exporting telemetry.
 #[derive(Clone)]
 pub struct BearerToken {
     /// The header value, parsed once.
@@ -41,6 +42,8 @@ impl Interceptor for BearerToken {
         request
             .metadata_mut()
             .insert("authorization", self.value.clone());
+        // The caller's trace, when exporting (`traceparent`).
+        crate::telemetry::inject(&opentelemetry::Context::current(), request.metadata_mut());
         Ok(request)
     }
 }

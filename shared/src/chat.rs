@@ -12,6 +12,8 @@
 
 mod assemble;
 
+mod genai;
+
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -419,8 +421,27 @@ impl ChatClient {
             .await
     }
 
-    /// [`ChatClient::complete`], the reply at most `max_tokens` long.
+    /// [`ChatClient::complete`], the reply at most `max_tokens` long. When
+    /// exporting telemetry, the call is a span of the OpenTelemetry GenAI
+    /// conventions (`chat MODEL`, a child of the current context) and its
+    /// tokens and duration are recorded ([`crate::telemetry`]).
     pub async fn complete_within(
+        &self,
+        messages: &[Message],
+        tools: &[Tool],
+        max_tokens: Option<u32>,
+    ) -> Result<Reply, ChatError> {
+        if !crate::telemetry::enabled() {
+            return self.call(messages, tools, max_tokens).await;
+        }
+        let traced = genai::Call::start(&self.config.model, &self.url);
+        let result = self.call(messages, tools, max_tokens).await;
+        traced.end(&result);
+        result
+    }
+
+    /// One model call, with its retries.
+    async fn call(
         &self,
         messages: &[Message],
         tools: &[Tool],

@@ -24,6 +24,7 @@ pub mod display;
 pub mod plan;
 pub mod procfs;
 pub mod signal;
+pub mod telemetry;
 pub mod transport;
 pub mod wire;
 

@@ -7,7 +7,7 @@ use shared::{pb, wire::ToPb};
 
 use super::{Hub, Reply};
 use crate::{
-    committer::{commit_to, Batch, Committer},
+    committer::{commit_to, measured, Batch, Committer},
     error::HubError,
     inboxes::Flushed,
     outbox::Refused,
@@ -39,6 +39,20 @@ impl Hub {
             }),
             now,
         );
+        if shared::telemetry::enabled() {
+            let first: Vec<&str> = decided
+                .iter()
+                .filter(|e| e.what != "budget")
+                .map(|e| e.subject.as_str())
+                .collect();
+            self.tracer.observe(
+                changes.iter().filter_map(|c| match c {
+                    Change::Team(team) => Some(team),
+                    _ => None,
+                }),
+                &first,
+            );
+        }
         changes.extend(decided.into_iter().map(|e| Change::Audit(Box::new(e))));
         changes
     }
@@ -82,7 +96,7 @@ impl Hub {
             let batch = self.close();
             match &mut self.committer {
                 Committer::Inline(store) => {
-                    store.commit(&changes)?;
+                    measured(changes.len(), || store.commit(&changes))?;
                     changes.clear();
                     self.changes = changes;
                     self.release(batch);

@@ -40,7 +40,7 @@ pub(crate) fn start(repo: Arc<Repo>, hub: HubHandle) -> mpsc::Sender<LandJob> {
         while let Some(job) = rx.recv().await {
             match job {
                 LandJob::Land(ask) => {
-                    let landing = repo.land(&ask).await;
+                    let landing = crate::telemetry::landing(&ask.request_id, repo.land(&ask)).await;
                     report(&hub, &ask.request_id, landing);
                 }
                 LandJob::Settle(pending) => {

@@ -40,7 +40,40 @@ impl Hub {
             self.next_sweep = now + SWEEP_EVERY_MS;
             self.end_stuck_streams(now);
             self.forget_past_retention(now);
+            if shared::telemetry::enabled() {
+                crate::telemetry::sampled(&self.sample());
+            }
         }
+    }
+
+    /// What the gauges show, as the state stands.
+    fn sample(&self) -> crate::telemetry::Sample {
+        use shared::lifecycle::Status as Life;
+        let mut sample = crate::telemetry::Sample::default();
+        for r in self.team.requests.iter() {
+            if !r.status.is_terminal() {
+                *sample
+                    .pending
+                    .entry(crate::telemetry::kind_name(r.opening.kind))
+                    .or_default() += 1;
+            }
+        }
+        for m in self.team.members.iter() {
+            let status = match m.life.status() {
+                Life::Working => "working",
+                Life::Idle => "idle",
+                Life::Disconnected => "disconnected",
+                Life::ShuttingDown => "shutting_down",
+                Life::Terminated => "terminated",
+            };
+            *sample.members.entry(status).or_default() += 1;
+        }
+        sample.inboxes = self
+            .inboxes
+            .iter()
+            .map(|(name, inbox)| (name.clone(), inbox.entries.len() as u64, inbox.bytes as u64))
+            .collect();
+        sample
     }
 
     /// Ends the stream of every member that has left an envelope on it
