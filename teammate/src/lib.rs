@@ -21,3 +21,4 @@ mod seen;
 pub mod session;
 mod tasks;
 pub mod tools;
+mod traces;

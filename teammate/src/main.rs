@@ -167,6 +167,11 @@ struct Args {
     /// Seconds the lead may be unreachable before the teammate exits.
     #[arg(long, default_value_t = 60)]
     lead_gone_limit: u64,
+    /// Export traces and metrics over OTLP/gRPC to this collector, e.g.
+    /// http://localhost:4317 (off by default). OTEL_SERVICE_NAME names the
+    /// service (default mesh-teammate).
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
     #[command(flatten)]
     tls: ClientTls,
     #[command(flatten)]
@@ -242,11 +247,24 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
+    let endpoint = args.otlp_endpoint.clone().filter(|e| !e.trim().is_empty());
     let result = runtime.block_on(async move {
-        match chosen {
+        let exporter = match endpoint {
+            Some(endpoint) => match shared::telemetry::start("mesh-teammate", &endpoint) {
+                Ok(exporter) => Some(exporter),
+                Err(e) => return Err(teammate::session::SessionError::Setup(format!("--{e}"))),
+            },
+            None => None,
+        };
+        let result = match chosen {
             Chosen::Script(driver) => run(config, *driver).await,
             Chosen::Model(driver) => run(config, *driver).await,
+        };
+        if let Some(exporter) = exporter {
+            // The last spans and metrics go out before the teammate exits.
+            let _ = tokio::task::spawn_blocking(move || exporter.shutdown()).await;
         }
+        result
     });
     match result {
         Ok(Exit::Shutdown) => {

@@ -9,7 +9,8 @@
 
 use std::future::Future;
 
-use shared::{display::Escaped, limits, pb};
+use opentelemetry::KeyValue;
+use shared::{display::Escaped, limits, pb, telemetry::FutureExt as _};
 use tokio::sync::{mpsc, watch};
 
 use crate::{
@@ -56,6 +57,8 @@ pub struct Session {
     /// The team's repository (`lead serve --repo`), where the workspace is
     /// a worktree of it: completing a task submits its result.
     repo: Option<TeamRepo>,
+    /// The spans kept open, when exporting telemetry.
+    traces: crate::traces::Traces,
 }
 
 impl std::fmt::Debug for Session {
@@ -143,6 +146,7 @@ impl Session {
             epoch: uuid::Uuid::new_v4().to_string(),
             counts_usage: true,
             repo,
+            traces: Default::default(),
         })
     }
 
@@ -372,24 +376,20 @@ impl Session {
         let result = if let Some(result) = self.workspace.run_read(&call) {
             result
         } else {
-            let clearance = match self.state.gate() {
-                Gate::Plan => Clearance::Refused(format!(
-                    "{} is not available in plan mode: call submit_plan and wait for its approval",
-                    call.name()
-                )),
-                Gate::Unlocked(writer) => writer.clear(&call),
+            let cx = self.traces.gated(call.name());
+            let gated = self
+                .run_gated(driver, &call)
+                .with_context(cx.clone())
+                .await?;
+            let said = match &gated {
+                Ok(Ok(output)) => Ok(crate::tools::truncate(output, 300).to_owned()),
+                Ok(Err(e)) => Err(e.to_string()),
+                Err(_) => Err("stopped".to_owned()),
             };
-            match clearance {
-                Clearance::Run(ticket) => self.writer()?.run(ticket).await,
-                Clearance::Refused(reason) => Err(ToolError::Refused(reason)),
-                Clearance::NeedsPermission => match self.ask_permission(driver, &call).await? {
-                    Asked::Exit(exit) => return Ok(Err(exit)),
-                    Asked::Refused(reason) => Err(ToolError::Refused(reason)),
-                    Asked::Answer(response) => match self.writer()?.permit(&call, &response) {
-                        Ok(ticket) => self.writer()?.run(ticket).await,
-                        Err(reason) => Err(ToolError::Refused(reason)),
-                    },
-                },
+            crate::traces::end(&cx, said.as_deref().map_err(String::as_str));
+            match gated {
+                Ok(result) => result,
+                Err(exit) => return Ok(Err(exit)),
             }
         };
         // Refused by the gate, the lead or the workspace's rules (a path that
@@ -405,6 +405,36 @@ impl Session {
         Ok(Ok(Observation::ToolResult(
             result.map_err(|e| e.to_string()),
         )))
+    }
+
+    /// Clears a gated call (asking the lead's permission where the grant
+    /// says so) and runs it; `Err(exit)` if a stop came while it waited.
+    async fn run_gated<D: Driver>(
+        &mut self,
+        driver: &mut D,
+        call: &ToolCall,
+    ) -> Result<Result<Result<String, ToolError>, Exit>, SessionError> {
+        Ok(Ok({
+            let clearance = match self.state.gate() {
+                Gate::Plan => Clearance::Refused(format!(
+                    "{} is not available in plan mode: call submit_plan and wait for its approval",
+                    call.name()
+                )),
+                Gate::Unlocked(writer) => writer.clear(call),
+            };
+            match clearance {
+                Clearance::Run(ticket) => self.writer()?.run(ticket).await,
+                Clearance::Refused(reason) => Err(ToolError::Refused(reason)),
+                Clearance::NeedsPermission => match self.ask_permission(driver, call).await? {
+                    Asked::Exit(exit) => return Ok(Err(exit)),
+                    Asked::Refused(reason) => Err(ToolError::Refused(reason)),
+                    Asked::Answer(response) => match self.writer()?.permit(call, &response) {
+                        Ok(ticket) => self.writer()?.run(ticket).await,
+                        Err(reason) => Err(ToolError::Refused(reason)),
+                    },
+                },
+            }
+        }))
     }
 
     /// The writer, which exists whenever a gated call was cleared.
@@ -465,12 +495,16 @@ impl Session {
             plan: Some(plan.clone()),
         };
         let id = request.request_id.clone();
+        let cx = self
+            .traces
+            .submitting(&id, &self.config.name, &plan.summary);
         let submitted = self
             .lead
             .retry("SubmitPlan", |mut client| {
                 let request = request.clone();
                 async move { client.submit_plan(request).await }
             })
+            .with_context(cx)
             .await;
         match submitted {
             Ok(_) => {}
@@ -478,6 +512,7 @@ impl Session {
             // the wrong state): the driver hears it as a rejection and may
             // revise. The last plan stays: this one never existed on the lead.
             Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => {
+                self.traces.refused(status.message());
                 tracing::warn!(error = %Escaped(&status.to_string()), "the lead refused the plan");
                 return Ok(Ok(Observation::PlanRejected {
                     feedback: format!("the lead refused the plan: {}", status.message()),
@@ -555,16 +590,27 @@ impl Session {
                 ..Default::default()
             };
             let id = request.request_id.clone();
+            let cx = self.traces.under_grant(
+                "submit_result",
+                vec![
+                    KeyValue::new("mesh.request.id", id.clone()),
+                    KeyValue::new("mesh.request.kind", "result"),
+                    KeyValue::new("mesh.task.id", task_id.clone()),
+                    KeyValue::new("mesh.member", self.config.name.clone()),
+                ],
+            );
             let submitted = self
                 .lead
                 .retry("SubmitResult", |mut client| {
                     let request = request.clone();
                     async move { client.submit_result(request).await }
                 })
+                .with_context(cx.clone())
                 .await;
             match submitted {
                 Ok(_) => {}
                 Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => {
+                    crate::traces::end(&cx, Err(status.message()));
                     break Err(format!("the lead refused the result: {}", status.message()));
                 }
                 Err(e) => return Err(e),
@@ -577,6 +623,14 @@ impl Session {
                     _ => {}
                 }
             };
+            crate::traces::end(
+                &cx,
+                match (answer.approve, answer.conflicts.is_empty()) {
+                    (true, _) => Ok("landed"),
+                    (false, false) => Err("conflicts"),
+                    (false, true) => Err(answer.feedback.as_str()),
+                },
+            );
             if answer.approve {
                 if let Err(e) = repo.landed(&answer.commit).await {
                     tracing::warn!(error = %e.0, "cannot move the worktree to the landed commit");
@@ -586,6 +640,7 @@ impl Session {
                     repo.branch, answer.commit
                 );
                 if self.state.completed(&task_id) {
+                    self.traces.task_done();
                     text.push_str(
                         "\nThe grant for this task's plan has ended: you are in plan mode \
                          again. Claim another task and submit a plan for it.",
@@ -637,12 +692,21 @@ impl Session {
             plan_id: String::new(),
         };
         let id = request.request_id.clone();
+        let cx = self.traces.under_grant(
+            "request_amendment",
+            vec![
+                KeyValue::new("mesh.request.id", id.clone()),
+                KeyValue::new("mesh.request.kind", "amendment"),
+                KeyValue::new("mesh.member", self.config.name.clone()),
+            ],
+        );
         let asked = self
             .lead
             .retry("RequestAmendment", |mut client| {
                 let request = request.clone();
                 async move { client.request_amendment(request).await }
             })
+            .with_context(cx.clone())
             .await;
         let outcome: Result<String, String> = match asked {
             Ok(_) => {
@@ -681,6 +745,7 @@ impl Session {
             Ok(text) => text.clone(),
             Err(text) => text.clone(),
         };
+        crate::traces::end(&cx, outcome.as_deref().map_err(String::as_str));
         self.lead
             .report(catalog::REQUEST_AMENDMENT, &args, outcome.is_ok(), &said)
             .await?;
@@ -784,9 +849,11 @@ impl Session {
             } => {
                 match decision {
                     Observation::PlanRejected { feedback } => {
+                        self.traces.decided(&id, false, &feedback);
                         tracing::info!(request_id = %id, feedback = %Escaped(&feedback), "plan rejected; revising");
                     }
                     Observation::PlanApproved { mode, .. } => {
+                        self.traces.decided(&id, true, "");
                         tracing::info!(request_id = %id, mode = %mode, "plan approved");
                     }
                     _ => {}
