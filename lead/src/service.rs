@@ -290,10 +290,13 @@ async fn traced<R>(
     };
     let (opened, answers) = match about {
         About::Opens(id, kind) => {
-            let opened = canonical(id).filter(|id| {
-                crate::telemetry::opened(id, kind, &shared::telemetry::extract(metadata))
-            });
-            (opened, None)
+            use shared::telemetry::TraceContextExt as _;
+            let caller = shared::telemetry::extract(metadata);
+            let opened = canonical(id).filter(|id| crate::telemetry::opened(id, kind, &caller));
+            // A caller that sends no trace: the call is a span of the
+            // request's own.
+            let parent = opened.clone().filter(|_| !caller.has_active_span());
+            (opened, parent)
         }
         About::Answers(id) => (None, canonical(id)),
     };

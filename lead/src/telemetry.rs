@@ -117,10 +117,11 @@ pub(crate) fn opened(id: &str, kind: Kind, parent: &Context) -> bool {
         Kind::Shutdown => "shutdown".to_owned(),
         other => format!("{} review", kind_name(other)),
     };
-    let cx = telemetry::child(
+    let now = shared::auth::now_unix_ms();
+    let cx = telemetry::child_at(
         parent,
         name,
-        SpanKind::Internal,
+        now,
         vec![
             KeyValue::new("mesh.request.id", id.to_owned()),
             KeyValue::new("mesh.request.kind", kind_name(kind)),
@@ -131,7 +132,7 @@ pub(crate) fn opened(id: &str, kind: Kind, parent: &Context) -> bool {
         Traced {
             cx,
             steps: 0,
-            last_at: shared::auth::now_unix_ms(),
+            last_at: now,
             labeled: false,
         },
     );

@@ -149,11 +149,30 @@ pub fn child(
     kind: SpanKind,
     attributes: Vec<KeyValue>,
 ) -> Context {
-    let span = tracer()
+    let tracer = tracer();
+    let span = tracer
         .span_builder(name)
         .with_kind(kind)
         .with_attributes(attributes)
-        .start_with_context(&tracer(), parent);
+        .start_with_context(&tracer, parent);
+    parent.with_span(span)
+}
+
+/// [`child`], started at `start_unix_ms` rather than now: for a span whose
+/// children are recorded from the same millisecond clock.
+pub fn child_at(
+    parent: &Context,
+    name: impl Into<std::borrow::Cow<'static, str>>,
+    start_unix_ms: i64,
+    attributes: Vec<KeyValue>,
+) -> Context {
+    let tracer = tracer();
+    let span = tracer
+        .span_builder(name)
+        .with_kind(SpanKind::Internal)
+        .with_start_time(at(start_unix_ms))
+        .with_attributes(attributes)
+        .start_with_context(&tracer, parent);
     parent.with_span(span)
 }
 
@@ -166,12 +185,13 @@ pub fn record(
     end_unix_ms: i64,
     attributes: Vec<KeyValue>,
 ) {
-    let mut span = tracer()
+    let tracer = tracer();
+    let mut span = tracer
         .span_builder(name)
         .with_kind(SpanKind::Internal)
         .with_start_time(at(start_unix_ms))
         .with_attributes(attributes)
-        .start_with_context(&tracer(), parent);
+        .start_with_context(&tracer, parent);
     span.end_with_timestamp(at(end_unix_ms.max(start_unix_ms)));
 }
 

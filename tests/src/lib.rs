@@ -24,6 +24,8 @@ use tokio_stream::StreamExt;
 use tonic::{service::interceptor::InterceptedService, transport::Channel};
 
 pub mod fake_model;
+pub mod git;
+pub mod otlp;
 pub mod pki;
 pub mod webdriver;
 
@@ -546,14 +548,18 @@ impl Member {
 
 /// The Python of a virtual environment under target/ with what the tests
 /// need from PyPI (grpcio and grpcio-tools for the example teammate, the
-/// official `mcp` SDK for `teammate mcp`), installed on first use.
+/// official `mcp` SDK for `teammate mcp`, `opentelemetry-proto` for the
+/// OTLP receiver), installed on first use.
 pub fn python() -> PathBuf {
     static READY: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one_at_a_time = READY.lock().unwrap_or_else(|p| p.into_inner());
     let venv = bin_dir().parent().expect("target dir").join("py-venv");
     let python = venv.join("bin/python");
     let ready = std::process::Command::new(&python)
-        .args(["-c", "import grpc, grpc_tools, mcp"])
+        .args([
+            "-c",
+            "import grpc, grpc_tools, mcp, opentelemetry.proto.collector.trace.v1",
+        ])
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success());
@@ -571,11 +577,13 @@ pub fn python() -> PathBuf {
             .arg(root.join("../examples/python/requirements.txt"))
             .arg("-r")
             .arg(root.join("mcp/requirements.txt"))
+            .arg("-r")
+            .arg(root.join("otlp/requirements.txt"))
             .status()
             .expect("pip install");
         assert!(
             installed.success(),
-            "pip install (grpcio, grpcio-tools, mcp) failed"
+            "pip install (grpcio, grpcio-tools, mcp, opentelemetry-proto) failed"
         );
     }
     python

@@ -11,43 +11,11 @@
 
 use std::path::{Path, PathBuf};
 
-use mesh_tests::{is, within, Events, Lead, Member, Operator};
+use mesh_tests::{
+    git::{git, team_repo},
+    is, within, Events, Lead, Member, Operator,
+};
 use shared::pb;
-
-/// Runs `git ARGS` in `dir`; its stdout, trimmed. Panics if it fails.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "test")
-        .env("GIT_AUTHOR_EMAIL", "test@example.com")
-        .env("GIT_COMMITTER_NAME", "test")
-        .env("GIT_COMMITTER_EMAIL", "test@example.com")
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// A team repository on branch `main` with a README and `src/lib.rs`.
-fn team_repo() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let repo = dir.path();
-    git(repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("README.md"), "# team\n\nline two\n").expect("write");
-    std::fs::create_dir_all(repo.join("src")).expect("mkdir");
-    std::fs::write(repo.join("src/lib.rs"), "pub fn one() -> u32 { 1 }\n").expect("write");
-    git(repo, &["add", "-A"]);
-    git(repo, &["commit", "-q", "-m", "start"]);
-    // The lead moves `main`; nobody edits in this checkout.
-    git(repo, &["checkout", "-q", "--detach"]);
-    dir
-}
 
 /// `name`'s own worktree of the team repository, from `main`, as a teammate
 /// that manages its own checkout makes one; with its base.
