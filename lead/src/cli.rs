@@ -240,12 +240,12 @@ pub async fn budget(
     Ok(format!("{name}: {line}{none}\n"))
 }
 
-/// `lead requests`.
-pub async fn requests(
+/// Every request the lead keeps (only the pending ones, if `pending`),
+/// page after page.
+async fn all_requests(
     client: &mut Operator,
     pending: bool,
-    json: bool,
-) -> Result<String, CliError> {
+) -> Result<Vec<pb::ProtocolState>, CliError> {
     let status = if pending {
         pb::RequestStatus::Pending as i32
     } else {
@@ -268,6 +268,27 @@ pub async fn requests(
         }
         page_token = page.next_page_token;
     }
+    Ok(requests)
+}
+
+/// `lead stats`: the review queue measured, from the requests the lead
+/// keeps ([`crate::stats`]); JSON with `json`.
+pub async fn stats(client: &mut Operator, json: bool) -> Result<String, CliError> {
+    let requests = all_requests(client, false).await?;
+    let stats = crate::stats::of(&requests, shared::auth::now_unix_ms());
+    if json {
+        return Ok(render::json_text(&serde_json::json!(stats)) + "\n");
+    }
+    Ok(crate::stats::render(&stats))
+}
+
+/// `lead requests`.
+pub async fn requests(
+    client: &mut Operator,
+    pending: bool,
+    json: bool,
+) -> Result<String, CliError> {
+    let requests = all_requests(client, pending).await?;
     if json {
         return Ok(render::json_text(&serde_json::Value::Array(
             requests.iter().map(render::request_json).collect(),

@@ -190,6 +190,7 @@ pub(crate) async fn serve(
         .route("/api/state", get(state))
         .route("/api/events", get(events))
         .route("/api/history", get(history))
+        .route("/api/stats", get(stats))
         .route("/api/file", get(write_target))
         .route("/api/approve", post(approve))
         .route("/api/reject", post(reject))
@@ -293,6 +294,46 @@ async fn state(State(console): State<Console>, headers: HeaderMap) -> Response {
     }
 }
 
+/// The review queue's figures (`lead stats`): what waits now, each kind of
+/// reviewer's time on a request, the time to a decision.
+async fn stats(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    match all_requests(&console.hub).await {
+        Ok(requests) => {
+            let stats = crate::stats::of(&requests, shared::auth::now_unix_ms());
+            no_store(Json(json!(stats)).into_response())
+        }
+        Err(e) => hub_failed(e),
+    }
+}
+
+/// Every request the lead keeps, page after page, as the wire has them.
+async fn all_requests(hub: &HubHandle) -> Result<Vec<shared::pb::ProtocolState>, HubError> {
+    let mut requests = Vec::new();
+    let mut token = String::new();
+    loop {
+        let page: Listed<CoreRequest> = hub
+            .apply(
+                operator(),
+                Call::Operator,
+                Ok(Op::ListRequests {
+                    status: None,
+                    kind: None,
+                    page: next_page(&token, REQUESTS)?,
+                }),
+            )
+            .await?;
+        let page = requests_page(page);
+        requests.extend(page.requests);
+        if page.next_page_token.is_empty() {
+            return Ok(requests);
+        }
+        token = page.next_page_token;
+    }
+}
+
 async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
     let mut members = Vec::new();
     let mut token = String::new();
@@ -321,27 +362,11 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
         }
         token = page.next_page_token;
     };
-    let mut requests = Vec::new();
-    let mut token = String::new();
-    loop {
-        let page: Listed<CoreRequest> = hub
-            .apply(
-                operator(),
-                Call::Operator,
-                Ok(Op::ListRequests {
-                    status: None,
-                    kind: None,
-                    page: next_page(&token, REQUESTS)?,
-                }),
-            )
-            .await?;
-        let page = requests_page(page);
-        requests.extend(page.requests.iter().map(render::request_json));
-        if page.next_page_token.is_empty() {
-            break;
-        }
-        token = page.next_page_token;
-    }
+    let requests: Vec<Value> = all_requests(hub)
+        .await?
+        .iter()
+        .map(render::request_json)
+        .collect();
     let mut tasks = Vec::new();
     let mut token = String::new();
     loop {

@@ -25,6 +25,7 @@ pub mod reviewer;
 pub mod server;
 pub mod service;
 pub mod state;
+pub mod stats;
 pub mod store;
 pub mod telemetry;
 pub mod tls;

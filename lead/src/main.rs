@@ -94,6 +94,16 @@ enum Command {
         #[command(subcommand)]
         action: TaskAction,
     },
+    /// The review queue measured: what waits now and how long, each kind
+    /// of reviewer's time on a request (p50, p90, max), the time to a
+    /// decision.
+    Stats {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// List protocol requests.
     Requests {
         #[command(flatten)]
@@ -595,6 +605,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 review: review as i32,
             };
             cli::add_task(&mut cli::connect(&target.into()).await?, request).await
+        }
+        Command::Stats { target, json } => {
+            cli::stats(&mut cli::connect(&target.into()).await?, json).await
         }
         Command::Requests {
             target,

@@ -39,6 +39,8 @@ use shared::{
 };
 use tonic::metadata::MetadataMap;
 
+use crate::stats::{reviewer_kind, step_times};
+
 /// Requests traced at once; past it the oldest's span is ended unresolved.
 const TRACED: usize = 10_000;
 
@@ -60,18 +62,6 @@ fn status_name(status: Status) -> &'static str {
         Status::Approved => "approved",
         Status::Rejected => "rejected",
         Status::Expired => "expired",
-    }
-}
-
-/// What kind of reviewer a step's `reviewer` is: `policy`, `program`,
-/// `model`, `human` (an operator, however it decided), `auto`, `merge`,
-/// `member`, `lead`.
-pub(crate) fn reviewer_kind(reviewer: &str) -> &str {
-    let first = reviewer.split_whitespace().next().unwrap_or("");
-    match first {
-        "operator" | "human" => "human",
-        "" => "unknown",
-        other => other,
     }
 }
 
@@ -471,6 +461,7 @@ fn trace_steps(r: &Request, decided: bool) {
             traced.last_at,
             step.at_unix_ms,
             vec![
+                KeyValue::new("mesh.review.step", traced.steps as i64),
                 KeyValue::new("mesh.reviewer", step.reviewer.clone()),
                 KeyValue::new(
                     "mesh.reviewer.kind",
@@ -506,9 +497,13 @@ fn trace_steps(r: &Request, decided: bool) {
 fn measure_decision(r: &Request) {
     let made = instruments();
     let kind = KeyValue::new("mesh.request.kind", kind_name(r.opening.kind));
-    for (reviewer, seconds) in step_times(r) {
+    let steps = r
+        .reviews
+        .iter()
+        .map(|s| (s.reviewer.as_str(), s.verdict.as_str(), s.at_unix_ms));
+    for (reviewer, ms) in step_times(r.created_at_unix_ms, steps) {
         made.wait.record(
-            seconds,
+            ms as f64 / 1000.0,
             &[
                 kind.clone(),
                 KeyValue::new("mesh.reviewer.kind", reviewer_kind(reviewer).to_owned()),
@@ -524,21 +519,6 @@ fn measure_decision(r: &Request) {
             KeyValue::new("mesh.decision", status_name(r.status)),
         ],
     );
-}
-
-/// Each reviewer's time on `r`, in seconds, in order: from the step before
-/// (or the request's opening, or a person being asked) to its verdict.
-pub(crate) fn step_times(r: &Request) -> Vec<(&str, f64)> {
-    let mut last = r.created_at_unix_ms;
-    let mut out = Vec::new();
-    for step in &r.reviews {
-        let took = (step.at_unix_ms - last).max(0) as f64 / 1000.0;
-        last = step.at_unix_ms;
-        if step.verdict != "waits" {
-            out.push((step.reviewer.as_str(), took));
-        }
-    }
-    out
 }
 
 fn cut(text: &str) -> String {

@@ -130,6 +130,19 @@ async fn permissions_come_first_a_denial_says_why_and_the_focus_moves_on() {
         })
         .await;
     browser.wait_for("#queue-status", "allowed.").await;
+
+    // How long reviews take: ann's plan and her two permissions were a
+    // person's decisions, and the old plan still waits for one.
+    browser
+        .wait_for(
+            "[data-testid=waiting-now]",
+            "1 plan_approval (1 with a person",
+        )
+        .await;
+    // The person's row counts the three (its first cell is the count).
+    browser
+        .wait_for("[data-testid=wait-human] td:first-of-type", "3")
+        .await;
     browser.quit().await;
 }
 

@@ -655,6 +655,7 @@ function apply(e) {
   if (ev.usage) usage.set(ev.usage.name, { tokens: tokensOf(ev.usage), calls: ev.usage.calls || 0, budget: ev.usage.token_budget || 0 });
   if (ev.request && newer(requests.get(ev.request.request_id), ev.request)) {
     requests.set(ev.request.request_id, ev.request);
+    statsMayChange();
   }
   const [text, ...who] = describe(e, liveTold);
   if (text === null) return;
@@ -662,6 +663,46 @@ function apply(e) {
     logged.unshift({ id: null, at: e.at_unix_ms, text });
     if (logged.length > MAX_EVENTS) logged.pop();
   }
+}
+
+// The review queue's figures (GET /api/stats), read again at most once a
+// second while requests change, and every ten seconds.
+function humanTime(ms) {
+  if (ms < 1000) return `${ms}ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)}s`;
+  if (ms < 3600000) return `${Math.floor(ms / 60000)}m${String(Math.floor(ms / 1000) % 60).padStart(2, "0")}s`;
+  return `${Math.floor(ms / 3600000)}h${String(Math.floor(ms / 60000) % 60).padStart(2, "0")}m`;
+}
+function waitsTable(caption, rows) {
+  return el("table", { class: "waits" },
+    el("caption", { text: caption }),
+    el("thead", {}, el("tr", {}, ...["", "count", "p50", "p90", "max"].map((h) => el("th", { scope: "col", text: h })))),
+    el("tbody", {}, ...rows.map((w) => el("tr", { "data-testid": `wait-${w.of}` },
+      el("th", { scope: "row", text: w.of }),
+      el("td", { text: String(w.count) }),
+      el("td", { text: humanTime(w.p50_ms) }),
+      el("td", { text: humanTime(w.p90_ms) }),
+      el("td", { text: humanTime(w.max_ms) })))));
+}
+let statsDue = null;
+async function loadStats() {
+  statsDue = null;
+  const response = await fetch("/api/stats");
+  if (!response.ok) return;
+  const stats = await response.json();
+  const box = document.getElementById("waits");
+  const parts = [];
+  parts.push(el("p", { "data-testid": "waiting-now", text: stats.pending.length
+    ? "Waiting now: " + stats.pending.map((p) => `${p.count} ${p.kind} (${p.with_a_person} with a person, the oldest for ${humanTime(p.oldest_ms)})`).join("; ")
+    : "Nothing waits now." }));
+  parts.push(stats.reviewers.length ? waitsTable("Each reviewer's time on a request", stats.reviewers)
+    : el("p", { text: "No reviewer has decided anything yet." }));
+  if (stats.decided.length) parts.push(waitsTable("From a request's opening to its decision", stats.decided));
+  box.replaceChildren(...parts);
+}
+function statsMayChange() {
+  if (statsDue) return;
+  statsDue = setTimeout(() => loadStats().catch(() => {}), 1000);
 }
 
 let redraw = null;
@@ -717,6 +758,7 @@ function start() {
     early = [];
     loaded = true;
     loadEvents(false).catch(() => {});
+    loadStats().catch(() => {});
     live.textContent = "live";
     offline(false);
     schedule();
@@ -726,6 +768,7 @@ function start() {
     offline(true);
   };
   setInterval(refreshTimes, 1000); // "waiting 3m" stays true
+  setInterval(() => loadStats().catch(() => {}), 10000);
 }
 
 // Pages with their own address: #/requests/ID, #/tasks/STATUS,
