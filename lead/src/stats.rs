@@ -237,12 +237,12 @@ mod tests {
 
     #[test]
     fn a_person_after_machine_stages_is_the_long_wait() {
-        use pb::{RequestStatus::*, RequestType::*};
+        use pb::{RequestStatus as S, RequestType as T};
         let requests = [
             // policy 5 ms, program 100 ms, then a person for 60 s.
             request(
-                PlanApproval,
-                Approved,
+                T::PlanApproval,
+                S::Approved,
                 1_000,
                 61_105,
                 vec![
@@ -254,16 +254,16 @@ mod tests {
             ),
             // Manual: the operator decides 2 s after the opening.
             request(
-                PlanApproval,
-                Rejected,
+                T::PlanApproval,
+                S::Rejected,
                 0,
                 2_000,
                 vec![step("operator", "reject", 2_000)],
             ),
             // Waiting on a person since 10,000; and a machine stage now.
             request(
-                PlanApproval,
-                Pending,
+                T::PlanApproval,
+                S::Pending,
                 10_000,
                 0,
                 vec![
@@ -271,10 +271,10 @@ mod tests {
                     step("human", "waits", 10_001),
                 ],
             ),
-            request(Permission, Pending, 90_000, 0, vec![]),
+            request(T::Permission, S::Pending, 90_000, 0, vec![]),
             request(
-                Result,
-                Pending,
+                T::Result,
+                S::Pending,
                 95_000,
                 0,
                 vec![step("policy", "pass", 95_001)],
