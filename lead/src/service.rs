@@ -270,18 +270,24 @@ enum About<'a> {
     Answers(&'a str),
 }
 
-/// Runs one call in its server span `method` when exporting telemetry
-/// ([`crate::telemetry`]); a request it opens is traced from here, and
-/// forgotten again if the call fails.
-async fn traced<R>(
+/// A call's server span, begun.
+struct Begun {
+    /// The span's context: the call runs in it.
+    cx: opentelemetry::Context,
+    /// The request the call opens, traced from here.
+    opened: Option<String>,
+}
+
+/// Begins the server span `method` of one call when exporting telemetry
+/// ([`crate::telemetry`]; `None`, having done nothing, when not): a request
+/// it opens is traced from here; one it answers is its parent.
+fn begin(
     method: &'static str,
     metadata: &tonic::metadata::MetadataMap,
     about: About<'_>,
-    call: impl std::future::Future<Output = Result<R, Status>>,
-) -> Result<R, Status> {
-    use shared::telemetry::FutureExt as _;
+) -> Option<Begun> {
     if !shared::telemetry::enabled() {
-        return call.await;
+        return None;
     }
     let canonical = |id: &str| {
         uuid::Uuid::parse_str(id)
@@ -301,9 +307,22 @@ async fn traced<R>(
         About::Answers(id) => (None, canonical(id)),
     };
     let cx = crate::telemetry::rpc(method, metadata, answers.as_deref());
-    let result = call.with_context(cx.clone()).await;
-    crate::telemetry::rpc_done(&cx, &result);
-    if let (Some(id), Err(_)) = (&opened, &result) {
+    Some(Begun { cx, opened })
+}
+
+/// Runs one call in its span, if one was begun; a request it opened is
+/// forgotten again if the call fails.
+async fn traced<R>(
+    begun: Option<Begun>,
+    call: impl std::future::Future<Output = Result<R, Status>>,
+) -> Result<R, Status> {
+    use shared::telemetry::FutureExt as _;
+    let Some(begun) = begun else {
+        return call.await;
+    };
+    let result = call.with_context(begun.cx.clone()).await;
+    crate::telemetry::rpc_done(&begun.cx, &result);
+    if let (Some(id), Err(_)) = (&begun.opened, &result) {
         crate::telemetry::abandoned(id);
     }
     result
@@ -363,10 +382,12 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::PlanApprovalRequest>,
     ) -> Result<Response<pb::SubmitPlanResponse>, Status> {
-        let metadata = request.metadata().clone();
-        let id = request.get_ref().request_id.clone();
-        let about = About::Opens(&id, shared::protocol::Kind::PlanApproval);
-        traced("mesh.v1.Lead/SubmitPlan", &metadata, about, async {
+        let about = About::Opens(
+            &request.get_ref().request_id,
+            shared::protocol::Kind::PlanApproval,
+        );
+        let begun = begin("mesh.v1.Lead/SubmitPlan", request.metadata(), about);
+        traced(begun, async {
             self.apply(
                 request,
                 "SubmitPlan",
@@ -384,23 +405,24 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ResultRequest>,
     ) -> Result<Response<pb::SubmitResultResponse>, Status> {
-        let metadata = request.metadata().clone();
-        let id = request.get_ref().request_id.clone();
-        let about = About::Opens(&id, shared::protocol::Kind::Result);
-        traced("mesh.v1.Lead/SubmitResult", &metadata, about, async {
-            self.submit_result_traced(request).await
-        })
-        .await
+        let about = About::Opens(
+            &request.get_ref().request_id,
+            shared::protocol::Kind::Result,
+        );
+        let begun = begin("mesh.v1.Lead/SubmitResult", request.metadata(), about);
+        traced(begun, async { self.submit_result_traced(request).await }).await
     }
 
     async fn request_amendment(
         &self,
         request: Request<pb::AmendmentRequest>,
     ) -> Result<Response<pb::RequestAmendmentResponse>, Status> {
-        let metadata = request.metadata().clone();
-        let id = request.get_ref().request_id.clone();
-        let about = About::Opens(&id, shared::protocol::Kind::Amendment);
-        traced("mesh.v1.Lead/RequestAmendment", &metadata, about, async {
+        let about = About::Opens(
+            &request.get_ref().request_id,
+            shared::protocol::Kind::Amendment,
+        );
+        let begun = begin("mesh.v1.Lead/RequestAmendment", request.metadata(), about);
+        traced(begun, async {
             self.apply(
                 request,
                 "RequestAmendment",
@@ -439,17 +461,12 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::ShutdownResponse>,
     ) -> Result<Response<pb::RespondShutdownResponse>, Status> {
-        let metadata = request.metadata().clone();
-        let id = request.get_ref().request_id.clone();
-        traced(
-            "mesh.v1.Lead/RespondShutdown",
-            &metadata,
-            About::Answers(&id),
-            async {
-                self.done(request, "RespondShutdown", from_wire::respond_shutdown)
-                    .await
-            },
-        )
+        let about = About::Answers(&request.get_ref().request_id);
+        let begun = begin("mesh.v1.Lead/RespondShutdown", request.metadata(), about);
+        traced(begun, async {
+            self.done(request, "RespondShutdown", from_wire::respond_shutdown)
+                .await
+        })
         .await
     }
 
@@ -457,10 +474,12 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::PermissionRequest>,
     ) -> Result<Response<pb::RequestPermissionResponse>, Status> {
-        let metadata = request.metadata().clone();
-        let id = request.get_ref().request_id.clone();
-        let about = About::Opens(&id, shared::protocol::Kind::Permission);
-        traced("mesh.v1.Lead/RequestPermission", &metadata, about, async {
+        let about = About::Opens(
+            &request.get_ref().request_id,
+            shared::protocol::Kind::Permission,
+        );
+        let begun = begin("mesh.v1.Lead/RequestPermission", request.metadata(), about);
+        traced(begun, async {
             self.apply(
                 request,
                 "RequestPermission",
@@ -626,21 +645,16 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::PlanReview>,
     ) -> Result<Response<pb::PlanApprovalResponse>, Status> {
-        let metadata = request.metadata().clone();
-        let id = request.get_ref().request_id.clone();
-        traced(
-            "mesh.v1.Operator/ReviewPlan",
-            &metadata,
-            About::Answers(&id),
-            async {
-                self.apply(
-                    request,
-                    |review| from_wire::review_plan(review, "operator"),
-                    |r: shared::protocol::Request| plan_response(&r),
-                )
-                .await
-            },
-        )
+        let about = About::Answers(&request.get_ref().request_id);
+        let begun = begin("mesh.v1.Operator/ReviewPlan", request.metadata(), about);
+        traced(begun, async {
+            self.apply(
+                request,
+                |review| from_wire::review_plan(review, "operator"),
+                |r: shared::protocol::Request| plan_response(&r),
+            )
+            .await
+        })
         .await
     }
 
@@ -648,21 +662,16 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ResultReview>,
     ) -> Result<Response<pb::ProtocolState>, Status> {
-        let metadata = request.metadata().clone();
-        let id = request.get_ref().request_id.clone();
-        traced(
-            "mesh.v1.Operator/ReviewResult",
-            &metadata,
-            About::Answers(&id),
-            async {
-                self.apply(
-                    request,
-                    |review| from_wire::review_result(review, "operator"),
-                    |r: shared::protocol::Request| r.to_pb(),
-                )
-                .await
-            },
-        )
+        let about = About::Answers(&request.get_ref().request_id);
+        let begun = begin("mesh.v1.Operator/ReviewResult", request.metadata(), about);
+        traced(begun, async {
+            self.apply(
+                request,
+                |review| from_wire::review_result(review, "operator"),
+                |r: shared::protocol::Request| r.to_pb(),
+            )
+            .await
+        })
         .await
     }
 
@@ -698,21 +707,20 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::AmendmentReview>,
     ) -> Result<Response<pb::ProtocolState>, Status> {
-        let metadata = request.metadata().clone();
-        let id = request.get_ref().request_id.clone();
-        traced(
+        let about = About::Answers(&request.get_ref().request_id);
+        let begun = begin(
             "mesh.v1.Operator/ReviewAmendment",
-            &metadata,
-            About::Answers(&id),
-            async {
-                self.apply(
-                    request,
-                    |review| from_wire::review_amendment(review, "operator"),
-                    |r: shared::protocol::Request| r.to_pb(),
-                )
-                .await
-            },
-        )
+            request.metadata(),
+            about,
+        );
+        traced(begun, async {
+            self.apply(
+                request,
+                |review| from_wire::review_amendment(review, "operator"),
+                |r: shared::protocol::Request| r.to_pb(),
+            )
+            .await
+        })
         .await
     }
 
@@ -726,22 +734,23 @@ impl pb::operator_server::Operator for OperatorService {
             // that its trace can start before the hub sees it.
             request.get_mut().request_id = uuid::Uuid::new_v4().to_string();
         }
-        let metadata = request.metadata().clone();
-        let id = request.get_ref().request_id.clone();
-        let about = About::Opens(&id, shared::protocol::Kind::Shutdown);
-        traced(
+        let about = About::Opens(
+            &request.get_ref().request_id,
+            shared::protocol::Kind::Shutdown,
+        );
+        let begun = begin(
             "mesh.v1.Operator/RequestShutdown",
-            &metadata,
+            request.metadata(),
             about,
-            async {
-                self.apply(request, from_wire::request_shutdown, |id: RequestId| {
-                    pb::ShutdownTicket {
-                        request_id: id.to_string(),
-                    }
-                })
-                .await
-            },
-        )
+        );
+        traced(begun, async {
+            self.apply(request, from_wire::request_shutdown, |id: RequestId| {
+                pb::ShutdownTicket {
+                    request_id: id.to_string(),
+                }
+            })
+            .await
+        })
         .await
     }
 
@@ -749,21 +758,20 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::PermissionReview>,
     ) -> Result<Response<pb::PermissionResponse>, Status> {
-        let metadata = request.metadata().clone();
-        let id = request.get_ref().request_id.clone();
-        traced(
+        let about = About::Answers(&request.get_ref().request_id);
+        let begun = begin(
             "mesh.v1.Operator/ReviewPermission",
-            &metadata,
-            About::Answers(&id),
-            async {
-                self.apply(
-                    request,
-                    from_wire::review_permission,
-                    |r: shared::protocol::Request| permission_response(&r),
-                )
-                .await
-            },
-        )
+            request.metadata(),
+            about,
+        );
+        traced(begun, async {
+            self.apply(
+                request,
+                from_wire::review_permission,
+                |r: shared::protocol::Request| permission_response(&r),
+            )
+            .await
+        })
         .await
     }
 

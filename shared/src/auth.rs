@@ -43,7 +43,9 @@ impl Interceptor for BearerToken {
             .metadata_mut()
             .insert("authorization", self.value.clone());
         // The caller's trace, when exporting (`traceparent`).
-        crate::telemetry::inject(&opentelemetry::Context::current(), request.metadata_mut());
+        if crate::telemetry::enabled() {
+            crate::telemetry::inject(&opentelemetry::Context::current(), request.metadata_mut());
+        }
         Ok(request)
     }
 }

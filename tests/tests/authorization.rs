@@ -118,6 +118,7 @@ enum Target {
     ListAudit,
     Page,
     State,
+    Stats,
     Events,
     Script,
     Approve,
@@ -183,6 +184,7 @@ const CONSOLE: [(Target, [Answer; 11]); 9] = [
     //                    none   basic  empty  garb.  bare   wrong  left   join   alice  bob    oper.
     (Target::Page,       [LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, PAGE]),
     (Target::State,      [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    YES]),
+    (Target::Stats,      [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    YES]),
     (Target::Events,     [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    YES]),
     (Target::Script,     [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    YES]),
     (Target::Approve,    [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    YES]),
@@ -544,6 +546,7 @@ impl Fixture {
         let mut request = match target {
             Target::Page => self.http.get(&base),
             Target::State => self.http.get(format!("{base}api/state")),
+            Target::Stats => self.http.get(format!("{base}api/stats")),
             Target::Events => self.http.get(format!("{base}api/events")),
             Target::Script => self.http.get(format!("{base}app.js")),
             Target::Approve => post("api/approve", serde_json::json!({"request_id": self.plan})),
@@ -597,6 +600,7 @@ impl Target {
             Target::OperatorListTasks => "Operator.ListTasks".into(),
             Target::Page => "GET /".into(),
             Target::State => "GET /api/state".into(),
+            Target::Stats => "GET /api/stats".into(),
             Target::Events => "GET /api/events".into(),
             Target::Script => "GET /app.js".into(),
             Target::Approve => "POST /api/approve".into(),

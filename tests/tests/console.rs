@@ -169,7 +169,7 @@ async fn every_console_endpoint_refuses_a_missing_or_wrong_token() {
     let url = lead.console.clone().expect("the console is on");
     let _alice = lead.join("alice").await;
     let http = http_client(reqwest::Client::builder());
-    let gets = ["api/state", "api/events", "app.js"];
+    let gets = ["api/state", "api/stats", "api/events", "app.js"];
     let posts = [
         ("api/approve", r#"{"request_id":"x"}"#),
         ("api/reject", r#"{"request_id":"x","feedback":"no"}"#),
