@@ -149,13 +149,7 @@ pub fn child(
     kind: SpanKind,
     attributes: Vec<KeyValue>,
 ) -> Context {
-    let tracer = tracer();
-    let span = tracer
-        .span_builder(name)
-        .with_kind(kind)
-        .with_attributes(attributes)
-        .start_with_context(&tracer, parent);
-    parent.with_span(span)
+    parent.with_span(started(parent, name, kind, None, attributes))
 }
 
 /// [`child`], started at `start_unix_ms` rather than now: for a span whose
@@ -166,13 +160,13 @@ pub fn child_at(
     start_unix_ms: i64,
     attributes: Vec<KeyValue>,
 ) -> Context {
-    let tracer = tracer();
-    let span = tracer
-        .span_builder(name)
-        .with_kind(SpanKind::Internal)
-        .with_start_time(at(start_unix_ms))
-        .with_attributes(attributes)
-        .start_with_context(&tracer, parent);
+    let span = started(
+        parent,
+        name,
+        SpanKind::Internal,
+        Some(start_unix_ms),
+        attributes,
+    );
     parent.with_span(span)
 }
 
@@ -185,14 +179,33 @@ pub fn record(
     end_unix_ms: i64,
     attributes: Vec<KeyValue>,
 ) {
-    let tracer = tracer();
-    let mut span = tracer
-        .span_builder(name)
-        .with_kind(SpanKind::Internal)
-        .with_start_time(at(start_unix_ms))
-        .with_attributes(attributes)
-        .start_with_context(&tracer, parent);
+    let mut span = started(
+        parent,
+        name,
+        SpanKind::Internal,
+        Some(start_unix_ms),
+        attributes,
+    );
     span.end_with_timestamp(at(end_unix_ms.max(start_unix_ms)));
+}
+
+/// A span started (now, or at `start_unix_ms`) under `parent`.
+fn started(
+    parent: &Context,
+    name: impl Into<std::borrow::Cow<'static, str>>,
+    kind: SpanKind,
+    start_unix_ms: Option<i64>,
+    attributes: Vec<KeyValue>,
+) -> opentelemetry::global::BoxedSpan {
+    let tracer = tracer();
+    let mut builder = tracer
+        .span_builder(name)
+        .with_kind(kind)
+        .with_attributes(attributes);
+    if let Some(start) = start_unix_ms {
+        builder = builder.with_start_time(at(start));
+    }
+    builder.start_with_context(&tracer, parent)
 }
 
 /// A unix time in milliseconds as a `SystemTime`.
