@@ -180,7 +180,7 @@ const GRPC: [(Target, [Answer; 11]); 31] = [
 /// The console takes the operator token as a bearer; everyone else gets the
 /// login form at `/` and 401 everywhere else.
 #[rustfmt::skip]
-const CONSOLE: [(Target, [Answer; 11]); 9] = [
+const CONSOLE: [(Target, [Answer; 11]); 10] = [
     //                    none   basic  empty  garb.  bare   wrong  left   join   alice  bob    oper.
     (Target::Page,       [LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, PAGE]),
     (Target::State,      [NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    NO,    YES]),
