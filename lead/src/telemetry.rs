@@ -452,7 +452,7 @@ fn trace_steps(r: &Request, decided: bool) {
                 telemetry::at(step.at_unix_ms),
                 vec![KeyValue::new("mesh.review.words", cut(&step.words))],
             );
-            traced.last_at = step.at_unix_ms;
+            traced.last_at = traced.last_at.max(step.at_unix_ms);
             continue;
         }
         telemetry::record(
@@ -471,7 +471,9 @@ fn trace_steps(r: &Request, decided: bool) {
                 KeyValue::new("mesh.review.words", cut(&step.words)),
             ],
         );
-        traced.last_at = step.at_unix_ms;
+        // The hub's clock may trail the one the span began on by a
+        // millisecond: the steps never run backwards.
+        traced.last_at = traced.last_at.max(step.at_unix_ms);
     }
     if !decided {
         return;
@@ -487,10 +489,10 @@ fn trace_steps(r: &Request, decided: bool) {
     if !r.feedback.is_empty() {
         span.set_attribute(KeyValue::new("mesh.feedback", cut(&r.feedback)));
     }
-    span.end_with_timestamp(telemetry::at(
-        r.resolved_at_unix_ms
-            .unwrap_or_else(shared::auth::now_unix_ms),
-    ));
+    let resolved = r
+        .resolved_at_unix_ms
+        .unwrap_or_else(shared::auth::now_unix_ms);
+    span.end_with_timestamp(telemetry::at(resolved.max(traced.last_at)));
 }
 
 /// A request resolved: each reviewer's time on it, and the decision.

@@ -193,6 +193,10 @@ impl Hub {
         if let Err(e) = self.settle().await {
             tracing::error!(error = %e, "cannot persist the last changes");
         }
+        if shared::telemetry::enabled() {
+            // The gauges as the lead leaves them, however short its life.
+            crate::telemetry::sampled(&self.sample());
+        }
         for tidy in std::mem::take(&mut self.tidying) {
             let _ = tidy.await;
         }
