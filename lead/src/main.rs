@@ -738,23 +738,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 /// `lead serve`: checks the flags, opens the store, binds, says where it
 /// listens, and serves until SIGINT or SIGTERM.
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let exporter = match args
-        .otlp_endpoint
-        .as_deref()
-        .filter(|e| !e.trim().is_empty())
-    {
-        Some(endpoint) => Some(
-            shared::telemetry::start("mesh-lead", endpoint)
-                .map_err(|e| anyhow::anyhow!("--{e}"))?,
-        ),
-        None => None,
-    };
-    let served = serve_with(args).await;
-    if let Some(exporter) = exporter {
-        // The last spans and metrics go out before the lead exits.
-        let _ = tokio::task::spawn_blocking(move || exporter.shutdown()).await;
-    }
-    served
+    let endpoint = args.otlp_endpoint.clone();
+    // The last spans and metrics go out before the lead exits.
+    shared::telemetry::exporting("mesh-lead", endpoint.as_deref(), serve_with(args))
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?
 }
 
 async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {

@@ -113,6 +113,25 @@ impl Exporter {
     }
 }
 
+/// Runs `work` while exporting as `service` to `endpoint` (none, or an
+/// empty one: not exporting), then sends what is left; an error (naming
+/// the flag's value) if the exporter cannot start.
+pub async fn exporting<T>(
+    service: &str,
+    endpoint: Option<&str>,
+    work: impl std::future::Future<Output = T>,
+) -> Result<T, String> {
+    let exporter = match endpoint.filter(|e| !e.trim().is_empty()) {
+        Some(endpoint) => Some(start(service, endpoint).map_err(|e| format!("--{e}"))?),
+        None => None,
+    };
+    let out = work.await;
+    if let Some(exporter) = exporter {
+        let _ = tokio::task::spawn_blocking(move || exporter.shutdown()).await;
+    }
+    Ok(out)
+}
+
 /// The tracer every mesh span comes from.
 pub fn tracer() -> BoxedTracer {
     global::tracer(SCOPE)

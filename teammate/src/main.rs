@@ -84,6 +84,10 @@ struct McpArgs {
     /// Seconds the lead may be unreachable before the teammate gives up.
     #[arg(long, default_value_t = 60)]
     lead_gone_limit: u64,
+    /// Export traces and metrics over OTLP/gRPC to this collector (off by
+    /// default; see `teammate --help`).
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
     #[command(flatten)]
     tls: ClientTls,
     #[command(flatten)]
@@ -204,7 +208,15 @@ fn main() -> ExitCode {
             return code;
         }
         let code = match runtime() {
-            Ok(runtime) => runtime.block_on(serve_mcp(args)),
+            Ok(runtime) => runtime.block_on(async move {
+                let endpoint = args.otlp_endpoint.clone();
+                shared::telemetry::exporting("mesh-teammate", endpoint.as_deref(), serve_mcp(args))
+                    .await
+                    .unwrap_or_else(|e| {
+                        eprintln!("teammate mcp: {e}");
+                        2
+                    })
+            }),
             Err(code) => return code,
         };
         // Exits at once: a read of stdin in progress would hold up the
@@ -247,24 +259,18 @@ fn main() -> ExitCode {
         Ok(runtime) => runtime,
         Err(code) => return code,
     };
-    let endpoint = args.otlp_endpoint.clone().filter(|e| !e.trim().is_empty());
+    let endpoint = args.otlp_endpoint.clone();
     let result = runtime.block_on(async move {
-        let exporter = match endpoint {
-            Some(endpoint) => match shared::telemetry::start("mesh-teammate", &endpoint) {
-                Ok(exporter) => Some(exporter),
-                Err(e) => return Err(teammate::session::SessionError::Setup(format!("--{e}"))),
-            },
-            None => None,
+        let session = async move {
+            match chosen {
+                Chosen::Script(driver) => run(config, *driver).await,
+                Chosen::Model(driver) => run(config, *driver).await,
+            }
         };
-        let result = match chosen {
-            Chosen::Script(driver) => run(config, *driver).await,
-            Chosen::Model(driver) => run(config, *driver).await,
-        };
-        if let Some(exporter) = exporter {
-            // The last spans and metrics go out before the teammate exits.
-            let _ = tokio::task::spawn_blocking(move || exporter.shutdown()).await;
-        }
-        result
+        // The last spans and metrics go out before the teammate exits.
+        shared::telemetry::exporting("mesh-teammate", endpoint.as_deref(), session)
+            .await
+            .unwrap_or_else(|e| Err(teammate::session::SessionError::Setup(e)))
     });
     match result {
         Ok(Exit::Shutdown) => {

@@ -183,7 +183,8 @@ async def main():
     server = StdioServerParameters(
         command=args.teammate,
         args=["mcp", "--lead", args.lead, "--name", args.name, "--workspace", args.workspace, "--review-wait", "1" if args.scenario == "pending" else "30"],
-        env={"MESH_JOIN_TOKEN": os.environ["MESH_JOIN_TOKEN"], "RUST_LOG": "warn"},
+        env={"MESH_JOIN_TOKEN": os.environ["MESH_JOIN_TOKEN"], "RUST_LOG": "warn"}
+        | {k: v for k, v in os.environ.items() if k == "OTEL_EXPORTER_OTLP_ENDPOINT"},
     )
     changes = ToolListChanges()
     async with stdio_client(server) as (read, write):

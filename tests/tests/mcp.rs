@@ -16,6 +16,18 @@ use tokio::{
 /// `scenario`; it starts `teammate mcp` as member `name` with the workspace
 /// `ws/<name>`, made here with a README.
 fn client(python: &Path, lead: &Lead, name: &str, scenario: &str) -> Child {
+    client_with(python, lead, name, scenario, &[])
+}
+
+/// [`client`] with `env` in the client's environment (it passes
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` on to `teammate mcp`).
+fn client_with(
+    python: &Path,
+    lead: &Lead,
+    name: &str,
+    scenario: &str,
+    env: &[(&str, &str)],
+) -> Child {
     let workspace = lead.workspace(name);
     std::fs::create_dir_all(workspace.join("src")).unwrap();
     std::fs::write(workspace.join("README.md"), "the workspace of the test\n").unwrap();
@@ -27,6 +39,7 @@ fn client(python: &Path, lead: &Lead, name: &str, scenario: &str) -> Child {
         .arg(&workspace)
         .arg(scenario)
         .env("MESH_JOIN_TOKEN", &lead.join_token)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -61,12 +74,15 @@ async fn an_mcp_agent_is_gated_reviewed_granted_and_shut_down() {
     // First, before any connection: installing the venv blocks this
     // thread, and a connection whose pings go unanswered is closed.
     let py = python();
-    let lead = Lead::start(&[]).await;
+    // Both export their traces: the plan an MCP agent submits is a trace too.
+    let receiver = mesh_tests::otlp::Receiver::start().await;
+    let mut lead = Lead::start(&["--otlp-endpoint", &receiver.endpoint]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let mut witness = lead.join("witness").await;
     witness.open_inbox(0).await;
-    let agent = client(&py, &lead, "agent", "gate");
+    let otlp = [("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint.as_str())];
+    let agent = client_with(&py, &lead, "agent", "gate", &otlp);
 
     // The write in plan mode was refused, and the lead heard of it.
     let refused = events
@@ -169,6 +185,26 @@ async fn an_mcp_agent_is_gated_reviewed_granted_and_shut_down() {
         .unwrap()
         .into_inner();
     assert!(is(state.status, RequestStatus::Approved), "{state:?}");
+
+    // The two plans, each a trace from `teammate mcp` into the lead.
+    assert!(lead.terminate().await.success());
+    let spans = receiver.spans();
+    let mut plans: Vec<_> = spans
+        .iter()
+        .filter(|s| s.service == "mesh-teammate" && s.name == "submit_plan")
+        .collect();
+    plans.sort_by_key(|s| s.start_ns);
+    let decisions: Vec<String> = plans.iter().map(|s| s.text("mesh.decision")).collect();
+    assert_eq!(decisions, ["rejected", "approved"], "{plans:#?}");
+    for plan in plans {
+        assert!(
+            spans.iter().any(|s| s.service == "mesh-lead"
+                && s.name == "plan_approval review"
+                && s.parent_span_id == plan.span_id),
+            "the lead's review continues {plan:?}"
+        );
+    }
+    receiver.stop().await;
 }
 
 #[tokio::test]
