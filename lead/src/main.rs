@@ -51,7 +51,8 @@ enum AuditAction {
     /// Write the trail, oldest first: a table, or (--json) one JSON entry a
     /// line, which `lead audit verify` checks.
     Export {
-        /// Only entries recorded at or after this time, in unix seconds.
+        /// Only entries recorded at or after this time: unix seconds, or a
+        /// UTC time such as 2026-11-26T14:00:00Z.
         #[arg(long)]
         since: Option<String>,
         /// One JSON entry a line.
@@ -853,12 +854,40 @@ fn connect_addr(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
     Ok(SocketAddr::new(ip.parse()?, addr.port()))
 }
 
-/// `--since`: unix seconds; unix ms.
+/// `--since`: unix seconds, or an RFC 3339 time in UTC
+/// (`2026-11-26T14:00:00Z`); unix ms.
 fn parse_since(value: &str) -> Result<i64, String> {
-    value
-        .parse::<i64>()
-        .map(|seconds| seconds.saturating_mul(1000))
-        .map_err(|_| format!("--since {value:?}: give unix seconds (date +%s)"))
+    if let Ok(seconds) = value.trim().parse::<i64>() {
+        return Ok(seconds.saturating_mul(1000));
+    }
+    humantime::parse_rfc3339(value.trim())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .ok_or_else(|| {
+            format!(
+                "--since {value:?}: give unix seconds (date +%s) or a UTC time \
+                 such as 2026-11-26T14:00:00Z"
+            )
+        })
+}
+
+#[cfg(test)]
+mod since_tests {
+    use super::parse_since;
+
+    #[test]
+    fn since_takes_unix_seconds_or_a_utc_time() {
+        assert_eq!(parse_since("1764165600"), Ok(1_764_165_600_000));
+        assert_eq!(parse_since("2025-11-26T14:00:00Z"), Ok(1_764_165_600_000));
+        assert_eq!(
+            parse_since("2025-11-26T14:00:00.250Z"),
+            Ok(1_764_165_600_250)
+        );
+        let wrong = parse_since("yesterday").unwrap_err();
+        assert!(wrong.contains("2026-11-26T14:00:00Z"), "{wrong}");
+        assert!(parse_since("2025-11-26T14:00:00+01:00").is_err());
+    }
 }
 
 /// A `--operator-token` value: `NAME=TOKEN` names its operator (a name as a

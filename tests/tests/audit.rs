@@ -187,4 +187,25 @@ async fn every_decision_is_chained_with_who_decided_and_an_edit_is_found() {
         ok && table.contains("budget 2000") && table.contains("operator carol"),
         "{table}"
     );
+    // --since takes a UTC time too: all of it since 1970, none from 2999.
+    let (ok, all, err) = lead
+        .cli(&[
+            "audit",
+            "export",
+            "--json",
+            "--since",
+            "1970-01-01T00:00:00Z",
+        ])
+        .await;
+    assert!(ok && all == out, "{err}");
+    let (ok, none, err) = lead
+        .cli(&[
+            "audit",
+            "export",
+            "--json",
+            "--since",
+            "2999-01-01T00:00:00Z",
+        ])
+        .await;
+    assert!(ok && none.trim().is_empty(), "{none}{err}");
 }
