@@ -872,24 +872,6 @@ fn parse_since(value: &str) -> Result<i64, String> {
         })
 }
 
-#[cfg(test)]
-mod since_tests {
-    use super::parse_since;
-
-    #[test]
-    fn since_takes_unix_seconds_or_a_utc_time() {
-        assert_eq!(parse_since("1764165600"), Ok(1_764_165_600_000));
-        assert_eq!(parse_since("2025-11-26T14:00:00Z"), Ok(1_764_165_600_000));
-        assert_eq!(
-            parse_since("2025-11-26T14:00:00.250Z"),
-            Ok(1_764_165_600_250)
-        );
-        let wrong = parse_since("yesterday").unwrap_err();
-        assert!(wrong.contains("2026-11-26T14:00:00Z"), "{wrong}");
-        assert!(parse_since("2025-11-26T14:00:00+01:00").is_err());
-    }
-}
-
 /// A `--operator-token` value: `NAME=TOKEN` names its operator (a name as a
 /// member's); anything else is the token alone.
 fn operator_value(value: &str) -> Option<(&str, &str)> {
@@ -1077,4 +1059,27 @@ fn exposed(flag: &str, addr: SocketAddr, tls: bool, insecure: bool) -> anyhow::R
 fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
     Duration::try_from_secs_f64(value)
         .map_err(|_| anyhow::anyhow!("{flag}: {value} is not a number of seconds"))
+}
+
+#[cfg(test)]
+mod since_tests {
+    use super::parse_since;
+
+    #[test]
+    fn since_takes_unix_seconds_or_a_utc_time() {
+        assert_eq!(parse_since("1764165600"), Ok(1_764_165_600_000));
+        assert_eq!(parse_since("2025-11-26T14:00:00Z"), Ok(1_764_165_600_000));
+        assert_eq!(
+            parse_since("2025-11-26T14:00:00.250Z"),
+            Ok(1_764_165_600_250)
+        );
+        let wrong = parse_since("yesterday");
+        assert!(
+            wrong
+                .as_ref()
+                .is_err_and(|e| e.contains("2026-11-26T14:00:00Z")),
+            "{wrong:?}"
+        );
+        assert!(parse_since("2025-11-26T14:00:00+01:00").is_err());
+    }
 }
