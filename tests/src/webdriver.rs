@@ -2,7 +2,7 @@
 //! through `chromedriver` (Debian's `chromium` and `chromium-driver`).
 
 use std::{
-    path::Path,
+    path::{Path, PathBuf},
     process::Stdio,
     time::{Duration, Instant},
 };
@@ -282,6 +282,21 @@ impl Browser {
         .to_owned()
     }
 
+    /// How far the page is wider than its window (0: it does not scroll
+    /// sideways).
+    pub async fn sideways(&self) -> i64 {
+        match self
+            .execute(
+                "return document.documentElement.scrollWidth - window.innerWidth;",
+                vec![],
+            )
+            .await
+        {
+            Value::Number(n) => n.as_i64().unwrap_or(i64::MAX),
+            other => panic!("the script answered {other}"),
+        }
+    }
+
     /// Ends the session: Chromium exits, then chromedriver goes with this.
     pub async fn quit(self) {
         self.call(reqwest::Method::DELETE, "", None).await;
@@ -314,4 +329,11 @@ fn which(program: &str) -> String {
                 .find(|p| p.is_file())
         })
         .map_or_else(|| program.to_owned(), |p| p.display().to_string())
+}
+
+/// Where the console's screenshots go: `target/console-shots/`.
+pub fn shots() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/console-shots");
+    std::fs::create_dir_all(&dir).expect("make target/console-shots");
+    dir
 }

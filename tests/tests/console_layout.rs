@@ -6,15 +6,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
-
-use mesh_tests::{webdriver::Browser, Lead};
+use mesh_tests::{
+    webdriver::{shots, Browser},
+    Lead,
+};
 use serde_json::Value;
-
-/// Where the screenshots go.
-fn shots() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/console-shots")
-}
 
 /// What on the page overflows sideways: the page itself, any element of
 /// the main area whose content is wider than its box and that scrolls or

@@ -8,31 +8,12 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::path::PathBuf;
-
-use mesh_tests::{webdriver::Browser, Events, Lead};
+use mesh_tests::{
+    webdriver::{shots, Browser},
+    Events, Lead,
+};
 use serde_json::Value;
 use shared::pb;
-
-fn shots() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/console-shots");
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// How far the page is wider than its window (0: it does not scroll sideways).
-async fn sideways(browser: &Browser) -> i64 {
-    match browser
-        .execute(
-            "return document.documentElement.scrollWidth - window.innerWidth;",
-            vec![],
-        )
-        .await
-    {
-        Value::Number(n) => n.as_i64().unwrap_or(i64::MAX),
-        other => panic!("the script answered {other}"),
-    }
-}
 
 fn plan(summary: &str, files: &[&str], tests: &[&str]) -> pb::Plan {
     pb::Plan {
@@ -109,7 +90,7 @@ async fn a_request_has_its_own_page_with_its_timeline_by_link_directly_and_after
     browser.screenshot(&shots().join("request-1280.png")).await;
     browser.resize(390, 844).await;
     assert!(
-        sideways(&browser).await <= 0,
+        browser.sideways().await <= 0,
         "the request page scrolls sideways at 390 px"
     );
     browser.screenshot(&shots().join("request-390.png")).await;
@@ -210,7 +191,7 @@ async fn the_task_list_has_status_tabs_and_members_have_pages() {
     browser.screenshot(&shots().join("tasks-1280.png")).await;
     browser.resize(390, 844).await;
     assert!(
-        sideways(&browser).await <= 0,
+        browser.sideways().await <= 0,
         "the task list scrolls sideways at 390 px"
     );
     browser.screenshot(&shots().join("tasks-390.png")).await;
@@ -225,7 +206,7 @@ async fn the_task_list_has_status_tabs_and_members_have_pages() {
     browser.screenshot(&shots().join("team-1280.png")).await;
     browser.resize(390, 844).await;
     assert!(
-        sideways(&browser).await <= 0,
+        browser.sideways().await <= 0,
         "the team page scrolls sideways at 390 px"
     );
     browser.screenshot(&shots().join("team-390.png")).await;
@@ -366,7 +347,7 @@ async fn the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_s
     browser.screenshot(&shots().join("events-1280.png")).await;
     browser.resize(390, 844).await;
     assert!(
-        sideways(&browser).await <= 0,
+        browser.sideways().await <= 0,
         "the event log scrolls sideways at 390 px"
     );
     browser.scroll_to("#events-section").await;

@@ -6,7 +6,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use mesh_tests::{is, webdriver::Browser, Events, Lead, Member};
+use mesh_tests::{
+    is,
+    webdriver::{shots, Browser},
+    Events, Lead, Member,
+};
 use shared::pb::{self, RequestStatus};
 
 /// `member` with an approved plan in DEFAULT mode: each write asks.
@@ -134,15 +138,22 @@ async fn permissions_come_first_a_denial_says_why_and_the_focus_moves_on() {
     // How long reviews take: ann's plan and her two permissions were a
     // person's decisions, and the old plan still waits for one.
     browser
-        .wait_for(
-            "[data-testid=waiting-now]",
-            "1 plan_approval (1 with a person",
-        )
+        .wait_for("[data-testid=waiting-now]", "1 plan (1 with a person")
         .await;
     // The person's row counts the three (its first cell is the count).
     browser
         .wait_for("[data-testid=wait-human] td:first-of-type", "3")
         .await;
+    // As an operator sees it, at a desk and on a phone.
+    browser.scroll_to("#waits-section").await;
+    browser.screenshot(&shots().join("waits-1280.png")).await;
+    browser.resize(390, 844).await;
+    assert!(
+        browser.sideways().await <= 0,
+        "the wait times scroll sideways at 390 px"
+    );
+    browser.scroll_to("#waits-section").await;
+    browser.screenshot(&shots().join("waits-390.png")).await;
     browser.quit().await;
 }
 
