@@ -212,13 +212,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// What a resolved request was, and who decided it.
 pub(crate) fn decided_by(r: &Request) -> (&'static str, String) {
-    let what = match r.opening.kind {
-        Kind::PlanApproval => "plan_approval",
-        Kind::Permission => "permission",
-        Kind::Result => "result",
-        Kind::Amendment => "amendment",
-        Kind::Shutdown => "shutdown",
-    };
+    let what = crate::stats::kind_name(r.opening.kind);
     let by = match (r.status, r.opening.kind) {
         (Status::Expired, _) => "lead".to_owned(),
         (_, Kind::Shutdown) => format!("member {}", r.opening.target),

@@ -280,9 +280,9 @@ impl Spawner {
             .args(brain.args())
             .args(self.tls.args())
             // Nothing of the lead's environment but what a teammate needs
-            // to run (and the OpenTelemetry settings), so no secret of the lead's reaches a child (or a
-            // command it runs, or a model it talks to); the join token,
-            // never the operator's.
+            // to run (and the OpenTelemetry settings), so no secret of the
+            // lead's reaches a child (or a command it runs, or a model it
+            // talks to); the join token, never the operator's.
             .env_clear()
             .envs(std::env::vars_os().filter(|(var, _)| {
                 var.to_str().is_some_and(|var| {

@@ -180,7 +180,7 @@ pub(crate) fn commit_to(
     store: &Mutex<Box<dyn Store>>,
     changes: &[Change],
 ) -> Result<(), StoreError> {
-    measured(changes.len(), || {
+    measured(|| {
         store
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -188,14 +188,13 @@ pub(crate) fn commit_to(
     })
 }
 
-/// Runs one commit of `changes` changes, timed for the metrics when
-/// exporting telemetry.
-pub(crate) fn measured<T>(changes: usize, commit: impl FnOnce() -> T) -> T {
+/// Runs one commit, timed for the metrics when exporting telemetry.
+pub(crate) fn measured<T>(commit: impl FnOnce() -> T) -> T {
     if !shared::telemetry::enabled() {
         return commit();
     }
     let started = std::time::Instant::now();
     let out = commit();
-    crate::telemetry::committed(changes, started.elapsed().as_secs_f64());
+    crate::telemetry::committed(started.elapsed().as_secs_f64());
     out
 }

@@ -455,7 +455,6 @@ pub(crate) fn load(
         .filter(|a| a.member)
         .map(|a| (a.name.clone(), a.operator_budget.unwrap_or(0)))
         .collect();
-    let audit_requests = snapshot.requests.clone();
     let team = Team::restore(
         std::mem::take(&mut snapshot.requests),
         std::mem::take(&mut snapshot.tasks),
@@ -492,6 +491,7 @@ pub(crate) fn load(
             }),
         })),
     });
+    let audit = crate::audit::Trail::restore(audit_kept, team.requests.iter(), budgets.into_iter());
     let (tx, rx) = mpsc::channel(4096);
     let joins = shared::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
     let hub = Hub {
@@ -519,7 +519,7 @@ pub(crate) fn load(
         lands: None,
         tidying: Vec::new(),
         history,
-        audit: crate::audit::Trail::restore(audit_kept, audit_requests.iter(), budgets.into_iter()),
+        audit,
         tracer: crate::telemetry::Tracer::default(),
         reviewer_epoch: uuid::Uuid::new_v4().to_string(),
         reviewer_totals: HashMap::new(),

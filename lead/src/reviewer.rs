@@ -409,7 +409,9 @@ pub(crate) fn start(reviewer: Arc<Reviewer>, report: Report) -> mpsc::Sender<Job
                 report(outcome);
                 drop(slot);
             };
-            tokio::spawn(shared::telemetry::FutureExt::with_context(review_one, cx));
+            tokio::spawn(opentelemetry::context::FutureExt::with_context(
+                review_one, cx,
+            ));
         }
     });
     tx

@@ -289,14 +289,15 @@ fn begin(
     if !shared::telemetry::enabled() {
         return None;
     }
+    // As the hub will name the request (a UUID's canonical spelling).
     let canonical = |id: &str| {
-        uuid::Uuid::parse_str(id)
+        RequestId::existing("request_id", id)
             .ok()
-            .map(|u| u.hyphenated().to_string())
+            .map(|id| id.to_string())
     };
     let (opened, answers) = match about {
         About::Opens(id, kind) => {
-            use shared::telemetry::TraceContextExt as _;
+            use opentelemetry::trace::TraceContextExt as _;
             let caller = shared::telemetry::extract(metadata);
             let opened = canonical(id).filter(|id| crate::telemetry::opened(id, kind, &caller));
             // A caller that sends no trace: the call is a span of the
@@ -316,7 +317,7 @@ async fn traced<R>(
     begun: Option<Begun>,
     call: impl std::future::Future<Output = Result<R, Status>>,
 ) -> Result<R, Status> {
-    use shared::telemetry::FutureExt as _;
+    use opentelemetry::context::FutureExt as _;
     let Some(begun) = begun else {
         return call.await;
     };
@@ -435,6 +436,7 @@ impl pb::lead_server::Lead for LeadService {
         })
         .await
     }
+
     async fn get_repo(
         &self,
         request: Request<pb::GetRepoRequest>,
@@ -732,7 +734,7 @@ impl pb::operator_server::Operator for OperatorService {
         if request.get_ref().request_id.is_empty() {
             // The lead names the request here rather than in the hub, so
             // that its trace can start before the hub sees it.
-            request.get_mut().request_id = uuid::Uuid::new_v4().to_string();
+            request.get_mut().request_id = RequestId::generate().to_string();
         }
         let about = About::Opens(
             &request.get_ref().request_id,

@@ -6,7 +6,19 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use shared::pb;
+use shared::{pb, protocol::Kind};
+
+/// The short name of a request's kind, as the audit trail, spans and
+/// metrics say it (`plan_approval`, ...).
+pub fn kind_name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::PlanApproval => "plan_approval",
+        Kind::Permission => "permission",
+        Kind::Result => "result",
+        Kind::Amendment => "amendment",
+        Kind::Shutdown => "shutdown",
+    }
+}
 
 /// What kind of reviewer a step's `reviewer` is: `policy`, `program`,
 /// `model`, `human` (an operator, however it decided), `auto`, `merge`,
@@ -73,25 +85,13 @@ pub struct Waits {
     pub max_ms: i64,
 }
 
-/// The short name of a request type on the wire.
-fn kind_of(r: &pb::ProtocolState) -> &'static str {
-    match pb::RequestType::try_from(r.r#type) {
-        Ok(pb::RequestType::PlanApproval) => "plan_approval",
-        Ok(pb::RequestType::Shutdown) => "shutdown",
-        Ok(pb::RequestType::Permission) => "permission",
-        Ok(pb::RequestType::Result) => "result",
-        Ok(pb::RequestType::Amendment) => "amendment",
-        _ => "unknown",
-    }
-}
-
 /// The queue's figures from `requests`, at `now` (unix ms).
 pub fn of(requests: &[pb::ProtocolState], now: i64) -> Stats {
-    let mut pending: BTreeMap<&str, Pending> = BTreeMap::new();
+    let mut pending: BTreeMap<String, Pending> = BTreeMap::new();
     let mut reviewers: BTreeMap<String, Vec<i64>> = BTreeMap::new();
-    let mut decided: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    let mut decided: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     for r in requests {
-        let kind = kind_of(r);
+        let kind = crate::render::request_type(r.r#type);
         let steps = r
             .reviews
             .iter()
@@ -103,8 +103,8 @@ pub fn of(requests: &[pb::ProtocolState], now: i64) -> Stats {
                 .push(took);
         }
         if r.status == pb::RequestStatus::Pending as i32 {
-            let entry = pending.entry(kind).or_insert_with(|| Pending {
-                kind: kind.to_owned(),
+            let entry = pending.entry(kind.clone()).or_insert_with(|| Pending {
+                kind,
                 ..Default::default()
             });
             entry.count += 1;
@@ -127,7 +127,7 @@ pub fn of(requests: &[pb::ProtocolState], now: i64) -> Stats {
             .collect(),
         decided: decided
             .into_iter()
-            .map(|(of, times)| waits(of.to_owned(), times))
+            .map(|(of, times)| waits(of, times))
             .collect(),
     }
 }

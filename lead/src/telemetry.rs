@@ -39,21 +39,10 @@ use shared::{
 };
 use tonic::metadata::MetadataMap;
 
-use crate::stats::{reviewer_kind, step_times};
+use crate::stats::{kind_name, reviewer_kind, step_times};
 
 /// Requests traced at once; past it the oldest's span is ended unresolved.
 const TRACED: usize = 10_000;
-
-/// The short name of a request's kind, as spans and metrics say it.
-pub(crate) fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::PlanApproval => "plan_approval",
-        Kind::Permission => "permission",
-        Kind::Result => "result",
-        Kind::Amendment => "amendment",
-        Kind::Shutdown => "shutdown",
-    }
-}
 
 /// A verdict's short name.
 fn status_name(status: Status) -> &'static str {
@@ -77,7 +66,7 @@ struct Traced {
     labeled: bool,
 }
 
-/// The requests being traced, oldest first.
+/// The requests being traced, and their ids oldest first.
 #[derive(Default)]
 struct Traces {
     open: HashMap<String, Traced>,
@@ -127,13 +116,19 @@ pub(crate) fn opened(id: &str, kind: Kind, parent: &Context) -> bool {
         },
     );
     traces.order.push_back(id.to_owned());
-    while traces.open.len() > TRACED {
-        let Some(oldest) = traces.order.pop_front() else {
+    // `order` keeps ids already resolved until here: they are skipped, and
+    // dropped in one pass once they outnumber the open ones.
+    let Traces { open, order } = &mut *traces;
+    while open.len() > TRACED {
+        let Some(oldest) = order.pop_front() else {
             break;
         };
-        if let Some(gone) = traces.open.remove(&oldest) {
+        if let Some(gone) = open.remove(&oldest) {
             gone.cx.span().end();
         }
+    }
+    if order.len() > 2 * TRACED {
+        order.retain(|id| open.contains_key(id));
     }
     true
 }
@@ -146,7 +141,6 @@ pub(crate) fn abandoned(id: &str) {
         span.set_status(SpanStatus::error("the call that opened it failed"));
         span.end();
     }
-    traces.order.retain(|open| open != id);
 }
 
 /// The context of request `id`'s span, if it is traced: what runs for it
@@ -210,7 +204,8 @@ pub(crate) async fn landing(
     request_id: &str,
     land: impl std::future::Future<Output = shared::result::Landing>,
 ) -> shared::result::Landing {
-    use shared::{result::Landing, telemetry::FutureExt as _};
+    use opentelemetry::context::FutureExt as _;
+    use shared::result::Landing;
     let Some(parent) = context(request_id) else {
         return land.await;
     };
@@ -310,17 +305,14 @@ fn instruments() -> &'static Instruments {
     })
 }
 
-/// One group commit of `changes` changes took `seconds`.
-pub(crate) fn committed(changes: usize, seconds: f64) {
+/// One group commit took `seconds`.
+pub(crate) fn committed(seconds: f64) {
     if !enabled() {
         return;
     }
     let made = instruments();
     made.commits.add(1, &[]);
-    made.commit_duration.record(
-        seconds,
-        &[KeyValue::new("mesh.store.changes", changes as i64)],
-    );
+    made.commit_duration.record(seconds, &[]);
 }
 
 /// What the lead's state holds now, sampled for the gauges.
@@ -481,7 +473,6 @@ fn trace_steps(r: &Request, decided: bool) {
     let Some(traced) = traces.open.remove(r.id().as_str()) else {
         return;
     };
-    traces.order.retain(|id| id != r.id().as_str());
     let (_, by) = crate::audit::decided_by(r);
     let span = traced.cx.span();
     span.set_attribute(KeyValue::new("mesh.decision", status_name(r.status)));

@@ -21,7 +21,8 @@ use opentelemetry::{
     global::{self, BoxedTracer},
     metrics::Meter,
     propagation::{Extractor, Injector},
-    Context,
+    trace::{Span as _, SpanKind, TraceContextExt as _, Tracer as _},
+    Context, KeyValue,
 };
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::{
@@ -29,12 +30,6 @@ use opentelemetry_sdk::{
     Resource,
 };
 use tonic::metadata::{MetadataKey, MetadataMap, MetadataValue};
-
-pub use opentelemetry::{
-    context::FutureExt,
-    trace::{Span, SpanKind, Status as SpanStatus, TraceContextExt, Tracer},
-    KeyValue,
-};
 
 /// Whether an exporter was started: checked before anything is recorded.
 static ON: AtomicBool = AtomicBool::new(false);
@@ -49,7 +44,7 @@ pub fn enabled() -> bool {
 
 /// The running exporter; [`Exporter::shutdown`] sends what is left.
 #[derive(Debug)]
-pub struct Exporter {
+struct Exporter {
     traces: SdkTracerProvider,
     metrics: SdkMeterProvider,
 }
@@ -58,7 +53,7 @@ pub struct Exporter {
 /// `endpoint` (e.g. `http://localhost:4317`) as `service` (unless
 /// `OTEL_SERVICE_NAME` names it). Call it inside the Tokio runtime: the
 /// exporter's gRPC client lives on it.
-pub fn start(service: &str, endpoint: &str) -> Result<Exporter, String> {
+fn start(service: &str, endpoint: &str) -> Result<Exporter, String> {
     let endpoint = endpoint.trim();
     if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
         return Err(format!(
@@ -102,7 +97,7 @@ impl Exporter {
     /// Sends the spans and metrics not sent yet and stops. It blocks (up to
     /// the exporter's timeout): call it off the runtime's workers, e.g. in
     /// `spawn_blocking`.
-    pub fn shutdown(self) {
+    fn shutdown(self) {
         ON.store(false, Ordering::Relaxed);
         if let Err(e) = self.traces.shutdown() {
             tracing::warn!(error = %e, "otlp: the last spans were not sent");

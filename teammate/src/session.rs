@@ -9,8 +9,8 @@
 
 use std::future::Future;
 
-use opentelemetry::KeyValue;
-use shared::{display::Escaped, limits, pb, telemetry::FutureExt as _};
+use opentelemetry::{context::FutureExt as _, KeyValue};
+use shared::{display::Escaped, limits, pb};
 use tokio::sync::{mpsc, watch};
 
 use crate::{
@@ -373,23 +373,22 @@ impl Session {
         driver: &mut D,
         call: ToolCall,
     ) -> Result<Result<Observation, Exit>, SessionError> {
+        // The first gated call under a grant is a span of its plan's trace.
+        let mut cx = opentelemetry::Context::new();
         let result = if let Some(result) = self.workspace.run_read(&call) {
             result
         } else {
-            let cx = self.traces.gated(call.name());
-            let gated = self
+            cx = self.traces.gated(call.name());
+            match self
                 .run_gated(driver, &call)
                 .with_context(cx.clone())
-                .await?;
-            let said = match &gated {
-                Ok(Ok(output)) => Ok(crate::tools::truncate(output, 300).to_owned()),
-                Ok(Err(e)) => Err(e.to_string()),
-                Err(_) => Err("stopped".to_owned()),
-            };
-            crate::traces::end(&cx, said.as_deref().map_err(String::as_str));
-            match gated {
+                .await?
+            {
                 Ok(result) => result,
-                Err(exit) => return Ok(Err(exit)),
+                Err(exit) => {
+                    crate::traces::end(&cx, Err("stopped"));
+                    return Ok(Err(exit));
+                }
             }
         };
         // Refused by the gate, the lead or the workspace's rules (a path that
@@ -399,6 +398,14 @@ impl Session {
             Ok(output) => crate::tools::truncate(output, 300).to_owned(),
             Err(e) => e.to_string(),
         };
+        crate::traces::end(
+            &cx,
+            if result.is_ok() {
+                Ok(outcome.as_str())
+            } else {
+                Err(outcome.as_str())
+            },
+        );
         self.lead
             .report(call.name(), &call.args_json(), allowed, &outcome)
             .await?;
@@ -414,27 +421,26 @@ impl Session {
         driver: &mut D,
         call: &ToolCall,
     ) -> Result<Result<Result<String, ToolError>, Exit>, SessionError> {
-        Ok(Ok({
-            let clearance = match self.state.gate() {
-                Gate::Plan => Clearance::Refused(format!(
-                    "{} is not available in plan mode: call submit_plan and wait for its approval",
-                    call.name()
-                )),
-                Gate::Unlocked(writer) => writer.clear(call),
-            };
-            match clearance {
-                Clearance::Run(ticket) => self.writer()?.run(ticket).await,
-                Clearance::Refused(reason) => Err(ToolError::Refused(reason)),
-                Clearance::NeedsPermission => match self.ask_permission(driver, call).await? {
-                    Asked::Exit(exit) => return Ok(Err(exit)),
-                    Asked::Refused(reason) => Err(ToolError::Refused(reason)),
-                    Asked::Answer(response) => match self.writer()?.permit(call, &response) {
-                        Ok(ticket) => self.writer()?.run(ticket).await,
-                        Err(reason) => Err(ToolError::Refused(reason)),
-                    },
+        let clearance = match self.state.gate() {
+            Gate::Plan => Clearance::Refused(format!(
+                "{} is not available in plan mode: call submit_plan and wait for its approval",
+                call.name()
+            )),
+            Gate::Unlocked(writer) => writer.clear(call),
+        };
+        let ran = match clearance {
+            Clearance::Run(ticket) => self.writer()?.run(ticket).await,
+            Clearance::Refused(reason) => Err(ToolError::Refused(reason)),
+            Clearance::NeedsPermission => match self.ask_permission(driver, call).await? {
+                Asked::Exit(exit) => return Ok(Err(exit)),
+                Asked::Refused(reason) => Err(ToolError::Refused(reason)),
+                Asked::Answer(response) => match self.writer()?.permit(call, &response) {
+                    Ok(ticket) => self.writer()?.run(ticket).await,
+                    Err(reason) => Err(ToolError::Refused(reason)),
                 },
-            }
-        }))
+            },
+        };
+        Ok(Ok(ran))
     }
 
     /// The writer, which exists whenever a gated call was cleared.

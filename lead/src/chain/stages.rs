@@ -93,57 +93,55 @@ pub(crate) fn start(report: Report) -> mpsc::Sender<StageJob> {
             let report = report.clone();
             // A model's call is a span of the request's trace.
             let cx = crate::telemetry::context(job.request_id.as_str()).unwrap_or_default();
-            running.spawn(shared::telemetry::FutureExt::with_context(
-                async move {
-                    let (verdict, used) = match &job.work {
-                        Work::Program {
-                            command,
-                            timeout,
-                            input,
-                        } => (super::run_program(command, *timeout, input).await, None),
-                        Work::ResultProgram {
-                            command,
-                            timeout,
-                            input,
-                            repo,
-                            commit,
-                        } => {
-                            let verdict = match repo.scratch(commit).await {
-                                Ok(scratch) => {
-                                    let verdict = super::program::run_result_program(
-                                        command,
-                                        *timeout,
-                                        input,
-                                        &scratch.path().join("tree"),
-                                    )
-                                    .await;
-                                    repo.drop_scratch(scratch).await;
-                                    verdict
-                                }
-                                Err(e) => Verdict::Error {
-                                    words: format!("cannot make a scratch worktree: {e}"),
-                                },
-                            };
-                            (verdict, None)
-                        }
-                        Work::Model { reviewer, job } => {
-                            let started = tokio::time::Instant::now();
-                            let mut tokens = None;
-                            let verdict = model_verdict(reviewer, job, &mut tokens).await;
-                            let used = reviewer::used(started.elapsed(), tokens);
-                            (verdict, Some((reviewer.name(), used)))
-                        }
-                    };
-                    report(StageDone {
-                        request_id: job.request_id,
-                        stage: job.stage,
-                        verdict,
-                        used,
-                    });
-                    drop(slot);
-                },
-                cx,
-            ));
+            let stage = async move {
+                let (verdict, used) = match &job.work {
+                    Work::Program {
+                        command,
+                        timeout,
+                        input,
+                    } => (super::run_program(command, *timeout, input).await, None),
+                    Work::ResultProgram {
+                        command,
+                        timeout,
+                        input,
+                        repo,
+                        commit,
+                    } => {
+                        let verdict = match repo.scratch(commit).await {
+                            Ok(scratch) => {
+                                let verdict = super::program::run_result_program(
+                                    command,
+                                    *timeout,
+                                    input,
+                                    &scratch.path().join("tree"),
+                                )
+                                .await;
+                                repo.drop_scratch(scratch).await;
+                                verdict
+                            }
+                            Err(e) => Verdict::Error {
+                                words: format!("cannot make a scratch worktree: {e}"),
+                            },
+                        };
+                        (verdict, None)
+                    }
+                    Work::Model { reviewer, job } => {
+                        let started = tokio::time::Instant::now();
+                        let mut tokens = None;
+                        let verdict = model_verdict(reviewer, job, &mut tokens).await;
+                        let used = reviewer::used(started.elapsed(), tokens);
+                        (verdict, Some((reviewer.name(), used)))
+                    }
+                };
+                report(StageDone {
+                    request_id: job.request_id,
+                    stage: job.stage,
+                    verdict,
+                    used,
+                });
+                drop(slot);
+            };
+            running.spawn(opentelemetry::context::FutureExt::with_context(stage, cx));
         }
         // The lead is stopping.
         running.shutdown().await;

@@ -96,7 +96,7 @@ impl Hub {
             let batch = self.close();
             match &mut self.committer {
                 Committer::Inline(store) => {
-                    measured(changes.len(), || store.commit(&changes))?;
+                    measured(|| store.commit(&changes))?;
                     changes.clear();
                     self.changes = changes;
                     self.release(batch);

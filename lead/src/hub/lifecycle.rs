@@ -54,7 +54,7 @@ impl Hub {
             if !r.status.is_terminal() {
                 *sample
                     .pending
-                    .entry(crate::telemetry::kind_name(r.opening.kind))
+                    .entry(crate::stats::kind_name(r.opening.kind))
                     .or_default() += 1;
             }
         }

@@ -79,10 +79,6 @@ impl Call {
         let took = self.started.elapsed().as_secs_f64();
         match result {
             Ok(reply) => {
-                span.set_attribute(KeyValue::new(
-                    "gen_ai.response.model",
-                    self.common[2].value.to_string(),
-                ));
                 if let Some(reason) = &reply.finish_reason {
                     span.set_attribute(KeyValue::new(
                         "gen_ai.response.finish_reasons",
