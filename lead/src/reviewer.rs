@@ -534,6 +534,7 @@ mod tests {
             Some(shared::chat::Usage {
                 prompt_tokens: 120,
                 completion_tokens: 30,
+                cached_tokens: 0,
             }),
         );
         assert_eq!(

@@ -11,7 +11,7 @@
 //! stops with the server's own message. HTTP is `reqwest` (rustls, ring).
 
 mod assemble;
-
+mod constrain;
 mod genai;
 
 use std::time::Duration;
@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio_stream::StreamExt as _;
 
+pub use self::constrain::{call_schema, Constrain};
 use crate::display::Escaped;
 
 /// OpenAI's API, the default `--base-url`.
@@ -49,6 +50,21 @@ pub struct ChatConfig {
     pub max_tokens: Option<u32>,
     /// The field that carries `max_tokens`.
     pub max_tokens_field: MaxTokensField,
+    /// How a reply is held to one call of the tools, where a call asks
+    /// ([`ChatClient::complete_call`]).
+    pub constrain: Constrain,
+    /// Sampling controls against a looping model, sent where set.
+    pub penalties: Penalties,
+}
+
+/// llama.cpp's sampling controls that stop a model repeating itself: sent
+/// only where set (other servers refuse or ignore them).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Penalties {
+    /// `repeat_penalty`: above 1 makes recent tokens less likely.
+    pub repeat_penalty: Option<f32>,
+    /// `dry_multiplier`: above 0 penalizes extending a repeated sequence.
+    pub dry_multiplier: Option<f32>,
 }
 
 /// The request field that bounds a reply: `max_tokens` for most servers
@@ -109,6 +125,8 @@ impl std::fmt::Debug for ChatConfig {
             .field("max_retries", &self.max_retries)
             .field("max_tokens", &self.max_tokens)
             .field("max_tokens_field", &self.max_tokens_field)
+            .field("constrain", &self.constrain)
+            .field("penalties", &self.penalties)
             .finish()
     }
 }
@@ -127,6 +145,8 @@ impl ChatConfig {
             timeout: Duration::from_secs(300),
             max_retries: 6,
             first_backoff: Duration::from_millis(500),
+            constrain: Constrain::Auto,
+            penalties: Penalties::default(),
         }
     }
 
@@ -269,6 +289,31 @@ pub struct Usage {
     pub prompt_tokens: u64,
     /// The reply's tokens.
     pub completion_tokens: u64,
+    /// Of the prompt's tokens, those the server's cache served
+    /// (`prompt_tokens_details.cached_tokens`).
+    pub cached_tokens: u64,
+}
+
+/// What kind of server answers, as far as it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerKind {
+    /// llama.cpp's server (it answers `GET /props`).
+    LlamaCpp,
+    /// Ollama (it answers `POST /api/show`).
+    Ollama,
+    /// OpenAI's API.
+    OpenAi,
+    /// Any other (vLLM, LM Studio, a proxy).
+    Other,
+}
+
+/// What the server says of itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Server {
+    /// Which server.
+    pub kind: ServerKind,
+    /// The model's context window, where it says.
+    pub window: Option<u32>,
 }
 
 /// Why a model call failed.
@@ -326,6 +371,9 @@ pub struct ChatClient {
     url: String,
     /// Whether the server refused `stream_options` (then it is not sent).
     no_stream_options: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Whether the server refused the constraint that `--constrain auto`
+    /// chose (then calls are unconstrained).
+    unconstrained: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ChatClient {
@@ -347,7 +395,35 @@ impl ChatClient {
             config,
             url,
             no_stream_options: Default::default(),
+            unconstrained: Default::default(),
         })
+    }
+
+    /// The shape a call's constraint takes now: `--constrain`, resolved
+    /// for this server when `auto`, and `Off` once the server refused it.
+    pub fn constraint(&self) -> Constrain {
+        match self.config.constrain {
+            Constrain::Auto
+                if self
+                    .unconstrained
+                    .load(std::sync::atomic::Ordering::Relaxed) =>
+            {
+                Constrain::Off
+            }
+            Constrain::Auto
+                if MaxTokensField::for_url(&self.config.base_url)
+                    == MaxTokensField::MaxCompletionTokens =>
+            {
+                Constrain::ToolChoice
+            }
+            Constrain::Auto => Constrain::Schema,
+            chosen => chosen,
+        }
+    }
+
+    /// Sets the sampling controls against a looping model.
+    pub fn set_penalties(&mut self, penalties: Penalties) {
+        self.config.penalties = penalties;
     }
 
     /// The model's name.
@@ -363,10 +439,23 @@ impl ChatClient {
     /// when the server says nothing (vLLM, LM Studio): then the caller must
     /// be told.
     pub async fn context_window(&self) -> Option<u32> {
+        self.server().await.window
+    }
+
+    /// Which server this is and the model's context window, as far as the
+    /// server says ([`ChatClient::context_window`]).
+    pub async fn server(&self) -> Server {
         // The host that takes `max_completion_tokens` is OpenAI's.
         if MaxTokensField::for_url(&self.config.base_url) == MaxTokensField::MaxCompletionTokens {
-            return Some(OPENAI_CONTEXT_WINDOW);
+            return Server {
+                kind: ServerKind::OpenAi,
+                window: Some(OPENAI_CONTEXT_WINDOW),
+            };
         }
+        let other = Server {
+            kind: ServerKind::Other,
+            window: None,
+        };
         let root = self.config.base_url.trim_end_matches("/v1");
         let ask = |request: reqwest::RequestBuilder| async move {
             let response = request.timeout(Duration::from_secs(5)).send().await.ok()?;
@@ -385,7 +474,10 @@ impl ChatClient {
                 .or_else(|| props.get("n_ctx"))
                 .and_then(Value::as_u64);
             if let Some(n) = n_ctx.filter(|n| *n > 0) {
-                return Some(u32::try_from(n).unwrap_or(u32::MAX));
+                return Server {
+                    kind: ServerKind::LlamaCpp,
+                    window: Some(u32::try_from(n).unwrap_or(u32::MAX)),
+                };
             }
         }
         let mut show = self
@@ -395,10 +487,12 @@ impl ChatClient {
         if let Some(key) = &self.config.api_key {
             show = show.bearer_auth(key);
         }
-        let show = ask(show).await?;
+        let Some(show) = ask(show).await else {
+            return other;
+        };
         // Only Ollama's own answer means Ollama's default.
         if show.get("modelfile").is_none() && show.get("details").is_none() {
-            return None;
+            return other;
         }
         let num_ctx = show
             .get("parameters")
@@ -411,7 +505,10 @@ impl ChatClient {
                         .flatten()
                 })
             });
-        Some(num_ctx.unwrap_or(OLLAMA_DEFAULT_CONTEXT))
+        Server {
+            kind: ServerKind::Ollama,
+            window: Some(num_ctx.unwrap_or(OLLAMA_DEFAULT_CONTEXT)),
+        }
     }
 
     /// Sends the conversation and the tools on offer; the model's reply,
@@ -431,11 +528,26 @@ impl ChatClient {
         tools: &[Tool],
         max_tokens: Option<u32>,
     ) -> Result<Reply, ChatError> {
+        self.complete_call(messages, tools, None, max_tokens).await
+    }
+
+    /// [`ChatClient::complete_within`], the reply held to one call of
+    /// `only` (the tools on offer, narrowed to what may be called now)
+    /// where the server can enforce it ([`ChatClient::constraint`]); the
+    /// model is told of `tools` as always, so that the request's prefix
+    /// stays the same while only the constraint changes.
+    pub async fn complete_call(
+        &self,
+        messages: &[Message],
+        tools: &[Tool],
+        only: Option<&[Tool]>,
+        max_tokens: Option<u32>,
+    ) -> Result<Reply, ChatError> {
         if !crate::telemetry::enabled() {
-            return self.call(messages, tools, max_tokens).await;
+            return self.call(messages, tools, only, max_tokens).await;
         }
         let traced = genai::Call::start(&self.config.model, &self.url);
-        let result = self.call(messages, tools, max_tokens).await;
+        let result = self.call(messages, tools, only, max_tokens).await;
         traced.end(&result);
         result
     }
@@ -445,6 +557,7 @@ impl ChatClient {
         &self,
         messages: &[Message],
         tools: &[Tool],
+        only: Option<&[Tool]>,
         max_tokens: Option<u32>,
     ) -> Result<Reply, ChatError> {
         let mut body = json!({
@@ -460,6 +573,17 @@ impl ChatClient {
         }
         if let Some(t) = self.config.temperature {
             body["temperature"] = json!(t);
+        }
+        if let Some(p) = self.config.penalties.repeat_penalty {
+            body["repeat_penalty"] = json!(p);
+        }
+        if let Some(m) = self.config.penalties.dry_multiplier {
+            body["dry_multiplier"] = json!(m);
+        }
+        let mut shape = Constrain::Off;
+        if let Some(only) = only.filter(|o| !o.is_empty()) {
+            shape = self.constraint();
+            constrain::apply(&mut body, shape, only);
         }
         let mut backoff = self.config.first_backoff;
         let mut attempts = 0;
@@ -483,6 +607,18 @@ impl ChatClient {
                     tracing::info!(url = %self.url, "the model server refused stream_options; usage will be estimated");
                     self.no_stream_options
                         .store(true, std::sync::atomic::Ordering::Relaxed);
+                    continue;
+                }
+                Err(Failure::Stop(ChatError::Refused { message, .. }))
+                    if shape != Constrain::Off
+                        && self.config.constrain == Constrain::Auto
+                        && constrain::refused(shape, &message) =>
+                {
+                    tracing::warn!(url = %self.url, parameter = shape.parameter(), refusal = %Escaped(&message), "the model server does not take this constraint; replies are read unconstrained from now on (--constrain off says so up front)");
+                    self.unconstrained
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    constrain::remove(&mut body, tools);
+                    shape = Constrain::Off;
                     continue;
                 }
                 Err(Failure::Stop(e)) => return Err(e),

@@ -24,6 +24,9 @@ pub const CLAIM_TASK: &str = "claim_task";
 pub const COMPLETE_TASK: &str = "complete_task";
 /// `request_amendment(files[], steps[]?, why)`, once a plan is approved.
 pub const REQUEST_AMENDMENT: &str = "request_amendment";
+/// `done(summary)`: a model says it has nothing more to do now (the model
+/// driver's; it ends the turn, and is on offer only when nothing is owed).
+pub const DONE: &str = "done";
 /// The task-list tools, on offer in every mode.
 pub const TASK_TOOLS: [&str; 3] = [LIST_TASKS, CLAIM_TASK, COMPLETE_TASK];
 
@@ -154,6 +157,12 @@ pub fn tool(name: &str) -> Option<Tool> {
                 json!({"approve": {"type": "boolean"}, "reason": string}),
                 &["approve", "reason"],
             ),
+        ),
+        DONE => (
+            DONE,
+            "End your turn: nothing more to do until a message comes. `summary`: what you \
+             did, or why you stop.",
+            object(json!({"summary": string}), &["summary"]),
         ),
         _ => return None,
     };

@@ -6,7 +6,10 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{ArgGroup, Parser};
 use shared::{
-    chat::{ChatClient, ChatConfig, MaxTokensField, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL},
+    chat::{
+        ChatClient, ChatConfig, Constrain, MaxTokensField, Penalties, DEFAULT_API_KEY_ENV,
+        OPENAI_BASE_URL,
+    },
     display::Escaped,
     transport::ClientTls,
 };
@@ -165,6 +168,21 @@ struct Args {
     /// A budget set by the lead wins.
     #[arg(long, requires = "model", value_parser = clap::value_parser!(u64).range(1..))]
     token_budget: Option<u64>,
+    /// How each reply is held to one call of the tools the teammate may
+    /// call now: schema (a JSON schema in response_format: llama.cpp, vLLM,
+    /// LM Studio, Ollama), tool-choice (tool_choice "required" with strict
+    /// tools: OpenAI), off (replies parsed as they come), or auto
+    /// (tool-choice for OpenAI's API, schema for any other, off from the
+    /// first time the server refuses it).
+    #[arg(long, requires = "model", default_value = "auto")]
+    constrain: Constrain,
+    /// llama.cpp's repeat_penalty (1: off) [default: not sent].
+    #[arg(long, requires = "model")]
+    repeat_penalty: Option<f32>,
+    /// llama.cpp's dry_multiplier (0: off) [default: 0.8 on llama.cpp with a
+    /// context window up to 32768, else not sent].
+    #[arg(long, requires = "model")]
+    dry_multiplier: Option<f32>,
     /// The lead's join token.
     #[arg(long, env = "MESH_JOIN_TOKEN", hide_env_values = true)]
     join_token: String,
@@ -369,6 +387,7 @@ fn model_driver(args: &Args, model: &str) -> Result<ModelDriver, String> {
     if let Some(field) = args.max_tokens_field {
         chat.max_tokens_field = field;
     }
+    chat.constrain = args.constrain;
     let client = ChatClient::new(chat).map_err(|e| e.to_string())?;
     Ok(ModelDriver::new(
         client,
@@ -381,6 +400,11 @@ fn model_driver(args: &Args, model: &str) -> Result<ModelDriver, String> {
             max_tokens: args.max_tokens,
             context_window: args.context_window,
             token_budget: args.token_budget,
+            workspace: Some(args.workspace.clone()),
+            penalties: Penalties {
+                repeat_penalty: args.repeat_penalty,
+                dry_multiplier: args.dry_multiplier,
+            },
         },
     ))
 }

@@ -13,25 +13,38 @@
 //! teammate still owes something (a plan in plan mode, a claimed task's
 //! completion): then the model is reminded a few times, naming the tool,
 //! before the teammate reports idle saying what it owes.
+//!
+//! Where the server can enforce it, each reply is held to one call of the
+//! tools that may be called now ([`offer`]): the mode's tools narrowed by
+//! the state, and `done` (the end of a turn) only once nothing is owed. The
+//! tools the model is told of stay the mode's, so that the request's prefix
+//! stays the same from turn to turn and the server's prompt cache serves it.
 
 mod compact;
+mod offer;
 mod owed;
 mod usage;
 mod window;
 
 use std::{
     collections::VecDeque,
+    path::PathBuf,
     time::{Duration, Instant},
 };
 
 use shared::{
     auth::now_unix_ms,
-    chat::{self, ChatClient, ChatError, Message, Role, Tool},
+    chat::{self, ChatClient, ChatError, Message, Penalties, Role, ServerKind, Tool},
     limits, pb,
 };
 
 pub use self::usage::Meter;
-use self::{compact::Pinned, owed::Owed, window::Estimator};
+use self::{
+    compact::Pinned,
+    offer::{Known, Tree},
+    owed::Owed,
+    window::Estimator,
+};
 use crate::{
     catalog::{self, Request},
     driver::{Driver, DriverError, Observation, ShutdownAnswer, Step, TaskCall},
@@ -45,8 +58,21 @@ pub const MAX_RESULT: usize = 16 * 1024;
 const DEFAULT_SHUTDOWN_WAIT: Duration = Duration::from_secs(30);
 
 /// The longest reply by default (less where the window is small: a
-/// quarter of it).
+/// quarter of it, but never less than [`MIN_DEFAULT_MAX_TOKENS`]).
 pub const DEFAULT_MAX_TOKENS: u32 = 2_048;
+
+/// The shortest default reply bound, however small the window.
+pub const MIN_DEFAULT_MAX_TOKENS: u32 = 256;
+
+/// Windows up to this many tokens are a small model's: llama.cpp's
+/// repetition controls are on by default.
+pub const SMALL_WINDOW: u32 = 32_768;
+
+/// The repetition controls a small model gets on llama.cpp by default.
+pub const SMALL_MODEL_PENALTIES: Penalties = Penalties {
+    repeat_penalty: None,
+    dry_multiplier: Some(0.8),
+};
 
 /// The context window assumed when neither `--context-window` nor the
 /// server says.
@@ -79,6 +105,11 @@ pub struct Brief {
     pub context_window: Option<u32>,
     /// Tokens the member may use (`--token-budget`); the lead's word wins.
     pub token_budget: Option<u64>,
+    /// The workspace, whose files narrow what may be read and written.
+    pub workspace: Option<PathBuf>,
+    /// `--repeat-penalty` and `--dry-multiplier` as given; what is not
+    /// given is [`SMALL_MODEL_PENALTIES`] on llama.cpp with a small window.
+    pub penalties: Penalties,
 }
 
 /// The model's window and the longest reply, once known.
@@ -129,6 +160,36 @@ pub struct ModelDriver {
     pinned: Pinned,
     /// How many times the conversation was compacted.
     compactions: u32,
+    /// The workspace (`None`: nothing is narrowed by its files).
+    workspace: Option<PathBuf>,
+    /// `--repeat-penalty` and `--dry-multiplier` as given.
+    penalties: Penalties,
+    /// What narrows the calls the model may make.
+    known: Known,
+    /// What the running call does to [`Known`] if it succeeds.
+    effect: Option<Effect>,
+    /// The files of the last plan submitted.
+    planned: Vec<String>,
+    /// Replies cut at the bound, and calls refused as invalid.
+    tally: Tally,
+}
+
+/// What a call changes in what the driver knows, once it succeeds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Effect {
+    Read(String),
+    Listed(String),
+    Wrote(String),
+}
+
+/// What went wrong with the model's replies, for the log.
+#[derive(Debug, Clone, Copy, Default)]
+struct Tally {
+    /// Replies cut at the bound.
+    cut: u32,
+    /// Calls that were not valid (unknown tool, bad arguments, an end
+    /// while something is owed).
+    invalid: u32,
 }
 
 impl ModelDriver {
@@ -161,6 +222,12 @@ impl ModelDriver {
             writing: false,
             pinned: Pinned::default(),
             compactions: 0,
+            workspace: brief.workspace,
+            penalties: brief.penalties,
+            known: Known::default(),
+            effect: None,
+            planned: Vec::new(),
+            tally: Tally::default(),
         }
     }
 
@@ -209,15 +276,91 @@ impl ModelDriver {
         self.unwritten.clone().map(Owed::Work)
     }
 
+    /// The tools on offer: the mode's, and `done`.
+    fn offered(tools: &[&'static str]) -> Vec<Tool> {
+        tools
+            .iter()
+            .chain(&[catalog::DONE])
+            .filter_map(|t| catalog::tool(t))
+            .collect()
+    }
+
+    /// Of `offered`, what may be called now.
+    fn callable(&mut self, offered: &[Tool], tools: &[&'static str]) -> Vec<Tool> {
+        self.known.tree = self.workspace.as_deref().and_then(Tree::of);
+        self.known.claimed = self.claimed.clone();
+        self.known.owes = self.owed(tools).is_some();
+        offer::narrow(offered, &self.known)
+    }
+
     /// The step a tool call of the model asks for.
     fn step_for(&mut self, call: chat::ToolCall, tools: &[&'static str]) -> Step {
         self.running = Some(call.id.clone());
         let name = call.function.name;
         let arguments = call.function.arguments;
         self.writing = false;
+        self.effect = None;
+        if name == catalog::DONE {
+            return self.end(arguments, tools);
+        }
+        let step = self.step_of(name, arguments, tools);
+        if matches!(step, Step::Invalid { .. }) {
+            self.tally.invalid += 1;
+        }
+        step
+    }
+
+    /// `done`: the turn ends (the rest of the reply is not run), unless
+    /// something is owed.
+    fn end(&mut self, arguments: String, tools: &[&'static str]) -> Step {
+        if let Some(owed) = self.owed(tools) {
+            self.tally.invalid += 1;
+            return Step::Invalid {
+                tool: catalog::DONE.into(),
+                args_json: arguments,
+                problem: format!("you cannot end yet: you still owe {}", owed.what()),
+            };
+        }
+        let summary = serde_json::from_str::<serde_json::Value>(&arguments)
+            .ok()
+            .and_then(|v| v.get("summary").and_then(|s| s.as_str()).map(str::to_owned))
+            .unwrap_or_default();
+        self.answer("your turn ended; you will be told when something happens");
+        while let Some(call) = self.queue.pop_front() {
+            self.messages
+                .push(Message::tool(&call.id, "not run: done came before it"));
+        }
+        self.news = false;
+        self.log_use();
+        let summary = summary.trim();
+        Step::Idle(if summary.is_empty() {
+            "done".into()
+        } else {
+            format!("done: {}", limits::cut(summary, 1_000))
+        })
+    }
+
+    /// What the model used so far and what went wrong, in the log.
+    fn log_use(&self) {
+        let used = self.meter.mine();
+        tracing::info!(
+            calls = used.calls,
+            prompt_tokens = used.prompt_tokens,
+            completion_tokens = used.completion_tokens,
+            cached_tokens = self.meter.cached(),
+            model_ms = used.model_ms,
+            cut_replies = self.tally.cut,
+            invalid_calls = self.tally.invalid,
+            "model use"
+        );
+    }
+
+    /// The step a call of a tool of the catalog asks for.
+    fn step_of(&mut self, name: String, arguments: String, tools: &[&'static str]) -> Step {
         match catalog::parse(&name, &arguments, tools) {
             Ok(Request::Tool(call)) => {
                 self.writing = call.is_gated();
+                self.effect = effect_of(&call);
                 Step::Call(call)
             }
             // A plan that names no file can never be carried out: the
@@ -231,6 +374,7 @@ impl ModelDriver {
             },
             Ok(Request::Submit(plan)) => {
                 self.pinned.plan = Some(limits::cut(&arguments, 4 * 1024));
+                self.planned = plan.files.clone();
                 Step::Submit(plan)
             }
             Ok(Request::Send { to, text }) => Step::Send { to, text },
@@ -260,22 +404,35 @@ impl ModelDriver {
             return limits;
         }
         let (max_tokens, window) = self.asked;
-        let (window, source) = match window {
-            Some(w) => (w, "--context-window"),
-            None => match self.chat.context_window().await {
-                Some(w) => (w, "the model server"),
-                None => (DEFAULT_CONTEXT_WINDOW, "the default (set --context-window)"),
-            },
+        let server = self.chat.server().await;
+        let (window, source) = match (window, server.window) {
+            (Some(w), _) => (w, "--context-window"),
+            (None, Some(w)) => (w, "the model server"),
+            (None, None) => (DEFAULT_CONTEXT_WINDOW, "the default (set --context-window)"),
         };
         let window = window.max(512);
         let max_tokens = max_tokens
-            .unwrap_or(DEFAULT_MAX_TOKENS.min(window / 4))
+            .unwrap_or((window / 4).clamp(MIN_DEFAULT_MAX_TOKENS, DEFAULT_MAX_TOKENS))
             .clamp(16, window / 2);
+        let defaults = if server.kind == ServerKind::LlamaCpp && window <= SMALL_WINDOW {
+            SMALL_MODEL_PENALTIES
+        } else {
+            Penalties::default()
+        };
+        let penalties = Penalties {
+            repeat_penalty: self.penalties.repeat_penalty.or(defaults.repeat_penalty),
+            dry_multiplier: self.penalties.dry_multiplier.or(defaults.dry_multiplier),
+        };
+        self.chat.set_penalties(penalties);
         tracing::info!(
             window,
             source,
             max_tokens,
-            "the model's context window and the longest reply"
+            server = ?server.kind,
+            constrain = %self.chat.constraint(),
+            repeat_penalty = ?penalties.repeat_penalty,
+            dry_multiplier = ?penalties.dry_multiplier,
+            "the model's context window, the longest reply, and how replies are constrained"
         );
         let limits = Limits {
             window: u64::from(window),
@@ -296,6 +453,7 @@ impl ModelDriver {
         let (prompt, completion) = match reply.usage {
             Some(u) => {
                 self.estimate.learn(sent, u.prompt_tokens);
+                self.meter.add_cached(u.cached_tokens);
                 (u.prompt_tokens, u.completion_tokens)
             }
             None => {
@@ -333,6 +491,19 @@ impl Driver for ModelDriver {
                 if std::mem::take(&mut self.writing) {
                     self.unwritten = None;
                 }
+                match self.effect.take() {
+                    Some(Effect::Read(path)) => {
+                        self.known.read.insert(path);
+                    }
+                    Some(Effect::Listed(path)) => {
+                        self.known.listed.insert(path);
+                    }
+                    Some(Effect::Wrote(path)) => {
+                        self.known.read.remove(&path);
+                        self.known.written.insert(path);
+                    }
+                    None => {}
+                }
                 self.answer(&output)
             }
             Observation::TaskClaimed { task, text } => {
@@ -342,6 +513,7 @@ impl Driver for ModelDriver {
             Observation::ToolResult(Err(error)) => {
                 self.completing = None;
                 self.writing = false;
+                self.effect = None;
                 self.answer(&format!("error: {error}"))
             }
             Observation::PlanRejected { feedback } => {
@@ -358,8 +530,8 @@ impl Driver for ModelDriver {
                     "Your plan was approved with mode {mode}. You may write: {}. The tools \
                      write_file, edit_file and run_command are now available, and \
                      submit_plan is not. Carry out the plan now: call write_file with `path` \
-                     and `content` for each file. When the work is done, reply with a short \
-                     summary and no tool call.",
+                     and `content` for each file. When the work is done, call done with a \
+                     short summary.",
                     if write_paths.is_empty() {
                         "the files your plan names".to_owned()
                     } else {
@@ -367,6 +539,12 @@ impl Driver for ModelDriver {
                     }
                 );
                 self.pinned.grant = Some(told.clone());
+                self.known.granted = if write_paths.is_empty() {
+                    self.planned.clone()
+                } else {
+                    write_paths.clone()
+                };
+                self.known.written.clear();
                 self.unwritten = Some(write_paths);
                 self.pinned.feedback = None;
                 self.unheard.push(told);
@@ -427,7 +605,7 @@ impl Driver for ModelDriver {
                 "waiting for a message".into()
             }));
         }
-        let schemas: Vec<_> = tools.iter().filter_map(|t| catalog::tool(t)).collect();
+        let schemas = Self::offered(tools);
         // Each pass is one model reply; a pass that only adds a note for
         // the model (a reminder, a cut reply, the server's error) asks again.
         // A step cancelled while the model thinks leaves at most such a
@@ -447,10 +625,16 @@ impl Driver for ModelDriver {
             self.fit(&schemas).await?;
             let limits = self.limits().await;
             let sent = window::request_bytes(&self.messages, &schemas);
+            let callable = self.callable(&schemas, tools);
             let started = Instant::now();
             let result = self
                 .chat
-                .complete_within(&self.messages, &schemas, Some(limits.max_tokens))
+                .complete_call(
+                    &self.messages,
+                    &schemas,
+                    Some(&callable),
+                    Some(limits.max_tokens),
+                )
                 .await;
             let mut reply = match result {
                 Ok(reply) => reply,
@@ -475,6 +659,9 @@ impl Driver for ModelDriver {
                 content = %shared::display::Escaped(&limits::cut(&reply.content, 4_096)),
                 "model replied"
             );
+            if reply.cut() {
+                self.tally.cut += 1;
+            }
             let cut_note = reply.cut().then(|| {
                 let repeated = dedupe(&mut reply.tool_calls);
                 let mut note = format!(
@@ -513,6 +700,7 @@ impl Driver for ModelDriver {
                 }
                 self.nudges = 0;
                 self.news = false;
+                self.log_use();
                 return Ok(Step::Idle(format!(
                     "still owes {}; the model replied without it after {MAX_NUDGES} reminders: \
                      {}",
@@ -521,6 +709,7 @@ impl Driver for ModelDriver {
                 )));
             }
             self.news = false;
+            self.log_use();
             return Ok(Step::Idle(if text.is_empty() {
                 "done (the model replied with no text and no tool call)".into()
             } else {
@@ -564,7 +753,10 @@ impl Driver for ModelDriver {
              stop (your work so far is kept), or approve=false with a reason to keep working."
         );
         conversation.push(Message::user(ask.clone()));
-        let schemas: Vec<_> = tools.iter().filter_map(|t| catalog::tool(t)).collect();
+        let schemas = Self::offered(tools);
+        let respond: Vec<Tool> = catalog::tool(catalog::RESPOND_SHUTDOWN)
+            .into_iter()
+            .collect();
         let wait = match request.deadline_unix_ms {
             0 => DEFAULT_SHUTDOWN_WAIT,
             at => {
@@ -592,8 +784,12 @@ impl Driver for ModelDriver {
             let started = Instant::now();
             let reply = tokio::time::timeout_at(
                 until,
-                self.chat
-                    .complete_within(&conversation, &schemas, Some(limits.max_tokens)),
+                self.chat.complete_call(
+                    &conversation,
+                    &schemas,
+                    Some(&respond),
+                    Some(limits.max_tokens),
+                ),
             )
             .await;
             match reply {
@@ -650,6 +846,25 @@ fn dedupe(calls: &mut Vec<chat::ToolCall>) -> usize {
     before - calls.len()
 }
 
+/// What a read or write call changes in what the driver knows.
+fn effect_of(call: &crate::tools::ToolCall) -> Option<Effect> {
+    use crate::tools::ToolCall as T;
+    let clean = |path: &str| {
+        let path = path.trim_start_matches("./").trim_end_matches('/');
+        if path.is_empty() {
+            ".".to_owned()
+        } else {
+            path.to_owned()
+        }
+    };
+    match call {
+        T::ReadFile { path } => Some(Effect::Read(clean(path))),
+        T::ListDir { path } => Some(Effect::Listed(clean(path))),
+        T::WriteFile { path, .. } | T::EditFile { path, .. } => Some(Effect::Wrote(clean(path))),
+        _ => None,
+    }
+}
+
 /// A tool result cut to `cap` bytes, saying so.
 fn capped(text: &str, cap: usize) -> String {
     if text.len() <= cap {
@@ -674,7 +889,7 @@ pub fn default_system_prompt(name: &str, role: &str) -> String {
          summary, the steps, the files you will write and the tests. If it is rejected, revise \
          it against the feedback and submit again.\n\
          Once approved, write_file, edit_file and run_command are available for those files. \
-         When the work is done, reply with a short summary and no tool call."
+         When the work is done, call done with a short summary."
     )
 }
 

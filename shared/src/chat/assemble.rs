@@ -111,9 +111,18 @@ impl Assembler {
         if let (Some(prompt_tokens), Some(completion_tokens)) =
             (count("prompt_tokens"), count("completion_tokens"))
         {
+            // llama.cpp and OpenAI say the cached share here; llama.cpp
+            // also in its own `timings.cache_n`.
+            let cached_tokens = usage
+                .pointer("/prompt_tokens_details/cached_tokens")
+                .or_else(|| value.pointer("/timings/cache_n"))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                .min(prompt_tokens);
             self.usage = Some(Usage {
                 prompt_tokens,
                 completion_tokens,
+                cached_tokens,
             });
         }
     }
@@ -393,7 +402,8 @@ mod tests {
             streamed.usage,
             Some(Usage {
                 prompt_tokens: 12,
-                completion_tokens: 3
+                completion_tokens: 3,
+                cached_tokens: 0,
             })
         );
         let mut a = Assembler::default();

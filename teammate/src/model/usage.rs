@@ -19,6 +19,8 @@ pub struct Meter {
     before: u64,
     /// Tokens it may use in all; `None`: no budget.
     budget: Option<u64>,
+    /// Of this process's prompt tokens, those the server's cache served.
+    cached: u64,
 }
 
 fn tokens(usage: &pb::Usage) -> u64 {
@@ -43,6 +45,21 @@ impl Meter {
         m.model_ms = m
             .model_ms
             .saturating_add(u64::try_from(took.as_millis()).unwrap_or(u64::MAX));
+    }
+
+    /// Prompt tokens the server's cache served (counted in `add` already).
+    pub fn add_cached(&mut self, tokens: u64) {
+        self.cached = self.cached.saturating_add(tokens);
+    }
+
+    /// This process's totals.
+    pub fn mine(&self) -> &pb::Usage {
+        &self.mine
+    }
+
+    /// Of this process's prompt tokens, those the server's cache served.
+    pub fn cached(&self) -> u64 {
+        self.cached
     }
 
     /// Tokens the member has used in all.

@@ -1,0 +1,286 @@
+//! Constrained decoding: a reply that can only be one call of the tools on
+//! offer. The servers users run turn a JSON schema into a grammar that the
+//! model's sampling must follow, each in its own request shape:
+//!
+//! - [`Constrain::Schema`]: `response_format: {"type": "json_schema", ..}`
+//!   holding one of `{"name": <a tool's name>, "arguments": <its schema>}`;
+//!   llama.cpp's server, vLLM, LM Studio, and Ollama (whose OpenAI-compatible
+//!   endpoint turns `response_format` into its own `format`). The reply is
+//!   that object, as text, and is read back as the call.
+//! - [`Constrain::ToolChoice`]: `tool_choice: "required"` with each tool
+//!   `strict` (every property required, optional ones nullable, no other
+//!   properties): OpenAI's API, whose structured outputs do not take a
+//!   schema whose root is a choice.
+//! - [`Constrain::Off`]: the model writes what it likes; its calls are
+//!   parsed as before.
+//!
+//! [`Constrain::Auto`] picks the shape from the server (OpenAI's host: tool
+//! choice; any other: a schema) and falls back to `Off` for good when the
+//! server refuses the parameter with a 4xx that names it.
+
+use serde_json::{json, Map, Value};
+
+use super::Tool;
+
+/// How a reply is held to one call of the tools on offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Constrain {
+    /// Whatever the server takes: [`Constrain::ToolChoice`] for OpenAI's
+    /// API, [`Constrain::Schema`] for any other, `Off` once refused.
+    #[default]
+    Auto,
+    /// A JSON schema in `response_format`.
+    Schema,
+    /// `tool_choice: "required"` with strict tools.
+    ToolChoice,
+    /// No constraint.
+    Off,
+}
+
+impl Constrain {
+    /// As `--constrain` spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Schema => "schema",
+            Self::ToolChoice => "tool-choice",
+            Self::Off => "off",
+        }
+    }
+
+    /// The request parameter that carries this shape.
+    pub(crate) fn parameter(self) -> &'static str {
+        match self {
+            Self::Schema => "response_format",
+            Self::ToolChoice => "tool_choice",
+            Self::Auto | Self::Off => "",
+        }
+    }
+}
+
+impl std::str::FromStr for Constrain {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "auto" => Ok(Self::Auto),
+            "schema" => Ok(Self::Schema),
+            "tool-choice" => Ok(Self::ToolChoice),
+            "off" => Ok(Self::Off),
+            other => Err(format!(
+                "{other:?}: expected auto, schema, tool-choice or off"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Constrain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The schema of one call of `tools`: one of `{"name": NAME, "arguments":
+/// ARGS}`, the name a constant and the arguments that tool's schema.
+pub fn call_schema(tools: &[Tool]) -> Value {
+    let choices: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            json!({
+                "type": "object",
+                "properties": {"name": {"const": t.name}, "arguments": t.parameters},
+                "required": ["name", "arguments"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    match <[Value; 1]>::try_from(choices) {
+        Ok([one]) => one,
+        Err(choices) => json!({"anyOf": choices}),
+    }
+}
+
+/// Sets the request's constraint to one call of `only`, in `shape`.
+pub(crate) fn apply(body: &mut Value, shape: Constrain, only: &[Tool]) {
+    match shape {
+        Constrain::Schema => {
+            body["response_format"] = json!({"type": "json_schema", "json_schema": {
+                "name": "tool_call", "strict": true, "schema": call_schema(only),
+            }});
+        }
+        Constrain::ToolChoice => {
+            body["tools"] = strict_tools(only);
+            body["tool_choice"] = json!("required");
+            body["parallel_tool_calls"] = json!(false);
+        }
+        Constrain::Auto | Constrain::Off => {}
+    }
+}
+
+/// Takes the constraint out of a request again.
+pub(crate) fn remove(body: &mut Value, tools: &[Tool]) {
+    if let Some(map) = body.as_object_mut() {
+        map.remove("response_format");
+        map.remove("tool_choice");
+        map.remove("parallel_tool_calls");
+        if !tools.is_empty() {
+            map.insert("tools".into(), super::tools_json(tools));
+        }
+    }
+}
+
+/// Whether a 4xx's message says the server does not take `shape`'s
+/// parameter (it names it, or the thing it asks for).
+pub(crate) fn refused(shape: Constrain, message: &str) -> bool {
+    let message = message.to_ascii_lowercase();
+    let words: &[&str] = match shape {
+        Constrain::Schema => &["response_format", "json_schema", "grammar", "schema"],
+        Constrain::ToolChoice => &["tool_choice", "strict", "parallel_tool_calls"],
+        Constrain::Auto | Constrain::Off => &[],
+    };
+    words.iter().any(|w| message.contains(w))
+}
+
+/// The tools as OpenAI's strict mode takes them.
+fn strict_tools(tools: &[Tool]) -> Value {
+    tools
+        .iter()
+        .map(|t| {
+            json!({"type": "function", "function": {
+                "name": t.name, "description": t.description,
+                "parameters": strict(&t.parameters), "strict": true,
+            }})
+        })
+        .collect()
+}
+
+/// An object schema as strict mode wants it: every property required (the
+/// optional ones may be null), no other property; nested objects alike.
+fn strict(schema: &Value) -> Value {
+    let Some(object) = schema.as_object() else {
+        return schema.clone();
+    };
+    let mut out: Map<String, Value> = object.clone();
+    if let Some(items) = object.get("items") {
+        out.insert("items".into(), strict(items));
+    }
+    if object.get("type") != Some(&json!("object")) {
+        return Value::Object(out);
+    }
+    let required: Vec<&str> = object
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut properties = Map::new();
+    let mut names = Vec::new();
+    for (name, property) in object
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        let mut property = strict(property);
+        if !required.contains(&name.as_str()) {
+            property = nullable(property);
+        }
+        properties.insert(name.clone(), property);
+        names.push(json!(name));
+    }
+    out.insert("properties".into(), Value::Object(properties));
+    out.insert("required".into(), Value::Array(names));
+    out.insert("additionalProperties".into(), json!(false));
+    Value::Object(out)
+}
+
+/// A property that may also be null.
+fn nullable(mut property: Value) -> Value {
+    match property.get("type").cloned() {
+        Some(Value::String(kind)) => {
+            property["type"] = json!([kind, "null"]);
+            if let Some(values) = property.get_mut("enum").and_then(Value::as_array_mut) {
+                values.push(Value::Null);
+            }
+            property
+        }
+        _ => json!({"anyOf": [property, {"type": "null"}]}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &'static str, parameters: Value) -> Tool {
+        Tool {
+            name,
+            description: "d",
+            parameters,
+        }
+    }
+
+    #[test]
+    fn a_call_is_one_of_the_tools_with_its_arguments() {
+        let read = tool(
+            "read_file",
+            json!({"type": "object", "properties": {"path": {"enum": ["a"]}}, "required": ["path"]}),
+        );
+        let done = tool(
+            "done",
+            json!({"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]}),
+        );
+        let schema = call_schema(&[read.clone(), done]);
+        let choices = schema["anyOf"].as_array().expect("a choice");
+        assert_eq!(choices.len(), 2);
+        assert_eq!(choices[0]["properties"]["name"]["const"], "read_file");
+        assert_eq!(
+            choices[0]["properties"]["arguments"]["properties"]["path"]["enum"],
+            json!(["a"])
+        );
+        assert_eq!(choices[1]["required"], json!(["name", "arguments"]));
+        // One tool: the object itself.
+        assert_eq!(
+            call_schema(&[read])["properties"]["name"]["const"],
+            "read_file"
+        );
+    }
+
+    #[test]
+    fn strict_tools_require_every_property_and_null_the_optional_ones() {
+        let search = tool(
+            "search",
+            json!({"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}),
+        );
+        let mut body = json!({"tools": []});
+        apply(&mut body, Constrain::ToolChoice, &[search.clone()]);
+        assert_eq!(body["tool_choice"], "required");
+        let function = &body["tools"][0]["function"];
+        assert_eq!(function["strict"], true);
+        let parameters = &function["parameters"];
+        assert_eq!(parameters["additionalProperties"], false);
+        assert_eq!(parameters["required"], json!(["path", "pattern"]));
+        assert_eq!(
+            parameters["properties"]["path"]["type"],
+            json!(["string", "null"])
+        );
+        assert_eq!(parameters["properties"]["pattern"]["type"], "string");
+        remove(&mut body, &[search]);
+        assert!(body.get("tool_choice").is_none());
+        assert!(body["tools"][0]["function"].get("strict").is_none());
+    }
+
+    #[test]
+    fn a_refusal_is_read_from_the_words_that_name_the_parameter() {
+        assert!(refused(
+            Constrain::Schema,
+            "Unrecognized request argument supplied: response_format"
+        ));
+        assert!(refused(
+            Constrain::ToolChoice,
+            "'tool_choice' is not supported"
+        ));
+        assert!(!refused(Constrain::Schema, "model not found"));
+        assert_eq!("tool-choice".parse(), Ok(Constrain::ToolChoice));
+        assert!("grammar".parse::<Constrain>().is_err());
+    }
+}

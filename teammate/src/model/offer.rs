@@ -1,0 +1,283 @@
+//! What the model may call now: the mode's tools narrowed by what the
+//! driver knows of its state, for the server's grammar. Paths to read among
+//! the files that exist and were not read, directories to list among those
+//! not listed, at least one file in a plan, paths to write among the
+//! grant's not yet written, the claimed task's id to complete, and the end
+//! tool only when nothing is owed. A tool with nothing left to call it on is
+//! left out. Pure: the workspace's listing is passed in.
+//!
+//! The grammar is a convenience for the model; the gate stays the guarantee
+//! (whatever arrives by another way still meets it).
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+use shared::chat::Tool;
+
+use crate::catalog;
+
+/// The most files (and directories) of the workspace named in a schema;
+/// beyond it, a path is any string.
+pub(super) const MAX_LISTED: usize = 200;
+
+/// The most bytes of one `write_file`'s content the grammar lets through.
+pub(super) const MAX_WRITE: usize = 16 * 1024;
+
+/// The most files one plan may name in the grammar.
+const MAX_PLAN_FILES: usize = 64;
+
+/// What the driver knows that narrows a call.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Known {
+    /// The workspace's files and directories (relative, `/`-separated),
+    /// where it is small enough to name them: `None` beyond [`MAX_LISTED`].
+    pub(super) tree: Option<Tree>,
+    /// Files the model read (successfully).
+    pub(super) read: BTreeSet<String>,
+    /// Directories the model listed.
+    pub(super) listed: BTreeSet<String>,
+    /// Files the model wrote or edited under the current grant.
+    pub(super) written: BTreeSet<String>,
+    /// The grant's write paths, once a plan is approved.
+    pub(super) granted: Vec<String>,
+    /// The task claimed and not completed.
+    pub(super) claimed: Option<String>,
+    /// Whether the teammate owes something (then it may not end).
+    pub(super) owes: bool,
+}
+
+/// A workspace's files and directories.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct Tree {
+    pub(super) files: BTreeSet<String>,
+    /// Always holds `.`.
+    pub(super) dirs: BTreeSet<String>,
+}
+
+impl Tree {
+    /// The files and directories under `root`, hidden ones left out;
+    /// `None` if there are more than [`MAX_LISTED`] or it cannot be read.
+    pub(super) fn of(root: &std::path::Path) -> Option<Tree> {
+        let mut tree = Tree::default();
+        tree.dirs.insert(".".into());
+        let mut pending = vec![(root.to_path_buf(), String::new())];
+        while let Some((dir, prefix)) = pending.pop() {
+            for entry in std::fs::read_dir(&dir).ok()? {
+                let entry = entry.ok()?;
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if name.starts_with('.') {
+                    continue;
+                }
+                let path = format!("{prefix}{name}");
+                let kind = entry.file_type().ok()?;
+                if kind.is_dir() {
+                    pending.push((entry.path(), format!("{path}/")));
+                    tree.dirs.insert(path);
+                } else if kind.is_file() {
+                    tree.files.insert(path);
+                }
+                if tree.files.len() + tree.dirs.len() > MAX_LISTED {
+                    return None;
+                }
+            }
+        }
+        Some(tree)
+    }
+}
+
+/// Whether a grant's path names one file (no glob).
+fn literal(path: &str) -> bool {
+    !path.contains(['*', '?', '[', '{'])
+}
+
+/// `tools` (the mode's, and the end tool) narrowed to what `known` allows.
+pub(super) fn narrow(tools: &[Tool], known: &Known) -> Vec<Tool> {
+    tools
+        .iter()
+        .filter_map(|tool| narrow_one(tool, known))
+        .collect()
+}
+
+fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
+    let mut tool = tool.clone();
+    let properties = &mut tool.parameters["properties"];
+    let literal_grant = !known.granted.is_empty() && known.granted.iter().all(|p| literal(p));
+    match tool.name {
+        "read_file" => {
+            if let Some(tree) = &known.tree {
+                properties["path"] = one_of(tree.files.difference(&known.read))?;
+            }
+        }
+        "list_dir" => {
+            if let Some(tree) = &known.tree {
+                properties["path"] = one_of(tree.dirs.difference(&known.listed))?;
+            }
+        }
+        catalog::SUBMIT_PLAN => {
+            properties["files"]["minItems"] = json!(1);
+            properties["files"]["maxItems"] = json!(MAX_PLAN_FILES);
+            properties["steps"]["minItems"] = json!(1);
+        }
+        "write_file" => {
+            if literal_grant {
+                let granted: BTreeSet<String> = known.granted.iter().cloned().collect();
+                properties["path"] = one_of(granted.difference(&known.written))?;
+            }
+            properties["content"]["maxLength"] = json!(MAX_WRITE);
+        }
+        "edit_file" => {
+            if literal_grant {
+                let exists = |p: &&String| {
+                    known.written.contains(*p)
+                        || known.tree.as_ref().is_some_and(|t| t.files.contains(*p))
+                };
+                properties["path"] = one_of(known.granted.iter().filter(exists))?;
+            }
+        }
+        catalog::CLAIM_TASK if known.claimed.is_some() => return None,
+        catalog::COMPLETE_TASK => {
+            properties["task_id"] = json!({"const": known.claimed.as_ref()?});
+        }
+        catalog::DONE if known.owes => return None,
+        _ => {}
+    }
+    Some(tool)
+}
+
+/// A string that is one of `values`; `None` if there are none.
+fn one_of<'a>(values: impl Iterator<Item = &'a String>) -> Option<Value> {
+    let values: Vec<&String> = values.collect();
+    (!values.is_empty()).then(|| json!({"type": "string", "enum": values}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools(names: &[&str]) -> Vec<Tool> {
+        names
+            .iter()
+            .map(|n| catalog::tool(n).expect("a tool"))
+            .collect()
+    }
+
+    fn names(tools: &[Tool]) -> Vec<&str> {
+        tools.iter().map(|t| t.name).collect()
+    }
+
+    fn tree(files: &[&str]) -> Option<Tree> {
+        let mut dirs = BTreeSet::from([".".to_owned()]);
+        dirs.insert("src".into());
+        Some(Tree {
+            files: files.iter().map(|f| f.to_string()).collect(),
+            dirs,
+        })
+    }
+
+    #[test]
+    fn plan_mode_reads_what_exists_and_was_not_read_and_cannot_end_owing_a_plan() {
+        let offered = tools(&["read_file", "list_dir", "search", "submit_plan", "done"]);
+        let mut known = Known {
+            tree: tree(&["NOTES.md", "src/lib.rs"]),
+            owes: true,
+            ..Known::default()
+        };
+        known.read.insert("NOTES.md".into());
+        let narrowed = narrow(&offered, &known);
+        assert_eq!(
+            names(&narrowed),
+            ["read_file", "list_dir", "search", "submit_plan"]
+        );
+        assert_eq!(
+            narrowed[0].parameters["properties"]["path"]["enum"],
+            json!(["src/lib.rs"])
+        );
+        assert_eq!(
+            narrowed[3].parameters["properties"]["files"]["minItems"],
+            1
+        );
+        // Everything read and listed: those tools are gone.
+        known.read.insert("src/lib.rs".into());
+        known.listed.extend([".".to_owned(), "src".to_owned()]);
+        assert_eq!(
+            names(&narrow(&offered, &known)),
+            ["search", "submit_plan"]
+        );
+        // A workspace too big to name: any path.
+        known.tree = None;
+        let any = narrow(&offered, &known);
+        assert_eq!(any[0].parameters["properties"]["path"]["type"], "string");
+        assert!(any[0].parameters["properties"]["path"].get("enum").is_none());
+    }
+
+    #[test]
+    fn approved_writes_go_to_the_grants_files_not_yet_written_and_then_it_may_end() {
+        let offered = tools(&["write_file", "edit_file", "run_command", "done"]);
+        let mut known = Known {
+            tree: tree(&[]),
+            granted: vec!["hello.txt".into(), "b.txt".into()],
+            owes: true,
+            ..Known::default()
+        };
+        let narrowed = narrow(&offered, &known);
+        assert_eq!(names(&narrowed), ["write_file", "run_command"]);
+        assert_eq!(
+            narrowed[0].parameters["properties"]["path"]["enum"],
+            json!(["b.txt", "hello.txt"])
+        );
+        known.written.insert("hello.txt".into());
+        known.owes = false;
+        let narrowed = narrow(&offered, &known);
+        assert_eq!(
+            names(&narrowed),
+            ["write_file", "edit_file", "run_command", "done"]
+        );
+        assert_eq!(
+            narrowed[1].parameters["properties"]["path"]["enum"],
+            json!(["hello.txt"])
+        );
+        // A grant of globs: any path (the gate decides).
+        known.granted = vec!["src/**".into()];
+        let narrowed = narrow(&offered, &known);
+        assert_eq!(narrowed[0].parameters["properties"]["path"]["type"], "string");
+        assert!(narrowed[0].parameters["properties"]["path"].get("enum").is_none());
+    }
+
+    #[test]
+    fn a_claimed_task_is_the_one_to_complete_and_no_other_is_claimed() {
+        let offered = tools(&["claim_task", "complete_task"]);
+        let known = Known::default();
+        assert_eq!(names(&narrow(&offered, &known)), ["claim_task"]);
+        let known = Known {
+            claimed: Some("t1".into()),
+            ..Known::default()
+        };
+        let narrowed = narrow(&offered, &known);
+        assert_eq!(names(&narrowed), ["complete_task"]);
+        assert_eq!(
+            narrowed[0].parameters["properties"]["task_id"]["const"],
+            "t1"
+        );
+    }
+
+    #[test]
+    fn the_workspace_tree_leaves_out_hidden_files_and_gives_up_when_large() {
+        let dir = tempfile::tempdir().expect("a dir");
+        std::fs::create_dir_all(dir.path().join("src")).expect("mkdir");
+        std::fs::create_dir_all(dir.path().join(".git")).expect("mkdir");
+        std::fs::write(dir.path().join("src/lib.rs"), "x").expect("write");
+        std::fs::write(dir.path().join(".git/HEAD"), "x").expect("write");
+        std::fs::write(dir.path().join("NOTES.md"), "x").expect("write");
+        let tree = Tree::of(dir.path()).expect("small");
+        assert_eq!(
+            tree.files.iter().collect::<Vec<_>>(),
+            ["NOTES.md", "src/lib.rs"]
+        );
+        assert_eq!(tree.dirs.iter().collect::<Vec<_>>(), [".", "src"]);
+        for i in 0..=MAX_LISTED {
+            std::fs::write(dir.path().join(format!("f{i}")), "x").expect("write");
+        }
+        assert_eq!(Tree::of(dir.path()), None);
+    }
+}
