@@ -94,7 +94,8 @@ pub fn tool(name: &str) -> Option<Tool> {
             "Submit your plan for review; you write only once it is approved. `files`: the \
              paths you will write; `tests`: what will check the work.",
             object(
-                json!({"summary": string, "steps": strings, "files": strings, "tests": strings,
+                json!({"summary": {"type": "string", "description": "what you will do, in one sentence"},
+                       "steps": strings, "files": strings, "tests": strings,
                        "body": {"type": "string", "description": "details, optional"}}),
                 &["summary", "steps", "files", "tests"],
             ),

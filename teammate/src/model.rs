@@ -172,6 +172,13 @@ pub struct ModelDriver {
     planned: Vec<String>,
     /// Replies cut at the bound, and calls refused as invalid.
     tally: Tally,
+    /// The task, said again with the approval (a small model loses it).
+    task: String,
+    /// The calls made since the last news or write, to refuse a repeat.
+    made: std::collections::HashSet<(String, String)>,
+    /// Whether a plan was approved in this process (then plan mode after
+    /// its task was completed owes no new plan).
+    approved: bool,
 }
 
 /// What a call changes in what the driver knows, once it succeeds.
@@ -180,6 +187,13 @@ enum Effect {
     Read(String),
     Listed(String),
     Wrote(String),
+}
+
+/// Whether an observation answers a call or brings news from outside.
+#[derive(Debug, Clone, Copy)]
+enum SeenKind {
+    Result,
+    News,
 }
 
 /// What went wrong with the model's replies, for the log.
@@ -195,6 +209,7 @@ struct Tally {
 impl ModelDriver {
     /// A driver for `brief`, talking to the model through `chat`.
     pub fn new(chat: ChatClient, brief: Brief) -> Self {
+        let task = brief.task.clone();
         let system = brief
             .system_prompt
             .unwrap_or_else(|| default_system_prompt(&brief.name, &brief.role));
@@ -228,6 +243,9 @@ impl ModelDriver {
             effect: None,
             planned: Vec::new(),
             tally: Tally::default(),
+            task,
+            made: Default::default(),
+            approved: false,
         }
     }
 
@@ -267,7 +285,9 @@ impl ModelDriver {
 
     /// What the teammate owes, given the tools of its mode.
     fn owed(&self, tools: &[&'static str]) -> Option<Owed> {
-        if tools.contains(&catalog::SUBMIT_PLAN) {
+        // Back in plan mode after a task's plan was carried out, no new
+        // plan is owed unless another task was claimed.
+        if tools.contains(&catalog::SUBMIT_PLAN) && (!self.approved || self.claimed.is_some()) {
             return Some(Owed::Plan);
         }
         if let Some(task) = &self.claimed {
@@ -303,9 +323,20 @@ impl ModelDriver {
         if name == catalog::DONE {
             return self.end(arguments, tools);
         }
-        let step = self.step_of(name, arguments, tools);
-        if matches!(step, Step::Invalid { .. }) {
+        let step = if self.made.insert((name.clone(), arguments.clone())) {
+            self.step_of(name, arguments, tools)
+        } else {
+            Step::Invalid {
+                tool: name,
+                args_json: arguments,
+                problem: "you made this very call already and nothing changed since: its result \
+                          stands. Do something else, or call done if the work is done."
+                    .into(),
+            }
+        };
+        if let Step::Invalid { tool, .. } = &step {
             self.tally.invalid += 1;
+            self.known.spurn(tool);
         }
         step
     }
@@ -378,6 +409,18 @@ impl ModelDriver {
                 Step::Submit(plan)
             }
             Ok(Request::Send { to, text }) => Step::Send { to, text },
+            Ok(Request::Task(TaskCall::Amend { files, .. }))
+                if !files.is_empty() && files.iter().all(|f| self.known.granted.contains(f)) =>
+            {
+                Step::Invalid {
+                    tool: name,
+                    args_json: arguments,
+                    problem: format!(
+                        "nothing to amend: you may already write {}",
+                        files.join(", ")
+                    ),
+                }
+            }
             Ok(Request::Task(call)) => {
                 if let TaskCall::Complete { task_id, .. } = &call {
                     self.completing = Some(task_id.clone());
@@ -482,6 +525,10 @@ impl ModelDriver {
 
 impl Driver for ModelDriver {
     fn observe(&mut self, seen: Observation) {
+        let seen_kind = match seen {
+            Observation::ToolResult(_) => SeenKind::Result,
+            _ => SeenKind::News,
+        };
         match seen {
             Observation::Started => {}
             Observation::ToolResult(Ok(output)) => {
@@ -501,6 +548,7 @@ impl Driver for ModelDriver {
                     Some(Effect::Wrote(path)) => {
                         self.known.read.remove(&path);
                         self.known.written.insert(path);
+                        self.made.clear();
                     }
                     None => {}
                 }
@@ -529,9 +577,10 @@ impl Driver for ModelDriver {
                 let told = format!(
                     "Your plan was approved with mode {mode}. You may write: {}. The tools \
                      write_file, edit_file and run_command are now available, and \
-                     submit_plan is not. Carry out the plan now: call write_file with `path` \
-                     and `content` for each file. When the work is done, call done with a \
-                     short summary.",
+                     submit_plan is not. Carry out the plan now for your task ({}): call \
+                     write_file with `path` and `content` for each file. When the work is \
+                     done, call done with a short summary.",
+                    limits::cut(&self.task, 1_000),
                     if write_paths.is_empty() {
                         "the files your plan names".to_owned()
                     } else {
@@ -545,6 +594,7 @@ impl Driver for ModelDriver {
                     write_paths.clone()
                 };
                 self.known.written.clear();
+                self.approved = true;
                 self.unwritten = Some(write_paths);
                 self.pinned.feedback = None;
                 self.unheard.push(told);
@@ -584,6 +634,10 @@ impl Driver for ModelDriver {
             }
             // It waits for every decision and ends at an agreed shutdown.
             Observation::PlanPending { .. } | Observation::ShutdownAgreed => {}
+        }
+        if !matches!(seen_kind, SeenKind::Result) {
+            self.known.spurned.clear();
+            self.made.clear();
         }
         self.news = true;
     }

@@ -23,6 +23,9 @@ pub(super) const MAX_LISTED: usize = 200;
 /// The most bytes of one `write_file`'s content the grammar lets through.
 pub(super) const MAX_WRITE: usize = 16 * 1024;
 
+/// What is offered once an approved plan is carried out.
+const CHECKING: [&str; 4] = ["read_file", "edit_file", "run_command", catalog::DONE];
+
 /// The most files one plan may name in the grammar.
 const MAX_PLAN_FILES: usize = 64;
 
@@ -44,6 +47,18 @@ pub(super) struct Known {
     pub(super) claimed: Option<String>,
     /// Whether the teammate owes something (then it may not end).
     pub(super) owes: bool,
+    /// Tools whose last call was refused as invalid, not offered again
+    /// until news comes (a model at temperature 0 repeats a refused call).
+    pub(super) spurned: BTreeSet<String>,
+}
+
+impl Known {
+    /// Takes `tool` off the offer until news comes; never the plan or the end.
+    pub(super) fn spurn(&mut self, tool: &str) {
+        if tool != catalog::SUBMIT_PLAN && tool != catalog::DONE {
+            self.spurned.insert(tool.to_owned());
+        }
+    }
 }
 
 /// A workspace's files and directories.
@@ -100,9 +115,20 @@ pub(super) fn narrow(tools: &[Tool], known: &Known) -> Vec<Tool> {
 }
 
 fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
+    if known.spurned.contains(tool.name) {
+        return None;
+    }
+    let literal_grant = !known.granted.is_empty() && known.granted.iter().all(|p| literal(p));
+    // The approved plan carried out (every file of its grant written, no
+    // task claimed): what is left is checking, fixing, and the end.
+    let carried_out = literal_grant
+        && known.claimed.is_none()
+        && known.granted.iter().all(|p| known.written.contains(p));
+    if carried_out && !CHECKING.contains(&tool.name) {
+        return None;
+    }
     let mut tool = tool.clone();
     let properties = &mut tool.parameters["properties"];
-    let literal_grant = !known.granted.is_empty() && known.granted.iter().all(|p| literal(p));
     match tool.name {
         "read_file" => {
             if let Some(tree) = &known.tree {
@@ -134,6 +160,12 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
                 };
                 properties["path"] = one_of(known.granted.iter().filter(exists))?;
             }
+        }
+        // The grant's files come first: more are asked for once they are written.
+        catalog::REQUEST_AMENDMENT
+            if literal_grant && known.granted.iter().any(|p| !known.written.contains(p)) =>
+        {
+            return None
         }
         catalog::CLAIM_TASK if known.claimed.is_some() => return None,
         catalog::COMPLETE_TASK => {
@@ -193,27 +225,29 @@ mod tests {
             narrowed[0].parameters["properties"]["path"]["enum"],
             json!(["src/lib.rs"])
         );
-        assert_eq!(
-            narrowed[3].parameters["properties"]["files"]["minItems"],
-            1
-        );
+        assert_eq!(narrowed[3].parameters["properties"]["files"]["minItems"], 1);
         // Everything read and listed: those tools are gone.
         known.read.insert("src/lib.rs".into());
         known.listed.extend([".".to_owned(), "src".to_owned()]);
-        assert_eq!(
-            names(&narrow(&offered, &known)),
-            ["search", "submit_plan"]
-        );
+        assert_eq!(names(&narrow(&offered, &known)), ["search", "submit_plan"]);
         // A workspace too big to name: any path.
         known.tree = None;
         let any = narrow(&offered, &known);
         assert_eq!(any[0].parameters["properties"]["path"]["type"], "string");
-        assert!(any[0].parameters["properties"]["path"].get("enum").is_none());
+        assert!(any[0].parameters["properties"]["path"]
+            .get("enum")
+            .is_none());
     }
 
     #[test]
     fn approved_writes_go_to_the_grants_files_not_yet_written_and_then_it_may_end() {
-        let offered = tools(&["write_file", "edit_file", "run_command", "done"]);
+        let offered = tools(&[
+            "write_file",
+            "edit_file",
+            "run_command",
+            "request_amendment",
+            "done",
+        ]);
         let mut known = Known {
             tree: tree(&[]),
             granted: vec!["hello.txt".into(), "b.txt".into()],
@@ -233,15 +267,38 @@ mod tests {
             names(&narrowed),
             ["write_file", "edit_file", "run_command", "done"]
         );
+        known.written.insert("b.txt".into());
+        assert_eq!(
+            names(&narrow(&offered, &known)),
+            ["edit_file", "run_command", "done"]
+        );
         assert_eq!(
             narrowed[1].parameters["properties"]["path"]["enum"],
             json!(["hello.txt"])
         );
+        known.written.remove("b.txt");
         // A grant of globs: any path (the gate decides).
         known.granted = vec!["src/**".into()];
         let narrowed = narrow(&offered, &known);
-        assert_eq!(narrowed[0].parameters["properties"]["path"]["type"], "string");
-        assert!(narrowed[0].parameters["properties"]["path"].get("enum").is_none());
+        assert_eq!(
+            narrowed[0].parameters["properties"]["path"]["type"],
+            "string"
+        );
+        assert!(narrowed[0].parameters["properties"]["path"]
+            .get("enum")
+            .is_none());
+    }
+
+    #[test]
+    fn a_refused_tool_is_off_the_offer_but_never_the_plan() {
+        let offered = tools(&["read_file", "submit_plan", "request_amendment"]);
+        let mut known = Known::default();
+        known.spurn("request_amendment");
+        known.spurn("submit_plan");
+        assert_eq!(
+            names(&narrow(&offered, &known)),
+            ["read_file", "submit_plan"]
+        );
     }
 
     #[test]
