@@ -660,7 +660,8 @@ impl ChatClient {
             .http
             .post(&self.url)
             .timeout(self.config.timeout)
-            .json(body);
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(constrain::to_ordered_string(body));
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key);
         }

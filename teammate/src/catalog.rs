@@ -95,7 +95,10 @@ pub fn tool(name: &str) -> Option<Tool> {
              paths you will write; `tests`: what will check the work.",
             object(
                 json!({"summary": {"type": "string", "description": "what you will do, in one sentence"},
-                       "steps": strings, "files": strings, "tests": strings,
+                       "steps": strings,
+                       "files": {"type": "array", "items": string,
+                                 "description": "the paths you will create or change, not those you only read"},
+                       "tests": strings,
                        "body": {"type": "string", "description": "details, optional"}}),
                 &["summary", "steps", "files", "tests"],
             ),

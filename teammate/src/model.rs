@@ -389,6 +389,13 @@ impl ModelDriver {
     /// The step a call of a tool of the catalog asks for.
     fn step_of(&mut self, name: String, arguments: String, tools: &[&'static str]) -> Step {
         match catalog::parse(&name, &arguments, tools) {
+            Ok(Request::Tool(crate::tools::ToolCall::EditFile { old, new, .. })) if old == new => {
+                Step::Invalid {
+                    tool: name,
+                    args_json: arguments,
+                    problem: "`old` and `new` are the same: that edit changes nothing".into(),
+                }
+            }
             Ok(Request::Tool(call)) => {
                 self.writing = call.is_gated();
                 self.effect = effect_of(&call);
@@ -548,7 +555,8 @@ impl Driver for ModelDriver {
                     Some(Effect::Wrote(path)) => {
                         self.known.read.remove(&path);
                         self.known.written.insert(path);
-                        self.made.clear();
+                        // A change is worth checking again.
+                        self.made.retain(|(tool, _)| tool != "run_command");
                     }
                     None => {}
                 }
@@ -575,13 +583,13 @@ impl Driver for ModelDriver {
             Observation::PlanApproved { mode, write_paths } => {
                 self.answer("the plan was reviewed: approved");
                 let told = format!(
-                    "Your plan was approved with mode {mode}. You may write: {}. The tools \
-                     write_file, edit_file and run_command are now available, and \
-                     submit_plan is not. Carry out the plan now for your task ({}): call \
+                    "Your plan was approved with mode {mode}. You may write: {paths}. The \
+                     tools write_file, edit_file and run_command are now available, and \
+                     submit_plan is not. Carry out the plan now for your task ({task}): call \
                      write_file with `path` and `content` for each file. When the work is \
                      done, call done with a short summary.",
-                    limits::cut(&self.task, 1_000),
-                    if write_paths.is_empty() {
+                    task = limits::cut(&self.task, 1_000),
+                    paths = if write_paths.is_empty() {
                         "the files your plan names".to_owned()
                     } else {
                         write_paths.join(", ")

@@ -141,6 +141,86 @@ pub(crate) fn refused(shape: Constrain, message: &str) -> bool {
     words.iter().any(|w| message.contains(w))
 }
 
+/// `value` as JSON text in which a schema's properties come in the order
+/// its `required` list gives (then the rest, sorted), and a call's `name`
+/// before its `arguments`: servers build their grammar in the order they
+/// read, and a model that must write the arguments before it names the tool
+/// (serde_json sorts keys) writes worse calls.
+pub(crate) fn to_ordered_string(value: &Value) -> String {
+    let mut out = String::new();
+    write_ordered(value, &mut out);
+    out
+}
+
+fn write_ordered(value: &Value, out: &mut String) {
+    match value {
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_ordered(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let first: Vec<&str> = match map.get("required").and_then(Value::as_array) {
+                Some(required) if map.contains_key("properties") => {
+                    required.iter().filter_map(Value::as_str).collect()
+                }
+                _ => Vec::new(),
+            };
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_by_key(|k| {
+                (
+                    first.iter().position(|f| f == k).unwrap_or(first.len()),
+                    k.as_str(),
+                )
+            });
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(key.as_str()).to_string());
+                out.push(':');
+                if key == "properties" && !first.is_empty() {
+                    write_in_order(&map[key], &first, out);
+                } else {
+                    write_ordered(&map[key], out);
+                }
+            }
+            out.push('}');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// A `properties` object, the keys in `first` first.
+fn write_in_order(properties: &Value, first: &[&str], out: &mut String) {
+    let Some(map) = properties.as_object() else {
+        return write_ordered(properties, out);
+    };
+    let mut keys: Vec<&String> = map.keys().collect();
+    keys.sort_by_key(|k| {
+        (
+            first.iter().position(|f| f == k).unwrap_or(first.len()),
+            k.as_str(),
+        )
+    });
+    out.push('{');
+    for (i, key) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&Value::from(key.as_str()).to_string());
+        out.push(':');
+        write_ordered(&map[key], out);
+    }
+    out.push('}');
+}
+
 /// The tools as OpenAI's strict mode takes them.
 fn strict_tools(tools: &[Tool]) -> Value {
     tools
@@ -267,6 +347,20 @@ mod tests {
         remove(&mut body, &[search]);
         assert!(body.get("tool_choice").is_none());
         assert!(body["tools"][0]["function"].get("strict").is_none());
+    }
+
+    #[test]
+    fn a_call_names_its_tool_first_and_properties_follow_required() {
+        let write = tool(
+            "write_file",
+            json!({"type": "object", "properties": {"content": {"type": "string"}, "path": {"type": "string"}}, "required": ["path", "content"]}),
+        );
+        let text = to_ordered_string(&call_schema(&[write]));
+        let at = |needle: &str| text.find(needle).expect(needle);
+        assert!(at("\"name\"") < at("\"arguments\""), "{text}");
+        assert!(at("\"path\":{") < at("\"content\":{"), "{text}");
+        let back: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(back["properties"]["name"]["const"], "write_file");
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub(super) const MAX_LISTED: usize = 200;
 /// The most bytes of one `write_file`'s content the grammar lets through.
 pub(super) const MAX_WRITE: usize = 16 * 1024;
 
+/// What is offered while an approved plan's files are not all written.
+const WORKING: [&str; 4] = ["read_file", "write_file", "edit_file", "run_command"];
+
 /// What is offered once an approved plan is carried out.
 const CHECKING: [&str; 4] = ["read_file", "edit_file", "run_command", catalog::DONE];
 
@@ -119,13 +122,19 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
         return None;
     }
     let literal_grant = !known.granted.is_empty() && known.granted.iter().all(|p| literal(p));
-    // The approved plan carried out (every file of its grant written, no
-    // task claimed): what is left is checking, fixing, and the end.
-    let carried_out = literal_grant
-        && known.claimed.is_none()
-        && known.granted.iter().all(|p| known.written.contains(p));
-    if carried_out && !CHECKING.contains(&tool.name) {
-        return None;
+    // While an approved plan's files are not all written, the work; once
+    // they are (and no task is claimed), checking, fixing, and the end.
+    if literal_grant {
+        let phase: &[&str] = if known.granted.iter().any(|p| !known.written.contains(p)) {
+            &WORKING
+        } else if known.claimed.is_none() {
+            &CHECKING
+        } else {
+            &[tool.name]
+        };
+        if !phase.contains(&tool.name) {
+            return None;
+        }
     }
     let mut tool = tool.clone();
     let properties = &mut tool.parameters["properties"];
@@ -144,6 +153,10 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
             properties["files"]["minItems"] = json!(1);
             properties["files"]["maxItems"] = json!(MAX_PLAN_FILES);
             properties["steps"]["minItems"] = json!(1);
+            // Optional prose that a small model runs away with.
+            if let Some(p) = properties.as_object_mut() {
+                p.remove("body");
+            }
         }
         "write_file" => {
             if literal_grant {
@@ -256,6 +269,14 @@ mod tests {
         };
         let narrowed = narrow(&offered, &known);
         assert_eq!(names(&narrowed), ["write_file", "run_command"]);
+        let mut reading = known.clone();
+        reading.granted.push("src/**".into());
+        assert_eq!(
+            names(&narrow(&tools(&["list_dir", "send_message"]), &reading)),
+            ["list_dir", "send_message"],
+            "a grant of globs leaves the offer whole"
+        );
+        assert!(narrow(&tools(&["list_dir", "send_message"]), &known).is_empty());
         assert_eq!(
             narrowed[0].parameters["properties"]["path"]["enum"],
             json!(["b.txt", "hello.txt"])
@@ -263,10 +284,7 @@ mod tests {
         known.written.insert("hello.txt".into());
         known.owes = false;
         let narrowed = narrow(&offered, &known);
-        assert_eq!(
-            names(&narrowed),
-            ["write_file", "edit_file", "run_command", "done"]
-        );
+        assert_eq!(names(&narrowed), ["write_file", "edit_file", "run_command"]);
         known.written.insert("b.txt".into());
         assert_eq!(
             names(&narrow(&offered, &known)),
