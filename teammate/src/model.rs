@@ -323,7 +323,10 @@ impl ModelDriver {
         if name == catalog::DONE {
             return self.end(arguments, tools);
         }
-        let step = if self.made.insert((name.clone(), arguments.clone())) {
+        // A read again is only a wasted turn (and the grammar offers none);
+        // a call with an effect again, while nothing changed, is a loop.
+        let reads = crate::tools::READ_TOOLS.contains(&name.as_str());
+        let step = if reads || self.made.insert((name.clone(), arguments.clone())) {
             self.step_of(name, arguments, tools)
         } else {
             Step::Invalid {

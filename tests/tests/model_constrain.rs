@@ -1,0 +1,297 @@
+//! Constrained decoding end to end: the real `lead` and `teammate` binaries
+//! and the fake chat-completions server on loopback. Each request holds the
+//! reply to one call of what may be called now, in the shape the server
+//! takes; the tools change with the mode; a server that refuses the
+//! constraint is asked without it from then on; `done` ends the turn; and
+//! the gate still refuses what arrives by another way.
+
+#![allow(clippy::unwrap_used)]
+
+use mesh_tests::{
+    fake_model::{Answer, FakeModel, Recorded},
+    is, within, Events, Lead,
+};
+use serde_json::{json, Value};
+use shared::pb::{self, MemberStatus, RequestStatus};
+use tokio::{io::AsyncBufReadExt as _, process::Command};
+
+/// The choices of a request's `response_format` schema, by tool name.
+fn choices(request: &Recorded) -> Vec<(String, Value)> {
+    let format = &request.body["response_format"];
+    assert_eq!(format["type"], "json_schema", "{}", request.body);
+    let schema = &format["json_schema"]["schema"];
+    let all = match schema.get("anyOf").and_then(Value::as_array) {
+        Some(choices) => choices.clone(),
+        None => vec![schema.clone()],
+    };
+    all.iter()
+        .map(|c| {
+            (
+                c["properties"]["name"]["const"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                c["properties"]["arguments"].clone(),
+            )
+        })
+        .collect()
+}
+
+fn names(choices: &[(String, Value)]) -> Vec<&str> {
+    choices.iter().map(|(n, _)| n.as_str()).collect()
+}
+
+fn arguments<'a>(choices: &'a [(String, Value)], tool: &str) -> &'a Value {
+    &choices.iter().find(|(n, _)| n == tool).unwrap().1
+}
+
+fn plan(summary: &str) -> Value {
+    json!({"summary": summary, "steps": ["write a.txt"], "files": ["a.txt"], "tests": []})
+}
+
+async fn pending_plan(events: &mut Events, summary: &str) -> pb::ProtocolState {
+    events
+        .request(&format!("the pending plan {summary:?}"), |r| {
+            is(r.status, RequestStatus::Pending)
+                && r.r#type == pb::RequestType::PlanApproval as i32
+                && r.payload_json.contains(summary)
+        })
+        .await
+}
+
+/// `lead watch` of `lead`, its stdout lines.
+fn watch(
+    lead: &Lead,
+) -> (
+    tokio::process::Child,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) {
+    let mut watch = Command::new(mesh_tests::bin("lead"))
+        .args(["watch", "--state-dir"])
+        .arg(lead.state_dir())
+        .env("MESH_OPERATOR_TOKEN", &lead.operator_token)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = watch.stdout.take().unwrap();
+    (watch, tokio::io::BufReader::new(stdout).lines())
+}
+
+#[tokio::test]
+async fn each_reply_is_held_to_the_modes_tools_narrowed_by_the_state_and_done_ends_the_turn() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let (_watch, mut lines) = watch(&lead);
+    let model = FakeModel::start(vec![
+        // A server that ignored the constraint: write_file in plan mode.
+        Answer::call("write_file", json!({"path": "a.txt", "content": "early"})),
+        Answer::call("submit_plan", plan("first")),
+        Answer::call("submit_plan", plan("second")),
+        Answer::call("write_file", json!({"path": "a.txt", "content": "hello"})),
+        Answer::call("done", json!({"summary": "a.txt says hello"})),
+    ])
+    .await;
+    std::fs::create_dir_all(lead.workspace("alice")).unwrap();
+    std::fs::write(lead.workspace("alice").join("notes.txt"), "n").unwrap();
+    let alice = lead.model_teammate("alice", &model.base_url, "Write a.txt.", &[]);
+
+    // Plan mode: the read tools, messages, the task list and submit_plan;
+    // no write tool, and no end while a plan is owed. The model is told of
+    // the mode's tools and done, whatever the constraint allows.
+    let first = &model.wait_for(1).await[0];
+    let offer = choices(first);
+    assert_eq!(
+        names(&offer),
+        [
+            "read_file",
+            "list_dir",
+            "search",
+            "send_message",
+            "list_tasks",
+            "claim_task",
+            "submit_plan"
+        ]
+    );
+    assert_eq!(
+        arguments(&offer, "read_file")["properties"]["path"]["enum"],
+        json!(["notes.txt"]),
+        "only the files that exist"
+    );
+    assert_eq!(
+        arguments(&offer, "submit_plan")["properties"]["files"]["minItems"],
+        1
+    );
+    let told = first.tool_names();
+    assert!(told.contains(&"submit_plan".to_owned()) && told.contains(&"done".to_owned()));
+    for gated in ["write_file", "edit_file", "run_command"] {
+        assert!(!told.contains(&gated.to_owned()), "{told:?}");
+    }
+
+    // The crafted write meets the gate: refused, nothing written.
+    let refused = events
+        .tool_call("alice's write_file", |c| {
+            c.member == "alice" && c.tool == "write_file"
+        })
+        .await;
+    assert!(!refused.allowed);
+    assert!(!alice.workspace.join("a.txt").exists());
+
+    // Rejected: still plan mode, submit_plan offered again.
+    let first_plan = pending_plan(&mut events, "first").await;
+    let (ok, out, err) = lead
+        .cli(&["reject", &first_plan.request_id, "--feedback", "say why"])
+        .await;
+    assert!(ok, "{out}{err}");
+    let third = &model.wait_for(3).await[2];
+    assert!(names(&choices(third)).contains(&"submit_plan"));
+    assert!(third.tool_names().contains(&"submit_plan".to_owned()));
+
+    // Approved: the work, on the grant's files; no submit_plan.
+    let second_plan = pending_plan(&mut events, "second").await;
+    let (ok, out, err) = lead
+        .cli(&["approve", &second_plan.request_id, "--mode", "accept-edits"])
+        .await;
+    assert!(ok, "{out}{err}");
+    let fourth = &model.wait_for(4).await[3];
+    let offer = choices(fourth);
+    assert_eq!(names(&offer), ["read_file", "write_file", "run_command"]);
+    assert_eq!(
+        arguments(&offer, "write_file")["properties"]["path"]["enum"],
+        json!(["a.txt"])
+    );
+    let told = fourth.tool_names();
+    assert!(!told.contains(&"submit_plan".to_owned()), "{told:?}");
+    assert!(told.contains(&"write_file".to_owned()), "{told:?}");
+
+    // Written: checking, fixing, and the end.
+    let fifth = &model.wait_for(5).await[4];
+    let offer = choices(fifth);
+    assert_eq!(
+        names(&offer),
+        ["read_file", "edit_file", "run_command", "done"]
+    );
+    assert_eq!(
+        arguments(&offer, "edit_file")["properties"]["path"]["enum"],
+        json!(["a.txt"])
+    );
+    assert_eq!(
+        std::fs::read_to_string(alice.workspace.join("a.txt")).unwrap(),
+        "hello"
+    );
+
+    // done: idle with its summary, as the lead and `lead watch` tell it.
+    assert_eq!(events.idle_reason("alice").await, "done: a.txt says hello");
+    events.member_in("alice", MemberStatus::Idle).await;
+    let said = within("the idle line on lead watch", async {
+        loop {
+            let line = lines.next_line().await.unwrap().unwrap();
+            if line.contains("done: a.txt says hello") {
+                return line;
+            }
+        }
+    })
+    .await;
+    assert!(said.contains("alice"), "{said}");
+    let (ok, out, err) = lead.cli(&["team"]).await;
+    assert!(ok, "{out}{err}");
+    let row = out.lines().find(|l| l.starts_with("alice")).unwrap();
+    assert!(row.contains("idle"), "{out}");
+    assert_eq!(model.requests().len(), 5, "done asked for nothing more");
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_the_schema_is_asked_without_it_from_then_on() {
+    let lead = Lead::start(&["--approval", "auto"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let model = FakeModel::start(vec![
+        Answer::Status {
+            code: 400,
+            retry_after: None,
+            body: r#"{"error": {"message": "Unrecognized request argument supplied: response_format"}}"#
+                .into(),
+        },
+        Answer::call("submit_plan", plan("only")),
+        Answer::call("write_file", json!({"path": "a.txt", "content": "hi"})),
+        Answer::text("a.txt is written"),
+    ])
+    .await;
+    let _bo = lead.model_teammate("bo", &model.base_url, "Write a.txt.", &[]);
+    let reason = events.idle_reason("bo").await;
+    assert_eq!(reason, "a.txt is written");
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4, "{requests:?}");
+    assert!(requests[0].body.get("response_format").is_some());
+    for later in &requests[1..] {
+        assert!(
+            later.body.get("response_format").is_none(),
+            "{}",
+            later.body
+        );
+        assert!(later.body.get("tool_choice").is_none());
+    }
+    // The same request otherwise: the same conversation and tools.
+    assert_eq!(requests[0].body["messages"], requests[1].body["messages"]);
+    assert_eq!(requests[0].body["tools"], requests[1].body["tools"]);
+}
+
+#[tokio::test]
+async fn tool_choice_sends_strict_tools_and_off_sends_no_constraint() {
+    let lead = Lead::start(&[]).await;
+    let openai_like = FakeModel::start(vec![Answer::text("no plan today")]).await;
+    let _cy = lead.model_teammate(
+        "cy",
+        &openai_like.base_url,
+        "Write a.txt.",
+        &["--constrain", "tool-choice"],
+    );
+    let first = &openai_like.wait_for(1).await[0];
+    assert_eq!(first.body["tool_choice"], "required");
+    assert_eq!(first.body["parallel_tool_calls"], false);
+    assert!(first.body.get("response_format").is_none());
+    let tools = first.body["tools"].as_array().unwrap();
+    let plan = tools
+        .iter()
+        .find(|t| t["function"]["name"] == "submit_plan")
+        .unwrap();
+    assert_eq!(plan["function"]["strict"], true);
+    let parameters = &plan["function"]["parameters"];
+    assert_eq!(parameters["additionalProperties"], false);
+    assert!(tools
+        .iter()
+        .all(|t| t["function"]["name"] != "done" && t["function"]["name"] != "write_file"));
+
+    let plain = FakeModel::start(vec![Answer::text("no plan today")]).await;
+    let _di = lead.model_teammate(
+        "di",
+        &plain.base_url,
+        "Write a.txt.",
+        &["--constrain", "off"],
+    );
+    let first = &plain.wait_for(1).await[0];
+    assert!(first.body.get("response_format").is_none());
+    assert!(first.body.get("tool_choice").is_none());
+    assert!(first.tool_names().contains(&"done".to_owned()));
+}
+
+#[tokio::test]
+async fn done_while_a_plan_is_owed_is_refused_and_the_plan_still_asked_for() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let model = FakeModel::start(vec![
+        Answer::call("done", json!({"summary": "nothing to do"})),
+        Answer::call("submit_plan", plan("after all")),
+    ])
+    .await;
+    let _ed = lead.model_teammate("ed", &model.base_url, "Write a.txt.", &[]);
+    let refused = events
+        .tool_call("ed's done", |c| c.member == "ed" && c.tool == "done")
+        .await;
+    assert!(!refused.allowed);
+    assert!(refused.outcome.contains("still owe"), "{}", refused.outcome);
+    pending_plan(&mut events, "after all").await;
+}
