@@ -8,6 +8,7 @@ use clap::Parser;
 
 mod floor;
 mod mesh;
+mod model;
 mod procs;
 mod prompt;
 mod shapes;
@@ -53,6 +54,15 @@ struct Args {
     /// Only the model teammate's prompt and tool schemas, in tokens.
     #[arg(long)]
     prompt_only: bool,
+    /// Only the model section: a real small model on small tasks, the
+    /// constraint on and off (needs the real-model kit; skipped without).
+    #[arg(long)]
+    model_only: bool,
+    /// The real-model kit's folder [default: ../shared/tools/real-model
+    /// beside the checkout]. The model section runs in full mode (not
+    /// --quick) where the kit is set up.
+    #[arg(long)]
+    model_kit: Option<PathBuf>,
     /// Run the floor's echo server (used by the benchmark itself).
     #[arg(long, hide = true)]
     floor_server: bool,
@@ -130,6 +140,9 @@ async fn main() -> anyhow::Result<()> {
     if args.prompt_only {
         return Ok(());
     }
+    if args.model_only {
+        return model::measure(args.model_kit.as_deref()).await;
+    }
     let counts = Counts::new(&args);
     eprintln!("bench: {counts:?}");
     let mut report = Report::default();
@@ -173,6 +186,9 @@ async fn main() -> anyhow::Result<()> {
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&report.json())?)?;
         eprintln!("bench: wrote {}", path.display());
+    }
+    if !args.quick && !args.terminations_only && !args.shapes_only {
+        model::measure(args.model_kit.as_deref()).await?;
     }
     Ok(())
 }
