@@ -174,6 +174,9 @@ async fn run_one(task: &Task, constrain: &str, base_url: &str) -> anyhow::Result
             if line.contains("tool call") && line.contains("allowed=false") {
                 run.refused += 1;
             }
+            if line.contains("a reply was cut at its bound") {
+                run.cut += 1;
+            }
             if line.contains("model use") {
                 return Some(line);
             }
@@ -184,6 +187,26 @@ async fn run_one(task: &Task, constrain: &str, base_url: &str) -> anyhow::Result
     run.seconds = started.elapsed().as_secs_f64();
     let _ = teammate.start_kill();
     let _ = teammate.wait().await;
+    // At the end of its turn the teammate logs what it used; a run that
+    // never got there is counted by what the lead heard (its reports lag
+    // by a call), and its cached share is not known.
+    let mesh = crate::mesh::Lead {
+        addr: lead.addr.clone(),
+        join,
+        operator,
+        tls: None,
+    };
+    let team = mesh
+        .operator()
+        .await?
+        .list_team(shared::pb::ListTeamRequest::default())
+        .await?
+        .into_inner();
+    if let Some(usage) = team.team_usage {
+        run.calls = usage.calls;
+        run.prompt = usage.prompt_tokens;
+        run.completion = usage.completion_tokens;
+    }
     if let Ok(Some(line)) = ended {
         let field = |key: &str| -> u64 {
             line.split_whitespace()
@@ -193,9 +216,8 @@ async fn run_one(task: &Task, constrain: &str, base_url: &str) -> anyhow::Result
         };
         run.calls = field("calls");
         run.prompt = field("prompt_tokens");
-        run.cached = field("cached_tokens");
         run.completion = field("completion_tokens");
-        run.cut = field("cut_replies");
+        run.cached = field("cached_tokens");
     }
     let (file, needle) = task.check;
     run.done = std::fs::read_to_string(workspace.path().join(file))

@@ -18,8 +18,10 @@ pub(crate) fn print() -> anyhow::Result<()> {
         "mode", "prompt", "tools", "total", "tools#"
     );
     for (mode, plan) in [("plan", true), ("approved", false)] {
+        // The mode's tools, and the end of a turn (`done`).
         let tools: Vec<Tool> = Gate::tools_of(plan)
             .iter()
+            .chain(&[catalog::DONE])
             .filter_map(|t| catalog::tool(t))
             .collect();
         let schemas = tools_json(&tools).to_string();

@@ -726,6 +726,10 @@ impl Driver for ModelDriver {
             );
             if reply.cut() {
                 self.tally.cut += 1;
+                tracing::info!(
+                    max_tokens = limits.max_tokens,
+                    "a reply was cut at its bound"
+                );
             }
             let cut_note = reply.cut().then(|| {
                 let repeated = dedupe(&mut reply.tool_calls);

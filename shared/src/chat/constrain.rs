@@ -332,7 +332,11 @@ mod tests {
             json!({"type": "object", "properties": {"pattern": {"type": "string"}, "path": {"type": "string"}}, "required": ["pattern"]}),
         );
         let mut body = json!({"tools": []});
-        apply(&mut body, Constrain::ToolChoice, &[search.clone()]);
+        apply(
+            &mut body,
+            Constrain::ToolChoice,
+            std::slice::from_ref(&search),
+        );
         assert_eq!(body["tool_choice"], "required");
         let function = &body["tools"][0]["function"];
         assert_eq!(function["strict"], true);

@@ -165,14 +165,12 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
             }
             properties["content"]["maxLength"] = json!(MAX_WRITE);
         }
-        "edit_file" => {
-            if literal_grant {
-                let exists = |p: &&String| {
-                    known.written.contains(*p)
-                        || known.tree.as_ref().is_some_and(|t| t.files.contains(*p))
-                };
-                properties["path"] = one_of(known.granted.iter().filter(exists))?;
-            }
+        "edit_file" if literal_grant => {
+            let exists = |p: &&String| {
+                known.written.contains(*p)
+                    || known.tree.as_ref().is_some_and(|t| t.files.contains(*p))
+            };
+            properties["path"] = one_of(known.granted.iter().filter(exists))?;
         }
         // The grant's files come first: more are asked for once they are written.
         catalog::REQUEST_AMENDMENT
