@@ -171,15 +171,8 @@ fn write_ordered(value: &Value, out: &mut String) {
                 }
                 _ => Vec::new(),
             };
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_by_key(|k| {
-                (
-                    first.iter().position(|f| f == k).unwrap_or(first.len()),
-                    k.as_str(),
-                )
-            });
             out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
+            for (i, key) in in_order(map, &[]).into_iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
@@ -197,11 +190,9 @@ fn write_ordered(value: &Value, out: &mut String) {
     }
 }
 
-/// A `properties` object, the keys in `first` first.
-fn write_in_order(properties: &Value, first: &[&str], out: &mut String) {
-    let Some(map) = properties.as_object() else {
-        return write_ordered(properties, out);
-    };
+/// The keys of `map`, those in `first` first (in its order), then the rest
+/// sorted.
+fn in_order<'a>(map: &'a Map<String, Value>, first: &[&str]) -> Vec<&'a String> {
     let mut keys: Vec<&String> = map.keys().collect();
     keys.sort_by_key(|k| {
         (
@@ -209,8 +200,16 @@ fn write_in_order(properties: &Value, first: &[&str], out: &mut String) {
             k.as_str(),
         )
     });
+    keys
+}
+
+/// A `properties` object, the keys in `first` first.
+fn write_in_order(properties: &Value, first: &[&str], out: &mut String) {
+    let Some(map) = properties.as_object() else {
+        return write_ordered(properties, out);
+    };
     out.push('{');
-    for (i, key) in keys.into_iter().enumerate() {
+    for (i, key) in in_order(map, first).into_iter().enumerate() {
         if i > 0 {
             out.push(',');
         }
