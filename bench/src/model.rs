@@ -13,7 +13,6 @@
 //! tool-call lines.
 
 use std::{
-    io::{Read as _, Write as _},
     path::{Path, PathBuf},
     process::Stdio,
     time::{Duration, Instant},
@@ -299,23 +298,27 @@ fn free_port() -> anyhow::Result<u16> {
 async fn wait_idle(port: u16) {
     let until = Instant::now() + Duration::from_secs(120);
     while Instant::now() < until {
-        let busy = slots(port)
-            .is_some_and(|text| text.replace(' ', "").contains("\"is_processing\":true"));
-        if !busy {
+        if !busy(port).await {
             return;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
-/// `GET /slots`, as text.
-fn slots(port: u16) -> Option<String> {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    stream
-        .write_all(b"GET /slots HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .ok()?;
-    let mut text = String::new();
-    stream.read_to_string(&mut text).ok()?;
-    Some(text)
+/// Whether llama.cpp's `GET /slots` says a slot is processing.
+async fn busy(port: u16) -> bool {
+    let slots = async {
+        reqwest::Client::new()
+            .get(format!("http://127.0.0.1:{port}/slots"))
+            .timeout(Duration::from_secs(5))
+            .send()
+            .await?
+            .json::<serde_json::Value>()
+            .await
+    };
+    let slots = slots.await.ok();
+    slots
+        .as_ref()
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|slots| slots.iter().any(|s| s["is_processing"] == true))
 }

@@ -410,15 +410,16 @@ impl ChatClient {
             {
                 Constrain::Off
             }
-            Constrain::Auto
-                if MaxTokensField::for_url(&self.config.base_url)
-                    == MaxTokensField::MaxCompletionTokens =>
-            {
-                Constrain::ToolChoice
-            }
+            Constrain::Auto if self.is_openai() => Constrain::ToolChoice,
             Constrain::Auto => Constrain::Schema,
             chosen => chosen,
         }
+    }
+
+    /// Whether the server is OpenAI's API (the host that takes
+    /// `max_completion_tokens`).
+    fn is_openai(&self) -> bool {
+        MaxTokensField::for_url(&self.config.base_url) == MaxTokensField::MaxCompletionTokens
     }
 
     /// Sets the sampling controls against a looping model.
@@ -431,22 +432,15 @@ impl ChatClient {
         &self.config.model
     }
 
-    /// The model's context window in tokens, where the server says:
-    /// llama.cpp's `GET /props` (`n_ctx`), or Ollama's `POST /api/show` (its
-    /// `num_ctx` parameter; without one, Ollama's default of 2,048, since it
-    /// cuts a longer prompt silently whatever the model could take); for
-    /// OpenAI's API, its current models' [`OPENAI_CONTEXT_WINDOW`]. `None`
-    /// when the server says nothing (vLLM, LM Studio): then the caller must
-    /// be told.
-    pub async fn context_window(&self) -> Option<u32> {
-        self.server().await.window
-    }
-
-    /// Which server this is and the model's context window, as far as the
-    /// server says ([`ChatClient::context_window`]).
+    /// Which server this is and the model's context window in tokens, as
+    /// far as the server says: llama.cpp's `GET /props` (`n_ctx`), or
+    /// Ollama's `POST /api/show` (its `num_ctx` parameter; without one,
+    /// Ollama's default of 2,048, since it cuts a longer prompt silently
+    /// whatever the model could take); for OpenAI's API, its current models'
+    /// [`OPENAI_CONTEXT_WINDOW`]. No window when the server says nothing
+    /// (vLLM, LM Studio): then the caller must be told.
     pub async fn server(&self) -> Server {
-        // The host that takes `max_completion_tokens` is OpenAI's.
-        if MaxTokensField::for_url(&self.config.base_url) == MaxTokensField::MaxCompletionTokens {
+        if self.is_openai() {
             return Server {
                 kind: ServerKind::OpenAi,
                 window: Some(OPENAI_CONTEXT_WINDOW),

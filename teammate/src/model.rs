@@ -189,13 +189,6 @@ enum Effect {
     Wrote(String),
 }
 
-/// Whether an observation answers a call or brings news from outside.
-#[derive(Debug, Clone, Copy)]
-enum SeenKind {
-    Result,
-    News,
-}
-
 /// What went wrong with the model's replies, for the log.
 #[derive(Debug, Clone, Copy, Default)]
 struct Tally {
@@ -535,10 +528,9 @@ impl ModelDriver {
 
 impl Driver for ModelDriver {
     fn observe(&mut self, seen: Observation) {
-        let seen_kind = match seen {
-            Observation::ToolResult(_) => SeenKind::Result,
-            _ => SeenKind::News,
-        };
+        // News from outside (not a call's result) may make a refused call
+        // worth making again.
+        let news = !matches!(seen, Observation::ToolResult(_));
         match seen {
             Observation::Started => {}
             Observation::ToolResult(Ok(output)) => {
@@ -646,7 +638,7 @@ impl Driver for ModelDriver {
             // It waits for every decision and ends at an agreed shutdown.
             Observation::PlanPending { .. } | Observation::ShutdownAgreed => {}
         }
-        if !matches!(seen_kind, SeenKind::Result) {
+        if news {
             self.known.spurned.clear();
             self.made.clear();
         }

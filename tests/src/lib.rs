@@ -417,6 +417,33 @@ impl Lead {
         command
     }
 
+    /// `lead watch`, once it says it is watching: the process (killed on
+    /// drop) and its stdout, a line per event.
+    pub async fn watch(
+        &self,
+    ) -> (
+        Child,
+        tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    ) {
+        let mut watch = self
+            .cli_command(&["watch"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start lead watch");
+        let stdout = watch.stdout.take().expect("stdout");
+        let stderr = watch.stderr.take().expect("stderr");
+        let ready = within(
+            "lead watch to connect",
+            BufReader::new(stderr).lines().next_line(),
+        )
+        .await
+        .expect("lead watch's stderr")
+        .expect("a line");
+        assert!(ready.starts_with("watching the lead"), "{ready}");
+        (watch, BufReader::new(stdout).lines())
+    }
+
     /// Runs `lead ARGS --state-dir DIR` (an operator command); returns (success, stdout, stderr).
     pub async fn cli(&self, args: &[&str]) -> (bool, String, String) {
         let output = within(&format!("lead {args:?}"), self.cli_command(args).output())

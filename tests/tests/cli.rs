@@ -148,24 +148,7 @@ async fn operator_commands_print_tables_json_and_clear_errors() {
 #[tokio::test]
 async fn watch_prints_one_line_per_event() {
     let lead = Lead::start(&[]).await;
-    let mut watch = Command::new(bin("lead"))
-        .args(["watch", "--state-dir"])
-        .arg(lead.state_dir())
-        .env("MESH_OPERATOR_TOKEN", &lead.operator_token)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdout = watch.stdout.take().unwrap();
-    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
-    let stderr = watch.stderr.take().unwrap();
-    let mut notes = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stderr));
-    let ready = within("lead watch to connect", notes.next_line())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(ready.starts_with("watching the lead"), "{ready}");
+    let (_watch, mut lines) = lead.watch().await;
     let mut alice = lead.join("alice").await;
     let joined = within("the join on lead watch", lines.next_line())
         .await

@@ -13,7 +13,6 @@ use mesh_tests::{
 };
 use serde_json::{json, Value};
 use shared::pb::{self, MemberStatus, RequestStatus};
-use tokio::{io::AsyncBufReadExt as _, process::Command};
 
 /// The choices of a request's `response_format` schema, by tool name.
 fn choices(request: &Recorded) -> Vec<(String, Value)> {
@@ -59,32 +58,12 @@ async fn pending_plan(events: &mut Events, summary: &str) -> pb::ProtocolState {
         .await
 }
 
-/// `lead watch` of `lead`, its stdout lines.
-fn watch(
-    lead: &Lead,
-) -> (
-    tokio::process::Child,
-    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
-) {
-    let mut watch = Command::new(mesh_tests::bin("lead"))
-        .args(["watch", "--state-dir"])
-        .arg(lead.state_dir())
-        .env("MESH_OPERATOR_TOKEN", &lead.operator_token)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdout = watch.stdout.take().unwrap();
-    (watch, tokio::io::BufReader::new(stdout).lines())
-}
-
 #[tokio::test]
 async fn each_reply_is_held_to_the_modes_tools_narrowed_by_the_state_and_done_ends_the_turn() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
-    let (_watch, mut lines) = watch(&lead);
+    let (_watch, mut lines) = lead.watch().await;
     let model = FakeModel::start(vec![
         // A server that ignored the constraint: write_file in plan mode.
         Answer::call("write_file", json!({"path": "a.txt", "content": "early"})),
