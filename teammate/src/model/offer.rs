@@ -32,6 +32,10 @@ const CHECKING: [&str; 4] = ["read_file", "edit_file", "run_command", catalog::D
 /// The most files one plan may name in the grammar.
 const MAX_PLAN_FILES: usize = 64;
 
+/// The most items of any other list in the grammar (a plan's steps, its
+/// tests): a model that loops in a list stops there.
+const MAX_ITEMS: usize = 16;
+
 /// What the driver knows that narrows a call.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Known {
@@ -114,7 +118,55 @@ pub(super) fn narrow(tools: &[Tool], known: &Known) -> Vec<Tool> {
     tools
         .iter()
         .filter_map(|tool| narrow_one(tool, known))
+        .map(|mut tool| {
+            bound(&mut tool.parameters);
+            tool
+        })
         .collect()
+}
+
+/// The most characters of any other string in a call: a model that runs on
+/// inside a string (a summary, a step) stops there, not at the reply bound.
+const MAX_TEXT: usize = 500;
+
+/// Properties that carry a file's text, bounded by [`MAX_WRITE`].
+const FILE_TEXT: [&str; 3] = ["content", "old", "new"];
+
+/// Bounds every string and list of a schema that is not bounded already.
+fn bound(schema: &mut Value) {
+    let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (name, property) in properties.iter_mut() {
+        let limit = if FILE_TEXT.contains(&name.as_str()) {
+            MAX_WRITE
+        } else {
+            MAX_TEXT
+        };
+        bound_value(property, limit);
+    }
+}
+
+fn bound_value(property: &mut Value, limit: usize) {
+    let Some(map) = property.as_object_mut() else {
+        return;
+    };
+    if map.contains_key("enum") || map.contains_key("const") {
+        return;
+    }
+    match map.get("type").and_then(Value::as_str) {
+        Some("string") => {
+            map.entry("maxLength").or_insert(json!(limit));
+        }
+        Some("array") => {
+            map.entry("maxItems").or_insert(json!(MAX_ITEMS));
+            if let Some(items) = map.get_mut("items") {
+                bound_value(items, limit);
+            }
+        }
+        Some("object") => bound(property),
+        _ => {}
+    }
 }
 
 fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
@@ -303,6 +355,29 @@ mod tests {
         assert!(narrowed[0].parameters["properties"]["path"]
             .get("enum")
             .is_none());
+    }
+
+    #[test]
+    fn every_string_and_list_is_bounded() {
+        let narrowed = narrow(
+            &tools(&["submit_plan", "write_file", "edit_file", "done"]),
+            &Known::default(),
+        );
+        let plan = &narrowed[0].parameters["properties"];
+        assert_eq!(plan["summary"]["maxLength"], MAX_TEXT);
+        assert_eq!(plan["steps"]["maxItems"], MAX_ITEMS);
+        assert_eq!(plan["steps"]["items"]["maxLength"], MAX_TEXT);
+        assert_eq!(plan["files"]["minItems"], 1);
+        assert_eq!(plan["files"]["maxItems"], MAX_PLAN_FILES);
+        let write = &narrowed[1].parameters["properties"];
+        assert_eq!(write["content"]["maxLength"], MAX_WRITE);
+        assert_eq!(write["path"]["maxLength"], MAX_TEXT);
+        let edit = &narrowed[2].parameters["properties"];
+        assert_eq!(edit["old"]["maxLength"], MAX_WRITE);
+        assert_eq!(
+            narrowed[3].parameters["properties"]["summary"]["maxLength"],
+            MAX_TEXT
+        );
     }
 
     #[test]
