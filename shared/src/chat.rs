@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio_stream::StreamExt as _;
 
-pub use self::constrain::{call_schema, Constrain};
+pub use self::constrain::Constrain;
 use crate::display::Escaped;
 
 /// OpenAI's API, the default `--base-url`.

@@ -82,7 +82,7 @@ impl std::fmt::Display for Constrain {
 
 /// The schema of one call of `tools`: one of `{"name": NAME, "arguments":
 /// ARGS}`, the name a constant and the arguments that tool's schema.
-pub fn call_schema(tools: &[Tool]) -> Value {
+fn call_schema(tools: &[Tool]) -> Value {
     let choices: Vec<Value> = tools
         .iter()
         .map(|t| {
