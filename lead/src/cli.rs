@@ -182,7 +182,11 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
         vec![
             m.name.clone(),
             m.role.clone(),
-            render::member_status(m.status),
+            if m.joining {
+                "joining".to_owned()
+            } else {
+                render::member_status(m.status)
+            },
             render::mode(m.mode),
             render::tokens(&used).to_string(),
             used.calls.to_string(),

@@ -14,8 +14,10 @@
 //!   module) by amendment: the policy grants it. She waits for word from
 //!   bob before she lands her work.
 //! - bob starts then, in a worktree of his own: alice's files are not there
-//!   (her work has not landed). His plan is approved; he writes his files,
-//!   `src/lib.rs` among them, and tells alice to land first.
+//!   (her work has not landed). His plan names `src/lib.rs`, which alice
+//!   holds by her amendment: the policy approves it and tells him of the
+//!   overlap at plan time, before anyone's result conflicts. He writes his
+//!   files, `src/lib.rs` among them, and tells alice to land first.
 //! - alice completes her task: her result is reviewed (by the policy: every
 //!   path inside her grant) and merged into `main` as one commit authored by
 //!   her. That unblocks the docs, which she claims: no plan round; she tells
@@ -499,6 +501,8 @@ struct Story {
     amendment_granted: bool,
     /// bob did not find alice's unlanded file in his worktree.
     isolated: bool,
+    /// bob's plan was approved with word that alice holds src/lib.rs.
+    overlap_told: bool,
     /// alice's auth result was merged.
     alice_landed: bool,
     /// bob's result was rejected for its conflict on src/lib.rs.
@@ -537,6 +541,12 @@ impl Story {
                 self.isolated = true;
             }
             Kind::Request(r) if r.r#type == pb::RequestType::PlanApproval as i32 => {
+                if r.sender == "bob"
+                    && r.status == pb::RequestStatus::Approved as i32
+                    && r.feedback.contains("overlap: alice holds src/lib.rs")
+                {
+                    self.overlap_told = true;
+                }
                 if let Ok(payload) = serde_json::from_str::<serde_json::Value>(&r.payload_json) {
                     if let Some(task) = payload.pointer("/plan/task_id").and_then(|t| t.as_str()) {
                         self.planned_tasks.insert(task.to_owned());
@@ -607,6 +617,10 @@ impl Story {
             (
                 self.isolated,
                 "bob's worktree without alice's unlanded file",
+            ),
+            (
+                self.overlap_told,
+                "bob told at plan time that alice holds src/lib.rs",
             ),
             (self.alice_landed, "alice's result merged"),
             (

@@ -188,7 +188,10 @@ enum Command {
         #[command(flatten)]
         target: TargetArgs,
     },
-    /// Ask a teammate to shut down, and wait for its answer.
+    /// Ask a teammate to shut down, and wait for its answer: until it agrees
+    /// or refuses, or its deadline passes and the request expires (at most
+    /// --deadline seconds; without it, the lead's --shutdown-deadline, 30 s
+    /// unless set). With --no-wait, print the request id and return at once.
     Shutdown {
         name: String,
         #[arg(long, default_value = "")]
@@ -196,7 +199,8 @@ enum Command {
         /// Seconds it has to answer (default: the lead's, 30).
         #[arg(long)]
         deadline: Option<u64>,
-        /// Return once asked, without waiting for the answer.
+        /// Print the request id and return at once, without waiting for the
+        /// answer (follow it with `lead requests` or `lead watch`).
         #[arg(long)]
         no_wait: bool,
         #[command(flatten)]

@@ -81,6 +81,7 @@ pub fn member_json(m: &pb::Member) -> Value {
         "member_id": m.member_id, "name": m.name, "role": m.role,
         "status": member_status(m.status), "mode": mode(m.mode),
         "usage": usage_value(&used), "token_budget": m.token_budget, "holds": m.holds,
+        "joining": m.joining,
     })
 }
 
@@ -395,6 +396,12 @@ fn raw_event_line(event: &pb::Event) -> String {
             }
             line
         }
+        Some(Kind::Member(m)) if m.joining => format!(
+            "member   {} ({}) joined, mode {}",
+            m.name,
+            m.role,
+            mode(m.mode)
+        ),
         Some(Kind::Member(m)) => format!(
             "member   {} ({}) is {}, mode {}",
             m.name,

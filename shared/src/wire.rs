@@ -186,6 +186,7 @@ impl ToPb for mesh_core::members::Member {
             role: self.role.clone(),
             status: self.life.status().to_pb() as i32,
             mode: self.mode.to_pb() as i32,
+            joining: self.life.is_joining(),
             ..Default::default()
         }
     }

@@ -257,6 +257,8 @@ async fn the_demo_runs_the_whole_mission_and_leaves_no_process() {
         "alice -> lead: amendment_request",
         "approved by policy: a small amendment",
         "bob ran read_file {\"path\":\"src/auth.rs\"}: src/auth.rs: No such file",
+        "overlap: alice holds src/lib.rs under an approved plan",
+        "member   alice (coder) joined, mode plan",
         "result_response",
         "rejected conflicts=[\"src/lib.rs\"]",
         "This task is reviewed by its result alone",
@@ -286,11 +288,64 @@ async fn the_demo_runs_the_whole_mission_and_leaves_no_process() {
         at("\"Add the auth module\" COMPLETED") < at("\"Document the login flow\" CLAIMED"),
         "{out}"
     );
+    // bob hears of alice's hold when his plan is approved, before his
+    // result conflicts with hers.
+    assert!(
+        at("overlap: alice holds src/lib.rs") < at("rejected conflicts=[\"src/lib.rs\"]"),
+        "{out}"
+    );
+    // Each request change is told once (a decision and the review that
+    // recorded it were two identical lines); a joining member is not
+    // "disconnected"; a claim with nothing pending does not say "blocked".
+    let mut told = std::collections::HashSet::new();
+    for line in out.lines().filter(|l| l.contains("  request  ")) {
+        let event = line.trim_start().split_once("  ").map_or(line, |(_, e)| e);
+        assert!(told.insert(event), "told twice: {event}\n{out}");
+    }
+    assert!(!out.contains("is disconnected"), "{out}");
+    assert!(!out.contains("all blocked"), "{out}");
     // Both teammates ran the playbook; neither process is left.
     let playbook = dir.path().join("playbook.toml");
     assert!(playbook.is_file());
     assert!(
         !process_running(playbook.to_str().unwrap()),
         "a teammate's process is left"
+    );
+}
+
+#[tokio::test]
+async fn shutdown_says_how_long_it_waits_and_no_wait_returns_at_once() {
+    let lead = Lead::start(&["--store", "memory"]).await;
+    let (ok, help, err) = lead.cli(&["shutdown", "--help"]).await;
+    assert!(ok, "{help}{err}");
+    for words in [
+        "wait for its answer",
+        "--shutdown-deadline, 30 s",
+        "--no-wait",
+    ] {
+        assert!(help.contains(words), "{words:?} missing from:\n{help}");
+    }
+    // bob joined over the wire and never answers a shutdown.
+    let _bob = lead.join("bob").await;
+    let (ok, out, err) = lead.cli(&["shutdown", "bob", "--no-wait"]).await;
+    assert!(ok, "{out}{err}");
+    let id = out
+        .trim()
+        .strip_prefix("asked bob to shut down: request ")
+        .unwrap_or_else(|| panic!("no request id in {out:?}"));
+    let (ok, requests, err) = lead.cli(&["requests"]).await;
+    assert!(ok, "{requests}{err}");
+    assert!(
+        requests
+            .lines()
+            .any(|l| l.contains(id) && l.contains("pending")),
+        "{requests}"
+    );
+    // Waiting, it returns once the deadline passes, saying so.
+    let (ok, out, err) = lead.cli(&["shutdown", "bob", "--deadline", "1"]).await;
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.contains("bob did not answer in time (expired)"),
+        "{out}"
     );
 }

@@ -328,3 +328,84 @@ pub enum Effect {
     /// team (git), and report how it came out as `Op::Landed`.
     Land(RequestId),
 }
+
+/// One op that changes a request twice at one status (a decision, then the
+/// review that made it recorded in its history) is one change to a watcher:
+/// the first notice keeps its place and takes the last one's content; the
+/// later ones go. A change of status (pending, then approved) stays two.
+pub fn coalesce_requests(effects: &mut Vec<Effect>) {
+    let mut first: std::collections::HashMap<(RequestId, Status), usize> =
+        std::collections::HashMap::new();
+    let mut gone = vec![false; effects.len()];
+    for at in 0..effects.len() {
+        let Effect::Notify(Notice::Request(request)) = &effects[at] else {
+            continue;
+        };
+        let key = (request.id().clone(), request.status);
+        match first.get(&key) {
+            Some(&kept) => {
+                effects.swap(kept, at);
+                gone[at] = true;
+            }
+            None => {
+                first.insert(key, at);
+            }
+        }
+    }
+    let mut at = 0;
+    effects.retain(|_| {
+        at += 1;
+        !gone[at - 1]
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{Kind, Opening};
+
+    fn notice(id: &RequestId, status: Status, feedback: &str) -> Effect {
+        let request = Request {
+            opening: Opening {
+                id: id.clone(),
+                kind: Kind::Amendment,
+                sender: "alice".into(),
+                target: "lead".into(),
+                payload_json: "{}".into(),
+                deadline_unix_ms: None,
+            },
+            status,
+            decision: None,
+            feedback: feedback.into(),
+            created_at_unix_ms: 1,
+            resolved_at_unix_ms: None,
+            reviews: Vec::new(),
+        };
+        Effect::Notify(Notice::Request(Box::new(request)))
+    }
+
+    #[test]
+    fn one_status_is_told_once_with_the_last_content_in_the_first_place() {
+        let id = RequestId::existing("request_id", "r1").unwrap();
+        let other = RequestId::existing("request_id", "r2").unwrap();
+        let mut effects = vec![
+            notice(&id, Status::Pending, "opened"),
+            Effect::StopChild("x".into()),
+            notice(&id, Status::Approved, "decided"),
+            notice(&other, Status::Approved, "other"),
+            Effect::StopChild("y".into()),
+            notice(&id, Status::Approved, "decided, with its review"),
+        ];
+        coalesce_requests(&mut effects);
+        assert_eq!(
+            effects,
+            vec![
+                notice(&id, Status::Pending, "opened"),
+                Effect::StopChild("x".into()),
+                notice(&id, Status::Approved, "decided, with its review"),
+                notice(&other, Status::Approved, "other"),
+                Effect::StopChild("y".into()),
+            ]
+        );
+    }
+}

@@ -149,6 +149,11 @@ impl Lifecycle {
         }
     }
 
+    /// Whether it joined and its inbox stream has not opened yet.
+    pub fn is_joining(&self) -> bool {
+        matches!(self.state, State::Joined { .. })
+    }
+
     /// Whether it left for good.
     pub fn is_terminated(&self) -> bool {
         matches!(self.state, State::Terminated { .. })

@@ -185,6 +185,23 @@ impl TaskBoard {
         task.status == TaskStatus::Pending && self.open_blockers(task).is_empty()
     }
 
+    /// Why a claim with no id finds nothing, in words that are true of the
+    /// list: every pending task blocked, or none pending at all.
+    fn none_claimable(&self) -> String {
+        let count = |status| self.tasks.iter().filter(|t| t.status == status).count();
+        match count(TaskStatus::Pending) {
+            0 => format!(
+                "no task can be claimed now: none is pending ({} claimed, {} completed)",
+                count(TaskStatus::Claimed),
+                count(TaskStatus::Completed)
+            ),
+            pending => format!(
+                "no task can be claimed now: every pending task ({pending}) waits for a \
+                 task that is not completed yet"
+            ),
+        }
+    }
+
     /// The oldest task that can be claimed now (what a claim with no id takes).
     pub fn next_claimable(&self) -> Option<&Task> {
         self.tasks.iter().find(|t| self.is_claimable(t))
@@ -318,15 +335,7 @@ impl TaskBoard {
                 .tasks
                 .iter()
                 .position(|t| self.is_claimable(t))
-                .ok_or_else(|| {
-                    CoreError::NotFound(format!(
-                        "no task can be claimed now ({} pending, all blocked)",
-                        self.tasks
-                            .iter()
-                            .filter(|t| t.status == TaskStatus::Pending)
-                            .count()
-                    ))
-                })?,
+                .ok_or_else(|| CoreError::NotFound(self.none_claimable()))?,
         };
         self.touched.insert(at);
         let task = &mut self.tasks[at];
@@ -480,7 +489,20 @@ mod tests {
         assert_eq!(board.claim("bob", None, 6).expect("c").task_id, "c");
         let none = board.claim("carol", None, 7);
         assert!(
-            matches!(&none, Err(CoreError::NotFound(m)) if m.contains("1 pending")),
+            matches!(&none, Err(CoreError::NotFound(m))
+                if m.contains("every pending task (1) waits")),
+            "{none:?}"
+        );
+        // Once a completes, b is claimed; then nothing is pending at all,
+        // and the refusal says so rather than "blocked".
+        board
+            .complete("alice", "a", "done".into(), 8)
+            .expect("a done");
+        assert_eq!(board.claim("carol", None, 9).expect("b").task_id, "b");
+        let none = board.claim("dave", None, 10);
+        assert!(
+            matches!(&none, Err(CoreError::NotFound(m))
+                if m.contains("none is pending (2 claimed, 1 completed)") && !m.contains("blocked")),
             "{none:?}"
         );
     }

@@ -380,6 +380,7 @@ impl Team {
                 ))
             }
         };
+        crate::effect::coalesce_requests(&mut effects);
         Ok(Applied {
             reply,
             changes: self.take_changes(),

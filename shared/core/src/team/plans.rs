@@ -203,7 +203,10 @@ impl Team {
             Approval::Policy(policy) => match policy.review(plan, &self.overlaps_of(id)) {
                 policy::Verdict::Approve(grant) => Decision {
                     approve: true,
-                    feedback: "approved by policy: every criterion holds".into(),
+                    feedback: format!(
+                        "approved by policy: every criterion holds{}",
+                        overlap_note(&self.overlaps_of(id))
+                    ),
                     grant: Some(grant),
                 },
                 policy::Verdict::Reject(unmet) => Decision {
@@ -508,6 +511,24 @@ fn told(request: &Request, decision: Message, effects: &mut Vec<Effect>) {
         message: decision,
     });
     effects.push(Effect::Notify(Notice::Request(Box::new(request.clone()))));
+}
+
+/// What an approval says of files another member holds, when the policy
+/// lets plans overlap (no `deny_overlap`): the teammate hears it at plan
+/// time, before either result lands and the later one conflicts.
+fn overlap_note(overlaps: &[crate::holds::Overlap]) -> String {
+    if overlaps.is_empty() {
+        return String::new();
+    }
+    let held: Vec<String> = overlaps
+        .iter()
+        .map(|o| format!("{} holds {}", o.member, o.files.join(", ")))
+        .collect();
+    format!(
+        "; overlap: {} under an approved plan, so the later of your two results \
+         to land may have to rebase",
+        held.join("; ")
+    )
 }
 
 #[cfg(test)]
