@@ -250,8 +250,32 @@ impl Spawner {
         resolve(bin) == resolve(&self.teammate_bin)
     }
 
+    /// What a child trusts and shows over TLS: the lead's settings, and
+    /// with `ca_pem` (the spawning command's CA) a file of its own that
+    /// holds those certificates and the lead's CA file's.
+    fn child_tls(&self, name: &str, ca_pem: &str) -> std::io::Result<shared::transport::ClientTls> {
+        if ca_pem.is_empty() {
+            return Ok(self.tls.clone());
+        }
+        let mut bundle = ca_pem.trim_end().to_owned();
+        bundle.push('\n');
+        if let Some(own) = &self.tls.ca {
+            bundle.push_str(&std::fs::read_to_string(own)?);
+        }
+        let dir = self.state_dir.join("tls");
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join(format!("{name}.ca.pem"));
+        std::fs::write(&path, bundle)?;
+        Ok(shared::transport::ClientTls {
+            ca: Some(path),
+            ..self.tls.clone()
+        })
+    }
+
     /// Starts `teammate` for `name`; `on_exit` hears its pid, how it ended
-    /// and the end of its log, once it is reaped.
+    /// and the end of its log, once it is reaped. `ca_pem`: certificates
+    /// it trusts besides the lead's CA.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn spawn(
         &self,
         bin: &Path,
@@ -259,8 +283,10 @@ impl Spawner {
         role: &str,
         brain: &Brain,
         workspace: &Path,
+        ca_pem: &str,
         on_exit: impl FnOnce(u32, String, String) + Send + 'static,
     ) -> std::io::Result<Child> {
+        let tls = self.child_tls(name, ca_pem)?;
         std::fs::create_dir_all(workspace)?;
         let log_path = self.log_path(name);
         if let Some(logs) = log_path.parent() {
@@ -278,7 +304,7 @@ impl Spawner {
             .arg("--workspace")
             .arg(workspace)
             .args(brain.args())
-            .args(self.tls.args())
+            .args(tls.args())
             // Nothing of the lead's environment but what a teammate needs
             // to run (and the OpenTelemetry settings), so no secret of the
             // lead's reaches a child (or a command it runs, or a model it

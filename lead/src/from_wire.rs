@@ -451,5 +451,6 @@ pub(crate) fn spawn(request: pb::SpawnTeammateRequest) -> crate::launch::SpawnAs
         token_budget: request.token_budget,
         max_tokens: request.max_tokens,
         context_window: request.context_window,
+        ca_pem: request.ca_pem,
     }
 }

@@ -41,6 +41,40 @@ pub(crate) struct SpawnAsk {
     pub(crate) max_tokens: u32,
     /// Its model's context window (0: ask the server).
     pub(crate) context_window: u32,
+    /// CA certificates (PEM) it trusts besides the lead's own.
+    pub(crate) ca_pem: String,
+}
+
+/// The most bytes of `ca_pem`.
+const CA_PEM_MAX: usize = 64 * 1024;
+
+/// `ca_pem`, checked: empty, or certificates in PEM (and nothing else) that
+/// a lead serving TLS can hand its child.
+fn check_ca_pem(spawner: &Spawner, ca_pem: &str) -> Result<(), HubError> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    if ca_pem.is_empty() {
+        return Ok(());
+    }
+    if !spawner.lead_url.starts_with("https://") {
+        return Err(HubError::FailedPrecondition(
+            "ca_pem: this lead serves plain text (no --tls-cert); its children dial it \
+             without TLS and trust nothing"
+                .into(),
+        ));
+    }
+    if ca_pem.len() > CA_PEM_MAX {
+        return Err(FieldError::new("ca_pem", "is longer than 64 KiB").into());
+    }
+    let mut certificates = 0;
+    for certificate in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        certificate
+            .map_err(|e| FieldError::new("ca_pem", format!("is not PEM certificates: {e}")))?;
+        certificates += 1;
+    }
+    if certificates == 0 {
+        return Err(FieldError::new("ca_pem", "holds no PEM certificate").into());
+    }
+    Ok(())
 }
 
 /// A process started: its pid, and where its log goes.
@@ -102,6 +136,7 @@ pub(crate) fn launch(
                  (--model-key-env VAR, repeatable) {named}"
         )));
     }
+    check_ca_pem(spawner, &request.ca_pem)?;
     let workspace = if request.workspace.is_empty() {
         match &spawner.repo {
             // Its own worktree of the team's repository; this runs on a
@@ -137,7 +172,15 @@ pub(crate) fn launch(
         )));
     }
     spawner
-        .spawn(&bin, name, &request.role, &brain, &workspace, on_exit)
+        .spawn(
+            &bin,
+            name,
+            &request.role,
+            &brain,
+            &workspace,
+            &request.ca_pem,
+            on_exit,
+        )
         .map_err(|e| HubError::Internal(format!("could not start {}: {e}", bin.display())))
 }
 

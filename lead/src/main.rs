@@ -733,7 +733,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             target,
         } => cli::budget(&mut cli::connect(&target.into()).await?, name, tokens).await,
         Command::Spawn { spawn, target } => {
-            cli::spawn(&mut cli::connect(&target.into()).await?, spawn).await
+            let ca = target.tls.ca.clone();
+            cli::spawn(
+                &mut cli::connect(&target.into()).await?,
+                spawn,
+                ca.as_deref(),
+            )
+            .await
         }
     };
     print!("{}", output.map_err(|e: CliError| anyhow::anyhow!(e))?);

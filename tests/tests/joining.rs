@@ -99,8 +99,10 @@ async fn every_failed_attempt_to_reach_the_lead_is_a_warning_with_its_cause() {
 
 #[tokio::test]
 async fn lead_spawn_says_why_a_child_has_not_joined() {
-    // Without --ca the lead's teammates trust its own certificate file,
-    // which a CA signed: they cannot verify the lead.
+    // Without `lead serve --ca` the lead's teammates trust its own
+    // certificate file, which a CA signed: they cannot verify the lead. The
+    // operator's CLI trusts the CA through the system's roots
+    // (SSL_CERT_FILE), not `--ca`, so it has no CA to hand the child.
     let pki = Pki::new();
     let mut lead = Lead::start(
         &pki.server_args()
@@ -109,10 +111,11 @@ async fn lead_spawn_says_why_a_child_has_not_joined() {
             .collect::<Vec<_>>(),
     )
     .await;
-    lead.tls = pki.client(None);
+    lead.tls = shared::transport::ClientTls::default();
     let script = lead.script("bob", "");
-    let (ok, out, err) = lead
-        .cli(&[
+    let output = within(
+        "lead spawn",
+        lead.cli_command(&[
             "spawn",
             "bob",
             "--role",
@@ -122,7 +125,17 @@ async fn lead_spawn_says_why_a_child_has_not_joined() {
             "--wait",
             "2",
         ])
-        .await;
+        .env_remove("MESH_TLS_CA")
+        .env("SSL_CERT_FILE", pki.cert("ca"))
+        .output(),
+    )
+    .await
+    .unwrap();
+    let (ok, out, err) = (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
     assert!(!ok, "{out}{err}");
     assert!(
         err.contains("bob (pid ") && err.contains(") has not joined within 2s"),

@@ -224,6 +224,55 @@ async fn with_a_client_ca_only_its_certificates_get_in() {
 }
 
 #[tokio::test]
+async fn lead_spawn_hands_its_ca_to_the_child() {
+    // The lead's certificate was signed by a CA and `lead serve` was given
+    // no --ca: its children trust only its certificate file. The operator's
+    // `lead spawn --ca ca.pem` trusts the lead; its child is given that CA.
+    let pki = Pki::new();
+    let lead = tls_lead(&pki, None, &[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let script = lead.script("bob", PLAN_THEN_WORK);
+    let (ok, out, err) = lead
+        .cli(&[
+            "spawn",
+            "bob",
+            "--role",
+            "coder",
+            "--script",
+            &script.display().to_string(),
+            "--wait",
+            "10",
+        ])
+        .await;
+    assert!(ok, "{out}{err}");
+    assert!(out.starts_with("spawned bob (pid "), "{out}");
+    events
+        .request("bob's plan, from a child trusting the spawner's CA", |r| {
+            r.sender == "bob" && is(r.status, RequestStatus::Pending)
+        })
+        .await;
+
+    // What is not certificates is refused, naming the field.
+    let mut request = pb::SpawnTeammateRequest {
+        name: "carol".into(),
+        role: "coder".into(),
+        script_path: script.display().to_string(),
+        ca_pem: "not a certificate".into(),
+        ..Default::default()
+    };
+    let status = operator.spawn_teammate(request.clone()).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert!(status.message().contains("ca_pem"), "{status:?}");
+    request.ca_pem = "x".repeat(65 * 1024);
+    let status = operator.spawn_teammate(request).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+    assert!(status.message().contains("ca_pem"), "{status:?}");
+    let (ok, out, err) = lead.cli(&["shutdown", "bob"]).await;
+    assert!(ok, "{out}{err}");
+}
+
+#[tokio::test]
 async fn the_console_is_served_over_the_same_tls() {
     let pki = Pki::new();
     let lead = tls_lead(&pki, None, &[]).await;

@@ -72,8 +72,13 @@ enum Outcome {
     Exited(pb::ChildExited),
 }
 
-/// `lead spawn`.
-pub async fn spawn(client: &mut Operator, args: SpawnArgs) -> Result<String, CliError> {
+/// `lead spawn`; `ca`: the CA file this command trusts the lead by
+/// (`--ca`), which its child is given to trust too.
+pub async fn spawn(
+    client: &mut Operator,
+    args: SpawnArgs,
+    ca: Option<&std::path::Path>,
+) -> Result<String, CliError> {
     // Paths as the lead's process sees them.
     let absolute = |p: PathBuf| {
         std::path::absolute(&p)
@@ -88,6 +93,11 @@ pub async fn spawn(client: &mut Operator, args: SpawnArgs) -> Result<String, Cli
         )));
     }
     let wait = Duration::from_secs_f64(args.wait);
+    let ca_pem = match ca {
+        Some(path) => std::fs::read_to_string(path)
+            .map_err(|e| CliError::Usage(format!("--ca: cannot read {}: {e}", path.display())))?,
+        None => String::new(),
+    };
     let name = args.name;
     let request = pb::SpawnTeammateRequest {
         name: name.clone(),
@@ -102,6 +112,7 @@ pub async fn spawn(client: &mut Operator, args: SpawnArgs) -> Result<String, Cli
         token_budget: args.token_budget.unwrap_or_default(),
         max_tokens: args.max_tokens.unwrap_or_default(),
         context_window: args.context_window.unwrap_or_default(),
+        ca_pem,
     };
     // The lead registers a watcher before it answers: from here on nothing
     // is missed.
