@@ -647,6 +647,7 @@ pub async fn shutdown(
             target: name.clone(),
             reason,
             deadline_unix_ms,
+            traceparent: String::new(),
         })
         .await?
         .into_inner();

@@ -52,6 +52,8 @@ use shared::{
     team::{Listed, TeamPage},
 };
 
+mod brief;
+
 const LOGIN: &str = include_str!("console/login.html");
 const PAGE: &str = include_str!("console/index.html");
 const SCRIPT: &str = include_str!("console/app.js");
@@ -188,6 +190,7 @@ pub(crate) async fn serve(
         .route("/app.js", get(script))
         .route("/app.css", get(style))
         .route("/api/state", get(state))
+        .route("/api/request", get(request))
         .route("/api/events", get(events))
         .route("/api/history", get(history))
         .route("/api/stats", get(stats))
@@ -294,6 +297,42 @@ async fn state(State(console): State<Console>, headers: HeaderMap) -> Response {
     }
 }
 
+#[derive(Deserialize)]
+struct RequestAsk {
+    request_id: String,
+}
+
+/// One request whole, content and all: what its card and its page show
+/// (the state has only its brief).
+async fn request(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Query(ask): Query<RequestAsk>,
+) -> Response {
+    if !console.authorized(&headers) {
+        return unauthorized();
+    }
+    let request_id = match RequestId::existing("request_id", &ask.request_id) {
+        Ok(id) => id,
+        Err(e) => return failed(e, StatusCode::BAD_REQUEST),
+    };
+    let found: Result<CoreRequest, HubError> = console
+        .hub
+        .apply(
+            operator(),
+            Call::Operator,
+            Ok(Op::GetRequest { request_id }),
+        )
+        .await;
+    match found {
+        Ok(request) => {
+            use shared::wire::ToPb;
+            no_store(Json(render::request_json(&request.to_pb())).into_response())
+        }
+        Err(e) => hub_failed(e),
+    }
+}
+
 /// The review queue's figures (`lead stats`): what waits now, each kind of
 /// reviewer's time on a request, the time to a decision.
 async fn stats(State(console): State<Console>, headers: HeaderMap) -> Response {
@@ -365,7 +404,7 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
     let requests: Vec<Value> = all_requests(hub)
         .await?
         .iter()
-        .map(render::request_json)
+        .map(brief::brief_json)
         .collect();
     let mut tasks = Vec::new();
     let mut token = String::new();

@@ -111,13 +111,18 @@ pub(crate) struct Entry {
 impl Entry {
     /// The envelope as it goes to `to`.
     pub(crate) fn envelope(&self, to: &str) -> pb::Envelope {
+        let mut body = self.payload.body().to_pb();
+        // A shutdown request carries its trace: the teammate's answer joins it.
+        if let pb::envelope::Body::ShutdownRequest(request) = &mut body {
+            request.traceparent = crate::telemetry::traceparent(&request.request_id);
+        }
         pb::Envelope {
             seq: self.seq,
             message_id: self.message_id.clone(),
             from: self.from.clone(),
             to: to.to_owned(),
             sent_at_unix_ms: self.sent_at_unix_ms,
-            body: Some(self.payload.body().to_pb()),
+            body: Some(body),
         }
     }
 

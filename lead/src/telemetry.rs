@@ -152,6 +152,12 @@ pub(crate) fn context(id: &str) -> Option<Context> {
     lock().open.get(id).map(|t| t.cx.clone())
 }
 
+/// Request `id`'s span as a W3C `traceparent` (empty when it is not
+/// traced): what a shutdown request's envelope carries to its teammate.
+pub(crate) fn traceparent(id: &str) -> String {
+    context(id).map_or_else(String::new, |cx| telemetry::traceparent(&cx))
+}
+
 /// The server span of one RPC, `mesh.v1.SERVICE/METHOD`: a child of the
 /// request it decides or answers, when `request_id` is traced, else of the
 /// caller's trace in `metadata`. The empty context when off.

@@ -146,6 +146,28 @@ pub fn inject(cx: &Context, metadata: &mut MetadataMap) {
     global::get_text_map_propagator(|p| p.inject_context(cx, &mut MetadataInjector(metadata)));
 }
 
+/// `cx`'s span as a W3C `traceparent` value (empty when not exporting or
+/// without a span): for a trace carried in a message rather than a call.
+pub fn traceparent(cx: &Context) -> String {
+    if !enabled() || !cx.has_active_span() {
+        return String::new();
+    }
+    let mut carrier = std::collections::HashMap::new();
+    global::get_text_map_propagator(|p| p.inject_context(cx, &mut carrier));
+    carrier.remove("traceparent").unwrap_or_default()
+}
+
+/// The remote parent a `traceparent` value names (an empty context when it
+/// is empty or malformed, or when not exporting).
+pub fn from_traceparent(traceparent: &str) -> Context {
+    if !enabled() || traceparent.is_empty() {
+        return Context::new();
+    }
+    let carrier =
+        std::collections::HashMap::from([("traceparent".to_owned(), traceparent.to_owned())]);
+    global::get_text_map_propagator(|p| p.extract(&carrier))
+}
+
 /// The remote parent a call's metadata names (an empty context when none,
 /// or when not exporting).
 pub fn extract(metadata: &MetadataMap) -> Context {

@@ -328,6 +328,7 @@ impl ToPb for Message {
                 target: target.clone(),
                 reason: reason.clone(),
                 deadline_unix_ms: *deadline_unix_ms,
+                traceparent: String::new(),
             }),
             Message::ShutdownResponse {
                 request_id,

@@ -14,8 +14,8 @@ use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, 
 /// What the reader hands the session.
 #[derive(Debug)]
 pub enum Incoming {
-    /// The next envelope.
-    Envelope(Box<pb::Envelope>),
+    /// The next envelope, and when it arrived (unix ms).
+    Envelope(Box<pb::Envelope>, i64),
     /// The reader stopped: the lead refused the stream (`Some`), or was
     /// unreachable for longer than the limit (`None`).
     Gone(Option<Status>),
@@ -94,7 +94,10 @@ async fn read(
                         Ok(Some(envelope)) => {
                             after_seq = after_seq.max(envelope.seq);
                             if tx
-                                .send(Incoming::Envelope(Box::new(envelope)))
+                                .send(Incoming::Envelope(
+                                    Box::new(envelope),
+                                    shared::auth::now_unix_ms(),
+                                ))
                                 .await
                                 .is_err()
                             {

@@ -59,6 +59,8 @@ pub struct Session {
     repo: Option<TeamRepo>,
     /// The spans kept open, when exporting telemetry.
     traces: crate::traces::Traces,
+    /// When the envelope being handled arrived from the lead (unix ms).
+    arrived_unix_ms: i64,
 }
 
 impl std::fmt::Debug for Session {
@@ -147,6 +149,7 @@ impl Session {
             counts_usage: true,
             repo,
             traces: Default::default(),
+            arrived_unix_ms: 0,
         })
     }
 
@@ -289,9 +292,18 @@ impl Session {
         request: pb::ShutdownRequest,
         seq: u64,
     ) -> Result<Option<Exit>, SessionError> {
+        let cx = crate::traces::answering_shutdown(
+            &request.request_id,
+            &request.traceparent,
+            &self.config.name,
+            self.arrived_unix_ms,
+        );
         let mut tools = self.state.gate().tools();
         tools.push(catalog::RESPOND_SHUTDOWN);
-        let answer = driver.answer_shutdown(&request, &tools).await;
+        let answer = driver
+            .answer_shutdown(&request, &tools)
+            .with_context(cx.clone())
+            .await;
         self.report_usage(driver).await?;
         tracing::info!(request_id = %Escaped(&request.request_id), approve = answer.approve, reason = %Escaped(&answer.reason), "answering a shutdown request");
         let response = pb::ShutdownResponse {
@@ -305,7 +317,18 @@ impl Session {
                 let request = response.clone();
                 async move { client.respond_shutdown(request).await }
             })
+            .with_context(cx.clone())
             .await;
+        crate::traces::answered_shutdown(
+            &cx,
+            answer.approve,
+            &answer.reason,
+            match &answered {
+                Ok(_) => Ok(()),
+                Err(SessionError::Rpc { status, .. }) => Err(status.message()),
+                Err(_) => Err("the lead is gone"),
+            },
+        );
         match answered {
             Ok(_) => {}
             // The request is over (it expired, or the lead will not take
@@ -828,7 +851,10 @@ impl Session {
     /// Handles one item from the inbox reader.
     async fn on_incoming(&mut self, incoming: Incoming) -> Result<Handled, SessionError> {
         let envelope = match incoming {
-            Incoming::Envelope(envelope) => *envelope,
+            Incoming::Envelope(envelope, arrived) => {
+                self.arrived_unix_ms = arrived;
+                *envelope
+            }
             Incoming::Gone(status) => {
                 return Err(match status {
                     Some(status) => SessionError::Rpc {

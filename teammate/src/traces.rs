@@ -124,6 +124,70 @@ impl Traces {
     }
 }
 
+/// A shutdown request that arrived at `arrived_unix_ms` with the lead's
+/// trace (`traceparent`; nothing is traced without it) is being answered
+/// now: `answer_shutdown`, a child of the lead's `shutdown` span, from its
+/// arrival to the answer the lead took, with `finish_current_call` in it,
+/// the wait for the call in progress (and what was read before it) to end.
+/// The context the answer runs in.
+pub(crate) fn answering_shutdown(
+    request_id: &str,
+    traceparent: &str,
+    member: &str,
+    arrived_unix_ms: i64,
+) -> Context {
+    let parent = telemetry::from_traceparent(traceparent);
+    if !parent.span().span_context().is_valid() {
+        return Context::new();
+    }
+    let cx = telemetry::child_at(
+        &parent,
+        "answer_shutdown",
+        arrived_unix_ms,
+        vec![
+            KeyValue::new("mesh.request.id", request_id.to_owned()),
+            KeyValue::new("mesh.request.kind", "shutdown"),
+            KeyValue::new("mesh.member", member.to_owned()),
+        ],
+    );
+    telemetry::record(
+        &cx,
+        "finish_current_call",
+        arrived_unix_ms,
+        shared::auth::now_unix_ms(),
+        Vec::new(),
+    );
+    cx
+}
+
+/// Ends an `answer_shutdown` span with the answer: agreed or refused, and
+/// why.
+pub(crate) fn answered_shutdown(
+    cx: &Context,
+    approve: bool,
+    reason: &str,
+    taken: Result<(), &str>,
+) {
+    if !enabled() || !cx.has_active_span() {
+        return;
+    }
+    let span = cx.span();
+    span.set_attribute(KeyValue::new(
+        "mesh.decision",
+        if approve { "agreed" } else { "refused" },
+    ));
+    if !reason.is_empty() {
+        span.set_attribute(KeyValue::new(
+            "mesh.reason",
+            shared::limits::cut(reason, 300),
+        ));
+    }
+    if let Err(why) = taken {
+        span.set_status(Status::error(shared::limits::cut(why, 300)));
+    }
+    span.end();
+}
+
 /// Ends the span in `cx` (if any) with how its work ended.
 pub(crate) fn end(cx: &Context, outcome: Result<&str, &str>) {
     if !enabled() || !cx.has_active_span() {

@@ -431,3 +431,163 @@ content = "the new line\nkept\n"
         .await;
     browser.quit().await;
 }
+
+/// A new file of `lines` lines as `git diff` writes it.
+fn new_file_diff(path: &str, lines: usize) -> String {
+    let mut diff = format!(
+        "diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n\
+         @@ -0,0 +1,{lines} @@\n"
+    );
+    for n in 0..lines {
+        diff.push_str(&format!("+line {n:05} of {path}: {}\n", "x".repeat(40)));
+    }
+    diff
+}
+
+/// `alice` claims a new result-reviewed task and submits a new file of
+/// about 512 KiB against main's head; the result's id.
+async fn big_result(
+    operator: &mut mesh_tests::Operator,
+    alice: &mut mesh_tests::Member,
+    n: usize,
+) -> String {
+    let task = operator
+        .create_task(pb::CreateTaskRequest {
+            subject: format!("file {n}"),
+            review: pb::TaskReview::Result as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    alice
+        .api
+        .claim_task(pb::ClaimTaskRequest {
+            task_id: task.task_id.clone(),
+        })
+        .await
+        .unwrap();
+    let head = alice
+        .api
+        .get_repo(pb::GetRepoRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .head;
+    alice
+        .api
+        .submit_result(pb::ResultRequest {
+            task_id: task.task_id,
+            base: head,
+            diff: new_file_diff(&format!("f{n:02}.txt"), 8192),
+            summary: format!("Add file {n}"),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .request_id
+}
+
+#[tokio::test]
+async fn the_first_load_holds_no_diff_and_a_result_fetches_its_own() {
+    let repo = mesh_tests::git::team_repo();
+    let repo_path = repo.path().display().to_string();
+    let lead = Lead::start(&["--repo", &repo_path, "--branch", "main"]).await;
+    let mut operator = lead.operator().await;
+    let mut alice = lead.join("alice").await;
+    // 50 results of 512 KiB each, landed: a day of work the lead keeps.
+    let mut landed = Vec::new();
+    for n in 0..50 {
+        let id = big_result(&mut operator, &mut alice, n).await;
+        operator
+            .review_result(pb::ResultReview {
+                request_id: id.clone(),
+                approve: true,
+                feedback: String::new(),
+            })
+            .await
+            .unwrap();
+        alice
+            .next_matching(|e| {
+                matches!(&e.body, Some(pb::envelope::Body::ResultResponse(r))
+                    if r.request_id == id && r.approve)
+            })
+            .await;
+        landed.push(id);
+    }
+    // And one waiting in the queue.
+    let waiting = big_result(&mut operator, &mut alice, 50).await;
+
+    let console = lead.console.clone().unwrap();
+    let http = mesh_tests::webdriver::http_client(reqwest::Client::builder());
+    let started = std::time::Instant::now();
+    let state = http
+        .get(format!("{console}api/state"))
+        .bearer_auth(&lead.operator_token)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    println!(
+        "the console's first load: {} bytes in {:?} with 51 results of 512 KiB kept",
+        state.len(),
+        started.elapsed()
+    );
+    // On the landed main it was every diff: about 26 MiB.
+    assert!(state.len() < 200 * 1024, "{} bytes", state.len());
+    let state: Value = serde_json::from_slice(&state).unwrap();
+    let requests = state["requests"].as_array().unwrap();
+    assert_eq!(
+        requests.iter().filter(|r| r["type"] == "result").count(),
+        51
+    );
+    let brief = requests
+        .iter()
+        .find(|r| r["request_id"] == landed[7].as_str())
+        .unwrap();
+    assert_eq!(brief["payload"]["result"]["summary"], "Add file 7");
+    assert_eq!(brief["payload"]["result"]["files"][0]["path"], "f07.txt");
+    assert!(brief["payload_bytes"].as_u64().unwrap() > 512 * 1024);
+
+    // A request whole, by its id; an id it does not know, said.
+    let whole: Value = http
+        .get(format!("{console}api/request?request_id={}", landed[7]))
+        .bearer_auth(&lead.operator_token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let diff = whole["payload"]["result"]["diff"].as_str().unwrap();
+    assert!(diff.len() > 512 * 1024 && diff.contains("+line 08191 of f07.txt"));
+    let unknown = http
+        .get(format!(
+            "{console}api/request?request_id={}",
+            uuid::Uuid::new_v4()
+        ))
+        .bearer_auth(&lead.operator_token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), reqwest::StatusCode::NOT_FOUND);
+
+    // The waiting result's card fetches its diff; a landed one's page too.
+    let browser = lead.console_browser().await;
+    let card = format!("#queue [data-request-id='{waiting}']");
+    browser
+        .wait_for(&format!("{card} [data-testid=diff]"), "f50.txt")
+        .await;
+    browser.wait_for(&card, "line 08191 of f50.txt").await;
+    browser
+        .open(&format!("{console}#/requests/{}", landed[7]))
+        .await;
+    browser.wait_for("#page h2", "Result: Add file 7").await;
+    browser
+        .wait_for("#page [data-testid=diff]", "line 08191 of f07.txt")
+        .await;
+    browser.quit().await;
+}

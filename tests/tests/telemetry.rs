@@ -276,6 +276,18 @@ async fn one_trace_follows_a_plan_across_the_teammate_and_the_lead() {
         one(&spans, "mesh-lead", "mesh.v1.Lead/RespondShutdown"),
         shutdown,
     );
+    // alice's answer joins it: the envelope carried the trace. Its span
+    // runs from the request's arrival (the call in progress finishing
+    // first) to the answer the lead took.
+    let answer = one(&spans, "mesh-teammate", "answer_shutdown");
+    parent_of(answer, shutdown);
+    assert_eq!(answer.text("mesh.member"), "alice");
+    assert_eq!(answer.text("mesh.decision"), "agreed");
+    assert!(
+        answer.start_ns >= shutdown.start_ns,
+        "{answer:?} {shutdown:?}"
+    );
+    parent_of(one(&spans, "mesh-teammate", "finish_current_call"), answer);
 
     // Metrics arrived over the same exporter.
     let waits = points(&receiver, "mesh-lead", "mesh.review.wait");

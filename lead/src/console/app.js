@@ -92,8 +92,31 @@ function diffLines(label, was, now) {
   return el("div", {}, el("div", { text: label + ":" }), ul);
 }
 
+// The state has each request's brief (no diff, plan body or tool
+// arguments): a card or page that shows one asks for it whole, once, and is
+// drawn again when it comes. Until then the request as it is.
+const fetching = new Set();
+function whole(r) {
+  if (!r || !r.brief || fetching.has(r.request_id)) return r;
+  fetching.add(r.request_id);
+  fetch("/api/request?request_id=" + encodeURIComponent(r.request_id))
+    .then((res) => (res.ok ? res.json() : null))
+    .then((full) => {
+      const now = requests.get(r.request_id);
+      if (full && (!now || now.brief || newer(now, full))) requests.set(r.request_id, full);
+    })
+    .catch(() => {})
+    .finally(() => { fetching.delete(r.request_id); schedule(); });
+  return r;
+}
+
+// Said where a brief's content is still on its way.
+function loading(what) {
+  return el("p", { class: "meta", "data-testid": "loading", text: `loading ${what}…` });
+}
+
 function diff(request) {
-  const old = requests.get(request.payload && request.payload.supersedes);
+  const old = whole(requests.get(request.payload && request.payload.supersedes));
   if (!old || !old.payload || !old.payload.plan) return null;
   const before = old.payload.plan, after = request.payload.plan;
   const box = el("div", { class: "diff", "data-testid": "diff" },
@@ -103,7 +126,8 @@ function diff(request) {
   const parts = [
     diffLines("summary", [before.summary || ""], [after.summary || ""]),
     ...["steps", "files", "tests"].map((key) => diffLines(key, before[key] || [], after[key] || [])),
-    diffLines("body", (before.body || "").split("\n").filter((l) => l), (after.body || "").split("\n").filter((l) => l)),
+    old.brief || request.brief ? null
+      : diffLines("body", (before.body || "").split("\n").filter((l) => l), (after.body || "").split("\n").filter((l) => l)),
   ];
   for (const part of parts) if (part) box.append(part);
   return box;
@@ -113,6 +137,7 @@ function diff(request) {
 // text, line by line; write_file's content against the file as it is now,
 // where the lead can read it (a teammate it spawned), else the content.
 function permissionChange(r) {
+  if (r.brief) return loading("the change");
   const p = r.payload || {};
   let args = {};
   try { args = JSON.parse(p.args_json || "{}"); } catch (_) { return null; }
@@ -155,6 +180,7 @@ function planCard(r) {
     el("div", { text: "Files:" }), list(plan.files || []),
     el("div", { text: "Tests:" }), list(plan.tests || []));
   if (plan.body) card.append(el("pre", { text: plan.body }));
+  if (r.brief) card.append(loading("the plan's body"));
   const history = historyOf(r);
   if (history) card.append(history);
 
@@ -205,7 +231,7 @@ function permissionCard(r) {
     feedback: approve ? "" : (reason.value.trim() || "denied in the console") }), approve ? "allowed" : "denied", status);
   return el("article", { class: "card", "data-request-id": id, "data-testid": "permission" },
     el("h3", {}, el("a", { href: "#/requests/" + id, text: `${r.sender} asks to run ${p.tool || "a tool"}` })),
-    el("pre", { text: p.args_json || JSON.stringify(p) }),
+    r.brief ? el("pre", { text: `${p.path || ""}` }) : el("pre", { text: p.args_json || JSON.stringify(p) }),
     permissionChange(r),
     el("div", { class: "meta" }, "waiting ", since(r.created_at_unix_ms)),
     el("button", { class: "approve", "data-testid": "allow", text: "Allow", onclick: () => act(true) }),
@@ -262,7 +288,7 @@ function resultCard(r) {
     card.append(el("p", { class: "overlap", text: `outside the grant: ${p.outside_grant.join(", ")}` }));
   }
   card.append(el("div", { text: "Files:" }), list(files.map((f) => f.binary ? `${f.path} (binary)` : `${f.path} +${f.added} -${f.removed}`)));
-  card.append(diffFiles(result.diff || ""));
+  card.append(r.brief ? loading("the diff") : diffFiles(result.diff || ""));
   if (result.test_output) card.append(el("div", { text: "Its test output:" }), el("pre", { text: result.test_output }));
   const history = historyOf(r);
   if (history) card.append(history);
@@ -324,12 +350,12 @@ function renderQueue() {
       || a.created_at_unix_ms - b.created_at_unix_ms);
   document.getElementById("queue-count").textContent = `(${pending.length})`;
   // Keep what the operator is typing: only cards that changed are redrawn.
-  const keep = new Set(pending.map((r) => r.request_id + ":" + (r.reviews || []).length));
+  const keep = new Set(pending.map((r) => r.request_id + ":" + (r.reviews || []).length + (r.brief ? ":brief" : "")));
   for (const card of [...queue.children]) if (!keep.has(card.dataset.key)) card.remove();
   const present = new Set([...queue.children].map((c) => c.dataset.key));
   let previous = null;
   for (const r of pending) {
-    const key = r.request_id + ":" + (r.reviews || []).length;
+    const key = r.request_id + ":" + (r.reviews || []).length + (whole(r).brief ? ":brief" : "");
     let card = [...queue.children].find((c) => c.dataset.key === key);
     if (!present.has(key)) {
       card = r.type === "permission" ? permissionCard(r)
@@ -788,6 +814,7 @@ const KIND_NAMES = { plan_approval: "Plan", permission: "Permission", shutdown: 
 // A permission request's path, where its call names one: " (src/a.rs)".
 function permissionPath(r) {
   if (r.type !== "permission") return "";
+  if (r.brief) return (r.payload || {}).path ? ` (${r.payload.path})` : "";
   try {
     const path = JSON.parse((r.payload || {}).args_json || "{}").path;
     return path ? ` (${path})` : "";
@@ -809,7 +836,7 @@ function at(ms) {
 }
 
 function requestPage(id) {
-  const r = requests.get(id);
+  const r = whole(requests.get(id));
   if (!r) return [el("h2", { text: "No such request" }), el("p", { text: `The lead knows no request ${id} (it may have been forgotten after --retention).` })];
   const p = r.payload || {};
   const out = [el("h2", { text: `${KIND_NAMES[r.type] || r.type}: ${titleOf(r)}` }),
@@ -840,6 +867,8 @@ function requestPage(id) {
     out.push(el("div", { text: "Steps:" }), list(plan.steps || []), el("div", { text: "Files:" }), list(plan.files || []),
       el("div", { text: "Tests:" }), list(plan.tests || []));
     if (plan.body) out.push(el("pre", { text: plan.body }));
+  } else if (r.brief) {
+    out.push(loading("its content"));
   } else if (r.type === "result") {
     out.push(diffFiles((p.result || {}).diff || ""));
   } else if (r.type === "permission") {
@@ -911,7 +940,7 @@ function renderPage() {
     return;
   }
   // Keep a decision form being typed in: redraw only when what it shows changed.
-  const key = location.hash + "|" + (parts[0] === "requests" ? JSON.stringify([(requests.get(parts[1]) || {}).status, ((requests.get(parts[1]) || {}).reviews || []).length]) : Date.now());
+  const key = location.hash + "|" + (parts[0] === "requests" ? JSON.stringify([(requests.get(parts[1]) || {}).status, ((requests.get(parts[1]) || {}).reviews || []).length, !!(requests.get(parts[1]) || {}).brief]) : Date.now());
   if (key === shownPage && page.contains(document.activeElement) && document.activeElement !== document.body) return;
   shownPage = key;
   const [what, arg] = parts;

@@ -1,0 +1,114 @@
+//! What the console's first load says of a request: what the queue and the
+//! lists show (its kind, who, its subject, its files and their line counts,
+//! its status and history, how big its payload is), not its content (a
+//! result's diff and test output, a plan's body, a permission's arguments),
+//! which a card or the request's page fetches on its own
+//! (`GET /api/request`). A lead that keeps a day of results loads in a
+//! few kilobytes, not megabytes of diffs.
+
+use serde_json::Value;
+use shared::pb;
+
+use crate::render;
+
+/// `request_json` without the content: `"brief": true` where something was
+/// left out, and `"payload_bytes"`, the whole payload's size.
+pub(super) fn brief_json(request: &pb::ProtocolState) -> Value {
+    let mut value = render::request_json(request);
+    let payload = &mut value["payload"];
+    let mut cut = false;
+    for path in [
+        &["plan", "body"][..],
+        &["result", "diff"][..],
+        &["result", "test_output"][..],
+    ] {
+        cut |= drop_field(payload, path);
+    }
+    // A permission: its tool and the path its call names, not its arguments
+    // (a file's whole content for write_file).
+    if let Some(args) = payload.get("args_json").and_then(Value::as_str) {
+        let path = serde_json::from_str::<Value>(args)
+            .ok()
+            .and_then(|a| a.get("path").and_then(Value::as_str).map(str::to_owned));
+        if let Some(path) = path {
+            payload["path"] = Value::String(path);
+        }
+        cut |= drop_field(payload, &["args_json"]);
+    }
+    if cut {
+        value["brief"] = Value::Bool(true);
+    }
+    value["payload_bytes"] = request.payload_json.len().into();
+    value
+}
+
+/// Removes the field at `path`; whether it held anything.
+fn drop_field(value: &mut Value, path: &[&str]) -> bool {
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut at = value;
+    for key in parents {
+        match at.get_mut(*key) {
+            Some(next) => at = next,
+            None => return false,
+        }
+    }
+    at.as_object_mut()
+        .and_then(|object| object.remove(*last))
+        .is_some_and(|gone| !matches!(&gone, Value::Null) && gone != Value::String(String::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(kind: pb::RequestType, payload: Value) -> pb::ProtocolState {
+        pb::ProtocolState {
+            request_id: "r1".into(),
+            r#type: kind as i32,
+            sender: "ann".into(),
+            target: "lead".into(),
+            payload_json: payload.to_string(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_result_keeps_its_summary_and_files_not_its_diff() {
+        let diff = "+x\n".repeat(10_000);
+        let payload = serde_json::json!({"result": {"summary": "s", "diff": diff,
+            "test_output": "ok", "files": [{"path": "a", "added": 3}]}, "plan_id": "p"});
+        let brief = brief_json(&request(pb::RequestType::Result, payload.clone()));
+        assert_eq!(brief["brief"], true);
+        assert_eq!(brief["payload"]["result"]["summary"], "s");
+        assert_eq!(brief["payload"]["result"]["files"][0]["path"], "a");
+        assert!(brief["payload"]["result"].get("diff").is_none());
+        assert!(brief["payload"]["result"].get("test_output").is_none());
+        assert_eq!(brief["payload_bytes"], payload.to_string().len());
+        assert!(brief.to_string().len() < 1024);
+    }
+
+    #[test]
+    fn a_permission_keeps_its_tool_and_path() {
+        let args = serde_json::json!({"path": "src/a.rs", "content": "x".repeat(5000)});
+        let payload = serde_json::json!({"tool": "write_file", "args_json": args.to_string()});
+        let brief = brief_json(&request(pb::RequestType::Permission, payload));
+        assert_eq!(brief["payload"]["tool"], "write_file");
+        assert_eq!(brief["payload"]["path"], "src/a.rs");
+        assert!(brief["payload"].get("args_json").is_none());
+        assert_eq!(brief["brief"], true);
+    }
+
+    #[test]
+    fn a_plan_without_a_body_and_a_shutdown_are_whole() {
+        let payload = serde_json::json!({"plan": {"summary": "s", "files": ["a"], "body": ""}});
+        let whole = brief_json(&request(pb::RequestType::PlanApproval, payload));
+        assert!(whole.get("brief").is_none());
+        assert_eq!(whole["payload"]["plan"]["files"][0], "a");
+        let payload = serde_json::json!({"reason": "done"});
+        let whole = brief_json(&request(pb::RequestType::Shutdown, payload));
+        assert!(whole.get("brief").is_none());
+        assert_eq!(whole["payload"]["reason"], "done");
+    }
+}
