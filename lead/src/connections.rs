@@ -329,9 +329,53 @@ pub struct ConnState {
     idle_since_ms: AtomicI64,
     /// When the connection opened.
     opened: Instant,
+    /// The lead closed it (an HTTP/1.1 response stream it ended whose
+    /// client reads nothing): every read and write fails from now on.
+    closed: std::sync::atomic::AtomicBool,
+    /// The connection's task, to wake when it is closed.
+    waker: std::sync::Mutex<Option<std::task::Waker>>,
 }
 
 impl ConnState {
+    /// Closes the connection: its task wakes and its next read or write
+    /// fails, so the server drops it (and the socket).
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let waker = self
+            .waker
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .take();
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// `Err` once closed; otherwise remembers `cx`'s task to wake.
+    fn check_closed(&self, cx: &mut Context<'_>) -> io::Result<()> {
+        let closed = || {
+            io::Error::new(
+                io::ErrorKind::ConnectionAborted,
+                "closed by the lead: a response it ended was not read",
+            )
+        };
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        let mut waker = self
+            .waker
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            *waker = Some(cx.waker().clone());
+        }
+        drop(waker);
+        if self.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        Ok(())
+    }
+
     fn now_ms(&self) -> i64 {
         i64::try_from(self.opened.elapsed().as_millis()).unwrap_or(i64::MAX)
     }
@@ -369,6 +413,8 @@ impl Conn {
                 calls: AtomicUsize::new(0),
                 idle_since_ms: AtomicI64::new(0),
                 opened: Instant::now(),
+                closed: std::sync::atomic::AtomicBool::new(false),
+                waker: std::sync::Mutex::new(None),
             }),
             timer: Box::pin(tokio::time::sleep(limits.handshake)),
             _permit: permit,
@@ -396,6 +442,16 @@ impl Conn {
         let idle_since = self.state.idle_since_ms.load(Ordering::Acquire);
         let idle_since = Duration::from_millis(u64::try_from(idle_since).unwrap_or(0));
         Some(self.state.opened + idle_since + self.limits.idle)
+    }
+
+    /// `Err` once the lead closed it; only an HTTP/1.1 connection (one
+    /// response at a time) is closed so.
+    fn check_open(&self, cx: &mut Context<'_>) -> io::Result<()> {
+        if self.speaks == Speaks::Http1 {
+            self.state.check_closed(cx)
+        } else {
+            Ok(())
+        }
     }
 
     /// `Err(TimedOut)` once the deadline passed; otherwise arms the timer so
@@ -438,7 +494,7 @@ impl AsyncRead for Conn {
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => match self.check_deadline(cx) {
+            Poll::Pending => match self.check_deadline(cx).and_then(|()| self.check_open(cx)) {
                 Ok(()) => Poll::Pending,
                 Err(e) => Poll::Ready(Err(e)),
             },
@@ -453,8 +509,14 @@ impl AsyncWrite for Conn {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let written = Pin::new(&mut self.io).poll_write(cx, buf);
-        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
-            self.moved();
+        match written {
+            Poll::Ready(Ok(n)) if n > 0 => self.moved(),
+            Poll::Pending => {
+                if let Err(e) = self.check_open(cx) {
+                    return Poll::Ready(Err(e));
+                }
+            }
+            _ => {}
         }
         written
     }
@@ -473,8 +535,14 @@ impl AsyncWrite for Conn {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let written = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        if matches!(written, Poll::Ready(Ok(n)) if n > 0) {
-            self.moved();
+        match written {
+            Poll::Ready(Ok(n)) if n > 0 => self.moved(),
+            Poll::Pending => {
+                if let Err(e) = self.check_open(cx) {
+                    return Poll::Ready(Err(e));
+                }
+            }
+            _ => {}
         }
         written
     }

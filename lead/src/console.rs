@@ -40,7 +40,7 @@ use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 
 use crate::{
-    connections::Conn,
+    connections::{Conn, ConnInfo},
     error::HubError,
     hub::{Claim, Command, HubHandle},
     paging::{Page, MEMBERS, REQUESTS},
@@ -89,6 +89,14 @@ impl Accepted {
         addr: std::net::SocketAddr,
     ) -> Self {
         Self { connections, addr }
+    }
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Accepted>>
+    for ConnInfo
+{
+    fn connect_info(stream: axum::serve::IncomingStream<'_, Accepted>) -> Self {
+        tonic::transport::server::Connected::connect_info(stream.io())
     }
 }
 
@@ -201,9 +209,12 @@ pub(crate) async fn serve(
         .route("/api/decide", post(decide))
         .route("/api/shutdown", post(shutdown))
         .with_state(console);
-    axum::serve(listener, app)
-        .with_graceful_shutdown(stop)
-        .await
+    axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<ConnInfo>(),
+    )
+    .with_graceful_shutdown(stop)
+    .await
 }
 
 /// 401 with a short reason, for API calls without a session.
@@ -433,7 +444,11 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
 }
 
 /// The hub's events, live, as server-sent events (one JSON object each).
-async fn events(State(console): State<Console>, headers: HeaderMap) -> Response {
+async fn events(
+    State(console): State<Console>,
+    axum::extract::ConnectInfo(conn): axum::extract::ConnectInfo<ConnInfo>,
+    headers: HeaderMap,
+) -> Response {
     if !console.authorized(&headers) {
         return unauthorized();
     }
@@ -445,6 +460,12 @@ async fn events(State(console): State<Console>, headers: HeaderMap) -> Response 
         Ok(events) => events,
         Err(e) => return hub_failed(e),
     };
+    // A client that reads nothing never sees the stream's end: its
+    // connection (HTTP/1.1: this stream's alone) is closed instead.
+    tokio::spawn(events.watchdog(crate::outbox::RESET_AFTER, move || {
+        tracing::warn!("a console event stream took nothing after it was ended or filled (--stream-max-bytes); its connection is closed");
+        conn.state.close();
+    }));
     let stream = events.map(|event| {
         let data = match event {
             Ok(event) => render::event_json(&event),
@@ -452,9 +473,16 @@ async fn events(State(console): State<Console>, headers: HeaderMap) -> Response 
         };
         Ok::<_, Infallible>(Event::default().data(data.to_string()))
     });
-    Sse::new(stream)
+    let mut response = Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-        .into_response()
+        .into_response();
+    // An event stream has its connection to itself: once it ends (the
+    // reader fell too far behind, the lead stops), the connection closes
+    // too, and the browser's EventSource opens a new one.
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, "close".parse().expect("valid"));
+    response
 }
 
 #[derive(Deserialize)]

@@ -21,6 +21,7 @@ mod launch;
 mod outbox;
 mod paging;
 pub mod render;
+mod reset;
 pub mod reviewer;
 pub mod server;
 pub mod service;

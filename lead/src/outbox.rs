@@ -9,15 +9,32 @@
 //! simply stops feeding an inbox until its reader has taken half of what
 //! waits (the reader asks for more through [`Sender::on_room`]). Ending a
 //! stream frees what it held at once, read or not.
+//!
+//! A client that reads nothing never sees that end either: the status goes
+//! out as trailers, which wait behind data its flow-control window does not
+//! let through. So the transport sets a [`Receiver::watchdog`]: once the
+//! stream is ended, a transport that has taken nothing for a grace period
+//! resets it (RST_STREAM over HTTP/2, which no window holds back; the
+//! connection's close over HTTP/1.1), and the stream's slot is free at
+//! once. A full inbox is not ended (its reader may be busy, and will read),
+//! so it is not reset; it is when a newer stream of its member replaces it.
 
 use std::{
     collections::VecDeque,
+    future::Future,
     pin::Pin,
     sync::{Arc, Mutex, MutexGuard},
     task::{Context, Poll, Waker},
+    time::Duration,
 };
 
+use tokio::sync::Notify;
+
 use tokio_stream::Stream;
+
+/// How long a stuck stream's transport has to take something before the
+/// stream is reset (see [`Receiver::watchdog`]).
+pub(crate) const RESET_AFTER: Duration = Duration::from_secs(2);
 
 /// Why an item was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,6 +69,10 @@ struct State<T> {
     on_room: Option<RoomCallback>,
     /// The reader's task, waiting for an item.
     waker: Option<Waker>,
+    /// Items (and the end) the transport has taken.
+    taken: u64,
+    /// Wakes the watchdog: the stream was ended, or lost its reader.
+    stuck: Arc<Notify>,
 }
 
 type Shared<T> = Arc<Mutex<State<T>>>;
@@ -108,6 +129,8 @@ pub(crate) fn channel<T>(max_bytes: usize) -> (Sender<T>, Receiver<T>) {
         wants_room: false,
         on_room: None,
         waker: None,
+        taken: 0,
+        stuck: Arc::new(Notify::new()),
     }));
     (
         Sender {
@@ -155,6 +178,7 @@ impl<T> Sender<T> {
         state.bytes = 0;
         state.ended = true;
         state.end = Some(status);
+        state.stuck.notify_one();
         if let Some(waker) = state.waker.take() {
             drop(state);
             waker.wake();
@@ -182,12 +206,14 @@ impl<T> Stream for Receiver<T> {
         }
         let mut state = lock(&self.shared);
         if let Some(status) = state.end.take() {
+            state.taken += 1;
             drop(state);
             self.done = true;
             return Poll::Ready(Some(Err(status)));
         }
         if let Some((item, bytes)) = state.queue.pop_front() {
             state.bytes -= bytes;
+            state.taken += 1;
             if state.wants_room && state.bytes <= state.max_bytes / 2 {
                 state.wants_room = false;
                 if let Some(on_room) = &state.on_room {
@@ -206,6 +232,59 @@ impl<T> Stream for Receiver<T> {
     }
 }
 
+impl<T: Send + 'static> Receiver<T> {
+    /// Resets this gRPC stream (RST_STREAM) when it is stuck, if it runs on
+    /// a stream's task of the lead's server ([`crate::reset`]).
+    pub(crate) fn reset_when_stuck(&self) {
+        if let Some(reset) = crate::reset::Reset::current() {
+            tokio::spawn(self.watchdog(RESET_AFTER, move || {
+                tracing::warn!(
+                    "a stream's client took nothing for {}s after the lead ended it \
+                     (--stream-max-bytes, or a newer inbox stream); the stream is reset",
+                    RESET_AFTER.as_secs()
+                );
+                reset.reset();
+            }));
+        }
+    }
+
+    /// Runs until the stream is over; calls `reset` (the transport's way to
+    /// end it without the client: RST_STREAM, or closing the connection)
+    /// if, once the stream was ended, the transport takes nothing for
+    /// `grace`: not even the end, which is all it has left to take. A
+    /// reader that takes it in time is not reset.
+    pub(crate) fn watchdog(
+        &self,
+        grace: Duration,
+        reset: impl FnOnce() + Send + 'static,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let shared = Arc::downgrade(&self.shared);
+        let stuck = lock(&self.shared).stuck.clone();
+        async move {
+            loop {
+                stuck.notified().await;
+                let taken = |shared: &std::sync::Weak<Mutex<State<T>>>| {
+                    let shared = shared.upgrade()?;
+                    let state = lock(&shared);
+                    (!state.reader_gone).then_some(state.taken)
+                };
+                let Some(before) = taken(&shared) else {
+                    return;
+                };
+                tokio::time::sleep(grace).await;
+                match taken(&shared) {
+                    None => return,
+                    Some(now) if now == before => {
+                        reset();
+                        return;
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+}
+
 impl<T> Drop for Receiver<T> {
     fn drop(&mut self) {
         let mut state = lock(&self.shared);
@@ -213,6 +292,8 @@ impl<T> Drop for Receiver<T> {
         state.queue.clear();
         state.bytes = 0;
         state.on_room = None;
+        // The watchdog, if any, ends.
+        state.stuck.notify_one();
     }
 }
 
@@ -295,5 +376,44 @@ mod tests {
         tokio::task::yield_now().await;
         tx.try_send(7, 1).expect("room");
         assert_eq!(reader.await.expect("joined"), Some(Some(7)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_whose_transport_takes_nothing_after_its_end_is_reset() {
+        let (tx, rx) = channel::<u32>(10);
+        let reset = Arc::new(AtomicUsize::new(0));
+        let count = reset.clone();
+        let watchdog = tokio::spawn(rx.watchdog(Duration::from_secs(2), move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        }));
+        assert_eq!(tx.try_send(1, 8), Ok(()));
+        tx.end(tonic::Status::resource_exhausted("behind"));
+        tokio::time::sleep(Duration::from_millis(1999)).await;
+        assert_eq!(reset.load(Ordering::SeqCst), 0, "not before the grace");
+        watchdog.await.expect("the watchdog ends");
+        assert_eq!(reset.load(Ordering::SeqCst), 1);
+        drop(rx);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_stream_or_one_read_in_time_is_not_reset() {
+        let (tx, mut rx) = channel::<u32>(10);
+        let reset = Arc::new(AtomicUsize::new(0));
+        let count = reset.clone();
+        let watchdog = tokio::spawn(rx.watchdog(Duration::from_secs(2), move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        }));
+        assert_eq!(tx.try_send(1, 8), Ok(()));
+        assert_eq!(tx.try_send(2, 8), Err(Refused::Full));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(reset.load(Ordering::SeqCst), 0, "full is not ended");
+        tx.end(tonic::Status::aborted("replaced"));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(matches!(rx.next().await, Some(Err(_))), "the end, in time");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(reset.load(Ordering::SeqCst), 0, "it read within the grace");
+        drop(rx);
+        watchdog.await.expect("the watchdog ends with its reader");
+        assert_eq!(reset.load(Ordering::SeqCst), 0);
     }
 }

@@ -1,18 +1,23 @@
 //! The lead's server: `mesh.v1.Lead`, `mesh.v1.Operator`, health and
 //! reflection on one port, until a shutdown signal.
 
-use std::{future::Future, net::SocketAddr};
+use std::{convert::Infallible, future::Future, net::SocketAddr, time::Duration};
 
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    server::{conn::auto, graceful::GracefulShutdown},
+};
 use shared::pb;
 use tokio::{
     net::TcpListener,
-    sync::{oneshot, watch},
+    sync::{mpsc, oneshot, watch},
 };
-use tonic::transport::Server;
+use tonic::{body::Body, service::Routes, transport::server::Connected};
+use tower_service::Service;
 
 use crate::{
     config::Config,
-    connections::{self, CallsLayer, Speaks},
+    connections::{self, Calls, CallsLayer, Conn, Speaks},
     hub::{self, HubFailure},
     service::{LeadService, OperatorService},
     store::StoreError,
@@ -174,12 +179,8 @@ pub async fn run(
         repo: repo.clone(),
     };
     let operator = OperatorService { hub, tokens };
-    let incoming = tokio_stream::wrappers::ReceiverStream::new(connections::incoming(
-        listener,
-        connections,
-        tls.map(|tls| tls.grpc),
-        Speaks::Grpc,
-    ));
+    let incoming =
+        connections::incoming(listener, connections, tls.map(|tls| tls.grpc), Speaks::Grpc);
     let mut hub_result = Ok(());
     let signal = async {
         // The server keeps serving while the hub stops its children (they
@@ -197,18 +198,134 @@ pub async fn run(
             result = &mut ended_rx => hub_result = result.unwrap_or(Ok(())),
         }
     };
-    let served = Server::builder()
-        .http2_keepalive_interval(Some(keepalive.interval))
-        .http2_keepalive_timeout(Some(keepalive.timeout))
-        .max_concurrent_streams(Some(MAX_STREAMS_PER_CONNECTION))
-        .layer(CallsLayer)
-        .add_service(health_service)
+    let routes = Routes::new(health_service)
         .add_service(reflection)
         .add_service(pb::lead_server::LeadServer::new(lead))
         .add_service(pb::operator_server::OperatorServer::new(operator))
-        .serve_with_incoming_shutdown(incoming, signal)
-        .await;
-    served?;
+        .prepare();
+    let calls = tower_layer::Layer::layer(&CallsLayer, routes);
+    serve_grpc(incoming, calls, keepalive, signal).await;
     hub_result?;
     Ok(())
+}
+
+/// Serves gRPC on every connection `incoming` yields until `signal`
+/// completes; then stops accepting and waits for the connections to finish
+/// what they were doing. tonic's own server does this too, but runs each
+/// HTTP/2 stream on an executor nobody else can reach; here each stream's
+/// task can be reset ([`crate::reset`]), so that a stream whose client
+/// stopped reading is ended with RST_STREAM.
+async fn serve_grpc(
+    mut incoming: mpsc::Receiver<std::io::Result<Conn>>,
+    calls: Calls<Routes>,
+    keepalive: Keepalive,
+    signal: impl Future<Output = ()>,
+) {
+    let mut builder = auto::Builder::new(crate::reset::Executor).http2_only();
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(keepalive.interval)
+        .keep_alive_timeout(keepalive.timeout)
+        .max_concurrent_streams(MAX_STREAMS_PER_CONNECTION);
+    let graceful = GracefulShutdown::new();
+    let mut signal = std::pin::pin!(signal);
+    loop {
+        let conn = tokio::select! {
+            () = &mut signal => break,
+            conn = incoming.recv() => conn,
+        };
+        let conn = match conn {
+            Some(Ok(conn)) => conn,
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "a connection was not accepted");
+                continue;
+            }
+            None => break,
+        };
+        let info = conn.connect_info();
+        let calls = calls.clone();
+        let service =
+            hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let mut request = request.map(Body::new);
+                request.extensions_mut().insert(info.clone());
+                call(calls.clone(), request)
+            });
+        let connection = builder
+            .serve_connection(TokioIo::new(conn), service)
+            .into_owned();
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "a connection ended");
+            }
+        });
+    }
+    // No more connections; those open finish their calls (the hub has
+    // ended every stream by now).
+    drop(incoming);
+    graceful.shutdown().await;
+}
+
+/// One call, within the deadline its client set (`grpc-timeout`), as
+/// tonic's server keeps it: past it, DEADLINE_EXCEEDED.
+async fn call(
+    mut calls: Calls<Routes>,
+    request: http::Request<Body>,
+) -> Result<http::Response<Body>, Infallible> {
+    let deadline = grpc_timeout(request.headers());
+    std::future::poll_fn(|cx| Service::<http::Request<Body>>::poll_ready(&mut calls, cx)).await?;
+    let answer = calls.call(request);
+    match deadline {
+        None => answer.await,
+        Some(deadline) => match tokio::time::timeout(deadline, answer).await {
+            Ok(answered) => answered,
+            Err(_) => Ok(tonic::Status::deadline_exceeded(
+                "the call's deadline (grpc-timeout) passed before the lead answered",
+            )
+            .into_http()),
+        },
+    }
+}
+
+/// A call's `grpc-timeout`: up to 8 digits and a unit (H, M, S, m, u, n);
+/// none if absent or malformed.
+fn grpc_timeout(headers: &http::HeaderMap) -> Option<Duration> {
+    let value = headers.get("grpc-timeout")?.to_str().ok()?;
+    if !(2..=9).contains(&value.len()) || !value.is_ascii() {
+        return None;
+    }
+    let (digits, unit) = value.split_at(value.len() - 1);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.saturating_mul(3600)),
+        "M" => Duration::from_secs(n.saturating_mul(60)),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grpc_timeouts_are_read_as_the_spec_writes_them() {
+        let of = |v: &str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert("grpc-timeout", v.parse().expect("header"));
+            grpc_timeout(&headers)
+        };
+        assert_eq!(of("100m"), Some(Duration::from_millis(100)));
+        assert_eq!(of("2S"), Some(Duration::from_secs(2)));
+        assert_eq!(of("1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(of("99999999n"), Some(Duration::from_nanos(99_999_999)));
+        for bad in ["", "m", "100", "100x", "123456789m", "-1S", "1.5S"] {
+            assert_eq!(of(bad), None, "{bad:?}");
+        }
+        assert_eq!(grpc_timeout(&http::HeaderMap::new()), None);
+    }
 }

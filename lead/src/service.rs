@@ -355,6 +355,7 @@ impl pb::lead_server::Lead for LeadService {
                 reply,
             })
             .await?;
+        envelopes.reset_when_stuck();
         let stream = InboxStream {
             inner: envelopes,
             hub: self.hub.clone(),
@@ -815,6 +816,7 @@ impl pb::operator_server::Operator for OperatorService {
             .hub
             .call(|reply| Command::Watch { claim, reply })
             .await?;
+        events.reset_when_stuck();
         Ok(Response::new(Box::pin(events)))
     }
 

@@ -43,6 +43,7 @@ async fn shutdown(operator: &mut Operator, target: &str, id: &str) -> String {
             target: target.into(),
             reason: "test".into(),
             deadline_unix_ms: 0,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -386,8 +386,8 @@ mod tests {
 
     #[test]
     fn one_status_is_told_once_with_the_last_content_in_the_first_place() {
-        let id = RequestId::existing("request_id", "r1").unwrap();
-        let other = RequestId::existing("request_id", "r2").unwrap();
+        let id = RequestId::existing("request_id", "r1").expect("an id");
+        let other = RequestId::existing("request_id", "r2").expect("an id");
         let mut effects = vec![
             notice(&id, Status::Pending, "opened"),
             Effect::StopChild("x".into()),

@@ -13,6 +13,7 @@ fn shutdown(target: &str) -> pb::ShutdownRequest {
         target: target.into(),
         reason: "absurd".into(),
         deadline_unix_ms: 0,
+        ..Default::default()
     }
 }
 

@@ -197,6 +197,7 @@ impl Absurd {
                     },
                     reason: s!(),
                     deadline_unix_ms: *self.rng.pick(&times()),
+                    ..Default::default()
                 };
                 call!(
                     self.report,
