@@ -6,6 +6,7 @@ use std::{path::PathBuf, time::Duration};
 
 use clap::Parser;
 
+mod against;
 mod floor;
 mod mesh;
 mod model;
@@ -63,6 +64,11 @@ struct Args {
     /// --quick) where the kit is set up.
     #[arg(long)]
     model_kit: Option<PathBuf>,
+    /// Only the sequential plan handshake, of this build's lead and of the
+    /// `lead` executable at this path (an older build), alternating, a
+    /// fresh lead of each per run and store: their medians and the change.
+    #[arg(long, value_name = "OLD_LEAD")]
+    against: Option<PathBuf>,
     /// Run the floor's echo server (used by the benchmark itself).
     #[arg(long, hide = true)]
     floor_server: bool,
@@ -70,7 +76,7 @@ struct Args {
 
 /// How much work each scenario does.
 #[derive(Debug)]
-struct Counts {
+pub(crate) struct Counts {
     runs: usize,
     floor: usize,
     handshakes: usize,
@@ -145,6 +151,9 @@ async fn main() -> anyhow::Result<()> {
     }
     let counts = Counts::new(&args);
     eprintln!("bench: {counts:?}");
+    if let Some(old) = &args.against {
+        return against::measure(old, &counts, &args.stores).await;
+    }
     let mut report = Report::default();
     for run in 1..=counts.runs {
         eprintln!("bench: run {run} of {}", counts.runs);
@@ -209,6 +218,15 @@ async fn measure_floor(addr: &str, counts: &Counts, report: &mut Report) -> anyh
 
 /// A fresh `lead serve` on `store` with `extra` flags, and how to reach it.
 async fn start_lead(store: &str, extra: &[&str]) -> anyhow::Result<(Server, mesh::Lead)> {
+    start_lead_at(&procs::beside("lead")?, store, extra).await
+}
+
+/// [`start_lead`] with the `lead` executable at `program`.
+pub(crate) async fn start_lead_at(
+    program: &std::path::Path,
+    store: &str,
+    extra: &[&str],
+) -> anyhow::Result<(Server, mesh::Lead)> {
     let (join, operator) = (shared::auth::new_token(), shared::auth::new_token());
     let mut flags = extra.to_vec();
     flags.extend(match store {
@@ -216,7 +234,7 @@ async fn start_lead(store: &str, extra: &[&str]) -> anyhow::Result<(Server, mesh
         "sqlite-normal" => ["--store", "sqlite", "--sync", "normal"],
         _ => ["--store", "memory", "--sync", "full"],
     });
-    let server = Server::lead(&flags, &join, &operator).await?;
+    let server = Server::lead(program, &flags, &join, &operator).await?;
     let lead = mesh::Lead {
         addr: server.addr.clone(),
         join,

@@ -135,6 +135,7 @@ async fn run_all(base_url: &str, port: u16) -> anyhow::Result<Vec<(&'static str,
 async fn run_one(task: &Task, constrain: &str, base_url: &str) -> anyhow::Result<Run> {
     let (join, operator) = (shared::auth::new_token(), shared::auth::new_token());
     let lead = Server::lead(
+        &beside("lead")?,
         &["--approval", "auto", "--store", "memory", "--http", "off"],
         &join,
         &operator,

@@ -80,8 +80,14 @@ impl Server {
         })
     }
 
-    /// Starts a `lead serve` with these extra flags, its state in a fresh directory.
-    pub(crate) async fn lead(extra: &[&str], join: &str, operator: &str) -> anyhow::Result<Self> {
+    /// Starts `program` (a `lead`) as `lead serve` with these extra flags,
+    /// its state in a fresh directory.
+    pub(crate) async fn lead(
+        program: &std::path::Path,
+        extra: &[&str],
+        join: &str,
+        operator: &str,
+    ) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let mut args: Vec<String> = [
             "serve",
@@ -110,7 +116,7 @@ impl Server {
             args.push("1000000".into());
         }
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut server = Self::start(beside("lead")?, &args).await?;
+        let mut server = Self::start(program.to_path_buf(), &args).await?;
         server._dir = dir;
         Ok(server)
     }

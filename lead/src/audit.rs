@@ -58,6 +58,29 @@ impl Entry {
         let bytes = serde_json::to_vec(&bare).unwrap_or_default();
         hex(&bytes)
     }
+
+    /// Sets `hash` (over the entry as JSON with `hash` empty) and returns
+    /// the entry as JSON, as the store keeps it: one encoding for both, the
+    /// hash spliced into the last field.
+    fn seal(&mut self) -> String {
+        const EMPTY_HASH: &str = "\"hash\":\"\"}";
+        self.hash = String::new();
+        let bare = serde_json::to_string(&*self).unwrap_or_default();
+        self.hash = hex(bare.as_bytes());
+        match bare.strip_suffix(EMPTY_HASH) {
+            Some(head) => format!("{head}\"hash\":\"{}\"}}", self.hash),
+            None => serde_json::to_string(&*self).unwrap_or_default(),
+        }
+    }
+}
+
+/// A decision as the store appends it: its place and its JSON.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sealed {
+    /// Its place in the trail.
+    pub seq: u64,
+    /// The entry as JSON, hash and all.
+    pub json: String,
 }
 
 /// The trail as the hub appends to it.
@@ -104,7 +127,7 @@ impl Trail {
         &mut self,
         changes: impl Iterator<Item = &'a TeamChange>,
         now: i64,
-    ) -> Vec<Entry> {
+    ) -> Vec<Sealed> {
         let mut out = Vec::new();
         for change in changes {
             match change {
@@ -155,7 +178,7 @@ impl Trail {
         status: Status,
         by: String,
         request: &Request,
-    ) -> Entry {
+    ) -> Sealed {
         let decision = match status {
             Status::Approved => "approved",
             Status::Rejected => "rejected",
@@ -176,18 +199,24 @@ impl Trail {
         })
     }
 
-    /// Chains `entry` on and keeps it.
-    fn push(&mut self, mut entry: Entry) -> Entry {
+    /// Chains `entry` on and keeps it; what the store appends.
+    fn push(&mut self, mut entry: Entry) -> Sealed {
         entry.seq = self.next_seq;
-        entry.prev = self.last_hash.clone();
-        entry.hash = entry.computed_hash();
+        entry.prev = std::mem::take(&mut self.last_hash);
+        let json = entry.seal();
         self.next_seq += 1;
         self.last_hash = entry.hash.clone();
-        self.recent.push_back(entry.clone());
+        let seq = entry.seq;
+        self.recent.push_back(entry);
         while self.recent.len() > KEPT {
             self.recent.pop_front();
         }
-        entry
+        Sealed { seq, json }
+    }
+
+    /// The newest `n` entries, oldest first.
+    pub(crate) fn newest(&self, n: usize) -> impl Iterator<Item = &Entry> {
+        self.recent.iter().skip(self.recent.len().saturating_sub(n))
     }
 
     /// The entries after `after_seq` recorded at or after `since`, oldest
@@ -204,10 +233,13 @@ impl Trail {
 
 /// SHA-256 of `bytes`, lower-case hex.
 fn hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(64);
+    for byte in Sha256::digest(bytes) {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 15)]));
+    }
+    out
 }
 
 /// What a resolved request was, and who decided it.
@@ -276,7 +308,7 @@ pub fn verify(text: &str) -> Result<usize, (usize, String)> {
 mod tests {
     use super::*;
 
-    fn entry(trail: &mut Trail, subject: &str) -> Entry {
+    fn entry(trail: &mut Trail, subject: &str) -> Sealed {
         trail.push(Entry {
             seq: 0,
             at_unix_ms: 1,
@@ -299,7 +331,14 @@ mod tests {
         };
         let lines: Vec<String> = ["a", "b", "c"]
             .iter()
-            .map(|s| serde_json::to_string(&entry(&mut trail, s)).expect("json"))
+            .map(|s| {
+                let sealed = entry(&mut trail, s);
+                // The JSON the store keeps is the entry's, hashed once.
+                let kept = trail.newest(1).next().expect("kept");
+                assert_eq!(sealed.json, serde_json::to_string(kept).expect("json"));
+                assert_eq!(kept.hash, kept.computed_hash());
+                sealed.json
+            })
             .collect();
         assert_eq!(verify(&lines.join("\n")), Ok(3));
         let edited = lines[1].replace("operator alice", "operator mallory");

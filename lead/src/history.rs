@@ -6,12 +6,13 @@
 //! request itself is kept while it is retained). The newest `max` entries
 //! are kept; older ones are trimmed, in the store too.
 
-use std::collections::VecDeque;
+use std::{collections::VecDeque, sync::Arc};
 
 use shared::{effect::Notice, pb, wire::ToPb};
 
 /// The most entries kept, by default.
 pub(crate) const MAX_ENTRIES: usize = 20_000;
+
 /// The most entries one page holds.
 pub(crate) const MAX_PAGE: usize = 500;
 
@@ -55,35 +56,50 @@ pub(crate) struct Page {
 /// The newest entries, in order.
 #[derive(Debug)]
 pub(crate) struct History {
-    entries: VecDeque<Entry>,
+    entries: VecDeque<Arc<Entry>>,
     next_id: u64,
     max: usize,
+    /// The store holds no entry below this id.
+    trimmed_below: u64,
+    /// The store forgets old entries this many at a time (one range
+    /// delete), not a row for each new one: a twentieth of `max`, at most
+    /// 1,000. It holds up to this many more than `max`.
+    trim_step: u64,
 }
 
 impl History {
     /// The history the store kept (oldest first), keeping at most `max`.
     pub(crate) fn restore(kept: Vec<Entry>, max: usize) -> Self {
         let next_id = kept.last().map_or(1, |e| e.id + 1);
-        let mut entries: VecDeque<Entry> = kept.into();
+        let mut entries: VecDeque<Arc<Entry>> = kept.into_iter().map(Arc::new).collect();
         while entries.len() > max {
             entries.pop_front();
         }
+        let oldest = entries.front().map_or(next_id, |e| e.id);
         Self {
             entries,
             next_id,
             max,
+            // What the store still holds below the oldest kept (at most a
+            // step's worth) goes at the next trim.
+            trimmed_below: oldest,
+            trim_step: (u64::try_from(max).unwrap_or(u64::MAX) / 20).clamp(1, 1_000),
         }
     }
 
     /// Records `notice` at `at`, if it belongs in the history: the entry,
-    /// and the id below which the store may forget, if the oldest went.
-    pub(crate) fn record(&mut self, at: i64, notice: &Notice) -> Option<(Entry, Option<u64>)> {
+    /// and the id below which the store may forget, once a step's worth of
+    /// the oldest went.
+    pub(crate) fn record(&mut self, at: i64, notice: &Notice) -> Option<(Arc<Entry>, Option<u64>)> {
         let (kind, who) = kind_of(notice)?;
-        let mut kind_pb = notice.to_pb();
-        if let pb::event::Kind::Request(r) = &mut kind_pb {
-            r.payload_json = String::new();
-        }
-        let entry = Entry {
+        let kind_pb = match notice {
+            // Without its payload, which is not copied to be dropped.
+            Notice::Request(request) => {
+                pb::event::Kind::Request(shared::wire::request_without_payload(request))
+            }
+            notice => notice.to_pb(),
+        };
+        let entry = Arc::new(Entry {
             id: self.next_id,
             at,
             kind: kind.to_owned(),
@@ -92,15 +108,17 @@ impl History {
                 at_unix_ms: at,
                 kind: Some(kind_pb),
             },
-        };
+        });
         self.next_id += 1;
         self.entries.push_back(entry.clone());
-        let mut trimmed = None;
         while self.entries.len() > self.max {
-            if let Some(old) = self.entries.pop_front() {
-                trimmed = Some(old.id + 1);
-            }
+            self.entries.pop_front();
         }
+        let oldest = self.entries.front().map_or(self.next_id, |e| e.id);
+        let trimmed = (oldest.saturating_sub(self.trimmed_below) >= self.trim_step).then(|| {
+            self.trimmed_below = oldest;
+            oldest
+        });
         Some((entry, trimmed))
     }
 
@@ -120,7 +138,7 @@ impl History {
                 next_before = entries.last().map(|e: &Entry| e.id);
                 break;
             }
-            entries.push(entry.clone());
+            entries.push(Entry::clone(entry));
         }
         Page {
             entries,
@@ -244,7 +262,8 @@ mod tests {
             window.entries.iter().map(|e| e.id).collect::<Vec<_>>(),
             [5, 4]
         );
-        let restored = History::restore(history.entries.iter().cloned().collect(), 5);
+        let restored =
+            History::restore(history.entries.iter().map(|e| Entry::clone(e)).collect(), 5);
         assert_eq!(restored.next_id, 8);
     }
 }

@@ -53,11 +53,11 @@ pub enum Change {
     /// A terminated member is forgotten (its retention passed).
     DeleteMember { member: String },
     /// Something happened, for the event history.
-    History(Box<crate::history::Entry>),
+    History(std::sync::Arc<crate::history::Entry>),
     /// The history forgets every entry below this id.
     HistoryTrim(u64),
-    /// A decision, appended to the audit trail.
-    Audit(Box<crate::audit::Entry>),
+    /// A decision, appended to the audit trail (as JSON, encoded once).
+    Audit(crate::audit::Sealed),
     /// What the core says changed of the members, the requests, the tasks,
     /// the holds and the usage.
     Team(TeamChange),

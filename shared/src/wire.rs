@@ -84,6 +84,23 @@ impl ToPb for Request {
     }
 }
 
+/// `request` for the wire without its payload (not copied), as the event
+/// history keeps it.
+pub fn request_without_payload(request: &Request) -> pb::ProtocolState {
+    pb::ProtocolState {
+        request_id: request.opening.id.to_string(),
+        r#type: request.opening.kind.to_pb() as i32,
+        sender: request.opening.sender.clone(),
+        target: request.opening.target.clone(),
+        status: request.status.to_pb() as i32,
+        payload_json: String::new(),
+        feedback: request.feedback.clone(),
+        created_at_unix_ms: request.created_at_unix_ms,
+        resolved_at_unix_ms: request.resolved_at_unix_ms.unwrap_or(0),
+        reviews: request.reviews.iter().map(ReviewStep::to_pb).collect(),
+    }
+}
+
 impl ToPb for Mode {
     type Pb = pb::PermissionMode;
     fn to_pb(&self) -> pb::PermissionMode {

@@ -40,8 +40,9 @@ impl Hub {
             now,
         );
         if shared::telemetry::enabled() {
-            let first: Vec<&str> = decided
-                .iter()
+            let first: Vec<&str> = self
+                .audit
+                .newest(decided.len())
                 .filter(|e| e.what != "budget")
                 .map(|e| e.subject.as_str())
                 .collect();
@@ -53,7 +54,7 @@ impl Hub {
                 &first,
             );
         }
-        changes.extend(decided.into_iter().map(|e| Change::Audit(Box::new(e))));
+        changes.extend(decided.into_iter().map(Change::Audit));
         changes
     }
 

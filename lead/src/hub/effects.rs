@@ -76,7 +76,7 @@ impl Hub {
                         _ => {}
                     }
                     if let Some((entry, trim)) = self.history.record(self.now(), &notice) {
-                        self.changes.push(Change::History(Box::new(entry)));
+                        self.changes.push(Change::History(entry));
                         if let Some(below) = trim {
                             self.changes.push(Change::HistoryTrim(below));
                         }

@@ -649,14 +649,12 @@ impl Store for SqliteStore {
                         entry.event.encode_to_vec()
                     ])?;
                 }
-                Change::Audit(entry) => {
-                    let json =
-                        serde_json::to_string(entry.as_ref()).map_err(|e| StoreError::Decode {
-                            what: "audit entry",
-                            detail: e.to_string(),
-                        })?;
+                Change::Audit(sealed) => {
                     tx.prepare_cached("INSERT INTO audit (seq, entry) VALUES (?1, ?2)")?
-                        .execute(params![i64::try_from(entry.seq).unwrap_or(i64::MAX), json])?;
+                        .execute(params![
+                            i64::try_from(sealed.seq).unwrap_or(i64::MAX),
+                            sealed.json
+                        ])?;
                 }
                 Change::HistoryTrim(below) => {
                     tx.prepare_cached("DELETE FROM history WHERE id < ?1")?
@@ -950,9 +948,9 @@ mod tests {
             let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("create");
             store
                 .commit(&[
-                    Change::History(Box::new(entry(1))),
-                    Change::History(Box::new(entry(2))),
-                    Change::History(Box::new(entry(3))),
+                    Change::History(std::sync::Arc::new(entry(1))),
+                    Change::History(std::sync::Arc::new(entry(2))),
+                    Change::History(std::sync::Arc::new(entry(3))),
                     Change::HistoryTrim(2),
                 ])
                 .expect("commit");
