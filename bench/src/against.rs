@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use crate::{mesh, procs::Server, stats::Report, Counts};
+use crate::{mesh, stats::Report, Counts};
 
 /// Measures both builds `counts.runs` times on each of `stores`.
 pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> anyhow::Result<()> {

@@ -444,6 +444,25 @@ impl Conn {
         Some(self.state.opened + idle_since + self.limits.idle)
     }
 
+    /// After a write: bytes moved, or a write that waits fails once the
+    /// lead closed the connection.
+    fn wrote(
+        &self,
+        cx: &mut Context<'_>,
+        written: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        match written {
+            Poll::Ready(Ok(n)) if n > 0 => self.moved(),
+            Poll::Pending => {
+                if let Err(e) = self.check_open(cx) {
+                    return Poll::Ready(Err(e));
+                }
+            }
+            _ => {}
+        }
+        written
+    }
+
     /// `Err` once the lead closed it; only an HTTP/1.1 connection (one
     /// response at a time) is closed so.
     fn check_open(&self, cx: &mut Context<'_>) -> io::Result<()> {
@@ -509,16 +528,7 @@ impl AsyncWrite for Conn {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let written = Pin::new(&mut self.io).poll_write(cx, buf);
-        match written {
-            Poll::Ready(Ok(n)) if n > 0 => self.moved(),
-            Poll::Pending => {
-                if let Err(e) = self.check_open(cx) {
-                    return Poll::Ready(Err(e));
-                }
-            }
-            _ => {}
-        }
-        written
+        self.wrote(cx, written)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -535,16 +545,7 @@ impl AsyncWrite for Conn {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let written = Pin::new(&mut self.io).poll_write_vectored(cx, bufs);
-        match written {
-            Poll::Ready(Ok(n)) if n > 0 => self.moved(),
-            Poll::Pending => {
-                if let Err(e) = self.check_open(cx) {
-                    return Poll::Ready(Err(e));
-                }
-            }
-            _ => {}
-        }
-        written
+        self.wrote(cx, written)
     }
 
     fn is_write_vectored(&self) -> bool {

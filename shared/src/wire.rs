@@ -70,16 +70,8 @@ impl ToPb for Request {
     type Pb = pb::ProtocolState;
     fn to_pb(&self) -> pb::ProtocolState {
         pb::ProtocolState {
-            request_id: self.opening.id.to_string(),
-            r#type: self.opening.kind.to_pb() as i32,
-            sender: self.opening.sender.clone(),
-            target: self.opening.target.clone(),
-            status: self.status.to_pb() as i32,
             payload_json: self.opening.payload_json.clone(),
-            feedback: self.feedback.clone(),
-            created_at_unix_ms: self.created_at_unix_ms,
-            resolved_at_unix_ms: self.resolved_at_unix_ms.unwrap_or(0),
-            reviews: self.reviews.iter().map(ReviewStep::to_pb).collect(),
+            ..request_without_payload(self)
         }
     }
 }

@@ -334,6 +334,13 @@ pub enum Effect {
 /// the first notice keeps its place and takes the last one's content; the
 /// later ones go. A change of status (pending, then approved) stays two.
 pub fn coalesce_requests(effects: &mut Vec<Effect>) {
+    let told = effects
+        .iter()
+        .filter(|e| matches!(e, Effect::Notify(Notice::Request(_))))
+        .count();
+    if told < 2 {
+        return;
+    }
     let mut first: std::collections::HashMap<(RequestId, Status), usize> =
         std::collections::HashMap::new();
     let mut gone = vec![false; effects.len()];
