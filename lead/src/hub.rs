@@ -393,6 +393,10 @@ pub(crate) struct Hub {
     tidying: Vec<tokio::task::JoinHandle<()>>,
     /// What happened, kept for the console's event log.
     history: crate::history::History,
+    /// History entries (and trims) not given to the store yet: they go
+    /// with the first commit after a second's sweep, or once there are
+    /// [`crate::history::UNSAVED_MAX`], or as the lead stops.
+    history_unsaved: Vec<Change>,
     /// Every decision, hash-chained.
     audit: crate::audit::Trail,
     /// What traces and metrics say of the team's changes (when exporting).
@@ -519,6 +523,7 @@ pub(crate) fn load(
         lands: None,
         tidying: Vec::new(),
         history,
+        history_unsaved: Vec::new(),
         audit,
         tracer: crate::telemetry::Tracer::default(),
         reviewer_epoch: uuid::Uuid::new_v4().to_string(),

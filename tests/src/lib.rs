@@ -171,6 +171,23 @@ impl Lead {
         command
     }
 
+    /// Stops the lead (SIGTERM: it finishes what it was doing) and starts it
+    /// again on the same state dir and port.
+    pub async fn restart(mut self, extra: &[&str]) -> Lead {
+        signal(&self.child, nix::sys::signal::Signal::SIGTERM);
+        within("the lead to stop", self.child.wait())
+            .await
+            .expect("wait");
+        let Lead {
+            dir,
+            addr,
+            join_token,
+            operator_token,
+            ..
+        } = self;
+        Self::start_in(dir, &addr, join_token, operator_token, extra).await
+    }
+
     /// `kill -9`s the lead and starts it again on the same state dir and port.
     pub async fn crash_and_restart(mut self, extra: &[&str]) -> Lead {
         signal(&self.child, nix::sys::signal::Signal::SIGKILL);

@@ -76,9 +76,14 @@ impl Hub {
                         _ => {}
                     }
                     if let Some((entry, trim)) = self.history.record(self.now(), &notice) {
-                        self.changes.push(Change::History(entry));
+                        // Not in this op's commit: a decision's commit
+                        // writes no history page (see history.rs).
+                        self.history_unsaved.push(Change::History(entry));
                         if let Some(below) = trim {
-                            self.changes.push(Change::HistoryTrim(below));
+                            self.history_unsaved.push(Change::HistoryTrim(below));
+                        }
+                        if self.history_unsaved.len() >= crate::history::UNSAVED_MAX {
+                            self.changes.append(&mut self.history_unsaved);
                         }
                     }
                     if !self.watchers.is_empty() {

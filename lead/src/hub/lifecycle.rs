@@ -38,6 +38,8 @@ impl Hub {
         self.carry_out(effects);
         if now >= self.next_sweep {
             self.next_sweep = now + SWEEP_EVERY_MS;
+            // The last second's history goes to the store in one commit.
+            self.changes.append(&mut self.history_unsaved);
             self.end_stuck_streams(now);
             self.forget_past_retention(now);
             if shared::telemetry::enabled() {
@@ -190,6 +192,7 @@ impl Hub {
             let _ = child.task.await;
             self.terminate(&name, "stopped by signal as the lead stopped");
         }
+        self.changes.append(&mut self.history_unsaved);
         if let Err(e) = self.settle().await {
             tracing::error!(error = %e, "cannot persist the last changes");
         }
