@@ -84,9 +84,6 @@ pub enum ServeError {
     /// The console's listener failed.
     #[error("console: {0}")]
     Console(std::io::Error),
-    /// The transport failed.
-    #[error("transport: {0}")]
-    Transport(#[from] tonic::transport::Error),
     /// The state could not be loaded.
     #[error(transparent)]
     Store(#[from] StoreError),

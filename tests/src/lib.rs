@@ -173,25 +173,22 @@ impl Lead {
 
     /// Stops the lead (SIGTERM: it finishes what it was doing) and starts it
     /// again on the same state dir and port.
-    pub async fn restart(mut self, extra: &[&str]) -> Lead {
-        signal(&self.child, nix::sys::signal::Signal::SIGTERM);
-        within("the lead to stop", self.child.wait())
+    pub async fn restart(self, extra: &[&str]) -> Lead {
+        self.stop_and_start(nix::sys::signal::Signal::SIGTERM, extra)
             .await
-            .expect("wait");
-        let Lead {
-            dir,
-            addr,
-            join_token,
-            operator_token,
-            ..
-        } = self;
-        Self::start_in(dir, &addr, join_token, operator_token, extra).await
     }
 
     /// `kill -9`s the lead and starts it again on the same state dir and port.
-    pub async fn crash_and_restart(mut self, extra: &[&str]) -> Lead {
-        signal(&self.child, nix::sys::signal::Signal::SIGKILL);
-        within("the killed lead to exit", self.child.wait())
+    pub async fn crash_and_restart(self, extra: &[&str]) -> Lead {
+        self.stop_and_start(nix::sys::signal::Signal::SIGKILL, extra)
+            .await
+    }
+
+    /// Sends `sig`, waits for the lead to exit, and starts it again on the
+    /// same state dir and port.
+    async fn stop_and_start(mut self, sig: nix::sys::signal::Signal, extra: &[&str]) -> Lead {
+        signal(&self.child, sig);
+        within(&format!("the lead to exit after {sig}"), self.child.wait())
             .await
             .expect("wait");
         let Lead {
