@@ -93,20 +93,24 @@ function diffLines(label, was, now) {
 }
 
 // The state has each request's brief (no diff, plan body or tool
-// arguments): a card or page that shows one asks for it whole, once, and is
-// drawn again when it comes. Until then the request as it is.
-const fetching = new Set();
+// arguments): a card or page that shows one asks for it whole, once per
+// load of the state (a request the lead no longer has, or a lead that is
+// gone, is not asked again and again), and is drawn again when it comes.
+// Until then the request as it is.
+const asked = new Set();
 function whole(r) {
-  if (!r || !r.brief || fetching.has(r.request_id)) return r;
-  fetching.add(r.request_id);
+  if (!r || !r.brief || asked.has(r.request_id)) return r;
+  asked.add(r.request_id);
   fetch("/api/request?request_id=" + encodeURIComponent(r.request_id))
     .then((res) => (res.ok ? res.json() : null))
     .then((full) => {
       const now = requests.get(r.request_id);
-      if (full && (!now || now.brief || newer(now, full))) requests.set(r.request_id, full);
+      if (full && (!now || now.brief || newer(now, full))) {
+        requests.set(r.request_id, full);
+        schedule();
+      }
     })
-    .catch(() => {})
-    .finally(() => { fetching.delete(r.request_id); schedule(); });
+    .catch(() => {});
   return r;
 }
 
@@ -770,6 +774,7 @@ function start() {
   };
   source.onopen = async () => {
     loaded = false;
+    asked.clear();
     const response = await fetch("/api/state");
     if (response.status === 401) { location.reload(); return; }
     const state = await response.json();
