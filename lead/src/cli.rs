@@ -195,6 +195,10 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
         ]
     }));
     let mut out = render::table(&rows);
+    for m in members.iter().filter(|m| !m.idle_reason.is_empty()) {
+        let line = format!("{} is idle: {}", m.name, render::Quoted(&m.idle_reason));
+        out.push_str(&format!("{}\n", shared::display::Escaped(&line)));
+    }
     if team_usage != pb::Usage::default() || !others.is_empty() {
         for other in &others {
             let line = render::usage_line(&pb::MemberUsage {

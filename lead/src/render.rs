@@ -81,7 +81,7 @@ pub fn member_json(m: &pb::Member) -> Value {
         "member_id": m.member_id, "name": m.name, "role": m.role,
         "status": member_status(m.status), "mode": mode(m.mode),
         "usage": usage_value(&used), "token_budget": m.token_budget, "holds": m.holds,
-        "joining": m.joining,
+        "joining": m.joining, "idle_reason": m.idle_reason,
     })
 }
 
@@ -169,7 +169,8 @@ pub fn reviews_line(r: &pb::ProtocolState) -> Option<String> {
 /// Peer text in double quotes, as it is: a line is escaped once, as a
 /// whole, where it is shown ([`event_line`]); Rust's `{:?}` here would
 /// escape it a second time.
-struct Quoted<'a>(&'a str);
+#[derive(Debug)]
+pub struct Quoted<'a>(pub &'a str);
 
 impl std::fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

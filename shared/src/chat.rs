@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio_stream::StreamExt as _;
 
-pub use self::constrain::Constrain;
+pub use self::constrain::{describe_tools, Constrain};
 use crate::display::Escaped;
 
 /// OpenAI's API, the default `--base-url`.
@@ -527,9 +527,11 @@ impl ChatClient {
 
     /// [`ChatClient::complete_within`], the reply held to one call of
     /// `only` (the tools on offer, narrowed to what may be called now)
-    /// where the server can enforce it ([`ChatClient::constraint`]); the
-    /// model is told of `tools` as always, so that the request's prefix
-    /// stays the same while only the constraint changes.
+    /// where the server can enforce it ([`ChatClient::constraint`]). With
+    /// [`Constrain::Schema`] the request carries no `tools`: the caller tells
+    /// the model of them in `messages` ([`describe_tools`]), so that a change of
+    /// tools leaves the request's prefix as it was; otherwise the request
+    /// carries `tools` (and a server that refuses the schema gets them).
     pub async fn complete_call(
         &self,
         messages: &[Message],

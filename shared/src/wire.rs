@@ -196,6 +196,11 @@ impl ToPb for mesh_core::members::Member {
             status: self.life.status().to_pb() as i32,
             mode: self.mode.to_pb() as i32,
             joining: self.life.is_joining(),
+            idle_reason: if self.life.is_idle() {
+                self.idle_reason.clone()
+            } else {
+                String::new()
+            },
             ..Default::default()
         }
     }

@@ -91,11 +91,10 @@ pub fn tool(name: &str) -> Option<Tool> {
         ),
         SUBMIT_PLAN => (
             SUBMIT_PLAN,
-            "Submit your plan for review; you write only once it is approved. `files`: the \
-             paths you will write; `tests`: what will check the work.",
+            "Submit your plan for review; you write only once it is approved.",
             object(
                 json!({"summary": {"type": "string", "description": "what you will do, in one sentence"},
-                       "steps": strings,
+                       "steps": {"type": "array", "items": string, "description": "what you will do, in order"},
                        "files": {"type": "array", "items": string,
                                  "description": "the paths you will create or change, not those you only read"},
                        "tests": strings,

@@ -34,7 +34,7 @@ use std::{
 
 use shared::{
     auth::now_unix_ms,
-    chat::{self, ChatClient, ChatError, Message, Penalties, Role, ServerKind, Tool},
+    chat::{self, ChatClient, ChatError, Constrain, Message, Penalties, Role, ServerKind, Tool},
     limits, pb,
 };
 
@@ -81,6 +81,13 @@ pub const DEFAULT_CONTEXT_WINDOW: u32 = 8_192;
 /// How many times a reply in prose is answered with a reminder of what the
 /// teammate owes before it reports idle.
 pub const MAX_NUDGES: u32 = 2;
+
+/// The most bytes of a file read while planning that the approval says
+/// again ([`ModelDriver::read_again`]).
+const READ_AGAIN: usize = 1024;
+
+/// The most files of a workspace named in the first message.
+const SHOWN_FILES: usize = 50;
 
 /// The first messages that are never compacted: the system prompt and the task.
 const KEPT: usize = 2;
@@ -179,6 +186,13 @@ pub struct ModelDriver {
     /// Whether a plan was approved in this process (then plan mode after
     /// its task was completed owes no new plan).
     approved: bool,
+    /// The tool of the call whose result is awaited.
+    calling: Option<String>,
+    /// Whether the workspace's files were shown ([`ModelDriver::show_workspace`]).
+    workspace_shown: bool,
+    /// The tools told in the conversation (a schema-constrained request
+    /// carries none: see [`ModelDriver::tell_tools`]).
+    told_tools: std::collections::BTreeSet<&'static str>,
 }
 
 /// What a call changes in what the driver knows, once it succeeds.
@@ -187,6 +201,8 @@ enum Effect {
     Read(String),
     Listed(String),
     Wrote(String),
+    /// A command ran (its output says how it went).
+    Ran,
 }
 
 /// What went wrong with the model's replies, for the log.
@@ -239,6 +255,9 @@ impl ModelDriver {
             task,
             made: Default::default(),
             approved: false,
+            told_tools: Default::default(),
+            calling: None,
+            workspace_shown: false,
         }
     }
 
@@ -276,6 +295,87 @@ impl ModelDriver {
         }
     }
 
+    /// The files read before the plan was approved, as they are now, where
+    /// each is at most [`READ_AGAIN`] bytes and all of them twice that; `None`
+    /// if none was read or they are bigger.
+    fn read_again(&self) -> Option<String> {
+        let root = self.workspace.as_deref()?;
+        let mut text = String::from("The files you read:");
+        for path in &self.known.read {
+            let content = std::fs::read_to_string(root.join(path)).ok()?;
+            if content.len() > READ_AGAIN {
+                return None;
+            }
+            text.push_str(&format!("\n{path}:\n```\n{content}\n```"));
+        }
+        (!self.known.read.is_empty() && text.len() <= 2 * READ_AGAIN).then_some(text)
+    }
+
+    /// Once, where replies are held to a schema and the workspace is small:
+    /// what it holds, with the task, so that the model need not list it
+    /// (its directories count as listed).
+    fn show_workspace(&mut self) {
+        if self.workspace_shown || self.chat.constraint() != Constrain::Schema {
+            return;
+        }
+        self.workspace_shown = true;
+        let Some(tree) = self.workspace.as_deref().and_then(Tree::of) else {
+            return;
+        };
+        if tree.files.len() > SHOWN_FILES {
+            return;
+        }
+        let text = if tree.files.is_empty() {
+            "Your workspace has no files yet.".to_owned()
+        } else {
+            let files: Vec<&str> = tree.files.iter().map(String::as_str).collect();
+            format!("Files in your workspace: {}.", files.join(", "))
+        };
+        self.known.listed.extend(tree.dirs.iter().cloned());
+        if let Some(last) = self.messages.last_mut().filter(|m| m.role == Role::User) {
+            last.content.push_str("\n\n");
+            last.content.push_str(&text);
+        }
+    }
+
+    /// Where replies are held to a schema, the request carries no tools:
+    /// the model is told in the conversation of what it may call, all of it
+    /// at first and then each tool that becomes callable, at the end (added
+    /// to the last message if that is the user's: some chat templates
+    /// refuse two user turns in a row), so that what the server cached
+    /// stays the prefix. A tool no longer callable is not told again: the
+    /// grammar leaves it out.
+    fn tell_tools(&mut self, callable: &[Tool]) {
+        if self.chat.constraint() != Constrain::Schema {
+            return;
+        }
+        let new: Vec<Tool> = callable
+            .iter()
+            .filter(|t| !self.told_tools.contains(&t.name))
+            .cloned()
+            .collect();
+        if new.is_empty() {
+            return;
+        }
+        let text = if self.told_tools.is_empty() {
+            format!(
+                "Reply with one tool call as JSON: {{\"name\": \"<tool>\", \"arguments\": \
+                 {{...}}}}. Your tools:\n{}",
+                chat::describe_tools(&new)
+            )
+        } else {
+            format!("You may call now too:\n{}", chat::describe_tools(&new))
+        };
+        self.told_tools.extend(new.iter().map(|t| t.name));
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::User => {
+                last.content.push_str("\n\n");
+                last.content.push_str(&text);
+            }
+            _ => self.messages.push(Message::user(text)),
+        }
+    }
+
     /// What the teammate owes, given the tools of its mode.
     fn owed(&self, tools: &[&'static str]) -> Option<Owed> {
         // Back in plan mode after a task's plan was carried out, no new
@@ -310,6 +410,7 @@ impl ModelDriver {
     fn step_for(&mut self, call: chat::ToolCall, tools: &[&'static str]) -> Step {
         self.running = Some(call.id.clone());
         let name = call.function.name;
+        self.calling = Some(name.clone());
         let arguments = call.function.arguments;
         self.writing = false;
         self.effect = None;
@@ -534,12 +635,14 @@ impl Driver for ModelDriver {
         match seen {
             Observation::Started => {}
             Observation::ToolResult(Ok(output)) => {
+                self.calling = None;
                 if self.completing.take().is_some() {
                     self.claimed = None;
                 }
                 if std::mem::take(&mut self.writing) {
                     self.unwritten = None;
                 }
+                let mut output = output;
                 match self.effect.take() {
                     Some(Effect::Read(path)) => {
                         self.known.read.insert(path);
@@ -548,10 +651,25 @@ impl Driver for ModelDriver {
                         self.known.listed.insert(path);
                     }
                     Some(Effect::Wrote(path)) => {
-                        self.known.read.remove(&path);
-                        self.known.written.insert(path);
+                        // The model knows what it wrote.
+                        self.known.read.insert(path.clone());
+                        let first = self.known.written.insert(path);
                         // A change is worth checking again.
                         self.made.retain(|(tool, _)| tool != "run_command");
+                        self.known.spurned.remove("run_command");
+                        self.known.check_failed = false;
+                        if first && self.known.all_written() {
+                            output.push_str(
+                                "\nEvery file of your plan is written now. When the work is \
+                                 done, call done with a short summary.",
+                            );
+                        }
+                    }
+                    Some(Effect::Ran) => {
+                        // Nothing changed until a write: the same check
+                        // would say the same.
+                        self.known.spurned.insert("run_command".into());
+                        self.known.check_failed = !output.starts_with("exit status: 0;");
                     }
                     None => {}
                 }
@@ -565,6 +683,10 @@ impl Driver for ModelDriver {
                 self.completing = None;
                 self.writing = false;
                 self.effect = None;
+                // At temperature 0 the same call would fail the same way.
+                if let Some(tool) = self.calling.take() {
+                    self.known.spurn(&tool);
+                }
                 self.answer(&format!("error: {error}"))
             }
             Observation::PlanRejected { feedback } => {
@@ -591,6 +713,12 @@ impl Driver for ModelDriver {
                     }
                 );
                 self.pinned.grant = Some(told.clone());
+                // What the plan was made from, said again where it is small:
+                // a small model loses what it read before it planned.
+                let told = match self.read_again() {
+                    Some(read) => format!("{told}\n\n{read}"),
+                    None => told,
+                };
                 self.known.granted = if write_paths.is_empty() {
                     self.planned.clone()
                 } else {
@@ -604,9 +732,11 @@ impl Driver for ModelDriver {
             }
             Observation::Message { from, text } => {
                 self.unheard.push(format!("Message from {from}:\n{text}"));
+                self.known.correspondents.insert(from);
                 self.turns = 0;
             }
             Observation::TaskClaimable { task_id, subject } => {
+                self.known.tasks_heard = true;
                 self.unheard.push(format!(
                     "Task {task_id} of the shared list can be claimed now: {subject}. \
                      Call claim_task to take it if you are free."
@@ -679,10 +809,14 @@ impl Driver for ModelDriver {
                 self.news = false;
                 return Ok(Step::Idle(self.budget_reason()));
             }
+            self.show_workspace();
+            let callable = self.callable(&schemas, tools);
+            self.tell_tools(&callable);
             self.fit(&schemas).await?;
+            // A compaction may have taken what was told.
+            self.tell_tools(&callable);
             let limits = self.limits().await;
             let sent = window::request_bytes(&self.messages, &schemas);
-            let callable = self.callable(&schemas, tools);
             let started = Instant::now();
             let result = self
                 .chat
@@ -813,11 +947,16 @@ impl Driver for ModelDriver {
             "The lead asks you to shut down.{why} Call respond_shutdown now: approve=true to \
              stop (your work so far is kept), or approve=false with a reason to keep working."
         );
-        conversation.push(Message::user(ask.clone()));
         let schemas = Self::offered(tools);
         let respond: Vec<Tool> = catalog::tool(catalog::RESPOND_SHUTDOWN)
             .into_iter()
             .collect();
+        let told = if self.chat.constraint() == Constrain::Schema {
+            format!("\n\nAs JSON:\n{}", chat::describe_tools(&respond))
+        } else {
+            String::new()
+        };
+        conversation.push(Message::user(format!("{ask}{told}")));
         let wait = match request.deadline_unix_ms {
             0 => DEFAULT_SHUTDOWN_WAIT,
             at => {
@@ -922,6 +1061,7 @@ fn effect_of(call: &crate::tools::ToolCall) -> Option<Effect> {
         T::ReadFile { path } => Some(Effect::Read(clean(path))),
         T::ListDir { path } => Some(Effect::Listed(clean(path))),
         T::WriteFile { path, .. } | T::EditFile { path, .. } => Some(Effect::Wrote(clean(path))),
+        T::RunCommand { .. } => Some(Effect::Ran),
         _ => None,
     }
 }

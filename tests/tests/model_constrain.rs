@@ -178,6 +178,15 @@ async fn each_reply_is_held_to_the_modes_tools_narrowed_by_the_state_and_done_en
     assert!(ok, "{out}{err}");
     let row = out.lines().find(|l| l.starts_with("alice")).unwrap();
     assert!(row.contains("idle"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l == "alice is idle: \"done: a.txt says hello\""),
+        "lead team tells why alice is idle: {out}"
+    );
+    let (ok, json, err) = lead.cli(&["team", "--json"]).await;
+    assert!(ok, "{json}{err}");
+    let team: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(team[0]["idle_reason"], "done: a.txt says hello", "{json}");
     assert_eq!(model.requests().len(), 5, "done asked for nothing more");
 }
 

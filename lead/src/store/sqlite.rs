@@ -27,7 +27,7 @@ pub const MARKER_FILE: &str = "mesh.db.id";
 /// Tells a mesh database from any other SQLite file.
 const MAGIC: &str = "mesh-lead-state";
 /// The schema version this code writes.
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
 /// `Send` message ids kept per sender.
 const KEPT_MESSAGE_IDS: u64 = 4_096;
 
@@ -137,6 +137,12 @@ CREATE TABLE audit (seq INTEGER PRIMARY KEY, entry TEXT NOT NULL);
 UPDATE meta SET value = '7' WHERE key = 'schema_version';
 ";
 
+/// Schema 8 (over 7): why each member last said it is idle.
+const SCHEMA_8: &str = "
+ALTER TABLE members ADD COLUMN idle_reason TEXT NOT NULL DEFAULT '';
+UPDATE meta SET value = '8' WHERE key = 'schema_version';
+";
+
 impl SqliteStore {
     /// Opens (or creates) `<state_dir>/mesh.db`. Refuses a damaged file, a
     /// foreign one, and a missing one where the state dir says there was one.
@@ -239,34 +245,37 @@ impl SqliteStore {
         match version {
             1 => conn
                 .execute_batch(&format!(
-                    "BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} COMMIT;"
+                    "BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} COMMIT;"
                 ))
                 .map_err(corrupt)?,
             2 => conn
                 .execute_batch(&format!(
-                    "BEGIN; {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} COMMIT;"
+                    "BEGIN; {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} COMMIT;"
                 ))
                 .map_err(corrupt)?,
             3 => conn
                 .execute_batch(&format!(
-                    "BEGIN; {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} COMMIT;"
+                    "BEGIN; {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} COMMIT;"
                 ))
                 .map_err(corrupt)?,
             4 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} COMMIT;"))
                 .map_err(corrupt)?,
             5 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_6} {SCHEMA_7} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} COMMIT;"))
                 .map_err(corrupt)?,
             6 => conn
-                .execute_batch(&format!("BEGIN; {SCHEMA_7} COMMIT;"))
+                .execute_batch(&format!("BEGIN; {SCHEMA_7} {SCHEMA_8} COMMIT;"))
+                .map_err(corrupt)?,
+            7 => conn
+                .execute_batch(&format!("BEGIN; {SCHEMA_8} COMMIT;"))
                 .map_err(corrupt)?,
             SCHEMA_VERSION => {}
             other => {
                 return Err(StoreError::Corrupt {
                     path: display,
                     detail: format!(
-                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 6 to it)"
+                        "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 7 to it)"
                     ),
                 })
             }
@@ -313,7 +322,7 @@ impl Store for SqliteStore {
     fn load(&mut self) -> Result<Snapshot, StoreError> {
         let mut snapshot = Snapshot::default();
         let mut members = self.conn.prepare(
-            "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord
+            "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason
              FROM members ORDER BY ord",
         )?;
         let rows: Vec<(MemberRecord, i32)> = members
@@ -328,6 +337,7 @@ impl Store for SqliteStore {
                     terminated: row.get(6)?,
                     last_seq: row.get(7)?,
                     order: row.get(8)?,
+                    idle_reason: row.get(9)?,
                 };
                 Ok((member, row.get(4)?))
             })?
@@ -558,12 +568,12 @@ impl Store for SqliteStore {
                 Change::Team(TeamChange::Member(m)) => {
                     let mode = m.mode.to_pb() as i32;
                     tx.prepare_cached(
-                        "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                        "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                          ON CONFLICT (name) DO UPDATE SET member_id = ?2, role = ?3, token_hash = ?4, mode = ?5,
-                             idle = ?6, terminated = ?7, last_seq = ?8, ord = ?9",
+                             idle = ?6, terminated = ?7, last_seq = ?8, ord = ?9, idle_reason = ?10",
                     )?
-                    .execute(params![m.name, m.member_id, m.role, m.token_hash, mode, m.idle, m.terminated, m.last_seq, m.order])?;
+                    .execute(params![m.name, m.member_id, m.role, m.token_hash, mode, m.idle, m.terminated, m.last_seq, m.order, m.idle_reason])?;
                 }
                 Change::Envelope(record) => {
                     // Stored as the wire's envelope, as every release has.
@@ -820,6 +830,7 @@ mod tests {
             token_hash: Some("h".into()),
             mode: Mode::AcceptEdits,
             idle: true,
+            idle_reason: "done: wrote hello.txt".into(),
             terminated: false,
             last_seq: 3,
             order: 1,

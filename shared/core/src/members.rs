@@ -53,6 +53,8 @@ pub struct Member {
     pub order: u64,
     /// The last `seq` its inbox handed out.
     pub last_seq: u64,
+    /// Why it last said it is idle (meaningful while it is idle).
+    pub idle_reason: String,
 }
 
 impl Member {
@@ -70,6 +72,7 @@ impl Member {
             token_hash: self.token_hash.clone(),
             mode: self.mode,
             idle: self.life.is_idle(),
+            idle_reason: self.idle_reason.clone(),
             terminated: self.life.is_terminated(),
             last_seq: self.last_seq,
             order: self.order,
@@ -92,6 +95,8 @@ pub struct MemberRecord {
     pub mode: Mode,
     /// Whether it said it is idle.
     pub idle: bool,
+    /// Why it last said so.
+    pub idle_reason: String,
     /// Whether it left for good.
     pub terminated: bool,
     /// The last `seq` its inbox handed out (envelopes stored since may
@@ -141,6 +146,7 @@ impl Members {
                 life: Lifecycle::restored(record.idle, record.terminated, now, grace_until),
                 order: record.order,
                 last_seq: record.last_seq,
+                idle_reason: record.idle_reason,
             };
             members.next_order = members.next_order.max(record.order + 1);
             members.insert(member);
@@ -218,6 +224,7 @@ impl Members {
             life: Lifecycle::joined(grace_until),
             order,
             last_seq: 0,
+            idle_reason: String::new(),
         });
         reused
     }
@@ -291,6 +298,23 @@ impl Members {
             self.touched.insert(name.to_owned());
         }
         Some(changed)
+    }
+
+    /// `name` said it is idle, for `reason`: whether its record changed
+    /// (it was not idle, or said so for another reason).
+    pub fn report_idle(&mut self, name: &str, reason: String) -> bool {
+        let Some(member) = self.members.get_mut(name) else {
+            return false;
+        };
+        let new_reason = member.idle_reason != reason;
+        member.idle_reason = reason;
+        let was_idle = member.life.is_idle();
+        self.on_life(name, Event::ReportedIdle);
+        let now_idle = self.get(name).is_some_and(|m| m.life.is_idle());
+        if new_reason {
+            self.touched.insert(name.to_owned());
+        }
+        new_reason || was_idle != now_idle
     }
 
     /// Sets `name`'s grant mode.
@@ -370,6 +394,32 @@ mod tests {
             format!("h-{name}"),
             grace_until,
         )
+    }
+
+    #[test]
+    fn the_idle_reason_is_recorded_and_restored_and_a_new_one_is_a_change() {
+        let mut members = Members::default();
+        join(&mut members, "alice", 10);
+        members.on_life("alice", Event::StreamOpened);
+        members.take_changed();
+        assert!(members.report_idle("alice", "done: wrote a.txt".into()));
+        assert!(
+            !members.report_idle("alice", "done: wrote a.txt".into()),
+            "the same again"
+        );
+        assert!(
+            members.report_idle("alice", "waiting".into()),
+            "a new reason"
+        );
+        let records = members.take_changed();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].idle_reason, "waiting");
+        assert!(records[0].idle);
+        let restored = Members::restore(records, 0, 10).expect("restore");
+        assert_eq!(
+            restored.get("alice").map(|m| m.idle_reason.as_str()),
+            Some("waiting")
+        );
     }
 
     #[test]

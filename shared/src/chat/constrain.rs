@@ -100,10 +100,75 @@ fn call_schema(tools: &[Tool]) -> Value {
     }
 }
 
-/// Sets the request's constraint to one call of `only`, in `shape`.
+/// `tools` as text for the conversation, one line each (`- name(arg:
+/// type, opt?: type): what it does`), where a schema-constrained reply's
+/// tools are told (the request carries no `tools` then): told at the end of
+/// the conversation as they change, they leave the prefix the server has
+/// cached as it was, where a request's `tools` come first in most chat
+/// templates and a change of them makes the server read everything again.
+pub fn describe_tools(tools: &[Tool]) -> String {
+    let mut text = String::new();
+    for tool in tools {
+        let properties = tool.parameters["properties"].as_object();
+        let required: Vec<&str> = tool.parameters["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut params = Vec::new();
+        let mut notes = Vec::new();
+        // The required first, in their order (the grammar's), then the rest.
+        let mut names: Vec<&str> = required.clone();
+        names.extend(
+            properties
+                .into_iter()
+                .flatten()
+                .map(|(name, _)| name.as_str())
+                .filter(|name| !required.contains(name)),
+        );
+        for name in names {
+            let Some(schema) = properties.and_then(|p| p.get(name)) else {
+                continue;
+            };
+            let optional = if required.contains(&name) { "" } else { "?" };
+            params.push(format!("{name}{optional}: {}", type_of(schema)));
+            if let Some(note) = schema["description"].as_str() {
+                notes.push(format!("`{name}`: {note}"));
+            }
+        }
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!(
+            "- {}({}): {}",
+            tool.name,
+            params.join(", "),
+            tool.description
+        ));
+        if !notes.is_empty() {
+            text.push_str(&format!(" {}.", notes.join("; ")));
+        }
+    }
+    text
+}
+
+/// A property's type as [`describe_tools`] writes it: `string`, `[string]`, ...
+fn type_of(schema: &Value) -> String {
+    match schema["type"].as_str() {
+        Some("array") => format!("[{}]", type_of(&schema["items"])),
+        Some(other) => other.to_owned(),
+        None => "any".to_owned(),
+    }
+}
+
+/// Sets the request's constraint to one call of `only`, in `shape`. A
+/// schema takes the request's `tools` out: the caller tells them in the
+/// conversation ([`describe_tools`]).
 pub(crate) fn apply(body: &mut Value, shape: Constrain, only: &[Tool]) {
     match shape {
         Constrain::Schema => {
+            if let Some(map) = body.as_object_mut() {
+                map.remove("tools");
+            }
             body["response_format"] = json!({"type": "json_schema", "json_schema": {
                 "name": "tool_call", "strict": true, "schema": call_schema(only),
             }});

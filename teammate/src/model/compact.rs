@@ -136,6 +136,8 @@ impl ModelDriver {
         let replaced = range.len();
         self.messages.splice(range, [Message::user(note)]);
         self.compactions += 1;
+        // Told again after the note: the list told last may be gone.
+        self.told_tools.clear();
         tracing::info!(
             replaced,
             compactions = self.compactions,

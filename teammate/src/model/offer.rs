@@ -2,8 +2,10 @@
 //! driver knows of its state, for the server's grammar. Paths to read among
 //! the files that exist and were not read, directories to list among those
 //! not listed, at least one file in a plan, paths to write among the
-//! grant's not yet written, the claimed task's id to complete, and the end
-//! tool only when nothing is owed. A tool with nothing left to call it on is
+//! grant's not yet written, the claimed task's id to complete, the shared
+//! list's tools once the lead told of a task to claim, messages to those
+//! who wrote (and the lead) once someone did, and the end tool only when
+//! nothing is owed. A tool with nothing left to call it on is
 //! left out. Pure: the workspace's listing is passed in.
 //!
 //! The grammar is a convenience for the model; the gate stays the guarantee
@@ -26,8 +28,15 @@ pub(super) const MAX_WRITE: usize = 16 * 1024;
 /// What is offered while an approved plan's files are not all written.
 const WORKING: [&str; 4] = ["read_file", "write_file", "edit_file", "run_command"];
 
-/// What is offered once an approved plan is carried out.
-const CHECKING: [&str; 4] = ["read_file", "edit_file", "run_command", catalog::DONE];
+/// What is offered once an approved plan is carried out: a check, and the
+/// end; a fix once a check failed.
+const CHECKING: [&str; 2] = ["run_command", catalog::DONE];
+
+/// What is offered once a check failed after the plan was carried out.
+const FIXING: [&str; 3] = ["edit_file", "run_command", catalog::DONE];
+
+/// A path a plan may name in the grammar: relative, without spaces.
+const PATH_PATTERN: &str = "^[A-Za-z0-9_.][A-Za-z0-9_./-]*$";
 
 /// The most files one plan may name in the grammar.
 const MAX_PLAN_FILES: usize = 64;
@@ -57,9 +66,28 @@ pub(super) struct Known {
     /// Tools whose last call was refused as invalid, not offered again
     /// until news comes (a model at temperature 0 repeats a refused call).
     pub(super) spurned: BTreeSet<String>,
+    /// Whether the lead told of a task of the shared list that can be
+    /// claimed: until then the list's tools are not offered.
+    pub(super) tasks_heard: bool,
+    /// Who sent the teammate a message: `send_message` goes to them (and
+    /// the lead), once there is someone to answer.
+    pub(super) correspondents: BTreeSet<String>,
+    /// Whether the last command since the last write failed (then a fix
+    /// is offered).
+    pub(super) check_failed: bool,
 }
 
 impl Known {
+    /// Whether a grant of named files (no glob) is held and each is
+    /// written.
+    pub(super) fn all_written(&self) -> bool {
+        !self.granted.is_empty()
+            && self
+                .granted
+                .iter()
+                .all(|path| literal(path) && self.written.contains(path))
+    }
+
     /// Takes `tool` off the offer until news comes; never the plan or the end.
     pub(super) fn spurn(&mut self, tool: &str) {
         if tool != catalog::SUBMIT_PLAN && tool != catalog::DONE {
@@ -129,6 +157,9 @@ pub(super) fn narrow(tools: &[Tool], known: &Known) -> Vec<Tool> {
 /// inside a string (a summary, a step) stops there, not at the reply bound.
 const MAX_TEXT: usize = 500;
 
+/// The most characters of one item of a list (a step, a test).
+const MAX_ITEM_TEXT: usize = 200;
+
 /// Properties that carry a file's text, bounded by [`MAX_WRITE`].
 const FILE_TEXT: [&str; 3] = ["content", "old", "new"];
 
@@ -161,7 +192,7 @@ fn bound_value(property: &mut Value, limit: usize) {
         Some("array") => {
             map.entry("maxItems").or_insert(json!(MAX_ITEMS));
             if let Some(items) = map.get_mut("items") {
-                bound_value(items, limit);
+                bound_value(items, limit.min(MAX_ITEM_TEXT));
             }
         }
         Some("object") => bound(property),
@@ -179,6 +210,8 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
     if literal_grant {
         let phase: &[&str] = if known.granted.iter().any(|p| !known.written.contains(p)) {
             &WORKING
+        } else if known.claimed.is_none() && known.check_failed {
+            &FIXING
         } else if known.claimed.is_none() {
             &CHECKING
         } else {
@@ -201,13 +234,23 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
                 properties["path"] = one_of(tree.dirs.difference(&known.listed))?;
             }
         }
+        "search" if known.tree.as_ref().is_some_and(|t| t.files.is_empty()) => return None,
         catalog::SUBMIT_PLAN => {
             properties["files"]["minItems"] = json!(1);
+            // A path, not prose: no spaces (a path with one can still be
+            // planned by another way; the gate does not care).
+            properties["files"]["items"] =
+                json!({"type": "string", "pattern": PATH_PATTERN, "maxLength": 200});
             properties["files"]["maxItems"] = json!(MAX_PLAN_FILES);
             properties["steps"]["minItems"] = json!(1);
-            // Optional prose that a small model runs away with.
+            // Optional prose that a small model runs away with, and tests
+            // it fills with shell lines that it then writes as the file.
             if let Some(p) = properties.as_object_mut() {
                 p.remove("body");
+                p.remove("tests");
+            }
+            if let Some(required) = tool.parameters["required"].as_array_mut() {
+                required.retain(|r| r != "tests");
             }
         }
         "write_file" => {
@@ -231,6 +274,15 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
             return None
         }
         catalog::CLAIM_TASK if known.claimed.is_some() => return None,
+        catalog::LIST_TASKS | catalog::CLAIM_TASK if !known.tasks_heard => return None,
+        catalog::SEND_MESSAGE => {
+            let mut to: BTreeSet<String> = known.correspondents.clone();
+            if to.is_empty() {
+                return None;
+            }
+            to.insert("lead".to_owned());
+            properties["to"] = one_of(to.iter())?;
+        }
         catalog::COMPLETE_TASK => {
             properties["task_id"] = json!({"const": known.claimed.as_ref()?});
         }

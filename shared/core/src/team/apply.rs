@@ -700,14 +700,16 @@ impl Team {
     /// last claim found none, would otherwise go unheard).
     fn report_idle_op(&mut self, name: &str, reason: String, effects: &mut Vec<Effect>) {
         let changed = self.members.get(name).is_some_and(|m| !m.life.is_idle());
-        self.members.on_life(name, Event::ReportedIdle);
+        let told = self.members.report_idle(name, reason.clone());
         effects.push(Effect::Deliver {
             from: name.to_owned(),
             to: vec![LEAD.to_owned()],
             message: Message::Idle { reason },
         });
-        if changed {
+        if told {
             self.notify_member(name, effects);
+        }
+        if changed {
             let next = (!self.tasks.has_claimed(name))
                 .then(|| self.tasks.next_claimable().cloned())
                 .flatten();
