@@ -128,17 +128,26 @@ pub struct Recorded {
 }
 
 impl Recorded {
-    /// The names of the tools offered.
+    /// The names of the tools offered: the request's `tools`, or, where a
+    /// schema holds the reply (and the request carries no tools), the
+    /// tools the schema lets the reply call.
     pub fn tool_names(&self) -> Vec<String> {
-        self.body["tools"]
-            .as_array()
-            .map(|tools| {
-                tools
-                    .iter()
-                    .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default()
+        if let Some(tools) = self.body["tools"].as_array() {
+            return tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect();
+        }
+        let schema = &self.body["response_format"]["json_schema"]["schema"];
+        let choices = match schema.get("anyOf").and_then(Value::as_array) {
+            Some(choices) => choices.clone(),
+            None if schema.is_object() => vec![schema.clone()],
+            None => Vec::new(),
+        };
+        choices
+            .iter()
+            .filter_map(|c| c["properties"]["name"]["const"].as_str().map(str::to_owned))
+            .collect()
     }
 
     /// The messages sent.
@@ -299,7 +308,10 @@ async fn complete(
     let answer = if overlong {
         shared.overlong.lock().unwrap().push(prompt);
         None
-    } else if body.get("tools").is_none() && summary.is_some() {
+    } else if body.get("tools").is_none()
+        && body.get("response_format").is_none()
+        && summary.is_some()
+    {
         summary.map(|text| Answer::text(&text))
     } else {
         Some(

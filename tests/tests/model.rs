@@ -65,7 +65,14 @@ async fn a_model_plans_read_only_revises_after_rejection_writes_after_approval_a
         ),
     ])
     .await;
-    let mut alice = lead.model_teammate("alice", &model.base_url, "Write a.txt.", &[]);
+    // A server that holds no reply to a schema: the request names the
+    // mode's tools (model_constrain.rs has the constrained requests).
+    let mut alice = lead.model_teammate(
+        "alice",
+        &model.base_url,
+        "Write a.txt.",
+        &["--constrain", "off"],
+    );
 
     // Plan mode: no gated tool on offer; the task is the first user message.
     let first = &model.wait_for(1).await[0];

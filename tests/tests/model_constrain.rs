@@ -36,6 +36,23 @@ fn choices(request: &Recorded) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// The tools the conversation told the model of, in order (the lines
+/// `- name(...)` of its user messages).
+fn told(request: &Recorded) -> Vec<String> {
+    request
+        .messages()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .flat_map(|text| text.lines())
+        .filter_map(|line| {
+            line.strip_prefix("- ")?
+                .split_once('(')
+                .map(|(n, _)| n.to_owned())
+        })
+        .collect()
+}
+
 fn names(choices: &[(String, Value)]) -> Vec<&str> {
     choices.iter().map(|(n, _)| n.as_str()).collect()
 }
@@ -77,23 +94,14 @@ async fn each_reply_is_held_to_the_modes_tools_narrowed_by_the_state_and_done_en
     std::fs::write(lead.workspace("alice").join("notes.txt"), "n").unwrap();
     let alice = lead.model_teammate("alice", &model.base_url, "Write a.txt.", &[]);
 
-    // Plan mode: the read tools, messages, the task list and submit_plan;
-    // no write tool, and no end while a plan is owed. The model is told of
-    // the mode's tools and done, whatever the constraint allows.
+    // Plan mode: what can be read (the workspace is shown with the task,
+    // so there is nothing to list), search, and submit_plan; no write tool,
+    // no message (nobody wrote), no task list (none was heard of), and no
+    // end while a plan is owed. The request carries no tools: they are told
+    // in the conversation, and the schema holds the reply to them.
     let first = &model.wait_for(1).await[0];
     let offer = choices(first);
-    assert_eq!(
-        names(&offer),
-        [
-            "read_file",
-            "list_dir",
-            "search",
-            "send_message",
-            "list_tasks",
-            "claim_task",
-            "submit_plan"
-        ]
-    );
+    assert_eq!(names(&offer), ["read_file", "search", "submit_plan"]);
     assert_eq!(
         arguments(&offer, "read_file")["properties"]["path"]["enum"],
         json!(["notes.txt"]),
@@ -103,11 +111,11 @@ async fn each_reply_is_held_to_the_modes_tools_narrowed_by_the_state_and_done_en
         arguments(&offer, "submit_plan")["properties"]["files"]["minItems"],
         1
     );
-    let told = first.tool_names();
-    assert!(told.contains(&"submit_plan".to_owned()) && told.contains(&"done".to_owned()));
-    for gated in ["write_file", "edit_file", "run_command"] {
-        assert!(!told.contains(&gated.to_owned()), "{told:?}");
-    }
+    assert!(first.body.get("tools").is_none(), "{}", first.body);
+    assert_eq!(told(first), ["read_file", "search", "submit_plan"]);
+    assert!(first
+        .all_text()
+        .contains("Files in your workspace: notes.txt."));
 
     // The crafted write meets the gate: refused, nothing written.
     let refused = events
@@ -126,7 +134,6 @@ async fn each_reply_is_held_to_the_modes_tools_narrowed_by_the_state_and_done_en
     assert!(ok, "{out}{err}");
     let third = &model.wait_for(3).await[2];
     assert!(names(&choices(third)).contains(&"submit_plan"));
-    assert!(third.tool_names().contains(&"submit_plan".to_owned()));
 
     // Approved: the work, on the grant's files; no submit_plan.
     let second_plan = pending_plan(&mut events, "second").await;
@@ -141,21 +148,29 @@ async fn each_reply_is_held_to_the_modes_tools_narrowed_by_the_state_and_done_en
         arguments(&offer, "write_file")["properties"]["path"]["enum"],
         json!(["a.txt"])
     );
-    let told = fourth.tool_names();
-    assert!(!told.contains(&"submit_plan".to_owned()), "{told:?}");
-    assert!(told.contains(&"write_file".to_owned()), "{told:?}");
+    // The conversation's prefix is the third request's, whole: what is new
+    // (the approval, the tools that came with it) is at its end.
+    let before = third.messages();
+    assert_eq!(fourth.messages()[..before.len()], before[..]);
+    let approval = fourth.last_message()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(approval.contains("approved"), "{approval}");
+    assert!(
+        approval.contains("- write_file(path: string, content: string)")
+            && approval.contains("- run_command(command: string)")
+            && !approval.contains("- submit_plan("),
+        "{approval}"
+    );
 
-    // Written: checking, fixing, and the end.
+    // Written: a check, or the end (a fix comes after a failed check).
     let fifth = &model.wait_for(5).await[4];
     let offer = choices(fifth);
-    assert_eq!(
-        names(&offer),
-        ["read_file", "edit_file", "run_command", "done"]
-    );
-    assert_eq!(
-        arguments(&offer, "edit_file")["properties"]["path"]["enum"],
-        json!(["a.txt"])
-    );
+    assert_eq!(names(&offer), ["run_command", "done"]);
+    assert!(fifth
+        .all_text()
+        .contains("Every file of your plan is written now"));
     assert_eq!(
         std::fs::read_to_string(alice.workspace.join("a.txt")).unwrap(),
         "hello"
@@ -221,9 +236,13 @@ async fn a_server_that_refuses_the_schema_is_asked_without_it_from_then_on() {
         );
         assert!(later.body.get("tool_choice").is_none());
     }
-    // The same request otherwise: the same conversation and tools.
+    // The same request otherwise: the same conversation, and now the
+    // mode's tools, which the schema's request left to the conversation.
     assert_eq!(requests[0].body["messages"], requests[1].body["messages"]);
-    assert_eq!(requests[0].body["tools"], requests[1].body["tools"]);
+    assert!(requests[0].body.get("tools").is_none());
+    let tools = requests[1].tool_names();
+    assert!(tools.contains(&"submit_plan".to_owned()), "{tools:?}");
+    assert!(!tools.contains(&"write_file".to_owned()), "{tools:?}");
 }
 
 #[tokio::test]

@@ -364,6 +364,35 @@ mod tests {
     }
 
     #[test]
+    fn tools_are_told_a_line_each_required_first_then_optional_with_notes() {
+        let plan = tool(
+            "submit_plan",
+            json!({"type": "object", "properties": {
+                "body": {"type": "string"},
+                "summary": {"type": "string", "description": "one sentence"},
+                "files": {"type": "array", "items": {"type": "string"}}},
+                "required": ["summary", "files"]}),
+        );
+        let list = tool("list_tasks", json!({"type": "object", "properties": {}}));
+        assert_eq!(
+            describe_tools(&[plan, list]),
+            "- submit_plan(summary: string, files: [string], body?: string): d `summary`: one \
+             sentence.\n- list_tasks(): d"
+        );
+    }
+
+    #[test]
+    fn a_schema_takes_the_tools_out_of_the_request_and_removing_it_puts_them_back() {
+        let read = tool("read_file", json!({"type": "object", "properties": {}}));
+        let mut body = json!({"tools": [], "messages": []});
+        apply(&mut body, Constrain::Schema, std::slice::from_ref(&read));
+        assert!(body.get("tools").is_none(), "{body}");
+        remove(&mut body, std::slice::from_ref(&read));
+        assert!(body.get("response_format").is_none(), "{body}");
+        assert_eq!(body["tools"][0]["function"]["name"], "read_file");
+    }
+
+    #[test]
     fn a_call_is_one_of_the_tools_with_its_arguments() {
         let read = tool(
             "read_file",

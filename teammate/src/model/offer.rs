@@ -373,6 +373,7 @@ mod tests {
         assert_eq!(names(&narrowed), ["write_file", "run_command"]);
         let mut reading = known.clone();
         reading.granted.push("src/**".into());
+        reading.correspondents.insert("bob".into());
         assert_eq!(
             names(&narrow(&tools(&["list_dir", "send_message"]), &reading)),
             ["list_dir", "send_message"],
@@ -387,14 +388,18 @@ mod tests {
         known.owes = false;
         let narrowed = narrow(&offered, &known);
         assert_eq!(names(&narrowed), ["write_file", "edit_file", "run_command"]);
-        known.written.insert("b.txt".into());
-        assert_eq!(
-            names(&narrow(&offered, &known)),
-            ["edit_file", "run_command", "done"]
-        );
         assert_eq!(
             narrowed[1].parameters["properties"]["path"]["enum"],
             json!(["hello.txt"])
+        );
+        // All written: a check and the end; a fix once a check failed.
+        known.written.insert("b.txt".into());
+        assert!(known.all_written());
+        assert_eq!(names(&narrow(&offered, &known)), ["run_command", "done"]);
+        known.check_failed = true;
+        assert_eq!(
+            names(&narrow(&offered, &known)),
+            ["edit_file", "run_command", "done"]
         );
         known.written.remove("b.txt");
         // A grant of globs: any path (the gate decides).
@@ -418,8 +423,10 @@ mod tests {
         let plan = &narrowed[0].parameters["properties"];
         assert_eq!(plan["summary"]["maxLength"], MAX_TEXT);
         assert_eq!(plan["steps"]["maxItems"], MAX_ITEMS);
-        assert_eq!(plan["steps"]["items"]["maxLength"], MAX_TEXT);
+        assert_eq!(plan["steps"]["items"]["maxLength"], MAX_ITEM_TEXT);
+        assert!(plan.get("tests").is_none(), "left out: {plan}");
         assert_eq!(plan["files"]["minItems"], 1);
+        assert_eq!(plan["files"]["items"]["pattern"], PATH_PATTERN);
         assert_eq!(plan["files"]["maxItems"], MAX_PLAN_FILES);
         let write = &narrowed[1].parameters["properties"];
         assert_eq!(write["content"]["maxLength"], MAX_WRITE);
@@ -429,6 +436,24 @@ mod tests {
         assert_eq!(
             narrowed[3].parameters["properties"]["summary"]["maxLength"],
             MAX_TEXT
+        );
+    }
+
+    #[test]
+    fn messages_go_to_those_who_wrote_and_search_needs_files() {
+        let offered = tools(&["send_message", "search"]);
+        let mut known = Known {
+            tree: tree(&[]),
+            ..Known::default()
+        };
+        assert!(narrow(&offered, &known).is_empty());
+        known.correspondents.insert("bob".into());
+        known.tree = tree(&["a.txt"]);
+        let narrowed = narrow(&offered, &known);
+        assert_eq!(names(&narrowed), ["send_message", "search"]);
+        assert_eq!(
+            narrowed[0].parameters["properties"]["to"]["enum"],
+            json!(["bob", "lead"])
         );
     }
 
@@ -446,9 +471,19 @@ mod tests {
 
     #[test]
     fn a_claimed_task_is_the_one_to_complete_and_no_other_is_claimed() {
-        let offered = tools(&["claim_task", "complete_task"]);
-        let known = Known::default();
-        assert_eq!(names(&narrow(&offered, &known)), ["claim_task"]);
+        let offered = tools(&["list_tasks", "claim_task", "complete_task"]);
+        assert!(
+            narrow(&offered, &Known::default()).is_empty(),
+            "no task heard of: nothing to list or claim"
+        );
+        let known = Known {
+            tasks_heard: true,
+            ..Known::default()
+        };
+        assert_eq!(
+            names(&narrow(&offered, &known)),
+            ["list_tasks", "claim_task"]
+        );
         let known = Known {
             claimed: Some("t1".into()),
             ..Known::default()
