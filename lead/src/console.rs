@@ -689,7 +689,9 @@ async fn write_target(
         .await
     {
         Ok(Some(target)) => target,
-        Ok(None) => return failed("not a file this lead can read", StatusCode::NOT_FOUND),
+        // Not an error of the asker's: the page says the file cannot be
+        // shown (a 404 would be a failed load in the browser's console).
+        Ok(None) => return unreadable("the member's workspace is not on this lead's machine"),
         Err(e) => return hub_failed(e),
     };
     let (workspace, path) = target;
@@ -713,12 +715,19 @@ async fn write_target(
     .ok()
     .flatten();
     match read {
-        Some(Some(content)) => {
-            no_store(Json(json!({ "exists": true, "content": content })).into_response())
-        }
-        Some(None) => no_store(Json(json!({ "exists": false, "content": "" })).into_response()),
-        None => failed("not a file this lead can show", StatusCode::NOT_FOUND),
+        Some(Some(content)) => no_store(
+            Json(json!({ "exists": true, "readable": true, "content": content })).into_response(),
+        ),
+        Some(None) => no_store(
+            Json(json!({ "exists": false, "readable": true, "content": "" })).into_response(),
+        ),
+        None => unreadable("not a text file of at most 256 KiB inside the workspace"),
     }
+}
+
+/// `/api/file`'s answer for a file the lead cannot show, and why.
+fn unreadable(why: &str) -> Response {
+    no_store(Json(json!({ "exists": null, "readable": false, "why": why })).into_response())
 }
 
 /// A decision on a result or an amendment.

@@ -59,6 +59,8 @@ impl Browser {
         }
         let capabilities = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
+            // The browser's console, for script_errors.
+            "goog:loggingPrefs": {"browser": "ALL"},
             "goog:chromeOptions": {
                 "binary": which("chromium"),
                 "args": ["--headless=new", "--no-sandbox", "--disable-gpu",
@@ -280,6 +282,26 @@ impl Browser {
         .as_str()
         .unwrap_or_default()
         .to_owned()
+    }
+
+    /// What the page's console said at level SEVERE since the last call:
+    /// uncaught errors, rejected promises nobody caught, resources that did
+    /// not load (chromedriver's log of the browser).
+    pub async fn script_errors(&self) -> Vec<String> {
+        let entries = self
+            .call(
+                reqwest::Method::POST,
+                "/se/log",
+                Some(json!({ "type": "browser" })),
+            )
+            .await;
+        entries
+            .as_array()
+            .unwrap_or_else(|| panic!("chromedriver gave no browser log: {entries}"))
+            .iter()
+            .filter(|e| e["level"] == "SEVERE")
+            .map(|e| e["message"].as_str().unwrap_or_default().to_owned())
+            .collect()
     }
 
     /// How far the page is wider than its window (0: it does not scroll

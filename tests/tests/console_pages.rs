@@ -592,3 +592,133 @@ async fn the_first_load_holds_no_diff_and_a_result_fetches_its_own() {
         .await;
     browser.quit().await;
 }
+
+/// Every kind of page, opened directly at both widths, with no script error
+/// in the page: the queue, a plan's page and a permission's, the tasks, the
+/// team, a live member (whose plan waits: its status says so) and one that
+/// left. A live member's page threw `waiting.get is not a function` before.
+#[tokio::test]
+async fn every_page_opens_without_a_script_error_at_both_widths() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let browser = lead.console_browser().await;
+    let task = operator
+        .create_task(pb::CreateTaskRequest {
+            subject: "write the parser".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    // ann: connected, its task claimed, its plan waiting.
+    let mut ann = lead.join("ann").await;
+    ann.open_inbox(0).await;
+    ann.api
+        .claim_task(pb::ClaimTaskRequest {
+            task_id: task.task_id.clone(),
+        })
+        .await
+        .unwrap();
+    let plan_id = ann
+        .submit(
+            &uuid::Uuid::new_v4().to_string(),
+            "the parser",
+            &["src/parser.rs"],
+        )
+        .await
+        .unwrap();
+    // cy: approved in default mode, asking to write.
+    let mut cy = lead.join("cy").await;
+    let cys = cy
+        .submit(&uuid::Uuid::new_v4().to_string(), "docs", &["docs/*.md"])
+        .await
+        .unwrap();
+    operator
+        .review_plan(pb::PlanReview {
+            request_id: cys,
+            approve: true,
+            grant: Some(pb::PermissionGrant {
+                mode: pb::PermissionMode::Default as i32,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let permission = cy
+        .api
+        .request_permission(pb::PermissionRequest {
+            request_id: String::new(),
+            tool: "write_file".into(),
+            args_json: r#"{"path":"docs/a.md","content":"fn main() {\n    println!(\"x\");\n}\n"}"#
+                .into(),
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .request_id;
+    // bo: left the team.
+    let mut bo = lead.join("bo").await;
+    bo.api
+        .leave(pb::LeaveRequest {
+            reason: "done".into(),
+        })
+        .await
+        .unwrap();
+
+    let base = lead.console.as_deref().unwrap().to_owned();
+    let pages = [
+        ("queue", String::new(), "#queue", "the parser"),
+        (
+            "plan",
+            format!("#/requests/{plan_id}"),
+            "#page h2",
+            "Plan: the parser",
+        ),
+        (
+            "permission",
+            format!("#/requests/{permission}"),
+            "#page",
+            "docs/a.md",
+        ),
+        (
+            "tasks",
+            "#/tasks".to_owned(),
+            "[data-testid=task]",
+            "write the parser",
+        ),
+        ("team", "#/team".to_owned(), "#page", "bo"),
+        (
+            "member-live",
+            "#/members/ann".to_owned(),
+            "[data-testid=member-status]",
+            "waiting for review of its plan",
+        ),
+        (
+            "member-ended",
+            "#/members/bo".to_owned(),
+            "[data-testid=member-status]",
+            "terminated",
+        ),
+    ];
+    for (width, height) in [(1280, 800), (390, 844)] {
+        browser.resize(width, height).await;
+        for (name, hash, css, text) in &pages {
+            browser.open(&format!("{base}{hash}")).await;
+            browser.wait_for(css, text).await;
+            let errors = browser.script_errors().await;
+            assert!(
+                errors.is_empty(),
+                "the {name} page at {width} px: {errors:?}"
+            );
+            assert!(
+                browser.sideways().await <= 0,
+                "the {name} page scrolls sideways at {width} px"
+            );
+            browser
+                .screenshot(&shots().join(format!("tour-{name}-{width}.png")))
+                .await;
+        }
+    }
+    browser.quit().await;
+}

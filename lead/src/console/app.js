@@ -155,7 +155,8 @@ function permissionChange(r) {
       if (file && file.exists) {
         box.replaceChildren(diffLines(`change to ${args.path} (against the file now)`, file.content.split("\n"), now) || el("p", { text: "no change to the file" }));
       } else {
-        box.replaceChildren(diffLines(`${args.path} (${file ? "a new file" : "the file now cannot be read here"})`, [], now));
+        const unread = !file || file.readable === false;
+        box.replaceChildren(diffLines(`${args.path} (${unread ? "the file now cannot be read here" : "a new file"})`, [], now));
       }
     }).catch(() => {});
     return box;
@@ -435,23 +436,36 @@ const STATUS_WORDS = {
   working: "working", idle: "idle", disconnected: "disconnected (it may come back)",
   shutting_down: "asked to shut down", terminated: "terminated",
 };
+const WAITING_WORDS = [
+  ["permission", "waiting for a permission"],
+  ["plan_approval", "waiting for review of its plan"],
+  ["amendment", "waiting for review of its amendment"],
+  ["result", "waiting for review of its result"],
+];
 function statusWords(m, waiting) {
   if (m.status === "working" || m.status === "idle") {
     const kinds = waiting.get(m.name);
-    if (kinds && kinds.has("permission")) return "waiting for a permission";
-    if (kinds && kinds.has("plan_approval")) return "waiting for review of its plan";
+    for (const [kind, words] of WAITING_WORDS) {
+      if (kinds && kinds.has(kind)) return words;
+    }
   }
   return STATUS_WORDS[m.status] || m.status;
 }
 
-function renderTeam() {
-  const body = document.querySelector("#team tbody");
+// The kinds of request each member waits on a decision of, by name.
+function waitingBySender() {
   const waiting = new Map();
   for (const r of requests.values()) {
     if (r.status !== "pending") continue;
     if (!waiting.has(r.sender)) waiting.set(r.sender, new Set());
     waiting.get(r.sender).add(r.type);
   }
+  return waiting;
+}
+
+function renderTeam() {
+  const body = document.querySelector("#team tbody");
+  const waiting = waitingBySender();
   const rows = new Map([...body.children].map((row) => [row.dataset.member, row]));
   let previous = null;
   for (const m of members.values()) {
@@ -923,7 +937,7 @@ function memberPage(name) {
   const own = [...tasks.values()].filter((t) => t.owner === name)
     .map((t) => ({ ...t, status: String(t.status || "").toLowerCase() }));
   return [el("h2", { text: name }),
-    el("p", { "data-testid": "member-status", text: `${statusWords(m, mine.some((r) => r.status === "pending" && r.sender === name))}, mode ${m.mode}, role ${m.role}` }),
+    el("p", { "data-testid": "member-status", text: `${statusWords(m, waitingBySender())}, mode ${m.mode}, role ${m.role}` }),
     el("div", { text: "Holds now:" }), list(m.holds || []),
     el("div", { text: "Tasks:" }), list(own.map((t) => `${t.subject} (${t.status})`)),
     el("div", { text: "Requests:" }),

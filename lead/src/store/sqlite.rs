@@ -987,6 +987,7 @@ mod tests {
         let conn = Connection::open(dir.path().join(DB_FILE)).expect("open");
         conn.execute_batch(
             "ALTER TABLE requests DROP COLUMN reviews;
+             ALTER TABLE members DROP COLUMN idle_reason;
              DROP TABLE holds;
              DROP TABLE usage;
              DROP TABLE history;
