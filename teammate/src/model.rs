@@ -340,10 +340,10 @@ impl ModelDriver {
 
     /// Where replies are held to a schema, the request carries no tools:
     /// the model is told in the conversation of what it may call, all of it
-    /// at first and then each tool that becomes callable, at the end (added
-    /// to the last message if that is the user's: some chat templates
-    /// refuse two user turns in a row), so that what the server cached
-    /// stays the prefix. A tool no longer callable is not told again: the
+    /// at first and then each tool that becomes callable, in the last
+    /// message (the user's, where it is: some chat templates refuse two
+    /// user turns in a row), so that what the server cached stays the
+    /// prefix. A tool no longer callable is not told again: the
     /// grammar leaves it out.
     fn tell_tools(&mut self, callable: &[Tool]) {
         if self.chat.constraint() != Constrain::Schema {
@@ -357,22 +357,26 @@ impl ModelDriver {
         if new.is_empty() {
             return;
         }
-        let text = if self.told_tools.is_empty() {
-            format!(
-                "Reply with one tool call as JSON: {{\"name\": \"<tool>\", \"arguments\": \
-                 {{...}}}}. Your tools:\n{}",
-                chat::describe_tools(&new)
-            )
-        } else {
-            format!("You may call now too:\n{}", chat::describe_tools(&new))
-        };
+        let first = self.told_tools.is_empty();
         self.told_tools.extend(new.iter().map(|t| t.name));
+        let tools = chat::describe_tools(&new);
         match self.messages.last_mut() {
-            Some(last) if last.role == Role::User => {
-                last.content.push_str("\n\n");
-                last.content.push_str(&text);
+            // With the task: after it.
+            Some(last) if first && last.role == Role::User => {
+                last.content.push_str(&format!(
+                    "\n\nReply with one tool call as JSON: {{\"name\": \"<tool>\", \
+                     \"arguments\": {{...}}}}. Your tools:\n{tools}"
+                ));
             }
-            _ => self.messages.push(Message::user(text)),
+            // With the news that brought them: before it, so that what the
+            // model reads last is what to do (told after it, the tools'
+            // descriptions came back in a small model's file as text).
+            Some(last) if last.role == Role::User => {
+                last.content = format!("You may call now too:\n{tools}\n\n{}", last.content);
+            }
+            _ => self
+                .messages
+                .push(Message::user(format!("You may call now too:\n{tools}"))),
         }
     }
 

@@ -289,6 +289,31 @@ impl Lead {
         )
     }
 
+    /// Joins `name` with a plan of `files` approved in DEFAULT mode: each
+    /// write asks.
+    pub async fn granted(&self, operator: &mut Operator, name: &str, files: &[&str]) -> Member {
+        let mut member = self.join(name).await;
+        let id = member
+            .submit(&uuid::Uuid::new_v4().to_string(), "work", files)
+            .await
+            .expect("SubmitPlan");
+        within(
+            "ReviewPlan",
+            operator.review_plan(pb::PlanReview {
+                request_id: id,
+                approve: true,
+                grant: Some(pb::PermissionGrant {
+                    mode: pb::PermissionMode::Default as i32,
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+        )
+        .await
+        .expect("ReviewPlan");
+        member
+    }
+
     /// Joins as `name` with a raw client.
     pub async fn join(&self, name: &str) -> Member {
         let mut joiner = self.lead_api(&self.join_token).await;

@@ -628,23 +628,7 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
         .await
         .unwrap();
     // cy: approved in default mode, asking to write.
-    let mut cy = lead.join("cy").await;
-    let cys = cy
-        .submit(&uuid::Uuid::new_v4().to_string(), "docs", &["docs/*.md"])
-        .await
-        .unwrap();
-    operator
-        .review_plan(pb::PlanReview {
-            request_id: cys,
-            approve: true,
-            grant: Some(pb::PermissionGrant {
-                mode: pb::PermissionMode::Default as i32,
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let mut cy = lead.granted(&mut operator, "cy", &["docs/*.md"]).await;
     let permission = cy
         .api
         .request_permission(pb::PermissionRequest {

@@ -15,24 +15,7 @@ use shared::pb::{self, RequestStatus};
 
 /// `member` with an approved plan in DEFAULT mode: each write asks.
 async fn granted(lead: &Lead, operator: &mut mesh_tests::Operator, name: &str) -> Member {
-    let mut member = lead.join(name).await;
-    let id = member
-        .submit(&uuid::Uuid::new_v4().to_string(), "work", &["src/*.rs"])
-        .await
-        .unwrap();
-    operator
-        .review_plan(pb::PlanReview {
-            request_id: id,
-            approve: true,
-            grant: Some(pb::PermissionGrant {
-                mode: pb::PermissionMode::Default as i32,
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    member
+    lead.granted(operator, name, &["src/*.rs"]).await
 }
 
 /// `member` asks to write `path`; the request's id.
