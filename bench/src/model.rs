@@ -308,6 +308,9 @@ async fn wait_idle(port: u16) {
 
 /// Whether llama.cpp's `GET /slots` says a slot is processing.
 async fn busy(port: u16) -> bool {
+    // reqwest here needs rustls's one crypto provider installed (a second
+    // install is refused, harmlessly).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let slots = async {
         reqwest::Client::new()
             .get(format!("http://127.0.0.1:{port}/slots"))
