@@ -83,13 +83,13 @@ async fn an_operator_reviews_and_shuts_down_from_the_console() {
         })
         .await
         .unwrap();
-    let row = browser.wait_for("tr[data-member=dora]", "5000").await;
+    let row = browser.wait_for("tr[data-member=dora]", "5,000").await;
     let tokens = browser
         .text(&browser.within(&row, "[data-testid=tokens]").await)
         .await;
-    assert_eq!(tokens, "1234");
+    assert_eq!(tokens, "1,234");
     browser
-        .wait_for("#team-usage", "Team total: 1234 tokens")
+        .wait_for("#team-usage", "Team total: 1,234 tokens")
         .await;
 
     // A teammate's plan appears without a reload.

@@ -629,6 +629,7 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
         .unwrap();
     // cy: approved in default mode, asking to write.
     let mut cy = lead.granted(&mut operator, "cy", &["docs/*.md"]).await;
+    cy.open_inbox(0).await;
     let permission = cy
         .api
         .request_permission(pb::PermissionRequest {
@@ -641,6 +642,14 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
         .unwrap()
         .into_inner()
         .request_id;
+    // ann's process starts and has used nothing yet: no news for the log.
+    ann.api
+        .report_usage(pb::UsageReport {
+            epoch: "e1".into(),
+            totals: Some(pb::Usage::default()),
+        })
+        .await
+        .unwrap();
     // bo: left the team.
     let mut bo = lead.join("bo").await;
     bo.api
@@ -671,7 +680,12 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
             "[data-testid=task]",
             "write the parser",
         ),
-        ("team", "#/team".to_owned(), "#page", "bo"),
+        (
+            "team",
+            "#/team".to_owned(),
+            "[data-testid=team-table]",
+            "bo",
+        ),
         (
             "member-live",
             "#/members/ann".to_owned(),
@@ -685,6 +699,39 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
             "terminated",
         ),
     ];
+    // The queue: what waits is counted in the tab's title; the log has no
+    // line for a process that used nothing, and says the day of an event
+    // that is not today's.
+    browser.open(&format!("{base}#/")).await;
+    browser.wait_for("#events", "bo").await;
+    assert_eq!(
+        browser.execute("return document.title", vec![]).await,
+        "(2) mesh console"
+    );
+    let log = browser.text(&browser.wait_for("#events", "").await).await;
+    assert!(!log.contains("used 0 tokens"), "{log}");
+    let year = chrono_year();
+    let today = browser.execute("return whenText(Date.now())", vec![]).await;
+    let earlier = browser
+        .execute("return whenText(Date.now() - 3 * 86400000)", vec![])
+        .await;
+    assert!(!today.as_str().unwrap().contains(&year), "{today}");
+    assert!(earlier.as_str().unwrap().contains(&year), "{earlier}");
+    // The team page: each member's status in words, its task, its holds.
+    browser.open(&format!("{base}#/team")).await;
+    let status = |name: &str| format!("[data-member={name}] [data-testid=team-status]");
+    browser
+        .wait_for(&status("ann"), "waiting for review of its plan")
+        .await;
+    browser
+        .wait_for(&status("cy"), "waiting for a permission")
+        .await;
+    browser.wait_for(&status("bo"), "terminated").await;
+    browser
+        .wait_for("[data-member=ann]", "write the parser")
+        .await;
+    browser.wait_for("[data-member=cy]", "docs/*.md").await;
+
     for (width, height) in [(1280, 800), (390, 844)] {
         browser.resize(width, height).await;
         for (name, hash, css, text) in &pages {
@@ -705,4 +752,23 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
         }
     }
     browser.quit().await;
+}
+
+/// This year, as the page's dates write it (UTC; the tests do not run at
+/// midnight on New Year's Eve).
+fn chrono_year() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        / 86_400;
+    // Days to a civil year (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(month <= 2)).to_string()
 }

@@ -371,6 +371,8 @@ function renderQueue() {
     if (previous) previous.after(card); else queue.prepend(card);
     previous = card;
   }
+  // An all-day tab says from afar how much waits.
+  document.title = pending.length ? `(${pending.length}) mesh console` : "mesh console";
   if (!pending.length && !queue.querySelector(".empty")) queue.append(el("p", { class: "empty", text: "Nothing waits for you." }));
   if (pending.length) queue.querySelectorAll(".empty").forEach((e) => e.remove());
   focusNext();
@@ -402,10 +404,10 @@ function usageSum() {
 
 function renderUsage() {
   const others = [...usage.entries()].filter(([name]) => !members.has(name))
-    .map(([name, u]) => `${name}: ${u.tokens} tokens in ${u.calls} calls`);
+    .map(([name, u]) => `${name}: ${count(u.tokens)} tokens in ${count(u.calls)} calls`);
   const total = usageBase + usageSum();
   document.getElementById("team-usage").textContent =
-    `Team total: ${total} tokens` + (others.length ? "; " + others.join("; ") : "");
+    `Team total: ${count(total)} tokens` + (others.length ? "; " + others.join("; ") : "");
 }
 
 // A member's row: made once, then its cells' text updated in place, so that
@@ -475,8 +477,8 @@ function renderTeam() {
     setText(row, "role", m.role);
     setText(row, "status", statusWords(m, waiting));
     setText(row, "mode", m.mode);
-    setText(row, "tokens", String(used.tokens));
-    setText(row, "budget", used.budget ? String(used.budget) : "-");
+    setText(row, "tokens", count(used.tokens));
+    setText(row, "budget", used.budget ? count(used.budget) : "-");
     setText(row, "holds", (m.holds || []).join(", "));
     setText(row, "shutdown-outcome", shutdownOutcome(m.name));
     // A terminated member cannot be asked: only how it ended stays.
@@ -570,7 +572,11 @@ function describe(e, told) {
   if (ev.tool_call) return [`${ev.tool_call.member} ${ev.tool_call.allowed ? "ran" : "was refused"} ${ev.tool_call.tool}: ${ev.tool_call.outcome}`, ev.tool_call.member];
   if (ev.review_note) return [`${ev.review_note.reviewer}: ${ev.review_note.note}`];
   if (ev.task) return [`task ${ev.task.subject}: ${ev.task.status}${ev.task.owner ? " (" + ev.task.owner + ")" : ""}`, ev.task.owner];
-  if (ev.usage) return [`${ev.usage.name} used ${tokensOf(ev.usage)} tokens in ${ev.usage.calls} calls` + (ev.usage.token_budget ? ` (budget ${ev.usage.token_budget})` : ""), ev.usage.name];
+  if (ev.usage) {
+    // A process that used nothing is not news.
+    if (!tokensOf(ev.usage) && !ev.usage.calls) return [null];
+    return [`${ev.usage.name} used ${count(tokensOf(ev.usage))} tokens in ${count(ev.usage.calls || 0)} calls` + (ev.usage.token_budget ? ` (budget ${count(ev.usage.token_budget)})` : ""), ev.usage.name];
+  }
   if (ev.child_exited) {
     const c = ev.child_exited;
     return [`${c.name} (pid ${c.pid}) ${c.how}${c.joined ? "" : " before joining" + (c.log_tail ? "; its log ends: " + c.log_tail : "")}`, c.name];
@@ -648,9 +654,23 @@ function shownLive(e, text, who) {
   return !logged.some((l) => l.at === e.at_unix_ms && l.text === text);
 }
 
+// A number as people write it: 200,000.
+function count(n) {
+  return Number(n).toLocaleString("en-US");
+}
+
+// When, as the log shows it: the time today, the date and time on any
+// other day (the log keeps days of events).
+function whenText(ms) {
+  const at = new Date(ms);
+  return at.toDateString() === new Date().toDateString()
+    ? at.toLocaleTimeString()
+    : at.toLocaleDateString(undefined, { year: "numeric", month: "short", day: "numeric" }) + " " + at.toLocaleTimeString();
+}
+
 function renderEvents() {
   document.getElementById("events").replaceChildren(...logged.map((e) =>
-    el("li", {}, el("time", { text: new Date(e.at).toLocaleTimeString() }), " ",
+    el("li", {}, el("time", { datetime: new Date(e.at).toISOString(), text: whenText(e.at) }), " ",
       el("span", { "data-testid": "said", text: e.text }))));
   olderButton.hidden = !nextBefore;
 }
@@ -944,9 +964,27 @@ function memberPage(name) {
     el("ul", {}, ...mine.map((r) => el("li", {}, el("a", { href: "#/requests/" + r.request_id, text: `${KIND_NAMES[r.type] || r.type}: ${titleOf(r)}` }), ` — ${r.status}`)))];
 }
 
+// The team at a glance: each member's status in words, mode, what it holds,
+// its task, and what its model used against its budget.
 function teamPage() {
-  return [el("h2", { text: "Team" }), el("ul", {}, ...[...members.values()].map((m) =>
-    el("li", {}, el("a", { href: "#/members/" + encodeURIComponent(m.name), text: m.name }), ` — ${m.role}, ${m.status}`)))];
+  const waiting = waitingBySender();
+  const head = el("tr", {}, ...["member", "role", "status", "mode", "holds", "task", "tokens", "budget"]
+    .map((h) => el("th", { text: h })));
+  const rows = [...members.values()].map((m) => {
+    const used = usage.get(m.name) || { tokens: 0 };
+    const task = [...tasks.values()].find((t) => t.owner === m.name && String(t.status || "").toLowerCase() === "claimed");
+    return el("tr", { "data-testid": "team-member", "data-member": m.name },
+      el("td", {}, el("a", { href: "#/members/" + encodeURIComponent(m.name), text: m.name })),
+      el("td", { text: m.role }),
+      el("td", { "data-testid": "team-status", text: statusWords(m, waiting) }),
+      el("td", { text: m.mode }),
+      el("td", {}, list(m.holds || [])),
+      el("td", { text: task ? task.subject : "-" }),
+      el("td", { text: count(used.tokens) }),
+      el("td", { text: used.budget ? count(used.budget) : "-" }));
+  });
+  return [el("h2", { text: "Team" }),
+    el("div", { class: "wide" }, el("table", { "data-testid": "team-table" }, el("thead", {}, head), el("tbody", {}, ...rows)))];
 }
 
 let shownPage = "";
