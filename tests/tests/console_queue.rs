@@ -165,6 +165,16 @@ async fn a_lost_lead_disables_every_control_and_says_so() {
     browser
         .wait_for("#live", "connection to the lead lost")
         .await;
+    // Said at the top of the page too, and in the tab's title.
+    browser
+        .wait_for("[data-testid=lead-gone]", "The lead cannot be reached")
+        .await;
+    let title = browser.execute("return document.title", vec![]).await;
+    assert!(
+        title.as_str().unwrap().starts_with("(lead gone) (1)"),
+        "{title}"
+    );
+    browser.screenshot(&shots().join("lead-gone-1280.png")).await;
     let controls = browser
         .all("main button, main textarea, main input[type=text]")
         .await;

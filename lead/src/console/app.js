@@ -372,7 +372,8 @@ function renderQueue() {
     previous = card;
   }
   // An all-day tab says from afar how much waits.
-  document.title = pending.length ? `(${pending.length}) mesh console` : "mesh console";
+  document.title = (document.body.classList.contains("offline") ? "(lead gone) " : "")
+    + (pending.length ? `(${pending.length}) mesh console` : "mesh console");
   if (!pending.length && !queue.querySelector(".empty")) queue.append(el("p", { class: "empty", text: "Nothing waits for you." }));
   if (pending.length) queue.querySelectorAll(".empty").forEach((e) => e.remove());
   focusNext();
@@ -787,7 +788,17 @@ function schedule() {
 
 // While the lead cannot be reached, every control is disabled: a click
 // would only fail.
+let lastReached = Date.now();
 function offline(gone) {
+  if (!gone) lastReached = Date.now();
+  // Said where no one can miss it: what the page shows is as of the last
+  // time the lead was reached, and nothing can be decided.
+  const banner = document.getElementById("gone");
+  banner.hidden = !gone;
+  banner.textContent = gone
+    ? `The lead cannot be reached (since ${whenText(lastReached)}). What this page shows is as it was then; nothing can be decided until the lead is back.`
+    : "";
+  document.title = (gone ? "(lead gone) " : "") + document.title.replace(/^\(lead gone\) /, "");
   document.body.classList.toggle("offline", gone);
   for (const control of document.querySelectorAll("main button, main input, main textarea, main select, #page button, #page input, #page textarea, #page select")) {
     control.disabled = gone;
