@@ -174,7 +174,9 @@ async fn a_lost_lead_disables_every_control_and_says_so() {
         title.as_str().unwrap().starts_with("(lead gone) (1)"),
         "{title}"
     );
-    browser.screenshot(&shots().join("lead-gone-1280.png")).await;
+    browser
+        .screenshot(&shots().join("lead-gone-1280.png"))
+        .await;
     let controls = browser
         .all("main button, main textarea, main input[type=text]")
         .await;
