@@ -222,7 +222,7 @@ async fn the_task_list_has_status_tabs_and_members_have_pages() {
         .await;
 
     // The owner's page, from the row.
-    let owner = browser.within(&row, "a").await;
+    let owner = browser.within(&row, "[data-testid=task-owner]").await;
     browser.click(&owner).await;
     browser.wait_for("#page h2", "ann").await;
     browser
@@ -620,13 +620,18 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
         .await
         .unwrap();
     let plan_id = ann
-        .submit(
-            &uuid::Uuid::new_v4().to_string(),
-            "the parser",
-            &["src/parser.rs"],
-        )
+        .api
+        .submit_plan(pb::PlanApprovalRequest {
+            plan: Some(pb::Plan {
+                task_id: task.task_id.clone(),
+                ..plan("the parser", &["src/parser.rs"], &[])
+            }),
+            ..Default::default()
+        })
         .await
-        .unwrap();
+        .unwrap()
+        .into_inner()
+        .request_id;
     // cy: approved in default mode, asking to write.
     let mut cy = lead.granted(&mut operator, "cy", &["docs/*.md"]).await;
     cy.open_inbox(0).await;
@@ -681,6 +686,12 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
             "write the parser",
         ),
         (
+            "task",
+            format!("#/task/{}", task.task_id),
+            "[data-testid=task-requests]",
+            "Plan: the parser",
+        ),
+        (
             "team",
             "#/team".to_owned(),
             "[data-testid=team-table]",
@@ -731,6 +742,18 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
         .wait_for("[data-member=ann]", "write the parser")
         .await;
     browser.wait_for("[data-member=cy]", "docs/*.md").await;
+    // A plan's page links its task's page, which lists the plan and says
+    // who has the task.
+    browser.open(&format!("{base}#/requests/{plan_id}")).await;
+    let link = browser.wait_for("#page a", "write the parser").await;
+    browser.click(&link).await;
+    browser.wait_for("#page h2", "Task: write the parser").await;
+    browser
+        .wait_for("[data-testid=task-status]", "claimed by ann")
+        .await;
+    browser
+        .wait_for("[data-testid=task-requests]", "Plan: the parser")
+        .await;
 
     for (width, height) in [(1280, 800), (390, 844)] {
         browser.resize(width, height).await;

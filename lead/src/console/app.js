@@ -852,7 +852,7 @@ function start() {
   setInterval(() => loadStats().catch(() => {}), 10000);
 }
 
-// Pages with their own address: #/requests/ID, #/tasks/STATUS,
+// Pages with their own address: #/requests/ID, #/tasks/STATUS, #/task/ID,
 // #/members/NAME, #/team; "#/" (or none) is the queue.
 function route() {
   const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
@@ -908,7 +908,7 @@ function requestPage(id) {
   const task = (p.plan && p.plan.task_id) || (p.result && p.result.task_id) || p.task_id;
   if (task) {
     const t = tasks.get(task);
-    out.push(el("p", {}, "For task ", el("a", { href: "#/tasks/all", text: t ? t.subject : task })));
+    out.push(el("p", {}, "For task ", el("a", { href: "#/task/" + encodeURIComponent(task), text: t ? t.subject : task })));
   }
   if (r.type === "plan_approval") {
     const changed = diff(r);
@@ -949,8 +949,8 @@ function tasksPage(tab) {
     el("a", { href: "#/tasks/" + s, role: "tab", "data-testid": "tab-" + s, "aria-current": s === tab ? "page" : "false", text: `${s} (${count(s)})` })));
   const shown = all.filter((t) => tab === "all" || status(t) === tab);
   const rows = shown.map((t) => el("tr", { "data-testid": "task" },
-    el("td", { text: t.subject }), el("td", { text: status(t) }),
-    el("td", {}, t.owner ? el("a", { href: "#/members/" + encodeURIComponent(t.owner), text: t.owner }) : "-"),
+    el("td", {}, el("a", { href: "#/task/" + encodeURIComponent(t.task_id), text: t.subject })), el("td", { text: status(t) }),
+    el("td", {}, t.owner ? el("a", { href: "#/members/" + encodeURIComponent(t.owner), "data-testid": "task-owner", text: t.owner }) : "-"),
     el("td", { text: t.review || "plan" }),
     el("td", { text: (t.blocked_by || []).map((b) => (tasks.get(b) || {}).subject || b).join(", ") || "-" }),
     el("td", { text: t.summary || "" })));
@@ -958,6 +958,36 @@ function tasksPage(tab) {
     el("table", { class: "tasks" }, el("thead", {}, el("tr", {}, ...["Subject", "Status", "Owner", "Review", "Waits for", "Summary"].map((h) => el("th", { text: h })))),
       el("tbody", {}, ...rows)),
     shown.length ? null : el("p", { class: "meta", text: "none" })].filter(Boolean);
+}
+
+// The requests made under a task: plans for it, its results, amendments of
+// its plans.
+function requestsOfTask(id) {
+  return [...requests.values()].filter((r) => {
+    // A brief keeps the task's id: nothing is fetched for this.
+    const p = r.payload || {};
+    return ((p.plan && p.plan.task_id) || (p.result && p.result.task_id) || p.task_id) === id;
+  }).sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms);
+}
+
+// One task: what it asks, its files, what blocks it, who has it, when, and
+// every request under it.
+function taskPage(id) {
+  const t = tasks.get(id);
+  if (!t) return [el("h2", { text: "No such task" })];
+  const status = String(t.status || "").toLowerCase();
+  const blockers = (t.blocked_by || []).map((b) => el("a", { href: "#/task/" + encodeURIComponent(b), text: (tasks.get(b) || {}).subject || b }));
+  const under = requestsOfTask(id);
+  return [el("h2", { text: "Task: " + t.subject }),
+    el("p", { "data-testid": "task-status", text: `${status}${t.owner ? " by " + t.owner : ""}; review: ${t.review || "plan"}` }),
+    t.description ? el("p", { text: t.description }) : null,
+    el("div", { text: "Files:" }), list(t.files || []),
+    el("div", { text: "Waits for:" }), blockers.length ? el("p", {}, ...blockers.flatMap((b, i) => i ? [", ", b] : [b])) : el("p", { class: "meta", text: "nothing" }),
+    el("p", { class: "meta", text: `created ${whenText(t.created_at_unix_ms)}; last changed ${whenText(t.updated_at_unix_ms || t.created_at_unix_ms)}` }),
+    t.summary ? el("p", { text: "Summary: " + t.summary }) : null,
+    el("div", { text: "Requests:" }),
+    under.length ? el("ul", { "data-testid": "task-requests" }, ...under.map((r) => el("li", {}, el("a", { href: "#/requests/" + r.request_id, text: `${KIND_NAMES[r.type] || r.type}: ${titleOf(r)}` }), ` — ${r.sender}, ${r.status}`)))
+      : el("p", { class: "meta", text: "none" })].filter(Boolean);
 }
 
 function memberPage(name) {
@@ -1015,6 +1045,7 @@ function renderPage() {
   const content = what === "requests" ? requestPage(arg)
     : what === "tasks" ? tasksPage(TASK_TABS.includes(arg) ? arg : "all")
     : what === "members" ? memberPage(arg)
+    : what === "task" ? taskPage(arg)
     : what === "team" ? teamPage()
     : [el("h2", { text: "No such page" })];
   page.replaceChildren(el("p", {}, el("a", { href: "#/", text: "← the queue" })), ...content);
