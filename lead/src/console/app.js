@@ -1014,15 +1014,16 @@ function teamPage() {
   const rows = [...members.values()].map((m) => {
     const used = usage.get(m.name) || { tokens: 0 };
     const task = [...tasks.values()].find((t) => t.owner === m.name && String(t.status || "").toLowerCase() === "claimed");
+    // Each cell names its column, for a phone, where a row is a card.
     return el("tr", { "data-testid": "team-member", "data-member": m.name },
-      el("td", {}, el("a", { href: "#/members/" + encodeURIComponent(m.name), text: m.name })),
-      el("td", { text: m.role }),
-      el("td", { "data-testid": "team-status", text: statusWords(m, waiting) }),
-      el("td", { text: m.mode }),
-      el("td", {}, list(m.holds || [])),
-      el("td", { text: task ? task.subject : "-" }),
-      el("td", { text: count(used.tokens) }),
-      el("td", { text: used.budget ? count(used.budget) : "-" }));
+      el("td", { "data-label": "member" }, el("a", { href: "#/members/" + encodeURIComponent(m.name), text: m.name })),
+      el("td", { "data-label": "role", text: m.role }),
+      el("td", { "data-label": "status", "data-testid": "team-status", text: statusWords(m, waiting) }),
+      el("td", { "data-label": "mode", text: m.mode }),
+      el("td", { "data-label": "holds" }, list(m.holds || [])),
+      el("td", { "data-label": "task", text: task ? task.subject : "-" }),
+      el("td", { "data-label": "tokens", text: count(used.tokens) }),
+      el("td", { "data-label": "budget", text: used.budget ? count(used.budget) : "-" }));
   });
   return [el("h2", { text: "Team" }),
     el("div", { class: "wide" }, el("table", { "data-testid": "team-table" }, el("thead", {}, head), el("tbody", {}, ...rows)))];
