@@ -1,0 +1,301 @@
+//! The documentation against the tree, without starting anything: the
+//! layout page (`docs/layout.md`) names every source file of the workspace
+//! and no file that does not exist; the README stays a newcomer's page
+//! (short, linking every page of `docs/`); and every relative link in the
+//! README and in `docs/` leads to a file that exists (and, for a page, to a
+//! heading it has).
+
+use std::{
+    collections::BTreeSet,
+    fs,
+    path::{Path, PathBuf},
+};
+
+/// The page that names every source file.
+const LAYOUT: &str = "docs/layout.md";
+
+/// The directories whose source files the layout page must name.
+const WALKED: &[&str] = &[
+    "lead", "teammate", "shared", "tests", "bench", "examples", "proto",
+];
+
+/// What counts as a source file: Rust, protobuf, Python, and the console's
+/// assets.
+const SOURCE_EXTENSIONS: &[&str] = &["rs", "proto", "py", "js", "css", "html"];
+
+/// Directories never walked: build output, caches, generated stubs.
+const SKIPPED_DIRS: &[&str] = &["target", "node_modules", "__pycache__", "gen"];
+
+/// The README's most lines.
+const README_MAX_LINES: usize = 320;
+
+/// The repository's root: the parent of this crate's directory.
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the tests crate lives in the repository")
+        .to_path_buf()
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+/// Markdown with its fenced code blocks blanked out (their lines kept, so
+/// that nothing else moves).
+fn without_fences(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The inline code spans of a page, outside its fenced blocks.
+fn code_spans(text: &str) -> Vec<String> {
+    without_fences(text)
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Whether a code span is a file's path from the repository's root: no
+/// spaces or wildcards, a directory in it, and a name with an extension
+/// (`lead/src/hub.rs`, not `mesh.v1.Lead`, `tests/`, `/proc/PID/environ`
+/// or `<state-dir>/mesh.db`).
+fn looks_like_file_path(span: &str) -> bool {
+    let clean = !span.is_empty()
+        && !span.starts_with('/')
+        && !span.starts_with('.')
+        && !span.contains("://")
+        && span
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-".contains(c));
+    let Some((dir, name)) = span.rsplit_once('/') else {
+        return false;
+    };
+    let extension = name.rsplit_once('.').map(|(_, ext)| ext);
+    clean
+        && !dir.is_empty()
+        && extension.is_some_and(|ext| {
+            (1..=5).contains(&ext.len()) && ext.chars().all(|c| c.is_ascii_alphanumeric())
+        })
+}
+
+fn is_source(path: &Path) -> bool {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let generated = name.ends_with("_pb2.py") || name.ends_with("_pb2_grpc.py");
+    !generated
+        && path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
+}
+
+/// Every source file under `dir`, as a path from the root with `/`.
+fn walk(root: &Path, dir: &Path, found: &mut BTreeSet<String>) {
+    let entries = fs::read_dir(dir).unwrap_or_else(|e| panic!("list {}: {e}", dir.display()));
+    for entry in entries {
+        let entry = entry.unwrap_or_else(|e| panic!("list {}: {e}", dir.display()));
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let kind = entry
+            .file_type()
+            .unwrap_or_else(|e| panic!("stat {}: {e}", path.display()));
+        if kind.is_dir() {
+            if !name.starts_with('.') && !SKIPPED_DIRS.contains(&name.as_ref()) {
+                walk(root, &path, found);
+            }
+        } else if kind.is_file() && is_source(&path) {
+            let relative = path.strip_prefix(root).expect("walked under the root");
+            let parts: Vec<_> = relative
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect();
+            found.insert(parts.join("/"));
+        }
+    }
+}
+
+#[test]
+fn the_layout_page_names_every_source_file_and_only_files_that_exist() {
+    let root = root();
+    let page = read(&root.join(LAYOUT));
+    let named: BTreeSet<String> = code_spans(&page)
+        .into_iter()
+        .filter(|span| looks_like_file_path(span))
+        .collect();
+    assert!(
+        named.len() > 100,
+        "{LAYOUT} names only {} files: is it the layout page?",
+        named.len()
+    );
+
+    let missing: Vec<&String> = named
+        .iter()
+        .filter(|path| !root.join(path).is_file())
+        .collect();
+
+    let mut sources = BTreeSet::new();
+    for dir in WALKED {
+        walk(&root, &root.join(dir), &mut sources);
+    }
+    let unnamed: Vec<&String> = sources.difference(&named).collect();
+
+    let mut problems = Vec::new();
+    if !missing.is_empty() {
+        problems.push(format!(
+            "{LAYOUT} names files that do not exist:\n  {}",
+            join(&missing)
+        ));
+    }
+    if !unnamed.is_empty() {
+        problems.push(format!(
+            "source files that {LAYOUT} does not name (add a line each: \
+             \"- `PATH` — what it holds\"):\n  {}",
+            join(&unnamed)
+        ));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_readme_is_short_and_links_every_docs_page() {
+    let root = root();
+    let readme = read(&root.join("README.md"));
+    let lines = readme.lines().count();
+    assert!(
+        lines < README_MAX_LINES,
+        "README.md has {lines} lines; keep it under {README_MAX_LINES} and move detail to docs/"
+    );
+
+    let mut pages = Vec::new();
+    let docs = root.join("docs");
+    let entries = fs::read_dir(&docs).unwrap_or_else(|e| panic!("list {}: {e}", docs.display()));
+    for entry in entries {
+        let path = entry.expect("a docs entry").path();
+        if path.extension().and_then(|e| e.to_str()) == Some("md") {
+            let name = path.file_name().expect("a file name").to_string_lossy();
+            pages.push(name.into_owned());
+        }
+    }
+    pages.sort();
+    assert!(!pages.is_empty(), "docs/ has no page");
+    let unlinked: Vec<&String> = pages
+        .iter()
+        .filter(|page| {
+            !readme.contains(&format!("](docs/{page})"))
+                && !readme.contains(&format!("](docs/{page}#"))
+        })
+        .collect();
+    assert!(
+        unlinked.is_empty(),
+        "README.md does not link these pages of docs/:\n  {}",
+        join(&unlinked)
+    );
+}
+
+#[test]
+fn relative_links_in_the_readme_and_docs_lead_somewhere() {
+    let root = root();
+    let mut pages = vec![root.join("README.md")];
+    let docs = root.join("docs");
+    for entry in fs::read_dir(&docs).unwrap_or_else(|e| panic!("list {}: {e}", docs.display())) {
+        let path = entry.expect("a docs entry").path();
+        if path.extension().and_then(|e| e.to_str()) == Some("md") {
+            pages.push(path);
+        }
+    }
+
+    let mut broken = Vec::new();
+    for page in &pages {
+        let text = read(page);
+        let dir = page.parent().expect("a page is in a directory");
+        for target in link_targets(&without_fences(&text)) {
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (file, anchor) = match target.split_once('#') {
+                Some((file, anchor)) => (file, Some(anchor)),
+                None => (target.as_str(), None),
+            };
+            let file = if file.is_empty() {
+                page.clone()
+            } else {
+                dir.join(file)
+            };
+            let shown = format!(
+                "{}: ({target})",
+                page.strip_prefix(&root).unwrap_or(page).display()
+            );
+            if !file.exists() {
+                broken.push(format!("{shown}: no such file"));
+            } else if let Some(anchor) = anchor {
+                let is_page = file.extension().and_then(|e| e.to_str()) == Some("md");
+                if is_page && !anchors(&read(&file)).contains(anchor) {
+                    broken.push(format!("{shown}: no heading makes #{anchor}"));
+                }
+            }
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "broken links:\n  {}",
+        broken.join("\n  ")
+    );
+}
+
+/// The targets of a page's inline links, `[text](target)`.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("](") {
+        rest = &rest[at + 2..];
+        if let Some(end) = rest.find(')') {
+            let target = &rest[..end];
+            if !target.is_empty() && !target.contains(char::is_whitespace) {
+                targets.push(target.to_owned());
+            }
+            rest = &rest[end..];
+        }
+    }
+    targets
+}
+
+/// The anchors a page's headings make, as GitHub makes them: lower case,
+/// punctuation but `-` and `_` dropped, spaces as `-`.
+fn anchors(text: &str) -> BTreeSet<String> {
+    without_fences(text)
+        .lines()
+        .filter_map(|line| {
+            let title = line.trim_start_matches('#');
+            (title.len() < line.len() && title.starts_with(' ')).then_some(title)
+        })
+        .map(|title| {
+            title
+                .trim()
+                .to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+                .map(|c| if c == ' ' { '-' } else { c })
+                .collect()
+        })
+        .collect()
+}
+
+fn join(paths: &[&String]) -> String {
+    paths
+        .iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join("\n  ")
+}
