@@ -147,6 +147,10 @@ pub fn request_json(r: &pb::ProtocolState) -> Value {
             "reviewer": s.reviewer, "verdict": s.verdict, "words": s.words,
             "at_unix_ms": s.at_unix_ms,
         })).collect::<Vec<_>>(),
+        "grant": r.grant.as_ref().map(|g| json!({
+            "mode": mode(g.mode), "write_paths": g.write_paths,
+            "expires_at_unix_ms": g.expires_at_unix_ms,
+        })),
     })
 }
 

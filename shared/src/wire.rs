@@ -90,6 +90,11 @@ pub fn request_without_payload(request: &Request) -> pb::ProtocolState {
         created_at_unix_ms: request.created_at_unix_ms,
         resolved_at_unix_ms: request.resolved_at_unix_ms.unwrap_or(0),
         reviews: request.reviews.iter().map(ReviewStep::to_pb).collect(),
+        grant: request
+            .decision
+            .as_ref()
+            .and_then(|d| d.grant.as_ref())
+            .map(Grant::to_pb),
     }
 }
 

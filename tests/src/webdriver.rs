@@ -304,6 +304,22 @@ impl Browser {
             .collect()
     }
 
+    /// Lets the page show notifications, as a person who clicked "Allow"
+    /// (WebDriver's permissions extension).
+    pub async fn allow_notifications(&self) {
+        let answer = self
+            .call(
+                reqwest::Method::POST,
+                "/permissions",
+                Some(json!({ "descriptor": { "name": "notifications" }, "state": "granted" })),
+            )
+            .await;
+        assert!(
+            answer.is_null(),
+            "chromedriver refused the permission: {answer}"
+        );
+    }
+
     /// How far the page is wider than its window (0: it does not scroll
     /// sideways).
     pub async fn sideways(&self) -> i64 {

@@ -155,7 +155,9 @@ async fn an_operator_reviews_and_shuts_down_from_the_console() {
         .await;
     assert_eq!(request.target, "alice");
 
-    // The event log, filtered by member, and a phone-width window.
+    // The event log (a page of its own), filtered by member, and a
+    // phone-width window.
+    browser.execute("location.hash = '#/events'", vec![]).await;
     browser.wait_for("#events", "alice").await;
     browser.resize(390, 844).await;
     browser.scroll_to("header").await;

@@ -100,12 +100,15 @@ async fn a_request_has_its_own_page_with_its_timeline_by_link_directly_and_after
     let revises = browser.wait_for("[data-testid=timeline] a", &first).await;
     browser.click(&revises).await;
     browser.wait_for("#page h2", "Plan: the first plan").await;
+    // The operator's rejection is its decision, said once, with who took it.
     browser
-        .wait_for("[data-testid=decision]", "rejected: add a test")
+        .wait_for("[data-testid=decision]", "rejected by operator: add a test")
         .await;
-    browser
-        .wait_for("[data-testid=step]", "operator: reject — add a test")
-        .await;
+    assert!(
+        browser.all("#page [data-testid=step]").await.is_empty(),
+        "the deciding step is the decision, not a line of its own: {}",
+        browser.page_text().await
+    );
 
     // Opened directly, as a bookmark or after a reload.
     let url = format!("{}#/requests/{second}", lead.console.as_deref().unwrap());
@@ -310,9 +313,12 @@ async fn the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_s
 
     // Opened after it happened, and again after a reload: the history.
     let browser = lead.console_browser().await;
+    browser.execute("location.hash = '#/events'", vec![]).await;
     browser.wait_for("#events", "ann's plan was approved").await;
     browser.wait_for("#events", "compiled the parser").await;
-    browser.open(lead.console.as_deref().unwrap()).await;
+    browser
+        .open(&format!("{}#/events", lead.console.as_deref().unwrap()))
+        .await;
     browser.wait_for("#events", "ann's plan was approved").await;
     let lines = said(&browser).await;
     let mut unique = lines.clone();
@@ -358,6 +364,7 @@ async fn the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_s
     // with -9, it may lose the last second of its event log: history.rs.)
     let lead = lead.restart(&[]).await;
     let browser = lead.console_browser().await;
+    browser.execute("location.hash = '#/events'", vec![]).await;
     browser.wait_for("#events", "ann's plan was approved").await;
     browser.wait_for("#events", "compiled the parser").await;
     browser.quit().await;
@@ -713,7 +720,7 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
     // The queue: what waits is counted in the tab's title; the log has no
     // line for a process that used nothing, and says the day of an event
     // that is not today's.
-    browser.open(&format!("{base}#/")).await;
+    browser.open(&format!("{base}#/events")).await;
     browser.wait_for("#events", "bo").await;
     assert_eq!(
         browser.execute("return document.title", vec![]).await,

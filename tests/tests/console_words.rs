@@ -59,6 +59,7 @@ async fn the_event_log_says_what_happened_once_in_sentences() {
         )
         .await
         .unwrap();
+    browser.execute("location.hash = '#/events'", vec![]).await;
     browser
         .wait_for("#events", "ann sent a plan for review")
         .await;

@@ -82,15 +82,104 @@ function lineDiff(was, now) {
   return out;
 }
 
+// A line diff as code is read: indentation kept, each line marked + or -
+// (and coloured), none struck through.
 function diffLines(label, was, now) {
   const lines = lineDiff(was, now);
   if (lines.every(([mark]) => mark === " ")) return null;
-  const ul = el("ul", { class: "lines" });
+  const pre = el("pre", { class: "lines" });
   for (const [mark, text] of lines) {
-    ul.append(el("li", { class: mark === "+" ? "added" : mark === "-" ? "removed" : "same", text: `${mark} ${text}` }));
+    pre.append(el("span", { class: mark === "+" ? "added" : mark === "-" ? "removed" : "same", text: `${mark} ${text}\n` }));
   }
-  return el("div", {}, el("div", { text: label + ":" }), ul);
+  return el("div", {}, el("div", { text: label + ":" }), pre);
 }
+
+// A list of files; a long one grouped by folder, each folder with its count
+// (folded: a 32-file plan is a few lines until opened).
+const GROUP_OVER = 8;
+function fileList(files) {
+  if (files.length <= GROUP_OVER) return list(files);
+  const groups = new Map();
+  for (const f of files) {
+    const cut = f.lastIndexOf("/");
+    const dir = cut >= 0 ? f.slice(0, cut + 1) : "";
+    if (!groups.has(dir)) groups.set(dir, []);
+    groups.get(dir).push(f.slice(dir.length));
+  }
+  return el("ul", { class: "groups", "data-testid": "file-groups" }, ...[...groups].map(([dir, names]) =>
+    el("li", {}, el("details", {}, el("summary", { text: `${dir || "./"} (${names.length} file${names.length === 1 ? "" : "s"})` }), list(names)))));
+}
+
+// Whether `path` matches the glob `glob` (*, ** and ?, as the lead's holds
+// are written).
+function globMatch(glob, path) {
+  let re = "";
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i];
+    if (c === "*" && glob[i + 1] === "*") { re += ".*"; i++; if (glob[i + 1] === "/") i++; }
+    else if (c === "*") re += "[^/]*";
+    else if (c === "?") re += "[^/]";
+    else re += c.replace(/[.+^${}()|[\]\\]/g, "\\$&");
+  }
+  return new RegExp("^" + re + "$").test(path);
+}
+
+// Who else holds any of `files` now: [{ member, files }], from the team's
+// state as the page has it (so it is true the moment a hold is taken, and
+// gone the moment it ends).
+function liveOverlaps(sender, files) {
+  const out = [];
+  for (const m of members.values()) {
+    if (m.name === sender || m.status === "terminated") continue;
+    const holds = m.holds || [];
+    const hit = files.filter((f) => holds.some((h) => h === f || globMatch(h, f) || globMatch(f, h)));
+    if (hit.length) out.push({ member: m.name, files: hit });
+  }
+  return out;
+}
+
+// A request's files, whatever its kind.
+function filesOf(r) {
+  const p = r.payload || {};
+  if (r.type === "plan_approval") return (p.plan || {}).files || [];
+  if (r.type === "amendment") return p.files || [];
+  if (r.type === "result") return ((p.result || {}).files || []).map((f) => f.path);
+  return [];
+}
+
+// The overlaps of a waiting plan or amendment as they are now, and those it
+// had when it was sent that have ended; kept current in place
+// (fillOverlaps), so a card being typed in is not redrawn.
+function overlapsBox(r) {
+  const box = el("div", { "data-overlaps": r.request_id, "data-testid": "overlaps" });
+  fillOverlaps(box);
+  return box;
+}
+function fillOverlaps(box) {
+  const r = requests.get(box.dataset.overlaps);
+  if (!r) return;
+  const now = r.status === "pending" ? liveOverlaps(r.sender, filesOf(r)) : [];
+  const p = r.payload || {};
+  const then = (p.overlaps || []).map((o) => ({ member: o.member, files: o.files || [] }))
+    .concat((p.held_by_others || []).map((h) => {
+      // "bob: src/a.rs, src/b.rs"
+      const [member, files] = String(h).split(": ");
+      return { member, files: files ? files.split(", ") : [] };
+    }));
+  const lines = now.map((o) => el("p", { class: "overlap", "data-testid": "overlap", text: `overlaps ${o.member}: ${o.files.join(", ")} (${o.member} holds ${o.files.length === 1 ? "it" : "them"} now)` }));
+  if (r.status === "pending") {
+    for (const o of then) {
+      if (!now.some((n) => n.member === o.member)) {
+        lines.push(el("p", { class: "meta", "data-testid": "overlap-ended", text: `the overlap with ${o.member}${o.files.length ? " on " + o.files.join(", ") : ""} has ended: ${o.member} no longer holds ${o.files.length === 1 ? "it" : "them"}` }));
+      }
+    }
+  }
+  const key = lines.map((l) => l.textContent).join("|");
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.replaceChildren(...lines);
+}
+
 
 // The state has each request's brief (no diff, plan body or tool
 // arguments): a card or page that shows one asks for it whole, once per
@@ -166,35 +255,80 @@ function permissionChange(r) {
 
 function historyOf(request) {
   if (!request.reviews || !request.reviews.length) return null;
-  return el("div", { class: "meta" }, el("span", { text: "Reviews: " }),
+  return el("div", { class: "meta", "data-testid": "reviews" }, el("span", { text: "Reviews: " }),
     list(request.reviews.map((s) => `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""}`)));
 }
 
-function planCard(r) {
+// A link to a request's page.
+function requestLink(id, text) {
+  return el("a", { href: "#/requests/" + encodeURIComponent(id), text: text || id });
+}
+
+// What a request belongs to and what follows from it: its task, the plan a
+// result or amendment is under, the results and revisions of a plan.
+function linksOf(r) {
+  const p = r.payload || {};
+  const out = [];
+  const task = (p.plan && p.plan.task_id) || (p.result && p.result.task_id) || p.task_id;
+  if (task) {
+    const t = tasks.get(task);
+    out.push(el("span", {}, "For task ", el("a", { href: "#/task/" + encodeURIComponent(task), "data-testid": "task-link", text: t ? t.subject : task })));
+  }
+  if (p.plan_id) {
+    const plan = requests.get(p.plan_id);
+    out.push(el("span", {}, "under the plan ", el("a", { href: "#/requests/" + encodeURIComponent(p.plan_id), "data-testid": "plan-link",
+      text: plan ? titleOf(plan) : p.plan_id })));
+  }
+  if (r.type === "plan_approval") {
+    const after = [...requests.values()].filter((o) => (o.payload || {}).plan_id === r.request_id || (o.payload || {}).supersedes === r.request_id)
+      .sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms);
+    if (after.length) {
+      out.push(el("span", { "data-testid": "followed-by" }, "followed by ", ...after.flatMap((o, i) => [i ? ", " : "",
+        requestLink(o.request_id, `${(KIND_NAMES[o.type] || o.type).toLowerCase()}: ${titleOf(o)} (${o.status})`)])));
+    }
+  }
+  if (!out.length) return null;
+  return el("p", { class: "meta", "data-testid": "links" }, ...out.flatMap((part, i) => (i ? ["; ", part] : [part])));
+}
+
+// What an approved plan was granted, in full: its mode and every path it
+// may write, a wrapped list.
+function grantOf(r) {
+  if (!r.grant) return null;
+  const named = r.grant.write_paths || [];
+  const paths = named.length ? named : ((r.payload || {}).plan || {}).files || [];
+  return el("div", { class: "grant", "data-testid": "grant" },
+    el("div", { text: `Granted: ${r.grant.mode} mode; it may write${named.length ? "" : " the plan's files"}:` }), list(paths));
+}
+
+// A plan's content: its overlaps now, what a revision changed (the rest
+// folded), or the whole plan, and what was granted.
+function planContent(r) {
+  const plan = (r.payload && r.payload.plan) || {};
+  const whole = [el("div", { text: "Steps:" }), list(plan.steps || []),
+    el("div", { text: "Files:" }), fileList(plan.files || []),
+    el("div", { text: "Tests:" }), list(plan.tests || [])];
+  if (plan.body) whole.push(el("pre", { text: plan.body }));
+  if (r.brief) whole.push(loading("the plan's body"));
+  const changed = diff(r);
+  const out = [overlapsBox(r)];
+  if (changed) out.push(changed, el("details", { "data-testid": "whole-plan" }, el("summary", { text: "the whole plan" }), ...whole));
+  else out.push(...whole);
+  out.push(grantOf(r), historyOf(r));
+  return out;
+}
+
+function planForm(r) {
   const plan = (r.payload && r.payload.plan) || {};
   const id = r.request_id;
-  const card = el("article", { class: "card", "data-request-id": id, "data-testid": "plan" },
-    el("h3", {}, el("a", { href: "#/requests/" + id, text: plan.summary || "(no summary)" })),
-    el("div", { class: "meta" }, `plan from ${r.sender}, waiting `, since(r.created_at_unix_ms),
-      plan.task_id ? `, for task ${plan.task_id}` : ""));
-  const overlaps = (r.payload && r.payload.overlaps) || [];
-  for (const o of overlaps) card.append(el("p", { class: "overlap", text: `overlaps ${o.member}: ${o.files.join(", ")}` }));
-  const changed = diff(r);
-  if (changed) card.append(changed);
-  card.append(el("div", { text: "Steps:" }), list(plan.steps || []),
-    el("div", { text: "Files:" }), list(plan.files || []),
-    el("div", { text: "Tests:" }), list(plan.tests || []));
-  if (plan.body) card.append(el("pre", { text: plan.body }));
-  if (r.brief) card.append(loading("the plan's body"));
-  const history = historyOf(r);
-  if (history) card.append(history);
-
   const mode = el("select", { id: "mode-" + id, "data-testid": "mode" },
     el("option", { value: "accept-edits", text: "accept-edits" }),
     el("option", { value: "default", text: "default" }),
     el("option", { value: "bypass", text: "bypass" }));
-  const globs = el("input", { type: "text", id: "globs-" + id, "data-testid": "globs" });
-  globs.value = (plan.files || []).join(", ");
+  // One glob a line, wrapped: an operator reads every glob it grants.
+  const files = plan.files || [];
+  const globs = el("textarea", { id: "globs-" + id, "data-testid": "globs", class: "globs", rows: String(Math.min(Math.max(files.length, 2), 12)) });
+  globs.value = files.join("\n");
   // Offered on every plan: a hold may overlap it after it was sent (another
   // plan approved since), and the lead refuses the approval then.
   const overlapOk = el("input", { type: "checkbox", id: "ov-" + id, "data-testid": "allow-overlap" });
@@ -206,39 +340,50 @@ function planCard(r) {
       ? e.message.split("; approve with --allow-overlap")[0] + ". Tick \"allow the overlap\" to approve it anyway."
       : e.message);
   }), path === "/api/reject" ? "rejected" : "approved", status);
-  const form = el("div", { class: "decide" },
+  return el("div", { class: "decide" },
     el("label", { for: "mode-" + id, text: "Grant mode" }), mode,
     el("p", { class: "meta", "data-testid": "modes", text: "accept-edits: edits inside the write globs run, commands ask; "
       + "default: every write and command asks; bypass: every tool runs, unasked." }),
-    el("label", { for: "globs-" + id, text: "Write globs (comma-separated)" }), globs);
-  form.append(el("div", {}, overlapOk, el("label", { for: "ov-" + id,
-    text: overlaps.length ? " allow the overlap" : " allow the overlap, should another teammate's hold cover these files" })));
-  form.append(
+    el("label", { for: "globs-" + id, text: "Write globs (one a line)" }), globs,
+    el("div", {}, overlapOk, el("label", { for: "ov-" + id, text: " allow the overlap, should another teammate's hold cover these files" })),
     el("label", { for: "fb-" + id, text: "Feedback (required to reject)" }), feedback,
     el("button", { class: "approve", "data-testid": "approve", text: "Approve", onclick: () => act("/api/approve", {
       request_id: id, mode: mode.value, feedback: feedback.value, allow_overlap: overlapOk.checked,
-      write_paths: globs.value.split(",").map((g) => g.trim()).filter((g) => g) }) }),
+      write_paths: globs.value.split(/[\n,]/).map((g) => g.trim()).filter((g) => g) }) }),
     el("button", { class: "reject", "data-testid": "reject", text: "Reject", onclick: () => {
       if (!feedback.value.trim()) { status.textContent = "Say why: the teammate revises against the feedback."; feedback.focus(); return; }
       act("/api/reject", { request_id: id, feedback: feedback.value });
     } }),
     status);
-  card.append(form);
-  return card;
 }
 
-function permissionCard(r) {
+// A permission request's tool and path, as its call names them.
+function permissionArgs(r) {
   const p = r.payload || {};
+  if (r.brief) return { path: p.path || "" };
+  try { return JSON.parse(p.args_json || "{}") || {}; } catch (_) { return {}; }
+}
+
+// A permission's content: the change as a diff, the call's full arguments
+// behind a disclosure.
+function permissionContent(r) {
+  const p = r.payload || {};
+  const out = [permissionChange(r)];
+  if (!r.brief) {
+    let pretty = p.args_json || JSON.stringify(p);
+    try { pretty = JSON.stringify(JSON.parse(p.args_json), null, 2); } catch (_) { /* shown as it came */ }
+    out.push(el("details", { "data-testid": "arguments" }, el("summary", { text: `${p.tool || "the tool"}'s full arguments` }), el("pre", { text: pretty })));
+  }
+  return out;
+}
+
+function permissionForm(r) {
   const id = r.request_id;
   const status = el("p", { class: "error", role: "alert" });
   const reason = el("input", { type: "text", id: "why-" + id, "data-testid": "deny-reason", placeholder: "why (said to the teammate)" });
   const act = (approve) => decided(post("/api/permission", { request_id: id, approve,
     feedback: approve ? "" : (reason.value.trim() || "denied in the console") }), approve ? "allowed" : "denied", status);
-  return el("article", { class: "card", "data-request-id": id, "data-testid": "permission" },
-    el("h3", {}, el("a", { href: "#/requests/" + id, text: `${r.sender} asks to run ${p.tool || "a tool"}` })),
-    r.brief ? el("pre", { text: `${p.path || ""}` }) : el("pre", { text: p.args_json || JSON.stringify(p) }),
-    permissionChange(r),
-    el("div", { class: "meta" }, "waiting ", since(r.created_at_unix_ms)),
+  return el("div", { class: "decide" },
     el("button", { class: "approve", "data-testid": "allow", text: "Allow", onclick: () => act(true) }),
     el("label", { for: "why-" + id, text: "Reason to deny" }), reason,
     el("button", { class: "reject", "data-testid": "deny", text: "Deny", onclick: () => act(false) }),
@@ -280,43 +425,130 @@ function decideForm(r, kind, what) {
     status);
 }
 
-function resultCard(r) {
+function resultContent(r) {
   const p = r.payload || {};
   const result = p.result || {};
-  const files = result.files || [];
-  const card = el("article", { class: "card", "data-request-id": r.request_id, "data-testid": "result" },
-    el("h3", {}, el("a", { href: "#/requests/" + r.request_id, text: result.summary || "(no summary)" })),
-    el("div", { class: "meta" }, `result from ${r.sender}, waiting `, since(r.created_at_unix_ms),
-      `, for task ${result.task_id || "?"}`, p.plan_id ? `, under plan ${p.plan_id}` : "",
-      `, against ${(result.base || "").slice(0, 12)}`));
+  const out = [el("p", { class: "meta", text: `against ${(result.base || "").slice(0, 12) || "?"}` })];
   if ((p.outside_grant || []).length) {
-    card.append(el("p", { class: "overlap", text: `outside the grant: ${p.outside_grant.join(", ")}` }));
+    out.push(el("p", { class: "overlap", text: `outside the grant: ${p.outside_grant.join(", ")}` }));
   }
-  card.append(el("div", { text: "Files:" }), list(files.map((f) => f.binary ? `${f.path} (binary)` : `${f.path} +${f.added} -${f.removed}`)));
-  card.append(r.brief ? loading("the diff") : diffFiles(result.diff || ""));
-  if (result.test_output) card.append(el("div", { text: "Its test output:" }), el("pre", { text: result.test_output }));
-  const history = historyOf(r);
-  if (history) card.append(history);
-  card.append(decideForm(r, "result", "Approve and merge"));
-  return card;
+  out.push(el("div", { text: "Files:" }), list((result.files || []).map((f) => f.binary ? `${f.path} (binary)` : `${f.path} +${f.added} -${f.removed}`)));
+  out.push(r.brief ? loading("the diff") : diffFiles(result.diff || ""));
+  if (result.test_output) out.push(el("div", { text: "Its test output:" }), el("pre", { text: result.test_output }));
+  out.push(historyOf(r));
+  return out;
 }
 
-function amendmentCard(r) {
+function amendmentContent(r) {
   const p = r.payload || {};
-  const card = el("article", { class: "card", "data-request-id": r.request_id, "data-testid": "amendment" },
-    el("h3", {}, el("a", { href: "#/requests/" + r.request_id, text: `${r.sender} asks to add ${(p.files || []).join(", ")}` })),
-    el("div", { class: "meta" }, "amendment, waiting ", since(r.created_at_unix_ms),
-      p.plan_id ? `, to plan ${p.plan_id}` : ""),
-    el("p", { text: p.why || "" }));
-  for (const held of p.held_by_others || []) card.append(el("p", { class: "overlap", text: `held by ${held}` }));
-  card.append(el("div", { text: "The grant now:" }), list(p.holds || []),
-    el("div", { text: "Added:" }), list((p.files || []).map((f) => "+ " + f).concat((p.steps || []).map((s) => "+ step: " + s))));
-  const history = historyOf(r);
-  if (history) card.append(history);
-  card.append(decideForm(r, "amendment", "Approve"));
-  return card;
+  return [el("p", { text: p.why || "" }), overlapsBox(r),
+    el("div", { text: "The grant now:" }), list(p.holds || []),
+    el("div", { text: "Added:" }), list((p.files || []).map((f) => "+ " + f).concat((p.steps || []).map((s) => "+ step: " + s))),
+    historyOf(r)];
 }
 
+// A request's content and its decision form, by kind.
+function contentOf(r) {
+  return r.type === "plan_approval" ? planContent(r) : r.type === "permission" ? permissionContent(r)
+    : r.type === "result" ? resultContent(r) : r.type === "amendment" ? amendmentContent(r)
+    : [el("p", { text: (r.payload || {}).reason || "" })];
+}
+function formOf(r) {
+  return r.type === "plan_approval" ? planForm(r) : r.type === "permission" ? permissionForm(r)
+    : r.type === "result" ? decideForm(r, "result", "Approve and merge") : decideForm(r, "amendment", "Approve");
+}
+
+// Whether a request came after the operator's last look (see lookedAt).
+function isNew(r) {
+  return lookedAt > 0 && r.created_at_unix_ms > lookedAt;
+}
+
+// A queue card: one or two lines (what, who, kind, age, files, marks),
+// then, when it is the open one, its content and decision form.
+const CARD_TESTIDS = { plan_approval: "plan", permission: "permission", result: "result", amendment: "amendment" };
+function card(r) {
+  const id = r.request_id;
+  const n = filesOf(r).length;
+  const head = el("h3", { onclick: (e) => { if (!e.target.closest("a")) openCard(id, true); } },
+    el("button", { class: "toggle", "data-testid": "toggle", "aria-expanded": "false", "aria-controls": "body-" + id, "aria-label": "open or close", text: "▸" }),
+    " ", requestLink(id, cardTitle(r)));
+  const line = el("div", { class: "meta line", "data-testid": "card-line" },
+    el("span", { class: "new", "data-testid": "new" }),
+    `${(KIND_NAMES[r.type] || r.type).toLowerCase()} from ${r.sender} · waiting `, since(r.created_at_unix_ms),
+    n ? ` · ${n} file${n === 1 ? "" : "s"}` : "",
+    el("span", { class: "overlap", "data-testid": "overlap-mark" }),
+    el("span", { class: "budget", "data-testid": "budget-mark" }));
+  const body = el("div", { class: "body", id: "body-" + id, "data-testid": "card-body" },
+    linksOf(r), ...contentOf(r), formOf(r));
+  const article = el("article", { class: "card", "data-request-id": id, "data-testid": CARD_TESTIDS[r.type] || r.type }, head, line, body);
+  refreshCard(article);
+  return article;
+}
+
+function cardTitle(r) {
+  const p = r.payload || {};
+  if (r.type === "permission") {
+    const path = permissionArgs(r).path;
+    return `${r.sender} asks to run ${p.tool || "a tool"}${path ? " on " + path : ""}`;
+  }
+  if (r.type === "amendment") return `${r.sender} asks to add ${(p.files || []).join(", ")}`;
+  return titleOf(r);
+}
+
+// What changes on a card without its being redrawn: its overlaps now and
+// its sender's budget.
+function refreshCard(article) {
+  const r = requests.get(article.dataset.requestId);
+  if (!r) return;
+  for (const box of article.querySelectorAll("[data-overlaps]")) fillOverlaps(box);
+  const mark = article.querySelector("[data-testid=overlap-mark]");
+  if (mark) {
+    const now = ["plan_approval", "amendment"].includes(r.type) ? liveOverlaps(r.sender, filesOf(r)) : [];
+    const text = now.length ? ` · overlaps ${now.map((o) => o.member).join(", ")}` : "";
+    if (mark.textContent !== text) mark.textContent = text;
+  }
+  const fresh = article.querySelector("[data-testid=new]");
+  if (fresh) {
+    const text = isNew(r) ? "new" : "";
+    if (fresh.textContent !== text) fresh.textContent = text;
+    fresh.hidden = !text;
+  }
+  const budget = article.querySelector("[data-testid=budget-mark]");
+  if (budget) {
+    const used = usage.get(r.sender);
+    const share = used && used.budget ? used.tokens / used.budget : 0;
+    const text = share >= 0.8 ? ` · ${Math.round(share * 100)}% of its token budget used` : "";
+    if (budget.textContent !== text) budget.textContent = text;
+  }
+}
+
+// The one open card: the operator's choice, else the first.
+let openId = null;
+function queueCards() {
+  return [...document.querySelectorAll("#queue .card")];
+}
+function shownOpen() {
+  const cards = queueCards();
+  if (openId === "") return "";
+  if (openId !== null && cards.some((c) => c.dataset.requestId === openId)) return openId;
+  return cards.length ? cards[0].dataset.requestId : "";
+}
+function openCard(id, toggle) {
+  openId = toggle && shownOpen() === id ? "" : id;
+  applyOpen();
+}
+function applyOpen() {
+  const open = shownOpen();
+  for (const c of queueCards()) {
+    const on = c.dataset.requestId === open;
+    const body = c.querySelector(".body");
+    if (body.hidden === on) body.hidden = !on;
+    c.classList.toggle("open", on);
+    const toggle = c.querySelector(".toggle");
+    toggle.setAttribute("aria-expanded", String(on));
+    toggle.textContent = on ? "▾" : "▸";
+  }
+}
 // After a decision: say so, and put the focus on what comes next in the
 // queue (the card at the same place, once the decided one is gone).
 let focusAfter = null; // { at, id }: the decided card's place and request
@@ -341,6 +573,7 @@ function focusNext() {
   if (cards.some((c) => c.dataset.requestId === focusAfter.id)) return;
   const card = cards[Math.min(focusAfter.at, cards.length - 1)];
   focusAfter = null;
+  if (card) openCard(card.dataset.requestId);
   const target = card ? card.querySelector("h3") : document.getElementById("queue-title");
   target.setAttribute("tabindex", "-1");
   target.focus();
@@ -361,16 +594,19 @@ function renderQueue() {
   let previous = null;
   for (const r of pending) {
     const key = r.request_id + ":" + (r.reviews || []).length + (whole(r).brief ? ":brief" : "");
-    let card = [...queue.children].find((c) => c.dataset.key === key);
+    let shown = [...queue.children].find((c) => c.dataset.key === key);
     if (!present.has(key)) {
-      card = r.type === "permission" ? permissionCard(r)
-        : r.type === "result" ? resultCard(r)
-        : r.type === "amendment" ? amendmentCard(r) : planCard(r);
-      card.dataset.key = key;
+      shown = card(r);
+      shown.dataset.key = key;
     }
-    if (previous) previous.after(card); else queue.prepend(card);
-    previous = card;
+    // Moved only when out of place: a moved node loses the focus.
+    if (previous ? previous.nextSibling !== shown : queue.firstChild !== shown) {
+      if (previous) previous.after(shown); else queue.prepend(shown);
+    }
+    previous = shown;
   }
+  for (const shown of queueCards()) refreshCard(shown);
+  applyOpen();
   // An all-day tab says from afar how much waits.
   document.title = (document.body.classList.contains("offline") ? "(lead gone) " : "")
     + (pending.length ? `(${pending.length}) mesh console` : "mesh console");
@@ -499,18 +735,36 @@ function renderTeam() {
   filter.value = current;
 }
 
+// The decided requests, newest first, on their own page (#/decided/N),
+// DECIDED_PAGE at a time; each said in words, linked to its page, its
+// sender and its task.
+const DECIDED_PAGE = 50;
 function renderHistory() {
-  const decided = [...requests.values()].filter((r) => r.status !== "pending")
-    .sort((a, b) => b.resolved_at_unix_ms - a.resolved_at_unix_ms).slice(0, 100);
-  document.getElementById("history").replaceChildren(...decided.map((r) => {
-    const summary = `${(KIND_NAMES[r.type] || r.type).toLowerCase()}: ${titleOf(r)}${permissionPath(r)}`;
-    const item = el("li", {}, el("a", { href: "#/requests/" + r.request_id, text: `${r.status}: ${summary}` }),
-      ` (${r.sender} → ${r.target}) `, since(r.resolved_at_unix_ms || r.created_at_unix_ms), " ago",
-      r.feedback ? " — " + r.feedback : "");
-    const history = historyOf(r);
-    if (history) item.append(history);
+  const parts = route();
+  if (parts[0] !== "decided") return;
+  const all = [...requests.values()].filter((r) => r.status !== "pending")
+    .sort((a, b) => (b.resolved_at_unix_ms || b.created_at_unix_ms) - (a.resolved_at_unix_ms || a.created_at_unix_ms));
+  const pages = Math.max(1, Math.ceil(all.length / DECIDED_PAGE));
+  const n = Math.min(Math.max(1, Number(parts[1]) || 1), pages);
+  const shown = all.slice((n - 1) * DECIDED_PAGE, n * DECIDED_PAGE);
+  const key = JSON.stringify([n, shown.map((r) => r.request_id + r.status + (r.reviews || []).length), members.size]);
+  const box = document.getElementById("history");
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.replaceChildren(...shown.map((r) => {
+    const item = el("li", { "data-testid": "decided" }, requestLink(r.request_id, `${KIND_NAMES[r.type] || r.type}: ${cardTitle(r)}`),
+      " — ", el("span", { "data-testid": "decided-said", text: requestSentence(r, new Map()) }), " ",
+      el("span", { class: "meta" }, "(", since(r.resolved_at_unix_ms || r.created_at_unix_ms), " ago)"));
+    const links = linksOf(r);
+    if (links) item.append(links);
     return item;
   }));
+  document.getElementById("decided-count").textContent = all.length
+    ? `${(n - 1) * DECIDED_PAGE + 1}–${(n - 1) * DECIDED_PAGE + shown.length} of ${all.length}` : "none yet";
+  const newer = document.getElementById("decided-newer");
+  const older = document.getElementById("decided-older");
+  newer.hidden = n <= 1; newer.href = "#/decided/" + (n - 1);
+  older.hidden = n >= pages; older.href = "#/decided/" + (n + 1);
 }
 
 // What the event log last said of each member and request, so that a line
@@ -565,6 +819,28 @@ function requestSentence(r, toldRequests) {
   return (sentences[r.type] || {})[r.status] || `${who}'s ${r.type} request is ${r.status}`;
 }
 
+// What an event is about, to link: its request, members, task.
+function aboutOf(ev) {
+  const about = { request: null, members: [], task: null };
+  if (ev.request) { about.request = ev.request.request_id; about.members = [ev.request.sender, ev.request.target]; }
+  if (ev.review_note) about.request = ev.review_note.request_id || null;
+  if (ev.member) about.members = [ev.member.name];
+  if (ev.tool_call) about.members = [ev.tool_call.member];
+  if (ev.task) { about.task = ev.task.task_id; about.members = [ev.task.owner]; }
+  if (ev.usage) about.members = [ev.usage.name];
+  if (ev.child_exited) about.members = [ev.child_exited.name];
+  about.members = [...new Set(about.members.filter((m) => m && members.has(m)))];
+  return about;
+}
+
+function aboutLinks(about) {
+  const links = [];
+  if (about.request) links.push(el("a", { href: "#/requests/" + encodeURIComponent(about.request), "data-testid": "event-request", text: "request" }));
+  for (const m of about.members) links.push(el("a", { href: "#/members/" + encodeURIComponent(m), "data-testid": "event-member", text: m }));
+  if (about.task) links.push(el("a", { href: "#/task/" + encodeURIComponent(about.task), "data-testid": "event-task", text: "task" }));
+  return links.length ? el("span", { class: "about meta" }, " · ", ...links.flatMap((l, i) => (i ? [" ", l] : [l]))) : null;
+}
+
 function describe(e, told) {
   const ev = e.event || {};
   if (ev.envelope) return [ev.envelope.from + " → " + ev.envelope.to + ": " + ev.envelope.body, ev.envelope.from, ev.envelope.to];
@@ -600,8 +876,13 @@ function filters() {
   if (filter.value) params.set("member", filter.value);
   if (kindFilter.value) params.set("kind", kindFilter.value);
   if (sinceFilter.value) params.set("since", String(new Date(sinceFilter.value).getTime()));
-  if (searchFilter.value.trim()) params.set("q", searchFilter.value.trim());
   return params;
+}
+
+// The search looks in what the log shows (the sentences), not in what the
+// lead stores: it is done here, over the pages the lead sends.
+function searched() {
+  return searchFilter.value.trim().toLowerCase();
 }
 
 // Sentences for stored events, in their order, each said once.
@@ -611,19 +892,36 @@ function sentences(entries) {
   for (const entry of [...entries].reverse()) {
     // entry.event is { at_unix_ms, event }, as the live stream sends it.
     const text = describe(entry.event, told)[0];
-    if (text !== null) out.push({ id: entry.id, at: entry.event.at_unix_ms, text });
+    if (text !== null) out.push({ id: entry.id, at: entry.event.at_unix_ms, text, ev: entry.event.event || {} });
   }
   return out.reverse();
 }
 
+// A search reads older pages until it has SEARCH_ENOUGH lines or has read
+// SEARCH_PAGES pages; "Older events" goes on from there.
+const SEARCH_ENOUGH = 50;
+const SEARCH_PAGES = 25;
+let loading_ = 0; // the newest call of loadEvents; an older one's answer is dropped
 async function loadEvents(older) {
-  const params = filters();
-  params.set("limit", "200");
-  if (older && nextBefore) params.set("before", String(nextBefore));
-  const response = await fetch("/api/history?" + params);
-  if (!response.ok) return;
-  const page = await response.json();
-  const got = sentences(page.entries);
+  const mine = ++loading_;
+  const q = searched();
+  let before = older ? nextBefore : null;
+  let got = [];
+  let next = null;
+  for (let pages = 0; pages < (q ? SEARCH_PAGES : 1); pages++) {
+    const params = filters();
+    params.set("limit", "200");
+    if (before) params.set("before", String(before));
+    const response = await fetch("/api/history?" + params);
+    if (!response.ok || mine !== loading_) return;
+    const page = await response.json();
+    got = got.concat(sentences(page.entries).filter((l) => !q || l.text.toLowerCase().includes(q)));
+    next = page.next_before || null;
+    before = next;
+    if (!next || got.length >= SEARCH_ENOUGH) break;
+  }
+  if (mine !== loading_) return;
+  const page = { next_before: next };
   // What came live while the page was asked for stays on top.
   const newest = got.length ? got[0].at : 0;
   const live = logged.filter((l) => l.id === null && l.at >= newest && !got.some((g) => g.at === l.at && g.text === l.text));
@@ -650,8 +948,8 @@ function shownLive(e, text, who) {
   if (kindFilter.value && kind !== kindFilter.value) return false;
   if (filter.value && !who.includes(filter.value)) return false;
   if (sinceFilter.value && e.at_unix_ms < new Date(sinceFilter.value).getTime()) return false;
-  const q = searchFilter.value.trim().toLowerCase();
-  if (q && !text.toLowerCase().includes(q) && !JSON.stringify(e.event).toLowerCase().includes(q)) return false;
+  const q = searched();
+  if (q && !text.toLowerCase().includes(q)) return false;
   return !logged.some((l) => l.at === e.at_unix_ms && l.text === text);
 }
 
@@ -671,8 +969,8 @@ function whenText(ms) {
 
 function renderEvents() {
   document.getElementById("events").replaceChildren(...logged.map((e) =>
-    el("li", {}, el("time", { datetime: new Date(e.at).toISOString(), text: whenText(e.at) }), " ",
-      el("span", { "data-testid": "said", text: e.text }))));
+    el("li", { class: lookedAt && e.at > lookedAt ? "fresh" : "" }, el("time", { datetime: new Date(e.at).toISOString(), text: whenText(e.at) }), " ",
+      el("span", { "data-testid": "said", text: e.text }), aboutLinks(aboutOf(e.ev || {})))));
   olderButton.hidden = !nextBefore;
 }
 
@@ -700,12 +998,23 @@ function holdsMayChange(ev) {
     || (ev.request && ["result", "amendment"].includes(ev.request.type) && ev.request.status === "approved");
 }
 
+// Only what members hold is taken from it: their status and mode come with
+// the events, and an answer read before the latest event must not undo
+// it (a member that left would show as connected again). Only the answer
+// to the latest read is used.
+let holdsRead = 0;
 async function refreshMembers() {
   holdsStale = false;
+  const mine = ++holdsRead;
   const response = await fetch("/api/state");
-  if (!response.ok) return;
+  if (!response.ok || mine !== holdsRead) return;
   const state = await response.json();
-  for (const m of state.members) members.set(m.name, m);
+  if (mine !== holdsRead) return;
+  for (const m of state.members) {
+    const known = members.get(m.name);
+    if (known) members.set(m.name, { ...known, holds: m.holds });
+    else members.set(m.name, m);
+  }
   schedule();
 }
 
@@ -719,13 +1028,14 @@ function apply(e) {
   if (ev.task) tasks.set(ev.task.task_id, ev.task);
   if (ev.usage) usage.set(ev.usage.name, { tokens: tokensOf(ev.usage), calls: ev.usage.calls || 0, budget: ev.usage.token_budget || 0 });
   if (ev.request && newer(requests.get(ev.request.request_id), ev.request)) {
+    if (!requests.has(ev.request.request_id)) notify(ev.request);
     requests.set(ev.request.request_id, ev.request);
     statsMayChange();
   }
   const [text, ...who] = describe(e, liveTold);
   if (text === null) return;
   if (shownLive(e, text, who.filter(Boolean))) {
-    logged.unshift({ id: null, at: e.at_unix_ms, text });
+    logged.unshift({ id: null, at: e.at_unix_ms, text, ev: e.event || {} });
     if (logged.length > MAX_EVENTS) logged.pop();
   }
 }
@@ -889,54 +1199,46 @@ function requestPage(id) {
   const r = whole(requests.get(id));
   if (!r) return [el("h2", { text: "No such request" }), el("p", { text: `The lead knows no request ${id} (it may have been forgotten after --retention).` })];
   const p = r.payload || {};
-  const out = [el("h2", { text: `${KIND_NAMES[r.type] || r.type}: ${titleOf(r)}` }),
-    el("p", { class: "meta", "data-testid": "request-status" }, `${r.status}, from `,
-      el("a", { href: "#/members/" + encodeURIComponent(r.sender), text: r.sender }), ` to ${r.target}`)];
+  const out = [el("h2", { text: `${KIND_NAMES[r.type] || r.type}: ${cardTitle(r)}` }),
+    el("p", { class: "meta", "data-testid": "request-status" }, `${r.status}, from `, memberLink(r.sender), " to ", memberLink(r.target))];
   const timeline = el("ol", { class: "timeline", "data-testid": "timeline" });
   timeline.append(el("li", {}, "submitted ", at(r.created_at_unix_ms)));
   const revises = p.supersedes;
-  if (revises) {
-    timeline.append(el("li", {}, "revises ", el("a", { href: "#/requests/" + revises, text: revises })));
-  }
-  for (const s of r.reviews || []) {
+  if (revises) timeline.append(el("li", {}, "revises ", requestLink(revises)));
+  // The step that decided a request is its decision: said once, with who
+  // took it.
+  const steps = [...(r.reviews || [])];
+  const last = r.status !== "pending" ? steps[steps.length - 1] : null;
+  const decidedBy = last && ({ approve: "approved", approved: "approved", reject: "rejected", rejected: "rejected" })[String(last.verdict).toLowerCase()] === r.status ? steps.pop() : null;
+  for (const s of steps) {
     timeline.append(el("li", { "data-testid": "step" }, `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""}, `, at(s.at_unix_ms)));
   }
   if (r.status !== "pending") {
-    timeline.append(el("li", { "data-testid": "decision" }, `${r.status}${r.feedback ? ": " + r.feedback : ""}, `, at(r.resolved_at_unix_ms || r.created_at_unix_ms)));
+    const feedback = r.feedback || (decidedBy && decidedBy.words) || "";
+    timeline.append(el("li", { "data-testid": "decision" }, `${r.status}${decidedBy ? " by " + decidedBy.reviewer : ""}${feedback ? ": " + feedback : ""}, `,
+      at(r.resolved_at_unix_ms || (decidedBy && decidedBy.at_unix_ms) || r.created_at_unix_ms)));
   }
   out.push(el("h3", { text: "Timeline" }), timeline);
-  const task = (p.plan && p.plan.task_id) || (p.result && p.result.task_id) || p.task_id;
-  if (task) {
-    const t = tasks.get(task);
-    out.push(el("p", {}, "For task ", el("a", { href: "#/task/" + encodeURIComponent(task), text: t ? t.subject : task })));
-  }
-  if (r.type === "plan_approval") {
-    const changed = diff(r);
-    if (changed) out.push(el("h3", { text: "What the revision changed" }), changed);
-    const plan = p.plan || {};
-    out.push(el("div", { text: "Steps:" }), list(plan.steps || []), el("div", { text: "Files:" }), list(plan.files || []),
-      el("div", { text: "Tests:" }), list(plan.tests || []));
-    if (plan.body) out.push(el("pre", { text: plan.body }));
-  } else if (r.brief) {
-    out.push(loading("its content"));
-  } else if (r.type === "result") {
-    out.push(diffFiles((p.result || {}).diff || ""));
-  } else if (r.type === "permission") {
-    out.push(el("pre", { text: p.args_json || JSON.stringify(p) }));
-  } else if (r.type === "amendment") {
-    out.push(el("div", { text: "Added:" }), list((p.files || []).map((f) => "+ " + f)), el("p", { text: p.why || "" }));
-  } else {
-    out.push(el("p", { text: p.reason || "" }));
-  }
+  const links = linksOf(r);
+  if (links) out.push(links);
+  out.push(el("h3", { text: "What it asks" }));
+  if (r.brief && r.type !== "plan_approval") out.push(loading("its content"));
+  else out.push(...contentOf(r)
+    // The timeline above has the reviews.
+    .filter((part) => part && part.dataset.testid !== "reviews"));
   if (r.status === "pending" && r.type !== "shutdown") {
-    const card = r.type === "permission" ? permissionCard(r) : r.type === "result" ? resultCard(r)
-      : r.type === "amendment" ? amendmentCard(r) : planCard(r);
-    // The queue (hidden) has this card too: ids here are the page's own.
-    for (const node of card.querySelectorAll("[id]")) node.id = "page-" + node.id;
-    for (const label of card.querySelectorAll("label[for]")) label.htmlFor = "page-" + label.htmlFor;
-    out.push(el("h3", { text: "Decide" }), card);
+    // The queue (hidden) has this form too: ids here are the page's own.
+    const form = formOf(r);
+    for (const node of form.querySelectorAll("[id]")) node.id = "page-" + node.id;
+    for (const label of form.querySelectorAll("label[for]")) label.htmlFor = "page-" + label.htmlFor;
+    out.push(el("h3", { text: "Decide" }), el("div", { class: "card decide-card", "data-request-id": r.request_id, "data-testid": "decide" }, form));
   }
   return out;
+}
+
+// A member's name, linked to its page where it is a member (not "lead").
+function memberLink(name) {
+  return members.has(name) ? el("a", { href: "#/members/" + encodeURIComponent(name), text: name }) : name;
 }
 
 const TASK_TABS = ["all", "pending", "claimed", "completed"];
@@ -1029,13 +1331,21 @@ function teamPage() {
     el("div", { class: "wide" }, el("table", { "data-testid": "team-table" }, el("thead", {}, head), el("tbody", {}, ...rows)))];
 }
 
+// Pages that are sections of index.html: the event log and the decided
+// requests, each on its own page.
+const OWN_PAGES = { events: "events-section", decided: "history-section" };
+
 let shownPage = "";
 function renderPage() {
   const parts = route();
   const page = document.getElementById("page");
   const main = document.querySelector("main");
-  if (!parts.length) {
-    page.hidden = true; main.hidden = false; shownPage = "";
+  for (const [name, id] of Object.entries(OWN_PAGES)) {
+    const section = document.getElementById(id);
+    if (section.hidden !== (parts[0] !== name)) section.hidden = parts[0] !== name;
+  }
+  if (!parts.length || OWN_PAGES[parts[0]]) {
+    page.hidden = true; main.hidden = !!parts.length; shownPage = "";
     return;
   }
   // Keep a decision form being typed in: redraw only when what it shows changed.
@@ -1055,6 +1365,45 @@ function renderPage() {
 
 window.addEventListener("hashchange", schedule);
 
+// The last look: when the operator last left this page (closed it or went
+// to another tab). What came after it is marked new.
+const LOOK_KEY = "mesh-console-looked-at";
+let lookedAt = Number(localStorage.getItem(LOOK_KEY)) || 0;
+function lookedAway() {
+  localStorage.setItem(LOOK_KEY, String(Date.now()));
+}
+document.addEventListener("visibilitychange", () => {
+  if (document.visibilityState === "hidden") lookedAway();
+  else { lookedAt = Number(localStorage.getItem(LOOK_KEY)) || lookedAt; schedule(); }
+});
+window.addEventListener("pagehide", lookedAway);
+
+// Opt-in browser notifications: one when a request comes to wait for a
+// person, while this page is open.
+const NOTIFY_KEY = "mesh-console-notify";
+const notifyButton = document.getElementById("notify");
+function notifying() {
+  return "Notification" in window && Notification.permission === "granted" && localStorage.getItem(NOTIFY_KEY) === "on";
+}
+function showNotifyButton() {
+  if (!("Notification" in window) || Notification.permission === "denied") { notifyButton.hidden = true; return; }
+  notifyButton.hidden = false;
+  notifyButton.textContent = notifying() ? "Notifications on (turn off)" : "Notify me when something waits";
+  notifyButton.setAttribute("aria-pressed", String(notifying()));
+}
+notifyButton.addEventListener("click", async () => {
+  if (notifying()) localStorage.setItem(NOTIFY_KEY, "off");
+  else if (await Notification.requestPermission() === "granted") localStorage.setItem(NOTIFY_KEY, "on");
+  showNotifyButton();
+});
+showNotifyButton();
+function notify(r) {
+  if (r.status !== "pending" || r.type === "shutdown" || !notifying()) return;
+  const note = new Notification(`${r.sender}'s ${(KIND_NAMES[r.type] || r.type).toLowerCase()} waits for you`,
+    { body: cardTitle(r), tag: r.request_id });
+  note.onclick = () => { window.focus(); location.hash = "#/requests/" + encodeURIComponent(r.request_id); };
+}
+
 // Keys on the queue: j/k move between cards, a approves, r rejects (with
 // the feedback typed), o opens the card's page.
 document.addEventListener("keydown", (e) => {
@@ -1065,7 +1414,12 @@ document.addEventListener("keydown", (e) => {
   if (!cards.length) return;
   const current = document.activeElement && document.activeElement.closest(".card");
   let at = cards.indexOf(current);
-  const focus = (card) => { const h = card.querySelector("h3"); h.setAttribute("tabindex", "-1"); h.focus(); };
+  // Moving to a card opens it (and closes the one open before).
+  const focus = (card) => {
+    if (card.closest("#queue")) openCard(card.dataset.requestId);
+    const h = card.querySelector("h3") || card;
+    h.setAttribute("tabindex", "-1"); h.focus();
+  };
   if (e.key === "j") { focus(cards[Math.min(at + 1, cards.length - 1)]); e.preventDefault(); }
   else if (e.key === "k") { focus(cards[Math.max(at - 1, 0)]); e.preventDefault(); }
   else if (at >= 0 && e.key === "a") { const b = current.querySelector("[data-testid=approve], [data-testid=allow]"); if (b) b.click(); e.preventDefault(); }
@@ -1075,6 +1429,7 @@ document.addEventListener("keydown", (e) => {
     if (fb && !fb.value.trim()) fb.focus(); else if (b) b.click();
     e.preventDefault();
   }
+  else if (at >= 0 && e.key === "Enter" && document.activeElement.tagName === "H3") { openCard(current.dataset.requestId, true); e.preventDefault(); }
   else if (at >= 0 && e.key === "o") { location.hash = "#/requests/" + current.dataset.requestId; e.preventDefault(); }
 });
 
