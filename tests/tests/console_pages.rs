@@ -654,6 +654,18 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
         .unwrap()
         .into_inner()
         .request_id;
+    // cy asks to add a file to its plan.
+    let amendment = cy
+        .api
+        .request_amendment(pb::AmendmentRequest {
+            files: vec!["docs/b.md".into()],
+            why: "the index links it".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .request_id;
     // ann's process starts and has used nothing yet: no news for the log.
     ann.api
         .report_usage(pb::UsageReport {
@@ -686,6 +698,19 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
             "#page",
             "docs/a.md",
         ),
+        (
+            "amendment",
+            format!("#/requests/{amendment}"),
+            "#page h2",
+            "Amendment: cy asks to add docs/b.md",
+        ),
+        (
+            "decided",
+            "#/decided".to_owned(),
+            "[data-testid=decided]",
+            "cy's plan was approved",
+        ),
+        ("events", "#/events".to_owned(), "#events", "cy asks to add"),
         (
             "tasks",
             "#/tasks".to_owned(),
@@ -724,7 +749,7 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
     browser.wait_for("#events", "bo").await;
     assert_eq!(
         browser.execute("return document.title", vec![]).await,
-        "(2) mesh console"
+        "(3) mesh console"
     );
     let log = browser.text(&browser.wait_for("#events", "").await).await;
     assert!(!log.contains("used 0 tokens"), "{log}");

@@ -659,3 +659,173 @@ async fn decided_requests_and_events_are_pages_of_their_own_paged_searched_linke
     clean_shot(&browser, "queue-new", 1280).await;
     browser.quit().await;
 }
+
+#[tokio::test]
+async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
+    let repo = mesh_tests::git::team_repo();
+    let repo_path = repo.path().display().to_string();
+    let lead = Lead::start(&["--repo", &repo_path, "--branch", "main"]).await;
+    let mut operator = lead.operator().await;
+    let base = lead.console.clone().unwrap();
+    let task =
+        |subject: &str, blocked_by: Vec<String>, review: pb::TaskReview| pb::CreateTaskRequest {
+            subject: subject.into(),
+            blocked_by,
+            review: review as i32,
+            ..Default::default()
+        };
+    let parser = operator
+        .create_task(task("write the parser", vec![], pb::TaskReview::Plan))
+        .await
+        .unwrap()
+        .into_inner();
+    let printer = operator
+        .create_task(task(
+            "write the printer",
+            vec![parser.task_id.clone()],
+            pb::TaskReview::Plan,
+        ))
+        .await
+        .unwrap()
+        .into_inner();
+    let lexer = operator
+        .create_task(task("land the lexer", vec![], pb::TaskReview::Result))
+        .await
+        .unwrap()
+        .into_inner();
+    let unclaimed = operator
+        .create_task(task("write the docs", vec![], pb::TaskReview::Plan))
+        .await
+        .unwrap()
+        .into_inner();
+    // ann's plan for the parser waits; bob's result for the lexer waits.
+    let mut ann = lead.join("ann").await;
+    ann.open_inbox(0).await;
+    ann.api
+        .claim_task(pb::ClaimTaskRequest {
+            task_id: parser.task_id.clone(),
+        })
+        .await
+        .unwrap();
+    submit(
+        &mut ann,
+        pb::Plan {
+            task_id: parser.task_id.clone(),
+            ..plan("the parser", &["src/parser.rs"])
+        },
+    )
+    .await;
+    let mut bob = lead.join("bob").await;
+    bob.api
+        .claim_task(pb::ClaimTaskRequest {
+            task_id: lexer.task_id.clone(),
+        })
+        .await
+        .unwrap();
+    let head = bob
+        .api
+        .get_repo(pb::GetRepoRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .head;
+    let result = bob
+        .api
+        .submit_result(pb::ResultRequest {
+            task_id: lexer.task_id.clone(),
+            base: head,
+            diff: "diff --git a/src/lexer.rs b/src/lexer.rs\nnew file mode 100644\n--- /dev/null\n\
+                   +++ b/src/lexer.rs\n@@ -0,0 +1 @@\n+pub fn lex() {}\n"
+                .into(),
+            summary: "the lexer".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .request_id;
+
+    let browser = lead.console_browser().await;
+    let waits = |id: &str| format!("[data-task='{id}'] [data-testid=task-waits]");
+    let state = |id: &str| format!("[data-task='{id}'] [data-testid=task-state]");
+    for (width, height) in [(1280, 800), (390, 844)] {
+        browser.resize(width, height).await;
+        browser.open(&format!("{base}#/tasks/all")).await;
+        browser
+            .wait_for(&waits(&parser.task_id), "review of its plan")
+            .await;
+        browser
+            .wait_for(&waits(&lexer.task_id), "review of its result")
+            .await;
+        browser.wait_for(&state(&printer.task_id), "blocked").await;
+        browser
+            .wait_for(&waits(&printer.task_id), "blocked by write the parser")
+            .await;
+        browser
+            .wait_for(&waits(&unclaimed.task_id), "someone to claim it")
+            .await;
+        browser
+            .wait_for("[data-testid=tab-blocked]", "blocked (1)")
+            .await;
+        clean_shot(&browser, "tasks", width).await;
+    }
+    browser.resize(1280, 800).await;
+
+    // The lexer lands: its page links the landed result.
+    operator
+        .review_result(pb::ResultReview {
+            request_id: result.clone(),
+            approve: true,
+            feedback: String::new(),
+        })
+        .await
+        .unwrap();
+    browser
+        .open(&format!("{base}#/task/{}", lexer.task_id))
+        .await;
+    browser
+        .wait_for("[data-testid=task-status]", "completed by bob")
+        .await;
+    browser
+        .wait_for("[data-testid=task-landed]", "Landed: ")
+        .await;
+    clean_shot(&browser, "task", 1280).await;
+
+    // The event log links a task's events to the task.
+    browser.open(&format!("{base}#/events")).await;
+    let line = browser.wait_for("#events li", "task land the lexer").await;
+    browser.within(&line, "[data-testid=event-task]").await;
+
+    // The team page asks ann to shut down, with a reason.
+    for (width, height) in [(390, 844), (1280, 800)] {
+        browser.resize(width, height).await;
+        browser.open(&format!("{base}#/team")).await;
+        browser
+            .wait_for(
+                "[data-member=ann] [data-testid=team-status]",
+                "waiting for review of its plan",
+            )
+            .await;
+        clean_shot(&browser, "team", width).await;
+    }
+    let row = browser.wait_for("[data-member=ann]", "ann").await;
+    let reason = browser.within(&row, "[data-testid=team-reason]").await;
+    browser.type_into(&reason, "the day is over").await;
+    browser
+        .click(&browser.within(&row, "[data-testid=team-shutdown]").await)
+        .await;
+    let asked = ann
+        .next_matching(|e| matches!(e.body, Some(pb::envelope::Body::ShutdownRequest(_))))
+        .await;
+    match asked.body {
+        Some(pb::envelope::Body::ShutdownRequest(r)) => assert_eq!(r.reason, "the day is over"),
+        other => panic!("{other:?}"),
+    }
+    browser
+        .wait_for(
+            "[data-member=ann] [data-testid=team-shutdown-outcome]",
+            "asked; waiting",
+        )
+        .await;
+    browser.quit().await;
+}

@@ -822,7 +822,14 @@ function requestSentence(r, toldRequests) {
 // What an event is about, to link: its request, members, task.
 function aboutOf(ev) {
   const about = { request: null, members: [], task: null };
-  if (ev.request) { about.request = ev.request.request_id; about.members = [ev.request.sender, ev.request.target]; }
+  if (ev.request) {
+    about.request = ev.request.request_id;
+    about.members = [ev.request.sender, ev.request.target];
+    // The log keeps no payload; the page's copy of the request names its task.
+    const known = requests.get(ev.request.request_id) || ev.request;
+    const p = known.payload || {};
+    about.task = (p.plan && p.plan.task_id) || (p.result && p.result.task_id) || p.task_id || null;
+  }
   if (ev.review_note) about.request = ev.review_note.request_id || null;
   if (ev.member) about.members = [ev.member.name];
   if (ev.tool_call) about.members = [ev.tool_call.member];
@@ -1241,20 +1248,51 @@ function memberLink(name) {
   return members.has(name) ? el("a", { href: "#/members/" + encodeURIComponent(name), text: name }) : name;
 }
 
-const TASK_TABS = ["all", "pending", "claimed", "completed"];
+const TASK_TABS = ["all", "pending", "blocked", "claimed", "completed"];
+
+// A task's status as the list says it: blocked while a task it waits for
+// is not completed.
+function taskStatus(t) {
+  const status = String(t.status || "").toLowerCase();
+  if (status !== "pending") return status;
+  const open = (t.blocked_by || []).filter((b) => String((tasks.get(b) || {}).status || "").toLowerCase() !== "completed");
+  return open.length ? "blocked" : "pending";
+}
+
+// What a task waits for, in review terms: the tasks that block it, a
+// decision on a request under it, a claimant, or nothing.
+function taskWaits(t) {
+  const status = taskStatus(t);
+  if (status === "completed") return "nothing: done";
+  if (status === "blocked") {
+    return "blocked by " + (t.blocked_by || []).filter((b) => String((tasks.get(b) || {}).status || "").toLowerCase() !== "completed")
+      .map((b) => (tasks.get(b) || {}).subject || b).join(", ");
+  }
+  if (status === "pending") return "someone to claim it";
+  const under = requestsOfTask(t.task_id).filter((r) => r.status === "pending");
+  const words = { plan_approval: "review of its plan", result: "review of its result", amendment: "review of its amendment" };
+  for (const kind of ["result", "amendment", "plan_approval"]) {
+    if (under.some((r) => r.type === kind)) return words[kind];
+  }
+  const owner = t.owner;
+  if (owner && [...requests.values()].some((r) => r.status === "pending" && r.type === "permission" && r.sender === owner)) {
+    return "a permission for " + owner;
+  }
+  return owner ? `${owner}, working on it` : "its claimant";
+}
 
 function tasksPage(tab) {
   const all = [...tasks.values()].sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms);
-  const status = (t) => String(t.status || "").toLowerCase();
-  const count = (s) => all.filter((t) => s === "all" || status(t) === s).length;
+  const count = (s) => all.filter((t) => s === "all" || taskStatus(t) === s).length;
   const tabs = el("div", { class: "tabs", role: "tablist" }, ...TASK_TABS.map((s) =>
     el("a", { href: "#/tasks/" + s, role: "tab", "data-testid": "tab-" + s, "aria-current": s === tab ? "page" : "false", text: `${s} (${count(s)})` })));
-  const shown = all.filter((t) => tab === "all" || status(t) === tab);
-  const rows = shown.map((t) => el("tr", { "data-testid": "task" },
-    el("td", {}, el("a", { href: "#/task/" + encodeURIComponent(t.task_id), text: t.subject })), el("td", { text: status(t) }),
+  const shown = all.filter((t) => tab === "all" || taskStatus(t) === tab);
+  const rows = shown.map((t) => el("tr", { "data-testid": "task", "data-task": t.task_id },
+    el("td", {}, el("a", { href: "#/task/" + encodeURIComponent(t.task_id), text: t.subject })),
+    el("td", { "data-testid": "task-state", text: taskStatus(t) }),
     el("td", {}, t.owner ? el("a", { href: "#/members/" + encodeURIComponent(t.owner), "data-testid": "task-owner", text: t.owner }) : "-"),
     el("td", { text: t.review || "plan" }),
-    el("td", { text: (t.blocked_by || []).map((b) => (tasks.get(b) || {}).subject || b).join(", ") || "-" }),
+    el("td", { "data-testid": "task-waits", text: taskWaits(t) }),
     el("td", { text: t.summary || "" })));
   return [el("h2", { text: "Tasks" }), tabs,
     el("table", { class: "tasks" }, el("thead", {}, el("tr", {}, ...["Subject", "Status", "Owner", "Review", "Waits for", "Summary"].map((h) => el("th", { text: h })))),
@@ -1277,11 +1315,12 @@ function requestsOfTask(id) {
 function taskPage(id) {
   const t = tasks.get(id);
   if (!t) return [el("h2", { text: "No such task" })];
-  const status = String(t.status || "").toLowerCase();
   const blockers = (t.blocked_by || []).map((b) => el("a", { href: "#/task/" + encodeURIComponent(b), text: (tasks.get(b) || {}).subject || b }));
   const under = requestsOfTask(id);
+  const landed = under.filter((r) => r.type === "result" && r.status === "approved").pop();
   return [el("h2", { text: "Task: " + t.subject }),
-    el("p", { "data-testid": "task-status", text: `${status}${t.owner ? " by " + t.owner : ""}; review: ${t.review || "plan"}` }),
+    el("p", { "data-testid": "task-status", text: `${taskStatus(t)}${t.owner ? " by " + t.owner : ""}; review: ${t.review || "plan"}; waits for ${taskWaits(t)}` }),
+    landed ? el("p", { "data-testid": "task-landed" }, "Landed: ", requestLink(landed.request_id, landed.feedback || titleOf(landed))) : null,
     t.description ? el("p", { text: t.description }) : null,
     el("div", { text: "Files:" }), list(t.files || []),
     el("div", { text: "Waits for:" }), blockers.length ? el("p", {}, ...blockers.flatMap((b, i) => i ? [", ", b] : [b])) : el("p", { class: "meta", text: "nothing" }),
@@ -1307,11 +1346,22 @@ function memberPage(name) {
     el("ul", {}, ...mine.map((r) => el("li", {}, el("a", { href: "#/requests/" + r.request_id, text: `${KIND_NAMES[r.type] || r.type}: ${titleOf(r)}` }), ` — ${r.status}`)))];
 }
 
+// Asking a member to shut down, with a reason; how the last ask ended.
+function shutdownControl(m) {
+  const outcome = el("span", { class: "meta", "data-testid": "team-shutdown-outcome", text: shutdownOutcome(m.name) });
+  if (m.status === "terminated") return outcome;
+  const reason = el("input", { type: "text", "aria-label": `reason to shut ${m.name} down`, placeholder: "reason", "data-testid": "team-reason" });
+  return el("div", {}, reason,
+    el("button", { "data-testid": "team-shutdown", text: "Shut down", onclick: () =>
+      post("/api/shutdown", { name: m.name, reason: reason.value }).catch((e) => { outcome.textContent = e.message; }) }),
+    " ", outcome);
+}
+
 // The team at a glance: each member's status in words, mode, what it holds,
 // its task, and what its model used against its budget.
 function teamPage() {
   const waiting = waitingBySender();
-  const head = el("tr", {}, ...["member", "role", "status", "mode", "holds", "task", "tokens", "budget"]
+  const head = el("tr", {}, ...["member", "role", "status", "mode", "holds", "task", "tokens", "budget", "shut down"]
     .map((h) => el("th", { text: h })));
   const rows = [...members.values()].map((m) => {
     const used = usage.get(m.name) || { tokens: 0 };
@@ -1325,7 +1375,8 @@ function teamPage() {
       el("td", { "data-label": "holds" }, list(m.holds || [])),
       el("td", { "data-label": "task", text: task ? task.subject : "-" }),
       el("td", { "data-label": "tokens", text: count(used.tokens) }),
-      el("td", { "data-label": "budget", text: used.budget ? count(used.budget) : "-" }));
+      el("td", { "data-label": "budget", text: used.budget ? count(used.budget) : "-" }),
+      el("td", { "data-label": "shut down" }, shutdownControl(m)));
   });
   return [el("h2", { text: "Team" }),
     el("div", { class: "wide" }, el("table", { "data-testid": "team-table" }, el("thead", {}, head), el("tbody", {}, ...rows)))];
@@ -1348,17 +1399,26 @@ function renderPage() {
     page.hidden = true; main.hidden = !!parts.length; shownPage = "";
     return;
   }
-  // Keep a decision form being typed in: redraw only when what it shows changed.
-  const key = location.hash + "|" + (parts[0] === "requests" ? JSON.stringify([(requests.get(parts[1]) || {}).status, ((requests.get(parts[1]) || {}).reviews || []).length, !!(requests.get(parts[1]) || {}).brief]) : Date.now());
-  if (key === shownPage && page.contains(document.activeElement) && document.activeElement !== document.body) return;
-  shownPage = key;
+  // Keep a decision form or a reason being typed in: a request's page is
+  // redrawn when its state changed, another page when what it says did.
   const [what, arg] = parts;
+  if (what === "requests") {
+    const r = requests.get(arg) || {};
+    const key = location.hash + "|" + JSON.stringify([r.status, (r.reviews || []).length, !!r.brief]);
+    if (key === shownPage && page.contains(document.activeElement) && document.activeElement !== document.body) return;
+    shownPage = key;
+  }
   const content = what === "requests" ? requestPage(arg)
     : what === "tasks" ? tasksPage(TASK_TABS.includes(arg) ? arg : "all")
     : what === "members" ? memberPage(arg)
     : what === "task" ? taskPage(arg)
     : what === "team" ? teamPage()
     : [el("h2", { text: "No such page" })];
+  if (what !== "requests") {
+    const key = location.hash + "|" + content.map((node) => node.textContent).join("\n");
+    if (key === shownPage) return;
+    shownPage = key;
+  }
   page.replaceChildren(el("p", {}, el("a", { href: "#/", text: "← the queue" })), ...content);
   page.hidden = false; main.hidden = true;
 }
