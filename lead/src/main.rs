@@ -263,8 +263,8 @@ struct ServeArgs {
     #[arg(long)]
     http: Option<String>,
     /// Who approves plans: manual, auto, policy:FILE, model:FILE (a
-    /// language model with criteria; see the README, "Bring a model"), or
-    /// chain:FILE (reviewers in order; see the README, "Approval modes").
+    /// language model with criteria; see docs/models.md), or
+    /// chain:FILE (reviewers in order; see docs/operating.md, "Approval modes").
     #[arg(long, default_value = "manual")]
     approval: ApprovalArg,
     /// Seconds a shutdown request waits for its answer when it names no deadline.

@@ -23,7 +23,7 @@ use teammate::{
     session::{Config, Exit, Session},
 };
 
-/// How `run_command` runs (see the README, "What run_command can reach").
+/// How `run_command` runs (see docs/security.md, "What run_command can reach").
 #[derive(Debug, clap::Args)]
 struct CommandArgs {
     /// Seconds one run_command may take; then it and everything it started

@@ -21,7 +21,7 @@
 //! What no process can hide: a value given on the command line is readable
 //! by anyone in `/proc/PID/cmdline` from the `exec` until [`hide`] runs (a
 //! few milliseconds), and it stays in the shell's history and in whatever
-//! started the process; hence the README's advice to pass tokens in the
+//! started the process; hence docs/security.md's advice to pass tokens in the
 //! environment.
 
 use std::{
