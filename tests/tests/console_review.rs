@@ -549,6 +549,7 @@ async fn decided_requests_and_events_are_pages_of_their_own_paged_searched_linke
         browser
             .wait_for("#page h2", "Shutdown: shut down bob")
             .await;
+        clean_shot(&browser, "shutdown", width).await;
     }
     browser.resize(1280, 800).await;
 
@@ -787,7 +788,10 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
         .wait_for("[data-testid=task-status]", "completed by bob")
         .await;
     browser
-        .wait_for("[data-testid=task-landed]", "Landed: ")
+        .wait_for(
+            "[data-testid=task-landed]",
+            "Landed: landed on the team branch as ",
+        )
         .await;
     clean_shot(&browser, "task", 1280).await;
 
