@@ -3,7 +3,7 @@
 //! (OpenAI's o200k tokenizer; a small local model's counts are within a
 //! tenth of it).
 
-use shared::chat::{tools_json, Tool};
+use mesh_llm::{tools_json, Tool};
 use teammate::{catalog, gate::Gate, model::default_system_prompt};
 
 /// Prints the prompt's and the schemas' tokens in plan mode and once a plan

@@ -11,12 +11,12 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
-use shared::{
+use mesh_core::{
     protocol::{Kind, Request, Status},
     team::Change as TeamChange,
 };
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// The most entries the running lead keeps at hand for `ListAudit` (the
 /// store keeps every one).
@@ -192,7 +192,7 @@ impl Trail {
             subject,
             decision: decision.into(),
             by,
-            feedback: shared::limits::cut(&request.feedback, 2_000),
+            feedback: mesh_core::limits::cut(&request.feedback, 2_000),
             content_sha256: hex(request.opening.payload_json.as_bytes()),
             prev: String::new(),
             hash: String::new(),

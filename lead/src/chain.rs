@@ -44,9 +44,9 @@
 use std::{path::Path, sync::Arc, time::Duration};
 
 use crate::reviewer::Reviewer;
+pub use mesh_core::chain::{Next, OnPass, Rule, Verdict};
+use mesh_core::policy::Policy;
 use serde::Deserialize;
-pub use shared::chain::{Next, OnPass, Rule, Verdict};
-use shared::policy::Policy;
 
 pub(crate) mod program;
 pub(crate) mod stages;

@@ -131,7 +131,7 @@ impl Brain {
             Brain::Model { api_key_env, .. } => Some(
                 api_key_env
                     .as_deref()
-                    .unwrap_or(shared::chat::DEFAULT_API_KEY_ENV),
+                    .unwrap_or(mesh_llm::DEFAULT_API_KEY_ENV),
             ),
         }
     }

@@ -4,9 +4,9 @@
 use shared::wire::*;
 use std::{io::Write, path::PathBuf, time::Duration};
 
+use mesh_core::grant::{check_relative_glob, Mode};
 use shared::{
     auth::{now_unix_ms, BearerToken},
-    grant::{check_relative_glob, Mode},
     pb::{self, operator_client::OperatorClient},
     transport::ClientTls,
 };
@@ -197,7 +197,7 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
     let mut out = render::table(&rows);
     for m in members.iter().filter(|m| !m.idle_reason.is_empty()) {
         let line = format!("{} is idle: {}", m.name, render::Quoted(&m.idle_reason));
-        out.push_str(&format!("{}\n", shared::display::Escaped(&line)));
+        out.push_str(&format!("{}\n", mesh_core::display::Escaped(&line)));
     }
     if team_usage != pb::Usage::default() || !others.is_empty() {
         for other in &others {
@@ -208,7 +208,7 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
             });
             out.push_str(&format!(
                 "{}: {line}\n",
-                shared::display::Escaped(&other.name)
+                mesh_core::display::Escaped(&other.name)
             ));
         }
         let line = render::usage_line(&pb::MemberUsage {
@@ -678,7 +678,7 @@ pub async fn shutdown(
             let reason = if r.feedback.is_empty() {
                 String::new()
             } else {
-                format!(": {}", shared::display::escape(&r.feedback))
+                format!(": {}", mesh_core::display::escape(&r.feedback))
             };
             return Ok(format!("{how}{reason} [request {}]\n", r.request_id));
         }

@@ -21,7 +21,7 @@ use std::{
     sync::{Arc, Mutex},
 };
 
-use shared::effect::Notice;
+use mesh_core::effect::Notice;
 use tokio::sync::mpsc;
 
 use crate::store::{Change, Store, StoreError};
@@ -190,7 +190,7 @@ pub(crate) fn commit_to(
 
 /// Runs one commit, timed for the metrics when exporting telemetry.
 pub(crate) fn measured<T>(commit: impl FnOnce() -> T) -> T {
-    if !shared::telemetry::enabled() {
+    if !mesh_telemetry::enabled() {
         return commit();
     }
     let started = std::time::Instant::now();

@@ -700,7 +700,7 @@ fn fix_status(headers: &mut http::HeaderMap) {
     if status.message().len() > STATUS_MESSAGE_MAX {
         let cut = tonic::Status::new(
             status.code(),
-            shared::limits::cut(status.message(), STATUS_MESSAGE_MAX),
+            mesh_core::limits::cut(status.message(), STATUS_MESSAGE_MAX),
         );
         if cut.add_header(headers).is_err() {
             tracing::debug!("could not cut a status message");

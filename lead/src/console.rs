@@ -25,9 +25,7 @@ use axum::{
     routing::{get, post},
     Json, Router,
 };
-use serde::Deserialize;
-use serde_json::{json, Value};
-use shared::{
+use mesh_core::{
     access::{Call, Caller},
     error::FieldError,
     grant::{Grant, Mode},
@@ -36,6 +34,8 @@ use shared::{
     op::{Op, PageAsk, PlanVerdict},
     protocol::{Request, Status},
 };
+use serde::Deserialize;
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 
@@ -47,7 +47,7 @@ use crate::{
     render,
     service::{requests_page, team_page},
 };
-use shared::{
+use mesh_core::{
     protocol::Request as CoreRequest,
     team::{Listed, TeamPage},
 };
@@ -420,7 +420,7 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
     let mut tasks = Vec::new();
     let mut token = String::new();
     loop {
-        let page: Listed<shared::tasks::Task> = hub
+        let page: Listed<mesh_core::tasks::Task> = hub
             .apply(
                 operator(),
                 Call::Operator,

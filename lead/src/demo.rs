@@ -40,10 +40,10 @@ use std::{
 };
 
 use anyhow::{bail, Context};
+use mesh_core::policy::Policy;
 use shared::{
     auth::BearerToken,
     pb::{self, envelope::Body, event::Kind, operator_client::OperatorClient},
-    policy::Policy,
 };
 use tokio_stream::StreamExt;
 
@@ -331,7 +331,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
             otlp_endpoint: None,
         }),
         repo: Some(repo),
-        review: shared::tasks::Review::Both,
+        review: mesh_core::tasks::Review::Both,
         ..HubConfig::default()
     };
     println!(

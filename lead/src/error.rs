@@ -1,7 +1,9 @@
 //! The lead's errors, and the one place they become gRPC statuses and the
 //! one place they become the console's HTTP statuses.
 
-use shared::{access::Refused, error::FieldError, protocol::TransitionError, refusal::CoreError};
+use mesh_core::{
+    access::Refused, error::FieldError, protocol::TransitionError, refusal::CoreError,
+};
 
 /// Why the lead refused a call.
 #[derive(Debug, thiserror::Error)]

@@ -4,17 +4,19 @@
 //! use them; so does the model reviewer, whose verdict arrives as a
 //! `PlanReview`.
 
-use shared::{
+use mesh_core::{
     error::FieldError,
     grant::{Grant, Mode},
     limits,
     names::{Name, RequestId},
     op::{Op, PlanVerdict},
-    pb,
-    plan::{self, Plan},
     protocol::{Kind, Status},
     tasks::{NewTask, TaskStatus},
     usage::Usage,
+};
+use shared::{
+    pb,
+    plan::{self, Plan},
     wire::{GrantFromPb, KindFromPb, StatusFromPb, TaskStatusFromPb},
 };
 
@@ -90,7 +92,7 @@ pub(crate) fn submit_result(
     };
     Ok(Op::SubmitResult {
         request_id,
-        result: Box::new(shared::result::WorkResult {
+        result: Box::new(mesh_core::result::WorkResult {
             task_id: request.task_id,
             base: request.base,
             commit: prepared.commit,
@@ -315,7 +317,7 @@ pub(crate) fn complete_task(request: pb::CompleteTaskRequest) -> Result<Op, HubE
 
 /// `ReportUsage`.
 pub(crate) fn report_usage(report: pb::UsageReport) -> Result<Op, HubError> {
-    shared::usage::check_epoch(&report.epoch)?;
+    mesh_core::usage::check_epoch(&report.epoch)?;
     let totals = report
         .totals
         .as_ref()

@@ -25,7 +25,7 @@ use std::{
     process::Stdio,
 };
 
-use shared::result::{FileChange, Landing};
+use mesh_core::result::{FileChange, Landing};
 use tokio::io::AsyncWriteExt;
 
 /// Who commits for the team.
@@ -254,7 +254,7 @@ impl Repo {
                 "diff",
                 format!(
                     "does not apply to base {base}: {}",
-                    shared::limits::cut(applied.stderr.trim(), 1000)
+                    mesh_core::limits::cut(applied.stderr.trim(), 1000)
                 ),
             ));
         }

@@ -17,7 +17,8 @@
 
 use std::{collections::VecDeque, sync::Arc};
 
-use shared::{effect::Notice, pb, wire::ToPb};
+use mesh_core::effect::Notice;
+use shared::{pb, wire::ToPb};
 
 /// The most entries kept, by default.
 pub(crate) const MAX_ENTRIES: usize = 20_000;
@@ -189,7 +190,7 @@ fn kind_of(notice: &Notice) -> Option<(&'static str, Vec<String>)> {
     let who = |names: &[&str]| -> Vec<String> {
         names
             .iter()
-            .filter(|n| !n.is_empty() && **n != shared::names::LEAD)
+            .filter(|n| !n.is_empty() && **n != mesh_core::names::LEAD)
             .map(|n| (*n).to_owned())
             .collect()
     };

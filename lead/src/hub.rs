@@ -9,19 +9,18 @@ use std::{
     time::Duration,
 };
 
-pub use shared::team::PendingBudget;
-use shared::{
+pub use mesh_core::team::PendingBudget;
+use mesh_core::{
     access::Call,
-    auth::now_unix_ms,
     effect::{Envelope, Message, Notice},
     members::Members,
     names::{EVERYONE, LEAD},
     op::Op,
-    pb,
     policy::Policy,
     tasks::TaskBoard,
     team::{Approval as CoreApproval, ReviewChain, Rules, Team},
 };
+use shared::{auth::now_unix_ms, pb};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::{
@@ -115,7 +114,7 @@ pub struct HubConfig {
     /// The team's repository (`--repo`): results are reviewed and landed.
     pub repo: Option<std::sync::Arc<crate::git::Repo>>,
     /// What a task that names none has reviewed (`--review`).
-    pub review: shared::tasks::Review,
+    pub review: mesh_core::tasks::Review,
 }
 
 impl Default for HubConfig {
@@ -191,13 +190,13 @@ pub(crate) enum Command {
     Admit {
         claim: Claim,
         door: Call<'static>,
-        reply: Reply<shared::access::Caller>,
+        reply: Reply<mesh_core::access::Caller>,
     },
     /// Where the file a pending `write_file` permission request would
     /// write is on the lead's host: its sender's workspace (a teammate this
     /// lead spawned) and the path in it (the console shows the change).
     WriteTarget {
-        request_id: shared::names::RequestId,
+        request_id: mesh_core::names::RequestId,
         reply: Reply<Option<(std::path::PathBuf, String)>>,
     },
     /// A page of the audit trail (`Operator.ListAudit`).
@@ -215,8 +214,8 @@ pub(crate) enum Command {
     },
     /// How landing a result came out (`--repo`).
     Landed {
-        request_id: shared::names::RequestId,
-        landing: shared::result::Landing,
+        request_id: mesh_core::names::RequestId,
+        landing: mesh_core::result::Landing,
     },
     /// A chain stage's verdict on a plan (`--approval chain:FILE`).
     StageVerdict(crate::chain::stages::StageDone),
@@ -371,7 +370,7 @@ pub(crate) struct Hub {
     /// The id of the next body a fan-out shares.
     next_body_id: u64,
     /// Terminations not yet told to the team, oldest first.
-    notices: Vec<shared::effect::Ended>,
+    notices: Vec<mesh_core::effect::Ended>,
     /// When the next termination notice may go out: a fan-out to `n`
     /// members holds the next one back `n / NOTICE_RATE` seconds, so that
     /// many members ending at once make a few notices, not one each.
@@ -381,7 +380,7 @@ pub(crate) struct Hub {
     /// For children's exit notices.
     handle: HubHandle,
     /// `Join` attempts, limited.
-    joins: shared::rate::TokenBucket,
+    joins: mesh_core::rate::TokenBucket,
     /// Plans for the model reviewer, with `--approval model:FILE`.
     review_jobs: Option<mpsc::Sender<crate::reviewer::Job>>,
     /// Stages to run outside the hub, with `--approval chain:FILE`.
@@ -405,7 +404,7 @@ pub(crate) struct Hub {
     /// ledger: made at start, so a restarted lead's calls add to the last.
     reviewer_epoch: String,
     /// What the model reviewer used since this lead started, by account name.
-    reviewer_totals: HashMap<String, shared::usage::Usage>,
+    reviewer_totals: HashMap<String, mesh_core::usage::Usage>,
 }
 
 impl std::fmt::Debug for Hub {
@@ -497,7 +496,7 @@ pub(crate) fn load(
     });
     let audit = crate::audit::Trail::restore(audit_kept, team.requests.iter(), budgets.into_iter());
     let (tx, rx) = mpsc::channel(4096);
-    let joins = shared::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
+    let joins = mesh_core::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
     let hub = Hub {
         clock,
         config,

@@ -10,9 +10,11 @@ use crate::{
     outbox::{self, Refused},
     store::{EnvelopeRecord, Snapshot},
 };
-use shared::{
+use mesh_core::{
     effect::{Envelope, Message},
     members::Members,
+};
+use shared::{
     pb,
     wire::{message_bytes, ToPb},
 };
@@ -221,7 +223,7 @@ pub(crate) type Digest = String;
 /// One member's inbox: the envelopes it has not acknowledged, the stream
 /// that carries them, and the `Send` message ids it used. Who the member
 /// is, and the `seq` each envelope gets, are the core's
-/// ([`shared::members::Members`]).
+/// ([`mesh_core::members::Members`]).
 #[derive(Debug, Default)]
 pub(crate) struct Inbox {
     /// Envelopes not yet acknowledged, in `seq` order.
@@ -511,7 +513,7 @@ impl Inboxes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shared::{lifecycle::Event, names::Name};
+    use mesh_core::{lifecycle::Event, names::Name};
 
     /// An inbox and the seq its next entry gets.
     #[derive(Default)]
@@ -740,7 +742,7 @@ mod tests {
             body,
             shared,
         };
-        let notice = Message::Terminated(vec![shared::effect::Ended {
+        let notice = Message::Terminated(vec![mesh_core::effect::Ended {
             name: "carol".into(),
             reason: String::new(),
         }]);

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use shared::{error::FieldError, limits};
+use mesh_core::{error::FieldError, limits};
 
 use crate::{
     children::{Brain, Child, Confined, Spawner},

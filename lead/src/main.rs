@@ -12,7 +12,8 @@ use lead::{
     state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
     store::{MemoryStore, SqliteStore, Store, Sync},
 };
-use shared::{pb, policy::Policy, transport::ClientTls};
+use mesh_core::policy::Policy;
+use shared::{pb, transport::ClientTls};
 
 /// The mesh lead: serves the team, and the operator commands that steer it.
 #[derive(Debug, Parser)]
@@ -751,7 +752,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let endpoint = args.otlp_endpoint.clone();
     // The last spans and metrics go out before the lead exits.
-    shared::telemetry::exporting("mesh-lead", endpoint.as_deref(), serve_with(args))
+    mesh_telemetry::exporting("mesh-lead", endpoint.as_deref(), serve_with(args))
         .await
         .map_err(|e| anyhow::anyhow!(e))?
 }
@@ -793,9 +794,9 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         spawner.repo = repo.clone();
     }
     hub.review = match args.review.as_deref() {
-        Some(review) => shared::tasks::Review::parse("--review", review)?,
-        None if repo.is_some() => shared::tasks::Review::Both,
-        None => shared::tasks::Review::Plan,
+        Some(review) => mesh_core::tasks::Review::parse("--review", review)?,
+        None if repo.is_some() => mesh_core::tasks::Review::Both,
+        None => mesh_core::tasks::Review::Plan,
     };
     hub.repo = repo;
     let config = lead::Config {
@@ -886,7 +887,7 @@ fn parse_since(value: &str) -> Result<i64, String> {
 /// member's); anything else is the token alone.
 fn operator_value(value: &str) -> Option<(&str, &str)> {
     let (name, token) = value.split_once('=')?;
-    shared::names::Name::parse("--operator-token", name).ok()?;
+    mesh_core::names::Name::parse("--operator-token", name).ok()?;
     Some((name, token))
 }
 
@@ -1015,7 +1016,7 @@ fn hub_config(
         join_rate: args.join_rate,
         join_burst: args
             .join_burst
-            .unwrap_or_else(|| shared::rate::default_burst(args.join_rate)),
+            .unwrap_or_else(|| mesh_core::rate::default_burst(args.join_rate)),
         stream_max_bytes: args.stream_max_bytes,
         pending_per_member: PendingBudget {
             count: args.pending_max_per_member,
@@ -1028,7 +1029,7 @@ fn hub_config(
         retained_max_bytes: args.retained_max_bytes,
         token_budget: args.token_budget,
         repo: None,
-        review: shared::tasks::Review::Plan,
+        review: mesh_core::tasks::Review::Plan,
     })
 }
 

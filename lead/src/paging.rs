@@ -2,8 +2,8 @@
 //! previous page by a key that only grows (join order, request order), so a
 //! page continues where the last one ended even as the list changes.
 
+use mesh_core::{error::FieldError, limits, op::PageAsk, team::Listed};
 use prost::Message;
-use shared::{error::FieldError, limits, op::PageAsk, team::Listed};
 
 use crate::error::HubError;
 

@@ -1,11 +1,9 @@
 //! How operators see things: one line per event, rows for tables, and JSON
 //! objects for scripts.
 
+use mesh_core::display::{escape, is_unsafe};
 use serde_json::{json, Value};
-use shared::{
-    display::{escape, is_unsafe},
-    pb::{self, envelope::Body, event::Kind},
-};
+use shared::pb::{self, envelope::Body, event::Kind};
 
 /// JSON text with the characters `serde_json` leaves as they are but a
 /// terminal acts on or hides (C1 controls, DEL, bidirectional marks,

@@ -13,16 +13,16 @@
 
 use std::{sync::Arc, time::Duration};
 
-use serde::Deserialize;
-use serde_json::{json, Value};
-use shared::{
-    chat::{ChatClient, ChatConfig, Message, Tool, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL},
+use mesh_core::{
     error::FieldError,
     grant::{Grant, Mode},
     limits,
     op::PlanVerdict,
-    pb,
 };
+use mesh_llm::{ChatClient, ChatConfig, Message, Tool, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use shared::pb;
 use tokio::sync::{mpsc, Semaphore};
 
 /// The reviewer's TOML file.
@@ -167,7 +167,7 @@ impl Reviewer {
     pub(crate) async fn decide(
         &self,
         job: &Job,
-        tokens: &mut Option<shared::chat::Usage>,
+        tokens: &mut Option<mesh_llm::Usage>,
     ) -> Result<Verdict, String> {
         let messages = [
             Message::system(if job.result.is_some() {
@@ -204,7 +204,7 @@ impl Reviewer {
             .ok_or_else(|| {
                 format!(
                     "the model answered without calling review_plan: {:?}",
-                    shared::limits::cut(reply.content.trim(), 300)
+                    mesh_core::limits::cut(reply.content.trim(), 300)
                 )
             })?;
         parse_verdict(&call.function.arguments)
@@ -250,7 +250,7 @@ fn describe(job: &Job) -> String {
         }
         text.push_str(&format!(
             "\nThe diff:\n{}\n",
-            shared::limits::cut(&result.diff, DIFF_SHOWN)
+            mesh_core::limits::cut(&result.diff, DIFF_SHOWN)
         ));
         if result.diff.len() > DIFF_SHOWN {
             text.push_str(&format!(
@@ -377,7 +377,7 @@ pub(crate) enum Outcome {
         /// Who (the reviewer's name).
         reviewer: String,
         /// One call, the time it took, and its tokens where the server said.
-        used: shared::usage::Usage,
+        used: mesh_core::usage::Usage,
     },
 }
 
@@ -419,9 +419,9 @@ pub(crate) fn start(reviewer: Arc<Reviewer>, report: Report) -> mpsc::Sender<Job
 
 /// What one model call used: one call, `took`, and the server's count of
 /// tokens if it gave one.
-pub(crate) fn used(took: Duration, tokens: Option<shared::chat::Usage>) -> shared::usage::Usage {
+pub(crate) fn used(took: Duration, tokens: Option<mesh_llm::Usage>) -> mesh_core::usage::Usage {
     let tokens = tokens.unwrap_or_default();
-    shared::usage::Usage {
+    mesh_core::usage::Usage {
         prompt_tokens: tokens.prompt_tokens,
         completion_tokens: tokens.completion_tokens,
         calls: 1,
@@ -431,11 +431,7 @@ pub(crate) fn used(took: Duration, tokens: Option<shared::chat::Usage>) -> share
 
 /// Reviews one plan: the decision, or why there is none; `tokens` gets
 /// what the model call used, where the server said.
-async fn review(
-    reviewer: &Reviewer,
-    job: Job,
-    tokens: &mut Option<shared::chat::Usage>,
-) -> Outcome {
+async fn review(reviewer: &Reviewer, job: Job, tokens: &mut Option<mesh_llm::Usage>) -> Outcome {
     let name = reviewer.name();
     let note = |text: String| Outcome::Note {
         request_id: job.request_id.clone(),
@@ -446,7 +442,7 @@ async fn review(
     {
         Ok(Ok(verdict)) => verdict,
         Ok(Err(why)) => {
-            tracing::warn!(request_id = %job.request_id, why = %shared::display::Escaped(&why), "the reviewer made no decision; the plan waits for an operator");
+            tracing::warn!(request_id = %job.request_id, why = %mesh_core::display::Escaped(&why), "the reviewer made no decision; the plan waits for an operator");
             return note(format!("no decision, left for an operator: {why}"));
         }
         Err(_) => {
@@ -499,7 +495,7 @@ fn signed(name: &str, feedback: &str) -> String {
     } else {
         feedback
     };
-    shared::limits::cut(&format!("{name}: {text}"), shared::limits::REASON)
+    mesh_core::limits::cut(&format!("{name}: {text}"), mesh_core::limits::REASON)
 }
 
 #[cfg(test)]
@@ -531,7 +527,7 @@ mod tests {
     fn a_call_counts_once_with_its_time_and_the_tokens_the_server_gave() {
         let counted = used(
             Duration::from_millis(1_500),
-            Some(shared::chat::Usage {
+            Some(mesh_llm::Usage {
                 prompt_tokens: 120,
                 completion_tokens: 30,
                 cached_tokens: 0,
@@ -539,7 +535,7 @@ mod tests {
         );
         assert_eq!(
             counted,
-            shared::usage::Usage {
+            mesh_core::usage::Usage {
                 prompt_tokens: 120,
                 completion_tokens: 30,
                 calls: 1,

@@ -6,19 +6,21 @@ use std::{
     task::{Context, Poll},
 };
 
-use shared::{
+use mesh_core::{
     access::{Call, Caller},
-    auth::{bearer, same_token},
     names::RequestId,
     op::{Joined, Op, Sent},
-    pb,
     tasks::Task,
     usage::Standing,
-    wire::{permission_response, plan_response, ToPb},
 };
-use shared::{
+use mesh_core::{
     protocol::Request as CoreRequest,
     team::{Listed, TeamPage},
+};
+use shared::{
+    auth::{bearer, same_token},
+    pb,
+    wire::{permission_response, plan_response, ToPb},
 };
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status};
@@ -158,7 +160,7 @@ impl LeadService {
             .await
             .map_err(|e| match e {
                 crate::git::PrepareError::Invalid(field, problem) => {
-                    HubError::from(shared::error::FieldError::new(field, problem))
+                    HubError::from(mesh_core::error::FieldError::new(field, problem))
                 }
                 crate::git::PrepareError::Git(e) => HubError::Internal(e.to_string()),
             })?;
@@ -264,7 +266,7 @@ type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 enum About<'a> {
     /// It opens request `id` (a UUID as the client gave it) of `kind`: the
     /// request's trace starts from the caller's.
-    Opens(&'a str, shared::protocol::Kind),
+    Opens(&'a str, mesh_core::protocol::Kind),
     /// It answers or decides request `id`: its span joins that request's
     /// trace.
     Answers(&'a str),
@@ -286,7 +288,7 @@ fn begin(
     metadata: &tonic::metadata::MetadataMap,
     about: About<'_>,
 ) -> Option<Begun> {
-    if !shared::telemetry::enabled() {
+    if !mesh_telemetry::enabled() {
         return None;
     }
     // As the hub will name the request (a UUID's canonical spelling).
@@ -298,7 +300,7 @@ fn begin(
     let (opened, answers) = match about {
         About::Opens(id, kind) => {
             use opentelemetry::trace::TraceContextExt as _;
-            let caller = shared::telemetry::extract(metadata);
+            let caller = mesh_telemetry::extract(metadata);
             let opened = canonical(id).filter(|id| crate::telemetry::opened(id, kind, &caller));
             // A caller that sends no trace: the call is a span of the
             // request's own.
@@ -386,7 +388,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::SubmitPlanResponse>, Status> {
         let about = About::Opens(
             &request.get_ref().request_id,
-            shared::protocol::Kind::PlanApproval,
+            mesh_core::protocol::Kind::PlanApproval,
         );
         let begun = begin("mesh.v1.Lead/SubmitPlan", request.metadata(), about);
         traced(begun, async {
@@ -409,7 +411,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::SubmitResultResponse>, Status> {
         let about = About::Opens(
             &request.get_ref().request_id,
-            shared::protocol::Kind::Result,
+            mesh_core::protocol::Kind::Result,
         );
         let begun = begin("mesh.v1.Lead/SubmitResult", request.metadata(), about);
         traced(begun, async { self.submit_result_traced(request).await }).await
@@ -421,7 +423,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::RequestAmendmentResponse>, Status> {
         let about = About::Opens(
             &request.get_ref().request_id,
-            shared::protocol::Kind::Amendment,
+            mesh_core::protocol::Kind::Amendment,
         );
         let begun = begin("mesh.v1.Lead/RequestAmendment", request.metadata(), about);
         traced(begun, async {
@@ -479,7 +481,7 @@ impl pb::lead_server::Lead for LeadService {
     ) -> Result<Response<pb::RequestPermissionResponse>, Status> {
         let about = About::Opens(
             &request.get_ref().request_id,
-            shared::protocol::Kind::Permission,
+            mesh_core::protocol::Kind::Permission,
         );
         let begun = begin("mesh.v1.Lead/RequestPermission", request.metadata(), about);
         traced(begun, async {
@@ -654,7 +656,7 @@ impl pb::operator_server::Operator for OperatorService {
             self.apply(
                 request,
                 |review| from_wire::review_plan(review, "operator"),
-                |r: shared::protocol::Request| plan_response(&r),
+                |r: mesh_core::protocol::Request| plan_response(&r),
             )
             .await
         })
@@ -671,7 +673,7 @@ impl pb::operator_server::Operator for OperatorService {
             self.apply(
                 request,
                 |review| from_wire::review_result(review, "operator"),
-                |r: shared::protocol::Request| r.to_pb(),
+                |r: mesh_core::protocol::Request| r.to_pb(),
             )
             .await
         })
@@ -720,7 +722,7 @@ impl pb::operator_server::Operator for OperatorService {
             self.apply(
                 request,
                 |review| from_wire::review_amendment(review, "operator"),
-                |r: shared::protocol::Request| r.to_pb(),
+                |r: mesh_core::protocol::Request| r.to_pb(),
             )
             .await
         })
@@ -739,7 +741,7 @@ impl pb::operator_server::Operator for OperatorService {
         }
         let about = About::Opens(
             &request.get_ref().request_id,
-            shared::protocol::Kind::Shutdown,
+            mesh_core::protocol::Kind::Shutdown,
         );
         let begun = begin(
             "mesh.v1.Operator/RequestShutdown",
@@ -771,7 +773,7 @@ impl pb::operator_server::Operator for OperatorService {
             self.apply(
                 request,
                 from_wire::review_permission,
-                |r: shared::protocol::Request| permission_response(&r),
+                |r: mesh_core::protocol::Request| permission_response(&r),
             )
             .await
         })
@@ -800,7 +802,7 @@ impl pb::operator_server::Operator for OperatorService {
         self.apply(
             request,
             from_wire::get_request,
-            |r: shared::protocol::Request| r.to_pb(),
+            |r: mesh_core::protocol::Request| r.to_pb(),
         )
         .await
     }

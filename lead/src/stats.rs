@@ -5,8 +5,9 @@
 
 use std::collections::BTreeMap;
 
+use mesh_core::protocol::Kind;
 use serde::Serialize;
-use shared::{pb, protocol::Kind};
+use shared::pb;
 
 /// The short name of a request's kind, as the audit trail, spans and
 /// metrics say it (`plan_approval`, ...).

@@ -5,9 +5,9 @@
 //! The hub gathers the changes of a burst of commands and commits them in one
 //! transaction before it answers any of those commands (group commit).
 
-pub use shared::members::MemberRecord;
-pub use shared::team::Change as TeamChange;
-use shared::{effect::Message, protocol::Request, tasks::Task};
+pub use mesh_core::members::MemberRecord;
+pub use mesh_core::team::Change as TeamChange;
+use mesh_core::{effect::Message, protocol::Request, tasks::Task};
 
 mod sqlite;
 
@@ -82,9 +82,9 @@ pub struct Snapshot {
     /// Who holds which files; `None` where the store has not kept them yet
     /// (a database from before schema 5, or a store that keeps nothing):
     /// the lead then works them out from the approved plans.
-    pub holds: Option<Vec<(String, shared::holds::Hold)>>,
+    pub holds: Option<Vec<(String, mesh_core::holds::Hold)>>,
     /// What each model user used, and the members' budgets.
-    pub usage: Vec<shared::usage::Account>,
+    pub usage: Vec<mesh_core::usage::Account>,
     /// The event history's newest entries, oldest first.
     pub history: Vec<crate::history::Entry>,
     /// The audit trail's newest entries, oldest first.
@@ -150,7 +150,7 @@ impl Store for MemoryStore {
 }
 
 /// SHA-256 of a token, hex: what the store keeps instead of the token.
-pub use shared::members::token_hash;
+pub use mesh_core::members::token_hash;
 
 /// Bytes as lower-case hex.
 pub fn hex(bytes: &[u8]) -> String {

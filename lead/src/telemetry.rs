@@ -1,4 +1,4 @@
-//! The lead's traces and metrics ([`shared::telemetry`] exports them; all
+//! The lead's traces and metrics ([`mesh_telemetry`] exports them; all
 //! of this is skipped when it is off).
 //!
 //! **Traces.** A request's trace starts where its sender's call came from
@@ -27,15 +27,15 @@ use std::{
     sync::{Mutex, OnceLock},
 };
 
+use mesh_core::{
+    protocol::{Kind, Request, Status},
+    team::Change as TeamChange,
+};
+use mesh_telemetry::{self as telemetry, enabled};
 use opentelemetry::{
     metrics::{Counter, Gauge, Histogram},
     trace::{SpanKind, Status as SpanStatus, TraceContextExt as _},
     Context, KeyValue,
-};
-use shared::{
-    protocol::{Kind, Request, Status},
-    team::Change as TeamChange,
-    telemetry::{self, enabled},
 };
 use tonic::metadata::MetadataMap;
 
@@ -208,10 +208,10 @@ pub(crate) fn rpc_done<T>(cx: &Context, result: &Result<T, tonic::Status>) {
 /// exporting: the merge, the commit and the branch's move.
 pub(crate) async fn landing(
     request_id: &str,
-    land: impl std::future::Future<Output = shared::result::Landing>,
-) -> shared::result::Landing {
+    land: impl std::future::Future<Output = mesh_core::result::Landing>,
+) -> mesh_core::result::Landing {
+    use mesh_core::result::Landing;
     use opentelemetry::context::FutureExt as _;
-    use shared::result::Landing;
     let Some(parent) = context(request_id) else {
         return land.await;
     };
@@ -521,5 +521,5 @@ fn measure_decision(r: &Request) {
 }
 
 fn cut(text: &str) -> String {
-    shared::limits::cut(text, 500)
+    mesh_core::limits::cut(text, 500)
 }

@@ -43,8 +43,8 @@ impl Interceptor for BearerToken {
             .metadata_mut()
             .insert("authorization", self.value.clone());
         // The caller's trace, when exporting (`traceparent`).
-        if crate::telemetry::enabled() {
-            crate::telemetry::inject(&opentelemetry::Context::current(), request.metadata_mut());
+        if mesh_telemetry::enabled() {
+            mesh_telemetry::inject(&opentelemetry::Context::current(), request.metadata_mut());
         }
         Ok(request)
     }

@@ -1,7 +1,8 @@
-//! The API crate both binaries use: the generated `mesh.v1` types and
+//! The wire crate both binaries use: the generated `mesh.v1` types and
 //! services, and [`wire`], the one place they are converted to and from the
-//! core's types (`mesh-core`, re-exported here: the protocol state machine,
-//! grants, policy, names).
+//! core's types (`mesh-core`, which the binaries name themselves; nothing of
+//! it is re-exported here), with the transport (TLS), bearer tokens, and the
+//! process helpers (`procfs`, `signal`) the binaries share.
 
 pub mod pb {
     //! Generated from `proto/mesh/v1/mesh.proto`.
@@ -19,17 +20,8 @@ pub mod pb {
 }
 
 pub mod auth;
-pub mod chat;
-pub mod display;
 pub mod plan;
 pub mod procfs;
 pub mod signal;
-pub mod telemetry;
 pub mod transport;
 pub mod wire;
-
-/// The pure types live in `mesh-core`; these are the same modules.
-pub use mesh_core::{
-    access, chain, effect, error, grant, holds, lifecycle, limits, members, names, op, policy,
-    protocol, rate, refusal, result, tasks, team, usage,
-};

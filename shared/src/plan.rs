@@ -3,12 +3,13 @@
 
 pub use mesh_core::plan::Plan;
 
-use crate::{error::FieldError, grant::check_relative_glob, pb};
+use crate::pb;
+use mesh_core::{error::FieldError, grant::check_relative_glob};
 
 /// The largest plan the lead accepts, encoded.
-pub const MAX_PLAN_BYTES: usize = crate::limits::PLAN;
+pub const MAX_PLAN_BYTES: usize = mesh_core::limits::PLAN;
 /// The most entries any one list of a plan may hold.
-pub const MAX_PLAN_ITEMS: usize = crate::limits::LIST_ITEMS;
+pub const MAX_PLAN_ITEMS: usize = mesh_core::limits::LIST_ITEMS;
 
 /// Checks a plan as the field `field` of a request: a summary, sane lists,
 /// workspace-relative files, and a size limit.

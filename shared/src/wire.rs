@@ -6,15 +6,14 @@
 //! The conversions are traits because the types live in `mesh-core`, which
 //! knows nothing of protobuf: bring them in with `use shared::wire::*;`.
 
-use crate::{
+use crate::{pb, plan::Plan};
+use mesh_core::{
     effect::{Ended, MemberView, Message, Notice},
     error::FieldError,
     grant::{Grant, Mode},
     lifecycle,
     names::RequestId,
     op::{Joined, Sent},
-    pb,
-    plan::Plan,
     protocol::{Kind, Request, ReviewStep, Status},
     result::FileChange,
     tasks::{Review, Task, TaskStatus},
@@ -815,7 +814,7 @@ impl GrantFromPb for Grant {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
+    use mesh_core::{
         names::RequestId,
         protocol::{Opening, Tracker},
         tasks::{NewTask, TaskBoard},

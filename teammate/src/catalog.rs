@@ -4,9 +4,10 @@
 //! moment is the gate's business ([`crate::gate::Gate::tools`]); a call to a
 //! tool not on offer is parsed all the same and meets the gate.
 
+use mesh_llm::Tool;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use shared::{chat::Tool, pb};
+use shared::pb;
 
 use crate::{driver::TaskCall, tools::ToolCall};
 

@@ -8,10 +8,9 @@
 
 use std::{future::Future, time::Duration};
 
+use mesh_core::{display::Escaped, limits};
 use shared::{
     auth::BearerToken,
-    display::Escaped,
-    limits,
     pb::{self, lead_client::LeadClient},
 };
 use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, Status};

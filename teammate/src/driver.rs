@@ -6,7 +6,8 @@
 
 use std::future::Future;
 
-use shared::{grant::Mode, pb};
+use mesh_core::grant::Mode;
+use shared::pb;
 
 use crate::tools::ToolCall;
 

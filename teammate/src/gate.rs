@@ -10,11 +10,8 @@
 
 use std::{io::Write, path::Path};
 
-use shared::{
-    auth::now_unix_ms,
-    grant::{Grant, Mode, PathSet},
-    pb,
-};
+use mesh_core::grant::{Grant, Mode, PathSet};
+use shared::{auth::now_unix_ms, pb};
 
 use crate::{
     command::CommandLimits,
@@ -95,7 +92,7 @@ impl Writer {
         plan_files: &[String],
         workspace: &Workspace,
         commands: &CommandLimits,
-    ) -> Result<Option<Self>, shared::error::FieldError> {
+    ) -> Result<Option<Self>, mesh_core::error::FieldError> {
         if grant.mode == Mode::Plan {
             return Ok(None);
         }

@@ -106,7 +106,7 @@ async fn read(
                         }
                         Ok(None) => break,
                         Err(status) => {
-                            tracing::warn!(error = %shared::display::Escaped(&shared::transport::cause(&status)), "inbox stream broke; resuming");
+                            tracing::warn!(error = %mesh_core::display::Escaped(&shared::transport::cause(&status)), "inbox stream broke; resuming");
                             break;
                         }
                     }
@@ -122,7 +122,7 @@ async fn read(
                 return;
             }
             Err(status) => {
-                tracing::warn!(error = %shared::display::Escaped(&shared::transport::cause(&status)), "cannot open the inbox; retrying")
+                tracing::warn!(error = %mesh_core::display::Escaped(&shared::transport::cause(&status)), "cannot open the inbox; retrying")
             }
         }
         if tx.is_closed() {

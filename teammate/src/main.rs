@@ -5,14 +5,12 @@
 use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{ArgGroup, Parser};
-use shared::{
-    chat::{
-        ChatClient, ChatConfig, Constrain, MaxTokensField, Penalties, DEFAULT_API_KEY_ENV,
-        OPENAI_BASE_URL,
-    },
-    display::Escaped,
-    transport::ClientTls,
+use mesh_core::display::Escaped;
+use mesh_llm::{
+    ChatClient, ChatConfig, Constrain, MaxTokensField, Penalties, DEFAULT_API_KEY_ENV,
+    OPENAI_BASE_URL,
 };
+use shared::transport::ClientTls;
 use teammate::{
     command::{CommandLimits, Sandbox},
     driver::Driver,
@@ -228,7 +226,7 @@ fn main() -> ExitCode {
         let code = match runtime() {
             Ok(runtime) => runtime.block_on(async move {
                 let endpoint = args.otlp_endpoint.clone();
-                shared::telemetry::exporting("mesh-teammate", endpoint.as_deref(), serve_mcp(args))
+                mesh_telemetry::exporting("mesh-teammate", endpoint.as_deref(), serve_mcp(args))
                     .await
                     .unwrap_or_else(|e| {
                         eprintln!("teammate mcp: {e}");
@@ -286,7 +284,7 @@ fn main() -> ExitCode {
             }
         };
         // The last spans and metrics go out before the teammate exits.
-        shared::telemetry::exporting("mesh-teammate", endpoint.as_deref(), session)
+        mesh_telemetry::exporting("mesh-teammate", endpoint.as_deref(), session)
             .await
             .unwrap_or_else(|e| Err(teammate::session::SessionError::Setup(e)))
     });

@@ -32,11 +32,11 @@ use std::{
     time::{Duration, Instant},
 };
 
-use shared::{
-    auth::now_unix_ms,
-    chat::{self, ChatClient, ChatError, Constrain, Message, Penalties, Role, ServerKind, Tool},
-    limits, pb,
+use mesh_core::limits;
+use mesh_llm::{
+    self as chat, ChatClient, ChatError, Constrain, Message, Penalties, Role, ServerKind, Tool,
 };
+use shared::{auth::now_unix_ms, pb};
 
 pub use self::usage::Meter;
 use self::{
@@ -851,7 +851,7 @@ impl Driver for ModelDriver {
             tracing::debug!(
                 calls = reply.tool_calls.len(),
                 finish = ?reply.finish_reason,
-                content = %shared::display::Escaped(&limits::cut(&reply.content, 4_096)),
+                content = %mesh_core::display::Escaped(&limits::cut(&reply.content, 4_096)),
                 "model replied"
             );
             if reply.cut() {
@@ -1019,7 +1019,7 @@ impl Driver for ModelDriver {
                     )));
                 }
                 Ok(Err(e)) => {
-                    tracing::warn!(error = %shared::display::Escaped(&e.to_string()), "the model could not answer the shutdown request; agreeing");
+                    tracing::warn!(error = %mesh_core::display::Escaped(&e.to_string()), "the model could not answer the shutdown request; agreeing");
                     break;
                 }
                 Err(_) => {

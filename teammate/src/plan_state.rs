@@ -9,11 +9,8 @@
 //!                                           \-> approved: Unlocked(Writer) --completed(its task)--> Plan
 //! ```
 
-use shared::{
-    grant::{Grant, Mode},
-    pb,
-    wire::GrantFromPb,
-};
+use mesh_core::grant::{Grant, Mode};
+use shared::{pb, wire::GrantFromPb};
 
 use crate::{
     command::CommandLimits,

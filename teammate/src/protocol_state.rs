@@ -229,7 +229,7 @@ impl ProtocolState {
 mod tests {
     use super::*;
     use crate::plan_state::tests::{approval, plan, rejection, unlocked, workspace};
-    use shared::grant::Mode;
+    use mesh_core::grant::Mode;
 
     /// A state, the workspace its grants unlock writers over, and the inbox.
     struct Fixture {

@@ -559,7 +559,7 @@ impl Driver for ScriptDriver {
 
 #[cfg(test)]
 mod tests {
-    use shared::grant::Mode;
+    use mesh_core::grant::Mode;
 
     use super::*;
 

@@ -9,8 +9,9 @@
 
 use std::future::Future;
 
+use mesh_core::{display::Escaped, limits};
 use opentelemetry::{context::FutureExt as _, KeyValue};
-use shared::{display::Escaped, limits, pb};
+use shared::pb;
 use tokio::sync::{mpsc, watch};
 
 use crate::{

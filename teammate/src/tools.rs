@@ -93,7 +93,7 @@ impl ToolCall {
 
     /// The arguments as JSON, file contents cut, for reports and logs. Paths,
     /// patterns and commands are whole: a report cuts the result as a whole
-    /// to its limit (`shared::limits::REPORT_ARGS_JSON`).
+    /// to its limit (`mesh_core::limits::REPORT_ARGS_JSON`).
     pub fn args_json(&self) -> String {
         let cut = |s: &str| {
             if s.len() > 120 {

@@ -9,11 +9,11 @@
 //! amendment it asks for, and its result (`submit_result`, until the
 //! answer: landed, conflicting, or rejected).
 
+use mesh_telemetry::{self as telemetry, enabled};
 use opentelemetry::{
     trace::{SpanKind, Status, TraceContextExt as _},
     Context, KeyValue,
 };
-use shared::telemetry::{self, enabled};
 
 /// The spans the session keeps open.
 #[derive(Debug, Default)]
@@ -44,7 +44,7 @@ impl Traces {
                 KeyValue::new("mesh.request.id", request_id.to_owned()),
                 KeyValue::new("mesh.request.kind", "plan_approval"),
                 KeyValue::new("mesh.member", member.to_owned()),
-                KeyValue::new("mesh.plan.summary", shared::limits::cut(summary, 200)),
+                KeyValue::new("mesh.plan.summary", mesh_core::limits::cut(summary, 200)),
             ],
         );
         self.plan = Some((request_id.to_owned(), cx.clone()));
@@ -77,7 +77,7 @@ impl Traces {
         if !feedback.is_empty() {
             span.set_attribute(KeyValue::new(
                 "mesh.feedback",
-                shared::limits::cut(feedback, 500),
+                mesh_core::limits::cut(feedback, 500),
             ));
         }
         span.end();
@@ -179,11 +179,11 @@ pub(crate) fn answered_shutdown(
     if !reason.is_empty() {
         span.set_attribute(KeyValue::new(
             "mesh.reason",
-            shared::limits::cut(reason, 300),
+            mesh_core::limits::cut(reason, 300),
         ));
     }
     if let Err(why) = taken {
-        span.set_status(Status::error(shared::limits::cut(why, 300)));
+        span.set_status(Status::error(mesh_core::limits::cut(why, 300)));
     }
     span.end();
 }
@@ -197,9 +197,9 @@ pub(crate) fn end(cx: &Context, outcome: Result<&str, &str>) {
     match outcome {
         Ok(said) => span.set_attribute(KeyValue::new(
             "mesh.outcome",
-            shared::limits::cut(said, 300),
+            mesh_core::limits::cut(said, 300),
         )),
-        Err(why) => span.set_status(Status::error(shared::limits::cut(why, 300))),
+        Err(why) => span.set_status(Status::error(mesh_core::limits::cut(why, 300))),
     }
     span.end();
 }

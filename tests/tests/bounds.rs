@@ -410,7 +410,7 @@ async fn every_string_a_peer_sends_is_bounded_and_reports_are_cut_not_refused() 
         .expect("a long report is cut, not refused");
     let report = events.tool_call("alice", |_| true).await;
     assert!(
-        report.tool.len() <= shared::limits::TOOL,
+        report.tool.len() <= mesh_core::limits::TOOL,
         "{}",
         report.tool.len()
     );
@@ -419,7 +419,7 @@ async fn every_string_a_peer_sends_is_bounded_and_reports_are_cut_not_refused() 
         "{}",
         &report.args_json[..100]
     );
-    assert!(report.args_json.len() <= shared::limits::REPORT_ARGS_JSON);
+    assert!(report.args_json.len() <= mesh_core::limits::REPORT_ARGS_JSON);
     // A permission request's tool name is refused past its limit.
     alice.submit("", "plan", &["a.rs"]).await.expect("plan");
     alice
@@ -428,7 +428,7 @@ async fn every_string_a_peer_sends_is_bounded_and_reports_are_cut_not_refused() 
     let status = alice
         .api
         .request_permission(pb::PermissionRequest {
-            tool: "x".repeat(shared::limits::TOOL + 1),
+            tool: "x".repeat(mesh_core::limits::TOOL + 1),
             ..Default::default()
         })
         .await

@@ -299,3 +299,81 @@ fn join(paths: &[&String]) -> String {
         .collect::<Vec<_>>()
         .join("\n  ")
 }
+
+/// The workspace crates a crate's `Cargo.toml` depends on (normal
+/// dependencies), by package name.
+fn workspace_deps(folder: &str) -> BTreeSet<String> {
+    let manifest = read(&root().join(folder).join("Cargo.toml"));
+    let mut deps = BTreeSet::new();
+    let mut in_deps = false;
+    for line in manifest.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_deps = line == "[dependencies]";
+            continue;
+        }
+        if !in_deps {
+            continue;
+        }
+        let name = line.split(['.', '=', ' ']).next().unwrap_or_default();
+        match name {
+            // The workspace's name for mesh-shared.
+            "shared" => {
+                deps.insert("mesh-shared".to_owned());
+            }
+            "teammate" => {
+                deps.insert("teammate".to_owned());
+            }
+            _ if name.starts_with("mesh-") => {
+                deps.insert(name.to_owned());
+            }
+            _ => {}
+        }
+    }
+    deps
+}
+
+#[test]
+fn the_crates_table_matches_every_cargo_toml() {
+    let page = read(&root().join("docs/layout.md"));
+    let mut rows = 0;
+    let mut wrong = Vec::new();
+    for line in page.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        // | crate | folder | deps |, past the header and its rule.
+        if cells.len() != 5 || cells[1] == "crate" || cells[1].starts_with("---") {
+            continue;
+        }
+        if !root().join(cells[2]).join("Cargo.toml").is_file() {
+            continue;
+        }
+        rows += 1;
+        let said: BTreeSet<String> = if cells[3] == "none" {
+            BTreeSet::new()
+        } else {
+            cells[3].split(", ").map(str::to_owned).collect()
+        };
+        let real = workspace_deps(cells[2]);
+        if said != real {
+            wrong.push(format!(
+                "{}: the page says {said:?}, {}/Cargo.toml {real:?}",
+                cells[1], cells[2]
+            ));
+        }
+    }
+    let members = read(&root().join("Cargo.toml"));
+    let count = members
+        .lines()
+        .find(|l| l.trim_start().starts_with("members"))
+        .map(|l| l.matches('"').count() / 2)
+        .unwrap_or_default();
+    assert_eq!(
+        rows, count,
+        "the table has a row for each of the workspace's {count} crates"
+    );
+    assert!(
+        wrong.is_empty(),
+        "docs/layout.md's crate table is wrong:\n{}",
+        wrong.join("\n")
+    );
+}

@@ -6,11 +6,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+use mesh_core::limits;
 use mesh_tests::{is, Events, Lead, Teammate};
-use shared::{
-    limits,
-    pb::{self, envelope::Body, event::Kind, RequestStatus},
-};
+use shared::pb::{self, envelope::Body, event::Kind, RequestStatus};
 
 /// The pending plan of `name`, from the event stream.
 async fn pending_plan(events: &mut Events, name: &str) -> pb::ProtocolState {

@@ -16,7 +16,7 @@ use super::Verdict;
 use crate::group::Session;
 
 /// The most bytes of a program's stderr kept as feedback.
-const MAX_STDERR: usize = shared::limits::REASON;
+const MAX_STDERR: usize = mesh_core::limits::REASON;
 
 /// How a program ran: its exit status and what it said (stderr; for a
 /// result's program, stdout then stderr), or why it did not end: it could
@@ -145,7 +145,7 @@ pub(crate) async fn run_result_program(
             words: if said.is_empty() {
                 "passed".into()
             } else {
-                shared::limits::cut(&said, 2000)
+                mesh_core::limits::cut(&said, 2000)
             },
         },
         Some(code) => Verdict::Reject {

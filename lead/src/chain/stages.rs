@@ -5,7 +5,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use shared::names::RequestId;
+use mesh_core::names::RequestId;
 use tokio::{
     sync::{mpsc, Semaphore},
     task::JoinSet,
@@ -67,7 +67,7 @@ pub(crate) struct StageDone {
     /// What it said.
     pub(crate) verdict: Verdict,
     /// A model stage's call: the reviewer's name and what the call used.
-    pub(crate) used: Option<(String, shared::usage::Usage)>,
+    pub(crate) used: Option<(String, mesh_core::usage::Usage)>,
 }
 
 /// Where the runner reports verdicts.
@@ -154,16 +154,16 @@ pub(crate) fn start(report: Report) -> mpsc::Sender<StageJob> {
 async fn model_verdict(
     reviewer: &Reviewer,
     job: &reviewer::Job,
-    tokens: &mut Option<shared::chat::Usage>,
+    tokens: &mut Option<mesh_llm::Usage>,
 ) -> Verdict {
     match tokio::time::timeout(reviewer.timeout(), reviewer.decide(job, tokens)).await {
         Ok(Ok(reviewer::Verdict::Approve {
             feedback,
             write_paths,
-        })) => match shared::grant::PathSet::new("write_paths", &write_paths) {
+        })) => match mesh_core::grant::PathSet::new("write_paths", &write_paths) {
             Ok(_) => Verdict::Approve {
-                grant: Some(shared::grant::Grant {
-                    mode: shared::grant::Mode::AcceptEdits,
+                grant: Some(mesh_core::grant::Grant {
+                    mode: mesh_core::grant::Mode::AcceptEdits,
                     write_paths,
                     expires_at_unix_ms: None,
                 }),

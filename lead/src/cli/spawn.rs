@@ -7,10 +7,8 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use shared::{
-    display::escape,
-    pb::{self, event::Kind},
-};
+use mesh_core::display::escape;
+use shared::pb::{self, event::Kind};
 use tokio_stream::StreamExt;
 
 use super::{CliError, Operator};

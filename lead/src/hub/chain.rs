@@ -1,14 +1,14 @@
 //! The reviewer chain's workers on the hub (`--approval chain:FILE`): the
 //! core runs the chain (its quick stages, and what follows each verdict:
-//! [`shared::team::Team::apply`]) and asks for a slow stage (a program, a
-//! model) with [`shared::effect::Effect::RunStage`]; here it is handed to
+//! [`mesh_core::team::Team::apply`]) and asks for a slow stage (a program, a
+//! model) with [`mesh_core::effect::Effect::RunStage`]; here it is handed to
 //! the stage runner ([`crate::chain::stages`]), whose verdict comes back as
 //! `Op::StageVerdict`, the lead's own.
 
-use serde_json::json;
-use shared::{
+use mesh_core::{
     access::Caller, chain::Verdict, names::RequestId, op::Op, protocol::Status, team::StageKind,
 };
+use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::{Approval, Hub};
@@ -48,7 +48,7 @@ impl Hub {
         else {
             return;
         };
-        if request.opening.kind == shared::protocol::Kind::Result {
+        if request.opening.kind == mesh_core::protocol::Kind::Result {
             return self.run_result_stage(&request, at);
         }
         let work = match chain.stage(at) {
@@ -103,7 +103,7 @@ impl Hub {
     /// Hands stage `at` of the results' chain to the stage runner for
     /// result `request`: a program runs in a scratch worktree of the
     /// result's commit; a model reviews the diff.
-    fn run_result_stage(&mut self, request: &shared::protocol::Request, at: usize) {
+    fn run_result_stage(&mut self, request: &mesh_core::protocol::Request, at: usize) {
         let Approval::Chain(chain) = &self.config.approval else {
             return;
         };

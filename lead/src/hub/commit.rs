@@ -39,7 +39,7 @@ impl Hub {
             }),
             now,
         );
-        if shared::telemetry::enabled() {
+        if mesh_telemetry::enabled() {
             let first: Vec<&str> = self
                 .audit
                 .newest(decided.len())

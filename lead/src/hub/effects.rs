@@ -1,9 +1,9 @@
-//! The ops the core applies ([`shared::team::Team::apply`]), and carrying
+//! The ops the core applies ([`mesh_core::team::Team::apply`]), and carrying
 //! out what they ask of the runtime ([`Effect`]): their changes join the
 //! forming batch, and what they deliver, announce and stop goes out with it
 //! once it is durable.
 
-use shared::{
+use mesh_core::{
     access::Caller,
     display::Escaped,
     effect::{Effect, Ended, Notice},
@@ -70,7 +70,7 @@ impl Hub {
                             member = %member,
                             tool = %Escaped(tool),
                             allowed,
-                            outcome = %Escaped(shared::limits::cut(outcome, 300).as_str()),
+                            outcome = %Escaped(mesh_core::limits::cut(outcome, 300).as_str()),
                             "tool call"
                         ),
                         _ => {}

@@ -1,5 +1,5 @@
 //! Landing approved results (`lead serve --repo`): the core asks with
-//! [`shared::effect::Effect::Land`]; here the job goes to the lander, one
+//! [`mesh_core::effect::Effect::Land`]; here the job goes to the lander, one
 //! task off the hub that runs git ([`crate::git::Repo::land`]) one landing
 //! at a time, and its outcome comes back as `Op::Landed`, the lead's own.
 //! When the hub starts, the lander first settles what a lead that stopped
@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use shared::{
+use mesh_core::{
     access::Caller,
     names::RequestId,
     op::Op,

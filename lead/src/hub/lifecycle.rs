@@ -1,7 +1,7 @@
 //! Time and the end of things: deadlines, grace periods for the
 //! disconnected, and stopping the lead with its children.
 
-use shared::{
+use mesh_core::{
     access::Caller,
     lifecycle::Event,
     names::{Name, RequestId},
@@ -30,7 +30,7 @@ impl Hub {
     }
 
     /// Expires what is due: the core's deadlines and grace periods (see
-    /// [`shared::team::Team::tick`]), then stuck streams and what retention
+    /// [`mesh_core::team::Team::tick`]), then stuck streams and what retention
     /// lets go.
     pub(super) fn on_timer(&mut self) {
         let now = self.now();
@@ -42,7 +42,7 @@ impl Hub {
             self.changes.append(&mut self.history_unsaved);
             self.end_stuck_streams(now);
             self.forget_past_retention(now);
-            if shared::telemetry::enabled() {
+            if mesh_telemetry::enabled() {
                 crate::telemetry::sampled(&self.sample());
             }
         }
@@ -50,7 +50,7 @@ impl Hub {
 
     /// What the gauges show, as the state stands.
     fn sample(&self) -> crate::telemetry::Sample {
-        use shared::lifecycle::Status as Life;
+        use mesh_core::lifecycle::Status as Life;
         let mut sample = crate::telemetry::Sample::default();
         for r in self.team.requests.iter() {
             if !r.status.is_terminal() {
@@ -196,7 +196,7 @@ impl Hub {
         if let Err(e) = self.settle().await {
             tracing::error!(error = %e, "cannot persist the last changes");
         }
-        if shared::telemetry::enabled() {
+        if mesh_telemetry::enabled() {
             // The gauges as the lead leaves them, however short its life.
             crate::telemetry::sampled(&self.sample());
         }

@@ -2,8 +2,7 @@
 //! inbox streams, messages, termination notices, the team's pages, and
 //! spawning teammates.
 
-use sha2::Digest as _;
-use shared::{
+use mesh_core::{
     access::Caller,
     effect::{Message, Notice},
     error::FieldError,
@@ -11,8 +10,9 @@ use shared::{
     limits,
     names::{Name, EVERYONE, LEAD},
     op::{Op, Sent},
-    wire::message_bytes,
 };
+use sha2::Digest as _;
+use shared::wire::message_bytes;
 
 use super::{Answer, Command, Hub, Reply};
 use crate::{
@@ -276,7 +276,7 @@ impl Hub {
             })
     }
 
-    /// The member leaves for good (see [`shared::team::Team::end_member`]):
+    /// The member leaves for good (see [`mesh_core::team::Team::end_member`]):
     /// every other member is told (see [`Hub::send_due_notices`]).
     pub(super) fn terminate(&mut self, name: &str, reason: &str) {
         let effects = self.team.end_member(name, reason, self.now());

@@ -4,7 +4,7 @@
 //! first, and `Send`, which is the hub's), and what it answers
 //! ([`Answer`]).
 
-use shared::{
+use mesh_core::{
     access::{Call, Caller},
     names::RequestId,
     op::{Joined, Op, Sent},
@@ -128,7 +128,7 @@ impl Hub {
                 },
             },
         };
-        shared::access::admit(&caller, door)?;
+        mesh_core::access::admit(&caller, door)?;
         Ok(caller)
     }
 

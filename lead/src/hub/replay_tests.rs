@@ -18,13 +18,13 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use shared::{
+use mesh_core::{
     access::{Call, Caller},
     names::Name,
     op::Op,
-    pb,
     protocol::{Kind, Request, Status},
 };
+use shared::pb;
 use tokio::sync::oneshot;
 
 use super::{load, Answer, Claim, Command, Hub, HubConfig, Reply};
@@ -264,7 +264,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 operator(),
                 Op::CreateTask {
                     task_id: format!("t{}", rng.next()),
-                    task: shared::tasks::NewTask {
+                    task: mesh_core::tasks::NewTask {
                         subject: format!("task {}", rng.next() % 100),
                         blocked_by,
                         ..Default::default()
@@ -282,7 +282,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let claimed = hub
                 .team
                 .tasks
-                .list(Some(shared::tasks::TaskStatus::Claimed))
+                .list(Some(mesh_core::tasks::TaskStatus::Claimed))
                 .into_iter()
                 .find(|t| t.owner == name)
                 .map(|t| t.task_id.clone());
@@ -397,7 +397,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 session(token, "ReportUsage"),
                 Op::ReportUsage {
                     epoch: format!("e{}", rng.below(3)),
-                    totals: shared::usage::Usage {
+                    totals: mesh_core::usage::Usage {
                         prompt_tokens: tokens,
                         completion_tokens: tokens / 3,
                         calls: tokens / 500,

@@ -1,17 +1,17 @@
 //! The hub's side of the requests: what the model reviewer is given, what
 //! it made of a plan, and the request list's pages (the core applies the
-//! handshakes: see [`shared::team::Team::apply`]).
+//! handshakes: see [`mesh_core::team::Team::apply`]).
 
-use shared::wire::*;
-use shared::{
+use mesh_core::{
     access::Caller,
     effect::Notice,
     limits,
     names::RequestId,
     op::Op,
-    plan::Plan,
     protocol::{Kind, Status},
 };
+use shared::plan::Plan;
+use shared::wire::*;
 
 use tokio::sync::mpsc;
 

@@ -4,12 +4,12 @@
 
 use std::time::Duration;
 
-use shared::{
+use mesh_core::{
     access::{Call, Caller},
     names::Name,
     op::Op,
-    pb,
 };
+use shared::pb;
 use tokio::sync::watch;
 use tokio_stream::StreamExt as _;
 
@@ -38,7 +38,7 @@ async fn join(hub: &HubHandle, name: &str) -> String {
         member_id: uuid::Uuid::new_v4().to_string(),
         session_token: shared::auth::new_token(),
     };
-    let joined: shared::op::Joined = hub
+    let joined: mesh_core::op::Joined = hub
         .apply(Claim::Known(Caller::Joiner), Call::Join, Ok(op))
         .await
         .expect("joins");
@@ -72,7 +72,7 @@ async fn open_inbox(hub: &HubHandle, token: &str) -> Stream {
 /// `name`'s status.
 async fn status(hub: &HubHandle, name: &str) -> pb::MemberStatus {
     let op = crate::from_wire::list_team(pb::ListTeamRequest::default());
-    let team: shared::team::TeamPage = hub
+    let team: mesh_core::team::TeamPage = hub
         .apply(Claim::Known(Caller::Operator), Call::Operator, op)
         .await
         .expect("lists");
@@ -92,7 +92,7 @@ async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
         reason: "done".into(),
         ..Default::default()
     });
-    let ticket: shared::names::RequestId = hub
+    let ticket: mesh_core::names::RequestId = hub
         .apply(Claim::Known(Caller::Operator), Call::Operator, op)
         .await
         .expect("asks");
@@ -104,7 +104,7 @@ async fn request_status(hub: &HubHandle, id: &str) -> pb::RequestStatus {
     let op = crate::from_wire::get_request(pb::GetRequestRequest {
         request_id: id.to_owned(),
     });
-    let state: shared::protocol::Request = hub
+    let state: mesh_core::protocol::Request = hub
         .apply(Claim::Known(Caller::Operator), Call::Operator, op)
         .await
         .expect("exists");

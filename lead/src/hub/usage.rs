@@ -1,10 +1,10 @@
 //! The hub's usage commands: what members' models used (`ReportUsage`),
 //! their budgets (`SetBudget`, and at `Join`), and what the lead's model
 //! reviewer used. The rule (a process's cumulative totals per epoch, counted
-//! once; budgets' precedence) is the core's [`shared::usage::Ledger`]; here
+//! once; budgets' precedence) is the core's [`mesh_core::usage::Ledger`]; here
 //! it is wired to the members, the inboxes and the watchers.
 
-use shared::{
+use mesh_core::{
     effect::Notice,
     usage::{Standing, Usage},
 };

@@ -7,16 +7,16 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use prost::Message as _;
-use rusqlite::{params, Connection, OptionalExtension};
-use shared::{
+use mesh_core::{
     effect::Message,
     grant::{Grant, Mode},
     names::RequestId,
-    pb,
     protocol::{Decision, Kind, Opening, Request, Status},
     tasks::Task,
 };
+use prost::Message as _;
+use rusqlite::{params, Connection, OptionalExtension};
+use shared::pb;
 
 use super::{Change, EnvelopeRecord, MemberRecord, Snapshot, Store, StoreError, TeamChange};
 
@@ -490,7 +490,7 @@ impl Store for SqliteStore {
                         what: "hold",
                         detail: e.to_string(),
                     })?;
-                kept.push((member, shared::holds::Hold { paths, task_id }));
+                kept.push((member, mesh_core::holds::Hold { paths, task_id }));
             }
             snapshot.holds = Some(kept);
         }
@@ -799,7 +799,7 @@ mod tests {
             feedback: String::new(),
             created_at_unix_ms: 1,
             resolved_at_unix_ms: None,
-            reviews: vec![shared::protocol::ReviewStep {
+            reviews: vec![mesh_core::protocol::ReviewStep {
                 reviewer: "program check".into(),
                 verdict: "pass".into(),
                 words: "no opinion".into(),
@@ -904,18 +904,18 @@ mod tests {
     #[test]
     fn tasks_created_in_one_millisecond_keep_the_order_they_were_created_in() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let task = |id: &str, at: i64| shared::tasks::Task {
+        let task = |id: &str, at: i64| mesh_core::tasks::Task {
             task_id: id.into(),
             subject: id.into(),
             description: String::new(),
-            status: shared::tasks::TaskStatus::Pending,
+            status: mesh_core::tasks::TaskStatus::Pending,
             owner: String::new(),
             blocked_by: Vec::new(),
             files: Vec::new(),
             created_at_unix_ms: at,
             updated_at_unix_ms: at,
             summary: String::new(),
-            review: shared::tasks::Review::Plan,
+            review: mesh_core::tasks::Review::Plan,
         };
         {
             let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("open");
@@ -1005,14 +1005,14 @@ mod tests {
     }
 
     /// An account with two epochs and an operator's budget.
-    fn alices_usage() -> shared::usage::Account {
-        let used = |tokens| shared::usage::Usage {
+    fn alices_usage() -> mesh_core::usage::Account {
+        let used = |tokens| mesh_core::usage::Usage {
             prompt_tokens: tokens,
             completion_tokens: 7,
             calls: 2,
             model_ms: 300,
         };
-        shared::usage::Account {
+        mesh_core::usage::Account {
             name: "alice".into(),
             member: true,
             settled: used(1),
@@ -1028,7 +1028,7 @@ mod tests {
         let mut later = alices_usage();
         later
             .epochs
-            .push(("e3".into(), shared::usage::Usage::default()));
+            .push(("e3".into(), mesh_core::usage::Usage::default()));
         {
             let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("open");
             store
@@ -1067,7 +1067,7 @@ mod tests {
                 .commit(&[
                     Change::Team(TeamChange::Hold {
                         member: "carol".into(),
-                        hold: Some(shared::holds::Hold {
+                        hold: Some(mesh_core::holds::Hold {
                             paths: vec!["src/**".into()],
                             task_id: String::new(),
                         }),

@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use shared::chat::{Message, Role, Tool};
+use mesh_llm::{Message, Role, Tool};
 
 use super::{window, Limits, ModelDriver, KEPT};
 use crate::driver::DriverError;
@@ -112,7 +112,7 @@ impl ModelDriver {
                 Err(e) => {
                     self.meter
                         .add(self.estimate.tokens(sent), 0, started.elapsed());
-                    tracing::warn!(error = %shared::display::Escaped(&e.to_string()), "the model could not summarize; listing the calls instead");
+                    tracing::warn!(error = %mesh_core::display::Escaped(&e.to_string()), "the model could not summarize; listing the calls instead");
                     None
                 }
             }

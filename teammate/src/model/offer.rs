@@ -13,8 +13,8 @@
 
 use std::collections::BTreeSet;
 
+use mesh_llm::Tool;
 use serde_json::{json, Value};
-use shared::chat::Tool;
 
 use crate::catalog;
 

@@ -4,7 +4,7 @@
 //! shortened first, then older turns replaced by a summary (which the driver
 //! asks the model for). Pure: no model, no I/O.
 
-use shared::chat::{Message, Role, Tool};
+use mesh_llm::{Message, Role, Tool};
 
 /// A tool result older than the last turn keeps at most this many bytes once
 /// the conversation no longer fits.
@@ -63,7 +63,7 @@ pub(crate) fn request_bytes(messages: &[Message], tools: &[Tool]) -> usize {
     let tools = if tools.is_empty() {
         0
     } else {
-        shared::chat::tools_json(tools).to_string().len()
+        mesh_llm::tools_json(tools).to_string().len()
     };
     messages + tools
 }
@@ -175,7 +175,7 @@ pub(crate) fn mechanical_summary(messages: &[Message], total: usize) -> String {
             lines.push(format!(
                 "- called {}({})",
                 call.function.name,
-                shared::limits::cut(&call.function.arguments, 120)
+                mesh_core::limits::cut(&call.function.arguments, 120)
             ));
         }
     }
@@ -183,12 +183,12 @@ pub(crate) fn mechanical_summary(messages: &[Message], total: usize) -> String {
         return "(no tool calls were made in the compacted turns)".into();
     }
     let text = lines.join("\n");
-    shared::limits::cut(&text, total)
+    mesh_core::limits::cut(&text, total)
 }
 
 #[cfg(test)]
 mod tests {
-    use shared::chat::{FunctionCall, Reply, ToolCall};
+    use mesh_llm::{FunctionCall, Reply, ToolCall};
 
     use super::*;
 

@@ -2,7 +2,7 @@
 //! around each limit, names, globs, JSON, enum values, sequence numbers, page
 //! sizes and tokens, times.
 
-use shared::limits;
+use mesh_core::limits;
 
 use crate::rng::Rng;
 

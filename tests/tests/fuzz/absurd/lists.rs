@@ -1,7 +1,8 @@
 //! ListTeam, ListRequests, GetRequest and Watch: absurd page sizes, page
 //! tokens, filters and ids.
 
-use shared::{limits, pb};
+use mesh_core::limits;
+use shared::pb;
 
 use super::Absurd;
 use crate::pools::{around, page_tokens, weird, ENUMS, PAGE_SIZES};

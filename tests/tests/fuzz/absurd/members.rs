@@ -1,7 +1,8 @@
 //! What members say of themselves, and how they go: RequestShutdown and
 //! RespondShutdown, ReportIdle, ReportToolCall, ReportUsage, SetBudget, Leave.
 
-use shared::{limits, pb};
+use mesh_core::limits;
+use shared::pb;
 
 use super::{throwaway, Absurd};
 use crate::pools::{around, names, times, weird, weird_some};
@@ -161,7 +162,10 @@ impl Absurd {
                 report_
             );
         }
-        for epoch in weird().into_iter().chain(around(shared::usage::EPOCH_MAX)) {
+        for epoch in weird()
+            .into_iter()
+            .chain(around(mesh_core::usage::EPOCH_MAX))
+        {
             let totals = pb::Usage {
                 prompt_tokens: u64::MAX,
                 completion_tokens: u64::MAX,

@@ -1,7 +1,8 @@
 //! Join, Inbox, Ack and Send, with absurd names, roles, sequence numbers,
 //! texts and message ids.
 
-use shared::{limits, pb};
+use mesh_core::limits;
+use shared::pb;
 
 use super::{text, Absurd};
 use crate::pools::{around, names, weird, SEQS};

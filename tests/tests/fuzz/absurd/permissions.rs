@@ -1,7 +1,8 @@
 //! RequestPermission and ReviewPermission: absurd tools, arguments, ids and
 //! feedback.
 
-use shared::{limits, pb};
+use mesh_core::limits;
+use shared::pb;
 
 use super::Absurd;
 use crate::pools::{around, json_args, weird};

@@ -1,6 +1,7 @@
 //! SubmitPlan and ReviewPlan: absurd plans, absurd grants and feedback.
 
-use shared::{limits, pb};
+use mesh_core::limits;
+use shared::pb;
 
 use super::{plan, Absurd};
 use crate::pools::{around, globs, times, weird, ENUMS};

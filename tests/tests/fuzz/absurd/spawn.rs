@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
+use mesh_core::limits;
 use mesh_tests::Lead;
-use shared::{limits, pb};
+use shared::pb;
 
 use super::Absurd;
 use crate::pools::{around, names, weird_some};

@@ -2,7 +2,8 @@
 //! CompleteTask, with absurd subjects, descriptions, dependencies, files,
 //! filters, pages, ids and summaries.
 
-use shared::{limits, pb};
+use mesh_core::limits;
+use shared::pb;
 
 use super::{plan, Absurd};
 use crate::pools::{around, globs, page_tokens, weird, ENUMS, PAGE_SIZES};

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use tokio_stream::StreamExt as _;
 
 pub use self::constrain::{describe_tools, Constrain};
-use crate::display::Escaped;
+use mesh_core::display::Escaped;
 
 /// OpenAI's API, the default `--base-url`.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -539,7 +539,7 @@ impl ChatClient {
         only: Option<&[Tool]>,
         max_tokens: Option<u32>,
     ) -> Result<Reply, ChatError> {
-        if !crate::telemetry::enabled() {
+        if !mesh_telemetry::enabled() {
             return self.call(messages, tools, only, max_tokens).await;
         }
         let traced = genai::Call::start(&self.config.model, &self.url);
@@ -782,7 +782,7 @@ fn error_message(body: &str) -> String {
 
 /// At most 500 bytes of `text`, for error messages.
 fn cut(text: &str) -> String {
-    crate::limits::cut(text, 500)
+    mesh_core::limits::cut(text, 500)
 }
 
 /// `Retry-After`, in seconds or as an HTTP date.

@@ -13,7 +13,7 @@ use opentelemetry::{
 };
 
 use super::{ChatError, Reply};
-use crate::telemetry;
+use mesh_telemetry as telemetry;
 
 /// The conventions' instruments, made once.
 struct Instruments {

@@ -18,7 +18,7 @@ struct Replay {
 impl Replay {
     fn of(name: &str) -> Self {
         let path = format!(
-            "{}/../tests/fixtures/real-model/{name}",
+            "{}/../../tests/fixtures/real-model/{name}",
             env!("CARGO_MANIFEST_DIR")
         );
         let text = std::fs::read_to_string(&path).expect("the fixture");
