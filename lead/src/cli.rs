@@ -283,7 +283,8 @@ async fn all_requests(
 /// keeps ([`crate::stats`]); JSON with `json`.
 pub async fn stats(client: &mut Operator, json: bool) -> Result<String, CliError> {
     let requests = all_requests(client, false).await?;
-    let stats = crate::stats::of(&requests, shared::auth::now_unix_ms());
+    let timed: Vec<_> = requests.iter().map(render::timed).collect();
+    let stats = crate::stats::of(&timed, shared::auth::now_unix_ms());
     if json {
         return Ok(render::json_text(&serde_json::json!(stats)) + "\n");
     }

@@ -352,7 +352,8 @@ async fn stats(State(console): State<Console>, headers: HeaderMap) -> Response {
     }
     match all_requests(&console.hub).await {
         Ok(requests) => {
-            let stats = crate::stats::of(&requests, shared::auth::now_unix_ms());
+            let timed: Vec<_> = requests.iter().map(crate::render::timed).collect();
+            let stats = crate::stats::of(&timed, shared::auth::now_unix_ms());
             no_store(Json(json!(stats)).into_response())
         }
         Err(e) => hub_failed(e),
@@ -469,7 +470,7 @@ async fn events(
     let stream = events.map(|event| {
         let data = match event {
             Ok(event) => render::event_json(&event),
-            Err(status) => json!({"error": status.message()}),
+            Err(end) => json!({"error": end.message()}),
         };
         Ok::<_, Infallible>(Event::default().data(data.to_string()))
     });

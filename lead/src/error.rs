@@ -68,6 +68,19 @@ impl From<CoreError> for HubError {
     }
 }
 
+/// A stream's end as gRPC says it: the one place it is mapped.
+impl From<crate::outbox::StreamEnd> for tonic::Status {
+    fn from(end: crate::outbox::StreamEnd) -> Self {
+        use crate::outbox::StreamEnd;
+        match end {
+            StreamEnd::Behind(m) => tonic::Status::resource_exhausted(m),
+            StreamEnd::Replaced(m) => tonic::Status::aborted(m),
+            StreamEnd::Unacknowledged(m) => tonic::Status::deadline_exceeded(m),
+            StreamEnd::Gone(m) => tonic::Status::unavailable(m),
+        }
+    }
+}
+
 impl From<HubError> for tonic::Status {
     fn from(err: HubError) -> Self {
         use tonic::Status;

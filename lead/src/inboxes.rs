@@ -7,7 +7,7 @@ use std::{
 };
 
 use crate::{
-    outbox::{self, Refused},
+    outbox::{self, Refused, StreamEnd},
     store::{EnvelopeRecord, Snapshot},
 };
 use mesh_core::{
@@ -209,10 +209,10 @@ pub(crate) struct Stream {
 }
 
 impl Stream {
-    /// Ends the stream with `status` (the client sees it as the stream's end).
+    /// Ends the stream for `why` (the client sees it as the stream's end).
     /// What it held unread is freed at once.
-    pub(crate) fn end(self, status: tonic::Status) {
-        self.sink.end(status);
+    pub(crate) fn end(self, why: StreamEnd) {
+        self.sink.end(why);
     }
 }
 
@@ -300,17 +300,18 @@ impl Inbox {
             opened_at_unix_ms: now,
         });
         if let Some(old) = old {
-            old.end(tonic::Status::aborted(
-                "inbox: replaced by a newer Inbox call of this member; this stream ends here",
+            old.end(StreamEnd::Replaced(
+                "inbox: replaced by a newer Inbox call of this member; this stream ends here"
+                    .into(),
             ));
         }
         freed
     }
 
-    /// Ends the inbox stream, if open, with `status`.
-    pub(crate) fn end_stream(&mut self, status: tonic::Status) {
+    /// Ends the inbox stream, if open, for `why`.
+    pub(crate) fn end_stream(&mut self, why: StreamEnd) {
         if let Some(stream) = self.stream.take() {
-            stream.end(status);
+            stream.end(why);
         }
     }
 
@@ -332,8 +333,8 @@ impl Inbox {
                 Err(Refused::Full) => return Flushed::Open,
                 Err(Refused::Gone) => {
                     tracing::debug!(member = %name, "inbox stream is gone");
-                    self.end_stream(tonic::Status::unavailable(
-                        "inbox: this stream is gone; reconnect with after_seq and resume",
+                    self.end_stream(StreamEnd::Gone(
+                        "inbox: this stream is gone; reconnect with after_seq and resume".into(),
                     ));
                     return Flushed::Gone;
                 }
@@ -645,7 +646,7 @@ mod tests {
             .await
             .expect("an item")
             .expect_err("ended before its unread envelope");
-        assert_eq!(status.code(), tonic::Code::Aborted);
+        assert!(matches!(status, StreamEnd::Replaced(_)), "{status:?}");
         assert!(status.message().contains("replaced"), "{status:?}");
         assert!(first.next().await.is_none());
     }

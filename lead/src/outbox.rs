@@ -36,6 +36,33 @@ use tokio_stream::Stream;
 /// stream is reset (see [`Receiver::watchdog`]).
 pub(crate) const RESET_AFTER: Duration = Duration::from_secs(2);
 
+/// Why the lead ended a stream, in its own words; each edge says it in its
+/// protocol's (gRPC: the `Status` of `From<StreamEnd>` in `error.rs`; the
+/// console: its message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum StreamEnd {
+    /// The reader fell further behind than the stream's budget.
+    Behind(String),
+    /// A newer stream of the same member took its place.
+    Replaced(String),
+    /// What it was sent went unacknowledged for too long.
+    Unacknowledged(String),
+    /// Its reader is gone, or the lead is going away.
+    Gone(String),
+}
+
+impl StreamEnd {
+    /// What the reader is told.
+    pub(crate) fn message(&self) -> &str {
+        match self {
+            StreamEnd::Behind(m)
+            | StreamEnd::Replaced(m)
+            | StreamEnd::Unacknowledged(m)
+            | StreamEnd::Gone(m) => m,
+        }
+    }
+}
+
 /// Why an item was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refused {
@@ -57,8 +84,8 @@ struct State<T> {
     max_bytes: usize,
     /// The sender ended the stream: nothing more is queued.
     ended: bool,
-    /// The status the stream ends with, until the reader takes it.
-    end: Option<tonic::Status>,
+    /// Why the stream ends, until the reader takes it.
+    end: Option<StreamEnd>,
     /// The sender was dropped: the stream ends once the queue is empty.
     sender_gone: bool,
     /// The reader was dropped: nothing more is queued.
@@ -170,14 +197,14 @@ impl<T> Sender<T> {
         lock(&self.shared).on_room = Some(Box::new(callback));
     }
 
-    /// Ends the stream with `status`: what it held is dropped now, and the
-    /// reader gets `status` next.
-    pub(crate) fn end(&self, status: tonic::Status) {
+    /// Ends the stream for `why`: what it held is dropped now, and the
+    /// reader gets `why` next.
+    pub(crate) fn end(&self, why: StreamEnd) {
         let mut state = lock(&self.shared);
         state.queue.clear();
         state.bytes = 0;
         state.ended = true;
-        state.end = Some(status);
+        state.end = Some(why);
         state.stuck.notify_one();
         if let Some(waker) = state.waker.take() {
             drop(state);
@@ -198,7 +225,7 @@ impl<T> Drop for Sender<T> {
 }
 
 impl<T> Stream for Receiver<T> {
-    type Item = Result<T, tonic::Status>;
+    type Item = Result<T, StreamEnd>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         if self.done {
@@ -332,10 +359,10 @@ mod tests {
         for i in 0..10 {
             tx.try_send(i, 10).expect("room");
         }
-        tx.end(tonic::Status::resource_exhausted("behind"));
+        tx.end(StreamEnd::Behind("behind".into()));
         assert_eq!(lock(&tx.shared).queue.len(), 0, "freed without a read");
         let status = rx.next().await.expect("an item").expect_err("the status");
-        assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+        assert_eq!(status, StreamEnd::Behind("behind".into()));
         assert!(rx.next().await.is_none());
         assert_eq!(tx.try_send(0, 1), Err(Refused::Gone));
     }
@@ -387,7 +414,7 @@ mod tests {
             count.fetch_add(1, Ordering::SeqCst);
         }));
         assert_eq!(tx.try_send(1, 8), Ok(()));
-        tx.end(tonic::Status::resource_exhausted("behind"));
+        tx.end(StreamEnd::Behind("behind".into()));
         tokio::time::sleep(Duration::from_millis(1999)).await;
         assert_eq!(reset.load(Ordering::SeqCst), 0, "not before the grace");
         watchdog.await.expect("the watchdog ends");
@@ -407,7 +434,7 @@ mod tests {
         assert_eq!(tx.try_send(2, 8), Err(Refused::Full));
         tokio::time::sleep(Duration::from_secs(5)).await;
         assert_eq!(reset.load(Ordering::SeqCst), 0, "full is not ended");
-        tx.end(tonic::Status::aborted("replaced"));
+        tx.end(StreamEnd::Replaced("replaced".into()));
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(matches!(rx.next().await, Some(Err(_))), "the end, in time");
         tokio::time::sleep(Duration::from_secs(5)).await;

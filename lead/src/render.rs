@@ -152,6 +152,21 @@ pub fn request_json(r: &pb::ProtocolState) -> Value {
     })
 }
 
+/// What the queue's figures need of a request from the wire.
+pub fn timed(r: &pb::ProtocolState) -> crate::stats::Timed {
+    crate::stats::Timed {
+        kind: request_type(r.r#type),
+        pending: r.status == pb::RequestStatus::Pending as i32,
+        created_at_unix_ms: r.created_at_unix_ms,
+        resolved_at_unix_ms: r.resolved_at_unix_ms,
+        steps: r
+            .reviews
+            .iter()
+            .map(|s| (s.reviewer.clone(), s.verdict.clone(), s.at_unix_ms))
+            .collect(),
+    }
+}
+
 /// A request's history in a line: each reviewer and its verdict, and the
 /// last one's words.
 pub fn reviews_line(r: &pb::ProtocolState) -> Option<String> {

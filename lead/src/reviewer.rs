@@ -22,7 +22,6 @@ use mesh_core::{
 use mesh_llm::{ChatClient, ChatConfig, Message, Tool, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL};
 use serde::Deserialize;
 use serde_json::{json, Value};
-use shared::pb;
 use tokio::sync::{mpsc, Semaphore};
 
 /// The reviewer's TOML file.
@@ -75,7 +74,7 @@ pub struct Job {
     pub(crate) request_id: String,
     pub(crate) sender: String,
     pub(crate) role: String,
-    pub(crate) plan: pb::Plan,
+    pub(crate) plan: mesh_core::plan::Plan,
     /// Other teammates' plans: approved, or still pending.
     pub(crate) others: Vec<OtherPlan>,
     /// Where the plan's files fall inside other teammates' holds, e.g.
@@ -561,7 +560,7 @@ mod tests {
             request_id: "r1".into(),
             sender: "alice".into(),
             role: "coder".into(),
-            plan: pb::Plan {
+            plan: mesh_core::plan::Plan {
                 summary: "login".into(),
                 files: vec!["src/auth.rs".into()],
                 tests: vec!["cargo test auth".into()],

@@ -22,7 +22,7 @@ use shared::{
     pb,
     wire::{permission_response, plan_response, ToPb},
 };
-use tokio_stream::Stream;
+use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status};
 
 use crate::{
@@ -247,7 +247,9 @@ impl Stream for InboxStream {
     type Item = Result<pb::Envelope, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        Pin::new(&mut self.inner).poll_next(cx)
+        Pin::new(&mut self.inner)
+            .poll_next(cx)
+            .map(|item| item.map(|r| r.map_err(Status::from)))
     }
 }
 
@@ -819,7 +821,9 @@ impl pb::operator_server::Operator for OperatorService {
             .call(|reply| Command::Watch { claim, reply })
             .await?;
         events.reset_when_stuck();
-        Ok(Response::new(Box::pin(events)))
+        Ok(Response::new(Box::pin(
+            events.map(|event| event.map_err(Status::from)),
+        )))
     }
 
     async fn create_task(

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use mesh_core::protocol::Kind;
 use serde::Serialize;
-use shared::pb;
 
 /// The short name of a request's kind, as the audit trail, spans and
 /// metrics say it (`plan_approval`, ...).
@@ -86,30 +85,48 @@ pub struct Waits {
     pub max_ms: i64,
 }
 
+/// What the figures need of a request: its kind, whether it waits, when it
+/// was opened and decided, and its reviewers' steps `(reviewer, verdict,
+/// at)` in order. Each adapter makes it from what it has (`render::timed`
+/// from the wire's `ProtocolState`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timed {
+    /// `plan_approval`, `permission`, `result`, `amendment`, `shutdown`.
+    pub kind: String,
+    pub pending: bool,
+    pub created_at_unix_ms: i64,
+    /// 0 while it waits.
+    pub resolved_at_unix_ms: i64,
+    pub steps: Vec<(String, String, i64)>,
+}
+
 /// The queue's figures from `requests`, at `now` (unix ms).
-pub fn of(requests: &[pb::ProtocolState], now: i64) -> Stats {
+pub fn of(requests: &[Timed], now: i64) -> Stats {
     let mut pending: BTreeMap<String, Pending> = BTreeMap::new();
     let mut reviewers: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     let mut decided: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     for r in requests {
-        let kind = crate::render::request_type(r.r#type);
+        let kind = r.kind.clone();
         let steps = r
-            .reviews
+            .steps
             .iter()
-            .map(|s| (s.reviewer.as_str(), s.verdict.as_str(), s.at_unix_ms));
+            .map(|(reviewer, verdict, at)| (reviewer.as_str(), verdict.as_str(), *at));
         for (reviewer, took) in step_times(r.created_at_unix_ms, steps) {
             reviewers
                 .entry(reviewer_kind(reviewer).to_owned())
                 .or_default()
                 .push(took);
         }
-        if r.status == pb::RequestStatus::Pending as i32 {
+        if r.pending {
             let entry = pending.entry(kind.clone()).or_insert_with(|| Pending {
                 kind,
                 ..Default::default()
             });
             entry.count += 1;
-            if r.reviews.last().is_none_or(|s| s.verdict == "waits") {
+            if r.steps
+                .last()
+                .is_none_or(|(_, verdict, _)| verdict == "waits")
+            {
                 entry.with_a_person += 1;
             }
             entry.oldest_ms = entry.oldest_ms.max(now - r.created_at_unix_ms);
@@ -210,35 +227,47 @@ pub fn render(stats: &Stats) -> String {
 mod tests {
     use super::*;
 
-    fn step(reviewer: &str, verdict: &str, at: i64) -> pb::ReviewStep {
-        pb::ReviewStep {
-            reviewer: reviewer.into(),
-            verdict: verdict.into(),
-            words: String::new(),
-            at_unix_ms: at,
-        }
+    fn step(reviewer: &str, verdict: &str, at: i64) -> (String, String, i64) {
+        (reviewer.into(), verdict.into(), at)
+    }
+
+    #[derive(Clone, Copy)]
+    enum T {
+        PlanApproval,
+        Permission,
+        Result,
+    }
+
+    #[derive(Clone, Copy, PartialEq)]
+    enum S {
+        Pending,
+        Approved,
+        Rejected,
     }
 
     fn request(
-        kind: pb::RequestType,
-        status: pb::RequestStatus,
+        kind: T,
+        status: S,
         created: i64,
         resolved: i64,
-        reviews: Vec<pb::ReviewStep>,
-    ) -> pb::ProtocolState {
-        pb::ProtocolState {
-            r#type: kind as i32,
-            status: status as i32,
+        steps: Vec<(String, String, i64)>,
+    ) -> Timed {
+        let kind = match kind {
+            T::PlanApproval => "plan_approval",
+            T::Permission => "permission",
+            T::Result => "result",
+        };
+        Timed {
+            kind: kind.into(),
+            pending: status == S::Pending,
             created_at_unix_ms: created,
             resolved_at_unix_ms: resolved,
-            reviews,
-            ..Default::default()
+            steps,
         }
     }
 
     #[test]
     fn a_person_after_machine_stages_is_the_long_wait() {
-        use pb::{RequestStatus as S, RequestType as T};
         let requests = [
             // policy 5 ms, program 100 ms, then a person for 60 s.
             request(

@@ -10,7 +10,7 @@ use crate::{
     committer::{commit_to, measured, Batch, Committer},
     error::HubError,
     inboxes::Flushed,
-    outbox::Refused,
+    outbox::{Refused, StreamEnd},
     store::{Change, StoreError},
 };
 
@@ -179,7 +179,7 @@ impl Hub {
                             tracing::warn!(
                                 "a watcher fell --stream-max-bytes behind; its stream is ended"
                             );
-                            w.end(tonic::Status::resource_exhausted(format!(
+                            w.end(StreamEnd::Behind(format!(
                                 "watch: this watcher did not read {} bytes of events \
                                  (--stream-max-bytes); its stream ends here and what \
                                  follows is not sent (ListTeam and ListRequests tell the state)",

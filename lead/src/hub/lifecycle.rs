@@ -93,7 +93,7 @@ impl Hub {
         for (name, seq) in stuck {
             tracing::warn!(member = %name, seq, "inbox stream stuck; ending it");
             if let Some(inbox) = self.inboxes.get_mut(&name) {
-                inbox.end_stream(tonic::Status::deadline_exceeded(format!(
+                inbox.end_stream(crate::outbox::StreamEnd::Unacknowledged(format!(
                     "inbox: envelope {seq} has gone unacknowledged for longer than \
                      --ack-timeout {}s; reconnect with after_seq and Ack what you process",
                     timeout.as_secs_f64()

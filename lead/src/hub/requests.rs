@@ -11,7 +11,6 @@ use mesh_core::{
     protocol::{Kind, Status},
 };
 use shared::plan::Plan;
-use shared::wire::*;
 
 use tokio::sync::mpsc;
 
@@ -94,7 +93,7 @@ impl Hub {
             request_id: id.to_string(),
             sender,
             role,
-            plan: plan.to_pb(),
+            plan: plan.clone(),
             others,
         }
     }
