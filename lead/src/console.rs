@@ -469,7 +469,7 @@ async fn events(
     }));
     let stream = events.map(|event| {
         let data = match event {
-            Ok(event) => render::event_json(&event),
+            Ok(event) => render::event_json(&shared::wire::event(event.0, &event.1)),
             Err(end) => json!({"error": end.message()}),
         };
         Ok::<_, Infallible>(Event::default().data(data.to_string()))

@@ -20,7 +20,7 @@ use mesh_core::{
     tasks::TaskBoard,
     team::{Approval as CoreApproval, ReviewChain, Rules, Team},
 };
-use shared::{auth::now_unix_ms, pb};
+use shared::auth::now_unix_ms;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::{
@@ -151,10 +151,15 @@ pub(crate) type Reply<T> = oneshot::Sender<Result<T, HubError>>;
 
 /// An inbox stream the hub opened: the member's name, the stream's id and
 /// where its envelopes come out.
-pub(crate) type OpenedInbox = (String, u64, outbox::Receiver<pb::Envelope>);
+pub(crate) type OpenedInbox = (String, u64, outbox::Receiver<crate::inboxes::Entry>);
 
 /// Where a watcher receives events.
-pub(crate) type EventSink = outbox::Sender<pb::Event>;
+pub(crate) type EventSink = outbox::Sender<Watched>;
+
+/// What a watcher is sent: a notice and when it happened, shared by every
+/// watcher (each edge encodes it for its wire: `Watch`'s `Event` in
+/// `service.rs`, JSON in the console).
+pub(crate) type Watched = std::sync::Arc<(i64, Notice)>;
 
 /// What RPC handlers ask of the hub. Teammate commands carry the caller's
 /// session token; the hub resolves it to a member.
@@ -222,7 +227,7 @@ pub(crate) enum Command {
     /// `Watch`: the operator's event stream.
     Watch {
         claim: Claim,
-        reply: Reply<outbox::Receiver<pb::Event>>,
+        reply: Reply<outbox::Receiver<Watched>>,
     },
     /// `SpawnTeammate`: answered once the process started (or could not).
     Spawn {

@@ -14,14 +14,12 @@ use mesh_core::{
     effect::{Envelope, Message},
     members::Members,
 };
-use shared::{
-    pb,
-    wire::{message_bytes, ToPb},
-};
+use shared::wire::message_bytes;
 
-/// Where a member's inbox stream sends envelopes; also how the hub ends it
-/// early, with a status that says why.
-pub(crate) type InboxSink = outbox::Sender<pb::Envelope>;
+/// Where a member's inbox stream sends its entries (each edge encodes them
+/// for its wire: gRPC's `Envelope` in `service.rs`); also how the hub ends
+/// it early, with the reason why.
+pub(crate) type InboxSink = outbox::Sender<Entry>;
 
 /// The most `Send` message ids remembered per sender, for deduplicating retries.
 const REMEMBERED_MESSAGE_IDS: usize = 4_096;
@@ -111,23 +109,6 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    /// The envelope as it goes to `to`.
-    pub(crate) fn envelope(&self, to: &str) -> pb::Envelope {
-        let mut body = self.payload.body().to_pb();
-        // A shutdown request carries its trace: the teammate's answer joins it.
-        if let pb::envelope::Body::ShutdownRequest(request) = &mut body {
-            request.traceparent = crate::telemetry::traceparent(&request.request_id);
-        }
-        pb::Envelope {
-            seq: self.seq,
-            message_id: self.message_id.clone(),
-            from: self.from.clone(),
-            to: to.to_owned(),
-            sent_at_unix_ms: self.sent_at_unix_ms,
-            body: Some(body),
-        }
-    }
-
     /// The envelope to `to` as the watchers see it.
     pub(crate) fn notice(&self, to: &str) -> Envelope {
         Envelope {
@@ -328,7 +309,7 @@ impl Inbox {
         let start = self.entries.partition_point(|e| e.seq <= stream.sent);
         let end = self.entries.partition_point(|e| e.seq <= upto);
         for entry in self.entries.range(start..end.max(start)) {
-            match stream.sink.try_send(entry.envelope(name), entry.bytes()) {
+            match stream.sink.try_send(entry.clone(), entry.bytes()) {
                 Ok(()) => stream.sent = entry.seq,
                 Err(Refused::Full) => return Flushed::Open,
                 Err(Refused::Gone) => {
@@ -543,7 +524,7 @@ mod tests {
         }
     }
 
-    fn received(rx: &mut outbox::Receiver<pb::Envelope>) -> Vec<u64> {
+    fn received(rx: &mut outbox::Receiver<Entry>) -> Vec<u64> {
         use tokio_stream::StreamExt as _;
         let mut seqs = Vec::new();
         while let Some(Some(Ok(e))) = rx.next().now_or_never() {
@@ -565,7 +546,7 @@ mod tests {
     }
     impl<F: std::future::Future> NowOrNever for F {}
 
-    fn open(inbox: &mut Inbox, after: u64, max_bytes: usize) -> outbox::Receiver<pb::Envelope> {
+    fn open(inbox: &mut Inbox, after: u64, max_bytes: usize) -> outbox::Receiver<Entry> {
         let (tx, rx) = outbox::channel(max_bytes);
         inbox.open_stream(1, after, tx, 0);
         rx

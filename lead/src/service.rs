@@ -234,7 +234,7 @@ impl LeadService {
 struct InboxStream {
     /// Envelopes from the hub, ending with the status the hub ended the
     /// stream with, if it did.
-    inner: crate::outbox::Receiver<pb::Envelope>,
+    inner: crate::outbox::Receiver<crate::inboxes::Entry>,
     /// Whom to tell, and about which stream.
     hub: HubHandle,
     /// The member.
@@ -247,9 +247,10 @@ impl Stream for InboxStream {
     type Item = Result<pb::Envelope, Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        Pin::new(&mut self.inner)
-            .poll_next(cx)
-            .map(|item| item.map(|r| r.map_err(Status::from)))
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_next(cx);
+        let to = &this.name;
+        polled.map(|item| item.map(|r| r.map(|e| envelope(&e, to)).map_err(Status::from)))
     }
 }
 
@@ -259,6 +260,23 @@ impl Drop for InboxStream {
             name: std::mem::take(&mut self.name),
             stream_id: self.stream_id,
         });
+    }
+}
+
+/// An inbox entry as the wire carries it to `to`.
+pub(crate) fn envelope(entry: &crate::inboxes::Entry, to: &str) -> pb::Envelope {
+    let mut body = entry.payload.body().to_pb();
+    // A shutdown request carries its trace: the teammate's answer joins it.
+    if let pb::envelope::Body::ShutdownRequest(request) = &mut body {
+        request.traceparent = crate::telemetry::traceparent(&request.request_id);
+    }
+    pb::Envelope {
+        seq: entry.seq,
+        message_id: entry.message_id.clone(),
+        from: entry.from.clone(),
+        to: to.to_owned(),
+        sent_at_unix_ms: entry.sent_at_unix_ms,
+        body: Some(body),
     }
 }
 
@@ -822,7 +840,11 @@ impl pb::operator_server::Operator for OperatorService {
             .await?;
         events.reset_when_stuck();
         Ok(Response::new(Box::pin(
-            events.map(|event| event.map_err(Status::from)),
+            events.map(|event| {
+                event
+                    .map(|e| shared::wire::event(e.0, &e.1))
+                    .map_err(Status::from)
+            }),
         )))
     }
 

@@ -565,6 +565,25 @@ impl MessageFromPb for Message {
     }
 }
 
+/// What a watcher's event of `notice` at `at_unix_ms` is as `Watch` sends
+/// it: its encoded size counts against the watcher's byte budget.
+pub fn event_bytes(at_unix_ms: i64, notice: &Notice) -> usize {
+    use prost::Message as _;
+    pb::Event {
+        at_unix_ms,
+        kind: Some(notice.to_pb()),
+    }
+    .encoded_len()
+}
+
+/// A watcher's event on the wire.
+pub fn event(at_unix_ms: i64, notice: &Notice) -> pb::Event {
+    pb::Event {
+        at_unix_ms,
+        kind: Some(notice.to_pb()),
+    }
+}
+
 impl ToPb for Notice {
     type Pb = pb::event::Kind;
     fn to_pb(&self) -> pb::event::Kind {

@@ -2,8 +2,6 @@
 //! until their batch is durable, the changes a batch takes, and letting a
 //! batch out.
 
-use prost::Message as _;
-use shared::{pb, wire::ToPb};
 
 use super::{Hub, Reply};
 use crate::{
@@ -166,12 +164,9 @@ impl Hub {
             drop(batch.events);
         } else {
             for (at_unix_ms, notice) in batch.events {
-                // Rendered for the wire once, however many watch.
-                let event = pb::Event {
-                    at_unix_ms,
-                    kind: Some(notice.to_pb()),
-                };
-                let bytes = event.encoded_len();
+                // Shared, however many watch.
+                let bytes = shared::wire::event_bytes(at_unix_ms, &notice);
+                let event = std::sync::Arc::new((at_unix_ms, notice));
                 self.watchers
                     .retain(|w| match w.try_send(event.clone(), bytes) {
                         Ok(()) => true,

@@ -455,7 +455,7 @@ fn state(hub: &Hub) -> String {
                 .get(m.name.as_str())
                 .into_iter()
                 .flat_map(|inbox| inbox.entries.iter())
-                .map(|e| e.envelope(m.name.as_str()))
+                .map(|e| e.notice(m.name.as_str()))
                 .collect();
             (record, inbox)
         })

@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use mesh_core::{
+    effect::Message,
     access::{Call, Caller},
     names::Name,
     op::Op,
@@ -48,7 +49,7 @@ async fn join(hub: &HubHandle, name: &str) -> String {
 /// An open inbox stream: the envelopes it receives, and the handle that
 /// keeps it open (dropping the receiver closes it).
 struct Stream {
-    envelopes: crate::outbox::Receiver<pb::Envelope>,
+    envelopes: crate::outbox::Receiver<crate::inboxes::Entry>,
     name: String,
     id: u64,
 }
@@ -129,8 +130,8 @@ async fn a_member_that_never_opens_its_inbox_is_terminated_when_its_grace_ends()
     assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Terminated);
     let notice = bobs.envelopes.next().await.expect("bob hears").expect("ok");
     assert!(
-        matches!(&notice.body, Some(pb::envelope::Body::TeammateTerminated(t))
-            if t.name == "alice" && t.reason.contains("grace period")),
+        matches!(notice.payload.body(), Message::Terminated(ended)
+            if ended.iter().any(|t| t.name == "alice" && t.reason.contains("grace period"))),
         "{notice:?}"
     );
     assert_eq!(status(&hub, "bob").await, pb::MemberStatus::Working);
@@ -180,8 +181,8 @@ async fn an_unanswered_shutdown_expires_at_its_deadline_and_the_member_works_on(
         .expect("delivered")
         .expect("ok");
     assert!(matches!(
-        asked.body,
-        Some(pb::envelope::Body::ShutdownRequest(_))
+        asked.payload.body(),
+        Message::ShutdownRequest { .. }
     ));
     assert_eq!(status(&hub, "alice").await, pb::MemberStatus::ShuttingDown);
 
