@@ -45,12 +45,12 @@ use crate::{
     hub::{Claim, Command, HubHandle},
     paging::{Page, MEMBERS, REQUESTS},
     render,
-    service::{requests_page, team_page},
 };
 use mesh_core::{
     protocol::Request as CoreRequest,
     team::{Listed, TeamPage},
 };
+use shared::wire::ToPb;
 
 mod brief;
 
@@ -125,6 +125,25 @@ impl axum::serve::Listener for Accepted {
 struct Sessions {
     ids: HashSet<String>,
     order: std::collections::VecDeque<String>,
+}
+
+/// The operator, known by a live session or the operator token: a handler
+/// that takes it answers 401 to anyone else, before reading anything.
+struct Operator;
+
+impl axum::extract::FromRequestParts<Console> for Operator {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        console: &Console,
+    ) -> Result<Self, Self::Rejection> {
+        if console.authorized(&parts.headers) {
+            Ok(Operator)
+        } else {
+            Err(unauthorized())
+        }
+    }
 }
 
 impl Console {
@@ -281,10 +300,7 @@ async fn login(State(console): State<Console>, Form(form): Form<LoginForm>) -> R
     response
 }
 
-async fn script(State(console): State<Console>, headers: HeaderMap) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
+async fn script(_: Operator) -> Response {
     (
         [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
         SCRIPT,
@@ -298,10 +314,7 @@ async fn style(State(_console): State<Console>) -> Response {
 }
 
 /// Everything the page shows at first: the team, the requests, the tasks.
-async fn state(State(console): State<Console>, headers: HeaderMap) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
+async fn state(State(console): State<Console>, _: Operator) -> Response {
     match snapshot(&console.hub).await {
         Ok(value) => no_store(Json(value).into_response()),
         Err(e) => hub_failed(e),
@@ -317,12 +330,9 @@ struct RequestAsk {
 /// (the state has only its brief).
 async fn request(
     State(console): State<Console>,
-    headers: HeaderMap,
+    _: Operator,
     Query(ask): Query<RequestAsk>,
 ) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
     let request_id = match RequestId::existing("request_id", &ask.request_id) {
         Ok(id) => id,
         Err(e) => return failed(e, StatusCode::BAD_REQUEST),
@@ -346,10 +356,7 @@ async fn request(
 
 /// The review queue's figures (`lead stats`): what waits now, each kind of
 /// reviewer's time on a request, the time to a decision.
-async fn stats(State(console): State<Console>, headers: HeaderMap) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
+async fn stats(State(console): State<Console>, _: Operator) -> Response {
     match all_requests(&console.hub).await {
         Ok(requests) => {
             let timed: Vec<_> = requests.iter().map(crate::render::timed).collect();
@@ -376,12 +383,12 @@ async fn all_requests(hub: &HubHandle) -> Result<Vec<shared::pb::ProtocolState>,
                 }),
             )
             .await?;
-        let page = requests_page(page);
-        requests.extend(page.requests);
-        if page.next_page_token.is_empty() {
+        let (page, next) = crate::paging::render(page, REQUESTS, CoreRequest::to_pb);
+        requests.extend(page);
+        if next.is_empty() {
             return Ok(requests);
         }
-        token = page.next_page_token;
+        token = next;
     }
 }
 
@@ -398,20 +405,21 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
                 }),
             )
             .await?;
-        let page = team_page(page);
-        members.extend(page.members.iter().map(render::member_json));
-        if page.next_page_token.is_empty() {
-            let others: Vec<Value> = page
-                .other_usage
+        let TeamPage {
+            members: listed,
+            team_usage,
+            others,
+        } = page;
+        let (listed, next) = crate::paging::render(listed, MEMBERS, ToPb::to_pb);
+        members.extend(listed.iter().map(render::member_json));
+        if next.is_empty() {
+            let others: Vec<Value> = others
                 .iter()
-                .map(|o| json!({ "name": o.name, "usage": render::usage_value(&o.usage.unwrap_or_default()) }))
+                .map(|(name, usage)| json!({ "name": name, "usage": render::usage_value(&usage.to_pb()) }))
                 .collect();
-            break (
-                render::usage_value(&page.team_usage.unwrap_or_default()),
-                others,
-            );
+            break (render::usage_value(&team_usage.to_pb()), others);
         }
-        token = page.next_page_token;
+        token = next;
     };
     let requests: Vec<Value> = all_requests(hub)
         .await?
@@ -431,12 +439,12 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
                 }),
             )
             .await?;
-        let page = crate::service::tasks_page(page);
-        tasks.extend(page.tasks.iter().map(render::task_json));
-        if page.next_page_token.is_empty() {
+        let (page, next) = crate::paging::render(page, crate::paging::TASKS, |t| t.to_pb());
+        tasks.extend(page.iter().map(render::task_json));
+        if next.is_empty() {
             break;
         }
-        token = page.next_page_token;
+        token = next;
     }
     Ok(json!({
         "members": members, "requests": requests, "tasks": tasks,
@@ -448,11 +456,8 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
 async fn events(
     State(console): State<Console>,
     axum::extract::ConnectInfo(conn): axum::extract::ConnectInfo<ConnInfo>,
-    headers: HeaderMap,
+    _: Operator,
 ) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
     let watch = |reply| Command::Watch {
         claim: operator(),
         reply,
@@ -501,12 +506,9 @@ struct Approve {
 
 async fn approve(
     State(console): State<Console>,
-    headers: HeaderMap,
+    _: Operator,
     Json(form): Json<Approve>,
 ) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
     let mode = match form.mode.as_str() {
         "" | "accept-edits" => Mode::AcceptEdits,
         "default" => Mode::Default,
@@ -558,16 +560,9 @@ struct Reject {
     feedback: String,
 }
 
-async fn reject(
-    State(console): State<Console>,
-    headers: HeaderMap,
-    Json(form): Json<Reject>,
-) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
+async fn reject(State(console): State<Console>, _: Operator, Json(form): Json<Reject>) -> Response {
     let verdict = limits::check("feedback", &form.feedback, limits::REASON)
-        .and_then(|()| crate::from_wire::reject(form.feedback));
+        .and_then(|()| PlanVerdict::reject(form.feedback));
     review_plan(&console, &form.request_id, verdict).await
 }
 
@@ -581,12 +576,9 @@ struct Permission {
 
 async fn permission(
     State(console): State<Console>,
-    headers: HeaderMap,
+    _: Operator,
     Json(form): Json<Permission>,
 ) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
     let op = RequestId::existing("request_id", &form.request_id)
         .and_then(|request_id| {
             limits::check("feedback", &form.feedback, limits::REASON)?;
@@ -625,12 +617,9 @@ struct HistoryAsk {
 /// older ones.
 async fn history(
     State(console): State<Console>,
-    headers: HeaderMap,
+    _: Operator,
     Query(ask): Query<HistoryAsk>,
 ) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
     let nonempty = |s: Option<String>| s.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
     let query = crate::history::Query {
         member: nonempty(ask.member),
@@ -675,12 +664,9 @@ const FILE_SHOWN: u64 = 256 * 1024;
 /// workspace); 404 otherwise. Read off the hub.
 async fn write_target(
     State(console): State<Console>,
-    headers: HeaderMap,
+    _: Operator,
     Query(ask): Query<FileAsk>,
 ) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
     let Ok(request_id) = RequestId::existing("request_id", &ask.request_id) else {
         return failed("request_id: is required", StatusCode::BAD_REQUEST);
     };
@@ -742,36 +728,20 @@ struct Decide {
     feedback: String,
 }
 
-async fn decide(
-    State(console): State<Console>,
-    headers: HeaderMap,
-    Json(form): Json<Decide>,
-) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
+async fn decide(State(console): State<Console>, _: Operator, Json(form): Json<Decide>) -> Response {
     let by = "operator (console)";
-    let op = match form.kind.as_str() {
-        "result" => crate::from_wire::review_result(
-            shared::pb::ResultReview {
-                request_id: form.request_id,
-                approve: form.approve,
-                feedback: form.feedback,
-            },
-            by,
-        ),
-        "amendment" => crate::from_wire::review_amendment(
-            shared::pb::AmendmentReview {
-                request_id: form.request_id,
-                approve: form.approve,
-                feedback: form.feedback,
-            },
-            by,
-        ),
-        other => {
-            Err(FieldError::new("kind", format!("{other:?} is not result or amendment")).into())
-        }
-    };
+    let op = RequestId::existing("request_id", &form.request_id).and_then(|request_id| match form
+        .kind
+        .as_str()
+    {
+        "result" => Op::review_result(request_id, form.approve, form.feedback, by),
+        "amendment" => Op::review_amendment(request_id, form.approve, form.feedback, by),
+        other => Err(FieldError::new(
+            "kind",
+            format!("{other:?} is not result or amendment"),
+        )),
+    });
+    let op = op.map_err(HubError::from);
     decided(
         console
             .hub
@@ -790,12 +760,9 @@ struct Shutdown {
 
 async fn shutdown(
     State(console): State<Console>,
-    headers: HeaderMap,
+    _: Operator,
     Json(form): Json<Shutdown>,
 ) -> Response {
-    if !console.authorized(&headers) {
-        return unauthorized();
-    }
     let op = Name::parse("target", &form.name)
         .and_then(|target| {
             limits::check("reason", &form.reason, limits::REASON)?;

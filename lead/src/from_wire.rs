@@ -143,33 +143,23 @@ pub(crate) fn request_amendment(request: pb::AmendmentRequest) -> Result<Op, Hub
 /// `ReviewAmendment`, decided by `by`.
 pub(crate) fn review_amendment(review: pb::AmendmentReview, by: &str) -> Result<Op, HubError> {
     let request_id = RequestId::existing("request_id", &review.request_id)?;
-    limits::check("feedback", &review.feedback, limits::REASON)?;
-    if !review.approve && review.feedback.trim().is_empty() {
-        return Err(FieldError::new("feedback", "is required to reject: say why").into());
-    }
-    Ok(Op::ReviewAmendment {
+    Ok(Op::review_amendment(
         request_id,
-        approve: review.approve,
-        feedback: review.feedback,
-        by: by.to_owned(),
-    })
+        review.approve,
+        review.feedback,
+        by,
+    )?)
 }
 
 /// `ReviewResult`, decided by `by`.
 pub(crate) fn review_result(review: pb::ResultReview, by: &str) -> Result<Op, HubError> {
     let request_id = RequestId::existing("request_id", &review.request_id)?;
-    limits::check("feedback", &review.feedback, limits::REASON)?;
-    if !review.approve && review.feedback.trim().is_empty() {
-        return Err(
-            FieldError::new("feedback", "is required to reject: say what to change").into(),
-        );
-    }
-    Ok(Op::ReviewResult {
+    Ok(Op::review_result(
         request_id,
-        approve: review.approve,
-        feedback: review.feedback,
-        by: by.to_owned(),
-    })
+        review.approve,
+        review.feedback,
+        by,
+    )?)
 }
 
 /// `RequestPermission`.
@@ -210,24 +200,13 @@ pub(crate) fn review_plan(review: pb::PlanReview, by: &str) -> Result<Op, HubErr
             allow_overlap: !review.refuse_overlap,
         }
     } else {
-        reject(review.feedback)?
+        PlanVerdict::reject(review.feedback)?
     };
     Ok(Op::ReviewPlan {
         request_id,
         verdict,
         by: by.to_owned(),
     })
-}
-
-/// A rejection: its feedback is what the teammate revises against.
-pub(crate) fn reject(feedback: String) -> Result<PlanVerdict, FieldError> {
-    if feedback.trim().is_empty() {
-        return Err(FieldError::new(
-            "feedback",
-            "is required when rejecting, so the teammate can revise",
-        ));
-    }
-    Ok(PlanVerdict::Reject { feedback })
 }
 
 /// `ReviewPermission`.

@@ -839,13 +839,11 @@ impl pb::operator_server::Operator for OperatorService {
             .call(|reply| Command::Watch { claim, reply })
             .await?;
         events.reset_when_stuck();
-        Ok(Response::new(Box::pin(
-            events.map(|event| {
-                event
-                    .map(|e| shared::wire::event(e.0, &e.1))
-                    .map_err(Status::from)
-            }),
-        )))
+        Ok(Response::new(Box::pin(events.map(|event| {
+            event
+                .map(|e| shared::wire::event(e.0, &e.1))
+                .map_err(Status::from)
+        }))))
     }
 
     async fn create_task(

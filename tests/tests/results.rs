@@ -1117,9 +1117,17 @@ async fn the_console_shows_a_results_diff_and_an_amendments_delta_and_decides_th
     browser
         .wait_for("[data-testid=result] .diff summary", "src/two.rs")
         .await;
-    browser
-        .wait_for("[data-testid=result] .meta", &format!("under plan {plan}"))
+    // The card names its plan by a link to the plan's page.
+    let plan_link = browser
+        .wait_for("[data-testid=result] [data-testid=plan-link]", "")
         .await;
+    assert!(
+        browser
+            .property(&plan_link, "href")
+            .await
+            .ends_with(&format!("#/requests/{plan}")),
+        "the result links its plan {plan}"
+    );
     browser.screenshot(&shots.join("result-1280.png")).await;
     let approve = browser
         .wait_for(

@@ -2,7 +2,6 @@
 //! until their batch is durable, the changes a batch takes, and letting a
 //! batch out.
 
-
 use super::{Hub, Reply};
 use crate::{
     committer::{commit_to, measured, Batch, Committer},

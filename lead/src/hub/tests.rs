@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use mesh_core::{
-    effect::Message,
     access::{Call, Caller},
+    effect::Message,
     names::Name,
     op::Op,
 };

@@ -7,6 +7,7 @@
 
 use crate::{
     access::Call,
+    error::FieldError,
     grant::Grant,
     names::{Name, RequestId},
     plan::Plan,
@@ -357,6 +358,70 @@ impl Doors {
             (Doors::Member(rpc) | Doors::Both(rpc), Call::Teammate(called)) => *rpc == called,
             _ => false,
         }
+    }
+}
+
+/// The operator's decisions as every adapter makes them (gRPC, the console,
+/// later A2A): the same checks, one place.
+impl Op {
+    /// `ReviewResult` by `by`: feedback within its bound, and required to
+    /// reject.
+    pub fn review_result(
+        request_id: RequestId,
+        approve: bool,
+        feedback: String,
+        by: &str,
+    ) -> Result<Op, FieldError> {
+        crate::limits::check("feedback", &feedback, crate::limits::REASON)?;
+        if !approve && feedback.trim().is_empty() {
+            return Err(FieldError::new(
+                "feedback",
+                "is required to reject: say what to change",
+            ));
+        }
+        Ok(Op::ReviewResult {
+            request_id,
+            approve,
+            feedback,
+            by: by.to_owned(),
+        })
+    }
+
+    /// `ReviewAmendment` by `by`: feedback within its bound, and required
+    /// to reject.
+    pub fn review_amendment(
+        request_id: RequestId,
+        approve: bool,
+        feedback: String,
+        by: &str,
+    ) -> Result<Op, FieldError> {
+        crate::limits::check("feedback", &feedback, crate::limits::REASON)?;
+        if !approve && feedback.trim().is_empty() {
+            return Err(FieldError::new(
+                "feedback",
+                "is required to reject: say why",
+            ));
+        }
+        Ok(Op::ReviewAmendment {
+            request_id,
+            approve,
+            feedback,
+            by: by.to_owned(),
+        })
+    }
+}
+
+impl PlanVerdict {
+    /// A plan's rejection: its feedback is required, so the teammate can
+    /// revise.
+    pub fn reject(feedback: String) -> Result<PlanVerdict, FieldError> {
+        if feedback.trim().is_empty() {
+            return Err(FieldError::new(
+                "feedback",
+                "is required when rejecting, so the teammate can revise",
+            ));
+        }
+        Ok(PlanVerdict::Reject { feedback })
     }
 }
 
