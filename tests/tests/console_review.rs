@@ -185,6 +185,10 @@ async fn queue_cards_are_a_line_each_opened_one_at_a_time_with_live_overlaps_and
         )
         .await;
     clean_shot(&browser, "queue-overlap", 1280).await;
+    browser.resize(390, 844).await;
+    browser.wait_for(&line(&second), "overlaps dee").await;
+    clean_shot(&browser, "queue-overlap", 390).await;
+    browser.resize(1280, 800).await;
     // And on the plan's own page.
     browser.open(&format!("{base}#/requests/{second}")).await;
     browser
@@ -631,6 +635,15 @@ async fn decided_requests_and_events_are_pages_of_their_own_paged_searched_linke
         )
         .await;
     assert_eq!(figures, json!(["(2) mesh console", "(2)"]));
+    browser.resize(390, 844).await;
+    browser
+        .wait_for(
+            &format!("#queue [data-request-id='{later}'] [data-testid=card-line]"),
+            "new",
+        )
+        .await;
+    clean_shot(&browser, "queue-new", 390).await;
+    browser.resize(1280, 800).await;
 
     // Notifications, opted in: one when a request comes to wait.
     browser.allow_notifications().await;
