@@ -18,6 +18,7 @@ use crate::{
     state::{StateDir, OPERATOR_TOKEN_FILE},
 };
 
+pub mod serve;
 mod spawn;
 pub use spawn::{spawn, SpawnArgs};
 

@@ -1,18 +1,13 @@
 //! `lead`: parses the command line, sets up logging and runs a subcommand.
 
-use std::{net::SocketAddr, path::PathBuf, process::ExitCode, time::Duration};
+use std::{path::PathBuf, process::ExitCode};
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use lead::{
-    children::Spawner,
-    cli::{self, CliError, Target},
-    hub::{Approval, HubConfig, PendingBudget},
-    server,
-    service::Tokens,
-    state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
-    store::{MemoryStore, SqliteStore, Store, Sync},
+use clap::{Args, Parser, Subcommand};
+use lead::cli::{
+    self,
+    serve::{serve, ServeArgs},
+    CliError, Target,
 };
-use mesh_core::policy::Policy;
 use shared::{pb, transport::ClientTls};
 
 /// The mesh lead: serves the team, and the operator commands that steer it.
@@ -244,273 +239,6 @@ enum Command {
 }
 
 #[derive(Debug, Args)]
-struct ServeArgs {
-    /// Address to listen on; port 0 picks a free one.
-    #[arg(long, default_value = "127.0.0.1:7447")]
-    listen: SocketAddr,
-    /// Where tokens and the address are kept.
-    #[arg(long, env = "MESH_STATE_DIR", default_value = ".mesh")]
-    state_dir: PathBuf,
-    /// The token `Join` needs (default: generated into <state-dir>/join.token).
-    #[arg(long, env = "MESH_JOIN_TOKEN", hide_env_values = true)]
-    join_token: Option<String>,
-    /// The token operators use (default: generated into
-    /// <state-dir>/operator.token). Repeatable as NAME=TOKEN: a named
-    /// operator's token, whose decisions the audit trail signs with its name.
-    #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true, action = clap::ArgAction::Append)]
-    operator_token: Vec<String>,
-    /// Where the web console listens (HOST:PORT), or `off`. Default: a free
-    /// loopback port; the second stdout line says where.
-    #[arg(long)]
-    http: Option<String>,
-    /// Who approves plans: manual, auto, policy:FILE, model:FILE (a
-    /// language model with criteria; see docs/models.md), or
-    /// chain:FILE (reviewers in order; see docs/operating.md, "Approval modes").
-    #[arg(long, default_value = "manual")]
-    approval: ApprovalArg,
-    /// Seconds a shutdown request waits for its answer when it names no deadline.
-    #[arg(long, default_value_t = 30)]
-    shutdown_deadline: u64,
-    /// Seconds between SIGTERM and SIGKILL for a child that will not stop.
-    #[arg(long, default_value_t = 3)]
-    kill_grace: u64,
-    /// The `teammate` executable for `lead spawn` (default: beside `lead`);
-    /// the only one a spawn request may start.
-    #[arg(long)]
-    teammate_bin: Option<PathBuf>,
-    /// Scripts and workspaces a spawn request names must be inside this
-    /// directory (default workspaces are under the state dir).
-    #[arg(long, default_value = ".")]
-    spawn_root: PathBuf,
-    /// A variable of the lead's environment that `lead spawn --api-key-env`
-    /// may give a model teammate as its API key (repeatable). No other is
-    /// passed on, OPENAI_API_KEY (the teammate's default) included.
-    #[arg(long = "model-key-env", value_name = "VAR")]
-    model_key_env: Vec<String>,
-    /// Where state is kept: sqlite (<state-dir>/mesh.db, survives restarts) or memory.
-    #[arg(long, value_enum, default_value_t = StoreKind::Sqlite)]
-    store: StoreKind,
-    /// Whether each commit waits for the disk: full (survives power loss) or
-    /// normal (survives a killed lead; a power loss may lose the last commits).
-    #[arg(long, value_enum, default_value_t = SyncArg::Full)]
-    sync: SyncArg,
-    /// Seconds a disconnected teammate may stay away before it is TERMINATED.
-    #[arg(long, default_value_t = 30.0)]
-    grace: f64,
-    /// Seconds between HTTP/2 keepalive pings (a vanished peer is noticed
-    /// within this plus the same again for the answer, plus one second).
-    #[arg(long, default_value_t = 2.0)]
-    keepalive: f64,
-    /// When the lead stops: seconds spawned teammates have to agree to shut
-    /// down before SIGTERM (then SIGKILL after --kill-grace).
-    #[arg(long, default_value_t = 5.0)]
-    stop_wait: f64,
-    /// The most unacknowledged envelopes one inbox holds; a `Send` to a full
-    /// inbox is RESOURCE_EXHAUSTED, a broadcast skips it.
-    #[arg(long, default_value_t = 10_000)]
-    inbox_max_envelopes: usize,
-    /// The most bytes of unacknowledged envelopes one inbox holds.
-    #[arg(long, default_value_t = 16 * 1024 * 1024)]
-    inbox_max_bytes: usize,
-    /// The most bytes of unacknowledged envelopes all inboxes hold together.
-    #[arg(long, default_value_t = 1024 * 1024 * 1024)]
-    held_max_bytes: usize,
-    /// Seconds a teammate with an open inbox stream may leave an envelope
-    /// unacknowledged before its stream is ended as stuck.
-    #[arg(long, default_value_t = 120.0)]
-    ack_timeout: f64,
-    /// Seconds resolved requests and terminated members are kept.
-    #[arg(long, default_value_t = 86_400.0)]
-    retention: f64,
-    /// The most members not terminated; a Join past it is RESOURCE_EXHAUSTED.
-    #[arg(long, default_value_t = 10_000)]
-    max_members: usize,
-    /// Join attempts allowed per second, on average (more are
-    /// RESOURCE_EXHAUSTED).
-    #[arg(long, default_value_t = 200.0)]
-    join_rate: f64,
-    /// Join attempts allowed at once, above the rate (default: five
-    /// seconds' worth of --join-rate, at least 1: 1,000 at 200 a second).
-    #[arg(long)]
-    join_burst: Option<u32>,
-    /// The most connections open at once; more are closed on accept.
-    #[arg(long, default_value_t = 16_384)]
-    max_connections: usize,
-    /// The most connections open at once from one address (IPv6: one /64);
-    /// more are closed on accept. Loopback is one address: a team of more
-    /// teammates than this on one host raises it.
-    #[arg(long, default_value_t = 256)]
-    max_connections_per_address: usize,
-    /// The most bytes of messages one response stream (an Inbox, a Watch,
-    /// the console's events) holds that its client has not read: an inbox
-    /// then waits for its reader, a watcher is ended with
-    /// RESOURCE_EXHAUSTED.
-    #[arg(long, default_value_t = 4 * 1024 * 1024)]
-    stream_max_bytes: usize,
-    /// The most requests (plans, permissions) one member may have pending;
-    /// more are RESOURCE_EXHAUSTED. A plan that supersedes a pending one
-    /// counts in its stead.
-    #[arg(long, default_value_t = 64)]
-    pending_max_per_member: usize,
-    /// The most bytes of requests one member may have pending.
-    #[arg(long, default_value_t = 2 * 1024 * 1024)]
-    pending_max_bytes_per_member: usize,
-    /// The most requests pending in all.
-    #[arg(long, default_value_t = 10_000)]
-    pending_max: usize,
-    /// The most bytes of requests pending in all.
-    #[arg(long, default_value_t = 128 * 1024 * 1024)]
-    pending_max_bytes: usize,
-    /// The most bytes of resolved requests kept for the record (for
-    /// --retention); past it the oldest are forgotten first.
-    #[arg(long, default_value_t = 256 * 1024 * 1024)]
-    retained_max_bytes: usize,
-    /// The token budget (prompt and completion together) of a member that
-    /// joins with none of its own and none set by `lead budget`; 0: none.
-    #[arg(long, default_value_t = 0)]
-    token_budget: u64,
-    /// The team's git repository: each spawned teammate works in its own
-    /// worktree of it, and finished work is a result request, reviewed and
-    /// merged into --branch as one commit. Without it, teammates share
-    /// their workspaces and tasks complete unreviewed.
-    #[arg(long)]
-    repo: Option<PathBuf>,
-    /// The branch the team lands on (default: the one checked out in --repo).
-    #[arg(long, requires = "repo")]
-    branch: Option<String>,
-    /// What a task that names none has reviewed: plan (its result lands if
-    /// it stays inside the plan's grant), result (no plan round; nothing
-    /// lands unreviewed) or both. Default: both with --repo; without it,
-    /// plans alone are reviewed.
-    #[arg(long, requires = "repo", value_parser = ["plan", "result", "both"])]
-    review: Option<String>,
-    /// Export traces and metrics over OTLP/gRPC to this collector (Jaeger,
-    /// Grafana Tempo, an OpenTelemetry Collector), e.g.
-    /// http://localhost:4317; spawned teammates export there too. Off by
-    /// default. OTEL_SERVICE_NAME names the service (default mesh-lead).
-    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
-    otlp_endpoint: Option<String>,
-    /// Seconds a new connection has to send the HTTP/2 preface.
-    #[arg(long, default_value_t = 10.0)]
-    handshake_timeout: f64,
-    /// Seconds a connection with no call in progress is kept open.
-    #[arg(long, default_value_t = 300.0)]
-    idle_timeout: f64,
-    /// Serve over TLS with this certificate (PEM; the chain, leaf first),
-    /// gRPC and the console both. Clients then dial https://.
-    #[arg(long, requires = "tls_key")]
-    tls_cert: Option<PathBuf>,
-    /// The private key of --tls-cert (PEM).
-    #[arg(long, requires = "tls_cert")]
-    tls_key: Option<PathBuf>,
-    /// Refuse, in the TLS handshake, every client without a certificate this
-    /// CA (PEM) signed (mutual TLS).
-    #[arg(long, requires = "tls_cert")]
-    client_ca: Option<PathBuf>,
-    /// Listen on a non-loopback address without TLS (tokens then cross the
-    /// network in plain text).
-    #[arg(long)]
-    insecure: bool,
-    /// What teammates the lead spawns use to reach it over TLS: --ca
-    /// (default: the --tls-cert file), and --cert/--key where --client-ca
-    /// asks for a client certificate.
-    #[command(flatten)]
-    spawn_tls: ClientTls,
-}
-
-/// `--approval`: who decides plans, as written on the command line.
-#[derive(Debug, Clone)]
-enum ApprovalArg {
-    Manual,
-    Auto,
-    Policy(PathBuf),
-    Model(PathBuf),
-    Chain(PathBuf),
-}
-
-impl std::str::FromStr for ApprovalArg {
-    type Err = String;
-
-    fn from_str(value: &str) -> Result<Self, String> {
-        let file = |prefix: &str| value.strip_prefix(prefix).map(PathBuf::from);
-        if value == "manual" {
-            Ok(Self::Manual)
-        } else if value == "auto" {
-            Ok(Self::Auto)
-        } else if let Some(file) = file("policy:") {
-            Ok(Self::Policy(file))
-        } else if let Some(file) = file("model:") {
-            Ok(Self::Model(file))
-        } else if let Some(file) = file("chain:") {
-            Ok(Self::Chain(file))
-        } else {
-            Err(format!(
-                "{value:?} is not manual, auto, policy:FILE, model:FILE or chain:FILE"
-            ))
-        }
-    }
-}
-
-impl ApprovalArg {
-    /// Reads and checks the file it names, if any.
-    fn load(self) -> anyhow::Result<Approval> {
-        let read = |kind: &str, file: &std::path::Path| {
-            std::fs::read_to_string(file)
-                .map_err(|e| anyhow::anyhow!("--approval {kind}:{}: {e}", file.display()))
-        };
-        let invalid = |kind: &str, file: &std::path::Path, e: String| {
-            anyhow::anyhow!("--approval {kind}:{}: {e}", file.display())
-        };
-        Ok(match self {
-            Self::Manual => Approval::Manual,
-            Self::Auto => Approval::Auto,
-            Self::Policy(file) => Approval::Policy(
-                Policy::parse(&read("policy", &file)?)
-                    .map_err(|e| invalid("policy", &file, e.to_string()))?,
-            ),
-            Self::Model(file) => Approval::Model(std::sync::Arc::new(
-                lead::reviewer::Reviewer::parse(&read("model", &file)?)
-                    .map_err(|e| invalid("model", &file, e))?,
-            )),
-            Self::Chain(file) => {
-                let dir = file.parent().unwrap_or(std::path::Path::new("."));
-                Approval::Chain(std::sync::Arc::new(
-                    lead::chain::Chain::parse(&read("chain", &file)?, dir)
-                        .map_err(|e| invalid("chain", &file, e.to_string()))?,
-                ))
-            }
-        })
-    }
-}
-
-/// `--store`: where state is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum StoreKind {
-    /// `<state-dir>/mesh.db`: survives restarts.
-    Sqlite,
-    /// Memory: gone when the lead stops.
-    Memory,
-}
-
-/// `--sync`: whether each commit waits for the disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum SyncArg {
-    /// Survives a power loss.
-    Full,
-    /// Survives a killed lead; a power loss may lose the last commits.
-    Normal,
-}
-
-impl From<SyncArg> for Sync {
-    fn from(sync: SyncArg) -> Self {
-        match sync {
-            SyncArg::Full => Sync::Full,
-            SyncArg::Normal => Sync::Normal,
-        }
-    }
-}
-
-#[derive(Debug, Args)]
 struct TargetArgs {
     /// The lead's state dir, where its address and operator token are.
     #[arg(long, env = "MESH_STATE_DIR", default_value = ".mesh")]
@@ -597,19 +325,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     target,
                 },
         } => {
-            let review = match review.as_deref() {
-                None => pb::TaskReview::Unspecified,
-                Some("plan") => pb::TaskReview::Plan,
-                Some("result") => pb::TaskReview::Result,
-                Some(_) => pb::TaskReview::Both,
-            };
-            let request = pb::CreateTaskRequest {
-                subject,
-                description,
-                blocked_by,
-                files,
-                review: review as i32,
-            };
+            let request = new_task(subject, description, blocked_by, files, review.as_deref());
             cli::add_task(&mut cli::connect(&target.into()).await?, request).await
         }
         Command::Stats { target, json } => {
@@ -666,17 +382,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Audit {
             action: AuditAction::Verify { file },
-        } => {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|e| cli::CliError::Usage(format!("{}: {e}", file.display())))?;
-            match lead::audit::verify(&text) {
-                Ok(n) => Ok(format!("ok: {n} entries, the chain holds\n")),
-                Err((line, why)) => Err(cli::CliError::Usage(format!(
-                    "{}: line {line}: {why}",
-                    file.display()
-                ))),
-            }
-        }
+        } => verify_audit(&file),
         Command::Diff { request_id, target } => {
             cli::diff(&mut cli::connect(&target.into()).await?, request_id).await
         }
@@ -747,122 +453,40 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `lead serve`: checks the flags, opens the store, binds, says where it
-/// listens, and serves until SIGINT or SIGTERM.
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let endpoint = args.otlp_endpoint.clone();
-    // The last spans and metrics go out before the lead exits.
-    mesh_telemetry::exporting("mesh-lead", endpoint.as_deref(), serve_with(args))
-        .await
-        .map_err(|e| anyhow::anyhow!(e))?
-}
-
-async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
-    let approval = args.approval.clone().load()?;
-    let state = StateDir::create(&args.state_dir)?;
-    let store: Box<dyn Store> = match args.store {
-        StoreKind::Memory => Box::new(MemoryStore),
-        StoreKind::Sqlite => Box::new(SqliteStore::open(&state.root, args.sync.into())?),
+/// `lead task add`'s request, from its flags.
+fn new_task(
+    subject: String,
+    description: String,
+    blocked_by: Vec<String>,
+    files: Vec<String>,
+    review: Option<&str>,
+) -> pb::CreateTaskRequest {
+    let review = match review {
+        None => pb::TaskReview::Unspecified,
+        Some("plan") => pb::TaskReview::Plan,
+        Some("result") => pb::TaskReview::Result,
+        Some(_) => pb::TaskReview::Both,
     };
-    let tokens = Tokens {
-        join: state.token(args.join_token.clone(), JOIN_TOKEN_FILE)?,
-        operator: state.token(unnamed_operator(&args.operator_token)?, OPERATOR_TOKEN_FILE)?,
-        named: named_operators(&args.operator_token)?,
-    };
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(lead::tls::ServerTls::load(&lead::tls::TlsFiles {
-            cert,
-            key,
-            client_ca: args.client_ca.as_deref(),
-        })?),
-        _ => None,
-    };
-    exposed("--listen", args.listen, tls.is_some(), args.insecure)?;
-    let console_addr = console_addr(&args, tls.is_some())?;
-    let listener = server::bind(args.listen)?;
-    let addr = listener.local_addr()?;
-    let scheme = if tls.is_some() { "https" } else { "http" };
-    let lead_url = format!("{scheme}://{}", connect_addr(addr)?);
-    let repo = match &args.repo {
-        Some(path) => Some(std::sync::Arc::new(
-            lead::git::Repo::open(path, args.branch.as_deref()).await?,
-        )),
-        None => None,
-    };
-    let mut hub = hub_config(&args, approval, &state, &tokens, &lead_url, tls.is_some())?;
-    if let Some(spawner) = hub.spawner.as_mut() {
-        spawner.repo = repo.clone();
-    }
-    hub.review = match args.review.as_deref() {
-        Some(review) => mesh_core::tasks::Review::parse("--review", review)?,
-        None if repo.is_some() => mesh_core::tasks::Review::Both,
-        None => mesh_core::tasks::Review::Plan,
-    };
-    hub.repo = repo;
-    let config = lead::Config {
-        hub,
-        store,
-        tokens,
-        keepalive: server::Keepalive {
-            interval: seconds("--keepalive", args.keepalive)?,
-            timeout: seconds("--keepalive", args.keepalive)? + Duration::from_secs(1),
-        },
-        connections: server::ConnLimits {
-            max: server::connection_cap("--max-connections", args.max_connections)?,
-            handshake: seconds("--handshake-timeout", args.handshake_timeout)?,
-            idle: seconds("--idle-timeout", args.idle_timeout)?,
-            per_address: args.max_connections_per_address.max(1),
-        },
-    };
-    state.write_addr(&addr.to_string(), &lead_url)?;
-    println!("listening on {addr}");
-    let console = match console_addr {
-        None => None,
-        Some(http) => {
-            let listener = tokio::net::TcpListener::bind(http)
-                .await
-                .map_err(|e| anyhow::anyhow!("--http {http}: {e}"))?;
-            println!("console on {scheme}://{}/", listener.local_addr()?);
-            Some(listener)
-        }
-    };
-    {
-        use std::io::Write as _;
-        std::io::stdout().flush()?;
-    }
-    let listeners = lead::Listeners {
-        grpc: listener,
-        console,
-        tls,
-    };
-    lead::run(listeners, config, shared::signal::stop_signal()).await?;
-    Ok(())
-}
-
-/// Where the console listens (`--http`), if it is on.
-fn console_addr(args: &ServeArgs, tls: bool) -> anyhow::Result<Option<SocketAddr>> {
-    match args.http.as_deref() {
-        Some("off") => Ok(None),
-        spec => {
-            let spec = spec.unwrap_or("127.0.0.1:0");
-            let http: SocketAddr = spec
-                .parse()
-                .map_err(|e| anyhow::anyhow!("--http: {spec:?} is not HOST:PORT or off ({e})"))?;
-            exposed("--http", http, tls, args.insecure)?;
-            Ok(Some(http))
-        }
+    pb::CreateTaskRequest {
+        subject,
+        description,
+        blocked_by,
+        files,
+        review: review as i32,
     }
 }
 
-/// The address to dial for a lead listening on `addr` (loopback for an
-/// unspecified address).
-fn connect_addr(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
-    let ip = if addr.ip().is_unspecified() {
-        "127.0.0.1".to_owned()
-    } else {
-        addr.ip().to_string()
-    };
-    Ok(SocketAddr::new(ip.parse()?, addr.port()))
+/// `lead audit verify FILE`: whether the exported chain holds.
+fn verify_audit(file: &std::path::Path) -> Result<String, CliError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| CliError::Usage(format!("{}: {e}", file.display())))?;
+    match lead::audit::verify(&text) {
+        Ok(n) => Ok(format!("ok: {n} entries, the chain holds\n")),
+        Err((line, why)) => Err(CliError::Usage(format!(
+            "{}: line {line}: {why}",
+            file.display()
+        ))),
+    }
 }
 
 /// `--since`: unix seconds, or an RFC 3339 time in UTC
@@ -881,45 +505,6 @@ fn parse_since(value: &str) -> Result<i64, String> {
                  such as 2026-11-26T14:00:00Z"
             )
         })
-}
-
-/// A `--operator-token` value: `NAME=TOKEN` names its operator (a name as a
-/// member's); anything else is the token alone.
-fn operator_value(value: &str) -> Option<(&str, &str)> {
-    let (name, token) = value.split_once('=')?;
-    mesh_core::names::Name::parse("--operator-token", name).ok()?;
-    Some((name, token))
-}
-
-/// The unnamed `--operator-token`, if one is given (at most one).
-fn unnamed_operator(values: &[String]) -> anyhow::Result<Option<String>> {
-    let unnamed: Vec<&String> = values
-        .iter()
-        .filter(|v| operator_value(v).is_none())
-        .collect();
-    if unnamed.len() > 1 {
-        anyhow::bail!(
-            "--operator-token: give one unnamed token at most; name the others (NAME=TOKEN)"
-        );
-    }
-    Ok(unnamed.first().map(|t| (*t).clone()))
-}
-
-/// The named `--operator-token NAME=TOKEN`s: names unique, tokens not empty.
-fn named_operators(values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    let mut named: Vec<(String, String)> = Vec::new();
-    for (name, token) in values.iter().filter_map(|v| operator_value(v)) {
-        if token.len() < 16 {
-            anyhow::bail!(
-                "--operator-token {name}=...: the token is too short (16 characters at least)"
-            );
-        }
-        if named.iter().any(|(n, _)| n == name) {
-            anyhow::bail!("--operator-token: {name} is named twice");
-        }
-        named.push((name.to_owned(), token.to_owned()));
-    }
-    Ok(named)
 }
 
 /// `lead gc`: removes the team's leftover worktrees and their branches.
@@ -958,118 +543,6 @@ async fn gc(
         out.push_str("no worktrees of the team's\n");
     }
     Ok(out)
-}
-
-/// How the hub behaves, from the flags.
-fn hub_config(
-    args: &ServeArgs,
-    approval: Approval,
-    state: &StateDir,
-    tokens: &Tokens,
-    lead_url: &str,
-    tls: bool,
-) -> anyhow::Result<HubConfig> {
-    let mut spawn_tls = args.spawn_tls.clone();
-    if tls && spawn_tls.ca.is_none() {
-        spawn_tls.ca = args
-            .tls_cert
-            .as_deref()
-            .map(std::path::absolute)
-            .transpose()?;
-    }
-    let teammate_bin = match &args.teammate_bin {
-        Some(bin) => bin.clone(),
-        None => lead::demo::beside_lead("teammate")?,
-    };
-    if !(args.join_rate.is_finite() && args.join_rate >= 0.0) {
-        anyhow::bail!(
-            "--join-rate: {} is not a rate (joins a second, 0 or more)",
-            args.join_rate
-        )
-    }
-    Ok(HubConfig {
-        approval,
-        shutdown_deadline: Duration::from_secs(args.shutdown_deadline),
-        spawner: Some(Spawner {
-            teammate_bin,
-            lead_url: lead_url.to_owned(),
-            tls: if tls { spawn_tls } else { ClientTls::default() },
-            join_token: tokens.join.clone(),
-            state_dir: std::path::absolute(&state.root)?,
-            kill_grace: Duration::from_secs(args.kill_grace),
-            root: args
-                .spawn_root
-                .canonicalize()
-                .map_err(|e| anyhow::anyhow!("--spawn-root {}: {e}", args.spawn_root.display()))?,
-            model_keys: model_keys(args.model_key_env.clone())?,
-            repo: None,
-            otlp_endpoint: args.otlp_endpoint.clone(),
-        }),
-        grace: seconds("--grace", args.grace)?,
-        stop_wait: seconds("--stop-wait", args.stop_wait)?,
-        max_inbox: args.inbox_max_envelopes,
-        max_inbox_bytes: args.inbox_max_bytes,
-        max_held_bytes: args.held_max_bytes,
-        ack_timeout: seconds("--ack-timeout", args.ack_timeout)?,
-        retention: seconds("--retention", args.retention)?,
-        max_members: args.max_members,
-        join_rate: args.join_rate,
-        join_burst: args
-            .join_burst
-            .unwrap_or_else(|| mesh_core::rate::default_burst(args.join_rate)),
-        stream_max_bytes: args.stream_max_bytes,
-        pending_per_member: PendingBudget {
-            count: args.pending_max_per_member,
-            bytes: args.pending_max_bytes_per_member,
-        },
-        pending_total: PendingBudget {
-            count: args.pending_max,
-            bytes: args.pending_max_bytes,
-        },
-        retained_max_bytes: args.retained_max_bytes,
-        token_budget: args.token_budget,
-        repo: None,
-        review: mesh_core::tasks::Review::Plan,
-    })
-}
-
-/// The `--model-key-env` names: variables' names, none of the lead's own
-/// `MESH_` ones.
-fn model_keys(names: Vec<String>) -> anyhow::Result<Vec<String>> {
-    for name in &names {
-        let valid = !name.is_empty()
-            && name
-                .chars()
-                .enumerate()
-                .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
-        if !valid {
-            anyhow::bail!("--model-key-env: {name:?} is not an environment variable's name");
-        }
-        if name.starts_with("MESH_") {
-            anyhow::bail!(
-                "--model-key-env: {name}: the lead's own MESH_ variables are not passed on"
-            );
-        }
-    }
-    Ok(names)
-}
-
-/// Refuses to listen on `addr` beyond this host in plain text, unless
-/// `--insecure` says to.
-fn exposed(flag: &str, addr: SocketAddr, tls: bool, insecure: bool) -> anyhow::Result<()> {
-    if tls || insecure || addr.ip().is_loopback() {
-        return Ok(());
-    }
-    anyhow::bail!(
-        "{flag} {addr}: refusing to listen beyond this host without TLS, where every token \
-         would cross the network in plain text; give --tls-cert and --tls-key, or --insecure"
-    )
-}
-
-/// A duration from a flag's seconds.
-fn seconds(flag: &str, value: f64) -> anyhow::Result<Duration> {
-    Duration::try_from_secs_f64(value)
-        .map_err(|_| anyhow::anyhow!("{flag}: {value} is not a number of seconds"))
 }
 
 #[cfg(test)]
