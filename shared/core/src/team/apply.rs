@@ -115,22 +115,65 @@ impl Team {
     /// [`Op::doors`], and who may come in there, [`access::admit`]).
     pub fn apply(&mut self, now: i64, caller: &Caller, op: Op) -> Result<Applied, CoreError> {
         admit(caller, op.doors())?;
-        let member = || match caller {
-            Caller::Member(name) => Ok(name.clone()),
-            _ => Err(CoreError::Conflict(
-                "an op of a member's, with no member".into(),
-            )),
-        };
         let mut effects = Vec::new();
         let reply = match op {
+            Op::CreateTask { .. }
+            | Op::ClaimTask { .. }
+            | Op::CompleteTask { .. }
+            | Op::ListTasks { .. } => self.tasks_op(now, caller, op, &mut effects)?,
+            Op::ReportUsage { .. }
+            | Op::SetBudget { .. }
+            | Op::ReportIdle { .. }
+            | Op::Leave { .. }
+            | Op::Join { .. }
+            | Op::Ack { .. }
+            | Op::ReportToolCall { .. }
+            | Op::ListTeam { .. }
+            | Op::RequestShutdown { .. }
+            | Op::RespondShutdown { .. } => self.members_op(now, caller, op, &mut effects)?,
+            Op::SubmitPlan { .. }
+            | Op::ReviewPlan { .. }
+            | Op::StageVerdict { .. }
+            | Op::RequestPermission { .. }
+            | Op::ReviewPermission { .. }
+            | Op::ListRequests { .. }
+            | Op::GetRequest { .. } => self.plans_op(now, caller, op, &mut effects)?,
+            Op::SubmitResult { .. }
+            | Op::ReviewResult { .. }
+            | Op::RequestAmendment { .. }
+            | Op::ReviewAmendment { .. }
+            | Op::Landed { .. } => self.results_op(now, caller, op, &mut effects)?,
+            _ => {
+                return Err(CoreError::Conflict(
+                    "this op is applied by the lead's hub, not by Team::apply".into(),
+                ))
+            }
+        };
+        crate::effect::coalesce_requests(&mut effects);
+        Ok(Applied {
+            reply,
+            changes: self.take_changes(),
+            effects,
+        })
+    }
+
+    /// The task list's ops.
+    fn tasks_op(
+        &mut self,
+        now: i64,
+        caller: &Caller,
+        op: Op,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Reply, CoreError> {
+        Ok(match op {
             Op::CreateTask { task_id, task } => {
-                Reply::Task(self.create_task_op(task_id, task, now, &mut effects)?)
+                Reply::Task(self.create_task_op(task_id, task, now, effects)?)
             }
             Op::ClaimTask { task_id } => Reply::Task(self.claim_task_op(
-                &member()?,
+                &member_of(caller)?,
                 task_id.as_deref(),
                 now,
-                &mut effects,
+                effects,
             )?),
             Op::CompleteTask { .. } if self.rules.repo => {
                 return Err(CoreError::Conflict(
@@ -140,20 +183,34 @@ impl Team {
                 ))
             }
             Op::CompleteTask { task_id, summary } => Reply::Task(self.complete_task_op(
-                &member()?,
+                &member_of(caller)?,
                 &task_id,
                 summary,
                 now,
-                &mut effects,
+                effects,
             )?),
+            Op::ListTasks { status, page } => Reply::Tasks(self.list_tasks(status, page)),
+            _ => return Err(misrouted()),
+        })
+    }
+
+    /// The members' ops: joining, leaving, usage, idling, acknowledging, shutting down, the team's list.
+    fn members_op(
+        &mut self,
+        now: i64,
+        caller: &Caller,
+        op: Op,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Reply, CoreError> {
+        Ok(match op {
             Op::ReportUsage { epoch, totals } => {
-                Reply::Standing(self.report_usage_op(&member()?, &epoch, totals, &mut effects))
+                Reply::Standing(self.report_usage_op(&member_of(caller)?, &epoch, totals, effects))
             }
             Op::SetBudget { name, token_budget } => {
-                Reply::Standing(self.set_budget_op(&name, token_budget, &mut effects)?)
+                Reply::Standing(self.set_budget_op(&name, token_budget, effects)?)
             }
             Op::ReportIdle { reason } => {
-                self.report_idle_op(&member()?, reason, &mut effects);
+                self.report_idle_op(&member_of(caller)?, reason, effects);
                 Reply::Done
             }
             Op::Leave { reason } => {
@@ -162,35 +219,7 @@ impl Team {
                 } else {
                     format!("left the team: {reason}")
                 };
-                effects.extend(self.end_member(&member()?, &why, now));
-                Reply::Done
-            }
-            Op::RequestShutdown {
-                request_id,
-                target,
-                reason,
-                deadline_unix_ms,
-            } => Reply::Opened(self.request_shutdown_op(
-                request_id,
-                &target,
-                reason,
-                deadline_unix_ms,
-                now,
-                &mut effects,
-            )?),
-            Op::RespondShutdown {
-                request_id,
-                approve,
-                reason,
-            } => {
-                self.respond_shutdown_op(
-                    &member()?,
-                    &request_id,
-                    approve,
-                    reason,
-                    now,
-                    &mut effects,
-                )?;
+                effects.extend(self.end_member(&member_of(caller)?, &why, now));
                 Reply::Done
             }
             Op::Join {
@@ -206,10 +235,10 @@ impl Team {
                 member_id,
                 session_token,
                 now,
-                &mut effects,
+                effects,
             )?),
             Op::Ack { seq } => {
-                let name = member()?;
+                let name = member_of(caller)?;
                 let last_seq = self.members.get(&name).map_or(0, |m| m.last_seq);
                 if seq > last_seq {
                     return Err(CoreError::OutOfRange(format!(
@@ -225,7 +254,7 @@ impl Team {
                 allowed,
                 outcome,
             } => {
-                let name = member()?;
+                let name = member_of(caller)?;
                 effects.extend(self.show_work(&name));
                 effects.push(Effect::Notify(Notice::ToolCall {
                     member: name,
@@ -236,35 +265,73 @@ impl Team {
                 }));
                 Reply::Done
             }
+            Op::ListTeam { page } => Reply::Team(Box::new(self.list_team(page))),
+            Op::RequestShutdown {
+                request_id,
+                target,
+                reason,
+                deadline_unix_ms,
+            } => Reply::Opened(self.request_shutdown_op(
+                request_id,
+                &target,
+                reason,
+                deadline_unix_ms,
+                now,
+                effects,
+            )?),
+            Op::RespondShutdown {
+                request_id,
+                approve,
+                reason,
+            } => {
+                self.respond_shutdown_op(
+                    &member_of(caller)?,
+                    &request_id,
+                    approve,
+                    reason,
+                    now,
+                    effects,
+                )?;
+                Reply::Done
+            }
+            _ => return Err(misrouted()),
+        })
+    }
+
+    /// The plan and permission handshakes, and the requests' lists.
+    fn plans_op(
+        &mut self,
+        now: i64,
+        caller: &Caller,
+        op: Op,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Reply, CoreError> {
+        Ok(match op {
             Op::SubmitPlan {
                 request_id,
                 plan,
                 supersedes,
             } => Reply::Opened(self.submit_plan_op(
-                &member()?,
+                &member_of(caller)?,
                 request_id,
                 plan,
                 supersedes,
                 now,
-                &mut effects,
+                effects,
             )?),
             Op::ReviewPlan {
                 request_id,
                 verdict,
                 by,
-            } => Reply::Request(Box::new(self.review_plan_op(
-                request_id,
-                verdict,
-                &by,
-                now,
-                &mut effects,
-            )?)),
+            } => Reply::Request(Box::new(
+                self.review_plan_op(request_id, verdict, &by, now, effects)?,
+            )),
             Op::StageVerdict {
                 request_id,
                 stage,
                 verdict,
             } => {
-                self.stage_verdict(&request_id, stage, verdict, now, &mut effects);
+                self.stage_verdict(&request_id, stage, verdict, now, effects);
                 Reply::Done
             }
             Op::RequestPermission {
@@ -273,13 +340,13 @@ impl Team {
                 args_json,
                 path,
             } => Reply::Opened(self.request_permission_op(
-                &member()?,
+                &member_of(caller)?,
                 request_id,
                 tool,
                 args_json,
                 path,
                 now,
-                &mut effects,
+                effects,
             )?),
             Op::ReviewPermission {
                 request_id,
@@ -296,26 +363,47 @@ impl Team {
                     feedback: feedback.clone(),
                     grant: None,
                 };
-                let decided = self.decide_permission(&request_id, decision, now, &mut effects)?;
+                let decided = self.decide_permission(&request_id, decision, now, effects)?;
                 if was_pending {
                     let verdict = if approve { "approve" } else { "reject" };
-                    self.record_review(&request_id, &by, verdict, feedback, now, &mut effects);
+                    self.record_review(&request_id, &by, verdict, feedback, now, effects);
                 }
                 Reply::Request(Box::new(
                     self.requests.get(&request_id).cloned().unwrap_or(decided),
                 ))
             }
+            Op::ListRequests { status, kind, page } => {
+                Reply::Requests(self.list_requests(status, kind, page))
+            }
+            Op::GetRequest { request_id } => Reply::Request(Box::new(
+                self.requests.get(&request_id).cloned().ok_or_else(|| {
+                    CoreError::NotFound(format!("request_id: no request {request_id}"))
+                })?,
+            )),
+            _ => return Err(misrouted()),
+        })
+    }
+
+    /// Results and amendments, and their landing.
+    fn results_op(
+        &mut self,
+        now: i64,
+        caller: &Caller,
+        op: Op,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Reply, CoreError> {
+        Ok(match op {
             Op::SubmitResult {
                 request_id,
                 result,
                 supersedes,
             } => Reply::Opened(self.submit_result_op(
-                &member()?,
+                &member_of(caller)?,
                 request_id,
                 *result,
                 supersedes,
                 now,
-                &mut effects,
+                effects,
             )?),
             Op::ReviewResult {
                 request_id,
@@ -328,7 +416,7 @@ impl Team {
                 feedback,
                 &by,
                 now,
-                &mut effects,
+                effects,
             )?)),
             Op::RequestAmendment {
                 request_id,
@@ -336,13 +424,13 @@ impl Team {
                 steps,
                 why,
             } => Reply::Opened(self.request_amendment_op(
-                &member()?,
+                &member_of(caller)?,
                 request_id,
                 files,
                 steps,
                 why,
                 now,
-                &mut effects,
+                effects,
             )?),
             Op::ReviewAmendment {
                 request_id,
@@ -355,36 +443,16 @@ impl Team {
                 feedback,
                 &by,
                 now,
-                &mut effects,
+                effects,
             )?)),
             Op::Landed {
                 request_id,
                 landing,
             } => {
-                self.landed_op(&request_id, landing, now, &mut effects)?;
+                self.landed_op(&request_id, landing, now, effects)?;
                 Reply::Done
             }
-            Op::ListTasks { status, page } => Reply::Tasks(self.list_tasks(status, page)),
-            Op::ListRequests { status, kind, page } => {
-                Reply::Requests(self.list_requests(status, kind, page))
-            }
-            Op::ListTeam { page } => Reply::Team(Box::new(self.list_team(page))),
-            Op::GetRequest { request_id } => Reply::Request(Box::new(
-                self.requests.get(&request_id).cloned().ok_or_else(|| {
-                    CoreError::NotFound(format!("request_id: no request {request_id}"))
-                })?,
-            )),
-            _ => {
-                return Err(CoreError::Conflict(
-                    "this op is applied by the lead's hub, not by Team::apply".into(),
-                ))
-            }
-        };
-        crate::effect::coalesce_requests(&mut effects);
-        Ok(Applied {
-            reply,
-            changes: self.take_changes(),
-            effects,
+            _ => return Err(misrouted()),
         })
     }
 
@@ -850,4 +918,20 @@ fn admit(caller: &Caller, doors: Doors) -> Result<(), CoreError> {
         (Doors::Lead, _) => Call::Lead,
     };
     access::admit(caller, call).map_err(CoreError::from)
+}
+
+/// The member an op of a member's came from.
+fn member_of(caller: &Caller) -> Result<String, CoreError> {
+    match caller {
+        Caller::Member(name) => Ok(name.clone()),
+        _ => Err(CoreError::Conflict(
+            "an op of a member's, with no member".into(),
+        )),
+    }
+}
+
+/// An op routed to a family it is not in (`apply` routes each op to its
+/// own family): an error, never a silent success.
+fn misrouted() -> CoreError {
+    CoreError::Conflict("this op is not applied here (routed to the wrong family)".into())
 }
