@@ -24,6 +24,7 @@ mod apply;
 mod lists;
 mod plans;
 mod results;
+mod route;
 
 pub use amendments::AmendmentPayload;
 pub use apply::{Applied, Reply, Rules};
