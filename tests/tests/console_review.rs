@@ -80,6 +80,35 @@ async fn submit(member: &mut mesh_tests::Member, plan: pb::Plan) -> String {
         .request_id
 }
 
+/// `member`'s result for `task_id`: `diff` against the team branch's head.
+async fn submit_result(
+    member: &mut mesh_tests::Member,
+    task_id: &str,
+    diff: &str,
+    summary: &str,
+) -> String {
+    let head = member
+        .api
+        .get_repo(pb::GetRepoRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .head;
+    member
+        .api
+        .submit_result(pb::ResultRequest {
+            task_id: task_id.into(),
+            base: head,
+            diff: diff.into(),
+            summary: summary.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .request_id
+}
+
 #[tokio::test]
 async fn queue_cards_are_a_line_each_opened_one_at_a_time_with_live_overlaps_and_readable_grants() {
     let lead = Lead::start(&[]).await;
@@ -347,28 +376,14 @@ async fn a_request_page_says_each_thing_once_a_permission_as_a_diff_and_links_pl
 
     // bob's result: under its plan, for its task; each page links the
     // others, and the result's page shows its diff once.
-    let head = bob
-        .api
-        .get_repo(pb::GetRepoRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .head;
-    let result = bob
-        .api
-        .submit_result(pb::ResultRequest {
-            task_id: task.task_id.clone(),
-            base: head,
-            diff: "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n\
-                   @@ -1 +1,2 @@\n pub fn one() -> u32 { 1 }\n+// tidy\n"
-                .into(),
-            summary: "the library, tidied".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .request_id;
+    let result = submit_result(
+        &mut bob,
+        &task.task_id,
+        "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n\
+         @@ -1 +1,2 @@\n pub fn one() -> u32 { 1 }\n+// tidy\n",
+        "the library, tidied",
+    )
+    .await;
     for (width, height) in [(1280, 800), (390, 844)] {
         browser.resize(width, height).await;
         browser.open(&format!("{base}#/requests/{result}")).await;
@@ -736,28 +751,14 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
         })
         .await
         .unwrap();
-    let head = bob
-        .api
-        .get_repo(pb::GetRepoRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .head;
-    let result = bob
-        .api
-        .submit_result(pb::ResultRequest {
-            task_id: lexer.task_id.clone(),
-            base: head,
-            diff: "diff --git a/src/lexer.rs b/src/lexer.rs\nnew file mode 100644\n--- /dev/null\n\
-                   +++ b/src/lexer.rs\n@@ -0,0 +1 @@\n+pub fn lex() {}\n"
-                .into(),
-            summary: "the lexer".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .request_id;
+    let result = submit_result(
+        &mut bob,
+        &lexer.task_id,
+        "diff --git a/src/lexer.rs b/src/lexer.rs\nnew file mode 100644\n--- /dev/null\n\
+         +++ b/src/lexer.rs\n@@ -0,0 +1 @@\n+pub fn lex() {}\n",
+        "the lexer",
+    )
+    .await;
 
     let browser = lead.console_browser().await;
     let waits = |id: &str| format!("[data-task='{id}'] [data-testid=task-waits]");

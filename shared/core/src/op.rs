@@ -372,13 +372,7 @@ impl Op {
         feedback: String,
         by: &str,
     ) -> Result<Op, FieldError> {
-        crate::limits::check("feedback", &feedback, crate::limits::REASON)?;
-        if !approve && feedback.trim().is_empty() {
-            return Err(FieldError::new(
-                "feedback",
-                "is required to reject: say what to change",
-            ));
-        }
+        review_feedback(approve, &feedback, "say what to change")?;
         Ok(Op::ReviewResult {
             request_id,
             approve,
@@ -395,13 +389,7 @@ impl Op {
         feedback: String,
         by: &str,
     ) -> Result<Op, FieldError> {
-        crate::limits::check("feedback", &feedback, crate::limits::REASON)?;
-        if !approve && feedback.trim().is_empty() {
-            return Err(FieldError::new(
-                "feedback",
-                "is required to reject: say why",
-            ));
-        }
+        review_feedback(approve, &feedback, "say why")?;
         Ok(Op::ReviewAmendment {
             request_id,
             approve,
@@ -409,6 +397,19 @@ impl Op {
             by: by.to_owned(),
         })
     }
+}
+
+/// A review's feedback: within its bound, and required to reject (`ask`
+/// says what it should say).
+fn review_feedback(approve: bool, feedback: &str, ask: &str) -> Result<(), FieldError> {
+    crate::limits::check("feedback", feedback, crate::limits::REASON)?;
+    if !approve && feedback.trim().is_empty() {
+        return Err(FieldError::new(
+            "feedback",
+            format!("is required to reject: {ask}"),
+        ));
+    }
+    Ok(())
 }
 
 impl PlanVerdict {
