@@ -344,7 +344,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             allow_overlap,
             target,
         } => {
-            cli::approve(
+            cli::decide::approve(
                 &mut cli::connect(&target.into()).await?,
                 request_id,
                 &mode,
@@ -359,7 +359,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             feedback,
             target,
         } => {
-            cli::reject(
+            cli::decide::reject(
                 &mut cli::connect(&target.into()).await?,
                 request_id,
                 feedback,
@@ -397,7 +397,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             feedback,
             target,
         } => {
-            cli::permit(
+            cli::decide::permit(
                 &mut cli::connect(&target.into()).await?,
                 request_id,
                 true,
@@ -410,7 +410,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             feedback,
             target,
         } => {
-            cli::permit(
+            cli::decide::permit(
                 &mut cli::connect(&target.into()).await?,
                 request_id,
                 false,

@@ -43,7 +43,6 @@ const FILES_OVER: &[(&str, usize)] = &[
     ("shared/llm/src/lib.rs", 800),
     ("lead/src/demo.rs", 743),
     ("lead/src/connections.rs", 732),
-    ("lead/src/cli.rs", 710),
     ("lead/src/git.rs", 662),
     ("shared/core/src/protocol.rs", 661),
 ];
