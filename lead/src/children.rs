@@ -195,6 +195,21 @@ impl Child {
         // A full channel means a stop is already on its way.
         let _ = self.stop.try_send(());
     }
+
+    /// A child with process id `pid` and no process behind it, for tests
+    /// of what holds children (in a tokio runtime).
+    #[cfg(test)]
+    pub(crate) fn idle(pid: u32) -> Self {
+        let (stop, _) = mpsc::channel(1);
+        Self {
+            pid,
+            log: PathBuf::from(format!("{pid}.log")),
+            joined: false,
+            workspace: PathBuf::new(),
+            stop,
+            task: tokio::spawn(async {}),
+        }
+    }
 }
 
 impl Spawner {
@@ -203,12 +218,12 @@ impl Spawner {
         self.state_dir.join("logs").join(format!("{name}.log"))
     }
 
-    /// The workspace a teammate gets when none is named.
     /// Where `name`'s worktree is (`--repo`).
     pub(crate) fn worktree(&self, name: &str) -> PathBuf {
         self.state_dir.join("worktrees").join(name)
     }
 
+    /// The workspace a teammate gets when none is named.
     pub(crate) fn default_workspace(&self, name: &str) -> PathBuf {
         self.state_dir.join("workspaces").join(name)
     }

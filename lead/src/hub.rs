@@ -4,10 +4,7 @@
 //! by everyone in one order. Slow work (spawning, model reviews, chain
 //! stages) runs off it and comes back as commands.
 
-use std::{
-    collections::{HashMap, HashSet},
-    time::Duration,
-};
+use std::time::Duration;
 
 pub use mesh_core::team::PendingBudget;
 use mesh_core::{
@@ -39,12 +36,22 @@ mod lifecycle;
 mod members;
 mod ops;
 pub(crate) use ops::{Answer, Answered, Claim};
+mod processes;
+mod record;
 #[cfg(test)]
 mod replay_tests;
 mod requests;
+mod terminations;
 #[cfg(test)]
 mod tests;
 mod usage;
+mod watchers;
+mod workers;
+use processes::Processes;
+use record::Record;
+use terminations::Terminations;
+use watchers::Watchers;
+use workers::Workers;
 
 /// Who decides plan approvals.
 #[derive(Debug, Clone)]
@@ -360,56 +367,27 @@ pub(crate) struct Hub {
     /// Replies, events and envelopes held until their changes are committed.
     forming: crate::committer::Forming,
     /// Open `Watch` streams.
-    watchers: Vec<EventSink>,
-    /// Processes the lead started, by member name.
-    children: HashMap<String, Child>,
-    /// Members whose process the lead started (in this run of the lead).
-    spawned: HashSet<String>,
-    /// Names whose process is being started off the hub, and whether a
-    /// `Join` with that name came meanwhile.
-    starting: HashMap<String, bool>,
+    watchers: Watchers,
+    /// The processes the lead started or is starting.
+    processes: Processes,
     /// Ids for inbox streams, so that a stale close is ignored.
     next_stream_id: u64,
     /// Set once the lead is stopping: when to give up on children agreeing.
     stopping_until: Option<i64>,
     /// The id of the next body a fan-out shares.
     next_body_id: u64,
-    /// Terminations not yet told to the team, oldest first.
-    notices: Vec<mesh_core::effect::Ended>,
-    /// When the next termination notice may go out: a fan-out to `n`
-    /// members holds the next one back `n / NOTICE_RATE` seconds, so that
-    /// many members ending at once make a few notices, not one each.
-    notice_ready_at: i64,
+    /// Terminations not yet told to the team.
+    terminations: Terminations,
     /// When the next sweep (stuck streams, retention) is due.
     next_sweep: i64,
     /// For children's exit notices.
     handle: HubHandle,
     /// `Join` attempts, limited.
     joins: mesh_core::rate::TokenBucket,
-    /// Plans for the model reviewer, with `--approval model:FILE`.
-    review_jobs: Option<mpsc::Sender<crate::reviewer::Job>>,
-    /// Stages to run outside the hub, with `--approval chain:FILE`.
-    stage_jobs: Option<mpsc::Sender<crate::chain::stages::StageJob>>,
-    /// The lander's queue (`--repo`).
-    lands: Option<mpsc::Sender<landing::LandJob>>,
-    /// Worktrees of ended teammates being removed (`--repo`), awaited when
-    /// the hub finishes.
-    tidying: Vec<tokio::task::JoinHandle<()>>,
-    /// What happened, kept for the console's event log.
-    history: crate::history::History,
-    /// History entries (and trims) not given to the store yet: they go
-    /// with the first commit after a second's sweep, or once there are
-    /// [`crate::history::UNSAVED_MAX`], or as the lead stops.
-    history_unsaved: Vec<Change>,
-    /// Every decision, hash-chained.
-    audit: crate::audit::Trail,
-    /// What traces and metrics say of the team's changes (when exporting).
-    tracer: crate::telemetry::Tracer,
-    /// Names this lead process's model calls (the reviewer's) in the usage
-    /// ledger: made at start, so a restarted lead's calls add to the last.
-    reviewer_epoch: String,
-    /// What the model reviewer used since this lead started, by account name.
-    reviewer_totals: HashMap<String, mesh_core::usage::Usage>,
+    /// The queues of the work off the hub: reviews, stages, landings.
+    workers: Workers,
+    /// The history, the audit trail and the tracer.
+    record: Record,
 }
 
 impl std::fmt::Debug for Hub {
@@ -501,6 +479,7 @@ pub(crate) fn load(
     });
     let audit = crate::audit::Trail::restore(audit_kept, team.requests.iter(), budgets.into_iter());
     let (tx, rx) = mpsc::channel(4096);
+    let stream_max_bytes = config.stream_max_bytes;
     let joins = mesh_core::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
     let hub = Hub {
         clock,
@@ -510,28 +489,17 @@ pub(crate) fn load(
         committer: crate::committer::Committer::new(store),
         changes: Vec::new(),
         forming: crate::committer::Forming::default(),
-        watchers: Vec::new(),
-        children: HashMap::new(),
-        spawned: HashSet::new(),
-        starting: HashMap::new(),
+        watchers: Watchers::new(stream_max_bytes),
+        processes: Processes::default(),
         next_stream_id: 0,
         stopping_until: None,
         next_body_id,
-        notices: Vec::new(),
-        notice_ready_at: 0,
+        terminations: Terminations::default(),
         next_sweep: 0,
         handle: HubHandle { tx },
         joins,
-        review_jobs: None,
-        stage_jobs: None,
-        lands: None,
-        tidying: Vec::new(),
-        history,
-        history_unsaved: Vec::new(),
-        audit,
-        tracer: crate::telemetry::Tracer::default(),
-        reviewer_epoch: uuid::Uuid::new_v4().to_string(),
-        reviewer_totals: HashMap::new(),
+        workers: Workers::default(),
+        record: Record::restore(history, audit),
     };
     if hub.team.members.iter().next().is_some() {
         tracing::info!(
@@ -559,7 +527,7 @@ pub(crate) fn start(
     match &hub.config.approval {
         Approval::Model(reviewer) => {
             let hub_handle = handle.clone();
-            hub.review_jobs = Some(crate::reviewer::start(
+            hub.workers.reviews = Some(crate::reviewer::start(
                 reviewer.clone(),
                 std::sync::Arc::new(move |outcome| {
                     hub_handle.notify(Command::ModelReview(outcome));
@@ -568,7 +536,7 @@ pub(crate) fn start(
         }
         Approval::Chain(_) => {
             let hub_handle = handle.clone();
-            hub.stage_jobs = Some(crate::chain::stages::start(std::sync::Arc::new(
+            hub.workers.stages = Some(crate::chain::stages::start(std::sync::Arc::new(
                 move |done| hub_handle.notify(Command::StageVerdict(done)),
             )));
         }
@@ -659,11 +627,9 @@ impl Hub {
             }
             Command::ModelReview(outcome) => self.model_review(outcome),
             Command::Watch { claim, reply } => {
-                let result = self.admit(claim, Call::Operator, None).map(|_| {
-                    let (sink, events) = outbox::channel(self.config.stream_max_bytes);
-                    self.watchers.push(sink);
-                    events
-                });
+                let result = self
+                    .admit(claim, Call::Operator, None)
+                    .map(|_| self.watchers.add());
                 self.reply(reply, result);
             }
             Command::Spawn {
@@ -695,7 +661,7 @@ impl Hub {
                     let args: serde_json::Value =
                         serde_json::from_str(&r.permission_args()).ok()?;
                     let path = args.get("path")?.as_str()?.to_owned();
-                    let child = self.children.get(&r.opening.sender)?;
+                    let child = self.processes.get(&r.opening.sender)?;
                     Some((child.workspace.clone(), path))
                 });
                 self.reply(reply, Ok(target));
@@ -709,11 +675,11 @@ impl Hub {
             } => {
                 let result = self
                     .admit(claim, Call::Operator, None)
-                    .map(|_| self.audit.page(since, after_seq, limit));
+                    .map(|_| self.record.audit_page(since, after_seq, limit));
                 self.reply(reply, result);
             }
             Command::History { query, reply } => {
-                let page = self.history.query(&query);
+                let page = self.record.history(&query);
                 self.reply(reply, Ok(page));
             }
             Command::Admit { claim, door, reply } => {

@@ -9,7 +9,6 @@ use mesh_core::{
     access::Caller, chain::Verdict, names::RequestId, op::Op, protocol::Status, team::StageKind,
 };
 use serde_json::json;
-use tokio::sync::mpsc;
 
 use super::{Approval, Hub};
 use crate::chain::{
@@ -87,13 +86,7 @@ impl Hub {
             stage: at,
             work,
         };
-        let sent = match &self.stage_jobs {
-            Some(jobs) => jobs.try_send(job).map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => "too many stages are queued",
-                mpsc::error::TrySendError::Closed(_) => "the stage runner has stopped",
-            }),
-            None => Err("the stage runner is not running"),
-        };
+        let sent = self.workers.stage(job);
         if let Err(why) = sent {
             let verdict = Verdict::Error { words: why.into() };
             self.stage_verdict(id.clone(), at, verdict);
@@ -155,13 +148,7 @@ impl Hub {
             stage: at,
             work,
         };
-        let sent = match &self.stage_jobs {
-            Some(jobs) => jobs.try_send(job).map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => "too many stages are queued",
-                mpsc::error::TrySendError::Closed(_) => "the stage runner has stopped",
-            }),
-            None => Err("the stage runner is not running"),
-        };
+        let sent = self.workers.stage(job);
         if let Err(why) = sent {
             let verdict = Verdict::Error { words: why.into() };
             self.stage_verdict(id, at, verdict);

@@ -7,7 +7,6 @@ use crate::{
     committer::{commit_to, measured, Batch, Committer},
     error::HubError,
     inboxes::Flushed,
-    outbox::{Refused, StreamEnd},
     store::{Change, StoreError},
 };
 
@@ -28,30 +27,7 @@ impl Hub {
     fn take_changes(&mut self) -> Vec<Change> {
         let mut changes = std::mem::take(&mut self.changes);
         changes.extend(self.team.take_changes().into_iter().map(Change::Team));
-        let now = self.now();
-        let decided = self.audit.observe(
-            changes.iter().filter_map(|c| match c {
-                Change::Team(team) => Some(team),
-                _ => None,
-            }),
-            now,
-        );
-        if mesh_telemetry::enabled() {
-            let first: Vec<&str> = self
-                .audit
-                .newest(decided.len())
-                .filter(|e| e.what != "budget")
-                .map(|e| e.subject.as_str())
-                .collect();
-            self.tracer.observe(
-                changes.iter().filter_map(|c| match c {
-                    Change::Team(team) => Some(team),
-                    _ => None,
-                }),
-                &first,
-            );
-        }
-        changes.extend(decided.into_iter().map(Change::Audit));
+        self.record.seal(&mut changes, self.now());
         changes
     }
 
@@ -159,32 +135,7 @@ impl Hub {
                 self.stream_lost(&name);
             }
         }
-        if self.watchers.is_empty() {
-            drop(batch.events);
-        } else {
-            for (at_unix_ms, notice) in batch.events {
-                // Shared, however many watch.
-                let bytes = shared::wire::event_bytes(at_unix_ms, &notice);
-                let event = std::sync::Arc::new((at_unix_ms, notice));
-                self.watchers
-                    .retain(|w| match w.try_send(event.clone(), bytes) {
-                        Ok(()) => true,
-                        Err(Refused::Full) => {
-                            tracing::warn!(
-                                "a watcher fell --stream-max-bytes behind; its stream is ended"
-                            );
-                            w.end(StreamEnd::Behind(format!(
-                                "watch: this watcher did not read {} bytes of events \
-                                 (--stream-max-bytes); its stream ends here and what \
-                                 follows is not sent (ListTeam and ListRequests tell the state)",
-                                self.config.stream_max_bytes
-                            )));
-                            false
-                        }
-                        Err(Refused::Gone) => false,
-                    });
-            }
-        }
+        self.watchers.send(batch.events);
         for reply in batch.replies {
             reply();
         }

@@ -75,17 +75,8 @@ impl Hub {
                         ),
                         _ => {}
                     }
-                    if let Some((entry, trim)) = self.history.record(self.now(), &notice) {
-                        // Not in this op's commit: a decision's commit
-                        // writes no history page (see history.rs).
-                        self.history_unsaved.push(Change::History(entry));
-                        if let Some(below) = trim {
-                            self.history_unsaved.push(Change::HistoryTrim(below));
-                        }
-                        if self.history_unsaved.len() >= crate::history::UNSAVED_MAX {
-                            self.changes.append(&mut self.history_unsaved);
-                        }
-                    }
+                    let now = self.now();
+                    self.changes.extend(self.record.notice(now, &notice));
                     if !self.watchers.is_empty() {
                         self.emit(notice);
                     }
@@ -109,13 +100,13 @@ impl Hub {
                 }
                 Effect::Announce { name, reason } => {
                     tracing::info!(member = %name, reason = %Escaped(&reason), "terminated");
-                    self.notices.push(Ended { name, reason });
+                    self.terminations.push(Ended { name, reason });
                 }
                 Effect::ReviewPlan(id) => self.start_model_review(&id),
                 Effect::RunStage { request_id, stage } => self.run_stage(&request_id, stage),
                 Effect::Land(request_id) => self.land(&request_id),
                 Effect::StopChild(name) => {
-                    if let Some(child) = self.children.get(&name) {
+                    if let Some(child) = self.processes.get(&name) {
                         tracing::warn!(member = %name, pid = child.pid, "shutdown deadline passed; stopping the process");
                         child.stop();
                     }

@@ -99,13 +99,7 @@ impl Hub {
         let Some(ask) = self.land_ask(id) else {
             return;
         };
-        let sent = match &self.lands {
-            Some(lands) => lands.try_send(LandJob::Land(ask)).map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => "too many landings are queued",
-                mpsc::error::TrySendError::Closed(_) => "the lander has stopped",
-            }),
-            None => Err("this lead has no team repository"),
-        };
+        let sent = self.workers.land(LandJob::Land(ask));
         if let Err(why) = sent {
             self.landed(id.clone(), Landing::Failed(why.into()));
         }
@@ -146,6 +140,6 @@ impl Hub {
         if !pending.is_empty() {
             let _ = lands.try_send(LandJob::Settle(pending));
         }
-        self.lands = Some(lands);
+        self.workers.lands = Some(lands);
     }
 }

@@ -9,7 +9,7 @@ use mesh_core::{
 };
 
 use super::Hub;
-use crate::{children::Child, store::Change};
+use crate::store::Change;
 
 /// How often the hub looks for stuck streams and for what retention lets go.
 const SWEEP_EVERY_MS: i64 = 1_000;
@@ -39,7 +39,7 @@ impl Hub {
         if now >= self.next_sweep {
             self.next_sweep = now + SWEEP_EVERY_MS;
             // The last second's history goes to the store in one commit.
-            self.changes.append(&mut self.history_unsaved);
+            self.changes.extend(self.record.unsaved());
             self.end_stuck_streams(now);
             self.forget_past_retention(now);
             if mesh_telemetry::enabled() {
@@ -120,7 +120,7 @@ impl Hub {
         for name in gone {
             self.team.members.remove(&name);
             self.inboxes.remove(&name);
-            self.spawned.remove(&name);
+            self.processes.forget(&name);
             self.changes.push(Change::DeleteMember { member: name });
         }
     }
@@ -148,7 +148,7 @@ impl Hub {
     pub(super) fn begin_stop(&mut self) {
         let wait = i64::try_from(self.config.stop_wait.as_millis()).unwrap_or(0);
         self.stopping_until = Some(self.now() + wait);
-        let names: Vec<String> = self.children.keys().cloned().collect();
+        let names = self.processes.names();
         tracing::info!(
             children = names.len(),
             "stopping; asking spawned teammates to shut down"
@@ -176,15 +176,14 @@ impl Hub {
 
     /// Stopping, and no child is left to wait for (or the wait is over).
     pub(super) fn stop_done(&self) -> bool {
-        self.stopping_until.is_some_and(|until| {
-            (self.children.is_empty() && self.starting.is_empty()) || self.now() >= until
-        })
+        self.stopping_until
+            .is_some_and(|until| self.processes.none_left() || self.now() >= until)
     }
 
     /// Stops the children still running (TERM, then KILL), waits for them to
     /// be reaped, and ends every stream.
     pub(super) async fn finish(mut self) {
-        let children: Vec<(String, Child)> = self.children.drain().collect();
+        let children = self.processes.drain();
         for (_, child) in &children {
             child.stop();
         }
@@ -192,7 +191,7 @@ impl Hub {
             let _ = child.task.await;
             self.terminate(&name, "stopped by signal as the lead stopped");
         }
-        self.changes.append(&mut self.history_unsaved);
+        self.changes.extend(self.record.unsaved());
         if let Err(e) = self.settle().await {
             tracing::error!(error = %e, "cannot persist the last changes");
         }
@@ -200,7 +199,7 @@ impl Hub {
             // The gauges as the lead leaves them, however short its life.
             crate::telemetry::sampled(&self.sample());
         }
-        for tidy in std::mem::take(&mut self.tidying) {
+        for tidy in self.processes.take_tidying() {
             let _ = tidy.await;
         }
         // The store closes as the hub is dropped at the end of this call.

@@ -23,11 +23,6 @@ use crate::{
     store::Change,
 };
 
-/// Termination notices the lead hands out per second at most, in recipients:
-/// a notice to `n` members holds the next one back `n / NOTICE_RATE`
-/// seconds; terminations meanwhile wait and go out together, in one notice.
-const NOTICE_RATE: i64 = 100_000;
-
 impl Hub {
     /// `Join`: past the join rate (every attempt counts, so a leaked join
     /// token cannot be tried faster than the rate either), the core admits
@@ -46,18 +41,7 @@ impl Hub {
         };
         let name = name.to_string();
         let answer = self.apply_in_core(caller, op)?;
-        let spawned = self.children.contains_key(&name) || self.starting.contains_key(&name);
-        if spawned {
-            self.spawned.insert(name.clone());
-        } else {
-            self.spawned.remove(&name);
-        }
-        if let Some(child) = self.children.get_mut(&name) {
-            child.joined = true;
-        }
-        if let Some(joined) = self.starting.get_mut(&name) {
-            *joined = true;
-        }
+        self.processes.joined(&name);
         tracing::info!(member = %name, "joined");
         Ok(answer)
     }
@@ -285,7 +269,7 @@ impl Hub {
 
     /// When a termination notice is waiting to go out.
     pub(super) fn notice_due(&self) -> Option<i64> {
-        (!self.notices.is_empty()).then_some(self.notice_ready_at)
+        self.terminations.due()
     }
 
     /// Tells every active member of the terminations since the last notice,
@@ -293,14 +277,13 @@ impl Hub {
     /// the last notice's hold has passed. A notice costs O(1) per recipient,
     /// and many members ending at once make one notice, not one each.
     pub(super) fn send_due_notices(&mut self) {
-        let now = self.now();
-        if self.notices.is_empty() || self.notice_ready_at > now {
+        if self.terminations.due().is_none_or(|at| at > self.now()) {
             return;
         }
-        let notice = Message::Terminated(std::mem::take(&mut self.notices));
         let recipients = self.team.members.active_names_except(LEAD);
-        let hold = i64::try_from(recipients.len()).unwrap_or(i64::MAX) * 1000 / NOTICE_RATE;
-        self.notice_ready_at = now + hold;
+        let Some(notice) = self.terminations.take_due(self.now(), recipients.len()) else {
+            return;
+        };
         match recipients.len() {
             0 => {}
             1 => self.deliver(LEAD, &recipients[0], None, notice),
@@ -317,7 +300,7 @@ impl Hub {
             Ok(checked) => checked,
             Err(e) => return self.reply(reply, Err(e)),
         };
-        self.starting.insert(name.to_string(), false);
+        self.processes.reserve(name.as_str());
         let handle = self.handle.clone();
         tokio::task::spawn_blocking(move || {
             // The exit is told only once the hub knows the child, so that a
@@ -389,10 +372,7 @@ impl Hub {
                 return Err(FieldError::new(field, "may not contain a NUL byte").into());
             }
         }
-        if self.team.members.is_active(name.as_str())
-            || self.children.contains_key(name.as_str())
-            || self.starting.contains_key(name.as_str())
-        {
+        if self.team.members.is_active(name.as_str()) || self.processes.has(name.as_str()) {
             return Err(HubError::AlreadyExists(format!(
                 "name: {name:?} is already on the team"
             )));
@@ -409,20 +389,12 @@ impl Hub {
         armed: tokio::sync::oneshot::Sender<()>,
         reply: Reply<Spawned>,
     ) {
-        let joined = self.starting.remove(&name).unwrap_or(false);
-        if result.is_err() && joined {
-            // Whoever joined under the name meanwhile is no child of ours.
-            self.spawned.remove(&name);
-        }
-        let result = result.map(|mut child| {
-            child.joined = joined;
-            tracing::info!(member = %name, pid = child.pid, "spawned teammate");
-            let response = Spawned {
-                pid: child.pid,
-                log_path: child.log.to_string_lossy().into_owned(),
-            };
-            self.children.insert(name, child);
-            response
+        let result = self.processes.launched(&name, result).map(|(pid, log)| {
+            tracing::info!(member = %name, pid, "spawned teammate");
+            Spawned {
+                pid,
+                log_path: log.to_string_lossy().into_owned(),
+            }
         });
         let _ = armed.send(());
         self.reply(reply, result);
@@ -431,22 +403,15 @@ impl Hub {
     /// A child the lead started has been reaped: the watchers hear how it
     /// ended, and whether it had joined.
     pub(super) fn child_exited(&mut self, name: &str, pid: u32, how: &str, log_tail: String) {
-        let (joined, log) = match self.children.get(name) {
-            Some(child) if child.pid == pid => {
-                let known = (child.joined, child.log.clone());
-                self.children.remove(name);
-                known
-            }
-            // Stopping, the lead forgot its children first.
-            _ => (
-                self.spawned.contains(name),
-                self.config
-                    .spawner
-                    .as_ref()
-                    .map(|s| s.log_path(name))
-                    .unwrap_or_default(),
-            ),
-        };
+        let (joined, log) = self.processes.exited(name, pid);
+        // Stopping, the lead forgot its children first.
+        let log = log.unwrap_or_else(|| {
+            self.config
+                .spawner
+                .as_ref()
+                .map(|s| s.log_path(name))
+                .unwrap_or_default()
+        });
         if !joined {
             tracing::warn!(member = %name, pid, how, log = %log.display(), "a spawned teammate ended before joining");
         }
@@ -476,8 +441,7 @@ impl Hub {
             return;
         }
         let name = name.to_owned();
-        self.tidying.retain(|t| !t.is_finished());
-        self.tidying.push(tokio::spawn(async move {
+        self.processes.tidy(tokio::spawn(async move {
             match repo.remove_worktree(&dir, &name, false).await {
                 Ok(true) => {
                     tracing::info!(member = %name, worktree = %dir.display(), "removed the worktree: its work landed")

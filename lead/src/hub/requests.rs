@@ -12,8 +12,6 @@ use mesh_core::{
 };
 use shared::plan::Plan;
 
-use tokio::sync::mpsc;
-
 use super::{Approval, Hub};
 use crate::error::HubError;
 
@@ -29,13 +27,7 @@ impl Hub {
             return;
         };
         let job = self.review_job(id, &plan);
-        let sent = match &self.review_jobs {
-            Some(jobs) => jobs.try_send(job).map_err(|e| match e {
-                mpsc::error::TrySendError::Full(_) => "the reviewer has too many plans queued",
-                mpsc::error::TrySendError::Closed(_) => "the reviewer has stopped",
-            }),
-            None => Err("the reviewer is not running"),
-        };
+        let sent = self.workers.review(job);
         if let Err(why) = sent {
             tracing::warn!(request_id = %id, why, "plan left for an operator");
             self.emit(Notice::ReviewNote {

@@ -17,11 +17,8 @@ impl Hub {
     /// epoch), which count as a report would.
     pub(super) fn reviewer_used(&mut self, reviewer: &str, used: Usage) {
         let name = format!("reviewer ({reviewer})");
-        let totals = self.reviewer_totals.entry(name.clone()).or_default();
-        *totals = totals.plus(used);
-        let totals = *totals;
-        let epoch = self.reviewer_epoch.clone();
-        let standing = self.team.usage.report(&name, false, &epoch, totals);
+        let (totals, epoch) = self.workers.reviewer_used(&name, used);
+        let standing = self.team.usage.report(&name, false, epoch, totals);
         self.emit_usage(&name, &standing);
     }
 

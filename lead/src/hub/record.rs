@@ -1,0 +1,130 @@
+//! What the hub keeps for the record as the team changes, beside the
+//! team's own state: the event history (the console's log), the audit
+//! trail (every decision, hash-chained) and what traces and metrics say.
+//! Each sees every notice and every batch; none decides anything.
+
+use mesh_core::effect::Notice;
+
+use crate::{
+    audit::Trail,
+    history::{History, Page, Query},
+    store::Change,
+    telemetry::Tracer,
+};
+
+/// The hub's observers.
+#[derive(Debug)]
+pub(crate) struct Record {
+    /// What happened, kept for the console's event log.
+    history: History,
+    /// History entries (and trims) not given to the store yet: they go
+    /// with the first commit after a second's sweep, or once there are
+    /// [`crate::history::UNSAVED_MAX`], or as the lead stops.
+    unsaved: Vec<Change>,
+    /// Every decision, hash-chained.
+    audit: Trail,
+    /// What traces and metrics say of the team's changes (when exporting).
+    tracer: Tracer,
+}
+
+impl Record {
+    /// The record as the store kept it.
+    pub(crate) fn restore(history: History, audit: Trail) -> Self {
+        Self {
+            history,
+            unsaved: Vec::new(),
+            audit,
+            tracer: Tracer::default(),
+        }
+    }
+
+    /// Notes `notice`, which happened `at`, in the history; the history's
+    /// changes to store now, if enough waited (a decision's commit writes
+    /// no history page otherwise: see history.rs).
+    pub(crate) fn notice(&mut self, at: i64, notice: &Notice) -> Vec<Change> {
+        if let Some((entry, trim)) = self.history.record(at, notice) {
+            self.unsaved.push(Change::History(entry));
+            if let Some(below) = trim {
+                self.unsaved.push(Change::HistoryTrim(below));
+            }
+            if self.unsaved.len() >= crate::history::UNSAVED_MAX {
+                return std::mem::take(&mut self.unsaved);
+            }
+        }
+        Vec::new()
+    }
+
+    /// The history's changes not stored yet (each second, and as the lead
+    /// stops).
+    pub(crate) fn unsaved(&mut self) -> Vec<Change> {
+        std::mem::take(&mut self.unsaved)
+    }
+
+    /// A batch of `changes` is closing `now`: the audit trail's entries
+    /// for its decisions join it, and the tracer hears of it.
+    pub(crate) fn seal(&mut self, changes: &mut Vec<Change>, now: i64) {
+        let team = || {
+            changes.iter().filter_map(|c| match c {
+                Change::Team(team) => Some(team),
+                _ => None,
+            })
+        };
+        let decided = self.audit.observe(team(), now);
+        if mesh_telemetry::enabled() {
+            let first: Vec<&str> = self
+                .audit
+                .newest(decided.len())
+                .filter(|e| e.what != "budget")
+                .map(|e| e.subject.as_str())
+                .collect();
+            self.tracer.observe(team(), &first);
+        }
+        changes.extend(decided.into_iter().map(Change::Audit));
+    }
+
+    /// A page of the audit trail.
+    pub(crate) fn audit_page(
+        &self,
+        since: i64,
+        after_seq: u64,
+        limit: usize,
+    ) -> Vec<crate::audit::Entry> {
+        self.audit.page(since, after_seq, limit)
+    }
+
+    /// A page of the event history.
+    pub(crate) fn history(&self, query: &Query) -> Page {
+        self.history.query(query)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(n: u64) -> Notice {
+        Notice::Usage {
+            name: format!("m{n}"),
+            standing: mesh_core::usage::Standing::default(),
+        }
+    }
+
+    #[test]
+    fn history_waits_unsaved_until_enough_waited_or_asked_for() {
+        let mut record = Record::restore(History::restore(Vec::new(), 10_000), Trail::default());
+        let max = u64::try_from(crate::history::UNSAVED_MAX).unwrap_or(u64::MAX);
+        for n in 1..max {
+            assert!(record.notice(0, &usage(n)).is_empty(), "flushed at {n}");
+        }
+        let flushed = record.notice(0, &usage(max));
+        assert_eq!(flushed.len(), crate::history::UNSAVED_MAX);
+        assert!(record.unsaved().is_empty());
+        let _ = record.notice(0, &usage(1));
+        assert_eq!(record.unsaved().len(), 1);
+        let page = record.history(&Query {
+            limit: 5,
+            ..Query::default()
+        });
+        assert_eq!(page.entries.len(), 5);
+    }
+}
