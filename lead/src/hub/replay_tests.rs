@@ -20,17 +20,16 @@ use std::{collections::BTreeMap, time::Duration};
 
 use mesh_core::{
     access::{Call, Caller},
-    names::Name,
-    op::Op,
+    grant::{Grant, Mode},
+    names::{Name, RequestId},
+    op::{Op, PlanVerdict},
     protocol::{Kind, Request, Status},
 };
-use shared::pb;
 use tokio::sync::oneshot;
 
 use super::{load, Answer, Claim, Command, Hub, HubConfig, Reply};
 use crate::{
     error::HubError,
-    from_wire,
     store::{Change, Snapshot, SqliteStore, Store, StoreError, Sync},
 };
 
@@ -52,20 +51,11 @@ fn session(token: String, rpc: &'static str) -> (Claim, Call<'static>) {
 }
 
 /// The command that applies `op` for `who`.
-fn apply(who: (Claim, Call<'static>), op: Op, reply: Reply<Answer>) -> Command {
-    translated(who, Ok(op), reply)
-}
-
-/// The command that applies what the edge made of a wire request for `who`.
-fn translated(
-    (claim, door): (Claim, Call<'static>),
-    op: Result<Op, HubError>,
-    reply: Reply<Answer>,
-) -> Command {
+fn apply((claim, door): (Claim, Call<'static>), op: Op, reply: Reply<Answer>) -> Command {
     Command::Apply {
         claim,
         door,
-        op,
+        op: Ok(op),
         reply,
     }
 }
@@ -165,13 +155,13 @@ fn open(dir: &std::path::Path) -> Hub {
 }
 
 /// A pending request that `which` picks out, chosen at random.
-fn pending(hub: &Hub, rng: &mut Rng, which: impl Fn(&Request) -> bool) -> Option<String> {
-    let ids: Vec<String> = hub
+fn pending(hub: &Hub, rng: &mut Rng, which: impl Fn(&Request) -> bool) -> Option<RequestId> {
+    let ids: Vec<RequestId> = hub
         .team
         .requests
         .iter()
         .filter(|r| r.status == Status::Pending && which(r))
-        .map(|r| r.id().to_string())
+        .map(|r| r.id().clone())
         .collect();
     rng.pick(&ids).cloned()
 }
@@ -204,15 +194,13 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 _ => NAMES[rng.below(NAMES.len())].to_owned(),
             };
             let (reply, _rx) = oneshot::channel();
-            hub.handle(translated(
+            hub.handle(apply(
                 session(token, "Send"),
-                from_wire::send(pb::SendRequest {
+                Op::Send {
                     to,
-                    text: Some(pb::Text {
-                        content: format!("note {}", rng.next() % 100),
-                    }),
-                    message_id: String::new(),
-                }),
+                    message_id: None,
+                    content: format!("note {}", rng.next() % 100),
+                },
                 reply,
             ));
         }
@@ -222,17 +210,17 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             };
             let files = vec![FILES[rng.below(FILES.len())].to_owned()];
             let (reply, _rx) = oneshot::channel();
-            hub.handle(translated(
+            hub.handle(apply(
                 session(token, "SubmitPlan"),
-                from_wire::submit_plan(pb::PlanApprovalRequest {
-                    request_id: String::new(),
-                    plan: Some(pb::Plan {
+                Op::SubmitPlan {
+                    request_id: RequestId::generate(),
+                    plan: mesh_core::plan::Plan {
                         summary: format!("plan {}", rng.next() % 100),
                         files,
                         ..Default::default()
-                    }),
-                    supersedes: String::new(),
-                }),
+                    },
+                    supersedes: None,
+                },
                 reply,
             ));
         }
@@ -242,18 +230,25 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             };
             let approve = rng.below(3) != 0;
             let (reply, _rx) = oneshot::channel();
-            hub.handle(translated(
+            let allow_overlap = rng.below(2) != 0;
+            let verdict = if approve {
+                PlanVerdict::Approve {
+                    grant: Grant::of_plan(Mode::AcceptEdits),
+                    feedback: String::new(),
+                    allow_overlap,
+                }
+            } else {
+                PlanVerdict::Reject {
+                    feedback: "no".into(),
+                }
+            };
+            hub.handle(apply(
                 operator(),
-                from_wire::review_plan(
-                    pb::PlanReview {
-                        request_id: id,
-                        approve,
-                        feedback: if approve { String::new() } else { "no".into() },
-                        grant: None,
-                        refuse_overlap: rng.below(2) == 0,
-                    },
-                    "operator",
-                ),
+                Op::ReviewPlan {
+                    request_id: id,
+                    verdict,
+                    by: "operator".into(),
+                },
                 reply,
             ));
         }
@@ -305,13 +300,14 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
         8 => {
             let target = NAMES[rng.below(NAMES.len())].to_owned();
             let (reply, _rx) = oneshot::channel();
-            hub.handle(translated(
+            hub.handle(apply(
                 operator(),
-                from_wire::request_shutdown(pb::ShutdownRequest {
-                    target,
+                Op::RequestShutdown {
+                    request_id: RequestId::generate(),
+                    target: Name::parse("target", &target).expect("a valid name"),
                     reason: "done".into(),
-                    ..Default::default()
-                }),
+                    deadline_unix_ms: None,
+                },
                 reply,
             ));
         }
@@ -325,13 +321,13 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 return;
             };
             let (reply, _rx) = oneshot::channel();
-            hub.handle(translated(
+            hub.handle(apply(
                 session(token, "RespondShutdown"),
-                from_wire::respond_shutdown(pb::ShutdownResponse {
+                Op::RespondShutdown {
                     request_id: id,
                     approve: rng.below(2) == 0,
                     reason: "busy".into(),
-                }),
+                },
                 reply,
             ));
         }
@@ -349,13 +345,15 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 return;
             };
             let (reply, _rx) = oneshot::channel();
-            hub.handle(translated(
+            let path = FILES[rng.below(2)];
+            hub.handle(apply(
                 session(token, "RequestPermission"),
-                from_wire::request_permission(pb::PermissionRequest {
-                    request_id: String::new(),
+                Op::RequestPermission {
+                    request_id: RequestId::generate(),
                     tool: "write_file".into(),
-                    args_json: format!(r#"{{"path":"{}"}}"#, FILES[rng.below(2)]),
-                }),
+                    args_json: format!(r#"{{"path":"{path}"}}"#),
+                    path: Some(path.to_owned()),
+                },
                 reply,
             ));
         }
@@ -364,13 +362,14 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 return;
             };
             let (reply, _rx) = oneshot::channel();
-            hub.handle(translated(
+            hub.handle(apply(
                 operator(),
-                from_wire::review_permission(pb::PermissionReview {
+                Op::ReviewPermission {
                     request_id: id,
                     approve: rng.below(2) == 0,
                     feedback: "ok".into(),
-                }),
+                    by: "operator".into(),
+                },
                 reply,
             ));
         }

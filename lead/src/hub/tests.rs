@@ -7,10 +7,11 @@ use std::time::Duration;
 use mesh_core::{
     access::{Call, Caller},
     effect::Message,
-    names::Name,
-    op::Op,
+    lifecycle::Status,
+    names::{Name, RequestId},
+    op::{Op, PageAsk},
+    protocol::Status as RequestStatus,
 };
-use shared::pb;
 use tokio::sync::watch;
 use tokio_stream::StreamExt as _;
 
@@ -71,45 +72,50 @@ async fn open_inbox(hub: &HubHandle, token: &str) -> Stream {
 }
 
 /// `name`'s status.
-async fn status(hub: &HubHandle, name: &str) -> pb::MemberStatus {
-    let op = crate::from_wire::list_team(pb::ListTeamRequest::default());
+async fn status(hub: &HubHandle, name: &str) -> Status {
+    let op = Op::ListTeam {
+        page: PageAsk {
+            after: None,
+            size: 100,
+        },
+    };
     let team: mesh_core::team::TeamPage = hub
-        .apply(Claim::Known(Caller::Operator), Call::Operator, op)
+        .apply(Claim::Known(Caller::Operator), Call::Operator, Ok(op))
         .await
         .expect("lists");
-    let team = crate::service::team_page(team);
-    let member = team
-        .members
+    team.members
+        .entries
         .into_iter()
-        .find(|m| m.name == name)
-        .expect("on the team");
-    pb::MemberStatus::try_from(member.status).expect("a known status")
+        .find(|(_, m)| m.member.name.as_str() == name)
+        .map(|(_, m)| m.member.life.status())
+        .expect("on the team")
 }
 
 /// Asks `name` to shut down (by the hub's default deadline); the request id.
 async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
-    let op = crate::from_wire::request_shutdown(pb::ShutdownRequest {
-        target: name.into(),
+    let op = Op::RequestShutdown {
+        request_id: RequestId::generate(),
+        target: Name::parse("target", name).expect("a valid name"),
         reason: "done".into(),
-        ..Default::default()
-    });
-    let ticket: mesh_core::names::RequestId = hub
-        .apply(Claim::Known(Caller::Operator), Call::Operator, op)
+        deadline_unix_ms: None,
+    };
+    let ticket: RequestId = hub
+        .apply(Claim::Known(Caller::Operator), Call::Operator, Ok(op))
         .await
         .expect("asks");
     ticket.to_string()
 }
 
 /// The request's status.
-async fn request_status(hub: &HubHandle, id: &str) -> pb::RequestStatus {
-    let op = crate::from_wire::get_request(pb::GetRequestRequest {
-        request_id: id.to_owned(),
-    });
+async fn request_status(hub: &HubHandle, id: &str) -> RequestStatus {
+    let op = Op::GetRequest {
+        request_id: RequestId::existing("request_id", id).expect("a request id"),
+    };
     let state: mesh_core::protocol::Request = hub
-        .apply(Claim::Known(Caller::Operator), Call::Operator, op)
+        .apply(Claim::Known(Caller::Operator), Call::Operator, Ok(op))
         .await
         .expect("exists");
-    shared::wire::ToPb::to_pb(&state.status)
+    state.status
 }
 
 const GRACE: Duration = Duration::from_secs(30);
@@ -121,20 +127,20 @@ async fn a_member_that_never_opens_its_inbox_is_terminated_when_its_grace_ends()
     join(&hub, "alice").await;
     let bob = join(&hub, "bob").await;
     let mut bobs = open_inbox(&hub, &bob).await;
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Disconnected);
+    assert_eq!(status(&hub, "alice").await, Status::Disconnected);
 
     tokio::time::sleep(GRACE - Duration::from_secs(1)).await;
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Disconnected);
+    assert_eq!(status(&hub, "alice").await, Status::Disconnected);
 
     tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Terminated);
+    assert_eq!(status(&hub, "alice").await, Status::Terminated);
     let notice = bobs.envelopes.next().await.expect("bob hears").expect("ok");
     assert!(
         matches!(notice.payload.body(), Message::Terminated(ended)
             if ended.iter().any(|t| t.name == "alice" && t.reason.contains("grace period"))),
         "{notice:?}"
     );
-    assert_eq!(status(&hub, "bob").await, pb::MemberStatus::Working);
+    assert_eq!(status(&hub, "bob").await, Status::Working);
 }
 
 #[tokio::test(start_paused = true)]
@@ -153,19 +159,19 @@ async fn coming_back_within_the_grace_period_keeps_the_member_and_its_idleness()
         )
         .await
         .expect("idle");
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Idle);
+    assert_eq!(status(&hub, "alice").await, Status::Idle);
 
     let (name, stream_id) = (stream.name.clone(), stream.id);
     drop(stream);
     hub.notify(Command::StreamClosed { name, stream_id });
     tokio::time::sleep(GRACE - Duration::from_secs(1)).await;
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Disconnected);
+    assert_eq!(status(&hub, "alice").await, Status::Disconnected);
     let _back = open_inbox(&hub, &alice).await;
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Idle);
+    assert_eq!(status(&hub, "alice").await, Status::Idle);
 
     // The old grace period's end passes without effect.
     tokio::time::sleep(GRACE).await;
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Idle);
+    assert_eq!(status(&hub, "alice").await, Status::Idle);
 }
 
 #[tokio::test(start_paused = true)]
@@ -184,19 +190,19 @@ async fn an_unanswered_shutdown_expires_at_its_deadline_and_the_member_works_on(
         asked.payload.body(),
         Message::ShutdownRequest { .. }
     ));
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::ShuttingDown);
+    assert_eq!(status(&hub, "alice").await, Status::ShuttingDown);
 
     tokio::time::sleep(DEADLINE - Duration::from_secs(1)).await;
     assert_eq!(
         request_status(&hub, &request_id).await,
-        pb::RequestStatus::Pending
+        RequestStatus::Pending
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(
         request_status(&hub, &request_id).await,
-        pb::RequestStatus::Expired
+        RequestStatus::Expired
     );
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Working);
+    assert_eq!(status(&hub, "alice").await, Status::Working);
 }
 
 #[tokio::test(start_paused = true)]
@@ -204,7 +210,7 @@ async fn a_disconnected_member_asked_to_shut_down_still_ends_with_its_grace() {
     let (hub, _stop) = hub(GRACE, Duration::from_secs(600));
     join(&hub, "alice").await;
     ask_to_shut_down(&hub, "alice").await;
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::ShuttingDown);
+    assert_eq!(status(&hub, "alice").await, Status::ShuttingDown);
     tokio::time::sleep(GRACE + Duration::from_secs(1)).await;
-    assert_eq!(status(&hub, "alice").await, pb::MemberStatus::Terminated);
+    assert_eq!(status(&hub, "alice").await, Status::Terminated);
 }
