@@ -639,7 +639,11 @@ async fn history(
             let entries: Vec<Value> = page
                 .entries
                 .iter()
-                .map(|e| json!({ "id": e.id, "event": render::event_json(&e.event) }))
+                .map(|e| {
+                    let event = render::decode_event(&e.event)
+                        .map_or(Value::Null, |event| render::event_json(&event));
+                    json!({ "id": e.id, "event": event })
+                })
                 .collect();
             no_store(
                 Json(json!({ "entries": entries, "next_before": page.next_before }))

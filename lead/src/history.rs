@@ -18,7 +18,6 @@
 use std::{collections::VecDeque, sync::Arc};
 
 use mesh_core::effect::Notice;
-use shared::{pb, wire::ToPb};
 
 /// The most entries kept, by default.
 pub(crate) const MAX_ENTRIES: usize = 20_000;
@@ -39,8 +38,10 @@ pub struct Entry {
     pub kind: String,
     /// The members it concerns.
     pub who: Vec<String>,
-    /// The event, as `Watch` gives it.
-    pub event: pb::Event,
+    /// The event as `Watch` gives it, encoded once when it happened
+    /// ([`crate::render::history_event`]): the store keeps these bytes and
+    /// the console renders them; the history never looks inside.
+    pub event: Arc<[u8]>,
 }
 
 /// What a page of the history is asked for: entries older than `before`
@@ -104,22 +105,12 @@ impl History {
     /// the oldest went.
     pub(crate) fn record(&mut self, at: i64, notice: &Notice) -> Option<(Arc<Entry>, Option<u64>)> {
         let (kind, who) = kind_of(notice)?;
-        let kind_pb = match notice {
-            // Without its payload, which is not copied to be dropped.
-            Notice::Request(request) => {
-                pb::event::Kind::Request(shared::wire::request_without_payload(request))
-            }
-            notice => notice.to_pb(),
-        };
         let entry = Arc::new(Entry {
             id: self.next_id,
             at,
             kind: kind.to_owned(),
             who,
-            event: pb::Event {
-                at_unix_ms: at,
-                kind: Some(kind_pb),
-            },
+            event: crate::render::history_event(at, notice),
         });
         self.next_id += 1;
         self.entries.push_back(entry.clone());
@@ -177,9 +168,11 @@ fn matches(entry: &Entry, query: &Query) -> bool {
         return false;
     }
     match &query.text {
-        Some(text) => crate::render::event_line(&entry.event)
-            .to_lowercase()
-            .contains(text.as_str()),
+        Some(text) => crate::render::decode_event(&entry.event).is_ok_and(|event| {
+            crate::render::event_line(&event)
+                .to_lowercase()
+                .contains(text.as_str())
+        }),
         None => true,
     }
 }

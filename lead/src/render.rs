@@ -469,6 +469,31 @@ fn raw_event_line(event: &pb::Event) -> String {
     }
 }
 
+/// The event the history keeps of `notice`, which happened at `at`: the
+/// event `Watch` sends (a request without its payload), encoded once; the
+/// store keeps these bytes as they are.
+pub fn history_event(at: i64, notice: &mesh_core::effect::Notice) -> std::sync::Arc<[u8]> {
+    use prost::Message as _;
+    let kind = match notice {
+        // Without its payload, which is not copied to be dropped.
+        mesh_core::effect::Notice::Request(request) => {
+            Kind::Request(shared::wire::request_without_payload(request))
+        }
+        notice => shared::wire::ToPb::to_pb(notice),
+    };
+    pb::Event {
+        at_unix_ms: at,
+        kind: Some(kind),
+    }
+    .encode_to_vec()
+    .into()
+}
+
+/// The event that `bytes` (of [`history_event`]) hold.
+pub fn decode_event(bytes: &[u8]) -> Result<pb::Event, prost::DecodeError> {
+    prost::Message::decode(bytes)
+}
+
 /// One event as JSON.
 pub fn event_json(event: &pb::Event) -> Value {
     let kind = match &event.kind {

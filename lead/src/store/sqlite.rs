@@ -294,10 +294,11 @@ mod tests {
             at: 1_000 + i64::try_from(id).expect("small"),
             kind: "tool".into(),
             who: vec!["ann".into(), "bob".into()],
-            event: pb::Event {
+            event: prost::Message::encode_to_vec(&pb::Event {
                 at_unix_ms: 7,
                 kind: None,
-            },
+            })
+            .into(),
         };
         {
             let mut store = SqliteStore::open(dir.path(), Sync::Full).expect("create");

@@ -72,7 +72,7 @@ fn write(tx: &Transaction<'_>, change: &Change) -> Written {
                 entry.at,
                 entry.kind,
                 entry.who.join(","),
-                entry.event.encode_to_vec()
+                &entry.event[..]
             ])?;
             Ok(())
         }

@@ -251,7 +251,7 @@ impl SqliteStore {
             .collect::<Result<_, _>>()?;
         let mut out = Vec::with_capacity(rows.len());
         for (id, at, kind, who, event) in rows.into_iter().rev() {
-            let event = pb::Event::decode(event.as_slice()).map_err(|e| StoreError::Decode {
+            crate::render::decode_event(&event).map_err(|e| StoreError::Decode {
                 what: "history entry",
                 detail: e.to_string(),
             })?;
@@ -264,7 +264,7 @@ impl SqliteStore {
                     .filter(|w| !w.is_empty())
                     .map(str::to_owned)
                     .collect(),
-                event,
+                event: event.into(),
             });
         }
         Ok(out)
