@@ -297,6 +297,29 @@ pub enum Op {
         /// Tokens; 0: none.
         token_budget: u64,
     },
+    /// The operator decides a request by its id: the request's kind says
+    /// which review it is (a plan's, a permission's, a result's or an
+    /// amendment's).
+    Decide(Decide),
+}
+
+/// What the operator decided of one request ([`Op::Decide`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decide {
+    /// The request.
+    pub request_id: RequestId,
+    /// Yes or no.
+    pub approve: bool,
+    /// Why; required to reject a plan, a result or an amendment.
+    pub feedback: String,
+    /// A plan's approval only: what the teammate may do (`None`: the plan's
+    /// own files, in `acceptEdits`).
+    pub grant: Option<Grant>,
+    /// A plan's approval only: approve although its files fall inside
+    /// another member's hold.
+    pub allow_overlap: bool,
+    /// Who decides, for the request's history.
+    pub by: String,
 }
 
 impl Op {
@@ -310,6 +333,7 @@ impl Op {
             | Op::ReviewPermission { .. }
             | Op::ReviewResult { .. }
             | Op::ReviewAmendment { .. }
+            | Op::Decide(_)
             | Op::ListRequests { .. }
             | Op::GetRequest { .. }
             | Op::RequestShutdown { .. }

@@ -21,6 +21,7 @@ use crate::{
 
 mod amendments;
 mod apply;
+mod decide;
 mod lists;
 mod plans;
 mod results;

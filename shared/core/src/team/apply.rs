@@ -116,6 +116,10 @@ impl Team {
     pub fn apply(&mut self, now: i64, caller: &Caller, op: Op) -> Result<Applied, CoreError> {
         admit(caller, op.doors())?;
         let mut effects = Vec::new();
+        let op = match op {
+            Op::Decide(decision) => self.review_of(decision)?,
+            op => op,
+        };
         let reply = match op {
             Op::CreateTask { .. }
             | Op::ClaimTask { .. }

@@ -1,0 +1,80 @@
+//! Deciding a request by its id alone: the operator says yes or no (and
+//! why), and the request's kind says which review that is — a plan's, a
+//! permission's, a result's or an amendment's. Every adapter (the CLI, the
+//! console, later A2A) makes this one op instead of asking for the kind
+//! first and picking the review itself.
+
+use super::Team;
+use crate::{
+    error::FieldError,
+    grant::{Grant, Mode},
+    op::{Decide, Op, PlanVerdict},
+    protocol::Kind,
+    refusal::CoreError,
+};
+
+impl Team {
+    /// The review that `decision` is, by the kind of its request.
+    pub(super) fn review_of(&self, decision: Decide) -> Result<Op, CoreError> {
+        let Decide {
+            request_id,
+            approve,
+            feedback,
+            grant,
+            allow_overlap,
+            by,
+        } = decision;
+        let kind = self
+            .requests
+            .get(&request_id)
+            .map(|r| r.opening.kind)
+            .ok_or_else(|| CoreError::NotFound(format!("request_id: no request {request_id}")))?;
+        if grant.is_some() && kind != Kind::PlanApproval {
+            return Err(FieldError::new(
+                "grant",
+                format!(
+                    "only a plan's approval carries a grant; {request_id} is a {} request",
+                    kind.as_str()
+                ),
+            )
+            .into());
+        }
+        Ok(match kind {
+            Kind::PlanApproval => {
+                crate::limits::check("feedback", &feedback, crate::limits::REASON)?;
+                let verdict = if approve {
+                    PlanVerdict::Approve {
+                        grant: grant.unwrap_or_else(|| Grant::of_plan(Mode::AcceptEdits)),
+                        feedback,
+                        allow_overlap,
+                    }
+                } else {
+                    PlanVerdict::reject(feedback)?
+                };
+                Op::ReviewPlan {
+                    request_id,
+                    verdict,
+                    by,
+                }
+            }
+            Kind::Permission => {
+                crate::limits::check("feedback", &feedback, crate::limits::REASON)?;
+                Op::ReviewPermission {
+                    request_id,
+                    approve,
+                    feedback,
+                    by,
+                }
+            }
+            Kind::Result => Op::review_result(request_id, approve, feedback, &by)?,
+            Kind::Amendment => Op::review_amendment(request_id, approve, feedback, &by)?,
+            Kind::Shutdown => {
+                return Err(CoreError::Conflict(format!(
+                    "request_id: {request_id} is a shutdown request, which its member answers \
+                     (RespondShutdown); an operator decides plans, permissions, results and \
+                     amendments"
+                )))
+            }
+        })
+    }
+}
