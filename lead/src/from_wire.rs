@@ -17,7 +17,6 @@ use mesh_core::{
 use shared::{
     pb,
     plan::{self, Plan},
-    wire::{GrantFromPb, KindFromPb, StatusFromPb, TaskStatusFromPb},
 };
 
 use crate::{
@@ -191,7 +190,7 @@ pub(crate) fn review_plan(review: pb::PlanReview, by: &str) -> Result<Op, HubErr
     limits::check("feedback", &review.feedback, limits::REASON)?;
     let verdict = if review.approve {
         let grant = match &review.grant {
-            Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits)?,
+            Some(grant) => Grant::try_from(grant)?,
             None => Grant::of_plan(Mode::AcceptEdits),
         };
         PlanVerdict::Approve {
@@ -226,15 +225,17 @@ pub(crate) fn list_requests(filter: pb::ListRequestsRequest) -> Result<Op, HubEr
     let status = match filter.status {
         0 => None,
         n => Some(
-            Status::from_pb(n)
-                .ok_or_else(|| FieldError::new("status", format!("{n} is not a RequestStatus")))?,
+            pb::RequestStatus::try_from(n)
+                .and_then(Status::try_from)
+                .map_err(|_| FieldError::new("status", format!("{n} is not a RequestStatus")))?,
         ),
     };
     let kind = match filter.r#type {
         0 => None,
         n => Some(
-            Kind::from_pb(n)
-                .ok_or_else(|| FieldError::new("type", format!("{n} is not a RequestType")))?,
+            pb::RequestType::try_from(n)
+                .and_then(Kind::try_from)
+                .map_err(|_| FieldError::new("type", format!("{n} is not a RequestType")))?,
         ),
     };
     Ok(Op::ListRequests {
@@ -268,7 +269,9 @@ pub(crate) fn create_task(request: pb::CreateTaskRequest) -> Result<Op, HubError
 /// `ListTasks`, of either service.
 pub(crate) fn list_tasks(request: pb::ListTasksRequest) -> Result<Op, HubError> {
     Ok(Op::ListTasks {
-        status: TaskStatus::from_pb(request.status),
+        status: pb::TaskStatus::try_from(request.status)
+            .and_then(TaskStatus::try_from)
+            .ok(),
         page: Page::parse(request.page_size, &request.page_token, TASKS)?.ask(),
     })
 }

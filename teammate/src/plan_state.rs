@@ -10,7 +10,7 @@
 //! ```
 
 use mesh_core::grant::{Grant, Mode};
-use shared::{pb, wire::GrantFromPb};
+use shared::pb;
 
 use crate::{
     command::CommandLimits,
@@ -133,7 +133,7 @@ impl PlanState {
             });
         }
         let grant = match &response.grant {
-            Some(grant) => Grant::from_pb("grant", grant, Mode::AcceptEdits),
+            Some(grant) => Grant::try_from(grant),
             None => Ok(Grant {
                 mode: Mode::AcceptEdits,
                 write_paths: Vec::new(),
@@ -174,8 +174,7 @@ impl PlanState {
         if matches!(self.gate, Gate::Plan) {
             return Err(BadGrant("an amendment was approved in plan mode".into()));
         }
-        let grant = Grant::from_pb("grant", grant, Mode::AcceptEdits)
-            .map_err(|e| BadGrant(e.to_string()))?;
+        let grant = Grant::try_from(grant).map_err(|e| BadGrant(e.to_string()))?;
         let writer = Writer::unlock(&grant, &grant.write_paths, workspace, commands)
             .map_err(|e| BadGrant(e.to_string()))?;
         self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);

@@ -3,11 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mesh_core::{
-    effect::Message,
-    grant::{Grant, Mode},
-    protocol::Decision,
-};
+use mesh_core::{effect::Message, grant::Grant, protocol::Decision};
 use prost::Message as _;
 use rusqlite::Connection;
 use shared::{pb, wire::*};
@@ -61,7 +57,7 @@ impl SqliteStore {
 /// A stored body as the core's [`Message`]; one it cannot hold is a
 /// decoding error of `what`.
 fn message(what: &'static str, body: pb::envelope::Body) -> Result<Message, StoreError> {
-    Message::from_pb(body).map_err(|e| StoreError::Decode {
+    Message::try_from(body).map_err(|e| StoreError::Decode {
         what,
         detail: e.to_string(),
     })
@@ -98,7 +94,7 @@ fn decode_decision(blob: &[u8]) -> Result<Decision, StoreError> {
     let grant = review
         .grant
         .as_ref()
-        .map(|g| Grant::from_pb("grant", g, Mode::AcceptEdits))
+        .map(Grant::try_from)
         .transpose()
         .map_err(|e| bad(e.to_string()))?;
     Ok(Decision {
@@ -113,6 +109,7 @@ mod tests {
     use std::fs;
 
     use mesh_core::{
+        grant::Mode,
         names::RequestId,
         protocol::{Kind, Opening, Request, Status},
     };

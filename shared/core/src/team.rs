@@ -26,6 +26,7 @@ mod lists;
 mod plans;
 mod results;
 mod route;
+mod shutdown;
 
 pub use amendments::AmendmentPayload;
 pub use apply::{Applied, Reply, Rules};

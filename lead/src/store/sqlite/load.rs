@@ -58,7 +58,7 @@ impl SqliteStore {
         // The mode is stored as the wire's number; none is plan mode.
         rows.into_iter()
             .map(|(mut member, mode)| {
-                member.mode = Mode::from_pb("mode", mode)
+                member.mode = mode_from_pb("mode", mode)
                     .map_err(|e| StoreError::Decode {
                         what: "member",
                         detail: e.to_string(),
@@ -166,7 +166,7 @@ impl SqliteStore {
             };
             let task = pb::Task::decode(blob.as_slice()).map_err(|e| bad(e.to_string()))?;
             let status = task.status;
-            out.push(Task::from_pb(task).ok_or_else(|| bad(format!("status {status}")))?);
+            out.push(Task::try_from(task).map_err(|_| bad(format!("status {status}")))?);
         }
         Ok(out)
     }
@@ -303,15 +303,17 @@ impl RequestRow {
         Ok(Request {
             opening: Opening {
                 id,
-                kind: Kind::from_pb(self.kind)
-                    .ok_or_else(|| bad("request type", self.kind.to_string()))?,
+                kind: pb::RequestType::try_from(self.kind)
+                    .and_then(Kind::try_from)
+                    .map_err(|_| bad("request type", self.kind.to_string()))?,
                 sender: self.sender,
                 target: self.target,
                 payload_json: self.payload,
                 deadline_unix_ms: self.deadline,
             },
-            status: Status::from_pb(self.status)
-                .ok_or_else(|| bad("request status", self.status.to_string()))?,
+            status: pb::RequestStatus::try_from(self.status)
+                .and_then(Status::try_from)
+                .map_err(|_| bad("request status", self.status.to_string()))?,
             decision: self
                 .decision
                 .map(|blob| decode_decision(&blob))

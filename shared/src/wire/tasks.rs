@@ -1,0 +1,103 @@
+//! Tasks on the wire: a task, its status and its review.
+
+use crate::pb;
+use mesh_core::{
+    error::FieldError,
+    tasks::{Review, Task, TaskStatus},
+};
+use prost::UnknownEnumValue;
+
+use super::ToPb;
+
+impl ToPb for TaskStatus {
+    type Pb = pb::TaskStatus;
+    fn to_pb(&self) -> pb::TaskStatus {
+        match self {
+            TaskStatus::Pending => pb::TaskStatus::Pending,
+            TaskStatus::Claimed => pb::TaskStatus::Claimed,
+            TaskStatus::Completed => pb::TaskStatus::Completed,
+        }
+    }
+}
+
+/// [`TaskStatus`] from the wire: UNSPECIFIED is no status (an error of 0).
+/// From a number, `pb::TaskStatus::try_from(n).and_then(TaskStatus::try_from)`.
+impl TryFrom<pb::TaskStatus> for TaskStatus {
+    type Error = UnknownEnumValue;
+    fn try_from(value: pb::TaskStatus) -> Result<Self, UnknownEnumValue> {
+        match value {
+            pb::TaskStatus::Pending => Ok(TaskStatus::Pending),
+            pb::TaskStatus::Claimed => Ok(TaskStatus::Claimed),
+            pb::TaskStatus::Completed => Ok(TaskStatus::Completed),
+            pb::TaskStatus::Unspecified => Err(UnknownEnumValue(value as i32)),
+        }
+    }
+}
+
+impl ToPb for Task {
+    type Pb = pb::Task;
+    fn to_pb(&self) -> pb::Task {
+        pb::Task {
+            task_id: self.task_id.clone(),
+            subject: self.subject.clone(),
+            description: self.description.clone(),
+            status: self.status.to_pb() as i32,
+            owner: self.owner.clone(),
+            blocked_by: self.blocked_by.clone(),
+            files: self.files.clone(),
+            created_at_unix_ms: self.created_at_unix_ms,
+            updated_at_unix_ms: self.updated_at_unix_ms,
+            summary: self.summary.clone(),
+            review: review_to_pb(self.review) as i32,
+        }
+    }
+}
+
+/// [`Task`] from the wire (as stored): its status's number is the error
+/// when it is not a task status.
+impl TryFrom<pb::Task> for Task {
+    type Error = UnknownEnumValue;
+    fn try_from(task: pb::Task) -> Result<Self, UnknownEnumValue> {
+        Ok(Self {
+            status: pb::TaskStatus::try_from(task.status).and_then(TaskStatus::try_from)?,
+            task_id: task.task_id,
+            subject: task.subject,
+            description: task.description,
+            owner: task.owner,
+            blocked_by: task.blocked_by,
+            files: task.files,
+            created_at_unix_ms: task.created_at_unix_ms,
+            updated_at_unix_ms: task.updated_at_unix_ms,
+            summary: task.summary,
+            // Tasks stored before reviews existed were reviewed by plan.
+            review: review_from_pb("review", task.review)
+                .ok()
+                .flatten()
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// A task's review on the wire.
+pub fn review_to_pb(review: Review) -> pb::TaskReview {
+    match review {
+        Review::Plan => pb::TaskReview::Plan,
+        Review::Result => pb::TaskReview::Result,
+        Review::Both => pb::TaskReview::Both,
+    }
+}
+
+/// A task's review from the wire: UNSPECIFIED is `None`; an unknown number
+/// an error naming `field`.
+pub fn review_from_pb(field: &str, value: i32) -> Result<Option<Review>, FieldError> {
+    match pb::TaskReview::try_from(value) {
+        Ok(pb::TaskReview::Unspecified) => Ok(None),
+        Ok(pb::TaskReview::Plan) => Ok(Some(Review::Plan)),
+        Ok(pb::TaskReview::Result) => Ok(Some(Review::Result)),
+        Ok(pb::TaskReview::Both) => Ok(Some(Review::Both)),
+        Err(_) => Err(FieldError::new(
+            field,
+            format!("{value} is not a TaskReview"),
+        )),
+    }
+}
