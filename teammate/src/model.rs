@@ -36,7 +36,7 @@ use mesh_core::limits;
 use mesh_llm::{
     self as chat, ChatClient, ChatError, Constrain, Message, Penalties, Role, ServerKind, Tool,
 };
-use shared::{auth::now_unix_ms, pb};
+use shared::auth::now_unix_ms;
 
 pub use self::usage::Meter;
 use self::{
@@ -47,7 +47,7 @@ use self::{
 };
 use crate::{
     catalog::{self, Request},
-    driver::{Driver, DriverError, Observation, ShutdownAnswer, Step, TaskCall},
+    driver::{Driver, DriverError, Observation, ShutdownAnswer, ShutdownRequest, Step, TaskCall},
 };
 
 /// The most bytes of one tool result the model sees (less where the
@@ -917,13 +917,13 @@ impl Driver for ModelDriver {
         }
     }
 
-    fn take_usage(&mut self) -> Option<pb::Usage> {
+    fn take_usage(&mut self) -> Option<mesh_core::usage::Usage> {
         self.meter.take_report()
     }
 
     async fn answer_shutdown(
         &mut self,
-        request: &pb::ShutdownRequest,
+        request: &ShutdownRequest,
         tools: &[&'static str],
     ) -> ShutdownAnswer {
         if self.meter.spent() {
