@@ -4,10 +4,10 @@
 //! moment is the gate's business ([`crate::gate::Gate::tools`]); a call to a
 //! tool not on offer is parsed all the same and meets the gate.
 
+use mesh_core::plan::Plan;
 use mesh_llm::Tool;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use shared::pb;
 
 use crate::{driver::TaskCall, tools::ToolCall};
 
@@ -56,7 +56,7 @@ pub enum Request {
     /// A message to a member (or `*`).
     Send { to: String, text: String },
     /// A plan for review.
-    Submit(pb::Plan),
+    Submit(Plan),
     /// The answer to the waiting shutdown request.
     RespondShutdown { approve: bool, reason: String },
     /// A call on the shared task list.
@@ -312,7 +312,7 @@ pub fn parse(name: &str, arguments: &str, offered: &[&str]) -> Result<Request, S
         }
         SUBMIT_PLAN => {
             let a: PlanArgs = typed(name, value)?;
-            Request::Submit(pb::Plan {
+            Request::Submit(Plan {
                 summary: a.summary,
                 steps: a.steps,
                 files: a.files,

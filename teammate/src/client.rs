@@ -8,16 +8,23 @@
 
 use std::{future::Future, time::Duration};
 
-use mesh_core::{display::Escaped, limits};
+use mesh_core::{
+    display::Escaped,
+    effect::Message,
+    error::FieldError,
+    limits,
+    usage::{Standing, Usage},
+};
 use shared::{
     auth::BearerToken,
     pb::{self, lead_client::LeadClient},
+    wire::ToPb,
 };
 use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, Status};
 
 use crate::{
     catalog, config::Config, driver::Observation, error::SessionError, inbox::Backoff,
-    tools::ToolCall,
+    protocol_state::Inbound, tools::ToolCall,
 };
 
 /// The lead's API, with a bearer token attached.
@@ -36,7 +43,7 @@ pub(crate) struct Lead {
     name: String,
     /// What the lead said of the member's model use at the join (a lead
     /// that does not count usage says nothing).
-    usage: Option<pb::UsageStatus>,
+    usage: Option<Standing>,
 }
 
 impl Lead {
@@ -104,12 +111,12 @@ impl Lead {
             url: config.lead_url.clone(),
             gone_limit: config.lead_gone_limit,
             name: config.name.clone(),
-            usage: joined.usage,
+            usage: joined.usage.as_ref().map(standing),
         })
     }
 
     /// What the lead said of the member's model use when it joined.
-    pub(crate) fn joined_usage(&self) -> Option<pb::UsageStatus> {
+    pub(crate) fn joined_usage(&self) -> Option<Standing> {
         self.usage
     }
 
@@ -120,11 +127,11 @@ impl Lead {
     pub(crate) async fn report_usage(
         &self,
         epoch: &str,
-        totals: pb::Usage,
-    ) -> Result<Result<pb::UsageStatus, Code>, SessionError> {
+        totals: Usage,
+    ) -> Result<Result<Standing, Code>, SessionError> {
         let report = pb::UsageReport {
             epoch: epoch.to_owned(),
-            totals: Some(totals),
+            totals: Some(totals.to_pb()),
         };
         let reported = self
             .retry("ReportUsage", |mut client| {
@@ -133,7 +140,7 @@ impl Lead {
             })
             .await;
         match reported {
-            Ok(status) => Ok(Ok(status)),
+            Ok(status) => Ok(Ok(standing(&status))),
             Err(SessionError::Rpc { status, .. }) if !fatal_status(&status) => {
                 tracing::debug!(error = %Escaped(&status.to_string()), "the lead did not take the usage report");
                 Ok(Err(status.code()))
@@ -344,6 +351,53 @@ impl Leaver {
             }
         }
     }
+}
+
+/// What the lead said of a member's model use, in the core's words (no
+/// total: nothing used).
+fn standing(status: &pb::UsageStatus) -> Standing {
+    Standing {
+        total: status.total.as_ref().map(Usage::from).unwrap_or_default(),
+        token_budget: status.token_budget,
+    }
+}
+
+/// An envelope from the inbox in the core's words, and the trace context a
+/// shutdown request carries (empty for anything else). A decision of the
+/// teammate's plan or amendment that the core cannot hold (a malformed id
+/// or grant) is an error: the session cannot go on without knowing what it
+/// may write. Any other body it cannot read is passed on as none (as one of
+/// a newer lead's kinds would be), with a warning.
+pub(crate) fn inbound(envelope: pb::Envelope) -> Result<(Inbound, String), FieldError> {
+    use pb::envelope::Body;
+    let traceparent = match &envelope.body {
+        Some(Body::ShutdownRequest(request)) => request.traceparent.clone(),
+        _ => String::new(),
+    };
+    let message = match envelope.body {
+        None => None,
+        Some(body) => {
+            let decides_writes = matches!(
+                body,
+                Body::PlanApprovalResponse(_) | Body::AmendmentResponse(_)
+            );
+            match Message::try_from(body) {
+                Ok(message) => Some(message),
+                Err(e) if decides_writes => return Err(e),
+                Err(e) => {
+                    tracing::warn!(seq = envelope.seq, error = %e, "an envelope this teammate cannot read; passed over");
+                    None
+                }
+            }
+        }
+    };
+    let inbound = Inbound {
+        seq: envelope.seq,
+        message_id: envelope.message_id,
+        from: envelope.from,
+        message,
+    };
+    Ok((inbound, traceparent))
 }
 
 /// Whether the lead refused the caller itself (an unknown or wrong token):

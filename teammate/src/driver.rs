@@ -6,8 +6,11 @@
 
 use std::future::Future;
 
-use mesh_core::grant::Mode;
-use shared::pb;
+use mesh_core::{
+    grant::Mode,
+    plan::Plan,
+    usage::{Standing, Usage},
+};
 
 use crate::tools::ToolCall;
 
@@ -17,7 +20,7 @@ pub enum Step {
     /// Run one tool (through the gate).
     Call(ToolCall),
     /// Submit a plan for approval (after a rejection, it supersedes the last one).
-    Submit(pb::Plan),
+    Submit(Plan),
     /// Send a text message to a member, the lead, or `*`.
     Send { to: String, text: String },
     /// A call that cannot be made as asked (an unknown tool, malformed
@@ -108,7 +111,7 @@ pub enum Observation {
     },
     /// What the lead counts of the member's model use, and its budget (at
     /// the join, and answering each usage report).
-    Usage(pb::UsageStatus),
+    Usage(Standing),
     /// The operator set the member's token budget (0: none).
     BudgetChanged {
         /// The new budget.
@@ -130,6 +133,17 @@ pub struct ClaimedTask {
     /// Whether its work waits for an approved plan; `false`: it is reviewed
     /// by its result alone (`lead serve --repo`), and writes may start now.
     pub needs_plan: bool,
+}
+
+/// The lead's request that the teammate shut down, as a driver answers it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShutdownRequest {
+    /// Its request id.
+    pub request_id: String,
+    /// Why (may be empty).
+    pub reason: String,
+    /// When it expires unanswered (unix ms); 0: no deadline.
+    pub deadline_unix_ms: i64,
 }
 
 /// How the teammate answers a shutdown request.
@@ -175,7 +189,7 @@ pub trait Driver: Send {
     /// What the driver's model used in this process so far, if it changed
     /// since the last call (reported to the lead, which answers with
     /// [`Observation::Usage`]).
-    fn take_usage(&mut self) -> Option<pb::Usage> {
+    fn take_usage(&mut self) -> Option<Usage> {
         None
     }
 
@@ -183,7 +197,7 @@ pub trait Driver: Send {
     /// `tools` are those of the current mode plus `respond_shutdown`.
     fn answer_shutdown(
         &mut self,
-        request: &pb::ShutdownRequest,
+        request: &ShutdownRequest,
         tools: &[&'static str],
     ) -> impl Future<Output = ShutdownAnswer> + Send;
 }

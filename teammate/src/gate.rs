@@ -10,8 +10,11 @@
 
 use std::{io::Write, path::Path};
 
-use mesh_core::grant::{Grant, Mode, PathSet};
-use shared::{auth::now_unix_ms, pb};
+use mesh_core::{
+    grant::{Grant, Mode, PathSet},
+    protocol::Decision,
+};
+use shared::auth::now_unix_ms;
 
 use crate::{
     command::CommandLimits,
@@ -166,11 +169,7 @@ impl Writer {
     }
 
     /// Turns the lead's answer to a permission request into a ticket.
-    pub fn permit(
-        &self,
-        call: &ToolCall,
-        response: &pb::PermissionResponse,
-    ) -> Result<Ticket, String> {
+    pub fn permit(&self, call: &ToolCall, response: &Decision) -> Result<Ticket, String> {
         if response.approve {
             Ok(Ticket { call: call.clone() })
         } else if response.feedback.is_empty() {
@@ -422,10 +421,10 @@ mod tests {
             writer.clear(&write("anything.rs")),
             Clearance::NeedsPermission
         ));
-        let denied = pb::PermissionResponse {
-            request_id: "r".into(),
+        let denied = Decision {
             approve: false,
             feedback: "no".into(),
+            grant: None,
         };
         assert_eq!(
             writer.permit(&write("a"), &denied).map(|_| ()),

@@ -28,7 +28,7 @@ use rmcp::{
     ErrorData, RoleServer, ServerHandler,
 };
 use serde_json::{json, Value};
-use shared::{auth::now_unix_ms, pb};
+use shared::auth::now_unix_ms;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::{
@@ -436,7 +436,7 @@ impl Driver for McpDriver {
 
     async fn answer_shutdown(
         &mut self,
-        request: &pb::ShutdownRequest,
+        request: &crate::driver::ShutdownRequest,
         tools: &[&'static str],
     ) -> ShutdownAnswer {
         {
@@ -594,7 +594,7 @@ mod tests {
         );
         let mut tools = Gate::Plan.tools();
         tools.push(catalog::RESPOND_SHUTDOWN);
-        let request = pb::ShutdownRequest {
+        let request = crate::driver::ShutdownRequest {
             request_id: "r1".into(),
             reason: "over".into(),
             ..Default::default()

@@ -9,8 +9,11 @@
 //!                                           \-> approved: Unlocked(Writer) --completed(its task)--> Plan
 //! ```
 
-use mesh_core::grant::{Grant, Mode};
-use shared::pb;
+use mesh_core::{
+    grant::{Grant, Mode},
+    plan::Plan,
+    protocol::Decision,
+};
 
 use crate::{
     command::CommandLimits,
@@ -80,7 +83,7 @@ impl PlanState {
     /// Readies `plan` for submission: a plan that names no task is for the
     /// one claimed. The id of the plan it supersedes (the last one, unless it
     /// was approved; empty for none), or why `submit_plan` is not available.
-    pub(crate) fn prepare(&self, plan: &mut pb::Plan) -> Result<String, &'static str> {
+    pub(crate) fn prepare(&self, plan: &mut Plan) -> Result<String, &'static str> {
         if plan.task_id.is_empty() {
             if let Some(task_id) = &self.claimed {
                 plan.task_id = task_id.clone();
@@ -103,7 +106,7 @@ impl PlanState {
     }
 
     /// The lead took `plan`, as `request_id`, for review.
-    pub(crate) fn submitted(&mut self, request_id: String, plan: pb::Plan) {
+    pub(crate) fn submitted(&mut self, request_id: String, plan: Plan) {
         self.under_review = Some(request_id.clone());
         self.last_plan = Some(LastPlan {
             request_id,
@@ -117,7 +120,7 @@ impl PlanState {
     /// gated tools, in a [`Writer`] over `workspace`.
     pub(crate) fn decide(
         &mut self,
-        response: pb::PlanApprovalResponse,
+        response: Decision,
         workspace: &Workspace,
         commands: &CommandLimits,
     ) -> Result<Observation, BadGrant> {
@@ -132,15 +135,9 @@ impl PlanState {
                 feedback: response.feedback,
             });
         }
-        let grant = match &response.grant {
-            Some(grant) => Grant::try_from(grant),
-            None => Ok(Grant {
-                mode: Mode::AcceptEdits,
-                write_paths: Vec::new(),
-                expires_at_unix_ms: None,
-            }),
-        }
-        .map_err(|e| BadGrant(e.to_string()))?;
+        let grant = response
+            .grant
+            .unwrap_or_else(|| Grant::of_plan(Mode::AcceptEdits));
         let writer = Writer::unlock(&grant, &files, workspace, commands)
             .map_err(|e| BadGrant(e.to_string()))?;
         self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);
@@ -167,14 +164,13 @@ impl PlanState {
     /// where `grant` says (nothing changes in plan mode).
     pub(crate) fn widen(
         &mut self,
-        grant: &pb::PermissionGrant,
+        grant: Grant,
         workspace: &Workspace,
         commands: &CommandLimits,
     ) -> Result<Vec<String>, BadGrant> {
         if matches!(self.gate, Gate::Plan) {
             return Err(BadGrant("an amendment was approved in plan mode".into()));
         }
-        let grant = Grant::try_from(grant).map_err(|e| BadGrant(e.to_string()))?;
         let writer = Writer::unlock(&grant, &grant.write_paths, workspace, commands)
             .map_err(|e| BadGrant(e.to_string()))?;
         self.gate = writer.map_or(Gate::Plan, Gate::Unlocked);
@@ -256,37 +252,33 @@ pub(crate) mod tests {
     }
 
     /// A plan for `files`.
-    pub(crate) fn plan(files: &[&str]) -> pb::Plan {
-        pb::Plan {
+    pub(crate) fn plan(files: &[&str]) -> Plan {
+        Plan {
             summary: "a plan".into(),
             files: files.iter().map(|f| (*f).to_owned()).collect(),
             ..Default::default()
         }
     }
 
-    /// The rejection of `request_id`, with feedback "smaller".
-    pub(crate) fn rejection(request_id: &str) -> pb::PlanApprovalResponse {
-        pb::PlanApprovalResponse {
-            request_id: request_id.to_owned(),
+    /// The rejection of a plan, with feedback "smaller".
+    pub(crate) fn rejection() -> Decision {
+        Decision {
             approve: false,
             feedback: "smaller".into(),
             grant: None,
         }
     }
 
-    /// The approval of `request_id`, with a grant of `mode` for `paths` if any.
-    pub(crate) fn approval(
-        request_id: &str,
-        grant: Option<(pb::PermissionMode, &[&str])>,
-    ) -> pb::PlanApprovalResponse {
-        pb::PlanApprovalResponse {
-            request_id: request_id.to_owned(),
+    /// The approval of a plan, with a grant of `mode` for `paths` if any
+    /// (as the lead sent it: not checked here).
+    pub(crate) fn approval(grant: Option<(Mode, &[&str])>) -> Decision {
+        Decision {
             approve: true,
             feedback: String::new(),
-            grant: grant.map(|(mode, paths)| pb::PermissionGrant {
-                mode: mode as i32,
+            grant: grant.map(|(mode, paths)| Grant {
+                mode,
                 write_paths: paths.iter().map(|p| (*p).to_owned()).collect(),
-                expires_at_unix_ms: 0,
+                expires_at_unix_ms: None,
             }),
         }
     }
@@ -300,7 +292,7 @@ pub(crate) mod tests {
     }
 
     /// Submits `plan` as `request_id`; the id it supersedes.
-    fn submit(state: &mut PlanState, request_id: &str, mut plan: pb::Plan) -> String {
+    fn submit(state: &mut PlanState, request_id: &str, mut plan: Plan) -> String {
         let supersedes = state.prepare(&mut plan).expect("submittable");
         state.submitted(request_id.to_owned(), plan);
         supersedes
@@ -317,7 +309,7 @@ pub(crate) mod tests {
             state.prepare(&mut plan(&[])),
             Err("submit_plan is not available: your plan is still under review; wait for the decision")
         );
-        let rejected = state.decide(rejection("p1"), &ws, &limits);
+        let rejected = state.decide(rejection(), &ws, &limits);
         assert_eq!(
             rejected,
             Ok(Observation::PlanRejected {
@@ -333,7 +325,7 @@ pub(crate) mod tests {
             "supersedes p1"
         );
         let approved = state.decide(
-            approval("p2", Some((pb::PermissionMode::AcceptEdits, &["src/**"]))),
+            approval(Some((Mode::AcceptEdits, &["src/**"]))),
             &ws,
             &limits,
         );
@@ -356,7 +348,7 @@ pub(crate) mod tests {
         let (_dir, ws) = workspace();
         let mut state = PlanState::new();
         submit(&mut state, "p1", plan(&["notes.md"]));
-        let approved = state.decide(approval("p1", None), &ws, &CommandLimits::default());
+        let approved = state.decide(approval(None), &ws, &CommandLimits::default());
         assert_eq!(
             approved,
             Ok(Observation::PlanApproved {
@@ -373,7 +365,7 @@ pub(crate) mod tests {
         let mut state = PlanState::new();
         submit(&mut state, "p1", plan(&["a.txt"]));
         let approved = state.decide(
-            approval("p1", Some((pb::PermissionMode::Plan, &[]))),
+            approval(Some((Mode::Plan, &[]))),
             &ws,
             &CommandLimits::default(),
         );
@@ -394,7 +386,7 @@ pub(crate) mod tests {
         let mut state = PlanState::new();
         submit(&mut state, "p1", plan(&["a.txt"]));
         let bad = state.decide(
-            approval("p1", Some((pb::PermissionMode::AcceptEdits, &["../out"]))),
+            approval(Some((Mode::AcceptEdits, &["../out"]))),
             &ws,
             &CommandLimits::default(),
         );
@@ -421,7 +413,7 @@ pub(crate) mod tests {
         state.submitted("p1".into(), planned);
         state
             .decide(
-                approval("p1", Some((pb::PermissionMode::Bypass, &[]))),
+                approval(Some((Mode::Bypass, &[]))),
                 &ws,
                 &CommandLimits::default(),
             )
@@ -452,7 +444,7 @@ pub(crate) mod tests {
         submit(&mut state, "p1", plan(&["a.txt"]));
         assert!(!state.end_grant_of("t1"), "under review, not approved");
         state
-            .decide(approval("p1", None), &ws, &CommandLimits::default())
+            .decide(approval(None), &ws, &CommandLimits::default())
             .expect("approved");
         state.claim("t2".into());
         assert!(!state.end_grant_of("t2"), "the plan was for t1");

@@ -1,7 +1,8 @@
 //! A teammate's protocol state: the envelopes it has processed ([`Seen`]),
 //! where it stands with its plans and the grant it holds ([`PlanState`]), and
 //! the news queued for its driver. [`ProtocolState::receive`] takes in one
-//! envelope and says what the session is to do with it.
+//! envelope ([`Inbound`], in the core's words: the client made it from the
+//! wire) and says what the session is to do with it.
 //!
 //! Pure bookkeeping: no async, no I/O, no RPC, no clock, no log. The session
 //! ([`crate::session::Session`]) talks to the lead and steps this state with
@@ -9,11 +10,16 @@
 
 use std::collections::VecDeque;
 
-use shared::pb::{self, envelope::Body};
+use mesh_core::{
+    effect::{Ended, Message},
+    grant::Grant,
+    plan::Plan,
+    protocol::Decision,
+};
 
 use crate::{
     command::CommandLimits,
-    driver::Observation,
+    driver::{Observation, ShutdownRequest},
     gate::Gate,
     plan_state::{BadGrant, PlanState},
     seen::Seen,
@@ -34,6 +40,19 @@ pub(crate) struct ProtocolState {
     messages: VecDeque<Observation>,
 }
 
+/// An envelope from the inbox, as the client made it from the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Inbound {
+    /// Its place in the inbox.
+    pub(crate) seq: u64,
+    /// Its message id.
+    pub(crate) message_id: String,
+    /// Who sent it.
+    pub(crate) from: String,
+    /// What it carries; `None` for a body this build does not know.
+    pub(crate) message: Option<Message>,
+}
+
 /// What an envelope from the inbox meant.
 #[derive(Debug)]
 pub(crate) enum Received {
@@ -42,7 +61,7 @@ pub(crate) enum Received {
     Again,
     /// A shutdown request, for the driver to answer; its envelope's `seq` is
     /// acknowledged only if the teammate refuses (and goes on).
-    Shutdown(pb::ShutdownRequest, u64),
+    Shutdown(ShutdownRequest, u64),
     /// Taken in: acknowledge the `seq` (the first field), and do what the
     /// second says.
     Taken(u64, Taken),
@@ -60,14 +79,19 @@ pub(crate) enum Taken {
         decision: Observation,
     },
     /// The answer to a permission request.
-    Permission(pb::PermissionResponse),
+    Permission {
+        /// The request's id.
+        request_id: String,
+        /// Allowed or not, and why.
+        answer: Decision,
+    },
     /// News for the driver (a message, a claimable task), queued.
     Queued,
-    /// A teammate terminated.
-    Terminated(pb::TeammateTerminated),
+    /// Teammates terminated.
+    Terminated(Vec<Ended>),
     /// Nothing to do with it (a decision on a plan not under review, a
     /// kind a teammate does not act on).
-    Ignored(Option<Body>),
+    Ignored(Option<Message>),
 }
 
 impl ProtocolState {
@@ -97,12 +121,12 @@ impl ProtocolState {
 
     /// Readies `plan` for submission ([`PlanState::prepare`]): the id of the
     /// plan it supersedes, or why `submit_plan` is not available.
-    pub(crate) fn prepare_plan(&self, plan: &mut pb::Plan) -> Result<String, &'static str> {
+    pub(crate) fn prepare_plan(&self, plan: &mut Plan) -> Result<String, &'static str> {
         self.plan.prepare(plan)
     }
 
     /// The lead took `plan`, as `request_id`, for review.
-    pub(crate) fn submitted(&mut self, request_id: String, plan: pb::Plan) {
+    pub(crate) fn submitted(&mut self, request_id: String, plan: Plan) {
         self.plan.submitted(request_id, plan);
     }
 
@@ -115,7 +139,7 @@ impl ProtocolState {
     /// ([`crate::plan_state::PlanState::widen`]); the paths writable now.
     pub(crate) fn widen(
         &mut self,
-        grant: &pb::PermissionGrant,
+        grant: Grant,
         workspace: &Workspace,
         commands: &CommandLimits,
     ) -> Result<Vec<String>, BadGrant> {
@@ -170,52 +194,79 @@ impl ProtocolState {
     /// is then not processed.
     pub(crate) fn receive(
         &mut self,
-        envelope: pb::Envelope,
+        envelope: Inbound,
         workspace: &Workspace,
         commands: &CommandLimits,
     ) -> Result<Received, BadGrant> {
         if !self.seen.is_new(envelope.seq, &envelope.message_id) {
             return Ok(Received::Again);
         }
-        let taken = match envelope.body {
-            Some(Body::ShutdownRequest(request)) => {
+        let taken = match envelope.message {
+            Some(Message::ShutdownRequest {
+                request_id,
+                reason,
+                deadline_unix_ms,
+                ..
+            }) => {
                 // Acknowledged once answered with a refusal: an agreement
                 // ends the member, and a crash before the answer leaves the
                 // request to be delivered again.
                 self.seen.processed(envelope.seq);
+                let request = ShutdownRequest {
+                    request_id: request_id.as_str().to_owned(),
+                    reason,
+                    deadline_unix_ms,
+                };
                 return Ok(Received::Shutdown(request, envelope.seq));
             }
-            Some(Body::PlanApprovalResponse(response))
-                if self.plan.reviews(&response.request_id) =>
-            {
-                let request_id = response.request_id.clone();
-                let decision = self.plan.decide(response, workspace, commands)?;
+            Some(Message::PlanDecided {
+                request_id,
+                approve,
+                feedback,
+                grant,
+            }) if self.plan.reviews(request_id.as_str()) => {
+                let answer = Decision {
+                    approve,
+                    feedback,
+                    grant,
+                };
+                let decision = self.plan.decide(answer, workspace, commands)?;
                 self.messages.push_back(decision.clone());
                 Taken::Decided {
-                    request_id,
+                    request_id: request_id.as_str().to_owned(),
                     decision,
                 }
             }
-            Some(Body::PermissionResponse(response)) => Taken::Permission(response),
-            Some(Body::Text(text)) => {
+            Some(Message::PermissionDecided {
+                request_id,
+                approve,
+                feedback,
+            }) => Taken::Permission {
+                request_id: request_id.as_str().to_owned(),
+                answer: Decision {
+                    approve,
+                    feedback,
+                    grant: None,
+                },
+            },
+            Some(Message::Text { content }) => {
                 self.messages.push_back(Observation::Message {
                     from: envelope.from,
-                    text: text.content,
+                    text: content,
                 });
                 Taken::Queued
             }
-            Some(Body::TaskClaimable(task)) => {
+            Some(Message::TaskClaimable(task)) => {
                 self.messages.push_back(Observation::TaskClaimable {
                     task_id: task.task_id,
                     subject: task.subject,
                 });
                 Taken::Queued
             }
-            Some(Body::TeammateTerminated(terminated)) => Taken::Terminated(terminated),
-            Some(Body::BudgetChanged(budget)) => {
-                self.messages.push_back(Observation::BudgetChanged {
-                    token_budget: budget.token_budget,
-                });
+            Some(Message::Terminated(ended)) => Taken::Terminated(ended),
+            Some(Message::BudgetChanged { token_budget }) => {
+                self.messages
+                    .push_back(Observation::BudgetChanged { token_budget });
                 Taken::Queued
             }
             other => Taken::Ignored(other),
@@ -229,7 +280,11 @@ impl ProtocolState {
 mod tests {
     use super::*;
     use crate::plan_state::tests::{approval, plan, rejection, unlocked, workspace};
-    use mesh_core::grant::Mode;
+    use mesh_core::{
+        grant::Mode,
+        names::RequestId,
+        tasks::{NewTask, TaskBoard},
+    };
 
     /// A state, the workspace its grants unlock writers over, and the inbox.
     struct Fixture {
@@ -255,12 +310,12 @@ mod tests {
         }
 
         /// Delivers `body` in the next envelope, with a fresh message id.
-        fn deliver(&mut self, body: Body) -> Result<Received, BadGrant> {
+        fn deliver(&mut self, body: Message) -> Result<Received, BadGrant> {
             self.seq += 1;
             self.receive(envelope(self.seq, &format!("m{}", self.seq), body))
         }
 
-        fn receive(&mut self, envelope: pb::Envelope) -> Result<Received, BadGrant> {
+        fn receive(&mut self, envelope: Inbound) -> Result<Received, BadGrant> {
             let limits = CommandLimits::default();
             self.state.receive(envelope, &self.workspace, &limits)
         }
@@ -283,20 +338,33 @@ mod tests {
         }
     }
 
-    fn envelope(seq: u64, message_id: &str, body: Body) -> pb::Envelope {
-        pb::Envelope {
+    fn envelope(seq: u64, message_id: &str, body: Message) -> Inbound {
+        Inbound {
             seq,
             message_id: message_id.to_owned(),
             from: "lead".into(),
-            body: Some(body),
-            ..Default::default()
+            message: Some(body),
         }
     }
 
-    fn text(content: &str) -> Body {
-        Body::Text(pb::Text {
+    fn text(content: &str) -> Message {
+        Message::Text {
             content: content.into(),
-        })
+        }
+    }
+
+    fn id(value: &str) -> RequestId {
+        RequestId::existing("request_id", value).expect("an id")
+    }
+
+    /// The decision `answer` on plan `request_id`, as the lead sends it.
+    fn decided(request_id: &str, answer: Decision) -> Message {
+        Message::PlanDecided {
+            request_id: id(request_id),
+            approve: answer.approve,
+            feedback: answer.feedback,
+            grant: answer.grant,
+        }
     }
 
     #[test]
@@ -304,7 +372,7 @@ mod tests {
         let mut f = Fixture::new();
         f.submit("p1");
         f.deliver(text("before")).expect("queued");
-        match f.deliver(Body::PlanApprovalResponse(rejection("p1"))) {
+        match f.deliver(decided("p1", rejection())) {
             Ok(Received::Taken(
                 2,
                 Taken::Decided {
@@ -330,9 +398,8 @@ mod tests {
 
         assert_eq!(f.state.prepare_plan(&mut plan(&[])), Ok("p1".into()));
         f.submit("p2");
-        let grant = Some((pb::PermissionMode::Default, &["src/**"][..]));
-        f.deliver(Body::PlanApprovalResponse(approval("p2", grant)))
-            .expect("decided");
+        let grant = Some((Mode::Default, &["src/**"][..]));
+        f.deliver(decided("p2", approval(grant))).expect("decided");
         assert_eq!(unlocked(f.state.gate()), Some(Mode::Default));
         assert!(matches!(
             f.state.take_decision(),
@@ -346,21 +413,20 @@ mod tests {
     #[test]
     fn a_decision_on_a_plan_not_under_review_is_ignored() {
         let mut f = Fixture::new();
-        let unknown = f.deliver(Body::PlanApprovalResponse(approval("p0", None)));
+        let unknown = f.deliver(decided("p0", approval(None)));
         assert!(matches!(
             unknown,
             Ok(Received::Taken(
                 1,
-                Taken::Ignored(Some(Body::PlanApprovalResponse(_)))
+                Taken::Ignored(Some(Message::PlanDecided { .. }))
             ))
         ));
         f.submit("p1");
-        f.deliver(Body::PlanApprovalResponse(rejection("p1")))
-            .expect("decided");
+        f.deliver(decided("p1", rejection())).expect("decided");
         f.state.take_decision();
         f.submit("p2");
         // A late second word on the superseded plan.
-        let old = f.deliver(Body::PlanApprovalResponse(approval("p1", None)));
+        let old = f.deliver(decided("p1", approval(None)));
         assert!(matches!(old, Ok(Received::Taken(3, Taken::Ignored(_)))));
         assert!(f.state.is_under_review(), "p2 still waits for its decision");
         assert_eq!(unlocked(f.state.gate()), None);
@@ -371,8 +437,8 @@ mod tests {
     fn a_bad_grant_is_an_error_and_its_envelope_is_not_processed() {
         let mut f = Fixture::new();
         f.submit("p1");
-        let grant = Some((pb::PermissionMode::AcceptEdits, &["/etc/*"][..]));
-        let bad = f.deliver(Body::PlanApprovalResponse(approval("p1", grant)));
+        let grant = Some((Mode::AcceptEdits, &["/etc/*"][..]));
+        let bad = f.deliver(decided("p1", approval(grant)));
         assert!(bad.is_err(), "{bad:?}");
         assert_eq!(f.state.last_seq(), 0);
         assert_eq!(unlocked(f.state.gate()), None);
@@ -398,12 +464,18 @@ mod tests {
     #[test]
     fn a_shutdown_request_is_left_to_answer_and_not_taken_twice() {
         let mut f = Fixture::new();
-        let request = pb::ShutdownRequest {
+        let request = ShutdownRequest {
             request_id: "s1".into(),
             reason: "done".into(),
             ..Default::default()
         };
-        let delivered = envelope(3, "m3", Body::ShutdownRequest(request.clone()));
+        let asked = Message::ShutdownRequest {
+            request_id: id("s1"),
+            target: "alice".into(),
+            reason: "done".into(),
+            deadline_unix_ms: 0,
+        };
+        let delivered = envelope(3, "m3", asked);
         match f.receive(delivered.clone()) {
             Ok(Received::Shutdown(pending, 3)) => assert_eq!(pending, request),
             other => panic!("a shutdown request to answer, not {other:?}"),
@@ -416,30 +488,49 @@ mod tests {
     #[test]
     fn answers_and_terminations_are_handed_back_and_news_queued_in_order() {
         let mut f = Fixture::new();
-        let answer = pb::PermissionResponse {
-            request_id: "r1".into(),
+        let answer = Decision {
+            approve: true,
+            feedback: String::new(),
+            grant: None,
+        };
+        let allowed = Message::PermissionDecided {
+            request_id: id("r1"),
             approve: true,
             feedback: String::new(),
         };
-        match f.deliver(Body::PermissionResponse(answer.clone())) {
-            Ok(Received::Taken(1, Taken::Permission(got))) => assert_eq!(got, answer),
+        match f.deliver(allowed) {
+            Ok(Received::Taken(
+                1,
+                Taken::Permission {
+                    request_id,
+                    answer: got,
+                },
+            )) => assert_eq!((request_id.as_str(), got), ("r1", answer)),
             other => panic!("a permission answer, not {other:?}"),
         }
-        let claimable = pb::Task {
-            task_id: "t1".into(),
-            subject: "docs".into(),
-            ..Default::default()
-        };
-        f.deliver(Body::TaskClaimable(claimable)).expect("queued");
+        let claimable = TaskBoard::new(10)
+            .create(
+                "t1".into(),
+                NewTask {
+                    subject: "docs".into(),
+                    ..Default::default()
+                },
+                1,
+            )
+            .expect("a task");
+        f.deliver(Message::TaskClaimable(claimable))
+            .expect("queued");
         f.deliver(text("hi")).expect("queued");
-        let terminated = f.deliver(Body::TeammateTerminated(pb::TeammateTerminated {
+        let terminated = f.deliver(Message::Terminated(vec![Ended {
             name: "bob".into(),
-            ..Default::default()
-        }));
+            reason: String::new(),
+        }]));
         assert!(
-            matches!(terminated, Ok(Received::Taken(4, Taken::Terminated(t))) if t.name == "bob")
+            matches!(terminated, Ok(Received::Taken(4, Taken::Terminated(t))) if t[0].name == "bob")
         );
-        let idle = f.deliver(Body::IdleNotification(pb::IdleNotification::default()));
+        let idle = f.deliver(Message::Idle {
+            reason: String::new(),
+        });
         assert!(matches!(
             idle,
             Ok(Received::Taken(5, Taken::Ignored(Some(_))))
@@ -458,8 +549,7 @@ mod tests {
         let mut f = Fixture::new();
         f.state.claim("t1".into());
         f.submit("p1");
-        f.deliver(Body::PlanApprovalResponse(approval("p1", None)))
-            .expect("decided");
+        f.deliver(decided("p1", approval(None))).expect("decided");
         assert_eq!(unlocked(f.state.gate()), Some(Mode::AcceptEdits));
         assert!(!f.state.completed("t2"));
         assert!(f.state.completed("t1"));

@@ -19,8 +19,8 @@
 
 use std::collections::VecDeque;
 
+use mesh_core::plan::Plan;
 use serde::Deserialize;
-use shared::pb;
 
 use crate::{
     driver::{ClaimedTask, Driver, DriverError, Observation, ShutdownAnswer, Step, TaskCall},
@@ -102,8 +102,8 @@ pub struct PlanSpec {
 }
 
 impl PlanSpec {
-    fn to_pb(&self) -> pb::Plan {
-        pb::Plan {
+    fn to_plan(&self) -> Plan {
+        Plan {
             summary: self.summary.clone(),
             steps: self.steps.clone(),
             files: self.files.clone(),
@@ -226,7 +226,7 @@ struct Job {
     /// Plan-phase steps, in order.
     plan_steps: Vec<Step>,
     /// Plans to submit, in order.
-    plans: Vec<pb::Plan>,
+    plans: Vec<Plan>,
     /// Work-phase steps, in order.
     work_steps: Vec<Step>,
 }
@@ -235,7 +235,7 @@ impl Job {
     /// The job `plans` and `actions` describe; `at` names them in errors.
     fn parse(plans: &[PlanSpec], actions: &[Action], at: &str) -> Result<Self, String> {
         let mut job = Job {
-            plans: plans.iter().map(PlanSpec::to_pb).collect(),
+            plans: plans.iter().map(PlanSpec::to_plan).collect(),
             ..Job::default()
         };
         for (i, action) in actions.iter().enumerate() {
@@ -383,7 +383,7 @@ impl ScriptDriver {
             // Reviewed by its result alone: no plan round.
             job.plans.clear();
         } else if job.plans.is_empty() {
-            job.plans.push(pb::Plan {
+            job.plans.push(Plan {
                 summary: task.subject.clone(),
                 steps: vec![if task.description.is_empty() {
                     task.subject.clone()
@@ -547,7 +547,7 @@ impl Driver for ScriptDriver {
 
     async fn answer_shutdown(
         &mut self,
-        _request: &pb::ShutdownRequest,
+        _request: &crate::driver::ShutdownRequest,
         _tools: &[&'static str],
     ) -> ShutdownAnswer {
         ShutdownAnswer {

@@ -5,15 +5,15 @@
 
 use std::time::Duration;
 
-use shared::pb;
+use mesh_core::usage::{Standing, Usage};
 
 /// Tokens used, and the budget.
 #[derive(Debug, Clone, Default)]
 pub struct Meter {
     /// This process's totals.
-    mine: pb::Usage,
+    mine: Usage,
     /// The totals last taken for a report.
-    reported: pb::Usage,
+    reported: Usage,
     /// Tokens the member used beyond `reported`, as the lead last said
     /// (earlier processes under its name).
     before: u64,
@@ -21,10 +21,6 @@ pub struct Meter {
     budget: Option<u64>,
     /// Of this process's prompt tokens, those the server's cache served.
     cached: u64,
-}
-
-fn tokens(usage: &pb::Usage) -> u64 {
-    usage.prompt_tokens.saturating_add(usage.completion_tokens)
 }
 
 impl Meter {
@@ -53,7 +49,7 @@ impl Meter {
     }
 
     /// This process's totals.
-    pub fn mine(&self) -> &pb::Usage {
+    pub fn mine(&self) -> &Usage {
         &self.mine
     }
 
@@ -64,7 +60,7 @@ impl Meter {
 
     /// Tokens the member has used in all.
     pub fn used(&self) -> u64 {
-        self.before.saturating_add(tokens(&self.mine))
+        self.before.saturating_add(self.mine.tokens())
     }
 
     /// Its budget.
@@ -78,7 +74,7 @@ impl Meter {
     }
 
     /// This process's totals, if they changed since last taken.
-    pub fn take_report(&mut self) -> Option<pb::Usage> {
+    pub fn take_report(&mut self) -> Option<Usage> {
         if self.mine == self.reported {
             return None;
         }
@@ -88,9 +84,8 @@ impl Meter {
 
     /// The lead's word, answering the last report (or the join, before any):
     /// the member's totals, which count what was reported, and its budget.
-    pub fn heard(&mut self, status: &pb::UsageStatus) {
-        let total = status.total.as_ref().map(tokens).unwrap_or_default();
-        self.before = total.saturating_sub(tokens(&self.reported));
+    pub fn heard(&mut self, status: &Standing) {
+        self.before = status.total.tokens().saturating_sub(self.reported.tokens());
         self.set_budget(status.token_budget);
     }
 
@@ -104,12 +99,12 @@ impl Meter {
 mod tests {
     use super::*;
 
-    fn status(total: u64, budget: u64) -> pb::UsageStatus {
-        pb::UsageStatus {
-            total: Some(pb::Usage {
+    fn status(total: u64, budget: u64) -> Standing {
+        Standing {
+            total: Usage {
                 prompt_tokens: total,
                 ..Default::default()
-            }),
+            },
             token_budget: budget,
         }
     }

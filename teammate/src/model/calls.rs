@@ -1,0 +1,192 @@
+//! The steps the model's calls ask for: each call of a reply checked (a
+//! repeat, `done` while something is owed, a plan without files, a useless
+//! edit or amendment) and made a [`Step`], with what it will change in what
+//! the driver knows ([`Effect`]).
+
+use mesh_core::limits;
+use mesh_llm::{self as chat, Message};
+
+use super::ModelDriver;
+use crate::{
+    catalog::{self, Request},
+    driver::{Step, TaskCall},
+};
+
+/// What a call changes in what the driver knows, once it succeeds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Effect {
+    Read(String),
+    Listed(String),
+    Wrote(String),
+    /// A command ran (its output says how it went).
+    Ran,
+}
+
+impl ModelDriver {
+    /// The step a tool call of the model asks for.
+    pub(super) fn step_for(&mut self, call: chat::ToolCall, tools: &[&'static str]) -> Step {
+        self.running = Some(call.id.clone());
+        let name = call.function.name;
+        self.calling = Some(name.clone());
+        let arguments = call.function.arguments;
+        self.writing = false;
+        self.effect = None;
+        if name == catalog::DONE {
+            return self.end(arguments, tools);
+        }
+        // A read again is only a wasted turn (and the grammar offers none);
+        // a call with an effect again, while nothing changed, is a loop.
+        let reads = crate::tools::READ_TOOLS.contains(&name.as_str());
+        let step = if reads || self.made.insert((name.clone(), arguments.clone())) {
+            self.step_of(name, arguments, tools)
+        } else {
+            Step::Invalid {
+                tool: name,
+                args_json: arguments,
+                problem: "you made this very call already and nothing changed since: its result \
+                          stands. Do something else, or call done if the work is done."
+                    .into(),
+            }
+        };
+        if let Step::Invalid { tool, .. } = &step {
+            self.tally.invalid += 1;
+            self.known.spurn(tool);
+        }
+        step
+    }
+
+    /// `done`: the turn ends (the rest of the reply is not run), unless
+    /// something is owed.
+    fn end(&mut self, arguments: String, tools: &[&'static str]) -> Step {
+        if let Some(owed) = self.owed(tools) {
+            self.tally.invalid += 1;
+            return Step::Invalid {
+                tool: catalog::DONE.into(),
+                args_json: arguments,
+                problem: format!("you cannot end yet: you still owe {}", owed.what()),
+            };
+        }
+        let summary = serde_json::from_str::<serde_json::Value>(&arguments)
+            .ok()
+            .and_then(|v| v.get("summary").and_then(|s| s.as_str()).map(str::to_owned))
+            .unwrap_or_default();
+        self.answer("your turn ended; you will be told when something happens");
+        while let Some(call) = self.queue.pop_front() {
+            self.messages
+                .push(Message::tool(&call.id, "not run: done came before it"));
+        }
+        self.news = false;
+        self.log_use();
+        let summary = summary.trim();
+        Step::Idle(if summary.is_empty() {
+            "done".into()
+        } else {
+            format!("done: {}", limits::cut(summary, 1_000))
+        })
+    }
+
+    /// What the model used so far and what went wrong, in the log.
+    pub(super) fn log_use(&self) {
+        let used = self.meter.mine();
+        tracing::info!(
+            calls = used.calls,
+            prompt_tokens = used.prompt_tokens,
+            completion_tokens = used.completion_tokens,
+            cached_tokens = self.meter.cached(),
+            model_ms = used.model_ms,
+            cut_replies = self.tally.cut,
+            invalid_calls = self.tally.invalid,
+            "model use"
+        );
+    }
+
+    /// The step a call of a tool of the catalog asks for.
+    fn step_of(&mut self, name: String, arguments: String, tools: &[&'static str]) -> Step {
+        match catalog::parse(&name, &arguments, tools) {
+            Ok(Request::Tool(crate::tools::ToolCall::EditFile { old, new, .. })) if old == new => {
+                Step::Invalid {
+                    tool: name,
+                    args_json: arguments,
+                    problem: "`old` and `new` are the same: that edit changes nothing".into(),
+                }
+            }
+            Ok(Request::Tool(call)) => {
+                self.writing = call.is_gated();
+                self.effect = effect_of(&call);
+                Step::Call(call)
+            }
+            // A plan that names no file can never be carried out: the
+            // grant would allow no write.
+            Ok(Request::Submit(plan)) if plan.files.is_empty() => Step::Invalid {
+                tool: name,
+                args_json: arguments,
+                problem: "submit_plan needs `files`: the paths you will write (e.g. \
+                          [\"hello.txt\"]); the approval allows writing only those"
+                    .into(),
+            },
+            Ok(Request::Submit(plan)) => {
+                self.pinned.plan = Some(limits::cut(&arguments, 4 * 1024));
+                self.planned = plan.files.clone();
+                Step::Submit(plan)
+            }
+            Ok(Request::Send { to, text }) => Step::Send { to, text },
+            Ok(Request::Task(TaskCall::Amend { files, .. }))
+                if !files.is_empty() && files.iter().all(|f| self.known.granted.contains(f)) =>
+            {
+                Step::Invalid {
+                    tool: name,
+                    args_json: arguments,
+                    problem: format!(
+                        "nothing to amend: you may already write {}",
+                        files.join(", ")
+                    ),
+                }
+            }
+            Ok(Request::Task(call)) => {
+                if let TaskCall::Complete { task_id, .. } = &call {
+                    self.completing = Some(task_id.clone());
+                }
+                Step::Task(call)
+            }
+            Ok(Request::RespondShutdown { .. }) => Step::Invalid {
+                tool: name,
+                args_json: arguments,
+                problem: "no shutdown request is waiting for an answer".into(),
+            },
+            Err(problem) => Step::Invalid {
+                tool: name,
+                args_json: arguments,
+                problem,
+            },
+        }
+    }
+}
+
+/// Drops the calls that repeat an earlier one of the same reply word for
+/// word (a model looping until its reply is cut); how many were dropped.
+pub(super) fn dedupe(calls: &mut Vec<chat::ToolCall>) -> usize {
+    let before = calls.len();
+    let mut seen = std::collections::HashSet::new();
+    calls.retain(|c| seen.insert((c.function.name.clone(), c.function.arguments.clone())));
+    before - calls.len()
+}
+
+/// What a read or write call changes in what the driver knows.
+fn effect_of(call: &crate::tools::ToolCall) -> Option<Effect> {
+    use crate::tools::ToolCall as T;
+    let clean = |path: &str| {
+        let path = path.trim_start_matches("./").trim_end_matches('/');
+        if path.is_empty() {
+            ".".to_owned()
+        } else {
+            path.to_owned()
+        }
+    };
+    match call {
+        T::ReadFile { path } => Some(Effect::Read(clean(path))),
+        T::ListDir { path } => Some(Effect::Listed(clean(path))),
+        T::WriteFile { path, .. } | T::EditFile { path, .. } => Some(Effect::Wrote(clean(path))),
+        T::RunCommand { .. } => Some(Effect::Ran),
+        _ => None,
+    }
+}
