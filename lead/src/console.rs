@@ -62,7 +62,7 @@ pub(crate) async fn serve(
         sessions: Arc::default(),
         tls,
     };
-    let app = Router::new()
+    let mut app = Router::new()
         .route("/", get(index))
         .route("/login", post(login))
         .route("/app.js", get(script))
@@ -77,8 +77,11 @@ pub(crate) async fn serve(
         .route("/api/reject", post(reject))
         .route("/api/permission", post(permission))
         .route("/api/decide", post(decide))
-        .route("/api/shutdown", post(shutdown))
-        .with_state(console);
+        .route("/api/shutdown", post(shutdown));
+    for (path, body) in assets::MODULES {
+        app = app.route(path, get(move |operator| assets::module(operator, body)));
+    }
+    let app = app.with_state(console);
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<ConnInfo>(),
