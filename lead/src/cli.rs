@@ -17,9 +17,12 @@ use crate::{
     state::{StateDir, OPERATOR_TOKEN_FILE},
 };
 
+pub mod audit;
 pub mod decide;
+pub mod gc;
 pub mod serve;
 mod spawn;
+pub mod tasks;
 pub use spawn::{spawn, SpawnArgs};
 
 /// An operator client with its token attached.
@@ -45,16 +48,21 @@ pub enum CliError {
     Io(#[from] std::io::Error),
 }
 
-/// Where the lead is and how to authenticate to it.
-#[derive(Debug, Clone)]
+/// Where the lead is and how to authenticate to it: the flags of every
+/// command that talks to a running lead.
+#[derive(Debug, Clone, clap::Args)]
 pub struct Target {
-    /// `--lead URL`; otherwise read from the state dir.
-    pub lead: Option<String>,
-    /// `--operator-token`; otherwise read from the state dir.
-    pub operator_token: Option<String>,
-    /// The lead's state dir.
+    /// The lead's state dir, where its address and operator token are.
+    #[arg(long, env = "MESH_STATE_DIR", default_value = ".mesh")]
     pub state_dir: PathBuf,
-    /// For an `https://` lead: what to trust and which certificate to show.
+    /// The lead's URL (instead of <state-dir>/lead.addr).
+    #[arg(long)]
+    pub lead: Option<String>,
+    /// The operator token (instead of <state-dir>/operator.token).
+    #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
+    pub operator_token: Option<String>,
+    // For an `https://` lead: what to trust and which certificate to show.
+    #[command(flatten)]
     pub tls: ClientTls,
 }
 
@@ -89,57 +97,6 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
         channel,
         BearerToken::new(&token)?,
     ))
-}
-
-/// `lead tasks`: the shared task list, oldest first, every page.
-pub async fn tasks(client: &mut Operator, json: bool) -> Result<String, CliError> {
-    let mut tasks = Vec::new();
-    let mut page_token = String::new();
-    loop {
-        let page = client
-            .list_tasks(pb::ListTasksRequest {
-                page_token: page_token.clone(),
-                ..Default::default()
-            })
-            .await?
-            .into_inner();
-        tasks.extend(page.tasks);
-        if page.next_page_token.is_empty() || page.next_page_token == page_token {
-            break;
-        }
-        page_token = page.next_page_token;
-    }
-    if json {
-        return Ok(render::json_text(&serde_json::Value::Array(
-            tasks.iter().map(render::task_json).collect(),
-        )) + "\n");
-    }
-    let mut rows = vec![vec![
-        "TASK ID".into(),
-        "STATUS".into(),
-        "OWNER".into(),
-        "SUBJECT".into(),
-        "BLOCKED BY".into(),
-    ]];
-    rows.extend(tasks.iter().map(|t| {
-        vec![
-            t.task_id.clone(),
-            render::task_status(t.status).into(),
-            t.owner.clone(),
-            t.subject.clone(),
-            t.blocked_by.join(","),
-        ]
-    }));
-    Ok(render::table(&rows))
-}
-
-/// `lead task add`: prints the new task's id.
-pub async fn add_task(
-    client: &mut Operator,
-    request: pb::CreateTaskRequest,
-) -> Result<String, CliError> {
-    let task = client.create_task(request).await?.into_inner();
-    Ok(format!("{}\n", task.task_id))
 }
 
 /// `lead team`: every member, with what its model used and its budget;
@@ -407,55 +364,6 @@ fn summary(payload_json: &str) -> String {
         }
     }
     String::new()
-}
-
-/// `lead audit export`: the trail, oldest first; a table, or JSON lines.
-pub async fn audit_export(
-    client: &mut Operator,
-    since: i64,
-    json: bool,
-) -> Result<String, CliError> {
-    let mut lines = Vec::new();
-    let mut after = 0;
-    loop {
-        let page = client
-            .list_audit(pb::ListAuditRequest {
-                since_unix_ms: since,
-                after_seq: after,
-                page_size: 1_000,
-            })
-            .await?
-            .into_inner();
-        if page.entries.is_empty() {
-            break;
-        }
-        after = page.last_seq;
-        lines.extend(page.entries);
-    }
-    if json {
-        return Ok(lines.iter().map(|l| format!("{l}\n")).collect());
-    }
-    let mut rows = vec![vec![
-        "SEQ".into(),
-        "AT".into(),
-        "WHAT".into(),
-        "SUBJECT".into(),
-        "DECISION".into(),
-        "BY".into(),
-    ]];
-    for line in &lines {
-        let e: crate::audit::Entry = serde_json::from_str(line)
-            .map_err(|e| CliError::Usage(format!("the lead sent a bad entry: {e}")))?;
-        rows.push(vec![
-            e.seq.to_string(),
-            e.at_unix_ms.to_string(),
-            e.what,
-            e.subject,
-            e.decision,
-            e.by,
-        ]);
-    }
-    Ok(render::table(&rows))
 }
 
 /// `lead diff ID`: a result's diff, as submitted.

@@ -2,13 +2,13 @@
 
 use std::{path::PathBuf, process::ExitCode};
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Parser, Subcommand};
 use lead::cli::{
-    self,
+    self, connect,
     serve::{serve, ServeArgs},
+    tasks::NewTask,
     CliError, Target,
 };
-use shared::{pb, transport::ClientTls};
 
 /// The mesh lead: serves the team, and the operator commands that steer it.
 #[derive(Debug, Parser)]
@@ -21,25 +21,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum TaskAction {
     /// Add a task; prints its id.
-    Add {
-        /// What the task is, in a line.
-        subject: String,
-        /// More detail.
-        #[arg(long, default_value = "")]
-        description: String,
-        /// A task that must be completed first (repeatable).
-        #[arg(long = "blocked-by")]
-        blocked_by: Vec<String>,
-        /// A glob the task is expected to touch (repeatable).
-        #[arg(long)]
-        files: Vec<String>,
-        /// What is reviewed (with lead serve --repo): plan, result or both
-        /// (default: the lead's --review).
-        #[arg(long, value_parser = ["plan", "result", "both"])]
-        review: Option<String>,
-        #[command(flatten)]
-        target: TargetArgs,
-    },
+    Add(NewTask),
 }
 
 #[derive(Debug, Subcommand)]
@@ -55,7 +37,7 @@ enum AuditAction {
         #[arg(long)]
         json: bool,
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
     },
     /// Check an exported trail: each entry's hash, each link to the one
     /// before. Says where it breaks (exit status 1).
@@ -73,7 +55,7 @@ enum Command {
     /// model used and its token budget; then the team's total.
     Team {
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -81,7 +63,7 @@ enum Command {
     /// The shared task list: id, status, owner, subject, blockers.
     Tasks {
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -96,7 +78,7 @@ enum Command {
     /// decision.
     Stats {
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -104,7 +86,7 @@ enum Command {
     /// List protocol requests.
     Requests {
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
         /// Only pending ones.
         #[arg(long)]
         pending: bool,
@@ -129,7 +111,7 @@ enum Command {
         #[arg(long)]
         allow_overlap: bool,
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
     },
     /// Reject a plan, with feedback the teammate revises against.
     Reject {
@@ -137,7 +119,7 @@ enum Command {
         #[arg(long)]
         feedback: String,
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
     },
     /// The audit trail: every decision, hash-chained.
     Audit {
@@ -148,7 +130,7 @@ enum Command {
     Diff {
         request_id: String,
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
     },
     /// Remove the team's leftover worktrees (`mesh/NAME/work`) in --repo:
     /// those not in use whose work landed; with --force, every one not in
@@ -174,7 +156,7 @@ enum Command {
         #[arg(long, default_value = "")]
         feedback: String,
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
     },
     /// Deny one gated tool call (a permission request).
     Deny {
@@ -182,7 +164,7 @@ enum Command {
         #[arg(long, default_value = "")]
         feedback: String,
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
     },
     /// Ask a teammate to shut down, and wait for its answer: until it agrees
     /// or refuses, or its deadline passes and the request expires (at most
@@ -200,7 +182,7 @@ enum Command {
         #[arg(long)]
         no_wait: bool,
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
     },
     /// Set a member's token budget (prompt and completion tokens together;
     /// 0 removes it); prints what it used and its budget now.
@@ -210,12 +192,12 @@ enum Command {
         /// The budget in tokens; 0: none.
         tokens: u64,
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
     },
     /// Print every message, request change, member change and tool call, live.
     Watch {
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
         /// One JSON object per line.
         #[arg(long)]
         json: bool,
@@ -225,7 +207,7 @@ enum Command {
         #[command(flatten)]
         spawn: cli::SpawnArgs,
         #[command(flatten)]
-        target: TargetArgs,
+        target: Target,
     },
     /// Run the whole mission once: a lead and two teammates, with a transcript.
     Demo {
@@ -236,32 +218,6 @@ enum Command {
         #[arg(long)]
         teammate_bin: Option<PathBuf>,
     },
-}
-
-#[derive(Debug, Args)]
-struct TargetArgs {
-    /// The lead's state dir, where its address and operator token are.
-    #[arg(long, env = "MESH_STATE_DIR", default_value = ".mesh")]
-    state_dir: PathBuf,
-    /// The lead's URL (instead of <state-dir>/lead.addr).
-    #[arg(long)]
-    lead: Option<String>,
-    /// The operator token (instead of <state-dir>/operator.token).
-    #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
-    operator_token: Option<String>,
-    #[command(flatten)]
-    tls: ClientTls,
-}
-
-impl From<TargetArgs> for Target {
-    fn from(args: TargetArgs) -> Self {
-        Target {
-            lead: args.lead,
-            operator_token: args.operator_token,
-            state_dir: args.state_dir,
-            tls: args.tls,
-        }
-    }
 }
 
 /// The lead allocates and frees several small buffers per message. Under
@@ -305,37 +261,21 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             return lead::demo::run(dir, bin).await;
         }
         Command::Watch { target, json } => {
-            let mut client = cli::connect(&target.into()).await?;
-            return Ok(cli::watch(&mut client, json).await?);
+            return Ok(cli::watch(&mut connect(&target).await?, json).await?);
         }
-        Command::Team { target, json } => {
-            cli::team(&mut cli::connect(&target.into()).await?, json).await
-        }
+        Command::Team { target, json } => cli::team(&mut connect(&target).await?, json).await,
         Command::Tasks { target, json } => {
-            cli::tasks(&mut cli::connect(&target.into()).await?, json).await
+            cli::tasks::tasks(&mut connect(&target).await?, json).await
         }
         Command::Task {
-            action:
-                TaskAction::Add {
-                    subject,
-                    description,
-                    blocked_by,
-                    files,
-                    review,
-                    target,
-                },
-        } => {
-            let request = new_task(subject, description, blocked_by, files, review.as_deref());
-            cli::add_task(&mut cli::connect(&target.into()).await?, request).await
-        }
-        Command::Stats { target, json } => {
-            cli::stats(&mut cli::connect(&target.into()).await?, json).await
-        }
+            action: TaskAction::Add(task),
+        } => cli::tasks::add_task(&mut connect(&task.target).await?, task).await,
+        Command::Stats { target, json } => cli::stats(&mut connect(&target).await?, json).await,
         Command::Requests {
             target,
             pending,
             json,
-        } => cli::requests(&mut cli::connect(&target.into()).await?, pending, json).await,
+        } => cli::requests(&mut connect(&target).await?, pending, json).await,
         Command::Approve {
             request_id,
             mode,
@@ -344,80 +284,34 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             allow_overlap,
             target,
         } => {
-            cli::decide::approve(
-                &mut cli::connect(&target.into()).await?,
-                request_id,
-                &mode,
-                write,
-                feedback,
-                allow_overlap,
-            )
-            .await
+            let client = &mut connect(&target).await?;
+            cli::decide::approve(client, request_id, &mode, write, feedback, allow_overlap).await
         }
         Command::Reject {
             request_id,
             feedback,
             target,
-        } => {
-            cli::decide::reject(
-                &mut cli::connect(&target.into()).await?,
-                request_id,
-                feedback,
-            )
-            .await
-        }
-        Command::Audit {
-            action:
-                AuditAction::Export {
-                    since,
-                    json,
-                    target,
-                },
-        } => {
-            let since = match since.as_deref() {
-                None => 0,
-                Some(s) => parse_since(s).map_err(cli::CliError::Usage)?,
-            };
-            cli::audit_export(&mut cli::connect(&target.into()).await?, since, json).await
-        }
-        Command::Audit {
-            action: AuditAction::Verify { file },
-        } => verify_audit(&file),
+        } => cli::decide::reject(&mut connect(&target).await?, request_id, feedback).await,
+        Command::Audit { action } => audit(action).await,
         Command::Diff { request_id, target } => {
-            cli::diff(&mut cli::connect(&target.into()).await?, request_id).await
+            cli::diff(&mut connect(&target).await?, request_id).await
         }
         Command::Gc {
             repo,
             branch,
             force,
             unlock,
-        } => gc(&repo, branch.as_deref(), force, unlock).await,
+        } => cli::gc::gc(&repo, branch.as_deref(), force, unlock).await,
         Command::Allow {
             request_id,
             feedback,
             target,
-        } => {
-            cli::decide::permit(
-                &mut cli::connect(&target.into()).await?,
-                request_id,
-                true,
-                feedback,
-            )
-            .await
-        }
+        } => cli::decide::permit(&mut connect(&target).await?, request_id, true, feedback).await,
         Command::Deny {
             request_id,
             feedback,
             target,
-        } => {
-            cli::decide::permit(
-                &mut cli::connect(&target.into()).await?,
-                request_id,
-                false,
-                feedback,
-            )
-            .await
-        }
+        } => cli::decide::permit(&mut connect(&target).await?, request_id, false, feedback).await,
         Command::Shutdown {
             name,
             reason,
@@ -425,145 +319,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             no_wait,
             target,
         } => {
-            cli::shutdown(
-                &mut cli::connect(&target.into()).await?,
-                name,
-                reason,
-                deadline,
-                !no_wait,
-            )
-            .await
+            let client = &mut connect(&target).await?;
+            cli::shutdown(client, name, reason, deadline, !no_wait).await
         }
         Command::Budget {
             name,
             tokens,
             target,
-        } => cli::budget(&mut cli::connect(&target.into()).await?, name, tokens).await,
+        } => cli::budget(&mut connect(&target).await?, name, tokens).await,
         Command::Spawn { spawn, target } => {
             let ca = target.tls.ca.clone();
-            cli::spawn(
-                &mut cli::connect(&target.into()).await?,
-                spawn,
-                ca.as_deref(),
-            )
-            .await
+            cli::spawn(&mut connect(&target).await?, spawn, ca.as_deref()).await
         }
     };
     print!("{}", output.map_err(|e: CliError| anyhow::anyhow!(e))?);
     Ok(())
 }
 
-/// `lead task add`'s request, from its flags.
-fn new_task(
-    subject: String,
-    description: String,
-    blocked_by: Vec<String>,
-    files: Vec<String>,
-    review: Option<&str>,
-) -> pb::CreateTaskRequest {
-    let review = match review {
-        None => pb::TaskReview::Unspecified,
-        Some("plan") => pb::TaskReview::Plan,
-        Some("result") => pb::TaskReview::Result,
-        Some(_) => pb::TaskReview::Both,
-    };
-    pb::CreateTaskRequest {
-        subject,
-        description,
-        blocked_by,
-        files,
-        review: review as i32,
-    }
-}
-
-/// `lead audit verify FILE`: whether the exported chain holds.
-fn verify_audit(file: &std::path::Path) -> Result<String, CliError> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| CliError::Usage(format!("{}: {e}", file.display())))?;
-    match lead::audit::verify(&text) {
-        Ok(n) => Ok(format!("ok: {n} entries, the chain holds\n")),
-        Err((line, why)) => Err(CliError::Usage(format!(
-            "{}: line {line}: {why}",
-            file.display()
-        ))),
-    }
-}
-
-/// `--since`: unix seconds, or an RFC 3339 time in UTC
-/// (`2026-11-26T14:00:00Z`); unix ms.
-fn parse_since(value: &str) -> Result<i64, String> {
-    if let Ok(seconds) = value.trim().parse::<i64>() {
-        return Ok(seconds.saturating_mul(1000));
-    }
-    humantime::parse_rfc3339(value.trim())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .ok_or_else(|| {
-            format!(
-                "--since {value:?}: give unix seconds (date +%s) or a UTC time \
-                 such as 2026-11-26T14:00:00Z"
-            )
-        })
-}
-
-/// `lead gc`: removes the team's leftover worktrees and their branches.
-async fn gc(
-    repo: &std::path::Path,
-    branch: Option<&str>,
-    force: bool,
-    unlock: bool,
-) -> Result<String, cli::CliError> {
-    let internal = |e: lead::git::GitError| cli::CliError::Usage(e.to_string());
-    let repo = lead::git::Repo::open(repo, branch)
-        .await
-        .map_err(internal)?;
-    let mut out = String::new();
-    for worktree in repo.worktrees().await.map_err(internal)? {
-        let path = worktree.path.display();
-        if worktree.locked && !unlock {
-            out.push_str(&format!(
-                "kept {path}: in use by a running lead (--unlock to remove it anyway)\n"
-            ));
-            continue;
-        }
-        if repo
-            .remove_worktree(&worktree.path, &worktree.member, force)
-            .await
-            .map_err(internal)?
-        {
-            out.push_str(&format!("removed {path} (mesh/{}/work)\n", worktree.member));
-        } else {
-            out.push_str(&format!(
-                "kept {path}: it holds work that has not landed (--force to remove it)\n"
-            ));
-        }
-    }
-    if out.is_empty() {
-        out.push_str("no worktrees of the team's\n");
-    }
-    Ok(out)
-}
-
-#[cfg(test)]
-mod since_tests {
-    use super::parse_since;
-
-    #[test]
-    fn since_takes_unix_seconds_or_a_utc_time() {
-        assert_eq!(parse_since("1764165600"), Ok(1_764_165_600_000));
-        assert_eq!(parse_since("2025-11-26T14:00:00Z"), Ok(1_764_165_600_000));
-        assert_eq!(
-            parse_since("2025-11-26T14:00:00.250Z"),
-            Ok(1_764_165_600_250)
-        );
-        let wrong = parse_since("yesterday");
-        assert!(
-            wrong
-                .as_ref()
-                .is_err_and(|e| e.contains("2026-11-26T14:00:00Z")),
-            "{wrong:?}"
-        );
-        assert!(parse_since("2025-11-26T14:00:00+01:00").is_err());
+/// `lead audit export` and `lead audit verify`.
+async fn audit(action: AuditAction) -> Result<String, CliError> {
+    match action {
+        AuditAction::Export {
+            since,
+            json,
+            target,
+        } => cli::audit::audit_export(&mut connect(&target).await?, since.as_deref(), json).await,
+        AuditAction::Verify { file } => cli::audit::verify(&file),
     }
 }

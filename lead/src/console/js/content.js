@@ -1,0 +1,215 @@
+// A request's content, by kind, as its card and its page show it: asked
+// for whole once, linked to its task and its plan, its reviews.
+
+import { diffFiles, diffLines, fileList } from "./diff.js";
+import { el, list, loading, requestLink } from "./dom.js";
+import { newer } from "./live.js";
+import { overlapsBox } from "./overlaps.js";
+import { schedule } from "./router.js";
+import { KIND_NAMES, requests, tasks } from "./state.js";
+
+// The state has each request's brief (no diff, plan body or tool
+// arguments): a card or page that shows one asks for it whole, once per
+// load of the state (a request the lead no longer has, or a lead that is
+// gone, is not asked again and again), and is drawn again when it comes.
+// Until then the request as it is.
+export const asked = new Set();
+export function whole(r) {
+  if (!r || !r.brief || asked.has(r.request_id)) return r;
+  asked.add(r.request_id);
+  fetch("/api/request?request_id=" + encodeURIComponent(r.request_id))
+    .then((res) => (res.ok ? res.json() : null))
+    .then((full) => {
+      const now = requests.get(r.request_id);
+      if (full && (!now || now.brief || newer(now, full))) {
+        requests.set(r.request_id, full);
+        schedule();
+      }
+    })
+    .catch(() => {});
+  return r;
+}
+
+export function diff(request) {
+  const old = whole(requests.get(request.payload && request.payload.supersedes));
+  if (!old || !old.payload || !old.payload.plan) return null;
+  const before = old.payload.plan, after = request.payload.plan;
+  const box = el("div", { class: "diff", "data-testid": "diff" },
+    el("strong", {}, "Changes from the rejected plan (",
+      el("a", { href: "#/requests/" + old.request_id, text: "see it" }), ")"));
+  if (old.feedback) box.append(el("p", { text: "It answers: " + old.feedback }));
+  const parts = [
+    diffLines("summary", [before.summary || ""], [after.summary || ""]),
+    ...["steps", "files", "tests"].map((key) => diffLines(key, before[key] || [], after[key] || [])),
+    old.brief || request.brief ? null
+      : diffLines("body", (before.body || "").split("\n").filter((l) => l), (after.body || "").split("\n").filter((l) => l)),
+  ];
+  for (const part of parts) if (part) box.append(part);
+  return box;
+}
+
+// What a permission request's write would change: edit_file's old and new
+// text, line by line; write_file's content against the file as it is now,
+// where the lead can read it (a teammate it spawned), else the content.
+function permissionChange(r) {
+  if (r.brief) return loading("the change");
+  const p = r.payload || {};
+  let args = {};
+  try { args = JSON.parse(p.args_json || "{}"); } catch (_) { return null; }
+  if (p.tool === "edit_file" && typeof args.old === "string" && typeof args.new === "string") {
+    return diffLines(`change to ${args.path || "?"}`, args.old.split("\n"), args.new.split("\n"));
+  }
+  if (p.tool === "write_file" && typeof args.content === "string") {
+    const box = el("div", { "data-testid": "write-diff" }, el("div", { class: "meta", text: `writes ${args.path || "?"}` }));
+    fetch("/api/file?request_id=" + encodeURIComponent(r.request_id)).then((res) => res.ok ? res.json() : null).then((file) => {
+      const now = args.content.split("\n");
+      if (file && file.exists) {
+        box.replaceChildren(diffLines(`change to ${args.path} (against the file now)`, file.content.split("\n"), now) || el("p", { text: "no change to the file" }));
+      } else {
+        const unread = !file || file.readable === false;
+        box.replaceChildren(diffLines(`${args.path} (${unread ? "the file now cannot be read here" : "a new file"})`, [], now));
+      }
+    }).catch(() => {});
+    return box;
+  }
+  return null;
+}
+
+function historyOf(request) {
+  if (!request.reviews || !request.reviews.length) return null;
+  return el("div", { class: "meta", "data-testid": "reviews" }, el("span", { text: "Reviews: " }),
+    list(request.reviews.map((s) => `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""}`)));
+}
+
+// What a request belongs to and what follows from it: its task, the plan a
+// result or amendment is under, the results and revisions of a plan.
+export function linksOf(r) {
+  const p = r.payload || {};
+  const out = [];
+  const task = (p.plan && p.plan.task_id) || (p.result && p.result.task_id) || p.task_id;
+  if (task) {
+    const t = tasks.get(task);
+    out.push(el("span", {}, "For task ", el("a", { href: "#/task/" + encodeURIComponent(task), "data-testid": "task-link", text: t ? t.subject : task })));
+  }
+  if (p.plan_id) {
+    const plan = requests.get(p.plan_id);
+    out.push(el("span", {}, "under the plan ", el("a", { href: "#/requests/" + encodeURIComponent(p.plan_id), "data-testid": "plan-link",
+      text: plan ? titleOf(plan) : p.plan_id })));
+  }
+  if (r.type === "plan_approval") {
+    const after = [...requests.values()].filter((o) => (o.payload || {}).plan_id === r.request_id || (o.payload || {}).supersedes === r.request_id)
+      .sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms);
+    if (after.length) {
+      out.push(el("span", { "data-testid": "followed-by" }, "followed by ", ...after.flatMap((o, i) => [i ? ", " : "",
+        requestLink(o.request_id, `${(KIND_NAMES[o.type] || o.type).toLowerCase()}: ${titleOf(o)} (${o.status})`)])));
+    }
+  }
+  if (!out.length) return null;
+  return el("p", { class: "meta", "data-testid": "links" }, ...out.flatMap((part, i) => (i ? ["; ", part] : [part])));
+}
+
+// What an approved plan was granted, in full: its mode and every path it
+// may write, a wrapped list.
+function grantOf(r) {
+  if (!r.grant) return null;
+  const named = r.grant.write_paths || [];
+  const paths = named.length ? named : ((r.payload || {}).plan || {}).files || [];
+  return el("div", { class: "grant", "data-testid": "grant" },
+    el("div", { text: `Granted: ${r.grant.mode} mode; it may write${named.length ? "" : " the plan's files"}:` }), list(paths));
+}
+
+// A plan's content: its overlaps now, what a revision changed (the rest
+// folded), or the whole plan, and what was granted.
+function planContent(r) {
+  const plan = (r.payload && r.payload.plan) || {};
+  const whole = [el("div", { text: "Steps:" }), list(plan.steps || []),
+    el("div", { text: "Files:" }), fileList(plan.files || []),
+    el("div", { text: "Tests:" }), list(plan.tests || [])];
+  if (plan.body) whole.push(el("pre", { text: plan.body }));
+  if (r.brief) whole.push(loading("the plan's body"));
+  const changed = diff(r);
+  const out = [overlapsBox(r)];
+  if (changed) out.push(changed, el("details", { "data-testid": "whole-plan" }, el("summary", { text: "the whole plan" }), ...whole));
+  else out.push(...whole);
+  out.push(grantOf(r), historyOf(r));
+  return out;
+}
+
+// A permission request's tool and path, as its call names them.
+function permissionArgs(r) {
+  const p = r.payload || {};
+  if (r.brief) return { path: p.path || "" };
+  try { return JSON.parse(p.args_json || "{}") || {}; } catch (_) { return {}; }
+}
+
+// A permission's content: the change as a diff, the call's full arguments
+// behind a disclosure.
+function permissionContent(r) {
+  const p = r.payload || {};
+  const out = [permissionChange(r)];
+  if (!r.brief) {
+    let pretty = p.args_json || JSON.stringify(p);
+    try { pretty = JSON.stringify(JSON.parse(p.args_json), null, 2); } catch (_) { /* shown as it came */ }
+    out.push(el("details", { "data-testid": "arguments" }, el("summary", { text: `${p.tool || "the tool"}'s full arguments` }), el("pre", { text: pretty })));
+  }
+  return out;
+}
+
+function resultContent(r) {
+  const p = r.payload || {};
+  const result = p.result || {};
+  const out = [el("p", { class: "meta", text: `against ${(result.base || "").slice(0, 12) || "?"}` })];
+  if ((p.outside_grant || []).length) {
+    out.push(el("p", { class: "overlap", text: `outside the grant: ${p.outside_grant.join(", ")}` }));
+  }
+  out.push(el("div", { text: "Files:" }), list((result.files || []).map((f) => f.binary ? `${f.path} (binary)` : `${f.path} +${f.added} -${f.removed}`)));
+  out.push(r.brief ? loading("the diff") : diffFiles(result.diff || ""));
+  if (result.test_output) out.push(el("div", { text: "Its test output:" }), el("pre", { text: result.test_output }));
+  out.push(historyOf(r));
+  return out;
+}
+
+function amendmentContent(r) {
+  const p = r.payload || {};
+  return [el("p", { text: p.why || "" }), overlapsBox(r),
+    el("div", { text: "The grant now:" }), list(p.holds || []),
+    el("div", { text: "Added:" }), list((p.files || []).map((f) => "+ " + f).concat((p.steps || []).map((s) => "+ step: " + s))),
+    historyOf(r)];
+}
+
+// A request's content and its decision form, by kind.
+export function contentOf(r) {
+  return r.type === "plan_approval" ? planContent(r) : r.type === "permission" ? permissionContent(r)
+    : r.type === "result" ? resultContent(r) : r.type === "amendment" ? amendmentContent(r)
+    : [el("p", { text: (r.payload || {}).reason || "" })];
+}
+
+export function cardTitle(r) {
+  const p = r.payload || {};
+  if (r.type === "permission") {
+    const path = permissionArgs(r).path;
+    return `${r.sender} asks to run ${p.tool || "a tool"}${path ? " on " + path : ""}`;
+  }
+  if (r.type === "amendment") return `${r.sender} asks to add ${(p.files || []).join(", ")}`;
+  return titleOf(r);
+}
+
+// A permission request's path, where its call names one: " (src/a.rs)".
+function permissionPath(r) {
+  if (r.type !== "permission") return "";
+  if (r.brief) return (r.payload || {}).path ? ` (${r.payload.path})` : "";
+  try {
+    const path = JSON.parse((r.payload || {}).args_json || "{}").path;
+    return path ? ` (${path})` : "";
+  } catch (_) { return ""; }
+}
+
+export function titleOf(r) {
+  const p = r.payload || {};
+  if (r.type === "plan_approval") return (p.plan || {}).summary || "(no summary)";
+  if (r.type === "result") return (p.result || {}).summary || "(no summary)";
+  if (r.type === "amendment") return `add ${(p.files || []).join(", ")}`;
+  if (r.type === "permission") return `run ${p.tool || "a tool"}`;
+  if (r.type === "shutdown") return `shut down ${r.target}`;
+  return r.type;
+}

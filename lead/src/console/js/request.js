@@ -1,0 +1,48 @@
+// A request's page (#/requests/ID): its timeline, its content and, while
+// it waits, its decision form.
+
+import { cardTitle, contentOf, linksOf, whole } from "./content.js";
+import { at, el, loading, memberLink, requestLink } from "./dom.js";
+import { formOf } from "./forms.js";
+import { KIND_NAMES, requests } from "./state.js";
+
+export function requestPage(id) {
+  const r = whole(requests.get(id));
+  if (!r) return [el("h2", { text: "No such request" }), el("p", { text: `The lead knows no request ${id} (it may have been forgotten after --retention).` })];
+  const p = r.payload || {};
+  const out = [el("h2", { text: `${KIND_NAMES[r.type] || r.type}: ${cardTitle(r)}` }),
+    el("p", { class: "meta", "data-testid": "request-status" }, `${r.status}, from `, memberLink(r.sender), " to ", memberLink(r.target))];
+  const timeline = el("ol", { class: "timeline", "data-testid": "timeline" });
+  timeline.append(el("li", {}, "submitted ", at(r.created_at_unix_ms)));
+  const revises = p.supersedes;
+  if (revises) timeline.append(el("li", {}, "revises ", requestLink(revises)));
+  // The step that decided a request is its decision: said once, with who
+  // took it.
+  const steps = [...(r.reviews || [])];
+  const last = r.status !== "pending" ? steps[steps.length - 1] : null;
+  const decidedBy = last && ({ approve: "approved", approved: "approved", reject: "rejected", rejected: "rejected" })[String(last.verdict).toLowerCase()] === r.status ? steps.pop() : null;
+  for (const s of steps) {
+    timeline.append(el("li", { "data-testid": "step" }, `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""}, `, at(s.at_unix_ms)));
+  }
+  if (r.status !== "pending") {
+    const feedback = r.feedback || (decidedBy && decidedBy.words) || "";
+    timeline.append(el("li", { "data-testid": "decision" }, `${r.status}${decidedBy ? " by " + decidedBy.reviewer : ""}${feedback ? ": " + feedback : ""}, `,
+      at(r.resolved_at_unix_ms || (decidedBy && decidedBy.at_unix_ms) || r.created_at_unix_ms)));
+  }
+  out.push(el("h3", { text: "Timeline" }), timeline);
+  const links = linksOf(r);
+  if (links) out.push(links);
+  out.push(el("h3", { text: "What it asks" }));
+  if (r.brief && r.type !== "plan_approval") out.push(loading("its content"));
+  else out.push(...contentOf(r)
+    // The timeline above has the reviews.
+    .filter((part) => part && part.dataset.testid !== "reviews"));
+  if (r.status === "pending" && r.type !== "shutdown") {
+    // The queue (hidden) has this form too: ids here are the page's own.
+    const form = formOf(r);
+    for (const node of form.querySelectorAll("[id]")) node.id = "page-" + node.id;
+    for (const label of form.querySelectorAll("label[for]")) label.htmlFor = "page-" + label.htmlFor;
+    out.push(el("h3", { text: "Decide" }), el("div", { class: "card decide-card", "data-request-id": r.request_id, "data-testid": "decide" }, form));
+  }
+  return out;
+}

@@ -1,0 +1,179 @@
+// The team: the queue page's table (a row a member, kept in place), the
+// team's page (#/team) and a member's page (#/members/NAME); usage and
+// shutting down.
+
+import { titleOf } from "./content.js";
+import { count, el, list, post } from "./dom.js";
+import { filter } from "./events.js";
+import { KIND_NAMES, members, requests, tasks, usage, usageBase } from "./state.js";
+
+// How the last shutdown request to `name` ended.
+function shutdownOutcome(name) {
+  const asked = [...requests.values()]
+    .filter((r) => r.type === "shutdown" && r.target === name)
+    .sort((a, b) => b.created_at_unix_ms - a.created_at_unix_ms)[0];
+  if (!asked) return "";
+  switch (asked.status) {
+    case "pending": return "asked; waiting";
+    case "approved": return "agreed" + (asked.feedback ? ": " + asked.feedback : "");
+    case "rejected": return "refused: " + asked.feedback;
+    default: return "expired";
+  }
+}
+
+export function tokensOf(u) {
+  return u ? (u.prompt_tokens || 0) + (u.completion_tokens || 0) : 0;
+}
+
+export function usageSum() {
+  let sum = 0;
+  for (const u of usage.values()) sum += u.tokens;
+  return sum;
+}
+
+function renderUsage() {
+  const others = [...usage.entries()].filter(([name]) => !members.has(name))
+    .map(([name, u]) => `${name}: ${count(u.tokens)} tokens in ${count(u.calls)} calls`);
+  const total = usageBase + usageSum();
+  document.getElementById("team-usage").textContent =
+    `Team total: ${count(total)} tokens` + (others.length ? "; " + others.join("; ") : "");
+}
+
+// A member's row: made once, then its cells' text updated in place, so that
+// a reason being typed keeps its text and its focus through every redraw.
+function memberRow(m) {
+  const reason = el("input", { type: "text", "aria-label": `reason to shut ${m.name} down`, placeholder: "reason", "data-testid": "reason" });
+  const status = el("span", { class: "meta", "data-testid": "shutdown-outcome" });
+  const shut = el("td", { "data-testid": "shut", "data-label": "Shut down" }, el("div", {}, reason,
+    el("button", { "data-testid": "shutdown", text: "Shut down", onclick: () =>
+      post("/api/shutdown", { name: m.name, reason: reason.value }).catch((e) => { status.textContent = e.message; }) }),
+    status));
+  // Each cell says what it is: where the team is narrow, a row is a card.
+  const cell = (testid, label) => el("td", { "data-testid": testid, "data-label": label });
+  return el("tr", { "data-member": m.name },
+    el("td", { text: m.name, "data-label": "Name" }), cell("role", "Role"), cell("status", "Status"),
+    cell("mode", "Mode"), cell("tokens", "Tokens"), cell("budget", "Budget"), cell("holds", "Holds"), shut);
+}
+
+function setText(row, testid, text) {
+  const cell = row.querySelector(`[data-testid=${testid}]`);
+  if (cell && cell.textContent !== text) cell.textContent = text;
+}
+
+// A member's status in an operator's words: one the lead lists as working
+// or idle but whose plan or permission waits for a decision is waiting
+// for the operator, not working.
+const STATUS_WORDS = {
+  working: "working", idle: "idle", disconnected: "disconnected (it may come back)",
+  shutting_down: "asked to shut down", terminated: "terminated",
+};
+const WAITING_WORDS = [
+  ["permission", "waiting for a permission"],
+  ["plan_approval", "waiting for review of its plan"],
+  ["amendment", "waiting for review of its amendment"],
+  ["result", "waiting for review of its result"],
+];
+function statusWords(m, waiting) {
+  if (m.status === "working" || m.status === "idle") {
+    const kinds = waiting.get(m.name);
+    for (const [kind, words] of WAITING_WORDS) {
+      if (kinds && kinds.has(kind)) return words;
+    }
+  }
+  return STATUS_WORDS[m.status] || m.status;
+}
+
+// The kinds of request each member waits on a decision of, by name.
+function waitingBySender() {
+  const waiting = new Map();
+  for (const r of requests.values()) {
+    if (r.status !== "pending") continue;
+    if (!waiting.has(r.sender)) waiting.set(r.sender, new Set());
+    waiting.get(r.sender).add(r.type);
+  }
+  return waiting;
+}
+
+export function renderTeam() {
+  const body = document.querySelector("#team tbody");
+  const waiting = waitingBySender();
+  const rows = new Map([...body.children].map((row) => [row.dataset.member, row]));
+  let previous = null;
+  for (const m of members.values()) {
+    const row = rows.get(m.name) || memberRow(m);
+    rows.delete(m.name);
+    const used = usage.get(m.name) || { tokens: 0 };
+    setText(row, "role", m.role);
+    setText(row, "status", statusWords(m, waiting));
+    setText(row, "mode", m.mode);
+    setText(row, "tokens", count(used.tokens));
+    setText(row, "budget", used.budget ? count(used.budget) : "-");
+    setText(row, "holds", (m.holds || []).join(", "));
+    setText(row, "shutdown-outcome", shutdownOutcome(m.name));
+    // A terminated member cannot be asked: only how it ended stays.
+    for (const control of row.querySelectorAll("[data-testid=shut] input, [data-testid=shut] button")) {
+      control.hidden = m.status === "terminated";
+    }
+    if (previous ? previous.nextSibling !== row : body.firstChild !== row) {
+      if (previous) previous.after(row); else body.prepend(row);
+    }
+    previous = row;
+  }
+  for (const gone of rows.values()) gone.remove();
+  renderUsage();
+  const names = [...members.keys()];
+  const current = filter.value;
+  filter.replaceChildren(el("option", { value: "", text: "everyone" }), ...names.map((n) => el("option", { value: n, text: n })));
+  filter.value = current;
+}
+
+export function memberPage(name) {
+  const m = members.get(name);
+  if (!m) return [el("h2", { text: "No such member" })];
+  const mine = [...requests.values()].filter((r) => r.sender === name || r.target === name)
+    .sort((a, b) => b.created_at_unix_ms - a.created_at_unix_ms);
+  const own = [...tasks.values()].filter((t) => t.owner === name)
+    .map((t) => ({ ...t, status: String(t.status || "").toLowerCase() }));
+  return [el("h2", { text: name }),
+    el("p", { "data-testid": "member-status", text: `${statusWords(m, waitingBySender())}, mode ${m.mode}, role ${m.role}` }),
+    el("div", { text: "Holds now:" }), list(m.holds || []),
+    el("div", { text: "Tasks:" }), list(own.map((t) => `${t.subject} (${t.status})`)),
+    el("div", { text: "Requests:" }),
+    el("ul", {}, ...mine.map((r) => el("li", {}, el("a", { href: "#/requests/" + r.request_id, text: `${KIND_NAMES[r.type] || r.type}: ${titleOf(r)}` }), ` — ${r.status}`)))];
+}
+
+// Asking a member to shut down, with a reason; how the last ask ended.
+function shutdownControl(m) {
+  const outcome = el("span", { class: "meta", "data-testid": "team-shutdown-outcome", text: shutdownOutcome(m.name) });
+  if (m.status === "terminated") return outcome;
+  const reason = el("input", { type: "text", "aria-label": `reason to shut ${m.name} down`, placeholder: "reason", "data-testid": "team-reason" });
+  return el("div", {}, reason,
+    el("button", { "data-testid": "team-shutdown", text: "Shut down", onclick: () =>
+      post("/api/shutdown", { name: m.name, reason: reason.value }).catch((e) => { outcome.textContent = e.message; }) }),
+    " ", outcome);
+}
+
+// The team at a glance: each member's status in words, mode, what it holds,
+// its task, and what its model used against its budget.
+export function teamPage() {
+  const waiting = waitingBySender();
+  const head = el("tr", {}, ...["member", "role", "status", "mode", "holds", "task", "tokens", "budget", "shut down"]
+    .map((h) => el("th", { text: h })));
+  const rows = [...members.values()].map((m) => {
+    const used = usage.get(m.name) || { tokens: 0 };
+    const task = [...tasks.values()].find((t) => t.owner === m.name && String(t.status || "").toLowerCase() === "claimed");
+    // Each cell names its column, for a phone, where a row is a card.
+    return el("tr", { "data-testid": "team-member", "data-member": m.name },
+      el("td", { "data-label": "member" }, el("a", { href: "#/members/" + encodeURIComponent(m.name), text: m.name })),
+      el("td", { "data-label": "role", text: m.role }),
+      el("td", { "data-label": "status", "data-testid": "team-status", text: statusWords(m, waiting) }),
+      el("td", { "data-label": "mode", text: m.mode }),
+      el("td", { "data-label": "holds" }, list(m.holds || [])),
+      el("td", { "data-label": "task", text: task ? task.subject : "-" }),
+      el("td", { "data-label": "tokens", text: count(used.tokens) }),
+      el("td", { "data-label": "budget", text: used.budget ? count(used.budget) : "-" }),
+      el("td", { "data-label": "shut down" }, shutdownControl(m)));
+  });
+  return [el("h2", { text: "Team" }),
+    el("div", { class: "wide" }, el("table", { "data-testid": "team-table" }, el("thead", {}, head), el("tbody", {}, ...rows)))];
+}
