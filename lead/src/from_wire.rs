@@ -208,6 +208,30 @@ pub(crate) fn review_plan(review: pb::PlanReview, by: &str) -> Result<Op, HubErr
     })
 }
 
+/// `Decide`, by `by`: the core reviews the request as its kind says (and
+/// checks the feedback as that review does).
+pub(crate) fn decide(decide: pb::DecideRequest, by: &str) -> Result<Op, HubError> {
+    let request_id = RequestId::existing("request_id", &decide.request_id)?;
+    let grant = decide.grant.as_ref().map(Grant::try_from).transpose()?;
+    let kind = match decide.r#type {
+        0 => None,
+        n => Some(
+            pb::RequestType::try_from(n)
+                .and_then(Kind::try_from)
+                .map_err(|_| FieldError::new("type", format!("{n} is not a RequestType")))?,
+        ),
+    };
+    Ok(Op::Decide(mesh_core::op::Decide {
+        request_id,
+        approve: decide.approve,
+        feedback: decide.feedback,
+        grant,
+        allow_overlap: !decide.refuse_overlap,
+        by: by.to_owned(),
+        kind,
+    }))
+}
+
 /// `ReviewPermission`.
 pub(crate) fn review_permission(review: pb::PermissionReview) -> Result<Op, HubError> {
     let request_id = RequestId::existing("request_id", &review.request_id)?;

@@ -97,9 +97,9 @@ enum Command {
     /// Approve a plan, with a permission grant.
     Approve {
         request_id: String,
-        /// The grant's mode: accept-edits, default or bypass.
-        #[arg(long, default_value = "accept-edits")]
-        mode: String,
+        /// A plan's grant's mode: accept-edits (the default), default or bypass.
+        #[arg(long)]
+        mode: Option<String>,
         /// A glob the teammate may write (repeatable); none means the plan's files.
         #[arg(long = "write")]
         write: Vec<String>,
@@ -285,7 +285,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             target,
         } => {
             let client = &mut connect(&target).await?;
-            cli::decide::approve(client, request_id, &mode, write, feedback, allow_overlap).await
+            cli::decide::approve(client, request_id, mode, write, feedback, allow_overlap).await
         }
         Command::Reject {
             request_id,

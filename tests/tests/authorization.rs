@@ -115,6 +115,7 @@ enum Target {
     SetBudget,
     ReviewResult,
     ReviewAmendment,
+    OperatorDecide,
     ListAudit,
     Page,
     State,
@@ -133,7 +134,7 @@ enum Target {
 // token of carol, who left | the join token | alice's session token | bob's
 // session token | the operator token.
 #[rustfmt::skip]
-const GRPC: [(Target, [Answer; 11]); 31] = [
+const GRPC: [(Target, [Answer; 11]); 32] = [
     //                           none  basic empty garb. bare  wrong left  join  alice bob   oper.
     // Known credentials of the wrong kind: PERMISSION_DENIED, as on every other rpc.
     (Target::Join,              [UN,   UN,   UN,   UN,   UN,   UN,   UN,   OK,   PD,   PD,   PD]),
@@ -174,6 +175,8 @@ const GRPC: [(Target, [Answer; 11]); 31] = [
     // alice's plan is no result and no amendment: the types differ.
     (Target::ReviewResult,      [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   FP]),
     (Target::ReviewAmendment,   [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   FP]),
+    // alice's approved plan, approved again: by its type, as ReviewPlan.
+    (Target::OperatorDecide,    [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   OK]),
     (Target::ListAudit,         [UN,   UN,   UN,   UN,   UN,   UN,   UN,   PD,   PD,   PD,   OK]),
 ];
 
@@ -518,6 +521,14 @@ impl Fixture {
                 };
                 unary(operator.review_amendment(req(auth, body)).await)
             }
+            Target::OperatorDecide => {
+                let body = pb::DecideRequest {
+                    request_id: Clone::clone(&self.plan),
+                    approve: true,
+                    ..Default::default()
+                };
+                unary(operator.decide(req(auth, body)).await)
+            }
             Target::ListAudit => {
                 let body = pb::ListAuditRequest::default();
                 unary(operator.list_audit(req(auth, body)).await)
@@ -598,6 +609,7 @@ impl Target {
         match self {
             Target::LeadListTasks => "Lead.ListTasks".into(),
             Target::OperatorListTasks => "Operator.ListTasks".into(),
+            Target::OperatorDecide => "Operator.Decide".into(),
             Target::Page => "GET /".into(),
             Target::State => "GET /api/state".into(),
             Target::Stats => "GET /api/stats".into(),

@@ -10,7 +10,8 @@ use mesh_core::{
     grant::{Grant, Mode},
     limits,
     names::{Name, RequestId},
-    op::{Op, PlanVerdict},
+    op::{Decide, Op},
+    protocol::Kind,
 };
 use serde::Deserialize;
 use serde_json::json;
@@ -51,28 +52,64 @@ pub(super) async fn approve(
             )
         }
     };
-    let verdict = limits::check("feedback", &form.feedback, limits::REASON)
-        .and_then(|()| Grant::checked("grant", mode, form.write_paths, None))
-        .map(|grant| PlanVerdict::Approve {
-            grant,
-            feedback: form.feedback,
-            allow_overlap: form.allow_overlap,
-        });
-    review_plan(&console, &form.request_id, verdict).await
+    let grant = match Grant::checked("grant", mode, form.write_paths, None) {
+        Ok(grant) => grant,
+        Err(e) => return decided(Err(e.into())),
+    };
+    let decision = Decision {
+        approve: true,
+        feedback: form.feedback,
+        grant: Some(grant),
+        allow_overlap: form.allow_overlap,
+    };
+    decide_as(
+        &console,
+        &form.request_id,
+        Some(Kind::PlanApproval),
+        decision,
+    )
+    .await
 }
 
-/// An operator's decision on a plan, made in the console.
-async fn review_plan(
+/// What the operator decided in the console, of a request it takes to be
+/// of `kind` (if it says).
+struct Decision {
+    approve: bool,
+    feedback: String,
+    grant: Option<Grant>,
+    allow_overlap: bool,
+}
+
+impl Decision {
+    /// A yes or a no, with `feedback`, and no grant.
+    fn plain(approve: bool, feedback: String) -> Self {
+        Self {
+            approve,
+            feedback,
+            grant: None,
+            allow_overlap: false,
+        }
+    }
+}
+
+/// The one op every decision of the console is: `Op::Decide`, which the
+/// core reviews as the request's kind says (refused if it is not `kind`).
+async fn decide_as(
     console: &Console,
     request_id: &str,
-    verdict: Result<PlanVerdict, FieldError>,
+    kind: Option<Kind>,
+    decision: Decision,
 ) -> Response {
     let op = RequestId::existing("request_id", request_id)
-        .and_then(|request_id| {
-            Ok(Op::ReviewPlan {
+        .map(|request_id| {
+            Op::Decide(Decide {
                 request_id,
-                verdict: verdict?,
+                approve: decision.approve,
+                feedback: decision.feedback,
+                grant: decision.grant,
+                allow_overlap: decision.allow_overlap,
                 by: "operator (console)".into(),
+                kind,
             })
         })
         .map_err(HubError::from);
@@ -96,9 +133,14 @@ pub(super) async fn reject(
     _: Operator,
     Json(form): Json<Reject>,
 ) -> Response {
-    let verdict = limits::check("feedback", &form.feedback, limits::REASON)
-        .and_then(|()| PlanVerdict::reject(form.feedback));
-    review_plan(&console, &form.request_id, verdict).await
+    let decision = Decision::plain(false, form.feedback);
+    decide_as(
+        &console,
+        &form.request_id,
+        Some(Kind::PlanApproval),
+        decision,
+    )
+    .await
 }
 
 #[derive(Deserialize)]
@@ -114,30 +156,16 @@ pub(super) async fn permission(
     _: Operator,
     Json(form): Json<Permission>,
 ) -> Response {
-    let op = RequestId::existing("request_id", &form.request_id)
-        .and_then(|request_id| {
-            limits::check("feedback", &form.feedback, limits::REASON)?;
-            Ok(Op::ReviewPermission {
-                request_id,
-                approve: form.approve,
-                feedback: form.feedback,
-                by: "operator (console)".into(),
-            })
-        })
-        .map_err(HubError::from);
-    decided(
-        console
-            .hub
-            .apply(operator(), Call::Operator, op)
-            .await
-            .map(decision_json),
-    )
+    let decision = Decision::plain(form.approve, form.feedback);
+    decide_as(&console, &form.request_id, Some(Kind::Permission), decision).await
 }
-/// A decision on a result or an amendment.
+
+/// A decision on a request of any kind; `kind` (`result`, `amendment`,
+/// `plan`, `permission`), if given, is the kind the operator takes it for.
 #[derive(Deserialize)]
-pub(super) struct Decide {
+pub(super) struct DecideForm {
     request_id: String,
-    /// `result` or `amendment`.
+    #[serde(default)]
     kind: String,
     approve: bool,
     #[serde(default)]
@@ -147,28 +175,24 @@ pub(super) struct Decide {
 pub(super) async fn decide(
     State(console): State<Console>,
     _: Operator,
-    Json(form): Json<Decide>,
+    Json(form): Json<DecideForm>,
 ) -> Response {
-    let by = "operator (console)";
-    let op = RequestId::existing("request_id", &form.request_id).and_then(|request_id| match form
-        .kind
-        .as_str()
-    {
-        "result" => Op::review_result(request_id, form.approve, form.feedback, by),
-        "amendment" => Op::review_amendment(request_id, form.approve, form.feedback, by),
-        other => Err(FieldError::new(
-            "kind",
-            format!("{other:?} is not result or amendment"),
-        )),
-    });
-    let op = op.map_err(HubError::from);
-    decided(
-        console
-            .hub
-            .apply(operator(), Call::Operator, op)
-            .await
-            .map(decision_json),
-    )
+    let kind = match form.kind.as_str() {
+        "" => None,
+        "plan" => Some(Kind::PlanApproval),
+        "permission" => Some(Kind::Permission),
+        "result" => Some(Kind::Result),
+        "amendment" => Some(Kind::Amendment),
+        other => {
+            let e = FieldError::new(
+                "kind",
+                format!("{other:?} is not plan, permission, result or amendment"),
+            );
+            return decided(Err(e.into()));
+        }
+    };
+    let decision = Decision::plain(form.approve, form.feedback);
+    decide_as(&console, &form.request_id, kind, decision).await
 }
 
 #[derive(Deserialize)]

@@ -187,6 +187,23 @@ impl pb::operator_server::Operator for OperatorService {
         .await
     }
 
+    async fn decide(
+        &self,
+        request: Request<pb::DecideRequest>,
+    ) -> Result<Response<pb::ProtocolState>, Status> {
+        let about = About::Answers(&request.get_ref().request_id);
+        let begun = begin("mesh.v1.Operator/Decide", request.metadata(), about);
+        traced(begun, async {
+            self.apply(
+                request,
+                |decide| from_wire::decide(decide, "operator"),
+                |r: mesh_core::protocol::Request| r.to_pb(),
+            )
+            .await
+        })
+        .await
+    }
+
     async fn request_shutdown(
         &self,
         request: Request<pb::ShutdownRequest>,

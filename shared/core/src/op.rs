@@ -320,6 +320,10 @@ pub struct Decide {
     pub allow_overlap: bool,
     /// Who decides, for the request's history.
     pub by: String,
+    /// The kind the decider takes the request for, if it says: a request
+    /// of another kind is refused, so that a decision meant for one kind
+    /// never lands on another.
+    pub kind: Option<crate::protocol::Kind>,
 }
 
 impl Op {

@@ -52,6 +52,7 @@ fn decide(request_id: RequestId, approve: bool, feedback: &str) -> Decide {
         grant: None,
         allow_overlap: false,
         by: "operator (test)".into(),
+        kind: None,
     }
 }
 
@@ -238,4 +239,19 @@ fn a_shutdown_an_unknown_id_and_a_member_are_refused() {
     assert!(matches!(unknown, Err(CoreError::NotFound(_))));
     let member = team.apply(2, &bob(), Op::Decide(decide(id(1), true, "")));
     assert!(matches!(member, Err(CoreError::Caller(_))));
+    submit_plan(&mut team, 2);
+    let as_result = Decide {
+        kind: Some(Kind::Result),
+        ..decide(id(2), true, "")
+    };
+    let refused = team.apply(3, &Caller::Operator, Op::Decide(as_result));
+    assert!(matches!(refused, Err(CoreError::Conflict(ref m)) if m.contains("not a result")));
+    assert_eq!(request(&team, 2).status, Status::Pending);
+    let as_plan = Decide {
+        kind: Some(Kind::PlanApproval),
+        ..decide(id(2), true, "")
+    };
+    team.apply(3, &Caller::Operator, Op::Decide(as_plan))
+        .unwrap();
+    assert_eq!(request(&team, 2).status, Status::Approved);
 }

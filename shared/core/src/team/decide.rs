@@ -23,12 +23,20 @@ impl Team {
             grant,
             allow_overlap,
             by,
+            kind: expected,
         } = decision;
         let kind = self
             .requests
             .get(&request_id)
             .map(|r| r.opening.kind)
             .ok_or_else(|| CoreError::NotFound(format!("request_id: no request {request_id}")))?;
+        if let Some(expected) = expected.filter(|&e| e != kind) {
+            return Err(CoreError::Conflict(format!(
+                "request_id: {request_id} is a {} request, not a {}",
+                kind.as_str(),
+                expected.as_str()
+            )));
+        }
         if grant.is_some() && kind != Kind::PlanApproval {
             return Err(FieldError::new(
                 "grant",
