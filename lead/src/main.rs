@@ -94,7 +94,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Approve a plan, with a permission grant.
+    /// Approve a request by its id: a plan (with a permission grant), a
+    /// result, an amendment or a permission.
     Approve {
         request_id: String,
         /// A plan's grant's mode: accept-edits (the default), default or bypass.
@@ -113,7 +114,8 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
-    /// Reject a plan, with feedback the teammate revises against.
+    /// Reject a plan, a result, an amendment or a permission, with feedback
+    /// the teammate revises against.
     Reject {
         request_id: String,
         #[arg(long)]

@@ -33,8 +33,8 @@ impl Team {
         if let Some(expected) = expected.filter(|&e| e != kind) {
             return Err(CoreError::Conflict(format!(
                 "request_id: {request_id} is a {} request, not a {}",
-                kind.as_str(),
-                expected.as_str()
+                word(kind),
+                word(expected)
             )));
         }
         if grant.is_some() && kind != Kind::PlanApproval {
@@ -42,7 +42,7 @@ impl Team {
                 "grant",
                 format!(
                     "only a plan's approval carries a grant; {request_id} is a {} request",
-                    kind.as_str()
+                    word(kind)
                 ),
             )
             .into());
@@ -84,5 +84,16 @@ impl Team {
                 )))
             }
         })
+    }
+}
+
+/// The kind in a word, as an operator says it.
+fn word(kind: Kind) -> &'static str {
+    match kind {
+        Kind::PlanApproval => "plan",
+        Kind::Shutdown => "shutdown",
+        Kind::Permission => "permission",
+        Kind::Result => "result",
+        Kind::Amendment => "amendment",
     }
 }
