@@ -27,10 +27,10 @@ mod session;
 mod state;
 
 use actions::{approve, decide, permission, reject, shutdown};
-use assets::{script, style};
+use assets::{index, login, script, style};
 use events::events;
 pub(crate) use listener::Accepted;
-use session::{index, login, Sessions};
+use session::Sessions;
 use state::{history, request, state, stats, write_target};
 
 /// The session cookie's name.

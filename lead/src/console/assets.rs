@@ -1,16 +1,17 @@
-//! The console's assets, compiled into the binary: the page, the login form,
-//! the scripts and the style.
+//! The console's assets, compiled into the binary: the page, the login form
+//! (and logging in), the scripts and the style.
 
 use axum::{
-    extract::State,
-    http::header,
-    response::{IntoResponse, Response},
+    extract::{Form, State},
+    http::{header, HeaderMap, StatusCode},
+    response::{Html, IntoResponse, Redirect, Response},
 };
+use serde::Deserialize;
 
-use super::{session::Operator, Console};
+use super::{answers::no_store, session::Operator, Console, COOKIE};
 
-pub(super) const LOGIN: &str = include_str!("login.html");
-pub(super) const PAGE: &str = include_str!("index.html");
+const LOGIN: &str = include_str!("login.html");
+const PAGE: &str = include_str!("index.html");
 const SCRIPT: &str = include_str!("app.js");
 const STYLE: &str = include_str!("app.css");
 
@@ -52,4 +53,40 @@ pub(super) async fn module(_: Operator, body: &'static str) -> Response {
 pub(super) async fn style(State(_console): State<Console>) -> Response {
     // The login form needs the style too; it holds nothing secret.
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLE).into_response()
+}
+
+/// `/`: the page for the operator, the login form for anyone else.
+pub(super) async fn index(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if console.authorized(&headers) {
+        no_store(Html(PAGE).into_response())
+    } else {
+        no_store(Html(LOGIN.replace("{{error}}", "")).into_response())
+    }
+}
+
+#[derive(Deserialize)]
+pub(super) struct LoginForm {
+    token: String,
+}
+
+pub(super) async fn login(State(console): State<Console>, Form(form): Form<LoginForm>) -> Response {
+    if !console.is_operator_token(form.token.trim()) {
+        let page = LOGIN.replace(
+            "{{error}}",
+            "<p class=\"error\" role=\"alert\">That is not the operator token.</p>",
+        );
+        return no_store((StatusCode::UNAUTHORIZED, Html(page)).into_response());
+    }
+    let session = console.open_session();
+    let mut response = Redirect::to("/").into_response();
+    response.headers_mut().insert(
+        header::SET_COOKIE,
+        format!(
+            "{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/{}",
+            if console.tls { "; Secure" } else { "" }
+        )
+        .parse()
+        .expect("valid cookie"),
+    );
+    response
 }

@@ -1,23 +1,17 @@
 //! Who may use the console: the operator, known by a live session (the
 //! login form sets its cookie) or the operator token; the extractor that
-//! answers 401 to anyone else, the page or the login form.
+//! answers 401 to anyone else.
 
 use std::collections::HashSet;
 
 use axum::{
-    extract::{Form, State},
     http::{header, HeaderMap, StatusCode},
-    response::{Html, IntoResponse, Redirect, Response},
+    response::{IntoResponse, Response},
     Json,
 };
-use serde::Deserialize;
 use serde_json::json;
 
-use super::{
-    answers::no_store,
-    assets::{LOGIN, PAGE},
-    Console, COOKIE, MAX_SESSIONS,
-};
+use super::{Console, COOKIE, MAX_SESSIONS};
 
 /// Session ids, oldest first.
 #[derive(Default)]
@@ -47,7 +41,7 @@ impl axum::extract::FromRequestParts<Console> for Operator {
 
 impl Console {
     /// Whether the request carries a live session or the operator token.
-    fn authorized(&self, headers: &HeaderMap) -> bool {
+    pub(super) fn authorized(&self, headers: &HeaderMap) -> bool {
         if let Some(token) = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -64,12 +58,12 @@ impl Console {
             .unwrap_or(false)
     }
 
-    fn is_operator_token(&self, token: &str) -> bool {
+    pub(super) fn is_operator_token(&self, token: &str) -> bool {
         shared::auth::same_token(token, &self.operator_token)
     }
 
     /// A new session id.
-    fn open_session(&self) -> String {
+    pub(super) fn open_session(&self) -> String {
         let id = shared::auth::new_token();
         if let Ok(mut sessions) = self.sessions.lock() {
             if sessions.order.len() >= MAX_SESSIONS {
@@ -102,38 +96,4 @@ fn unauthorized() -> Response {
         Json(json!({"error": "log in with the operator token first"})),
     )
         .into_response()
-}
-pub(super) async fn index(State(console): State<Console>, headers: HeaderMap) -> Response {
-    if console.authorized(&headers) {
-        no_store(Html(PAGE).into_response())
-    } else {
-        no_store(Html(LOGIN.replace("{{error}}", "")).into_response())
-    }
-}
-
-#[derive(Deserialize)]
-pub(super) struct LoginForm {
-    token: String,
-}
-
-pub(super) async fn login(State(console): State<Console>, Form(form): Form<LoginForm>) -> Response {
-    if !console.is_operator_token(form.token.trim()) {
-        let page = LOGIN.replace(
-            "{{error}}",
-            "<p class=\"error\" role=\"alert\">That is not the operator token.</p>",
-        );
-        return no_store((StatusCode::UNAUTHORIZED, Html(page)).into_response());
-    }
-    let session = console.open_session();
-    let mut response = Redirect::to("/").into_response();
-    response.headers_mut().insert(
-        header::SET_COOKIE,
-        format!(
-            "{COOKIE}={session}; HttpOnly; SameSite=Strict; Path=/{}",
-            if console.tls { "; Secure" } else { "" }
-        )
-        .parse()
-        .expect("valid cookie"),
-    );
-    response
 }
