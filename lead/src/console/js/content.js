@@ -3,10 +3,8 @@
 
 import { diffFiles, diffLines, fileList } from "./diff.js";
 import { el, list, loading, requestLink } from "./dom.js";
-import { newer } from "./live.js";
 import { overlapsBox } from "./overlaps.js";
-import { schedule } from "./router.js";
-import { KIND_NAMES, requests, tasks } from "./state.js";
+import { KIND_NAMES, newer, requests, schedule, tasks } from "./state.js";
 
 // The state has each request's brief (no diff, plan body or tool
 // arguments): a card or page that shows one asks for it whole, once per

@@ -1,9 +1,8 @@
 // The decided requests (#/decided/N), newest first, a page at a time.
 
 import { cardTitle, linksOf } from "./content.js";
-import { el, requestLink, since } from "./dom.js";
+import { el, requestLink, route, since } from "./dom.js";
 import { requestSentence } from "./events.js";
-import { route } from "./router.js";
 import { KIND_NAMES, members, requests } from "./state.js";
 
 // The decided requests, newest first, on their own page (#/decided/N),

@@ -82,6 +82,13 @@ export function at(ms) {
   return el("span", {}, el("time", { text: new Date(ms).toLocaleString() }), " (", since(ms), " ago)");
 }
 
+// Pages with their own address: #/requests/ID, #/tasks/STATUS, #/task/ID,
+// #/members/NAME, #/team; "#/" (or none) is the queue.
+export function route() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  return parts[0] ? parts : [];
+}
+
 // A member's name, linked to its page where it is a member (not "lead").
 export function memberLink(name) {
   return members.has(name) ? el("a", { href: "#/members/" + encodeURIComponent(name), text: name }) : name;

@@ -3,8 +3,7 @@
 
 import { count, el, whenText } from "./dom.js";
 import { lookedAt } from "./notify.js";
-import { members, requests } from "./state.js";
-import { tokensOf } from "./team.js";
+import { members, requests, tokensOf } from "./state.js";
 
 const MAX_EVENTS = 1000;
 export const filter = document.getElementById("event-filter");

@@ -2,7 +2,27 @@
 // a permission's, a result's or an amendment's.
 
 import { el, post } from "./dom.js";
-import { decided } from "./queue.js";
+import { schedule } from "./state.js";
+
+// After a decision: say so, and put the focus on what comes next in the
+// queue (the queue, queue.js, says at load where it keeps that: `next` is
+// the decided card's place and request).
+let focusNextAfter = () => {};
+export function onDecided(fn) {
+  focusNextAfter = fn;
+}
+function decided(request, what, status) {
+  // Where the card stands now: by the answer, the lead's event may have
+  // taken it off the page already.
+  const card = status.closest(".card");
+  const at = card && card.parentNode ? [...card.parentNode.children].indexOf(card) : 0;
+  const id = card ? card.dataset.requestId : "";
+  return request.then(() => {
+    focusNextAfter({ at: Math.max(0, at), id });
+    document.getElementById("queue-status").textContent = what + ".";
+    schedule();
+  }).catch((e) => { status.textContent = e.message; });
+}
 
 function planForm(r) {
   const plan = (r.payload && r.payload.plan) || {};

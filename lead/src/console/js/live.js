@@ -6,21 +6,13 @@ import { asked } from "./content.js";
 import { refreshTimes, whenText } from "./dom.js";
 import { loadEvents, logLive, toldMembers, toldRequests } from "./events.js";
 import { notify } from "./notify.js";
-import { schedule } from "./router.js";
-import { members, requests, setUsageBase, tasks, usage } from "./state.js";
-import { tokensOf, usageSum } from "./team.js";
+import { afterRedraw } from "./router.js";
+import { members, newer, requests, schedule, setUsageBase, tasks, tokensOf, usage, usageSum } from "./state.js";
 import { loadStats, statsMayChange } from "./waits.js";
-
-// A request only moves forward: pending, then decided; its history only grows.
-export function newer(old, now) {
-  if (!old) return true;
-  if (old.status !== "pending" && now.status === "pending") return false;
-  return (now.reviews || []).length >= (old.reviews || []).length;
-}
 
 // What members hold changes with approvals, completed tasks and leaving; the
 // lead says it in the team's state, read again when one of those happens.
-export let holdsStale = false;
+let holdsStale = false;
 function holdsMayChange(ev) {
   return (ev.request && ev.request.type === "plan_approval" && ev.request.status === "approved")
     || (ev.task && String(ev.task.status).toLowerCase() === "completed")
@@ -32,7 +24,7 @@ function holdsMayChange(ev) {
 // it (a member that left would show as connected again). Only the answer
 // to the latest read is used.
 let holdsRead = 0;
-export async function refreshMembers() {
+async function refreshMembers() {
   holdsStale = false;
   const mine = ++holdsRead;
   const response = await fetch("/api/state");
@@ -46,6 +38,12 @@ export async function refreshMembers() {
   }
   schedule();
 }
+
+// Each redraw reads what members hold again when it may have changed.
+// Offline, it fails; the state is read again on reconnecting anyway.
+afterRedraw(() => {
+  if (holdsStale) refreshMembers().catch(() => {});
+});
 
 function apply(e) {
   const ev = e.event || {};

@@ -2,8 +2,7 @@
 // notifications when a request comes to wait for a person.
 
 import { cardTitle } from "./content.js";
-import { schedule } from "./router.js";
-import { KIND_NAMES } from "./state.js";
+import { KIND_NAMES, schedule } from "./state.js";
 
 // The last look: when the operator last left this page (closed it or went
 // to another tab). What came after it is marked new.

@@ -3,10 +3,9 @@
 
 import { cardTitle, contentOf, linksOf, whole } from "./content.js";
 import { el, requestLink, since } from "./dom.js";
-import { formOf } from "./forms.js";
+import { formOf, onDecided } from "./forms.js";
 import { lookedAt } from "./notify.js";
 import { filesOf, fillOverlaps, liveOverlaps } from "./overlaps.js";
-import { schedule } from "./router.js";
 import { KIND_NAMES, requests, usage } from "./state.js";
 
 // Whether a request came after the operator's last look (see lookedAt).
@@ -90,21 +89,10 @@ function applyOpen() {
     toggle.textContent = on ? "▾" : "▸";
   }
 }
-// After a decision: say so, and put the focus on what comes next in the
-// queue (the card at the same place, once the decided one is gone).
+// After a decision (forms.js says when): the focus goes on what comes next
+// in the queue (the card at the same place, once the decided one is gone).
 let focusAfter = null; // { at, id }: the decided card's place and request
-export function decided(request, what, status) {
-  // Where the card stands now: by the answer, the lead's event may have
-  // taken it off the page already.
-  const card = status.closest(".card");
-  const at = card && card.parentNode ? [...card.parentNode.children].indexOf(card) : 0;
-  const id = card ? card.dataset.requestId : "";
-  return request.then(() => {
-    focusAfter = { at: Math.max(0, at), id };
-    document.getElementById("queue-status").textContent = what + ".";
-    schedule();
-  }).catch((e) => { status.textContent = e.message; });
-}
+onDecided((next) => { focusAfter = next; });
 
 function focusNext() {
   if (focusAfter === null) return;

@@ -2,32 +2,31 @@
 // drawn again once a frame at most.
 
 import { renderHistory } from "./decided.js";
-import { el, refreshTimes } from "./dom.js";
+import { el, refreshTimes, route } from "./dom.js";
 import { renderEvents } from "./events.js";
-import { holdsStale, refreshMembers } from "./live.js";
 import { renderQueue } from "./queue.js";
 import { requestPage } from "./request.js";
-import { requests } from "./state.js";
+import { onSchedule, requests } from "./state.js";
 import { TASK_TABS, taskPage, tasksPage } from "./tasks.js";
 import { memberPage, renderTeam, teamPage } from "./team.js";
 
+// What follows each redraw: the live layer (live.js) says it at load.
+let redrawn = () => {};
+export function afterRedraw(fn) {
+  redrawn = fn;
+}
+
 let redraw = null;
-export function schedule() {
+function schedule() {
   if (redraw) return;
   redraw = requestAnimationFrame(() => {
     redraw = null;
     renderQueue(); renderTeam(); renderHistory(); renderEvents(); renderPage(); refreshTimes();
-    // Offline, it fails; the state is read again on reconnecting anyway.
-    if (holdsStale) refreshMembers().catch(() => {});
+    redrawn();
   });
 }
-
-// Pages with their own address: #/requests/ID, #/tasks/STATUS, #/task/ID,
-// #/members/NAME, #/team; "#/" (or none) is the queue.
-export function route() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
-  return parts[0] ? parts : [];
-}
+// Every module below asks for a redraw through state.js's schedule.
+onSchedule(schedule);
 
 // Pages that are sections of index.html: the event log and the decided
 // requests, each on its own page.

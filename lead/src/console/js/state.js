@@ -16,3 +16,33 @@ export function setUsageBase(n) {
 }
 
 export const KIND_NAMES = { plan_approval: "Plan", permission: "Permission", shutdown: "Shutdown", result: "Result", amendment: "Amendment" };
+
+// A request only moves forward: pending, then decided; its history only grows.
+export function newer(old, now) {
+  if (!old) return true;
+  if (old.status !== "pending" && now.status === "pending") return false;
+  return (now.reviews || []).length >= (old.reviews || []).length;
+}
+
+// The tokens a usage report counts: what went in and what came out.
+export function tokensOf(u) {
+  return u ? (u.prompt_tokens || 0) + (u.completion_tokens || 0) : 0;
+}
+
+// What the model users the page knows of used, together.
+export function usageSum() {
+  let sum = 0;
+  for (const u of usage.values()) sum += u.tokens;
+  return sum;
+}
+
+// Redrawing, asked for from anywhere: the router (router.js) says at load
+// how it redraws; a module below it asks through here rather than importing
+// it.
+let redrawer = null;
+export function onSchedule(fn) {
+  redrawer = fn;
+}
+export function schedule() {
+  if (redrawer) redrawer();
+}

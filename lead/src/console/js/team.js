@@ -5,7 +5,7 @@
 import { titleOf } from "./content.js";
 import { count, el, list, post } from "./dom.js";
 import { filter } from "./events.js";
-import { KIND_NAMES, members, requests, tasks, usage, usageBase } from "./state.js";
+import { KIND_NAMES, members, requests, tasks, usage, usageBase, usageSum } from "./state.js";
 
 // How the last shutdown request to `name` ended.
 function shutdownOutcome(name) {
@@ -19,16 +19,6 @@ function shutdownOutcome(name) {
     case "rejected": return "refused: " + asked.feedback;
     default: return "expired";
   }
-}
-
-export function tokensOf(u) {
-  return u ? (u.prompt_tokens || 0) + (u.completion_tokens || 0) : 0;
-}
-
-export function usageSum() {
-  let sum = 0;
-  for (const u of usage.values()) sum += u.tokens;
-  return sum;
 }
 
 function renderUsage() {
