@@ -249,11 +249,9 @@ async fn one_trace_follows_a_plan_across_the_teammate_and_the_lead() {
             > 0
     );
 
-    // The operator's decision joins the request's trace.
-    parent_of(
-        one(&spans, "mesh-lead", "mesh.v1.Operator/ReviewPlan"),
-        review,
-    );
+    // The operator's decision (`lead approve`: one Operator.Decide) joins
+    // the request's trace.
+    parent_of(one(&spans, "mesh-lead", "mesh.v1.Operator/Decide"), review);
 
     // The first write under the grant, in the teammate, after the decision.
     let write = one(&spans, "mesh-teammate", "execute_tool write_file");
