@@ -9,6 +9,9 @@ pub use mesh_core::members::MemberRecord;
 pub use mesh_core::team::Change as TeamChange;
 use mesh_core::{effect::Message, protocol::Request, tasks::Task};
 
+#[doc(hidden)]
+pub mod conformance;
+mod rows;
 mod sqlite;
 
 pub use sqlite::{SqliteStore, Sync, DB_FILE, MARKER_FILE};

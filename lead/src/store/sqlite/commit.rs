@@ -2,12 +2,10 @@
 //! delivered before it commits. Each kind of change is written by a
 //! function of its own.
 
-use prost::Message as _;
 use rusqlite::{params, Transaction};
-use shared::{pb, wire::ToPb};
 
-use super::{encode_decision, SqliteStore, KEPT_MESSAGE_IDS};
-use crate::store::{Change, EnvelopeRecord, MemberRecord, StoreError, TeamChange};
+use super::{SqliteStore, KEPT_MESSAGE_IDS};
+use crate::store::{rows, Change, EnvelopeRecord, MemberRecord, StoreError, TeamChange};
 
 type Written = Result<(), StoreError>;
 
@@ -46,12 +44,8 @@ fn write(tx: &Transaction<'_>, change: &Change) -> Written {
         }
         Change::Envelope(record) => envelope(tx, record),
         Change::SharedBody { id, body } => {
-            let envelope = pb::Envelope {
-                body: Some(body.to_pb()),
-                ..Default::default()
-            };
             tx.prepare_cached("INSERT OR REPLACE INTO bodies (id, body) VALUES (?1, ?2)")?
-                .execute(params![id, envelope.encode_to_vec()])?;
+                .execute(params![id, rows::shared_body_bytes(body)])?;
             Ok(())
         }
         Change::DeleteMember { member } => {
@@ -71,7 +65,7 @@ fn write(tx: &Transaction<'_>, change: &Change) -> Written {
                 i64::try_from(entry.id).unwrap_or(i64::MAX),
                 entry.at,
                 entry.kind,
-                entry.who.join(","),
+                rows::who_text(entry),
                 &entry.event[..]
             ])?;
             Ok(())
@@ -104,7 +98,7 @@ fn write(tx: &Transaction<'_>, change: &Change) -> Written {
 }
 
 fn member(tx: &Transaction<'_>, m: &MemberRecord) -> Written {
-    let mode = m.mode.to_pb() as i32;
+    let mode = rows::mode_number(m.mode);
     tx.prepare_cached(
         "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
@@ -116,22 +110,13 @@ fn member(tx: &Transaction<'_>, m: &MemberRecord) -> Written {
 }
 
 fn envelope(tx: &Transaction<'_>, record: &EnvelopeRecord) -> Written {
-    // Stored as the wire's envelope, as every release has.
-    let envelope = pb::Envelope {
-        seq: record.seq,
-        message_id: record.message_id.clone(),
-        from: record.from.clone(),
-        to: record.member.clone(),
-        sent_at_unix_ms: record.sent_at_unix_ms,
-        body: record.body.as_ref().map(ToPb::to_pb),
-    };
     tx.prepare_cached(
         "INSERT OR REPLACE INTO envelopes (member, seq, body, shared) VALUES (?1, ?2, ?3, ?4)",
     )?
     .execute(params![
         record.member,
         record.seq,
-        envelope.encode_to_vec(),
+        rows::envelope_bytes(record),
         record.shared
     ])?;
     Ok(())
@@ -140,8 +125,7 @@ fn envelope(tx: &Transaction<'_>, record: &EnvelopeRecord) -> Written {
 fn hold(tx: &Transaction<'_>, member: &str, hold: Option<&mesh_core::holds::Hold>) -> Written {
     match hold {
         Some(hold) => {
-            // A list of strings always encodes (as the reviews do).
-            let paths = serde_json::to_string(&hold.paths).unwrap_or_else(|_| "[]".into());
+            let paths = rows::hold_paths(hold);
             tx.prepare_cached(
                 "INSERT INTO holds (member, paths, task_id) VALUES (?1, ?2, ?3) \
                  ON CONFLICT (member) DO UPDATE SET paths = ?2, task_id = ?3",
@@ -157,8 +141,7 @@ fn hold(tx: &Transaction<'_>, member: &str, hold: Option<&mesh_core::holds::Hold
 }
 
 fn usage(tx: &Transaction<'_>, account: &mesh_core::usage::Account) -> Written {
-    // Plain numbers and strings always encode.
-    let json = serde_json::to_string(account).unwrap_or_else(|_| "{}".into());
+    let json = rows::usage_json(account);
     tx.prepare_cached(
         "INSERT INTO usage (name, account) VALUES (?1, ?2) \
          ON CONFLICT (name) DO UPDATE SET account = ?2",
@@ -175,7 +158,7 @@ fn task(tx: &Transaction<'_>, task: &mesh_core::tasks::Task) -> Written {
     .execute(params![
         task.task_id,
         task.created_at_unix_ms,
-        task.to_pb().encode_to_vec()
+        rows::task_bytes(task)
     ])?;
     Ok(())
 }
@@ -190,17 +173,17 @@ fn request(tx: &Transaction<'_>, r: &mesh_core::protocol::Request) -> Written {
     )?
     .execute(params![
         r.opening.id.as_str(),
-        r.opening.kind.to_pb() as i32,
+        rows::kind_number(r.opening.kind),
         r.opening.sender,
         r.opening.target,
-        r.status.to_pb() as i32,
+        rows::status_number(r.status),
         r.opening.payload_json,
         r.feedback,
         r.created_at_unix_ms,
         r.resolved_at_unix_ms,
         r.opening.deadline_unix_ms,
-        r.decision.as_ref().map(encode_decision),
-        serde_json::to_string(&r.reviews).unwrap_or_else(|_| "[]".into()),
+        r.decision.as_ref().map(rows::decision_bytes),
+        rows::reviews_json(r),
     ])?;
     Ok(())
 }

@@ -1,20 +1,14 @@
 //! What a restarting lead reads back: every table into the [`Snapshot`] the
 //! hub restores the team from, a function for each.
 
-use mesh_core::{
-    grant::Mode,
-    names::RequestId,
-    protocol::{Kind, Opening, Request, Status},
-    tasks::Task,
-};
-use prost::Message as _;
+use mesh_core::{protocol::Request, tasks::Task};
 use rusqlite::params;
-use shared::{pb, wire::*};
 
-use super::{decode_decision, message, SqliteStore};
-use crate::store::{EnvelopeRecord, MemberRecord, Snapshot, StoreError};
-
-type Loaded<T> = Result<T, StoreError>;
+use super::SqliteStore;
+use crate::store::{
+    rows::{self, Loaded, RequestRow},
+    EnvelopeRecord, MemberRecord, Snapshot,
+};
 
 impl SqliteStore {
     /// Everything the store keeps.
@@ -45,7 +39,7 @@ impl SqliteStore {
                     member_id: row.get(1)?,
                     role: row.get(2)?,
                     token_hash: row.get(3)?,
-                    mode: Mode::Plan,
+                    mode: mesh_core::grant::Mode::Plan,
                     idle: row.get(5)?,
                     terminated: row.get(6)?,
                     last_seq: row.get(7)?,
@@ -55,15 +49,9 @@ impl SqliteStore {
                 Ok((member, row.get(4)?))
             })?
             .collect::<Result<_, _>>()?;
-        // The mode is stored as the wire's number; none is plan mode.
         rows.into_iter()
             .map(|(mut member, mode)| {
-                member.mode = mode_from_pb("mode", mode)
-                    .map_err(|e| StoreError::Decode {
-                        what: "member",
-                        detail: e.to_string(),
-                    })?
-                    .unwrap_or(Mode::Plan);
+                member.mode = rows::mode_from(mode)?;
                 Ok(member)
             })
             .collect()
@@ -74,17 +62,9 @@ impl SqliteStore {
         let rows: Vec<(u64, Vec<u8>)> = bodies
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
             .collect::<Result<_, _>>()?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (id, bytes) in rows {
-            let body = decode_envelope("shared body", &bytes)?
-                .body
-                .ok_or_else(|| StoreError::Decode {
-                    what: "shared body",
-                    detail: format!("{id} is empty"),
-                })?;
-            out.push((id, message("shared body", body)?));
-        }
-        Ok(out)
+        rows.into_iter()
+            .map(|(id, bytes)| Ok((id, rows::shared_body_from(id, &bytes)?)))
+            .collect()
     }
 
     fn envelopes(&self) -> Loaded<Vec<EnvelopeRecord>> {
@@ -94,24 +74,9 @@ impl SqliteStore {
         let rows: Vec<(String, Vec<u8>, Option<u64>)> = envelopes
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
             .collect::<Result<_, _>>()?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (member, bytes, shared) in rows {
-            let envelope = decode_envelope("envelope", &bytes)?;
-            let body = envelope
-                .body
-                .map(|body| message("envelope", body))
-                .transpose()?;
-            out.push(EnvelopeRecord {
-                member,
-                seq: envelope.seq,
-                message_id: envelope.message_id,
-                from: envelope.from,
-                sent_at_unix_ms: envelope.sent_at_unix_ms,
-                body,
-                shared,
-            });
-        }
-        Ok(out)
+        rows.into_iter()
+            .map(|(member, bytes, shared)| rows::envelope_from(member, &bytes, shared))
+            .collect()
     }
 
     fn requests(&self) -> Loaded<Vec<Request>> {
@@ -158,17 +123,7 @@ impl SqliteStore {
         let blobs: Vec<Vec<u8>> = tasks
             .query_map([], |row| row.get(0))?
             .collect::<Result<_, _>>()?;
-        let mut out = Vec::with_capacity(blobs.len());
-        for blob in blobs {
-            let bad = |detail: String| StoreError::Decode {
-                what: "task",
-                detail,
-            };
-            let task = pb::Task::decode(blob.as_slice()).map_err(|e| bad(e.to_string()))?;
-            let status = task.status;
-            out.push(Task::try_from(task).map_err(|_| bad(format!("status {status}")))?);
-        }
-        Ok(out)
+        blobs.iter().map(|blob| rows::task_from(blob)).collect()
     }
 
     /// The holds, where the store keeps them (not before the first commit
@@ -183,15 +138,10 @@ impl SqliteStore {
         let rows: Vec<(String, String, String)> = holds
             .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
             .collect::<Result<_, _>>()?;
-        let mut kept = Vec::with_capacity(rows.len());
-        for (member, paths, task_id) in rows {
-            let paths: Vec<String> =
-                serde_json::from_str(&paths).map_err(|e| StoreError::Decode {
-                    what: "hold",
-                    detail: e.to_string(),
-                })?;
-            kept.push((member, mesh_core::holds::Hold { paths, task_id }));
-        }
+        let kept = rows
+            .into_iter()
+            .map(|(member, paths, task_id)| rows::hold_from(member, &paths, task_id))
+            .collect::<Loaded<_>>()?;
         Ok(Some(kept))
     }
 
@@ -202,14 +152,7 @@ impl SqliteStore {
         let rows: Vec<String> = usage
             .query_map([], |row| row.get(0))?
             .collect::<Result<_, _>>()?;
-        rows.iter()
-            .map(|row| {
-                serde_json::from_str(row).map_err(|e| StoreError::Decode {
-                    what: "usage account",
-                    detail: e.to_string(),
-                })
-            })
-            .collect()
+        rows.iter().map(|row| rows::usage_from(row)).collect()
     }
 
     /// The newest `audit::KEPT` entries of the trail, oldest first.
@@ -221,15 +164,7 @@ impl SqliteStore {
         let rows: Vec<String> = audit
             .query_map(params![kept], |row| row.get(0))?
             .collect::<Result<_, _>>()?;
-        rows.iter()
-            .rev()
-            .map(|row| {
-                serde_json::from_str(row).map_err(|e| StoreError::Decode {
-                    what: "audit entry",
-                    detail: e.to_string(),
-                })
-            })
-            .collect()
+        rows.iter().rev().map(|row| rows::audit_from(row)).collect()
     }
 
     /// The newest `history::MAX_ENTRIES` events, oldest first.
@@ -249,80 +184,9 @@ impl SqliteStore {
                 ))
             })?
             .collect::<Result<_, _>>()?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (id, at, kind, who, event) in rows.into_iter().rev() {
-            crate::render::decode_event(&event).map_err(|e| StoreError::Decode {
-                what: "history entry",
-                detail: e.to_string(),
-            })?;
-            out.push(crate::history::Entry {
-                id: u64::try_from(id).unwrap_or(0),
-                at,
-                kind,
-                who: who
-                    .split(',')
-                    .filter(|w| !w.is_empty())
-                    .map(str::to_owned)
-                    .collect(),
-                event: event.into(),
-            });
-        }
-        Ok(out)
-    }
-}
-
-fn decode_envelope(what: &'static str, bytes: &[u8]) -> Loaded<pb::Envelope> {
-    pb::Envelope::decode(bytes).map_err(|e| StoreError::Decode {
-        what,
-        detail: e.to_string(),
-    })
-}
-
-/// A row of `requests`, as it is stored.
-struct RequestRow {
-    id: String,
-    kind: i32,
-    sender: String,
-    target: String,
-    status: i32,
-    payload: String,
-    feedback: String,
-    created: i64,
-    resolved: Option<i64>,
-    deadline: Option<i64>,
-    decision: Option<Vec<u8>>,
-    reviews: String,
-}
-
-impl RequestRow {
-    /// The request it keeps.
-    fn request(self) -> Loaded<Request> {
-        let bad = |what: &'static str, detail: String| StoreError::Decode { what, detail };
-        let id = RequestId::existing("request_id", &self.id)
-            .map_err(|e| bad("request id", e.to_string()))?;
-        Ok(Request {
-            opening: Opening {
-                id,
-                kind: pb::RequestType::try_from(self.kind)
-                    .and_then(Kind::try_from)
-                    .map_err(|_| bad("request type", self.kind.to_string()))?,
-                sender: self.sender,
-                target: self.target,
-                payload_json: self.payload,
-                deadline_unix_ms: self.deadline,
-            },
-            status: pb::RequestStatus::try_from(self.status)
-                .and_then(Status::try_from)
-                .map_err(|_| bad("request status", self.status.to_string()))?,
-            decision: self
-                .decision
-                .map(|blob| decode_decision(&blob))
-                .transpose()?,
-            feedback: self.feedback,
-            created_at_unix_ms: self.created,
-            resolved_at_unix_ms: self.resolved,
-            reviews: serde_json::from_str(&self.reviews)
-                .map_err(|e| bad("request reviews", e.to_string()))?,
-        })
+        rows.into_iter()
+            .rev()
+            .map(|(id, at, kind, who, event)| rows::history_from(id, at, kind, &who, event))
+            .collect()
     }
 }
