@@ -11,9 +11,11 @@ use mesh_core::{effect::Message, protocol::Request, tasks::Task};
 
 #[doc(hidden)]
 pub mod conformance;
+mod postgres;
 mod rows;
 mod sqlite;
 
+pub use postgres::{Fence, Leader, Lease, PgTarget, PostgresStore};
 pub use sqlite::{SqliteStore, Sync, DB_FILE, MARKER_FILE};
 
 /// One unacknowledged envelope, as persisted.
@@ -117,6 +119,12 @@ pub enum StoreError {
     /// A stored value did not decode.
     #[error("state database: a stored {what} did not decode: {detail}")]
     Decode { what: &'static str, detail: String },
+    /// PostgreSQL failed, or could not be reached.
+    #[error("PostgreSQL store: {0}")]
+    Postgres(String),
+    /// Another lead holds the lease now: this one may write no more.
+    #[error("{0}; stepping down")]
+    Fenced(String),
     /// The committer thread is gone (it stopped after a failure).
     #[error("state database: the committer stopped")]
     Stopped,

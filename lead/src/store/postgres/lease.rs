@@ -1,0 +1,151 @@
+//! Who leads: one row of the `lease` table, with a holder, the URL its
+//! clients reach it at, an epoch and an expiry on the database's clock.
+//! A lead takes the lease when it is free or expired (or already its own,
+//! as after a restart), which bumps the epoch; it renews it every few
+//! seconds; it resigns on a clean stop, which wakes the standbys at once
+//! (NOTIFY `mesh_lease`). Each call here runs on a connection of its own,
+//! apart from the store's.
+
+use std::time::Duration;
+
+use tokio_postgres::Client;
+
+use super::{pg, schema, PgTarget};
+use crate::store::StoreError;
+
+/// The channel a resigning lead notifies.
+pub(crate) const CHANNEL: &str = "mesh_lease";
+
+/// The lease row as a standby sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    /// Who holds it (empty when no lead ever did).
+    pub holder: String,
+    /// Where its clients reach it.
+    pub url: String,
+    /// Its epoch.
+    pub epoch: i64,
+    /// How long until it expires (zero when it has).
+    pub remaining: Duration,
+    /// Whether it has expired (or was resigned).
+    pub expired: bool,
+}
+
+/// A connection for the lease.
+#[derive(Debug)]
+pub struct Lease {
+    client: Client,
+    holder: String,
+    url: String,
+    ttl: Duration,
+}
+
+impl Lease {
+    /// Connects as `holder`, which its clients reach at `url`, creating the
+    /// tables on an empty database.
+    pub async fn connect(
+        target: &PgTarget,
+        holder: &str,
+        url: &str,
+        ttl: Duration,
+    ) -> Result<Self, StoreError> {
+        let mut client = target.connect().await?;
+        schema::prepare(&mut client, &target.to_string()).await?;
+        Ok(Self {
+            client,
+            holder: holder.to_owned(),
+            url: url.to_owned(),
+            ttl,
+        })
+    }
+
+    /// Who this lead is in the lease row.
+    pub fn holder(&self) -> &str {
+        &self.holder
+    }
+
+    /// Takes the lease if it is free, expired or this lead's already:
+    /// the new epoch, or `None` while another lead holds it. A takeover
+    /// waits for a batch of the old lead in flight (the fence holds the row).
+    pub async fn try_acquire(&self) -> Result<Option<i64>, StoreError> {
+        let row = self
+            .client
+            .query_opt(
+                "UPDATE lease SET holder = $1, url = $2, epoch = epoch + 1,
+                     expires_at = clock_timestamp() + make_interval(secs => $3)
+                 WHERE id = 1 AND (expires_at < clock_timestamp() OR holder = $1)
+                 RETURNING epoch",
+                &[&self.holder, &self.url, &self.ttl.as_secs_f64()],
+            )
+            .await
+            .map_err(pg)?;
+        Ok(row.map(|row| row.get(0)))
+    }
+
+    /// Extends the lease held at `epoch`; `false` if another lead took it.
+    pub async fn renew(&self, epoch: i64) -> Result<bool, StoreError> {
+        let renewed = self
+            .client
+            .execute(
+                "UPDATE lease SET expires_at = clock_timestamp() + make_interval(secs => $3)
+                 WHERE id = 1 AND holder = $1 AND epoch = $2",
+                &[&self.holder, &epoch, &self.ttl.as_secs_f64()],
+            )
+            .await
+            .map_err(pg)?;
+        Ok(renewed == 1)
+    }
+
+    /// Gives the lease up at once and wakes the standbys.
+    pub async fn resign(&self, epoch: i64) -> Result<(), StoreError> {
+        self.client.batch_execute("BEGIN").await.map_err(pg)?;
+        let resigned = self
+            .client
+            .execute(
+                "UPDATE lease SET expires_at = '-infinity' WHERE id = 1 AND holder = $1 AND epoch = $2",
+                &[&self.holder, &epoch],
+            )
+            .await
+            .map_err(pg);
+        let notified = self
+            .client
+            .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &epoch.to_string()])
+            .await
+            .map_err(pg);
+        let ended = self
+            .client
+            .batch_execute(if resigned.is_ok() && notified.is_ok() {
+                "COMMIT"
+            } else {
+                "ROLLBACK"
+            })
+            .await
+            .map_err(pg);
+        resigned?;
+        notified?;
+        ended
+    }
+
+    /// The lease as it stands.
+    pub async fn leader(&self) -> Result<Leader, StoreError> {
+        let row = self
+            .client
+            .query_one(
+                "SELECT holder, url, epoch,
+                     CASE WHEN expires_at < clock_timestamp() THEN 0::float8
+                          ELSE EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8 END,
+                     expires_at < clock_timestamp()
+                 FROM lease WHERE id = 1",
+                &[],
+            )
+            .await
+            .map_err(pg)?;
+        Ok(Leader {
+            holder: row.get(0),
+            url: row.get(1),
+            epoch: row.get(2),
+            remaining: Duration::from_secs_f64(row.get::<_, f64>(3)),
+            expired: row.get(4),
+        })
+    }
+}

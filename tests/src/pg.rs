@@ -1,0 +1,213 @@
+//! A real PostgreSQL server for the tests, from Debian's `postgresql`
+//! package: `initdb` into a temporary directory (as the unprivileged
+//! `postgres` user when the tests run as root, since PostgreSQL refuses
+//! root), `pg_ctl` on a Unix socket in that directory and no TCP at all,
+//! stopped when the value drops. `tests/run` installs the package.
+
+use std::{
+    os::unix::process::CommandExt,
+    path::{Path, PathBuf},
+    process::{Command, Output},
+    sync::atomic::{AtomicU32, Ordering},
+};
+
+/// A running server.
+#[derive(Debug)]
+pub struct PgServer {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    owner: Option<(u32, u32)>,
+}
+
+/// Where Debian keeps the server's programs (not on PATH): `MESH_PG_BINDIR`,
+/// else the newest `/usr/lib/postgresql/*/bin`.
+fn bindir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("MESH_PG_BINDIR") {
+        return PathBuf::from(dir);
+    }
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let version = entry.file_name().to_str()?.parse().ok()?;
+            let bin = entry.path().join("bin");
+            bin.join("initdb").exists().then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin).unwrap_or_else(|| {
+        panic!("no PostgreSQL server found under /usr/lib/postgresql; run tests/run, which installs Debian's postgresql package")
+    })
+}
+
+/// The `postgres` user's uid and gid when this process is root.
+fn owner() -> Option<(u32, u32)> {
+    let id = |args: &[&str]| -> u32 {
+        let out = Command::new("id").args(args).output().expect("id");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .expect("the postgres user (Debian's postgresql package creates it)")
+    };
+    if id(&["-u"]) != 0 {
+        return None;
+    }
+    Some((id(&["-u", "postgres"]), id(&["-g", "postgres"])))
+}
+
+impl PgServer {
+    /// A new cluster, started, with `mesh` as its superuser (trust auth on
+    /// its socket only).
+    pub fn start() -> Self {
+        let bin = bindir();
+        let owner = owner();
+        let dir = tempfile::Builder::new()
+            .prefix("mesh-pg.")
+            .tempdir_in("/tmp")
+            .expect("tempdir");
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown");
+        }
+        let server = Self { dir, bin, owner };
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &server.data().display().to_string(),
+                "-U",
+                "mesh",
+                "--auth=trust",
+                "--no-sync",
+                "-E",
+                "UTF8",
+                "--locale=C.UTF-8",
+            ],
+        );
+        server.pg_ctl(&["start"]);
+        server
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// The directory of the server's socket.
+    pub fn socket_dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn run(&self, program: &str, args: &[&str]) -> Output {
+        let mut command = Command::new(self.bin.join(program));
+        command.args(args).current_dir(self.dir.path());
+        if let Some((uid, gid)) = self.owner {
+            command.uid(uid).gid(gid);
+        }
+        let out = command
+            .output()
+            .unwrap_or_else(|e| panic!("{program}: {e}"));
+        assert!(
+            out.status.success(),
+            "{program} {args:?}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    }
+
+    /// `pg_ctl ACTION` with the options every start uses: the socket in the
+    /// temporary directory, no TCP, no fsync (the tests kill leads, not
+    /// the machine).
+    pub fn pg_ctl(&self, action: &[&str]) {
+        let options = format!(
+            "-c listen_addresses='' -k {} -c fsync=off -c shared_buffers=16MB -c max_connections=60",
+            self.socket_dir().display()
+        );
+        let data = self.data().display().to_string();
+        let log = self.dir.path().join("log").display().to_string();
+        let mut args = vec!["-D", &data, "-l", &log, "-w", "-t", "60", "-o", &options];
+        args.extend_from_slice(action);
+        self.run("pg_ctl", &args);
+    }
+
+    /// Restarts the server at once (`pg_ctl restart -m fast`).
+    pub fn restart(&self) {
+        self.pg_ctl(&["-m", "fast", "restart"]);
+    }
+
+    /// A new, empty database: its URL.
+    pub fn database(&self) -> String {
+        static NEXT: AtomicU32 = AtomicU32::new(1);
+        let name = format!("t{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        let out = Command::new(self.bin.join("psql"))
+            .args([
+                "-h",
+                &self.socket_dir().display().to_string(),
+                "-U",
+                "mesh",
+                "-d",
+                "postgres",
+            ])
+            .args([
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-Atc",
+                &format!("CREATE DATABASE {name}"),
+            ])
+            .output()
+            .expect("psql");
+        assert!(
+            out.status.success(),
+            "CREATE DATABASE: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.url(&name)
+    }
+
+    /// The URL of database `name`.
+    pub fn url(&self, name: &str) -> String {
+        format!(
+            "postgres://mesh@/{name}?host={}",
+            self.socket_dir().display()
+        )
+    }
+
+    /// Runs `sql` on the database at `url` with psql: its output, one row a
+    /// line, columns split by `|`.
+    pub fn psql(&self, url: &str, sql: &str) -> String {
+        let db = url
+            .split_once("@/")
+            .and_then(|(_, rest)| rest.split('?').next())
+            .expect("a database in the URL");
+        let out = Command::new(self.bin.join("psql"))
+            .args([
+                "-h",
+                &self.socket_dir().display().to_string(),
+                "-U",
+                "mesh",
+                "-d",
+                db,
+            ])
+            .args(["-v", "ON_ERROR_STOP=1", "-Atc", sql])
+            .output()
+            .expect("psql");
+        assert!(
+            out.status.success(),
+            "psql {sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        let data = self.data().display().to_string();
+        let mut command = Command::new(self.bin.join("pg_ctl"));
+        command.args(["-D", &data, "-w", "-m", "immediate", "stop"]);
+        if let Some((uid, gid)) = self.owner {
+            command.uid(uid).gid(gid);
+        }
+        let _ = command.output();
+    }
+}

@@ -1,0 +1,131 @@
+//! The PostgreSQL store against a real server (Debian's `postgresql`,
+//! started by the test): it keeps what every store keeps, and a lead that
+//! lost the lease can write nothing more.
+
+use std::time::Duration;
+
+use lead::store::{
+    conformance, Change, Fence, Lease, PgTarget, PostgresStore, Store, StoreError, Sync, TeamChange,
+};
+use mesh_core::protocol::Status;
+use mesh_tests::pg::PgServer;
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Takes the lease of the database at `url` as `holder`: its fence.
+fn lease(url: &str, holder: &str, ttl: Duration) -> Fence {
+    let target = PgTarget::parse("url", url).expect("url");
+    runtime().block_on(async {
+        let lease = Lease::connect(&target, holder, "http://127.0.0.1:1", ttl)
+            .await
+            .expect("lease connection");
+        let epoch = lease
+            .try_acquire()
+            .await
+            .expect("acquire")
+            .expect("the lease is free");
+        Fence {
+            holder: holder.into(),
+            epoch,
+        }
+    })
+}
+
+fn open(url: &str, fence: &Fence) -> PostgresStore {
+    let target = PgTarget::parse("url", url).expect("url");
+    PostgresStore::open(&target, Sync::Full, fence.clone()).expect("open")
+}
+
+#[test]
+fn keeps_what_every_store_keeps() {
+    let server = PgServer::start();
+    conformance::all(&mut || {
+        let url = server.database();
+        let fence = lease(&url, "lead-a", Duration::from_secs(60));
+        Box::new(move || -> Box<dyn Store> { Box::new(open(&url, &fence)) })
+    });
+}
+
+#[test]
+fn a_lead_that_lost_the_lease_writes_nothing_more() {
+    let server = PgServer::start();
+    let url = server.database();
+    let a = lease(&url, "lead-a", Duration::from_millis(1));
+    let mut store_a = open(&url, &a);
+    // A's lease has expired: B takes it over, at the next epoch.
+    let b = lease(&url, "lead-b", Duration::from_secs(60));
+    assert_eq!(b.epoch, a.epoch + 1);
+    let request = |id: &str| {
+        Change::Team(TeamChange::Request(Box::new(conformance::request(
+            id,
+            Status::Pending,
+        ))))
+    };
+    let err = store_a.commit(&[request("r-from-a")]).expect_err("fenced");
+    assert!(matches!(err, StoreError::Fenced(_)), "{err}");
+    assert!(
+        err.to_string()
+            .contains("lease lost: lead-a no longer leads"),
+        "{err}"
+    );
+    let mut store_b = open(&url, &b);
+    store_b.commit(&[request("r-from-b")]).expect("b commits");
+    let ids: Vec<String> = store_b
+        .load()
+        .expect("load")
+        .requests
+        .iter()
+        .map(|r| r.opening.id.as_str().to_owned())
+        .collect();
+    assert_eq!(ids, ["r-from-b"], "nothing of A's after the takeover");
+    assert_eq!(
+        server.psql(&url, "SELECT holder, epoch FROM lease"),
+        format!("lead-b|{}\n", b.epoch)
+    );
+}
+
+#[test]
+fn the_same_lead_restarting_takes_its_lease_back_at_once() {
+    let server = PgServer::start();
+    let url = server.database();
+    let first = lease(&url, "lead-a", Duration::from_secs(60));
+    let again = lease(&url, "lead-a", Duration::from_secs(60));
+    assert_eq!(
+        again.epoch,
+        first.epoch + 1,
+        "a new epoch fences the old process"
+    );
+    let target = PgTarget::parse("url", &url).expect("url");
+    let held = runtime().block_on(async {
+        let other = Lease::connect(&target, "lead-b", "http://b", Duration::from_secs(60))
+            .await
+            .expect("connect");
+        let taken = other.try_acquire().await.expect("try");
+        (taken, other.leader().await.expect("leader"))
+    });
+    assert_eq!(held.0, None, "another lead waits while the lease is held");
+    assert_eq!(held.1.holder, "lead-a");
+    assert!(!held.1.expired);
+}
+
+#[test]
+fn a_database_that_is_not_a_mesh_database_is_refused() {
+    let server = PgServer::start();
+    let url = server.database();
+    server.psql(&url, "CREATE TABLE orders (id int)");
+    let target = PgTarget::parse("url", &url).expect("url");
+    let err = runtime()
+        .block_on(Lease::connect(
+            &target,
+            "lead-a",
+            "http://a",
+            Duration::from_secs(1),
+        ))
+        .expect_err("not empty");
+    assert!(err.to_string().contains("no mesh meta"), "{err}");
+}
