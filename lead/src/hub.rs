@@ -138,6 +138,10 @@ pub(crate) fn start(
     }
     hub.start_lander();
     let task = tokio::spawn(async move {
+        // Set when the lead is dropped without being stopped (it stepped
+        // down, or handed over to a standby): its children are left running,
+        // to rejoin whoever leads next.
+        let mut abandoned = false;
         let result = loop {
             let wait = hub
                 .next_wakeup()
@@ -166,7 +170,12 @@ pub(crate) fn start(
                     }
                 }
                 () = sleep => hub.on_timer(),
-                _ = stop.wait_for(|s| *s), if hub.stopping_until.is_none() => hub.begin_stop(),
+                stopped = stop.wait_for(|s| *s), if hub.stopping_until.is_none() && !abandoned => {
+                    match stopped {
+                        Ok(_) => hub.begin_stop(),
+                        Err(_) => abandoned = true,
+                    }
+                }
             }
             hub.send_due_notices();
             if let Err(e) = hub.advance(rx.is_empty()) {

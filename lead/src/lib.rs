@@ -18,6 +18,7 @@ pub mod history;
 pub mod hub;
 mod inboxes;
 mod launch;
+pub mod leadership;
 mod outbox;
 mod paging;
 pub mod render;

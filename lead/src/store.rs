@@ -15,7 +15,7 @@ mod postgres;
 mod rows;
 mod sqlite;
 
-pub use postgres::{Fence, Leader, Lease, PgTarget, PostgresStore};
+pub use postgres::{Fence, Leader, Lease, PgTarget, PostgresStore, Resignations};
 pub use sqlite::{SqliteStore, Sync, DB_FILE, MARKER_FILE};
 
 /// One unacknowledged envelope, as persisted.

@@ -11,11 +11,15 @@ use shared::transport::ClientTls;
 use crate::{
     children::Spawner,
     hub::{Approval, HubConfig, PendingBudget},
-    server,
+    leadership, server,
     service::Tokens,
     state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
-    store::{MemoryStore, SqliteStore, Store, Sync},
+    store::{MemoryStore, PgTarget, SqliteStore, Store, Sync},
 };
+
+mod store;
+
+use store::{holder, store_arg, StoreArg};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -61,9 +65,21 @@ pub struct ServeArgs {
     /// passed on, OPENAI_API_KEY (the teammate's default) included.
     #[arg(long = "model-key-env", value_name = "VAR")]
     model_key_env: Vec<String>,
-    /// Where state is kept: sqlite (<state-dir>/mesh.db, survives restarts) or memory.
-    #[arg(long, value_enum, default_value_t = StoreKind::Sqlite)]
-    store: StoreKind,
+    /// Where state is kept: sqlite (<state-dir>/mesh.db, survives restarts),
+    /// memory, or a PostgreSQL URL (postgres://USER@HOST/DB; several leads
+    /// may share one database, one leads and the others stand by). Also
+    /// from MESH_STORE_URL, so no password is on a command line.
+    #[arg(long, env = "MESH_STORE_URL", hide_env_values = true, default_value = "sqlite", value_parser = store_arg)]
+    store: StoreArg,
+    /// With a PostgreSQL store: seconds a lead's lease lasts without renewal
+    /// (renewed every fifth of it; a lead stops leading once two thirds of
+    /// it pass without a renewal).
+    #[arg(long, default_value_t = 10.0)]
+    lease: f64,
+    /// With a PostgreSQL store: the URL clients reach this lead at, which a
+    /// standby tells them (default: http(s)://the address it listens on).
+    #[arg(long, value_name = "URL")]
+    advertise: Option<String>,
     /// Whether each commit waits for the disk: full (survives power loss) or
     /// normal (survives a killed lead; a power loss may lose the last commits).
     #[arg(long, value_enum, default_value_t = SyncArg::Full)]
@@ -257,15 +273,6 @@ impl ApprovalArg {
     }
 }
 
-/// `--store`: where state is kept.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum StoreKind {
-    /// `<state-dir>/mesh.db`: survives restarts.
-    Sqlite,
-    /// Memory: gone when the lead stops.
-    Memory,
-}
-
 /// `--sync`: whether each commit waits for the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SyncArg {
@@ -297,10 +304,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     let approval = args.approval.clone().load()?;
     let state = StateDir::create(&args.state_dir)?;
-    let store: Box<dyn Store> = match args.store {
-        StoreKind::Memory => Box::new(MemoryStore),
-        StoreKind::Sqlite => Box::new(SqliteStore::open(&state.root, args.sync.into())?),
-    };
     let tokens = Tokens {
         join: state.token(args.join_token.clone(), JOIN_TOKEN_FILE)?,
         operator: state.token(unnamed_operator(&args.operator_token)?, OPERATOR_TOKEN_FILE)?,
@@ -320,6 +323,25 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let lead_url = format!("{scheme}://{}", connect_addr(addr)?);
+    let (store, leading): (Box<dyn Store>, _) = match &args.store {
+        StoreArg::Memory => (Box::new(MemoryStore), None),
+        StoreArg::Sqlite => (
+            Box::new(SqliteStore::open(&state.root, args.sync.into())?),
+            None,
+        ),
+        StoreArg::Postgres(target) => {
+            let plan = leadership::Plan {
+                target: PgTarget::clone(target),
+                holder: holder(&state)?,
+                url: args.advertise.clone().unwrap_or_else(|| lead_url.clone()),
+                ttl: seconds("--lease", args.lease)?,
+            };
+            println!("listening on {addr}");
+            let leading =
+                leadership::acquire(plan, &listener, tls.as_ref().map(|t| t.grpc.clone())).await;
+            (Box::new(leading.store(args.sync.into())?), Some(leading))
+        }
+    };
     let repo = match &args.repo {
         Some(path) => Some(std::sync::Arc::new(
             crate::git::Repo::open(path, args.branch.as_deref()).await?,
@@ -352,7 +374,10 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         },
     };
     state.write_addr(&addr.to_string(), &lead_url)?;
-    println!("listening on {addr}");
+    if leading.is_none() {
+        // A lead on PostgreSQL said so before it waited for the lease.
+        println!("listening on {addr}");
+    }
     let console = match console_addr {
         None => None,
         Some(http) => {
@@ -372,7 +397,13 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         console,
         tls,
     };
-    crate::run(listeners, config, shared::signal::stop_signal()).await?;
+    match leading {
+        None => crate::run(listeners, config, shared::signal::stop_signal()).await?,
+        Some(leading) => {
+            let run = crate::run(listeners, config, std::future::pending());
+            leading.serve(run, shared::signal::stop_signal()).await?;
+        }
+    }
     Ok(())
 }
 

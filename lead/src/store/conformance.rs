@@ -237,4 +237,3 @@ pub fn usage_accounts_are_replaced_in_place_and_loaded_again(open: Open<'_>) {
     let mut store = open();
     assert_eq!(store.load().expect("load").usage, vec![later]);
 }
-

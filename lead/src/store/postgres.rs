@@ -24,7 +24,7 @@ mod load;
 mod schema;
 mod target;
 
-pub use lease::{Leader, Lease};
+pub use lease::{Leader, Lease, Resignations};
 pub use target::PgTarget;
 
 /// Tells a mesh database from any other.

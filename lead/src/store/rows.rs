@@ -244,15 +244,11 @@ impl RequestRow {
             status: pb::RequestStatus::try_from(self.status)
                 .and_then(Status::try_from)
                 .map_err(|_| bad("request status", self.status))?,
-            decision: self
-                .decision
-                .map(|blob| decision_from(&blob))
-                .transpose()?,
+            decision: self.decision.map(|blob| decision_from(&blob)).transpose()?,
             feedback: self.feedback,
             created_at_unix_ms: self.created,
             resolved_at_unix_ms: self.resolved,
-            reviews: serde_json::from_str(&self.reviews)
-                .map_err(|e| bad("request reviews", e))?,
+            reviews: serde_json::from_str(&self.reviews).map_err(|e| bad("request reviews", e))?,
         })
     }
 }

@@ -149,3 +149,31 @@ impl Lease {
         })
     }
 }
+
+/// Resignations as they happen (LISTEN on a connection of its own).
+#[derive(Debug)]
+pub struct Resignations {
+    /// Keeps the connection open.
+    _client: Client,
+    notes: tokio::sync::mpsc::UnboundedReceiver<String>,
+}
+
+impl Resignations {
+    /// Listens on the database at `target`.
+    pub async fn listen(target: &PgTarget) -> Result<Self, StoreError> {
+        let (client, notes) = target.connect_notified().await?;
+        client
+            .batch_execute(&format!("LISTEN {CHANNEL}"))
+            .await
+            .map_err(pg)?;
+        Ok(Self {
+            _client: client,
+            notes,
+        })
+    }
+
+    /// The next resignation's epoch; `None` once the connection is gone.
+    pub async fn next(&mut self) -> Option<String> {
+        self.notes.recv().await
+    }
+}

@@ -6,9 +6,13 @@
 use std::{fmt, str::FromStr, sync::Arc};
 
 use rustls::pki_types::{pem::PemObject, CertificateDer};
+use tokio::{
+    io::{AsyncRead, AsyncWrite},
+    sync::mpsc,
+};
 use tokio_postgres::{
     config::{Host, SslMode},
-    Client, Config,
+    AsyncMessage, Client, Config,
 };
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -73,6 +77,22 @@ impl PgTarget {
 
     /// A new connection, its I/O driven by a task on the current runtime.
     pub(crate) async fn connect(&self) -> Result<Client, StoreError> {
+        self.connect_with(None).await
+    }
+
+    /// A new connection whose notifications (LISTEN) come out of the
+    /// receiver, their payloads.
+    pub(crate) async fn connect_notified(
+        &self,
+    ) -> Result<(Client, mpsc::UnboundedReceiver<String>), StoreError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        Ok((self.connect_with(Some(tx)).await?, rx))
+    }
+
+    async fn connect_with(
+        &self,
+        notes: Option<mpsc::UnboundedSender<String>>,
+    ) -> Result<Client, StoreError> {
         match &self.tls {
             None => {
                 let (client, connection) = self
@@ -80,23 +100,40 @@ impl PgTarget {
                     .connect(tokio_postgres::NoTls)
                     .await
                     .map_err(pg)?;
-                tokio::spawn(async move {
-                    if let Err(e) = connection.await {
-                        tracing::debug!(error = %e, "a PostgreSQL connection ended");
-                    }
-                });
+                tokio::spawn(drive(connection, notes));
                 Ok(client)
             }
             Some(tls) => {
                 let tls = MakeRustlsConnect::new(rustls::ClientConfig::clone(tls));
                 let (client, connection) = self.config.connect(tls).await.map_err(pg)?;
-                tokio::spawn(async move {
-                    if let Err(e) = connection.await {
-                        tracing::debug!(error = %e, "a PostgreSQL connection ended");
-                    }
-                });
+                tokio::spawn(drive(connection, notes));
                 Ok(client)
             }
+        }
+    }
+}
+
+/// Runs a connection's I/O until it ends, passing on its notifications.
+async fn drive<S, T>(
+    mut connection: tokio_postgres::Connection<S, T>,
+    notes: Option<mpsc::UnboundedSender<String>>,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+    T: AsyncRead + AsyncWrite + Unpin,
+{
+    loop {
+        match std::future::poll_fn(|cx| connection.poll_message(cx)).await {
+            Some(Ok(AsyncMessage::Notification(note))) => {
+                if let Some(notes) = &notes {
+                    let _ = notes.send(note.payload().to_owned());
+                }
+            }
+            Some(Ok(_)) => {}
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "a PostgreSQL connection ended");
+                return;
+            }
+            None => return,
         }
     }
 }
