@@ -161,6 +161,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
         config,
         async {
             let _ = stop_rx.await;
+            crate::hub::Stop::Stop
         },
     ));
 

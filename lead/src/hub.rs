@@ -110,12 +110,23 @@ pub enum HubFailure {
     Store(#[from] StoreError),
 }
 
+/// How the lead is asked to stop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// For good: its children are asked to shut down, then stopped.
+    Stop,
+    /// Another lead goes on with the team (why): every stream ends
+    /// UNAVAILABLE at once, nothing more is written, and the children are
+    /// left running to rejoin whoever leads.
+    StepDown(String),
+}
+
 /// Runs the hub until `stop` turns true and every child it started has
 /// stopped; then ends every stream and returns.
 pub(crate) fn start(
     mut hub: Hub,
     mut rx: mpsc::Receiver<Command>,
-    mut stop: watch::Receiver<bool>,
+    mut stop: watch::Receiver<Option<Stop>>,
 ) -> (HubHandle, tokio::task::JoinHandle<Result<(), HubFailure>>) {
     let handle = hub.handle.clone();
     match &hub.config.approval {
@@ -138,10 +149,13 @@ pub(crate) fn start(
     }
     hub.start_lander();
     let task = tokio::spawn(async move {
-        // Set when the lead is dropped without being stopped (it stepped
-        // down, or handed over to a standby): its children are left running,
-        // to rejoin whoever leads next.
+        // Set when the lead is dropped without being stopped: nothing more
+        // is asked of its children.
         let mut abandoned = false;
+        // Set when another lead goes on with the team (this one stepped
+        // down, or its shared store failed): its children are left running,
+        // to rejoin whoever leads next.
+        let mut leave = None;
         let result = loop {
             let wait = hub
                 .next_wakeup()
@@ -156,6 +170,7 @@ pub(crate) fn start(
                 result = hub.committer.durable(), if hub.committer.busy() => {
                     if let Err(e) = hub.committed(result, rx.is_empty()) {
                         tracing::error!(error = %e, "cannot persist state; stopping the lead");
+                        leave = hub.config.shared_store.then(|| e.to_string());
                         break Err(HubFailure::from(e));
                     }
                 }
@@ -170,8 +185,13 @@ pub(crate) fn start(
                     }
                 }
                 () = sleep => hub.on_timer(),
-                stopped = stop.wait_for(|s| *s), if hub.stopping_until.is_none() && !abandoned => {
+                stopped = stop.wait_for(Option::is_some), if hub.stopping_until.is_none() && !abandoned => {
+                    let stopped = stopped.map(|s| s.clone());
                     match stopped {
+                        Ok(Some(Stop::StepDown(why))) => {
+                            leave = Some(why);
+                            break Ok(());
+                        }
                         Ok(_) => hub.begin_stop(),
                         Err(_) => abandoned = true,
                     }
@@ -180,13 +200,17 @@ pub(crate) fn start(
             hub.send_due_notices();
             if let Err(e) = hub.advance(rx.is_empty()) {
                 tracing::error!(error = %e, "cannot persist state; stopping the lead");
+                leave = hub.config.shared_store.then(|| e.to_string());
                 break Err(HubFailure::from(e));
             }
             if hub.stop_done() {
                 break Ok(());
             }
         };
-        hub.finish().await;
+        match leave {
+            Some(why) => hub.leave(&why),
+            None => hub.finish().await,
+        }
         result
     });
     (handle, task)

@@ -11,11 +11,28 @@
 //! SIGTERM or SIGINT it resigns, so a standby takes over at once, and exits;
 //! the teammates it spawned keep running and rejoin the new lead.
 
-use std::{future::Future, time::Duration};
+use std::{
+    future::Future,
+    pin::Pin,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
 
 use tokio::{net::TcpListener, sync::watch, time::Instant};
 
-use crate::store::{Fence, Lease, PgTarget, PostgresStore, StoreError, Sync};
+use crate::{
+    hub::Stop,
+    store::{Fence, Lease, PgTarget, PostgresStore, StoreError, Sync},
+};
+
+/// Why an active lead stops leading.
+#[derive(Debug)]
+enum Ending {
+    /// It lost the lease: why.
+    Lost(String),
+    /// A stop signal: it resigns.
+    Signal,
+}
 
 mod standby;
 
@@ -57,7 +74,7 @@ impl Plan {
 #[derive(Debug)]
 pub struct Leading {
     plan: Plan,
-    lease: Lease,
+    lease: Arc<Lease>,
     epoch: i64,
 }
 
@@ -90,7 +107,46 @@ pub async fn acquire(
         }
     };
     let (_, leading) = tokio::join!(answering, waiting);
+    println!(
+        "leading (epoch {}); restoring the team from {}",
+        leading.epoch, leading.plan.target
+    );
     leading
+}
+
+/// The listening socket, kept open across a step-down: a duplicate that
+/// `step_down` hands to the process it starts, so calls that arrive
+/// meanwhile wait in its backlog instead of being refused.
+static LISTENING: std::sync::OnceLock<std::os::fd::OwnedFd> = std::sync::OnceLock::new();
+
+/// The variable naming the inherited socket's descriptor.
+const LISTEN_FD: &str = "MESH_LISTEN_FD";
+
+/// Keeps `listener`'s socket for a step-down.
+pub fn keep_listening(listener: &TcpListener) -> std::io::Result<()> {
+    use std::os::fd::AsFd as _;
+    let copy = listener.as_fd().try_clone_to_owned()?;
+    let _ = LISTENING.set(copy);
+    Ok(())
+}
+
+/// The socket a lead that stepped down handed on, if this process is that
+/// lead started again.
+pub fn inherited_listener() -> Option<std::net::TcpListener> {
+    use std::os::fd::{FromRawFd as _, OwnedFd};
+    let fd: i32 = std::env::var(LISTEN_FD).ok()?.parse().ok()?;
+    std::env::remove_var(LISTEN_FD);
+    // SAFETY: the lead that stepped down put this descriptor, a listening
+    // TCP socket, here for this process alone, and named it in LISTEN_FD.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    // Not for the children this lead will start.
+    let _ = nix::fcntl::fcntl(
+        &owned,
+        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
+    );
+    let listener = std::net::TcpListener::from(owned);
+    listener.set_nonblocking(true).ok()?;
+    Some(listener)
 }
 
 impl Leading {
@@ -106,23 +162,62 @@ impl Leading {
         )
     }
 
-    /// Serves with `run` (the lead, serving) until it stops, the lease is
-    /// lost, or a stop signal: then steps down, or resigns and returns.
-    pub async fn serve<E: std::fmt::Display>(
+    /// Serves with `run` (the lead, given the future that says how it is
+    /// to stop) until the lease is lost, a commit fails, or `stop` (a
+    /// signal): then the lead steps down (every stream ends UNAVAILABLE,
+    /// the children keep running) and this lead either stands by again or,
+    /// on a signal, resigns the lease and exits.
+    pub async fn serve<E, R>(
         self,
-        run: impl Future<Output = Result<(), E>>,
-        stop: impl Future<Output = ()>,
-    ) -> anyhow::Result<()> {
-        tokio::select! {
-            result = run => match result {
-                Ok(()) => step_down("the lead stopped serving"),
-                Err(e) => step_down(&e.to_string()),
-            },
-            why = self.keep() => step_down(&why),
-            () = stop => {
+        run: impl FnOnce(Pin<Box<dyn Future<Output = Stop> + Send>>) -> R,
+        stop: impl Future<Output = ()> + Send + 'static,
+    ) -> !
+    where
+        E: std::fmt::Display,
+        R: Future<Output = Result<(), E>>,
+    {
+        let ending: Arc<Mutex<Option<Ending>>> = Arc::default();
+        let asked = Arc::new(tokio::sync::Notify::new());
+        let shutdown = {
+            let ending = ending.clone();
+            let asked = asked.clone();
+            let keep = keep(self.plan.clone(), self.lease.clone(), self.epoch);
+            async move {
+                let end = tokio::select! {
+                    why = keep => Ending::Lost(why),
+                    () = stop => Ending::Signal,
+                };
+                let why = match &end {
+                    Ending::Lost(why) => why.clone(),
+                    Ending::Signal => "it was asked to stop; a standby takes over".into(),
+                };
+                if let Ok(mut ending) = ending.lock() {
+                    *ending = Some(end);
+                }
+                asked.notify_one();
+                Stop::StepDown(why)
+            }
+        };
+        // Once asked, the streams and calls in flight get a moment to end.
+        let bounded = async {
+            asked.notified().await;
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        };
+        let result = tokio::select! {
+            result = run(Box::pin(shutdown)) => result.map_err(|e| e.to_string()),
+            () = bounded => Ok(()),
+        };
+        let end = ending.lock().ok().and_then(|mut e| e.take());
+        match (end, result) {
+            (Some(Ending::Signal), _) => {
                 match self.lease.resign(self.epoch).await {
-                    Ok(()) => println!("resigned the lease (epoch {}); a standby takes over", self.epoch),
-                    Err(e) => eprintln!("could not resign the lease ({e}); a standby takes over once it expires"),
+                    Ok(()) => println!(
+                        "resigned the lease (epoch {}); a standby takes over",
+                        self.epoch
+                    ),
+                    Err(e) => eprintln!(
+                        "could not resign the lease ({e}); a standby takes over once it expires"
+                    ),
                 }
                 // At once, before anything of the lead is dropped: the
                 // teammates it spawned keep running for the next lead.
@@ -130,16 +225,20 @@ impl Leading {
                 let _ = std::io::stdout().flush();
                 std::process::exit(0)
             }
+            (Some(Ending::Lost(why)), _) | (None, Err(why)) => step_down(&why),
+            (None, Ok(())) => step_down("the lead stopped serving"),
         }
     }
+}
 
-    /// Renews the lease until it is lost: why.
-    async fn keep(&self) -> String {
-        let deadline = self.plan.renew_deadline();
+/// Renews the lease held at `epoch` until it is lost: why.
+async fn keep(plan: Plan, first: Arc<Lease>, epoch: i64) -> String {
+    {
+        let deadline = plan.renew_deadline();
         let mut renewed = Instant::now();
         let mut lease: Option<Lease> = None;
         loop {
-            tokio::time::sleep(self.plan.renew_every()).await;
+            tokio::time::sleep(plan.renew_every()).await;
             let sent = Instant::now();
             if sent.duration_since(renewed) >= deadline {
                 return format!(
@@ -153,9 +252,9 @@ impl Leading {
                 // The first connection, or a new one after a failure.
                 let lease = match &lease {
                     Some(lease) => lease,
-                    None => &self.lease,
+                    None => &*first,
                 };
-                lease.renew(self.epoch).await
+                lease.renew(epoch).await
             };
             let result = tokio::time::timeout(left, attempt).await;
             match result {
@@ -163,14 +262,9 @@ impl Leading {
                 Ok(Ok(false)) => return "another lead took the lease".into(),
                 Ok(Err(e)) => {
                     tracing::warn!(error = %e, "could not renew the lease; trying again");
-                    lease = Lease::connect(
-                        &self.plan.target,
-                        &self.plan.holder,
-                        &self.plan.url,
-                        self.plan.ttl,
-                    )
-                    .await
-                    .ok();
+                    lease = Lease::connect(&plan.target, &plan.holder, &plan.url, plan.ttl)
+                        .await
+                        .ok();
                 }
                 Err(_) => {}
             }
@@ -185,9 +279,21 @@ fn step_down(why: &str) -> ! {
     use std::{io::Write as _, os::unix::process::CommandExt as _};
     println!("stepped down: {why}; starting again as a standby");
     let _ = std::io::stdout().flush();
-    let err = std::process::Command::new("/proc/self/exe")
-        .args(std::env::args_os().skip(1))
-        .exec();
+    let mut again = std::process::Command::new("/proc/self/exe");
+    again.args(std::env::args_os().skip(1));
+    if let Some(fd) = LISTENING.get() {
+        use std::os::fd::AsRawFd as _;
+        // Across the exec (only): the socket goes on listening.
+        if nix::fcntl::fcntl(
+            fd,
+            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
+        )
+        .is_ok()
+        {
+            again.env(LISTEN_FD, fd.as_raw_fd().to_string());
+        }
+    }
+    let err = again.exec();
     eprintln!("could not start again as a standby: {err}");
     std::process::exit(1);
 }

@@ -103,13 +103,15 @@ pub struct Listeners {
     pub tls: Option<ServerTls>,
 }
 
-/// Serves on `listeners` until `shutdown` completes. Then every child the lead
-/// started is asked to shut down and stopped by signal if it does not in
-/// time; then every stream ends and it returns.
+/// Serves on `listeners` until `shutdown` completes, saying how to stop:
+/// for good (every child the lead started is asked to shut down and stopped
+/// by signal if it does not in time; then every stream ends), or stepping
+/// down (every stream ends UNAVAILABLE at once, the children keep running).
+/// Then it returns once the connections are done.
 pub async fn run(
     listeners: Listeners,
     config: Config,
-    shutdown: impl Future<Output = ()>,
+    shutdown: impl Future<Output = hub::Stop>,
 ) -> Result<(), ServeError> {
     let Config {
         hub: hub_config,
@@ -120,7 +122,7 @@ pub async fn run(
     } = config;
     let repo = hub_config.repo.clone();
     let (hub, commands) = hub::load(hub_config, store)?;
-    let (stop_tx, stop_rx) = watch::channel(false);
+    let (stop_tx, stop_rx) = watch::channel(None);
     let mut console_stop = stop_rx.clone();
     let (hub, hub_task) = hub::start(hub, commands, stop_rx);
     let Listeners {
@@ -130,7 +132,7 @@ pub async fn run(
     } = listeners;
     if let Some(listener) = console {
         let stop = async move {
-            let _ = console_stop.wait_for(|s| *s).await;
+            let _ = console_stop.wait_for(Option::is_some).await;
         };
         let addr = listener.local_addr().map_err(ServeError::Console)?;
         let accepted = connections::incoming(
@@ -184,12 +186,12 @@ pub async fn run(
         // answer over their open connections); it stops once the hub is done.
         let mut ended_rx = ended_rx;
         tokio::select! {
-            () = shutdown => {
+            stop = shutdown => {
                 tracing::info!("shutting down");
                 health
                     .set_not_serving::<pb::lead_server::LeadServer<LeadService>>()
                     .await;
-                let _ = stop_tx.send(true);
+                let _ = stop_tx.send(Some(stop));
                 hub_result = (&mut ended_rx).await.unwrap_or(Ok(()));
             }
             result = &mut ended_rx => hub_result = result.unwrap_or(Ok(())),

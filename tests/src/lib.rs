@@ -111,6 +111,9 @@ pub struct Lead {
     pub tls: shared::transport::ClientTls,
     pub join_token: String,
     pub operator_token: String,
+    /// What it printed after its first lines (and, once it starts again in
+    /// its own process, as a lead on PostgreSQL does, everything after).
+    pub said: tokio::sync::mpsc::UnboundedReceiver<String>,
 }
 
 impl Lead {
@@ -245,7 +248,12 @@ impl Lead {
             )
         };
         // Keep draining stdout so the lead never blocks on a full pipe.
-        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        let (said_tx, said) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                let _ = said_tx.send(line);
+            }
+        });
         let tls = args.iter().any(|a| a == "--tls-cert");
         Lead {
             child,
@@ -256,7 +264,22 @@ impl Lead {
             dir,
             join_token,
             operator_token,
+            said,
         }
+    }
+
+    /// Waits for the lead to print a line containing `needle`: that line.
+    pub async fn says(&mut self, needle: &str) -> String {
+        within(&format!("the lead to say {needle:?}"), async {
+            loop {
+                match self.said.recv().await {
+                    Some(line) if line.contains(needle) => return line,
+                    Some(_) => {}
+                    None => panic!("the lead's output ended before it said {needle:?}"),
+                }
+            }
+        })
+        .await
     }
 
     /// The state directory.

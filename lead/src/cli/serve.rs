@@ -319,7 +319,10 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     };
     exposed("--listen", args.listen, tls.is_some(), args.insecure)?;
     let console_addr = console_addr(&args, tls.is_some())?;
-    let listener = server::bind(args.listen)?;
+    let listener = match leadership::inherited_listener() {
+        Some(listener) => tokio::net::TcpListener::from_std(listener)?,
+        None => server::bind(args.listen)?,
+    };
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let lead_url = format!("{scheme}://{}", connect_addr(addr)?);
@@ -336,6 +339,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
                 url: args.advertise.clone().unwrap_or_else(|| lead_url.clone()),
                 ttl: seconds("--lease", args.lease)?,
             };
+            leadership::keep_listening(&listener)?;
             println!("listening on {addr}");
             let leading =
                 leadership::acquire(plan, &listener, tls.as_ref().map(|t| t.grpc.clone())).await;
@@ -398,10 +402,20 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         tls,
     };
     match leading {
-        None => crate::run(listeners, config, shared::signal::stop_signal()).await?,
+        None => {
+            let stop = async {
+                shared::signal::stop_signal().await;
+                crate::hub::Stop::Stop
+            };
+            crate::run(listeners, config, stop).await?;
+        }
         Some(leading) => {
-            let run = crate::run(listeners, config, std::future::pending());
-            leading.serve(run, shared::signal::stop_signal()).await?;
+            leading
+                .serve(
+                    |stop| crate::run(listeners, config, stop),
+                    shared::signal::stop_signal(),
+                )
+                .await;
         }
     }
     Ok(())
@@ -519,6 +533,7 @@ fn hub_config(
         }),
         grace: seconds("--grace", args.grace)?,
         stop_wait: seconds("--stop-wait", args.stop_wait)?,
+        shared_store: matches!(args.store, StoreArg::Postgres(_)),
         max_inbox: args.inbox_max_envelopes,
         max_inbox_bytes: args.inbox_max_bytes,
         max_held_bytes: args.held_max_bytes,

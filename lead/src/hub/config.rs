@@ -52,6 +52,9 @@ pub struct HubConfig {
     /// When the lead stops: how long spawned teammates have to agree to shut
     /// down before they are stopped by signal.
     pub stop_wait: Duration,
+    /// Whether another lead may go on with this store (PostgreSQL): when a
+    /// commit fails, the children are left running for it.
+    pub shared_store: bool,
     /// The most members not terminated; a `Join` past it is RESOURCE_EXHAUSTED.
     pub max_members: usize,
     /// `Join` attempts per second, on average ...
@@ -93,6 +96,7 @@ impl Default for HubConfig {
             spawner: None,
             grace: Duration::from_millis(rules.grace_ms.unsigned_abs()),
             stop_wait: Duration::from_secs(5),
+            shared_store: false,
             max_members: rules.max_members,
             join_rate: 200.0,
             join_burst: 1_000,

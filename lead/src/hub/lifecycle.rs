@@ -180,6 +180,24 @@ impl Hub {
             .is_some_and(|until| self.processes.none_left() || self.now() >= until)
     }
 
+    /// Goes without a word more to the store: every stream ends
+    /// UNAVAILABLE saying `why`, and the children are left running (their
+    /// sessions are not killed) to rejoin the lead that goes on.
+    pub(super) fn leave(mut self, why: &str) {
+        let gone = || {
+            crate::outbox::StreamEnd::Gone(format!(
+                "the lead stepped down ({why}); reconnect to the active lead"
+            ))
+        };
+        for inbox in self.inboxes.iter_mut() {
+            inbox.end_stream(gone());
+        }
+        self.watchers.end_all(gone);
+        self.committer.close();
+        // Dropping a child's session would kill it.
+        std::mem::forget(self.processes.drain());
+    }
+
     /// Stops the children still running (TERM, then KILL), waits for them to
     /// be reaped, and ends every stream.
     pub(super) async fn finish(mut self) {

@@ -19,14 +19,17 @@ use super::{load, start, Claim, Command, HubConfig, HubHandle};
 use crate::store::MemoryStore;
 
 /// A hub on a memory store, with `grace` and `shutdown_deadline`.
-fn hub(grace: Duration, shutdown_deadline: Duration) -> (HubHandle, watch::Sender<bool>) {
+fn hub(
+    grace: Duration,
+    shutdown_deadline: Duration,
+) -> (HubHandle, watch::Sender<Option<super::Stop>>) {
     let config = HubConfig {
         grace,
         shutdown_deadline,
         ..HubConfig::default()
     };
     let (hub, commands) = load(config, Box::new(MemoryStore)).expect("a memory store loads");
-    let (stop, stop_rx) = watch::channel(false);
+    let (stop, stop_rx) = watch::channel(None);
     let (handle, _task) = start(hub, commands, stop_rx);
     (handle, stop)
 }

@@ -71,6 +71,13 @@ impl Watchers {
     pub(crate) fn clear(&mut self) {
         self.sinks.clear();
     }
+
+    /// Ends every stream, each for `why`.
+    pub(crate) fn end_all(&mut self, why: impl Fn() -> StreamEnd) {
+        for sink in self.sinks.drain(..) {
+            sink.end(why());
+        }
+    }
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ pub(super) async fn answer(
     let graceful = GracefulShutdown::new();
     loop {
         let accepted = tokio::select! {
+            biased;
             _ = stop.wait_for(|s| *s) => break,
             accepted = listener.accept() => accepted,
         };
@@ -59,7 +60,9 @@ pub(super) async fn answer(
             }
         }
     }
-    graceful.shutdown().await;
+    // Told to go (GOAWAY), the callers move on; one that holds on is not
+    // waited for long.
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), graceful.shutdown()).await;
 }
 
 /// What a standby answers: UNAVAILABLE, and where the active lead is.
@@ -96,7 +99,7 @@ pub(super) async fn wait_for_lease(
             );
             return Ok(Leading {
                 plan: plan.clone(),
-                lease,
+                lease: std::sync::Arc::new(lease),
                 epoch,
             });
         }

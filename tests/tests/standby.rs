@@ -1,0 +1,242 @@
+//! Two leads on one real PostgreSQL (issue 36): one leads, the other
+//! stands by and names the active lead to every caller; a SIGTERM hands
+//! over at once; a paused lead writes nothing after the takeover and steps
+//! down; the database restarted under load loses nothing answered as
+//! durable, and the lead serves again on its own; the audit chain verifies
+//! across a takeover.
+
+use std::time::{Duration, Instant};
+
+use mesh_tests::{bin, pg::PgServer, signal, within, Lead, Operator};
+use nix::sys::signal::Signal;
+use shared::pb;
+
+/// A lead on the database at `db` with a lease of `lease` seconds, sharing
+/// the tokens of `like` (when given).
+async fn lead_on(db: &str, lease: &str, like: Option<&Lead>) -> Lead {
+    let (join, operator) = match like {
+        Some(lead) => (lead.join_token.clone(), lead.operator_token.clone()),
+        None => (shared::auth::new_token(), shared::auth::new_token()),
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    Lead::start_in(
+        dir,
+        "127.0.0.1:0",
+        join,
+        operator,
+        &["--store", db, "--http", "off", "--lease", lease],
+    )
+    .await
+}
+
+async fn add_task(operator: &mut Operator, subject: &str) -> Result<String, tonic::Status> {
+    operator
+        .create_task(pb::CreateTaskRequest {
+            subject: subject.into(),
+            ..Default::default()
+        })
+        .await
+        .map(|r| r.into_inner().task_id)
+}
+
+async fn subjects(operator: &mut Operator) -> Vec<String> {
+    let tasks = within(
+        "ListTasks",
+        operator.list_tasks(pb::ListTasksRequest::default()),
+    )
+    .await
+    .expect("ListTasks")
+    .into_inner()
+    .tasks;
+    tasks.into_iter().map(|t| t.subject).collect()
+}
+
+/// Approves a plan `name` submits on `lead`: the request id.
+async fn plan_approved(lead: &Lead, name: &str) -> String {
+    let mut member = lead.join(name).await;
+    let id = member
+        .submit("", &format!("{name}'s plan"), &[&format!("src/{name}.rs")])
+        .await
+        .expect("SubmitPlan");
+    lead.operator()
+        .await
+        .review_plan(pb::PlanReview {
+            request_id: id.clone(),
+            approve: true,
+            grant: Some(pb::PermissionGrant {
+                mode: pb::PermissionMode::AcceptEdits as i32,
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .expect("ReviewPlan");
+    id
+}
+
+#[tokio::test]
+async fn a_standby_names_the_active_lead_and_a_sigterm_hands_over_at_once() {
+    let server = PgServer::start();
+    let db = server.database();
+    // A lease far longer than the test may wait: the standby can only
+    // take over this soon because the active lead resigned.
+    let mut a = lead_on(&db, "120", None).await;
+    a.says("leading (epoch 1)").await;
+    let mut b = lead_on(&db, "120", Some(&a)).await;
+    b.says(&format!("leads at {} (epoch 1)", a.url)).await;
+
+    let refused = b
+        .operator()
+        .await
+        .list_tasks(pb::ListTasksRequest::default())
+        .await
+        .expect_err("a standby serves nothing");
+    assert_eq!(refused.code(), tonic::Code::Unavailable, "{refused:?}");
+    assert_eq!(
+        refused
+            .metadata()
+            .get("mesh-leader")
+            .and_then(|v| v.to_str().ok()),
+        Some(a.url.as_str()),
+        "the standby names the active lead"
+    );
+
+    let mut operator = a.operator().await;
+    add_task(&mut operator, "written by a")
+        .await
+        .expect("CreateTask");
+    let approved_on_a = plan_approved(&a, "ann").await;
+
+    let sent = Instant::now();
+    signal(&a.child, Signal::SIGTERM);
+    a.says("resigned the lease (epoch 1)").await;
+    b.says("leading (epoch 2)").await;
+    let mut operator = b.operator().await;
+    let tasks = subjects(&mut operator).await;
+    println!(
+        "SIGTERM to the standby serving: {} ms",
+        sent.elapsed().as_millis()
+    );
+    assert_eq!(
+        tasks,
+        ["written by a"],
+        "the team restored from the database"
+    );
+    let approved_on_b = plan_approved(&b, "bob").await;
+
+    // One chain across the takeover.
+    let (ok, out, err) = b.cli(&["audit", "export", "--json"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&approved_on_a) && out.contains(&approved_on_b),
+        "{out}"
+    );
+    let file = b.dir.path().join("trail.jsonl");
+    std::fs::write(&file, &out).expect("write");
+    let verified = std::process::Command::new(bin("lead"))
+        .args(["audit", "verify"])
+        .arg(&file)
+        .output()
+        .expect("verify");
+    assert!(
+        verified.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&verified.stdout),
+        String::from_utf8_lossy(&verified.stderr)
+    );
+}
+
+#[tokio::test]
+async fn a_paused_lead_writes_nothing_after_the_takeover_and_steps_down() {
+    let server = PgServer::start();
+    let db = server.database();
+    let mut a = lead_on(&db, "3", None).await;
+    a.says("leading (epoch 1)").await;
+    let mut b = lead_on(&db, "3", Some(&a)).await;
+    b.says("(epoch 1); taking over").await;
+    // A connection to A, open before it is paused.
+    let mut late = a.operator().await;
+    subjects(&mut late).await;
+
+    signal(&a.child, Signal::SIGSTOP);
+    // A call that reaches A while it is paused: it waits in A's socket.
+    let call = tokio::spawn(async move { add_task(&mut late, "from the paused lead").await });
+    b.says("leading (epoch 2)").await;
+    let mut operator = b.operator().await;
+    add_task(&mut operator, "from the new lead")
+        .await
+        .expect("the new lead writes");
+
+    signal(&a.child, Signal::SIGCONT);
+    let stepped = a.says("stepped down: ").await;
+    println!("{stepped}");
+    let answered = within("the paused call's answer", call)
+        .await
+        .expect("join");
+    assert!(
+        answered.is_err(),
+        "the paused lead answered a write after the takeover: {answered:?}"
+    );
+    a.says(&format!("leads at {} (epoch 2)", b.url)).await;
+
+    assert_eq!(subjects(&mut operator).await, ["from the new lead"]);
+    assert_eq!(
+        server.psql(&db, "SELECT count(*) FROM tasks"),
+        "1\n",
+        "no write of the old lead's after the takeover"
+    );
+    assert!(server
+        .psql(&db, "SELECT holder, epoch FROM lease")
+        .ends_with("|2\n"));
+}
+
+#[tokio::test]
+async fn the_database_restarted_under_load_loses_nothing_answered_and_the_lead_comes_back() {
+    let server = PgServer::start();
+    let db = server.database();
+    let mut lead = lead_on(&db, "3", None).await;
+    lead.says("leading (epoch 1)").await;
+    let mut operator = lead.operator().await;
+    let mut answered = Vec::new();
+    let mut refused = Vec::new();
+    let mut restarted = false;
+    let mut after_restart = 0;
+    let mut n = 0;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while after_restart < 20 {
+        assert!(
+            Instant::now() < deadline,
+            "the lead did not serve again within a minute of the restart ({} refused: {:?})",
+            refused.len(),
+            refused.last()
+        );
+        n += 1;
+        let subject = format!("task {n}");
+        match add_task(&mut operator, &subject).await {
+            Ok(_) => {
+                answered.push(subject);
+                if restarted {
+                    after_restart += 1;
+                }
+            }
+            Err(status) => {
+                assert!(restarted, "refused before the restart: {status:?}");
+                assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+                refused.push(status.message().to_owned());
+            }
+        }
+        if n == 30 {
+            server.restart();
+            restarted = true;
+        }
+    }
+    println!(
+        "{} calls answered, {} refused UNAVAILABLE while the database restarted",
+        answered.len(),
+        refused.len()
+    );
+    let kept = subjects(&mut operator).await;
+    for subject in &answered {
+        assert!(kept.contains(subject), "{subject} was answered but is lost");
+    }
+}
