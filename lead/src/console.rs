@@ -22,6 +22,7 @@ mod answers;
 mod assets;
 mod brief;
 mod events;
+mod json;
 mod listener;
 mod session;
 mod state;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use mesh_core::protocol::Kind;
+use mesh_core::protocol::{Kind, Request, Status};
 use serde::Serialize;
 
 /// The short name of a request's kind, as the audit trail, spans and
@@ -87,8 +87,8 @@ pub struct Waits {
 
 /// What the figures need of a request: its kind, whether it waits, when it
 /// was opened and decided, and its reviewers' steps `(reviewer, verdict,
-/// at)` in order. Each adapter makes it from what it has (`render::timed`
-/// from the wire's `ProtocolState`).
+/// at)` in order. Each adapter makes it from what it has ([`timed`] from
+/// the core's request, `render::timed` from the wire's `ProtocolState`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Timed {
     /// `plan_approval`, `permission`, `result`, `amendment`, `shutdown`.
@@ -98,6 +98,21 @@ pub struct Timed {
     /// 0 while it waits.
     pub resolved_at_unix_ms: i64,
     pub steps: Vec<(String, String, i64)>,
+}
+
+/// What the figures need of a request, from the core's (the console's).
+pub fn timed(request: &Request) -> Timed {
+    Timed {
+        kind: kind_name(request.opening.kind).to_owned(),
+        pending: request.status == Status::Pending,
+        created_at_unix_ms: request.created_at_unix_ms,
+        resolved_at_unix_ms: request.resolved_at_unix_ms.unwrap_or(0),
+        steps: request
+            .reviews
+            .iter()
+            .map(|s| (s.reviewer.clone(), s.verdict.clone(), s.at_unix_ms))
+            .collect(),
+    }
 }
 
 /// The queue's figures from `requests`, at `now` (unix ms).

@@ -8,12 +8,11 @@ use axum::{
 };
 use mesh_core::{
     access::Caller,
-    op::PageAsk,
     protocol::{Request, Status},
 };
 use serde_json::{json, Value};
 
-use crate::{error::HubError, hub::Claim, paging::Page};
+use crate::{error::HubError, hub::Claim};
 
 /// A hub error as an HTTP answer that names the problem.
 pub(super) fn failed(error: impl std::fmt::Display, status: StatusCode) -> Response {
@@ -45,11 +44,6 @@ pub(super) fn decision_json(request: Request) -> Value {
 /// Who the console calls the hub as: it let only the operator in.
 pub(super) fn operator() -> Claim {
     Claim::Known(Caller::Operator)
-}
-
-/// The page after the one whose `next_page_token` was `token` (empty: the first).
-pub(super) fn next_page(token: &str, prefix: &'static str) -> Result<PageAsk, HubError> {
-    Ok(Page::parse(0, token, prefix)?.ask())
 }
 
 /// A hub call's result as the answer.

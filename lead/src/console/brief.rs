@@ -6,15 +6,19 @@
 //! (`GET /api/request`). A lead that keeps a day of results loads in a
 //! few kilobytes, not megabytes of diffs.
 
+use mesh_core::protocol::Request;
 use serde_json::Value;
-use shared::pb;
 
-use crate::render;
+use super::json::request_json;
 
 /// `request_json` without the content: `"brief": true` where something was
 /// left out, and `"payload_bytes"`, the whole payload's size.
-pub(super) fn brief_json(request: &pb::ProtocolState) -> Value {
-    let mut value = render::request_json(request);
+pub(super) fn brief_json(request: &Request) -> Value {
+    brief_of(request_json(request), request.opening.payload_json.len())
+}
+
+/// A request's JSON cut to its brief; `payload_bytes`: its payload's size.
+fn brief_of(mut value: Value, payload_bytes: usize) -> Value {
     let payload = &mut value["payload"];
     let mut cut = false;
     for path in [
@@ -38,7 +42,7 @@ pub(super) fn brief_json(request: &pb::ProtocolState) -> Value {
     if cut {
         value["brief"] = Value::Bool(true);
     }
-    value["payload_bytes"] = request.payload_json.len().into();
+    value["payload_bytes"] = payload_bytes.into();
     value
 }
 
@@ -62,15 +66,28 @@ fn drop_field(value: &mut Value, path: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mesh_core::{
+        names::RequestId,
+        protocol::{Kind, Opening, Status},
+    };
+    use shared::wire::ToPb;
 
-    fn request(kind: pb::RequestType, payload: Value) -> pb::ProtocolState {
-        pb::ProtocolState {
-            request_id: "r1".into(),
-            r#type: kind as i32,
-            sender: "ann".into(),
-            target: "lead".into(),
-            payload_json: payload.to_string(),
-            ..Default::default()
+    fn request(kind: Kind, payload: Value) -> Request {
+        Request {
+            opening: Opening {
+                id: RequestId::existing("request_id", "r1").expect("id"),
+                kind,
+                sender: "ann".into(),
+                target: "lead".into(),
+                payload_json: payload.to_string(),
+                deadline_unix_ms: None,
+            },
+            status: Status::Pending,
+            decision: None,
+            feedback: String::new(),
+            created_at_unix_ms: 0,
+            resolved_at_unix_ms: None,
+            reviews: Vec::new(),
         }
     }
 
@@ -79,7 +96,7 @@ mod tests {
         let diff = "+x\n".repeat(10_000);
         let payload = serde_json::json!({"result": {"summary": "s", "diff": diff,
             "test_output": "ok", "files": [{"path": "a", "added": 3}]}, "plan_id": "p"});
-        let brief = brief_json(&request(pb::RequestType::Result, payload.clone()));
+        let brief = brief_json(&request(Kind::Result, payload.clone()));
         assert_eq!(brief["brief"], true);
         assert_eq!(brief["payload"]["result"]["summary"], "s");
         assert_eq!(brief["payload"]["result"]["files"][0]["path"], "a");
@@ -93,7 +110,7 @@ mod tests {
     fn a_permission_keeps_its_tool_and_path() {
         let args = serde_json::json!({"path": "src/a.rs", "content": "x".repeat(5000)});
         let payload = serde_json::json!({"tool": "write_file", "args_json": args.to_string()});
-        let brief = brief_json(&request(pb::RequestType::Permission, payload));
+        let brief = brief_json(&request(Kind::Permission, payload));
         assert_eq!(brief["payload"]["tool"], "write_file");
         assert_eq!(brief["payload"]["path"], "src/a.rs");
         assert!(brief["payload"].get("args_json").is_none());
@@ -103,12 +120,21 @@ mod tests {
     #[test]
     fn a_plan_without_a_body_and_a_shutdown_are_whole() {
         let payload = serde_json::json!({"plan": {"summary": "s", "files": ["a"], "body": ""}});
-        let whole = brief_json(&request(pb::RequestType::PlanApproval, payload));
+        let whole = brief_json(&request(Kind::PlanApproval, payload));
         assert!(whole.get("brief").is_none());
         assert_eq!(whole["payload"]["plan"]["files"][0], "a");
         let payload = serde_json::json!({"reason": "done"});
-        let whole = brief_json(&request(pb::RequestType::Shutdown, payload));
+        let whole = brief_json(&request(Kind::Shutdown, payload));
         assert!(whole.get("brief").is_none());
         assert_eq!(whole["payload"]["reason"], "done");
+    }
+
+    #[test]
+    fn a_brief_is_the_one_made_from_the_wire() {
+        for request in super::super::json::requests() {
+            let wire = request.to_pb();
+            let from_wire = brief_of(crate::render::request_json(&wire), wire.payload_json.len());
+            assert_eq!(brief_json(&request), from_wire, "{request:?}");
+        }
     }
 }

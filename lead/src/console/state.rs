@@ -11,24 +11,24 @@ use axum::{
 use mesh_core::{
     access::Call,
     names::RequestId,
-    op::Op,
+    op::{Op, PageAsk},
     protocol::Request as CoreRequest,
     team::{Listed, TeamPage},
+    usage::Usage,
 };
 use serde::Deserialize;
 use serde_json::{json, Value};
-use shared::wire::ToPb;
 
 use super::{
-    answers::{failed, hub_failed, next_page, no_store, operator},
-    brief,
+    answers::{failed, hub_failed, no_store, operator},
+    brief, json,
     session::Operator,
     Console,
 };
 use crate::{
     error::HubError,
-    hub::{Command, HubHandle},
-    paging::{MEMBERS, REQUESTS},
+    hub::{Answered, Command, HubHandle},
+    paging::MAX_PAGE_SIZE,
     render,
 };
 
@@ -65,10 +65,7 @@ pub(super) async fn request(
         )
         .await;
     match found {
-        Ok(request) => {
-            use shared::wire::ToPb;
-            no_store(Json(render::request_json(&request.to_pb())).into_response())
-        }
+        Ok(request) => no_store(Json(json::request_json(&request)).into_response()),
         Err(e) => hub_failed(e),
     }
 }
@@ -78,7 +75,7 @@ pub(super) async fn request(
 pub(super) async fn stats(State(console): State<Console>, _: Operator) -> Response {
     match all_requests(&console.hub).await {
         Ok(requests) => {
-            let timed: Vec<_> = requests.iter().map(crate::render::timed).collect();
+            let timed: Vec<_> = requests.iter().map(crate::stats::timed).collect();
             let stats = crate::stats::of(&timed, shared::auth::now_unix_ms());
             no_store(Json(json!(stats)).into_response())
         }
@@ -86,90 +83,87 @@ pub(super) async fn stats(State(console): State<Console>, _: Operator) -> Respon
     }
 }
 
-/// Every request the lead keeps, page after page, as the wire has them.
-async fn all_requests(hub: &HubHandle) -> Result<Vec<shared::pb::ProtocolState>, HubError> {
-    let mut requests = Vec::new();
-    let mut token = String::new();
-    loop {
-        let page: Listed<CoreRequest> = hub
-            .apply(
-                operator(),
-                Call::Operator,
-                Ok(Op::ListRequests {
-                    status: None,
-                    kind: None,
-                    page: next_page(&token, REQUESTS)?,
-                }),
-            )
-            .await?;
-        let (page, next) = crate::paging::render(page, REQUESTS, CoreRequest::to_pb);
-        requests.extend(page);
-        if next.is_empty() {
-            return Ok(requests);
-        }
-        token = next;
+/// A list's first page, as many entries as a page holds.
+const FIRST: PageAsk = PageAsk {
+    after: None,
+    size: MAX_PAGE_SIZE,
+};
+
+/// The page after `listed`; `None` after the last.
+fn page_after<T>(listed: &Listed<T>) -> Option<PageAsk> {
+    let (last, _) = listed.entries.last().filter(|_| listed.more)?;
+    Some(PageAsk {
+        after: Some(*last),
+        ..FIRST
+    })
+}
+
+/// Every entry of a list, page after page: `op` asks for one page.
+async fn every<T>(hub: &HubHandle, op: impl Fn(PageAsk) -> Op) -> Result<Vec<T>, HubError>
+where
+    Listed<T>: Answered,
+{
+    let mut all = Vec::new();
+    let mut page = Some(FIRST);
+    while let Some(ask) = page {
+        let listed: Listed<T> = hub.apply(operator(), Call::Operator, Ok(op(ask))).await?;
+        page = page_after(&listed);
+        all.extend(listed.entries.into_iter().map(|(_, entry)| entry));
     }
+    Ok(all)
+}
+
+/// Every request the lead keeps.
+async fn all_requests(hub: &HubHandle) -> Result<Vec<CoreRequest>, HubError> {
+    every(hub, |page| Op::ListRequests {
+        status: None,
+        kind: None,
+        page,
+    })
+    .await
 }
 
 async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
     let mut members = Vec::new();
-    let mut token = String::new();
-    let (team_usage, other_usage) = loop {
-        let page: TeamPage = hub
-            .apply(
-                operator(),
-                Call::Operator,
-                Ok(Op::ListTeam {
-                    page: next_page(&token, MEMBERS)?,
-                }),
-            )
+    let mut team_usage = Usage::default();
+    let mut others: Vec<(String, Usage)> = Vec::new();
+    let mut page = Some(FIRST);
+    while let Some(ask) = page {
+        let listed: TeamPage = hub
+            .apply(operator(), Call::Operator, Ok(Op::ListTeam { page: ask }))
             .await?;
-        let TeamPage {
-            members: listed,
-            team_usage,
-            others,
-        } = page;
-        let (listed, next) = crate::paging::render(listed, MEMBERS, ToPb::to_pb);
-        members.extend(listed.iter().map(render::member_json));
-        if next.is_empty() {
-            let others: Vec<Value> = others
+        page = page_after(&listed.members);
+        members.extend(
+            listed
+                .members
+                .entries
                 .iter()
-                .map(|(name, usage)| json!({ "name": name, "usage": render::usage_value(&usage.to_pb()) }))
-                .collect();
-            break (render::usage_value(&team_usage.to_pb()), others);
-        }
-        token = next;
-    };
+                .map(|(_, m)| json::member_json(m)),
+        );
+        // The team's usage as the last page has it.
+        (team_usage, others) = (listed.team_usage, listed.others);
+    }
+    let team_usage = json::usage_json(&team_usage);
+    let other_usage: Vec<Value> = others
+        .iter()
+        .map(|(name, usage)| json!({ "name": name, "usage": json::usage_json(usage) }))
+        .collect();
     let requests: Vec<Value> = all_requests(hub)
         .await?
         .iter()
         .map(brief::brief_json)
         .collect();
-    let mut tasks = Vec::new();
-    let mut token = String::new();
-    loop {
-        let page: Listed<mesh_core::tasks::Task> = hub
-            .apply(
-                operator(),
-                Call::Operator,
-                Ok(Op::ListTasks {
-                    status: None,
-                    page: next_page(&token, crate::paging::TASKS)?,
-                }),
-            )
-            .await?;
-        let (page, next) = crate::paging::render(page, crate::paging::TASKS, |t| t.to_pb());
-        tasks.extend(page.iter().map(render::task_json));
-        if next.is_empty() {
-            break;
-        }
-        token = next;
-    }
+    let tasks: Vec<Value> = every(hub, |page| Op::ListTasks { status: None, page })
+        .await?
+        .iter()
+        .map(json::task_json)
+        .collect();
     Ok(json!({
         "members": members, "requests": requests, "tasks": tasks,
         "team_usage": team_usage, "other_usage": other_usage,
     }))
 }
+
 /// What a page of the event history is asked for (every field optional).
 #[derive(Deserialize, Default)]
 pub(super) struct HistoryAsk {
