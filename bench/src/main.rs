@@ -10,6 +10,7 @@ mod against;
 mod floor;
 mod mesh;
 mod model;
+mod postgres;
 mod procs;
 mod prompt;
 mod shapes;
@@ -44,12 +45,14 @@ struct Args {
     /// Only the floor and the team shapes (with --stores).
     #[arg(long)]
     shapes_only: bool,
-    /// Stores to measure with: sqlite (--sync full), sqlite-normal (--sync normal), memory.
+    /// Stores to measure with: sqlite (--sync full), sqlite-normal (--sync
+    /// normal), memory, postgres (a PostgreSQL server of Debian's package
+    /// the bench starts, flushing each commit, --sync full).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "sqlite,sqlite-normal,memory",
-        value_parser = ["sqlite", "sqlite-normal", "memory"]
+        default_value = "sqlite,sqlite-normal,memory,postgres",
+        value_parser = ["sqlite", "sqlite-normal", "memory", "postgres"]
     )]
     stores: Vec<String>,
     /// Only the model teammate's prompt and tool schemas, in tokens.
@@ -149,6 +152,7 @@ async fn main() -> anyhow::Result<()> {
     if args.model_only {
         return model::measure(args.model_kit.as_deref()).await;
     }
+    let _stop_postgres = postgres::Stopper;
     let counts = Counts::new(&args);
     eprintln!("bench: {counts:?}");
     if let Some(old) = &args.against {
@@ -180,6 +184,7 @@ async fn main() -> anyhow::Result<()> {
     }
     println!("\n{}", report.table());
     print_ratios(&report, &args.stores);
+    postgres::print(&report);
     shapes::print(&report, &args.stores);
     if let (Some(tls), Some(plain), Some(tls_rate), Some(plain_rate)) = (
         report.median("[sqlite, TLS] handshake auto p50"),
@@ -228,12 +233,21 @@ pub(crate) async fn start_lead_at(
     extra: &[&str],
 ) -> anyhow::Result<(Server, mesh::Lead)> {
     let (join, operator) = (shared::auth::new_token(), shared::auth::new_token());
-    let mut flags = extra.to_vec();
-    flags.extend(match store {
-        "sqlite" => ["--store", "sqlite", "--sync", "full"],
-        "sqlite-normal" => ["--store", "sqlite", "--sync", "normal"],
-        _ => ["--store", "memory", "--sync", "full"],
-    });
+    let mut flags: Vec<String> = extra.iter().map(|f| f.to_string()).collect();
+    let database;
+    flags.extend(
+        match store {
+            "sqlite" => ["--store", "sqlite", "--sync", "full"],
+            "sqlite-normal" => ["--store", "sqlite", "--sync", "normal"],
+            "postgres" => {
+                database = postgres::database()?;
+                ["--store", &database, "--sync", "full"]
+            }
+            _ => ["--store", "memory", "--sync", "full"],
+        }
+        .map(str::to_owned),
+    );
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let server = Server::lead(program, &flags, &join, &operator).await?;
     let lead = mesh::Lead {
         addr: server.addr.clone(),

@@ -72,6 +72,18 @@ impl Server {
             .strip_prefix("listening on ")
             .context("unexpected first line")?
             .to_owned();
+        if args.iter().any(|a| a.starts_with("postgres://")) {
+            // A lead on PostgreSQL serves once it holds the lease.
+            loop {
+                let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+                    .await
+                    .context("waiting for the lead to lead")??
+                    .context("the lead stopped before it led")?;
+                if line.starts_with("leading (") {
+                    break;
+                }
+            }
+        }
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         Ok(Self {
             child,

@@ -17,6 +17,9 @@ pub struct PgServer {
     dir: tempfile::TempDir,
     bin: PathBuf,
     owner: Option<(u32, u32)>,
+    /// Whether the server flushes its log to the disk (the benchmark's)
+    /// or not (the tests', which kill leads, not the machine).
+    fsync: bool,
 }
 
 /// Where Debian keeps the server's programs (not on PATH): `MESH_PG_BINDIR`,
@@ -58,8 +61,18 @@ fn owner() -> Option<(u32, u32)> {
 
 impl PgServer {
     /// A new cluster, started, with `mesh` as its superuser (trust auth on
-    /// its socket only).
+    /// its socket only), without fsync.
     pub fn start() -> Self {
+        Self::start_with(false)
+    }
+
+    /// A new cluster that flushes each commit to the disk, as a production
+    /// server does: for measuring.
+    pub fn start_durable() -> Self {
+        Self::start_with(true)
+    }
+
+    fn start_with(fsync: bool) -> Self {
         let bin = bindir();
         let owner = owner();
         let dir = tempfile::Builder::new()
@@ -69,7 +82,12 @@ impl PgServer {
         if let Some((uid, gid)) = owner {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown");
         }
-        let server = Self { dir, bin, owner };
+        let server = Self {
+            dir,
+            bin,
+            owner,
+            fsync,
+        };
         server.run(
             "initdb",
             &[
@@ -116,12 +134,12 @@ impl PgServer {
     }
 
     /// `pg_ctl ACTION` with the options every start uses: the socket in the
-    /// temporary directory, no TCP, no fsync (the tests kill leads, not
-    /// the machine).
+    /// temporary directory, no TCP.
     pub fn pg_ctl(&self, action: &[&str]) {
         let options = format!(
-            "-c listen_addresses='' -k {} -c fsync=off -c shared_buffers=16MB -c max_connections=60",
-            self.socket_dir().display()
+            "-c listen_addresses='' -k {} -c fsync={} -c shared_buffers=16MB -c max_connections=60",
+            self.socket_dir().display(),
+            if self.fsync { "on" } else { "off" }
         );
         let data = self.data().display().to_string();
         let log = self.dir.path().join("log").display().to_string();
