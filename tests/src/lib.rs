@@ -30,6 +30,30 @@ pub mod pg;
 pub mod pki;
 pub mod webdriver;
 
+thread_local! {
+    /// The database every lead this test starts keeps its state in, while
+    /// [`on_postgres`] runs it.
+    static POSTGRES: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `test` with every lead it starts (and restarts) on one PostgreSQL
+/// database of a server of its own, instead of SQLite: the same test,
+/// the other store.
+pub async fn on_postgres<T>(test: impl std::future::Future<Output = T>) -> T {
+    let server = pg::PgServer::start();
+    let url = server.database();
+    POSTGRES.with(|p| *p.borrow_mut() = Some(url));
+    let out = test.await;
+    POSTGRES.with(|p| p.borrow_mut().take());
+    drop(server);
+    out
+}
+
+/// The database of [`on_postgres`], while it runs.
+fn postgres_url() -> Option<String> {
+    POSTGRES.with(|p| p.borrow().clone())
+}
+
 /// The longest any single wait in a test may take.
 pub const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -172,6 +196,9 @@ impl Lead {
             .arg(dir.path())
             .args(extra)
             .env("RUST_LOG", "warn");
+        if let Some(url) = postgres_url() {
+            command.args(["--store", &url, "--lease", "3"]);
+        }
         command
     }
 
@@ -233,6 +260,17 @@ impl Lead {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
             .to_owned();
+        if args.iter().any(|a| a.starts_with("postgres://")) {
+            // A lead on PostgreSQL serves once it holds the lease.
+            let leading = within("the lead to lead", lines.next_line())
+                .await
+                .expect("read")
+                .expect("a line");
+            assert!(
+                leading.starts_with("leading ("),
+                "unexpected line {leading:?}"
+            );
+        }
         let console = if console_off {
             None
         } else {

@@ -35,6 +35,16 @@ async fn export(lead: &Lead) -> Vec<serde_json::Value> {
 }
 
 #[tokio::test]
+async fn every_decision_is_chained_with_who_decided_and_an_edit_is_found_on_sqlite() {
+    every_decision_is_chained_with_who_decided_and_an_edit_is_found().await;
+}
+
+#[tokio::test]
+async fn every_decision_is_chained_with_who_decided_and_an_edit_is_found_on_postgres() {
+    mesh_tests::on_postgres(every_decision_is_chained_with_who_decided_and_an_edit_is_found())
+        .await;
+}
+
 async fn every_decision_is_chained_with_who_decided_and_an_edit_is_found() {
     let named = format!("carol={NAMED}");
     let lead = Lead::start(&["--operator-token", &named]).await;

@@ -29,6 +29,20 @@ fn plan_of(name: &str, status: RequestStatus) -> impl FnMut(&pb::ProtocolState) 
 }
 
 #[tokio::test]
+async fn a_lead_killed_between_submit_and_review_still_has_the_plan_and_the_teammate_carries_on_on_sqlite(
+) {
+    a_lead_killed_between_submit_and_review_still_has_the_plan_and_the_teammate_carries_on().await;
+}
+
+#[tokio::test]
+async fn a_lead_killed_between_submit_and_review_still_has_the_plan_and_the_teammate_carries_on_on_postgres(
+) {
+    mesh_tests::on_postgres(
+        a_lead_killed_between_submit_and_review_still_has_the_plan_and_the_teammate_carries_on(),
+    )
+    .await;
+}
+
 async fn a_lead_killed_between_submit_and_review_still_has_the_plan_and_the_teammate_carries_on() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
@@ -74,6 +88,16 @@ async fn a_lead_killed_between_submit_and_review_still_has_the_plan_and_the_team
 }
 
 #[tokio::test]
+async fn a_lead_killed_after_the_review_delivers_the_answer_once_and_keeps_it_on_sqlite() {
+    a_lead_killed_after_the_review_delivers_the_answer_once_and_keeps_it().await;
+}
+
+#[tokio::test]
+async fn a_lead_killed_after_the_review_delivers_the_answer_once_and_keeps_it_on_postgres() {
+    mesh_tests::on_postgres(a_lead_killed_after_the_review_delivers_the_answer_once_and_keeps_it())
+        .await;
+}
+
 async fn a_lead_killed_after_the_review_delivers_the_answer_once_and_keeps_it() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
@@ -151,6 +175,15 @@ async fn a_lead_killed_after_the_review_delivers_the_answer_once_and_keeps_it() 
 }
 
 #[tokio::test]
+async fn unacked_envelopes_survive_a_crash_and_acked_ones_do_not_return_on_sqlite() {
+    unacked_envelopes_survive_a_crash_and_acked_ones_do_not_return().await;
+}
+
+#[tokio::test]
+async fn unacked_envelopes_survive_a_crash_and_acked_ones_do_not_return_on_postgres() {
+    mesh_tests::on_postgres(unacked_envelopes_survive_a_crash_and_acked_ones_do_not_return()).await;
+}
+
 async fn unacked_envelopes_survive_a_crash_and_acked_ones_do_not_return() {
     let lead = Lead::start(&[]).await;
     let mut alice = lead.join("alice").await;
@@ -183,6 +216,15 @@ async fn unacked_envelopes_survive_a_crash_and_acked_ones_do_not_return() {
 /// still held or all acknowledged: a resuming client never skips a new one
 /// as already seen.
 #[tokio::test]
+async fn seqs_keep_growing_across_a_crash_on_sqlite() {
+    seqs_keep_growing_across_a_crash().await;
+}
+
+#[tokio::test]
+async fn seqs_keep_growing_across_a_crash_on_postgres() {
+    mesh_tests::on_postgres(seqs_keep_growing_across_a_crash()).await;
+}
+
 async fn seqs_keep_growing_across_a_crash() {
     let lead = Lead::start(&[]).await;
     let mut alice = lead.join("alice").await;
@@ -549,6 +591,16 @@ async fn a_second_lead_on_the_same_state_dir_is_refused() {
 /// and each inbox's seqs run 1, 2, 3... with no gap, so no batch was stored
 /// without the ones before it.
 #[tokio::test]
+async fn killed_with_batches_in_flight_it_keeps_every_answer_and_no_half_on_sqlite() {
+    killed_with_batches_in_flight_it_keeps_every_answer_and_no_half().await;
+}
+
+#[tokio::test]
+async fn killed_with_batches_in_flight_it_keeps_every_answer_and_no_half_on_postgres() {
+    mesh_tests::on_postgres(killed_with_batches_in_flight_it_keeps_every_answer_and_no_half())
+        .await;
+}
+
 async fn killed_with_batches_in_flight_it_keeps_every_answer_and_no_half() {
     use std::{
         collections::{BTreeMap, BTreeSet},

@@ -581,6 +581,12 @@ async fn a_lead_killed_after_the_branch_moved_finds_the_merge_when_it_restarts()
     killed_during_a_merge("after-ref").await;
 }
 
+#[tokio::test]
+async fn on_postgres_a_lead_killed_during_a_merge_lands_the_result_or_finds_it_landed() {
+    mesh_tests::on_postgres(killed_during_a_merge("before-ref")).await;
+    mesh_tests::on_postgres(killed_during_a_merge("after-ref")).await;
+}
+
 /// A teammate the lead spawns works in its own worktree of the team's
 /// repository, on its own branch: its finished task is a result, which
 /// lands; its worktree follows the team branch; when it has gone, the

@@ -231,6 +231,15 @@ async fn a_terminated_owner_gives_its_task_back_and_plans_name_their_own_task() 
 }
 
 #[tokio::test]
+async fn tasks_survive_kill_9_on_sqlite() {
+    tasks_survive_kill_9().await;
+}
+
+#[tokio::test]
+async fn tasks_survive_kill_9_on_postgres() {
+    mesh_tests::on_postgres(tasks_survive_kill_9()).await;
+}
+
 async fn tasks_survive_kill_9() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;
@@ -760,6 +769,15 @@ async fn overlaps_of(
 /// (Holds used to be worked out from the approved plans at start, which got
 /// both wrong.)
 #[tokio::test]
+async fn a_restarted_lead_holds_what_it_held_on_sqlite() {
+    a_restarted_lead_holds_what_it_held().await;
+}
+
+#[tokio::test]
+async fn a_restarted_lead_holds_what_it_held_on_postgres() {
+    mesh_tests::on_postgres(a_restarted_lead_holds_what_it_held()).await;
+}
+
 async fn a_restarted_lead_holds_what_it_held() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;

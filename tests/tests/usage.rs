@@ -100,6 +100,16 @@ async fn bad_reports_are_invalid_argument_naming_the_field() {
 }
 
 #[tokio::test]
+async fn totals_and_budgets_survive_a_restarted_lead_and_a_rejoin_hears_them_on_sqlite() {
+    totals_and_budgets_survive_a_restarted_lead_and_a_rejoin_hears_them().await;
+}
+
+#[tokio::test]
+async fn totals_and_budgets_survive_a_restarted_lead_and_a_rejoin_hears_them_on_postgres() {
+    mesh_tests::on_postgres(totals_and_budgets_survive_a_restarted_lead_and_a_rejoin_hears_them())
+        .await;
+}
+
 async fn totals_and_budgets_survive_a_restarted_lead_and_a_rejoin_hears_them() {
     let lead = Lead::start(&["--token-budget", "5000"]).await;
     let mut alice = lead.join("alice").await;

@@ -93,10 +93,6 @@ pub(super) async fn wait_for_lease(
     loop {
         if let Some(epoch) = lease.try_acquire().await? {
             leader.send_replace(plan.url.clone());
-            println!(
-                "leading (epoch {epoch}); restoring the team from {}",
-                plan.target
-            );
             return Ok(Leading {
                 plan: plan.clone(),
                 lease: std::sync::Arc::new(lease),
