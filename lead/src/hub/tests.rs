@@ -217,3 +217,40 @@ async fn a_disconnected_member_asked_to_shut_down_still_ends_with_its_grace() {
     tokio::time::sleep(GRACE + Duration::from_secs(1)).await;
     assert_eq!(status(&hub, "alice").await, Status::Terminated);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_hub_told_to_step_down_ends_every_stream_unavailable_and_answers_no_more() {
+    let (hub, stop) = hub(GRACE, DEADLINE);
+    let alice = join(&hub, "alice").await;
+    let mut inbox = open_inbox(&hub, &alice).await;
+    stop.send_replace(Some(super::Stop::StepDown(
+        "another lead took the lease".into(),
+    )));
+    let end = inbox
+        .envelopes
+        .next()
+        .await
+        .expect("the stream says why it ends")
+        .expect_err("an end, not an envelope");
+    assert!(
+        matches!(&end, crate::outbox::StreamEnd::Gone(why)
+            if why.contains("the lead stepped down (another lead took the lease)")),
+        "{end:?}"
+    );
+    assert!(inbox.envelopes.next().await.is_none(), "and then nothing");
+    // The hub is gone: a call is refused, not answered.
+    assert!(hub
+        .apply::<mesh_core::op::Joined>(
+            Claim::Known(Caller::Joiner),
+            Call::Join,
+            Ok(Op::Join {
+                name: Name::parse("name", "bob").expect("valid name"),
+                role: "coder".into(),
+                token_budget: 0,
+                member_id: uuid::Uuid::new_v4().to_string(),
+                session_token: shared::auth::new_token(),
+            }),
+        )
+        .await
+        .is_err());
+}
