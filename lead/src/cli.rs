@@ -22,6 +22,7 @@ pub mod decide;
 pub mod gc;
 pub mod serve;
 mod spawn;
+pub mod store;
 pub mod tasks;
 pub use spawn::{spawn, SpawnArgs};
 
@@ -46,6 +47,9 @@ pub enum CliError {
     /// Writing the output failed.
     #[error("output: {0}")]
     Io(#[from] std::io::Error),
+    /// `lead store copy` was refused or failed.
+    #[error(transparent)]
+    Copy(#[from] crate::store::CopyError),
 }
 
 /// Where the lead is and how to authenticate to it: the flags of every

@@ -9,6 +9,7 @@ use lead::cli::{
     tasks::NewTask,
     CliError, Target,
 };
+use lead::store::PgTarget;
 
 /// The mesh lead: serves the team, and the operator commands that steer it.
 #[derive(Debug, Parser)]
@@ -44,6 +45,23 @@ enum AuditAction {
     Verify {
         /// The file `lead audit export --json` wrote.
         file: PathBuf,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum StoreAction {
+    /// Copy a stopped lead's state dir into an empty PostgreSQL database:
+    /// every record (the whole audit trail and event history), checked
+    /// record by record; then start the leads with --store URL.
+    Copy {
+        /// The state dir of a lead that is not running (the one holding
+        /// mesh.db; an older schema is upgraded first).
+        #[arg(long)]
+        from: PathBuf,
+        /// The PostgreSQL database (postgres://USER@HOST/DB), empty or
+        /// with empty mesh tables. Also from MESH_STORE_URL.
+        #[arg(long, env = "MESH_STORE_URL", hide_env_values = true, value_parser = cli::store::target)]
+        to: PgTarget,
     },
 }
 
@@ -127,6 +145,11 @@ enum Command {
     Audit {
         #[command(subcommand)]
         action: AuditAction,
+    },
+    /// Move a team between stores (`lead store copy --from DIR --to URL`).
+    Store {
+        #[command(subcommand)]
+        action: StoreAction,
     },
     /// Print a result request's diff, as the teammate submitted it.
     Diff {
@@ -295,6 +318,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             target,
         } => cli::decide::reject(&mut connect(&target).await?, request_id, feedback).await,
         Command::Audit { action } => audit(action).await,
+        Command::Store {
+            action: StoreAction::Copy { from, to },
+        } => cli::store::copy(&from, &to).await,
         Command::Diff { request_id, target } => {
             cli::diff(&mut connect(&target).await?, request_id).await
         }

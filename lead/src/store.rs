@@ -11,10 +11,12 @@ use mesh_core::{effect::Message, protocol::Request, tasks::Task};
 
 #[doc(hidden)]
 pub mod conformance;
+mod copy;
 mod postgres;
 mod rows;
 mod sqlite;
 
+pub use copy::{copy_to_postgres, Copied, CopyError};
 pub use postgres::{Fence, Leader, Lease, PgTarget, PostgresStore, Resignations};
 pub use sqlite::{SqliteStore, Sync, DB_FILE, MARKER_FILE};
 

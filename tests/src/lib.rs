@@ -260,33 +260,45 @@ impl Lead {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
             .to_owned();
-        if args.iter().any(|a| a.starts_with("postgres://")) {
-            // A lead on PostgreSQL serves once it holds the lease.
-            let leading = within("the lead to lead", lines.next_line())
-                .await
-                .expect("read")
-                .expect("a line");
-            assert!(
-                leading.starts_with("leading ("),
-                "unexpected line {leading:?}"
-            );
+        // A lead on PostgreSQL says it leads before it opens its console.
+        let on_postgres = args
+            .windows(2)
+            .any(|w| w[0] == "--store" && w[1].starts_with("postgres"));
+        let mut early = Vec::new();
+        if postgres_url().is_some() {
+            // Under `on_postgres`: the test goes on once the lead leads.
+            loop {
+                let line = within("the lead to lead", lines.next_line())
+                    .await
+                    .expect("read")
+                    .expect("a line");
+                let leads = line.starts_with("leading (");
+                early.push(line);
+                if leads {
+                    break;
+                }
+            }
         }
         let console = if console_off {
             None
         } else {
-            let second = within("the lead's second line", lines.next_line())
-                .await
-                .expect("read")
-                .expect("a second line");
-            Some(
-                second
-                    .strip_prefix("console on ")
-                    .unwrap_or_else(|| panic!("unexpected second line {second:?}"))
-                    .to_owned(),
-            )
+            loop {
+                let line = within("the lead's console line", lines.next_line())
+                    .await
+                    .expect("read")
+                    .expect("a console line");
+                match line.strip_prefix("console on ") {
+                    Some(console) => break Some(console.to_owned()),
+                    None if on_postgres => early.push(line),
+                    None => panic!("unexpected second line {line:?}"),
+                }
+            }
         };
         // Keep draining stdout so the lead never blocks on a full pipe.
         let (said_tx, said) = tokio::sync::mpsc::unbounded_channel();
+        for line in early {
+            let _ = said_tx.send(line);
+        }
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 let _ = said_tx.send(line);

@@ -19,11 +19,13 @@ use tokio_postgres::{types::ToSql, Client, Statement};
 use super::{Change, Snapshot, Store, StoreError, Sync as SyncMode};
 
 mod commit;
+mod copy;
 mod lease;
 mod load;
 mod schema;
 mod target;
 
+pub(super) use copy::import;
 pub use lease::{Leader, Lease, Resignations};
 pub use target::PgTarget;
 

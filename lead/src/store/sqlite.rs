@@ -29,6 +29,7 @@ pub enum Sync {
 }
 
 mod commit;
+mod export;
 mod load;
 mod schema;
 

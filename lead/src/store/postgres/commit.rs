@@ -154,12 +154,14 @@ pub(super) async fn batch(
     Ok(())
 }
 
-type Pending<'a> =
+pub(super) type Pending<'a> =
     std::pin::Pin<Box<dyn Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>>;
 
 /// Awaits every future, polling them in their order each time (so the first
 /// poll of each comes in order), and gives their results in that order.
-async fn in_order(mut flight: Vec<Pending<'_>>) -> Vec<Result<u64, tokio_postgres::Error>> {
+pub(super) async fn in_order(
+    mut flight: Vec<Pending<'_>>,
+) -> Vec<Result<u64, tokio_postgres::Error>> {
     let mut done: Vec<Option<Result<u64, tokio_postgres::Error>>> =
         flight.iter().map(|_| None).collect();
     std::future::poll_fn(|cx| {
