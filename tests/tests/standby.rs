@@ -5,7 +5,10 @@
 //! durable, and the lead serves again on its own; the audit chain verifies
 //! across a takeover.
 
-use std::time::{Duration, Instant};
+use std::{
+    error::Error as _,
+    time::{Duration, Instant},
+};
 
 use mesh_tests::{bin, pg::PgServer, signal, within, Lead, Operator};
 use nix::sys::signal::Signal;
@@ -221,7 +224,17 @@ async fn the_database_restarted_under_load_loses_nothing_answered_and_the_lead_c
             }
             Err(status) => {
                 assert!(restarted, "refused before the restart: {status:?}");
-                assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
+                // UNAVAILABLE from the lead; or, for a call sent just as the
+                // lead stepped down and closed its connection, the client's
+                // own word for a closed connection (tonic says CANCELLED or
+                // UNKNOWN with a transport error under it): not answered.
+                let closed = status
+                    .source()
+                    .is_some_and(|e| e.is::<tonic::transport::Error>());
+                assert!(
+                    status.code() == tonic::Code::Unavailable || closed,
+                    "{status:?}"
+                );
                 refused.push(status.message().to_owned());
             }
         }
@@ -231,7 +244,7 @@ async fn the_database_restarted_under_load_loses_nothing_answered_and_the_lead_c
         }
     }
     println!(
-        "{} calls answered, {} refused UNAVAILABLE while the database restarted",
+        "{} calls answered, {} refused while the database restarted",
         answered.len(),
         refused.len()
     );
