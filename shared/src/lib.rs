@@ -1,8 +1,9 @@
 //! The wire crate both binaries use: the generated `mesh.v1` types and
 //! services, and [`wire`], the one place they are converted to and from the
 //! core's types (`mesh-core`, which the binaries name themselves; nothing of
-//! it is re-exported here), with the transport (TLS), bearer tokens, and the
-//! process helpers (`procfs`, `signal`) the binaries share.
+//! it is re-exported here), with the transport (TLS, and [`leads`]: which of
+//! several leads is active), bearer tokens, and the process helpers
+//! (`procfs`, `signal`) the binaries share.
 
 pub mod pb {
     //! Generated from `proto/mesh/v1/mesh.proto`.
@@ -20,6 +21,7 @@ pub mod pb {
 }
 
 pub mod auth;
+pub mod leads;
 pub mod plan;
 pub mod procfs;
 pub mod signal;

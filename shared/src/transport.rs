@@ -25,7 +25,7 @@ pub struct ClientTls {
 /// Why an endpoint could not be set up; the message names the flag.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct EndpointError(String);
+pub struct EndpointError(pub(crate) String);
 
 impl ClientTls {
     /// Whether any file is named.

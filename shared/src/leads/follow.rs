@@ -1,0 +1,179 @@
+//! [`Follow`]: the transport a client's calls go through, to whichever lead
+//! is active. It keeps the channel to the lead it found; a call that could
+//! not reach that lead, or that a standby answered (UNAVAILABLE before any
+//! message), makes the next call search again, asking the lead the standby
+//! named first. The failed call itself fails as it did (the caller retries
+//! it as it always has: every call is safe to repeat with the ids it
+//! chose).
+
+use std::{
+    net::SocketAddr,
+    sync::Arc,
+    task::{Context, Poll},
+};
+
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tonic::{
+    body::Body,
+    codegen::{http, BoxFuture, Service, StdError},
+    transport::{Channel, Uri},
+};
+
+use super::{Candidate, Leads, NoLeader, LEADER_KEY};
+
+/// The transport to the active lead among [`Leads`]; cheap to clone (the
+/// clones share what they found).
+#[derive(Debug, Clone)]
+pub struct Follow {
+    leads: Arc<Leads>,
+    state: Arc<tokio::sync::Mutex<State>>,
+}
+
+/// What a [`Follow`] found.
+#[derive(Debug, Default)]
+struct State {
+    /// The lead calls go to, and the channel to it; none until found, or
+    /// after a call failed there.
+    current: Option<(Candidate, Channel)>,
+    /// Counts the leads found, so a failure forgets only the one it met.
+    generation: u64,
+    /// The lead to ask first in the next search: the last one found, or
+    /// the one a standby named.
+    first: Option<Candidate>,
+}
+
+impl Follow {
+    /// Follows the active lead among `leads`, searching at the first call.
+    pub fn new(leads: Leads) -> Self {
+        Self {
+            leads: Arc::new(leads),
+            state: Arc::default(),
+        }
+    }
+
+    /// Follows the active lead among `leads`, found now.
+    pub async fn connect(leads: Leads) -> Result<Self, NoLeader> {
+        let follow = Self::new(leads);
+        follow.channel().await?;
+        Ok(follow)
+    }
+
+    /// The leads it was given.
+    pub fn leads(&self) -> &Leads {
+        &self.leads
+    }
+
+    /// The URL of the lead calls go to now, if one was found.
+    pub async fn current(&self) -> Option<String> {
+        let state = self.state.lock().await;
+        state.current.as_ref().map(|(lead, _)| lead.url.clone())
+    }
+
+    /// The channel to the active lead (searching for it if there is none)
+    /// and the generation it belongs to.
+    async fn channel(&self) -> Result<(u64, Channel), NoLeader> {
+        let mut state = self.state.lock().await;
+        if let Some((_, channel)) = &state.current {
+            return Ok((state.generation, channel.clone()));
+        }
+        let (lead, channel) = self.leads.find(state.first.as_ref()).await?;
+        if state.generation > 0 || self.leads.urls().len() > 1 {
+            tracing::info!(lead = %lead, "talking to the active lead");
+        }
+        state.generation += 1;
+        state.first = Some(lead.clone());
+        state.current = Some((lead, channel.clone()));
+        Ok((state.generation, channel))
+    }
+
+    /// Forgets the lead of `generation` (a call failed there), unless
+    /// another was found since; `named`, a standby's word for where the
+    /// active lead is, is asked first next.
+    async fn forget(&self, generation: u64, named: Option<Candidate>) {
+        let mut state = self.state.lock().await;
+        if state.generation == generation {
+            state.current = None;
+            if named.is_some() {
+                state.first = named;
+            }
+        }
+    }
+}
+
+impl Service<http::Request<Body>> for Follow {
+    type Response = http::Response<Body>;
+    type Error = StdError;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        // Each call waits for its channel in its own future.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        let follow = self.clone();
+        Box::pin(async move {
+            let (generation, mut channel) = follow
+                .channel()
+                .await
+                .map_err(|e| Box::new(e.status()) as StdError)?;
+            let sent = async {
+                std::future::poll_fn(|cx| channel.poll_ready(cx)).await?;
+                channel.call(request).await
+            };
+            match sent.await {
+                Ok(response) => {
+                    if let Some(named) = standby_answer(&response) {
+                        follow.forget(generation, named).await;
+                    }
+                    Ok(response)
+                }
+                Err(e) => {
+                    follow.forget(generation, None).await;
+                    Err(e.into())
+                }
+            }
+        })
+    }
+}
+
+/// Whether `response` is UNAVAILABLE before any message (what a standby
+/// answers every call): then `Some`, with the lead it names, if it names one.
+fn standby_answer(response: &http::Response<Body>) -> Option<Option<Candidate>> {
+    let headers = response.headers();
+    if headers.get("grpc-status")?.as_bytes() != b"14" {
+        return None;
+    }
+    let named = headers
+        .get(LEADER_KEY)
+        .and_then(|url| url.to_str().ok())
+        .map(str::trim)
+        .filter(|url| !url.is_empty())
+        .map(Candidate::at_url);
+    Some(named)
+}
+
+/// Dials one address, whatever the URL's host (one of the several a name
+/// resolved to); TLS, set on the endpoint, still checks the URL's name.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Dial(pub(super) SocketAddr);
+
+impl Service<Uri> for Dial {
+    type Response = TokioIo<TcpStream>;
+    type Error = std::io::Error;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: Uri) -> Self::Future {
+        let addr = self.0;
+        Box::pin(async move {
+            let stream = TcpStream::connect(addr).await?;
+            stream.set_nodelay(true)?;
+            Ok(TokioIo::new(stream))
+        })
+    }
+}
