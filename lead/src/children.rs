@@ -47,7 +47,8 @@ const PASSED_ON: &[&str] = &[
 pub struct Spawner {
     /// The `teammate` executable, unless a spawn request names another.
     pub teammate_bin: PathBuf,
-    /// The URL the teammate dials (`http://127.0.0.1:PORT`, or `https://`).
+    /// The URLs the teammate dials, comma-separated: this lead's
+    /// (`http://127.0.0.1:PORT`, or `https://`) first, then its `--peer`s.
     pub lead_url: String,
     /// What the teammate trusts and shows over TLS (`--ca`, `--cert`, `--key`).
     pub tls: shared::transport::ClientTls,

@@ -2,15 +2,16 @@
 //! `diff`, `shutdown`, `budget`, `watch`, `spawn` (the decisions are
 //! `decide.rs`). Each talks to a running lead over gRPC.
 
-use std::{io::Write, path::PathBuf, time::Duration};
+use std::{io::Write, path::PathBuf};
 
 use shared::{
     auth::{now_unix_ms, BearerToken},
+    leads::{Follow, Leads},
     pb::{self, operator_client::OperatorClient},
     transport::ClientTls,
 };
 use tokio_stream::StreamExt;
-use tonic::{service::interceptor::InterceptedService, transport::Channel};
+use tonic::service::interceptor::InterceptedService;
 
 use crate::{
     render,
@@ -26,8 +27,8 @@ pub mod store;
 pub mod tasks;
 pub use spawn::{spawn, SpawnArgs};
 
-/// An operator client with its token attached.
-pub type Operator = OperatorClient<InterceptedService<Channel, BearerToken>>;
+/// An operator client with its token attached, talking to the active lead.
+pub type Operator = OperatorClient<InterceptedService<Follow, BearerToken>>;
 
 /// Why an operator command failed.
 #[derive(Debug, thiserror::Error)]
@@ -59,9 +60,11 @@ pub struct Target {
     /// The lead's state dir, where its address and operator token are.
     #[arg(long, env = "MESH_STATE_DIR", default_value = ".mesh")]
     pub state_dir: PathBuf,
-    /// The lead's URL (instead of <state-dir>/lead.addr).
-    #[arg(long)]
-    pub lead: Option<String>,
+    /// The lead's URL (instead of <state-dir>/lead.addr); with several
+    /// leads on one database, each of them (repeated, or comma-separated):
+    /// the command talks to the active one.
+    #[arg(long, value_delimiter = ',')]
+    pub lead: Vec<String>,
     /// The operator token (instead of <state-dir>/operator.token).
     #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
     pub operator_token: Option<String>,
@@ -70,16 +73,18 @@ pub struct Target {
     pub tls: ClientTls,
 }
 
-/// Connects to the lead named by `target`.
+/// Connects to the lead named by `target`: the active one, when it names
+/// several.
 pub async fn connect(target: &Target) -> Result<Operator, CliError> {
     let state = StateDir::open(&target.state_dir);
-    let url = match &target.lead {
-        Some(url) => url.clone(),
-        None => state.read_url().map_err(|e| {
+    let urls = if target.lead.is_empty() {
+        vec![state.read_url().map_err(|e| {
             CliError::Connect(format!(
                 "no running lead found ({e}); start one with `lead serve` or pass --lead URL"
             ))
-        })?,
+        })?]
+    } else {
+        target.lead.clone()
     };
     let token = match &target.operator_token {
         Some(token) => token.clone(),
@@ -89,16 +94,13 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
             ))
         })?,
     };
-    let channel = target
-        .tls
-        .endpoint(&url)
-        .map_err(|e| CliError::Connect(e.to_string()))?
-        .connect_timeout(Duration::from_secs(5))
-        .connect()
+    let leads =
+        Leads::new(&urls, target.tls.clone()).map_err(|e| CliError::Connect(e.to_string()))?;
+    let lead = Follow::connect(leads)
         .await
-        .map_err(|e| CliError::Connect(format!("cannot reach the lead at {url}: {e}")))?;
+        .map_err(|e| CliError::Connect(format!("cannot reach the lead: {e}")))?;
     Ok(OperatorClient::with_interceptor(
-        channel,
+        lead,
         BearerToken::new(&token)?,
     ))
 }

@@ -36,8 +36,7 @@ enum Ending {
 
 mod standby;
 
-/// The metadata key a standby names the active lead's URL under.
-pub const LEADER_KEY: &str = "mesh-leader";
+pub use shared::leads::LEADER_KEY;
 
 /// What a lead on PostgreSQL is asked to be.
 #[derive(Debug, Clone)]

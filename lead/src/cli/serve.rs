@@ -80,6 +80,11 @@ pub struct ServeArgs {
     /// standby tells them (default: http(s)://the address it listens on).
     #[arg(long, value_name = "URL")]
     advertise: Option<String>,
+    /// With a PostgreSQL store: another lead on the database, by its URL
+    /// (repeated, or comma-separated). The teammates this lead spawns are
+    /// given these besides its own, and follow whichever leads.
+    #[arg(long, value_name = "URL", value_delimiter = ',')]
+    peer: Vec<String>,
     /// Whether each commit waits for the disk: full (survives power loss) or
     /// normal (survives a killed lead; a power loss may lose the last commits).
     #[arg(long, value_enum, default_value_t = SyncArg::Full)]
@@ -513,12 +518,18 @@ fn hub_config(
             args.join_rate
         )
     }
+    let peers = match args.peer.is_empty() {
+        true => String::new(),
+        false => shared::leads::Leads::new(&args.peer, ClientTls::default())
+            .map(|peers| format!(",{}", peers.joined()))
+            .map_err(|e| anyhow::anyhow!("--peer: {e}"))?,
+    };
     Ok(HubConfig {
         approval,
         shutdown_deadline: Duration::from_secs(args.shutdown_deadline),
         spawner: Some(Spawner {
             teammate_bin,
-            lead_url: lead_url.to_owned(),
+            lead_url: format!("{lead_url}{peers}"),
             tls: if tls { spawn_tls } else { ClientTls::default() },
             join_token: tokens.join.clone(),
             state_dir: std::path::absolute(&state.root)?,
