@@ -17,25 +17,27 @@ use mesh_core::{
 };
 use shared::{
     auth::BearerToken,
+    leads::Follow,
     pb::{self, lead_client::LeadClient},
     wire::ToPb,
 };
-use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, Status};
+use tonic::{service::interceptor::InterceptedService, Code, Status};
 
 use crate::{
     catalog, config::Config, driver::Observation, error::SessionError, inbox::Backoff,
     protocol_state::Inbound, tools::ToolCall,
 };
 
-/// The lead's API, with a bearer token attached.
-pub(crate) type Client = LeadClient<InterceptedService<Channel, BearerToken>>;
+/// The lead's API, with a bearer token attached, over the transport that
+/// follows the active lead (of several on one database).
+pub(crate) type Client = LeadClient<InterceptedService<Follow, BearerToken>>;
 
 /// The lead, as a member that joined calls it.
 #[derive(Debug, Clone)]
 pub(crate) struct Lead {
     /// The lead, with the session token attached.
     client: Client,
-    /// `http://HOST:PORT` of the lead, for errors.
+    /// The lead's URL (or the leads'), for errors.
     url: String,
     /// How long the lead may be unreachable before the teammate gives up.
     gone_limit: Duration,
@@ -48,17 +50,13 @@ pub(crate) struct Lead {
 
 impl Lead {
     /// Joins the lead as `config` says (retrying while it is unreachable)
-    /// and returns the lead with the session token attached.
+    /// and returns the lead with the session token attached. With several
+    /// leads, every call goes to the active one: when the lead a call went
+    /// to is gone or a standby, the next try finds the active lead (the one
+    /// the standby named first), and the session goes on there.
     pub(crate) async fn join(config: &Config) -> Result<Self, SessionError> {
-        let channel = config
-            .tls
-            .endpoint(&config.lead_url)
-            .map_err(|e| SessionError::Setup(e.to_string()))?
-            .connect_timeout(Duration::from_secs(5))
-            .http2_keep_alive_interval(Duration::from_secs(10))
-            .keep_alive_timeout(Duration::from_secs(10))
-            .keep_alive_while_idle(true)
-            .connect_lazy();
+        let channel = Follow::new(config.leads.clone());
+        let leads = config.leads.to_string();
         let join_token = BearerToken::new(&config.join_token)
             .map_err(|e| SessionError::Setup(e.message().to_owned()))?;
         let mut joiner = LeadClient::with_interceptor(channel.clone(), join_token);
@@ -75,23 +73,21 @@ impl Lead {
                     // Every attempt says why it failed: a teammate that
                     // cannot join is never silent.
                     let cause = shared::transport::cause(&status);
-                    tracing::warn!(lead = %Escaped(&config.lead_url), error = %Escaped(&cause), "cannot reach the lead to join; retrying");
+                    tracing::warn!(lead = %Escaped(&leads), error = %Escaped(&cause), "cannot reach the lead to join; retrying");
                     if !backoff.wait().await {
                         return Err(SessionError::LeadGone(format!(
-                            "{} (the last attempt: {cause})",
-                            config.lead_url
+                            "{leads} (the last attempt: {cause})"
                         )));
                     }
                 }
                 Err(status)
-                    if config.lead_url.starts_with("http://")
+                    if config.leads.urls().iter().any(|u| u.starts_with("http://"))
                         && status.message().contains("h2 protocol error") =>
                 {
                     // What plain text gets from a lead that serves TLS.
                     return Err(SessionError::Setup(format!(
-                        "--lead {}: the lead did not speak plain HTTP/2 ({}); if it serves TLS, \
-                         dial https:// (with --ca)",
-                        config.lead_url,
+                        "--lead {leads}: the lead did not speak plain HTTP/2 ({}); if it serves \
+                         TLS, dial https:// (with --ca)",
                         status.message()
                     )));
                 }
@@ -108,7 +104,7 @@ impl Lead {
             .map_err(|e| SessionError::Setup(e.message().to_owned()))?;
         Ok(Self {
             client: LeadClient::with_interceptor(channel, session_token),
-            url: config.lead_url.clone(),
+            url: leads,
             gone_limit: config.lead_gone_limit,
             name: config.name.clone(),
             usage: joined.usage.as_ref().map(standing),

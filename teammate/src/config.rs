@@ -3,15 +3,16 @@
 
 use std::{path::PathBuf, time::Duration};
 
-use shared::transport::ClientTls;
+use shared::leads::Leads;
 
 use crate::command::CommandLimits;
 
 /// How a teammate is set up.
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// `http://HOST:PORT` of the lead.
-    pub lead_url: String,
+    /// The lead's URL, or the URLs of several leads on one database (the
+    /// teammate follows the active one), and what reaches them over TLS.
+    pub leads: Leads,
     /// The member name to join as.
     pub name: String,
     /// The role to join with.
@@ -22,8 +23,6 @@ pub struct Config {
     pub join_token: String,
     /// How long the lead may be unreachable before the teammate gives up.
     pub lead_gone_limit: Duration,
-    /// For an `https://` lead: what to trust and which certificate to show.
-    pub tls: ClientTls,
     /// How `run_command` runs.
     pub commands: CommandLimits,
     /// The token budget to join with (`--token-budget`).

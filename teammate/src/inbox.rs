@@ -4,12 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use shared::{
-    auth::BearerToken,
-    pb::{self, lead_client::LeadClient},
-};
+use shared::pb;
 use tokio::sync::mpsc;
-use tonic::{service::interceptor::InterceptedService, transport::Channel, Code, Status};
+use tonic::{Code, Status};
+
+use crate::client::Client;
 
 /// What the reader hands the session.
 #[derive(Debug)]
@@ -67,22 +66,13 @@ impl Backoff {
 }
 
 /// Starts the reader; envelopes after `after_seq` arrive on the returned channel.
-pub fn start(
-    client: LeadClient<InterceptedService<Channel, BearerToken>>,
-    after_seq: u64,
-    limit: Duration,
-) -> mpsc::Receiver<Incoming> {
+pub(crate) fn start(client: Client, after_seq: u64, limit: Duration) -> mpsc::Receiver<Incoming> {
     let (tx, rx) = mpsc::channel(1024);
     tokio::spawn(read(client, after_seq, limit, tx));
     rx
 }
 
-async fn read(
-    mut client: LeadClient<InterceptedService<Channel, BearerToken>>,
-    mut after_seq: u64,
-    limit: Duration,
-    tx: mpsc::Sender<Incoming>,
-) {
+async fn read(mut client: Client, mut after_seq: u64, limit: Duration, tx: mpsc::Sender<Incoming>) {
     let mut backoff = Backoff::new(limit);
     loop {
         match client.inbox(pb::InboxRequest { after_seq }).await {

@@ -10,7 +10,7 @@ use mesh_llm::{
     ChatClient, ChatConfig, Constrain, MaxTokensField, Penalties, DEFAULT_API_KEY_ENV,
     OPENAI_BASE_URL,
 };
-use shared::transport::ClientTls;
+use shared::{leads::Leads, transport::ClientTls};
 use teammate::{
     command::{CommandLimits, Sandbox},
     driver::Driver,
@@ -63,9 +63,11 @@ impl CommandArgs {
 #[derive(Debug, Parser)]
 #[command(name = "teammate mcp", bin_name = "teammate mcp", version)]
 struct McpArgs {
-    /// The lead's URL, e.g. http://127.0.0.1:7447 (https:// for a lead with TLS).
-    #[arg(long)]
-    lead: String,
+    /// The lead's URL, e.g. http://127.0.0.1:7447 (https:// for a lead with
+    /// TLS). Several leads on one database: each URL (repeated, or
+    /// comma-separated); the teammate follows the active one.
+    #[arg(long, required = true, value_delimiter = ',')]
+    lead: Vec<String>,
     /// The member name to join as.
     #[arg(long)]
     name: String,
@@ -104,9 +106,11 @@ struct McpArgs {
 #[command(group(ArgGroup::new("driver").required(true).args(["script", "model"])))]
 #[command(group(ArgGroup::new("task_source").args(["task", "task_file"])))]
 struct Args {
-    /// The lead's URL, e.g. http://127.0.0.1:7447 (https:// for a lead with TLS).
-    #[arg(long)]
-    lead: String,
+    /// The lead's URL, e.g. http://127.0.0.1:7447 (https:// for a lead with
+    /// TLS). Several leads on one database: each URL (repeated, or
+    /// comma-separated); the teammate follows the active one.
+    #[arg(long, required = true, value_delimiter = ',')]
+    lead: Vec<String>,
     /// The member name to join as.
     #[arg(long)]
     name: String,
@@ -240,14 +244,17 @@ fn main() -> ExitCode {
         std::process::exit(code);
     }
     let args = Args::parse();
+    let leads = match Leads::new(&args.lead, args.tls.clone()) {
+        Ok(leads) => leads,
+        Err(e) => return usage(&e.to_string()),
+    };
     let config = Config {
-        lead_url: args.lead.clone(),
+        leads,
         name: args.name.clone(),
         role: args.role.clone(),
         workspace: args.workspace.clone(),
         join_token: args.join_token.clone(),
         lead_gone_limit: Duration::from_secs(args.lead_gone_limit),
-        tls: args.tls.clone(),
         commands: match args.commands.limits() {
             Ok(limits) => limits,
             Err(e) => return usage(&e),
@@ -413,14 +420,20 @@ fn model_driver(args: &Args, model: &str) -> Result<ModelDriver, String> {
 async fn serve_mcp(args: McpArgs) -> i32 {
     use rmcp::ServiceExt;
 
+    let leads = match Leads::new(&args.lead, args.tls.clone()) {
+        Ok(leads) => leads,
+        Err(e) => {
+            eprintln!("teammate mcp: {e}");
+            return 2;
+        }
+    };
     let config = Config {
-        lead_url: args.lead.clone(),
+        leads,
         name: args.name.clone(),
         role: args.role.clone(),
         workspace: args.workspace.clone(),
         join_token: args.join_token.clone(),
         lead_gone_limit: Duration::from_secs(args.lead_gone_limit),
-        tls: args.tls.clone(),
         commands: match args.commands.limits() {
             Ok(limits) => limits,
             Err(e) => {

@@ -117,7 +117,7 @@ impl Session {
             stop.await;
             let _ = stop_tx.send(true);
         });
-        let mailbox = Mailbox::new(inbox, stop_rx, config.lead_url.clone());
+        let mailbox = Mailbox::new(inbox, stop_rx, config.leads.to_string());
         Ok(Self {
             config,
             lead,

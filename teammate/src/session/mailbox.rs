@@ -14,7 +14,7 @@ pub(super) struct Mailbox {
     inbox: mpsc::Receiver<Incoming>,
     /// Turns true when a signal asks the teammate to stop.
     stop: watch::Receiver<bool>,
-    /// `http://HOST:PORT` of the lead, for errors.
+    /// The lead's URL (or the leads'), for errors.
     lead_url: String,
     /// The envelope being handled: when it arrived, what trace it carried.
     arrival: Arrival,
