@@ -159,7 +159,7 @@ impl Leads {
                 }
                 Err(e) => failed.push(Tried {
                     who: url.clone(),
-                    said: format!("{host} does not resolve: {e}"),
+                    said: format!("dns error: {host} does not resolve: {e}"),
                     code: Code::Unavailable,
                 }),
             }
