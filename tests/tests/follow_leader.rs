@@ -131,9 +131,16 @@ impl PgLead {
     }
 }
 
-/// A database and two leads on it: the first leads, the second stands by.
-/// `peers` gives each the other's URL (`--peer`), on ports chosen first.
-async fn two_leads(pg: &PgServer, tokens: &Tokens, root: &Path, peers: bool) -> (PgLead, PgLead) {
+/// A database and two leads on it (with `extra` flags): the first leads,
+/// the second stands by. `peers` gives each the other's URL (`--peer`), on
+/// ports chosen first.
+async fn two_leads(
+    pg: &PgServer,
+    tokens: &Tokens,
+    root: &Path,
+    peers: bool,
+    extra: &[&str],
+) -> (PgLead, PgLead) {
     let db = pg.database();
     let (a_listen, b_listen) = if peers {
         (free_addr(), free_addr())
@@ -142,7 +149,7 @@ async fn two_leads(pg: &PgServer, tokens: &Tokens, root: &Path, peers: bool) -> 
     };
     let a_peer = format!("http://{b_listen}");
     let b_peer = format!("http://{a_listen}");
-    let (a_extra, b_extra) = if peers {
+    let (mut a_extra, mut b_extra) = if peers {
         (
             vec!["--peer", a_peer.as_str()],
             vec!["--peer", b_peer.as_str()],
@@ -150,6 +157,8 @@ async fn two_leads(pg: &PgServer, tokens: &Tokens, root: &Path, peers: bool) -> 
     } else {
         (Vec::new(), Vec::new())
     };
+    a_extra.extend_from_slice(extra);
+    b_extra.extend_from_slice(extra);
     let mut a = PgLead::start("a", &db, tokens, root, &a_listen, &a_extra).await;
     a.leads("the first lead to lead").await;
     let mut b = PgLead::start("b", &db, tokens, root, &b_listen, &b_extra).await;
@@ -216,7 +225,7 @@ async fn the_cli_follows_a_standby_to_the_active_lead() {
     let pg = PgServer::start();
     let tokens = Tokens::new();
     let root = tempfile::tempdir().unwrap();
-    let (a, b) = two_leads(&pg, &tokens, root.path(), false).await;
+    let (a, b) = two_leads(&pg, &tokens, root.path(), false, &[]).await;
 
     // The standby answers even the health check UNAVAILABLE, naming A.
     let status = HealthClient::new(channel(&b.url).await)
@@ -386,7 +395,7 @@ async fn a_teammate_follows_the_lead_through_a_failover_and_misses_nothing() {
     let pg = PgServer::start();
     let tokens = Tokens::new();
     let root = tempfile::tempdir().unwrap();
-    let (mut a, mut b) = two_leads(&pg, &tokens, root.path(), false).await;
+    let (mut a, mut b) = two_leads(&pg, &tokens, root.path(), false, &[]).await;
     let mut operator_a = operator(&a.url, &tokens).await;
 
     // bob, a member of A's, sends; alice is a teammate given the standby first.
@@ -469,7 +478,7 @@ async fn a_teammate_the_killed_lead_spawned_carries_on_with_the_next() {
     let pg = PgServer::start();
     let tokens = Tokens::new();
     let root = tempfile::tempdir().unwrap();
-    let (mut a, mut b) = two_leads(&pg, &tokens, root.path(), true).await;
+    let (mut a, mut b) = two_leads(&pg, &tokens, root.path(), true, &[]).await;
     let both = format!("{},{}", a.url, b.url);
     let script = root.path().join("carol.toml");
     std::fs::write(&script, ONE_PLAN).unwrap();
@@ -541,4 +550,83 @@ async fn a_teammate_the_killed_lead_spawned_carries_on_with_the_next() {
         ok && out.contains("carol agreed to shut down"),
         "{out}{err}"
     );
+}
+
+#[tokio::test]
+async fn the_python_teammate_follows_the_lead_too() {
+    // First: installing the venv blocks this thread.
+    let python = mesh_tests::python();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python");
+    let root = tempfile::tempdir().unwrap();
+    let stubs = root.path().join("gen");
+    let generated = std::process::Command::new(&python)
+        .arg(example.join("gen_stubs.py"))
+        .arg(&stubs)
+        .status()
+        .unwrap();
+    assert!(generated.success(), "generating the stubs failed");
+    let pg = PgServer::start();
+    let tokens = Tokens::new();
+    let auto = ["--approval", "auto"];
+    let (mut a, mut b) = two_leads(&pg, &tokens, root.path(), false, &auto).await;
+    let mut operator_a = operator(&a.url, &tokens).await;
+    let mut events = Events::open(&mut operator_a).await;
+
+    // The standby first: its mesh-leader sends the example to A.
+    let mut py = Command::new(&python)
+        .arg(example.join("teammate.py"))
+        .args([
+            "--lead", &b.url, "--lead", &a.url, "--name", "py", "--stubs",
+        ])
+        .arg(&stubs)
+        .env("MESH_JOIN_TOKEN", &tokens.join)
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    events.member_in("py", pb::MemberStatus::Idle).await;
+
+    a.kill().await;
+    b.leads("the standby to take over").await;
+    let mut operator_b = operator(&b.url, &tokens).await;
+    let ticket = operator_b
+        .request_shutdown(pb::ShutdownRequest {
+            target: "py".into(),
+            reason: "test over".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let (status, out) = within("the python teammate to exit", async {
+        let status = py.wait().await.unwrap();
+        let mut out = String::new();
+        tokio::io::AsyncReadExt::read_to_string(py.stdout.as_mut().unwrap(), &mut out)
+            .await
+            .unwrap();
+        (status, out)
+    })
+    .await;
+    assert!(status.success(), "{out}");
+    let moved_to = |url: &str| format!("talking to the lead at {url}");
+    let last_move = out
+        .lines()
+        .filter(|l| l.contains("talking to the lead at"))
+        .last();
+    assert!(out.contains(&moved_to(&a.url)), "{out}");
+    assert!(
+        last_move.is_some_and(|l| l.ends_with(&moved_to(&b.url))),
+        "{out}"
+    );
+    for line in ["plan approved", "shutdown agreed"] {
+        assert!(out.contains(line), "{line:?} missing from:\n{out}");
+    }
+    let state = operator_b
+        .get_request(pb::GetRequestRequest {
+            request_id: ticket.request_id,
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert!(is(state.status, RequestStatus::Approved));
 }
