@@ -609,10 +609,7 @@ async fn the_python_teammate_follows_the_lead_too() {
     .await;
     assert!(status.success(), "{out}");
     let moved_to = |url: &str| format!("talking to the lead at {url}");
-    let last_move = out
-        .lines()
-        .filter(|l| l.contains("talking to the lead at"))
-        .last();
+    let last_move = out.lines().rfind(|l| l.contains("talking to the lead at"));
     assert!(out.contains(&moved_to(&a.url)), "{out}");
     assert!(
         last_move.is_some_and(|l| l.ends_with(&moved_to(&b.url))),
