@@ -42,6 +42,11 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// search forever.
 const MOST_NAMED: usize = 8;
 
+/// A standby that names itself is taking over (it holds the lease and is
+/// restoring the team): it is asked again this often, this many times.
+const TAKING_OVER_PAUSE: Duration = Duration::from_millis(100);
+const TAKING_OVER_TRIES: usize = 30;
+
 /// The leads a client was given: `--lead` repeated, or comma-separated, in
 /// the order given, and how to reach them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,19 +87,16 @@ impl Leads {
         self.urls.join(",")
     }
 
-    /// What reaches them over TLS.
-    pub fn tls(&self) -> &ClientTls {
-        &self.tls
-    }
-
     /// The active lead, and a channel to it, asking `first` first (the last
     /// lead known), then the addresses given; a standby's answer sends the
-    /// search to the lead it names next.
+    /// search to the lead it names next (one that names itself is taking
+    /// over, and is asked again shortly).
     pub async fn find(&self, first: Option<&Candidate>) -> Result<(Candidate, Channel), NoLeader> {
         let (given, mut tried) = self.candidates().await;
         let mut queue: VecDeque<Candidate> = first.cloned().into_iter().chain(given).collect();
         let mut asked: Vec<Candidate> = Vec::new();
         let mut named = 0;
+        let mut taking_over = 0;
         while let Some(candidate) = queue.pop_front() {
             if asked.contains(&candidate) {
                 continue;
@@ -102,6 +104,14 @@ impl Leads {
             asked.push(candidate.clone());
             match self.probe(&candidate).await {
                 Ok(channel) => return Ok((candidate, channel)),
+                Err(Answer::Elsewhere(url))
+                    if url == candidate.url && taking_over < TAKING_OVER_TRIES =>
+                {
+                    taking_over += 1;
+                    tokio::time::sleep(TAKING_OVER_PAUSE).await;
+                    asked.pop();
+                    queue.push_front(candidate);
+                }
                 Err(Answer::Elsewhere(url)) => {
                     tried.push(Tried {
                         who: candidate.to_string(),
@@ -253,11 +263,6 @@ impl Candidate {
             url: url.to_owned(),
             at: None,
         }
-    }
-
-    /// The URL.
-    pub fn url(&self) -> &str {
-        &self.url
     }
 }
 

@@ -59,17 +59,6 @@ impl Follow {
         Ok(follow)
     }
 
-    /// The leads it was given.
-    pub fn leads(&self) -> &Leads {
-        &self.leads
-    }
-
-    /// The URL of the lead calls go to now, if one was found.
-    pub async fn current(&self) -> Option<String> {
-        let state = self.state.lock().await;
-        state.current.as_ref().map(|(lead, _)| lead.url.clone())
-    }
-
     /// The channel to the active lead (searching for it if there is none)
     /// and the generation it belongs to.
     async fn channel(&self) -> Result<(u64, Channel), NoLeader> {
