@@ -110,9 +110,17 @@ impl PgLead {
         .await
     }
 
-    /// Waits until it leads.
+    /// Waits until it leads, and serves: between the two, it still
+    /// answers as a standby (naming itself).
     async fn leads(&mut self, what: &str) {
         self.says(what, |l| l.starts_with("leading (epoch")).await;
+        let mut health = HealthClient::new(channel(&self.url).await);
+        within(&format!("{what}: serving"), async {
+            while health.check(HealthCheckRequest::default()).await.is_err() {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        })
+        .await;
     }
 
     /// Waits until it stands by for `active`.
