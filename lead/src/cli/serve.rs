@@ -9,7 +9,6 @@ use mesh_core::policy::Policy;
 use shared::transport::ClientTls;
 
 use crate::{
-    children::Spawner,
     hub::{Approval, HubConfig, PendingBudget},
     leadership, server,
     service::Tokens,
@@ -17,6 +16,7 @@ use crate::{
     store::{MemoryStore, PgTarget, SqliteStore, Store, Sync},
 };
 
+mod spawner;
 mod store;
 
 use store::{holder, store_arg, StoreArg};
@@ -500,48 +500,16 @@ fn hub_config(
     lead_url: &str,
     tls: bool,
 ) -> anyhow::Result<HubConfig> {
-    let mut spawn_tls = args.spawn_tls.clone();
-    if tls && spawn_tls.ca.is_none() {
-        spawn_tls.ca = args
-            .tls_cert
-            .as_deref()
-            .map(std::path::absolute)
-            .transpose()?;
-    }
-    let teammate_bin = match &args.teammate_bin {
-        Some(bin) => bin.clone(),
-        None => crate::demo::beside_lead("teammate")?,
-    };
     if !(args.join_rate.is_finite() && args.join_rate >= 0.0) {
         anyhow::bail!(
             "--join-rate: {} is not a rate (joins a second, 0 or more)",
             args.join_rate
         )
     }
-    let peers = match args.peer.is_empty() {
-        true => String::new(),
-        false => shared::leads::Leads::new(&args.peer, ClientTls::default())
-            .map(|peers| format!(",{}", peers.joined()))
-            .map_err(|e| anyhow::anyhow!("--peer: {e}"))?,
-    };
     Ok(HubConfig {
         approval,
         shutdown_deadline: Duration::from_secs(args.shutdown_deadline),
-        spawner: Some(Spawner {
-            teammate_bin,
-            lead_url: format!("{lead_url}{peers}"),
-            tls: if tls { spawn_tls } else { ClientTls::default() },
-            join_token: tokens.join.clone(),
-            state_dir: std::path::absolute(&state.root)?,
-            kill_grace: Duration::from_secs(args.kill_grace),
-            root: args
-                .spawn_root
-                .canonicalize()
-                .map_err(|e| anyhow::anyhow!("--spawn-root {}: {e}", args.spawn_root.display()))?,
-            model_keys: model_keys(args.model_key_env.clone())?,
-            repo: None,
-            otlp_endpoint: args.otlp_endpoint.clone(),
-        }),
+        spawner: Some(spawner::spawner(args, state, tokens, lead_url, tls)?),
         grace: seconds("--grace", args.grace)?,
         stop_wait: seconds("--stop-wait", args.stop_wait)?,
         shared_store: matches!(args.store, StoreArg::Postgres(_)),
@@ -569,27 +537,6 @@ fn hub_config(
         repo: None,
         review: mesh_core::tasks::Review::Plan,
     })
-}
-
-/// The `--model-key-env` names: variables' names, none of the lead's own
-/// `MESH_` ones.
-fn model_keys(names: Vec<String>) -> anyhow::Result<Vec<String>> {
-    for name in &names {
-        let valid = !name.is_empty()
-            && name
-                .chars()
-                .enumerate()
-                .all(|(i, c)| c == '_' || c.is_ascii_alphabetic() || (i > 0 && c.is_ascii_digit()));
-        if !valid {
-            anyhow::bail!("--model-key-env: {name:?} is not an environment variable's name");
-        }
-        if name.starts_with("MESH_") {
-            anyhow::bail!(
-                "--model-key-env: {name}: the lead's own MESH_ variables are not passed on"
-            );
-        }
-    }
-    Ok(names)
 }
 
 /// Refuses to listen on `addr` beyond this host in plain text, unless
