@@ -12,143 +12,37 @@
 
 use std::{path::Path, process::Stdio};
 
-use mesh_tests::{bin, is, member_named, pg::PgServer, signal, team, within, Events, Operator};
+use mesh_tests::{bin, is, member_named, pg::PgServer, signal, team, within, Events, Lead};
+use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 use shared::{
-    auth::BearerToken,
     leads::LEADER_KEY,
-    pb::{self, lead_client::LeadClient, operator_client::OperatorClient, RequestStatus},
+    pb::{self, RequestStatus},
 };
 use tokio::{
     io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines},
     process::{Child, ChildStdin, ChildStdout, Command},
-    sync::mpsc,
 };
-use tonic::{transport::Channel, Code};
+use tonic::Code;
 use tonic_health::pb::{health_client::HealthClient, HealthCheckRequest};
 
-/// The tokens both leads share.
-struct Tokens {
-    join: String,
-    operator: String,
-}
-
-impl Tokens {
-    fn new() -> Self {
-        Self {
-            join: shared::auth::new_token(),
-            operator: shared::auth::new_token(),
-        }
-    }
-}
-
-/// A `lead serve` on the database, and what it says on stdout, line by line.
-struct PgLead {
-    child: Child,
-    url: String,
-    lines: mpsc::UnboundedReceiver<String>,
-}
-
-impl PgLead {
-    /// Starts `lead serve --store DB --lease 3` on `listen` with its state
-    /// in `root/<name>` and `root` as its spawn root; returns once it
-    /// listens.
-    async fn start(
-        name: &str,
-        db: &str,
-        tokens: &Tokens,
-        root: &Path,
-        listen: &str,
-        extra: &[&str],
-    ) -> PgLead {
-        let mut child = Command::new(bin("lead"))
-            .args(["serve", "--store", db, "--lease", "3", "--http", "off"])
-            .args(["--listen", listen, "--state-dir"])
-            .arg(root.join(name))
-            .arg("--spawn-root")
-            .arg(root)
-            .args(extra)
-            .env("MESH_JOIN_TOKEN", &tokens.join)
-            .env("MESH_OPERATOR_TOKEN", &tokens.operator)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start lead");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let (tx, mut lines) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            while let Ok(Some(line)) = stdout.next_line().await {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let first = within("the lead's first line", lines.recv())
-            .await
-            .expect("a line");
-        let addr = first
-            .strip_prefix("listening on ")
-            .unwrap_or_else(|| panic!("unexpected first line {first:?}"));
-        PgLead {
-            child,
-            url: format!("http://{addr}"),
-            lines,
-        }
-    }
-
-    /// Waits for a line of stdout that `pred` accepts.
-    async fn says(&mut self, what: &str, pred: impl Fn(&str) -> bool) -> String {
-        within(what, async {
-            loop {
-                let line = self.lines.recv().await.expect("the lead's stdout ended");
-                if pred(&line) {
-                    return line;
-                }
-            }
-        })
-        .await
-    }
-
-    /// Waits until it leads, and serves: between the two, it still
-    /// answers as a standby (naming itself).
-    async fn leads(&mut self, what: &str) {
-        self.says(what, |l| l.starts_with("leading (epoch")).await;
-        let mut health = HealthClient::new(channel(&self.url).await);
-        within(&format!("{what}: serving"), async {
-            while health.check(HealthCheckRequest::default()).await.is_err() {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-        })
-        .await;
-    }
-
-    /// Waits until it stands by for `active`.
-    async fn stands_by_for(&mut self, what: &str, active: &str) {
-        let named = format!(" leads at {active} ");
-        self.says(what, |l| l.starts_with("standby: ") && l.contains(&named))
-            .await;
-    }
-
-    /// `kill -9`, and waits for it to end.
-    async fn kill(&mut self) {
-        signal(&self.child, nix::sys::signal::Signal::SIGKILL);
-        within("the killed lead to end", self.child.wait())
-            .await
-            .expect("wait");
-    }
+/// A lead on the database `db` (`--lease 3`, no console, `extra` flags) on
+/// `listen`, with the tokens of `like` when given.
+async fn lead_on(db: &str, listen: &str, like: Option<&Lead>, extra: &[&str]) -> Lead {
+    let (join, operator) = match like {
+        Some(lead) => (lead.join_token.clone(), lead.operator_token.clone()),
+        None => (shared::auth::new_token(), shared::auth::new_token()),
+    };
+    let mut flags = vec!["--store", db, "--http", "off", "--lease", "3"];
+    flags.extend_from_slice(extra);
+    let dir = tempfile::tempdir().expect("tempdir");
+    Lead::start_in(dir, listen, join, operator, &flags).await
 }
 
 /// A database and two leads on it (with `extra` flags): the first leads,
 /// the second stands by. `peers` gives each the other's URL (`--peer`), on
 /// ports chosen first.
-async fn two_leads(
-    pg: &PgServer,
-    tokens: &Tokens,
-    root: &Path,
-    peers: bool,
-    extra: &[&str],
-) -> (PgLead, PgLead) {
+async fn two_leads(pg: &PgServer, peers: bool, extra: &[&str]) -> (Lead, Lead) {
     let db = pg.database();
     let (a_listen, b_listen) = if peers {
         (free_addr(), free_addr())
@@ -167,11 +61,28 @@ async fn two_leads(
     };
     a_extra.extend_from_slice(extra);
     b_extra.extend_from_slice(extra);
-    let mut a = PgLead::start("a", &db, tokens, root, &a_listen, &a_extra).await;
-    a.leads("the first lead to lead").await;
-    let mut b = PgLead::start("b", &db, tokens, root, &b_listen, &b_extra).await;
-    b.stands_by_for("the second lead to stand by", &a.url).await;
+    let mut a = lead_on(&db, &a_listen, None, &a_extra).await;
+    a.says("leading (epoch").await;
+    let mut b = lead_on(&db, &b_listen, Some(&a), &b_extra).await;
+    b.says(&format!("leads at {} ", a.url)).await;
     (a, b)
+}
+
+/// `kill -9`s `active`, and waits until `next` has taken over and serves
+/// (while it takes over, it still answers as a standby, naming itself).
+async fn fail_over(active: &mut Lead, next: &mut Lead) {
+    signal(&active.child, Signal::SIGKILL);
+    within("the killed lead to end", active.child.wait())
+        .await
+        .expect("wait");
+    next.says("leading (epoch").await;
+    let mut health = HealthClient::new(next.channel().await);
+    within("the new lead to serve", async {
+        while health.check(HealthCheckRequest::default()).await.is_err() {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await;
 }
 
 /// A loopback address nothing listens on now.
@@ -180,63 +91,13 @@ fn free_addr() -> String {
     listener.local_addr().unwrap().to_string()
 }
 
-async fn channel(url: &str) -> Channel {
-    within(
-        "connecting",
-        tonic::transport::Endpoint::from_shared(url.to_owned())
-            .unwrap()
-            .connect(),
-    )
-    .await
-    .unwrap()
-}
-
-/// An operator client of the lead at `url` (that lead only).
-async fn operator(url: &str, tokens: &Tokens) -> Operator {
-    OperatorClient::with_interceptor(
-        channel(url).await,
-        BearerToken::new(&tokens.operator).unwrap(),
-    )
-}
-
-/// A `Lead` client of the lead at `url` carrying `token`.
-async fn lead_api(
-    url: &str,
-    token: &str,
-) -> LeadClient<tonic::service::interceptor::InterceptedService<Channel, BearerToken>> {
-    LeadClient::with_interceptor(channel(url).await, BearerToken::new(token).unwrap())
-}
-
-/// `lead ARGS`, as the operator: (success, stdout, stderr).
-async fn cli(tokens: &Tokens, root: &Path, args: &[&str]) -> (bool, String, String) {
-    let output = within(
-        &format!("lead {args:?}"),
-        Command::new(bin("lead"))
-            .args(args)
-            .arg("--state-dir")
-            .arg(root.join("operator"))
-            .env("MESH_OPERATOR_TOKEN", &tokens.operator)
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .unwrap();
-    (
-        output.status.success(),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
-
 #[tokio::test]
 async fn the_cli_follows_a_standby_to_the_active_lead() {
     let pg = PgServer::start();
-    let tokens = Tokens::new();
-    let root = tempfile::tempdir().unwrap();
-    let (a, b) = two_leads(&pg, &tokens, root.path(), false, &[]).await;
+    let (a, b) = two_leads(&pg, false, &[]).await;
 
     // The standby answers even the health check UNAVAILABLE, naming A.
-    let status = HealthClient::new(channel(&b.url).await)
+    let status = HealthClient::new(b.channel().await)
         .check(HealthCheckRequest::default())
         .await
         .unwrap_err();
@@ -254,26 +115,20 @@ async fn the_cli_follows_a_standby_to_the_active_lead() {
     ] {
         let mut args = vec!["team"];
         args.extend(lead.iter().copied());
-        let (ok, out, err) = cli(&tokens, root.path(), &args).await;
+        let (ok, out, err) = b.cli(&args).await;
         assert!(ok && out.starts_with("NAME"), "lead {args:?}: {out}{err}");
     }
 
     // Where no lead answers, the error names every address and what it said.
     let dead = format!("http://{}", free_addr());
-    let (ok, out, err) = cli(
-        &tokens,
-        root.path(),
-        &["team", "--lead", &format!("{dead},{}", b.url)],
-    )
-    .await;
+    let (ok, out, err) = b
+        .cli(&["team", "--lead", &format!("{dead},{}", b.url)])
+        .await;
     assert!(ok, "B names A, which leads: {out}{err}");
     let dead_too = format!("http://{}", free_addr());
-    let (ok, _, err) = cli(
-        &tokens,
-        root.path(),
-        &["team", "--lead", &format!("{dead},{dead_too}")],
-    )
-    .await;
+    let (ok, _, err) = b
+        .cli(&["team", "--lead", &format!("{dead},{dead_too}")])
+        .await;
     assert!(!ok);
     assert!(
         err.contains("cannot reach the lead") && err.contains(&dead) && err.contains(&dead_too),
@@ -292,12 +147,12 @@ struct Mcp {
 impl Mcp {
     /// Starts `teammate mcp --lead LEADS` as `name` and initializes it: it
     /// has joined once it answers.
-    async fn start(leads: &str, name: &str, workspace: &Path, tokens: &Tokens) -> Mcp {
+    async fn start(leads: &str, name: &str, workspace: &Path, join_token: &str) -> Mcp {
         std::fs::create_dir_all(workspace).unwrap();
         let mut child = Command::new(bin("teammate"))
             .args(["mcp", "--lead", leads, "--name", name, "--workspace"])
             .arg(workspace)
-            .env("MESH_JOIN_TOKEN", &tokens.join)
+            .env("MESH_JOIN_TOKEN", join_token)
             .env("RUST_LOG", "error")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -377,60 +232,27 @@ impl Mcp {
     }
 }
 
-/// Sends `text` from a member to `to` with the id `message_id`.
-async fn send(
-    api: &mut LeadClient<tonic::service::interceptor::InterceptedService<Channel, BearerToken>>,
-    to: &str,
-    text: &str,
-    message_id: &str,
-) {
-    within(
-        "Send",
-        api.send(pb::SendRequest {
-            to: to.into(),
-            text: Some(pb::Text {
-                content: text.into(),
-            }),
-            message_id: message_id.into(),
-        }),
-    )
-    .await
-    .unwrap();
-}
-
 #[tokio::test]
 async fn a_teammate_follows_the_lead_through_a_failover_and_misses_nothing() {
     let pg = PgServer::start();
-    let tokens = Tokens::new();
-    let root = tempfile::tempdir().unwrap();
-    let (mut a, mut b) = two_leads(&pg, &tokens, root.path(), false, &[]).await;
-    let mut operator_a = operator(&a.url, &tokens).await;
+    let (mut a, mut b) = two_leads(&pg, false, &[]).await;
+    let mut operator_a = a.operator().await;
 
     // bob, a member of A's, sends; alice is a teammate given the standby first.
-    let mut joiner = lead_api(&a.url, &tokens.join).await;
-    let bob = joiner
-        .join(pb::JoinRequest {
-            name: "bob".into(),
-            role: "tester".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
-    let mut bob_api = lead_api(&a.url, &bob.session_token).await;
+    let mut bob = a.join("bob").await;
     let leads = format!("{},{}", b.url, a.url);
-    let mut alice = Mcp::start(&leads, "alice", &root.path().join("ws/alice"), &tokens).await;
+    let workspace = a.workspace("alice");
+    let mut alice = Mcp::start(&leads, "alice", &workspace, &a.join_token).await;
     let joined = member_named(&mut operator_a, "alice").await;
 
     // One message before A dies (alice may or may not have acknowledged it).
-    send(&mut bob_api, "alice", "m1", "id-1").await;
-    a.kill().await;
-    b.leads("the standby to take over").await;
+    bob.send("alice", "m1", "id-1").await.unwrap();
+    fail_over(&mut a, &mut b).await;
 
     // bob's session goes on at B; so does alice's, and her inbox resumes.
-    let mut bob_api = lead_api(&b.url, &bob.session_token).await;
-    send(&mut bob_api, "alice", "m2", "id-2").await;
-    send(&mut bob_api, "alice", "m3", "id-3").await;
+    bob.api = b.lead_api(&bob.token).await;
+    bob.send("alice", "m2", "id-2").await.unwrap();
+    bob.send("alice", "m3", "id-3").await.unwrap();
     let heard = alice.messages_until("m3").await;
     assert_eq!(
         heard,
@@ -439,7 +261,7 @@ async fn a_teammate_follows_the_lead_through_a_failover_and_misses_nothing() {
     );
 
     // The same member, not a second alice.
-    let mut operator_b = operator(&b.url, &tokens).await;
+    let mut operator_b = b.operator().await;
     let members = team(&mut operator_b).await;
     let alices: Vec<_> = members.iter().filter(|m| m.name == "alice").collect();
     assert_eq!(alices.len(), 1, "{members:?}");
@@ -451,15 +273,7 @@ async fn a_teammate_follows_the_lead_through_a_failover_and_misses_nothing() {
         .call("send_message", json!({ "to": "bob", "text": "back" }))
         .await;
     assert!(!error && text.contains("sent to bob"), "{text}");
-    let mut inbox = bob_api
-        .inbox(pb::InboxRequest { after_seq: 0 })
-        .await
-        .unwrap()
-        .into_inner();
-    let envelope = within("bob's message from alice", inbox.message())
-        .await
-        .unwrap()
-        .unwrap();
+    let envelope = bob.next().await;
     assert_eq!(envelope.from, "alice");
     assert!(
         matches!(&envelope.body, Some(pb::envelope::Body::Text(t)) if t.content == "back"),
@@ -484,30 +298,15 @@ content = "pub fn login() {}\n"
 #[tokio::test]
 async fn a_teammate_the_killed_lead_spawned_carries_on_with_the_next() {
     let pg = PgServer::start();
-    let tokens = Tokens::new();
-    let root = tempfile::tempdir().unwrap();
-    let (mut a, mut b) = two_leads(&pg, &tokens, root.path(), true, &[]).await;
+    let (mut a, mut b) = two_leads(&pg, true, &[]).await;
     let both = format!("{},{}", a.url, b.url);
-    let script = root.path().join("carol.toml");
-    std::fs::write(&script, ONE_PLAN).unwrap();
-    let workspace = root.path().join("ws/carol");
-    let mut operator_a = operator(&a.url, &tokens).await;
+    let script = a.script("carol", ONE_PLAN).display().to_string();
+    let mut operator_a = a.operator().await;
     let mut events = Events::open(&mut operator_a).await;
-    let script = script.display().to_string();
-    let workspace_arg = workspace.display().to_string();
     let spawn = [
-        "spawn",
-        "carol",
-        "--role",
-        "coder",
-        "--script",
-        &script,
-        "--workspace",
-        &workspace_arg,
-        "--lead",
-        &both,
+        "spawn", "carol", "--role", "coder", "--script", &script, "--lead", &both,
     ];
-    let (ok, out, err) = cli(&tokens, root.path(), &spawn).await;
+    let (ok, out, err) = a.cli(&spawn).await;
     assert!(ok, "{out}{err}");
     let plan = events
         .request("carol's plan", |r| {
@@ -516,17 +315,11 @@ async fn a_teammate_the_killed_lead_spawned_carries_on_with_the_next() {
         .await;
     let joined = member_named(&mut operator_a, "carol").await;
 
-    a.kill().await;
-    b.leads("the standby to take over").await;
-    let mut operator_b = operator(&b.url, &tokens).await;
+    fail_over(&mut a, &mut b).await;
+    let mut operator_b = b.operator().await;
     let mut events = Events::open(&mut operator_b).await;
     // The dead lead first: the CLI goes on to the one that leads.
-    let (ok, out, err) = cli(
-        &tokens,
-        root.path(),
-        &["approve", &plan.request_id, "--lead", &both],
-    )
-    .await;
+    let (ok, out, err) = b.cli(&["approve", &plan.request_id, "--lead", &both]).await;
     assert!(ok, "{out}{err}");
     let wrote = events
         .tool_call("carol's write, at the new lead", |t| {
@@ -534,6 +327,7 @@ async fn a_teammate_the_killed_lead_spawned_carries_on_with_the_next() {
         })
         .await;
     assert!(wrote.allowed, "{wrote:?}");
+    let workspace = a.state_dir().join("workspaces/carol");
     assert!(workspace.join("src/auth.rs").exists());
     let now = member_named(&mut operator_b, "carol").await;
     assert_eq!(now.member_id, joined.member_id, "the same session");
@@ -548,12 +342,7 @@ async fn a_teammate_the_killed_lead_spawned_carries_on_with_the_next() {
     assert!(is(plans[0].status, RequestStatus::Approved));
 
     // The new lead asks her to stop; she agrees and exits.
-    let (ok, out, err) = cli(
-        &tokens,
-        root.path(),
-        &["shutdown", "carol", "--lead", &b.url],
-    )
-    .await;
+    let (ok, out, err) = b.cli(&["shutdown", "carol", "--lead", &b.url]).await;
     assert!(
         ok && out.contains("carol agreed to shut down"),
         "{out}{err}"
@@ -565,8 +354,8 @@ async fn the_python_teammate_follows_the_lead_too() {
     // First: installing the venv blocks this thread.
     let python = mesh_tests::python();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python");
-    let root = tempfile::tempdir().unwrap();
-    let stubs = root.path().join("gen");
+    let scratch = tempfile::tempdir().unwrap();
+    let stubs = scratch.path().join("gen");
     let generated = std::process::Command::new(&python)
         .arg(example.join("gen_stubs.py"))
         .arg(&stubs)
@@ -574,10 +363,8 @@ async fn the_python_teammate_follows_the_lead_too() {
         .unwrap();
     assert!(generated.success(), "generating the stubs failed");
     let pg = PgServer::start();
-    let tokens = Tokens::new();
-    let auto = ["--approval", "auto"];
-    let (mut a, mut b) = two_leads(&pg, &tokens, root.path(), false, &auto).await;
-    let mut operator_a = operator(&a.url, &tokens).await;
+    let (mut a, mut b) = two_leads(&pg, false, &["--approval", "auto"]).await;
+    let mut operator_a = a.operator().await;
     let mut events = Events::open(&mut operator_a).await;
 
     // The standby first: its mesh-leader sends the example to A.
@@ -587,16 +374,15 @@ async fn the_python_teammate_follows_the_lead_too() {
             "--lead", &b.url, "--lead", &a.url, "--name", "py", "--stubs",
         ])
         .arg(&stubs)
-        .env("MESH_JOIN_TOKEN", &tokens.join)
+        .env("MESH_JOIN_TOKEN", &a.join_token)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     events.member_in("py", pb::MemberStatus::Idle).await;
 
-    a.kill().await;
-    b.leads("the standby to take over").await;
-    let mut operator_b = operator(&b.url, &tokens).await;
+    fail_over(&mut a, &mut b).await;
+    let mut operator_b = b.operator().await;
     let ticket = operator_b
         .request_shutdown(pb::ShutdownRequest {
             target: "py".into(),
