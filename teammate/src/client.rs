@@ -24,7 +24,7 @@ use shared::{
 use tonic::{service::interceptor::InterceptedService, Code, Status};
 
 use crate::{
-    catalog, config::Config, driver::Observation, error::SessionError, inbox::Backoff,
+    backoff::Backoff, catalog, config::Config, driver::Observation, error::SessionError,
     protocol_state::Inbound, tools::ToolCall,
 };
 

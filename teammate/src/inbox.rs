@@ -2,13 +2,13 @@
 //! envelope it passed on when the stream or the lead goes away, and hands
 //! envelopes to the session in `seq` order.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use shared::pb;
 use tokio::sync::mpsc;
 use tonic::{Code, Status};
 
-use crate::client::Client;
+use crate::{backoff::Backoff, client::Client};
 
 /// What the reader hands the session.
 #[derive(Debug)]
@@ -18,51 +18,6 @@ pub enum Incoming {
     /// The reader stopped: the lead refused the stream (`Some`), or was
     /// unreachable for longer than the limit (`None`).
     Gone(Option<Status>),
-}
-
-/// Capped exponential backoff with jitter, within an overall limit.
-#[derive(Debug)]
-pub struct Backoff {
-    /// The next delay before jitter.
-    delay: Duration,
-    /// When the current run of failures began.
-    since: Instant,
-    /// How long failures may go on.
-    limit: Duration,
-}
-
-impl Backoff {
-    /// The shortest and longest delays.
-    const FIRST: Duration = Duration::from_millis(50);
-    const CAP: Duration = Duration::from_secs(2);
-
-    /// Starts a run of failures.
-    pub fn new(limit: Duration) -> Self {
-        Self {
-            delay: Self::FIRST,
-            since: Instant::now(),
-            limit,
-        }
-    }
-
-    /// Sleeps before the next try; `false` once failures have lasted past the limit.
-    pub async fn wait(&mut self) -> bool {
-        if self.since.elapsed() >= self.limit {
-            return false;
-        }
-        // Full jitter: between half the delay and the delay.
-        let jitter =
-            u64::from(uuid::Uuid::new_v4().as_bytes()[0]) * self.delay.as_millis() as u64 / 512;
-        tokio::time::sleep(self.delay / 2 + Duration::from_millis(jitter)).await;
-        self.delay = (self.delay * 2).min(Self::CAP);
-        true
-    }
-
-    /// A success ends the run of failures.
-    pub fn reset(&mut self) {
-        self.delay = Self::FIRST;
-        self.since = Instant::now();
-    }
 }
 
 /// Starts the reader; envelopes after `after_seq` arrive on the returned channel.

@@ -1,6 +1,7 @@
 //! A mesh teammate: joins a lead, plans with read-only tools, submits its plan
 //! for approval, and works only within the grant that comes back.
 
+mod backoff;
 pub mod catalog;
 mod client;
 pub mod command;
