@@ -274,8 +274,8 @@ async fn a_kill_9_of_the_active_lead_in_a_burst_loses_and_repeats_nothing() {
         assert_eq!(texts, &expected, "what {from} sent, once each, in order");
     }
 
-    // Every plan ends exactly once: one request per teammate, approved,
-    // approved once as the operator saw it and once as the teammate did.
+    // Every plan ends exactly once: one request per teammate, approved;
+    // the operator was never told twice, the teammate heard it once.
     let requests = operator_b
         .list_requests(pb::ListRequestsRequest {
             r#type: pb::RequestType::PlanApproval as i32,
@@ -292,10 +292,12 @@ async fn a_kill_9_of_the_active_lead_in_a_burst_loses_and_repeats_nothing() {
             pb::RequestStatus::Approved as i32,
             "{request:?}"
         );
-        assert_eq!(
-            approvals.get(&request.request_id),
-            Some(&1),
-            "the operator approved {} once",
+        // An approval whose answer the kill cut off is in doubt to the
+        // operator until it reads the request (approved, above); none is
+        // ever answered as approved twice.
+        assert!(
+            approvals.get(&request.request_id).copied().unwrap_or(0) <= 1,
+            "the operator was told {} was approved more than once",
             request.request_id
         );
     }
