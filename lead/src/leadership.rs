@@ -232,41 +232,41 @@ impl Leading {
 
 /// Renews the lease held at `epoch` until it is lost: why.
 async fn keep(plan: Plan, first: Arc<Lease>, epoch: i64) -> String {
-    {
-        let deadline = plan.renew_deadline();
-        let mut renewed = Instant::now();
-        let mut lease: Option<Lease> = None;
-        loop {
-            tokio::time::sleep(plan.renew_every()).await;
-            let sent = Instant::now();
-            if sent.duration_since(renewed) >= deadline {
-                return format!(
-                    "the lease was last renewed {:.1} s ago, past the renew deadline of {:.1} s",
-                    sent.duration_since(renewed).as_secs_f64(),
-                    deadline.as_secs_f64()
-                );
-            }
-            let left = deadline.saturating_sub(sent.duration_since(renewed));
-            let attempt = async {
-                // The first connection, or a new one after a failure.
-                let lease = match &lease {
-                    Some(lease) => lease,
-                    None => &*first,
-                };
-                lease.renew(epoch).await
-            };
-            let result = tokio::time::timeout(left, attempt).await;
-            match result {
-                Ok(Ok(true)) => renewed = sent,
-                Ok(Ok(false)) => return "another lead took the lease".into(),
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "could not renew the lease; trying again");
-                    lease = Lease::connect(&plan.target, &plan.holder, &plan.url, plan.ttl)
-                        .await
-                        .ok();
+    let deadline = plan.renew_deadline();
+    let mut renewed = Instant::now();
+    // The connection renewals go on: the first, or a new one after a
+    // failure or a renewal that did not answer in time.
+    let mut lease = Some(first);
+    loop {
+        tokio::time::sleep(plan.renew_every()).await;
+        let sent = Instant::now();
+        let since = sent.duration_since(renewed);
+        if since >= deadline {
+            return format!(
+                "the lease was last renewed {:.1} s ago, past the renew deadline of {:.1} s",
+                since.as_secs_f64(),
+                deadline.as_secs_f64()
+            );
+        }
+        // Connecting again counts against the deadline too.
+        let attempt = async {
+            let current = match lease.take() {
+                Some(current) => current,
+                None => {
+                    Arc::new(Lease::connect(&plan.target, &plan.holder, &plan.url, plan.ttl).await?)
                 }
-                Err(_) => {}
+            };
+            let answer = current.renew(epoch).await;
+            if answer.is_ok() {
+                lease = Some(current);
             }
+            answer
+        };
+        match tokio::time::timeout(deadline - since, attempt).await {
+            Ok(Ok(true)) => renewed = sent,
+            Ok(Ok(false)) => return "another lead took the lease".into(),
+            Ok(Err(e)) => tracing::warn!(error = %e, "could not renew the lease; trying again"),
+            Err(_) => {}
         }
     }
 }
