@@ -157,28 +157,7 @@ impl PgServer {
     pub fn database(&self) -> String {
         static NEXT: AtomicU32 = AtomicU32::new(1);
         let name = format!("t{}", NEXT.fetch_add(1, Ordering::Relaxed));
-        let out = Command::new(self.bin.join("psql"))
-            .args([
-                "-h",
-                &self.socket_dir().display().to_string(),
-                "-U",
-                "mesh",
-                "-d",
-                "postgres",
-            ])
-            .args([
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-Atc",
-                &format!("CREATE DATABASE {name}"),
-            ])
-            .output()
-            .expect("psql");
-        assert!(
-            out.status.success(),
-            "CREATE DATABASE: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        self.sql("postgres", &format!("CREATE DATABASE {name}"));
         self.url(&name)
     }
 
@@ -197,16 +176,15 @@ impl PgServer {
             .split_once("@/")
             .and_then(|(_, rest)| rest.split('?').next())
             .expect("a database in the URL");
+        self.sql(db, sql)
+    }
+
+    /// Runs `sql` on database `db` with psql: its output.
+    fn sql(&self, db: &str, sql: &str) -> String {
         let out = Command::new(self.bin.join("psql"))
-            .args([
-                "-h",
-                &self.socket_dir().display().to_string(),
-                "-U",
-                "mesh",
-                "-d",
-                db,
-            ])
-            .args(["-v", "ON_ERROR_STOP=1", "-Atc", sql])
+            .arg("-h")
+            .arg(self.socket_dir())
+            .args(["-U", "mesh", "-d", db, "-v", "ON_ERROR_STOP=1", "-Atc", sql])
             .output()
             .expect("psql");
         assert!(

@@ -190,23 +190,13 @@ async fn a_kill_9_of_the_active_lead_in_a_burst_loses_and_repeats_nothing() {
     let db = server.database();
     let (join, operator) = (shared::auth::new_token(), shared::auth::new_token());
     let flags = ["--store", db.as_str(), "--http", "off", "--lease", "6"];
-    let mut a = Lead::start_in(
-        tempfile::tempdir().expect("tempdir"),
-        "127.0.0.1:0",
-        join.clone(),
-        operator.clone(),
-        &flags,
-    )
-    .await;
+    let start = || {
+        let dir = tempfile::tempdir().expect("tempdir");
+        Lead::start_in(dir, "127.0.0.1:0", join.clone(), operator.clone(), &flags)
+    };
+    let mut a = start().await;
     a.says("leading (epoch 1)").await;
-    let mut b = Lead::start_in(
-        tempfile::tempdir().expect("tempdir"),
-        "127.0.0.1:0",
-        join.clone(),
-        operator.clone(),
-        &flags,
-    )
-    .await;
+    let mut b = start().await;
     b.says("taking over if its lease lapses").await;
     let urls = [a.url.clone(), b.url.clone()];
 
