@@ -93,7 +93,8 @@ pub fn incoming(
     rx
 }
 
-/// Accepts connections while the server takes them; a connection past the
+/// Accepts connections while the server takes them (until the receiver is
+/// dropped); a connection past the
 /// cap is closed at once. Errors accepting one connection (the peer reset
 /// it, the process is out of descriptors) are logged and skipped.
 async fn accept_loop(
@@ -108,7 +109,15 @@ async fn accept_loop(
     let mut last_address_log: Option<Instant> = None;
     let per_address = Arc::new(PerAddress::default());
     loop {
-        let (stream, peer) = match listener.accept().await {
+        // Once the server takes no more, this stops accepting at once: a
+        // connection accepted now would only be reset, where in the backlog
+        // it waits for whoever listens next (a lead that stepped down hands
+        // its socket on).
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = tx.closed() => return,
+        };
+        let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot accept a connection");

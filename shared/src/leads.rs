@@ -213,7 +213,7 @@ impl Leads {
             )))),
             Ok(Err(status)) => match leader_named(&status) {
                 Some(url) => Err(Answer::Elsewhere(url)),
-                None => Err(Answer::Refused(status)),
+                None => Err(Answer::Refused(crate::transport::unreached(status))),
             },
         }
     }

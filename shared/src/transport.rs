@@ -113,3 +113,16 @@ pub fn cause(status: &tonic::Status) -> String {
     }
     text
 }
+
+/// A call that failed in the transport instead of being answered (its
+/// connection closed under it, or could not be made): UNAVAILABLE, what a
+/// gRPC client says of a server it cannot reach (tonic on its own says
+/// UNKNOWN or CANCELLED), with the cause. A server's answer stays as it is.
+pub fn unreached(status: tonic::Status) -> tonic::Status {
+    let transport =
+        std::error::Error::source(&status).is_some_and(|e| e.is::<tonic::transport::Error>());
+    if !transport || status.code() == tonic::Code::Unavailable {
+        return status;
+    }
+    tonic::Status::unavailable(cause(&status))
+}

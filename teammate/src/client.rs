@@ -69,17 +69,6 @@ impl Lead {
         let joined = loop {
             match joiner.join(request.clone()).await {
                 Ok(response) => break response.into_inner(),
-                Err(status) if transient(&status) => {
-                    // Every attempt says why it failed: a teammate that
-                    // cannot join is never silent.
-                    let cause = shared::transport::cause(&status);
-                    tracing::warn!(lead = %Escaped(&leads), error = %Escaped(&cause), "cannot reach the lead to join; retrying");
-                    if !backoff.wait().await {
-                        return Err(SessionError::LeadGone(format!(
-                            "{leads} (the last attempt: {cause})"
-                        )));
-                    }
-                }
                 Err(status)
                     if config.leads.urls().iter().any(|u| u.starts_with("http://"))
                         && status.message().contains("h2 protocol error") =>
@@ -90,6 +79,17 @@ impl Lead {
                          TLS, dial https:// (with --ca)",
                         status.message()
                     )));
+                }
+                Err(status) if transient(&status) => {
+                    // Every attempt says why it failed: a teammate that
+                    // cannot join is never silent.
+                    let cause = shared::transport::cause(&status);
+                    tracing::warn!(lead = %Escaped(&leads), error = %Escaped(&cause), "cannot reach the lead to join; retrying");
+                    if !backoff.wait().await {
+                        return Err(SessionError::LeadGone(format!(
+                            "{leads} (the last attempt: {cause})"
+                        )));
+                    }
                 }
                 Err(status) => {
                     return Err(SessionError::Rpc {

@@ -59,6 +59,8 @@ pub const TIMEOUT: Duration = Duration::from_secs(30);
 
 pub type Operator = OperatorClient<InterceptedService<Channel, BearerToken>>;
 pub type LeadApi = LeadClient<InterceptedService<Channel, BearerToken>>;
+/// An operator client that follows the active lead, as the `lead` CLI's.
+pub type FollowingOperator = OperatorClient<InterceptedService<shared::leads::Follow, BearerToken>>;
 
 /// `await`s `future` under [`TIMEOUT`], panicking with `what` if it takes longer.
 pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>) -> T {
@@ -351,6 +353,20 @@ impl Lead {
     pub async fn operator(&self) -> Operator {
         OperatorClient::with_interceptor(
             self.channel().await,
+            BearerToken::new(&self.operator_token).expect("token"),
+        )
+    }
+
+    /// An operator client that follows the active lead among `urls` (this
+    /// lead's when empty), as the `lead` CLI does.
+    pub fn following_operator(&self, urls: &[&str]) -> FollowingOperator {
+        let given: Vec<String> = match urls {
+            [] => vec![self.url.clone()],
+            urls => urls.iter().map(|u| u.to_string()).collect(),
+        };
+        let leads = shared::leads::Leads::new(&given, self.tls.clone()).expect("lead URLs");
+        OperatorClient::with_interceptor(
+            shared::leads::Follow::new(leads),
             BearerToken::new(&self.operator_token).expect("token"),
         )
     }

@@ -5,14 +5,40 @@
 //! durable, and the lead serves again on its own; the audit chain verifies
 //! across a takeover.
 
-use std::{
-    error::Error as _,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
-use mesh_tests::{bin, pg::PgServer, signal, within, Lead, Operator};
+use mesh_tests::{bin, pg::PgServer, signal, within, Lead};
 use nix::sys::signal::Signal;
-use shared::pb;
+use shared::pb::{self, operator_client::OperatorClient};
+use tonic::codegen::StdError;
+
+/// What an operator client may run over: a channel to one lead, or one
+/// that follows the active lead.
+trait Transport:
+    tonic::client::GrpcService<
+    tonic::body::Body,
+    Error: Into<StdError>,
+    ResponseBody: tonic::codegen::Body<
+        Data = tonic::codegen::Bytes,
+        Error: Into<StdError> + Send,
+    > + Send
+                      + 'static,
+>
+{
+}
+
+impl<T> Transport for T where
+    T: tonic::client::GrpcService<
+        tonic::body::Body,
+        Error: Into<StdError>,
+        ResponseBody: tonic::codegen::Body<
+            Data = tonic::codegen::Bytes,
+            Error: Into<StdError> + Send,
+        > + Send
+                          + 'static,
+    >
+{
+}
 
 /// A lead on the database at `db` with a lease of `lease` seconds, sharing
 /// the tokens of `like` (when given).
@@ -32,7 +58,10 @@ async fn lead_on(db: &str, lease: &str, like: Option<&Lead>) -> Lead {
     .await
 }
 
-async fn add_task(operator: &mut Operator, subject: &str) -> Result<String, tonic::Status> {
+async fn add_task<T: Transport>(
+    operator: &mut OperatorClient<T>,
+    subject: &str,
+) -> Result<String, tonic::Status> {
     operator
         .create_task(pb::CreateTaskRequest {
             subject: subject.into(),
@@ -42,7 +71,7 @@ async fn add_task(operator: &mut Operator, subject: &str) -> Result<String, toni
         .map(|r| r.into_inner().task_id)
 }
 
-async fn subjects(operator: &mut Operator) -> Vec<String> {
+async fn subjects<T: Transport>(operator: &mut OperatorClient<T>) -> Vec<String> {
     let tasks = within(
         "ListTasks",
         operator.list_tasks(pb::ListTasksRequest::default()),
@@ -150,20 +179,27 @@ async fn a_standby_names_the_active_lead_and_a_sigterm_hands_over_at_once() {
 }
 
 #[tokio::test]
-async fn a_paused_lead_writes_nothing_after_the_takeover_and_steps_down() {
+async fn a_paused_lead_writes_nothing_after_the_takeover_sends_no_one_anything_and_steps_down() {
     let server = PgServer::start();
     let db = server.database();
     let mut a = lead_on(&db, "3", None).await;
     a.says("leading (epoch 1)").await;
     let mut b = lead_on(&db, "3", Some(&a)).await;
     b.says("(epoch 1); taking over").await;
-    // A connection to A, open before it is paused.
+    // Connections to A, open before it is paused: an operator's, and two
+    // members', tom reading his inbox.
     let mut late = a.operator().await;
     subjects(&mut late).await;
+    let mut tom = a.join("tom").await;
+    let mut ann = a.join("ann").await;
+    ann.send("tom", "before the pause", "").await.expect("Send");
+    let before = tom.next().await;
+    assert!(format!("{before:?}").contains("before the pause"));
 
     signal(&a.child, Signal::SIGSTOP);
-    // A call that reaches A while it is paused: it waits in A's socket.
+    // Calls that reach A while it is paused: they wait in its socket.
     let call = tokio::spawn(async move { add_task(&mut late, "from the paused lead").await });
+    let sent = tokio::spawn(async move { ann.send("tom", "during the pause", "").await });
     b.says("leading (epoch 2)").await;
     let mut operator = b.operator().await;
     add_task(&mut operator, "from the new lead")
@@ -180,6 +216,21 @@ async fn a_paused_lead_writes_nothing_after_the_takeover_and_steps_down() {
         answered.is_err(),
         "the paused lead answered a write after the takeover: {answered:?}"
     );
+    let delivered = within("the paused send's answer", sent)
+        .await
+        .expect("join");
+    assert!(
+        delivered.is_err(),
+        "the paused lead accepted a message after the takeover: {delivered:?}"
+    );
+    // Tom's stream from A ends without another envelope.
+    let inbox = tom.inbox.as_mut().expect("open inbox");
+    let ended = within("tom's stream from the old lead to end", inbox.message()).await;
+    assert!(
+        !matches!(ended, Ok(Some(_))),
+        "the old lead sent tom {ended:?}"
+    );
+    println!("tom's stream from the old lead ended: {ended:?}");
     a.says(&format!("leads at {} (epoch 2)", b.url)).await;
 
     assert_eq!(subjects(&mut operator).await, ["from the new lead"]);
@@ -191,6 +242,29 @@ async fn a_paused_lead_writes_nothing_after_the_takeover_and_steps_down() {
     assert!(server
         .psql(&db, "SELECT holder, epoch FROM lease")
         .ends_with("|2\n"));
+    // The message sent during the pause is nowhere: the new lead has only
+    // what A committed before it.
+    let mut tom_on_b = b.lead_api(&tom.token).await;
+    let mut stream = tom_on_b
+        .inbox(pb::InboxRequest {
+            after_seq: before.seq,
+        })
+        .await
+        .expect("tom's inbox on the new lead")
+        .into_inner();
+    // Something to find at the end of tom's inbox on B.
+    let mut bob = b.join("bob").await;
+    bob.send("tom", "from the new lead", "")
+        .await
+        .expect("Send");
+    let next = within("tom's next envelope on B", stream.message())
+        .await
+        .expect("stream")
+        .expect("an envelope");
+    assert!(
+        format!("{next:?}").contains("from the new lead"),
+        "tom's inbox on the new lead holds a message of the old lead's after the takeover: {next:?}"
+    );
 }
 
 #[tokio::test]
@@ -199,7 +273,8 @@ async fn the_database_restarted_under_load_loses_nothing_answered_and_the_lead_c
     let db = server.database();
     let mut lead = lead_on(&db, "3", None).await;
     lead.says("leading (epoch 1)").await;
-    let mut operator = lead.operator().await;
+    // Calls go as the `lead` CLI and the teammate send them.
+    let mut operator = lead.following_operator(&[]);
     let mut answered = Vec::new();
     let mut refused = Vec::new();
     let mut restarted = false;
@@ -224,17 +299,9 @@ async fn the_database_restarted_under_load_loses_nothing_answered_and_the_lead_c
             }
             Err(status) => {
                 assert!(restarted, "refused before the restart: {status:?}");
-                // UNAVAILABLE from the lead; or, for a call sent just as the
-                // lead stepped down and closed its connection, the client's
-                // own word for a closed connection (tonic says CANCELLED or
-                // UNKNOWN with a transport error under it): not answered.
-                let closed = status
-                    .source()
-                    .is_some_and(|e| e.is::<tonic::transport::Error>());
-                assert!(
-                    status.code() == tonic::Code::Unavailable || closed,
-                    "{status:?}"
-                );
+                // From the lead, or from a connection the lead closed
+                // as it stepped down: either way UNAVAILABLE.
+                assert_eq!(status.code(), tonic::Code::Unavailable, "{status:?}");
                 refused.push(status.message().to_owned());
             }
         }
@@ -244,7 +311,7 @@ async fn the_database_restarted_under_load_loses_nothing_answered_and_the_lead_c
         }
     }
     println!(
-        "{} calls answered, {} refused while the database restarted",
+        "{} calls answered, {} refused while the database restarted: {refused:?}",
         answered.len(),
         refused.len()
     );

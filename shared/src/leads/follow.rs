@@ -2,9 +2,9 @@
 //! is active. It keeps the channel to the lead it found; a call that could
 //! not reach that lead, or that a standby answered (UNAVAILABLE before any
 //! message), makes the next call search again, asking the lead the standby
-//! named first. The failed call itself fails as it did (the caller retries
-//! it as it always has: every call is safe to repeat with the ids it
-//! chose).
+//! named first. The failed call itself fails, UNAVAILABLE (the caller
+//! retries it as it always has: every call is safe to repeat with the ids
+//! it chose).
 
 use std::{
     net::SocketAddr,
@@ -120,7 +120,8 @@ impl Service<http::Request<Body>> for Follow {
                 }
                 Err(e) => {
                     follow.forget(generation, None).await;
-                    Err(e.into())
+                    let status = tonic::Status::from_error(e.into());
+                    Err(Box::new(crate::transport::unreached(status)) as StdError)
                 }
             }
         })
