@@ -23,6 +23,7 @@ pub mod decide;
 pub mod gc;
 pub mod serve;
 mod spawn;
+pub mod status;
 pub mod store;
 pub mod tasks;
 pub use spawn::{spawn, SpawnArgs};
@@ -73,9 +74,9 @@ pub struct Target {
     pub tls: ClientTls,
 }
 
-/// Connects to the lead named by `target`: the active one, when it names
-/// several.
-pub async fn connect(target: &Target) -> Result<Operator, CliError> {
+/// The operator token and the lead URLs `target` names (the flags, else
+/// the state dir's).
+fn token_and_urls(target: &Target) -> Result<(String, Vec<String>), CliError> {
     let state = StateDir::open(&target.state_dir);
     let urls = if target.lead.is_empty() {
         vec![state.read_url().map_err(|e| {
@@ -94,6 +95,13 @@ pub async fn connect(target: &Target) -> Result<Operator, CliError> {
             ))
         })?,
     };
+    Ok((token, urls))
+}
+
+/// Connects to the lead named by `target`: the active one, when it names
+/// several.
+pub async fn connect(target: &Target) -> Result<Operator, CliError> {
+    let (token, urls) = token_and_urls(target)?;
     let leads =
         Leads::new(&urls, target.tls.clone()).map_err(|e| CliError::Connect(e.to_string()))?;
     let lead = Follow::connect(leads)
@@ -459,14 +467,34 @@ pub async fn shutdown(
     ))
 }
 
-/// `lead watch`: prints every event until the lead stops.
+/// How long `lead watch` looks for the active lead after its stream ended
+/// UNAVAILABLE (the lead stepped down, or its connection went) before it
+/// gives up: past a lease's lapse and the takeover.
+const WATCH_FOLLOW: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// `lead watch`: prints every event until the lead stops. When the stream
+/// ends UNAVAILABLE (the lead stepped down, or went), it follows the active
+/// lead and watches there, saying so; events between are not replayed.
 pub async fn watch(client: &mut Operator, json: bool) -> Result<(), CliError> {
     let mut events = client.watch(pb::WatchRequest {}).await?.into_inner();
     // The lead registers a watcher before it answers, so from here on nothing is missed.
     eprintln!("watching the lead; one line per event (Ctrl-C to stop)");
     let mut out = std::io::stdout().lock();
-    while let Some(event) = events.next().await {
-        let event = event?;
+    loop {
+        let event = match events.next().await {
+            None => return Ok(()),
+            Some(Ok(event)) => event,
+            Some(Err(status)) if status.code() == tonic::Code::Unavailable => {
+                eprintln!(
+                    "the lead's stream ended ({}); following the active lead",
+                    status.message()
+                );
+                events = follow(client).await?;
+                eprintln!("watching the active lead; events in between are not shown");
+                continue;
+            }
+            Some(Err(status)) => return Err(status.into()),
+        };
         let line = if json {
             render::json_text(&render::event_json(&event))
         } else {
@@ -475,5 +503,23 @@ pub async fn watch(client: &mut Operator, json: bool) -> Result<(), CliError> {
         writeln!(out, "{line}")?;
         out.flush()?;
     }
-    Ok(())
+}
+
+/// A new event stream from whichever lead is active, within [`WATCH_FOLLOW`].
+async fn follow(client: &mut Operator) -> Result<tonic::Streaming<pb::Event>, CliError> {
+    let until = tokio::time::Instant::now() + WATCH_FOLLOW;
+    let mut pause = std::time::Duration::from_millis(100);
+    loop {
+        match client.watch(pb::WatchRequest {}).await {
+            Ok(events) => return Ok(events.into_inner()),
+            Err(status)
+                if status.code() == tonic::Code::Unavailable
+                    && tokio::time::Instant::now() + pause < until =>
+            {
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_secs(2));
+            }
+            Err(status) => return Err(status.into()),
+        }
+    }
 }

@@ -19,6 +19,8 @@ pub struct Config {
     pub keepalive: Keepalive,
     /// Connection caps and timeouts.
     pub connections: ConnLimits,
+    /// What the lead says of itself (`GetLeadership`).
+    pub standing: tokio::sync::watch::Receiver<crate::leadership::Standing>,
 }
 
 /// How often the server pings an idle connection, and how long it waits for

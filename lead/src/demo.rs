@@ -151,6 +151,13 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
         tokens: tokens.clone(),
         keepalive: server::Keepalive::default(),
         connections: server::ConnLimits::default(),
+        standing: tokio::sync::watch::channel(crate::leadership::Standing {
+            url: format!("http://{addr}"),
+            leader_url: format!("http://{addr}"),
+            store: format!("sqlite {}", state.display()),
+            ..Default::default()
+        })
+        .1,
     };
     let server = tokio::spawn(crate::run(
         server::Listeners {

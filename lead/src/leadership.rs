@@ -34,9 +34,13 @@ enum Ending {
     Signal,
 }
 
+mod sockets;
 mod standby;
+mod standing;
 
 pub use shared::leads::LEADER_KEY;
+pub use sockets::{inherited, keep as keep_listening, Socket};
+pub use standing::{Role, Standing, EPOCH_KEY, EXPIRES_KEY, ROLE_KEY};
 
 /// What a lead on PostgreSQL is asked to be.
 #[derive(Debug, Clone)]
@@ -47,6 +51,9 @@ pub struct Plan {
     pub holder: String,
     /// Where clients reach this lead (what a standby tells them).
     pub url: String,
+    /// Where its console is (empty when it has none): a standby's console
+    /// links to the active lead's.
+    pub console: String,
     /// How long a lease lasts without renewal.
     pub ttl: Duration,
 }
@@ -75,27 +82,37 @@ pub struct Leading {
     plan: Plan,
     lease: Arc<Lease>,
     epoch: i64,
+    /// What this lead says of itself; the keeper keeps the expiry current.
+    standing: watch::Sender<Standing>,
 }
 
-/// Waits, as a standby answering on `listener`, until this lead holds the
-/// lease.
-pub async fn acquire(
-    plan: Plan,
-    listener: &TcpListener,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-) -> Leading {
-    let (leader_tx, leader_rx) = watch::channel(String::new());
+/// Where a standby answers: gRPC calls on `grpc`, page loads on `console`
+/// (if the lead has one), with TLS if it is on.
+#[derive(Debug)]
+pub struct Answering<'a> {
+    /// gRPC.
+    pub grpc: &'a TcpListener,
+    /// The console.
+    pub console: Option<&'a TcpListener>,
+    /// TLS for both.
+    pub tls: Option<&'a crate::tls::ServerTls>,
+}
+
+/// Waits, as a standby answering on `at`, until this lead holds the
+/// lease; `standing` says what it is meanwhile, and then.
+pub async fn acquire(plan: Plan, at: Answering<'_>, standing: watch::Sender<Standing>) -> Leading {
     let (stop_tx, stop_rx) = watch::channel(false);
-    let answering = standby::answer(listener, tls, leader_rx, stop_rx);
+    let answering = standby::answer(&at, standing.subscribe(), stop_rx);
     let waiting = async {
         let mut said = String::new();
         loop {
-            match standby::wait_for_lease(&plan, &leader_tx, &mut said).await {
+            match standby::wait_for_lease(&plan, &standing, &mut said).await {
                 Ok(leading) => {
                     let _ = stop_tx.send(true);
                     return leading;
                 }
                 Err(e) => {
+                    standing.send_modify(|s| s.leader_url.clear());
                     if said != e.to_string() {
                         tracing::warn!(error = %e, "standby: cannot reach the database; trying again");
                         said = e.to_string();
@@ -113,42 +130,12 @@ pub async fn acquire(
     leading
 }
 
-/// The listening socket, kept open across a step-down: a duplicate that
-/// `step_down` hands to the process it starts, so calls that arrive
-/// meanwhile wait in its backlog instead of being refused.
-static LISTENING: std::sync::OnceLock<std::os::fd::OwnedFd> = std::sync::OnceLock::new();
-
-/// The variable naming the inherited socket's descriptor.
-const LISTEN_FD: &str = "MESH_LISTEN_FD";
-
-/// Keeps `listener`'s socket for a step-down.
-pub fn keep_listening(listener: &TcpListener) -> std::io::Result<()> {
-    use std::os::fd::AsFd as _;
-    let copy = listener.as_fd().try_clone_to_owned()?;
-    let _ = LISTENING.set(copy);
-    Ok(())
-}
-
-/// The socket a lead that stepped down handed on, if this process is that
-/// lead started again.
-pub fn inherited_listener() -> Option<std::net::TcpListener> {
-    use std::os::fd::{FromRawFd as _, OwnedFd};
-    let fd: i32 = std::env::var(LISTEN_FD).ok()?.parse().ok()?;
-    std::env::remove_var(LISTEN_FD);
-    // SAFETY: the lead that stepped down put this descriptor, a listening
-    // TCP socket, here for this process alone, and named it in LISTEN_FD.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
-    // Not for the children this lead will start.
-    let _ = nix::fcntl::fcntl(
-        &owned,
-        nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC),
-    );
-    let listener = std::net::TcpListener::from(owned);
-    listener.set_nonblocking(true).ok()?;
-    Some(listener)
-}
-
 impl Leading {
+    /// What this lead says of itself, kept current.
+    pub fn standing(&self) -> watch::Receiver<Standing> {
+        self.standing.subscribe()
+    }
+
     /// The store, fenced by this lead's epoch.
     pub fn store(&self, sync: Sync) -> Result<PostgresStore, StoreError> {
         PostgresStore::open(
@@ -180,7 +167,12 @@ impl Leading {
         let shutdown = {
             let ending = ending.clone();
             let asked = asked.clone();
-            let keep = keep(self.plan.clone(), self.lease.clone(), self.epoch);
+            let keep = keep(
+                self.plan.clone(),
+                self.lease.clone(),
+                self.epoch,
+                self.standing.clone(),
+            );
             async move {
                 let end = tokio::select! {
                     why = keep => Ending::Lost(why),
@@ -230,8 +222,14 @@ impl Leading {
     }
 }
 
-/// Renews the lease held at `epoch` until it is lost: why.
-async fn keep(plan: Plan, first: Arc<Lease>, epoch: i64) -> String {
+/// Renews the lease held at `epoch` until it is lost: why. Each renewal's
+/// expiry goes to `standing`.
+async fn keep(
+    plan: Plan,
+    first: Arc<Lease>,
+    epoch: i64,
+    standing: watch::Sender<Standing>,
+) -> String {
     let deadline = plan.renew_deadline();
     let mut renewed = Instant::now();
     // The connection renewals go on: the first, or a new one after a
@@ -252,9 +250,11 @@ async fn keep(plan: Plan, first: Arc<Lease>, epoch: i64) -> String {
         let attempt = async {
             let current = match lease.take() {
                 Some(current) => current,
-                None => {
-                    Arc::new(Lease::connect(&plan.target, &plan.holder, &plan.url, plan.ttl).await?)
-                }
+                None => Arc::new(
+                    Lease::connect(&plan.target, &plan.holder, &plan.url, plan.ttl)
+                        .await?
+                        .with_console(&plan.console),
+                ),
             };
             let answer = current.renew(epoch).await;
             if answer.is_ok() {
@@ -263,8 +263,11 @@ async fn keep(plan: Plan, first: Arc<Lease>, epoch: i64) -> String {
             answer
         };
         match tokio::time::timeout(deadline - since, attempt).await {
-            Ok(Ok(true)) => renewed = sent,
-            Ok(Ok(false)) => return "another lead took the lease".into(),
+            Ok(Ok(Some(expires))) => {
+                renewed = sent;
+                standing.send_modify(|s| s.lease_expires_unix_ms = expires);
+            }
+            Ok(Ok(None)) => return "another lead took the lease".into(),
             Ok(Err(e)) => tracing::warn!(error = %e, "could not renew the lease; trying again"),
             Err(_) => {}
         }
@@ -280,18 +283,8 @@ fn step_down(why: &str) -> ! {
     let _ = std::io::stdout().flush();
     let mut again = std::process::Command::new("/proc/self/exe");
     again.args(std::env::args_os().skip(1));
-    if let Some(fd) = LISTENING.get() {
-        use std::os::fd::AsRawFd as _;
-        // Across the exec (only): the socket goes on listening.
-        if nix::fcntl::fcntl(
-            fd,
-            nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()),
-        )
-        .is_ok()
-        {
-            again.env(LISTEN_FD, fd.as_raw_fd().to_string());
-        }
-    }
+    // Across the exec (only): the sockets go on listening.
+    sockets::hand_on(&mut again);
     let err = again.exec();
     eprintln!("could not start again as a standby: {err}");
     std::process::exit(1);

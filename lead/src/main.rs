@@ -78,6 +78,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Each lead (every --lead given, or the state dir's): its role (sole,
+    /// active or standby), the lease's epoch and expiry, and its store;
+    /// then which one is active. Fails when none is.
+    Status {
+        #[command(flatten)]
+        target: Target,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// The shared task list: id, status, owner, subject, blockers.
     Tasks {
         #[command(flatten)]
@@ -289,6 +299,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             return Ok(cli::watch(&mut connect(&target).await?, json).await?);
         }
         Command::Team { target, json } => cli::team(&mut connect(&target).await?, json).await,
+        Command::Status { target, json } => cli::status::status(&target, json).await,
         Command::Tasks { target, json } => {
             cli::tasks::tasks(&mut connect(&target).await?, json).await
         }

@@ -119,6 +119,7 @@ pub async fn run(
         tokens,
         keepalive,
         connections,
+        standing,
     } = config;
     let repo = hub_config.repo.clone();
     let (hub, commands) = hub::load(hub_config, store)?;
@@ -177,7 +178,11 @@ pub async fn run(
         tokens: tokens.clone(),
         repo: repo.clone(),
     };
-    let operator = OperatorService { hub, tokens };
+    let operator = OperatorService {
+        hub,
+        tokens,
+        standing,
+    };
     let incoming =
         connections::incoming(listener, connections, tls.map(|tls| tls.grpc), Speaks::Grpc);
     let mut hub_result = Ok(());

@@ -54,6 +54,8 @@ pub(crate) struct OperatorService {
     pub(crate) hub: HubHandle,
     /// The join and operator tokens.
     pub(crate) tokens: Tokens,
+    /// What this lead is (`GetLeadership`).
+    pub(crate) standing: tokio::sync::watch::Receiver<crate::leadership::Standing>,
 }
 
 /// The token a request carries, if it carries one as `Bearer <token>`.

@@ -262,10 +262,19 @@ impl Lead {
             .strip_prefix("listening on ")
             .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
             .to_owned();
-        // A lead on PostgreSQL says it leads before it opens its console.
-        let on_postgres = args
-            .windows(2)
-            .any(|w| w[0] == "--store" && w[1].starts_with("postgres"));
+        // The console's line follows at once, on any store.
+        let console = if console_off {
+            None
+        } else {
+            let line = within("the lead's console line", lines.next_line())
+                .await
+                .expect("read")
+                .expect("a console line");
+            match line.strip_prefix("console on ") {
+                Some(console) => Some(console.to_owned()),
+                None => panic!("unexpected second line {line:?}"),
+            }
+        };
         let mut early = Vec::new();
         if postgres_url().is_some() {
             // Under `on_postgres`: the test goes on once the lead leads.
@@ -281,21 +290,6 @@ impl Lead {
                 }
             }
         }
-        let console = if console_off {
-            None
-        } else {
-            loop {
-                let line = within("the lead's console line", lines.next_line())
-                    .await
-                    .expect("read")
-                    .expect("a console line");
-                match line.strip_prefix("console on ") {
-                    Some(console) => break Some(console.to_owned()),
-                    None if on_postgres => early.push(line),
-                    None => panic!("unexpected second line {line:?}"),
-                }
-            }
-        };
         // Keep draining stdout so the lead never blocks on a full pipe.
         let (said_tx, said) = tokio::sync::mpsc::unbounded_channel();
         for line in early {

@@ -129,3 +129,41 @@ fn a_database_that_is_not_a_mesh_database_is_refused() {
         .expect_err("not empty");
     assert!(err.to_string().contains("no mesh meta"), "{err}");
 }
+
+#[test]
+fn a_database_of_an_older_schema_is_upgraded_and_a_newer_one_refused() {
+    let server = PgServer::start();
+    let url = server.database();
+    let target = PgTarget::parse("url", &url).expect("url");
+    let connect = || {
+        runtime().block_on(Lease::connect(
+            &target,
+            "lead-a",
+            "http://a",
+            Duration::from_secs(1),
+        ))
+    };
+    connect().expect("a new database");
+    // What schema 1 was: no console in the lease.
+    server.psql(
+        &url,
+        "ALTER TABLE lease DROP COLUMN console; UPDATE meta SET value = '1' WHERE key = 'schema_version'",
+    );
+    connect().expect("schema 1, upgraded");
+    assert_eq!(
+        server.psql(&url, "SELECT value FROM meta WHERE key = 'schema_version'"),
+        "2\n"
+    );
+    assert_eq!(server.psql(&url, "SELECT console FROM lease"), "\n");
+    // Written by a newer lead: refused, and left as it is.
+    server.psql(
+        &url,
+        "UPDATE meta SET value = '9' WHERE key = 'schema_version'",
+    );
+    let err = connect().expect_err("a newer schema");
+    assert!(err.to_string().contains("schema version 9"), "{err}");
+    assert_eq!(
+        server.psql(&url, "SELECT value FROM meta WHERE key = 'schema_version'"),
+        "9\n"
+    );
+}

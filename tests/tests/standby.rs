@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use mesh_tests::{bin, pg::PgServer, signal, within, Lead};
 use nix::sys::signal::Signal;
 use shared::pb::{self, operator_client::OperatorClient};
+use tokio::io::AsyncBufReadExt as _;
 use tonic::codegen::StdError;
 
 /// What an operator client may run over: a channel to one lead, or one
@@ -41,8 +42,13 @@ impl<T> Transport for T where
 }
 
 /// A lead on the database at `db` with a lease of `lease` seconds, sharing
-/// the tokens of `like` (when given).
+/// the tokens of `like` (when given), without a console.
 async fn lead_on(db: &str, lease: &str, like: Option<&Lead>) -> Lead {
+    lead_with(db, lease, like, &["--http", "off"]).await
+}
+
+/// [`lead_on`] with `extra` flags.
+async fn lead_with(db: &str, lease: &str, like: Option<&Lead>, extra: &[&str]) -> Lead {
     let (join, operator) = match like {
         Some(lead) => (lead.join_token.clone(), lead.operator_token.clone()),
         None => (shared::auth::new_token(), shared::auth::new_token()),
@@ -53,9 +59,22 @@ async fn lead_on(db: &str, lease: &str, like: Option<&Lead>) -> Lead {
         "127.0.0.1:0",
         join,
         operator,
-        &["--store", db, "--http", "off", "--lease", lease],
+        &[&["--store", db, "--lease", lease], extra].concat(),
     )
     .await
+}
+
+/// `lead status --lead URLS`: whether it succeeded, and what it printed.
+async fn status(lead: &Lead, urls: &[&str]) -> (bool, String) {
+    let (ok, out, err) = lead.cli(&["status", "--lead", &urls.join(",")]).await;
+    (ok, format!("{out}{err}"))
+}
+
+/// The row of `lead status` output for `url`.
+fn row<'a>(out: &'a str, url: &str) -> &'a str {
+    out.lines()
+        .find(|line| line.starts_with(&format!("{url} ")))
+        .unwrap_or_else(|| panic!("no row for {url} in\n{out}"))
 }
 
 async fn add_task<T: Transport>(
@@ -112,10 +131,15 @@ async fn a_standby_names_the_active_lead_and_a_sigterm_hands_over_at_once() {
     let db = server.database();
     // A lease far longer than the test may wait: the standby can only
     // take over this soon because the active lead resigned.
-    let mut a = lead_on(&db, "120", None).await;
+    let console = ["--http", "127.0.0.1:0"];
+    let mut a = lead_with(&db, "120", None, &console).await;
     a.says("leading (epoch 1)").await;
-    let mut b = lead_on(&db, "120", Some(&a)).await;
+    let mut b = lead_with(&db, "120", Some(&a), &console).await;
     b.says(&format!("leads at {} (epoch 1)", a.url)).await;
+    let (a_console, b_console) = (
+        a.console.clone().expect("a console"),
+        b.console.clone().expect("a console"),
+    );
 
     let refused = b
         .operator()
@@ -132,6 +156,51 @@ async fn a_standby_names_the_active_lead_and_a_sigterm_hands_over_at_once() {
         Some(a.url.as_str()),
         "the standby names the active lead"
     );
+    // `lead status` asks each lead.
+    let (ok, out) = status(&a, &[&a.url, &b.url]).await;
+    println!("{out}");
+    assert!(ok, "{out}");
+    assert!(row(&out, &a.url).contains(" active "), "{out}");
+    assert!(row(&out, &a.url).contains("postgres://"), "{out}");
+    assert!(row(&out, &a.url).contains("expires in"), "{out}");
+    assert!(row(&out, &b.url).contains(" standby "), "{out}");
+    assert!(row(&out, &b.url).contains(" 1 "), "the epoch: {out}");
+    assert!(out.contains(&format!("active: {}", a.url)), "{out}");
+    // The standby's console says so, and links to the active lead's.
+    let http = mesh_tests::webdriver::http_client(reqwest::Client::builder());
+    let page = http
+        .get(&b_console)
+        .send()
+        .await
+        .expect("the standby's console");
+    assert_eq!(page.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    let page = page.text().await.expect("page");
+    assert!(page.contains("This lead is a standby"), "{page}");
+    assert!(page.contains(&format!("href=\"{a_console}\"")), "{page}");
+    let api: serde_json::Value = http
+        .get(format!("{b_console}api/state"))
+        .send()
+        .await
+        .expect("the standby's api")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(api["role"], "standby", "{api}");
+    assert_eq!(api["leader"], a.url.as_str(), "{api}");
+    // `lead watch`, given both leads, follows the takeover.
+    let mut watch = a
+        .cli_command(&["watch", "--lead", &format!("{},{}", a.url, b.url)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("lead watch");
+    let mut watched = tokio::io::BufReader::new(watch.stdout.take().expect("stdout")).lines();
+    let mut watch_said = tokio::io::BufReader::new(watch.stderr.take().expect("stderr")).lines();
+    let ready = within("lead watch to start", watch_said.next_line())
+        .await
+        .expect("stderr")
+        .expect("a line");
+    assert!(ready.starts_with("watching the lead"), "{ready}");
 
     let mut operator = a.operator().await;
     add_task(&mut operator, "written by a")
@@ -154,7 +223,44 @@ async fn a_standby_names_the_active_lead_and_a_sigterm_hands_over_at_once() {
         ["written by a"],
         "the team restored from the database"
     );
+    // Once `lead watch` follows, what the new lead does shows there.
+    let followed = within("lead watch to follow", async {
+        loop {
+            let line = watch_said
+                .next_line()
+                .await
+                .expect("stderr")
+                .expect("a line");
+            if line.starts_with("watching the active lead") {
+                return line;
+            }
+        }
+    })
+    .await;
+    println!("{followed}");
     let approved_on_b = plan_approved(&b, "bob").await;
+    let line = within("lead watch to show an event of the new lead", async {
+        loop {
+            let line = watched.next_line().await.expect("stdout").expect("a line");
+            if line.contains("bob") {
+                return line;
+            }
+        }
+    })
+    .await;
+    println!("{line}");
+    let (ok, out) = status(&b, &[&a.url, &b.url]).await;
+    println!("{out}");
+    assert!(ok, "{out}");
+    assert!(row(&out, &a.url).contains("unreachable"), "{out}");
+    assert!(row(&out, &b.url).contains(" active "), "{out}");
+    assert!(row(&out, &b.url).contains(" 2 "), "the epoch: {out}");
+    let page = http.get(&b_console).send().await.expect("the console");
+    assert_ne!(
+        page.status(),
+        reqwest::StatusCode::SERVICE_UNAVAILABLE,
+        "the new lead's console serves"
+    );
 
     // One chain across the takeover.
     let (ok, out, err) = b.cli(&["audit", "export", "--json"]).await;

@@ -10,16 +10,17 @@ use shared::transport::ClientTls;
 
 use crate::{
     hub::{Approval, HubConfig, PendingBudget},
-    leadership, server,
+    leadership::{self, Role, Standing},
+    server,
     service::Tokens,
     state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
-    store::{MemoryStore, PgTarget, SqliteStore, Store, Sync},
+    store::Sync,
 };
 
 mod spawner;
 mod store;
 
-use store::{holder, store_arg, StoreArg};
+use store::{store_arg, StoreArg};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -324,33 +325,39 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     };
     exposed("--listen", args.listen, tls.is_some(), args.insecure)?;
     let console_addr = console_addr(&args, tls.is_some())?;
-    let listener = match leadership::inherited_listener() {
+    let listener = match leadership::inherited(leadership::Socket::Grpc) {
         Some(listener) => tokio::net::TcpListener::from_std(listener)?,
         None => server::bind(args.listen)?,
     };
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let lead_url = format!("{scheme}://{}", connect_addr(addr)?);
-    let (store, leading): (Box<dyn Store>, _) = match &args.store {
-        StoreArg::Memory => (Box::new(MemoryStore), None),
-        StoreArg::Sqlite => (
-            Box::new(SqliteStore::open(&state.root, args.sync.into())?),
-            None,
-        ),
-        StoreArg::Postgres(target) => {
-            let plan = leadership::Plan {
-                target: PgTarget::clone(target),
-                holder: holder(&state)?,
-                url: args.advertise.clone().unwrap_or_else(|| lead_url.clone()),
-                ttl: seconds("--lease", args.lease)?,
-            };
-            leadership::keep_listening(&listener)?;
-            println!("listening on {addr}");
-            let leading =
-                leadership::acquire(plan, &listener, tls.as_ref().map(|t| t.grpc.clone())).await;
-            (Box::new(leading.store(args.sync.into())?), Some(leading))
-        }
+    let console = match console_addr {
+        None => None,
+        Some(http) => Some(match leadership::inherited(leadership::Socket::Console) {
+            Some(listener) => tokio::net::TcpListener::from_std(listener)?,
+            None => tokio::net::TcpListener::bind(http)
+                .await
+                .map_err(|e| anyhow::anyhow!("--http {http}: {e}"))?,
+        }),
     };
+    let console_url = match &console {
+        Some(listener) => console_url(scheme, listener.local_addr()?, args.advertise.as_deref())?,
+        None => String::new(),
+    };
+    let standing = Standing {
+        role: Role::Sole,
+        url: args.advertise.clone().unwrap_or_else(|| lead_url.clone()),
+        leader_url: args.advertise.clone().unwrap_or_else(|| lead_url.clone()),
+        leader_console: console_url.clone(),
+        ..Standing::default()
+    };
+    let at = leadership::Answering {
+        grpc: &listener,
+        console: console.as_ref(),
+        tls: tls.as_ref(),
+    };
+    let (store, leading, standing) = store::open(&args, &state, at, standing).await?;
     let repo = match &args.repo {
         Some(path) => Some(std::sync::Arc::new(
             crate::git::Repo::open(path, args.branch.as_deref()).await?,
@@ -381,22 +388,16 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
             idle: seconds("--idle-timeout", args.idle_timeout)?,
             per_address: args.max_connections_per_address.max(1),
         },
+        standing,
     };
     state.write_addr(&addr.to_string(), &lead_url)?;
     if leading.is_none() {
         // A lead on PostgreSQL said so before it waited for the lease.
         println!("listening on {addr}");
-    }
-    let console = match console_addr {
-        None => None,
-        Some(http) => {
-            let listener = tokio::net::TcpListener::bind(http)
-                .await
-                .map_err(|e| anyhow::anyhow!("--http {http}: {e}"))?;
-            println!("console on {scheme}://{}/", listener.local_addr()?);
-            Some(listener)
+        if console.is_some() {
+            println!("console on {console_url}");
         }
-    };
+    }
     {
         use std::io::Write as _;
         std::io::stdout().flush()?;
@@ -439,6 +440,19 @@ fn console_addr(args: &ServeArgs, tls: bool) -> anyhow::Result<Option<SocketAddr
             Ok(Some(http))
         }
     }
+}
+
+/// Where the console listening on `addr` is reached: at the host of
+/// `--advertise` when it is given (what other machines dial), else as the
+/// gRPC address is.
+fn console_url(scheme: &str, addr: SocketAddr, advertise: Option<&str>) -> anyhow::Result<String> {
+    let advertised = advertise
+        .and_then(|url| url.parse::<http::Uri>().ok())
+        .and_then(|uri| uri.host().map(str::to_owned));
+    Ok(match advertised {
+        Some(host) => format!("{scheme}://{host}:{}/", addr.port()),
+        None => format!("{scheme}://{}/", connect_addr(addr)?),
+    })
 }
 
 /// The address to dial for a lead listening on `addr` (loopback for an

@@ -1,6 +1,7 @@
 //! A standby: it answers every gRPC call UNAVAILABLE, naming the active
-//! lead in the `mesh-leader` metadata so a client moves there at once, and
-//! waits for the lease (polling it, and woken when the active lead resigns).
+//! lead in the `mesh-leader` metadata so a client moves there at once; its
+//! console says it is a standby and links to the active lead's; it waits
+//! for the lease (polling it, and woken when the active lead resigns).
 
 use std::convert::Infallible;
 
@@ -10,99 +11,157 @@ use hyper_util::{
 };
 use tokio::{net::TcpListener, sync::watch};
 
-use super::{Leading, Plan, LEADER_KEY};
+use super::{
+    Answering, Leading, Plan, Role, Standing, EPOCH_KEY, EXPIRES_KEY, LEADER_KEY, ROLE_KEY,
+};
 use crate::store::{Lease, Resignations, StoreError};
 
-/// Answers calls on `listener` until `stop` turns true; then the
-/// connections it took are told to go (GOAWAY) and it returns.
+mod page;
+
+/// Answers calls and page loads where `at` says until `stop` turns true;
+/// then the connections it took are told to go (GOAWAY, or a closed
+/// keep-alive) and it returns.
 pub(super) async fn answer(
-    listener: &TcpListener,
-    tls: Option<tokio_rustls::TlsAcceptor>,
-    leader: watch::Receiver<String>,
+    at: &Answering<'_>,
+    standing: watch::Receiver<Standing>,
     mut stop: watch::Receiver<bool>,
 ) {
     let graceful = GracefulShutdown::new();
     loop {
-        let accepted = tokio::select! {
+        let (accepted, speaks) = tokio::select! {
             biased;
             _ = stop.wait_for(|s| *s) => break,
-            accepted = listener.accept() => accepted,
+            accepted = at.grpc.accept() => (accepted, Speaks::Grpc),
+            accepted = accept(at.console) => (accepted, Speaks::Http1),
         };
         let Ok((stream, _)) = accepted else { continue };
-        let leader = leader.clone();
-        let service = hyper::service::service_fn(move |_: http::Request<hyper::body::Incoming>| {
-            let status = unavailable(&leader.borrow());
-            async move { Ok::<_, Infallible>(status.into_http::<tonic::body::Body>()) }
+        let _ = stream.set_nodelay(true);
+        let standing = standing.clone();
+        let service =
+            hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
+                let now = standing.borrow().clone();
+                let answer = match speaks {
+                    Speaks::Grpc => unavailable(&now).into_http::<tonic::body::Body>(),
+                    Speaks::Http1 => page::answer(request.uri().path(), &now),
+                };
+                async move { Ok::<_, Infallible>(answer) }
+            });
+        let mut builder = auto::Builder::new(TokioExecutor::new());
+        builder = match speaks {
+            Speaks::Grpc => builder.http2_only(),
+            Speaks::Http1 => builder.http1_only(),
+        };
+        let tls = at.tls.map(|tls| match speaks {
+            Speaks::Grpc => tls.grpc.clone(),
+            Speaks::Http1 => tls.console.clone(),
         });
-        let builder = auto::Builder::new(TokioExecutor::new()).http2_only();
-        match &tls {
-            None => {
-                let connection = builder
-                    .serve_connection(TokioIo::new(stream), service)
-                    .into_owned();
-                let connection = graceful.watch(connection);
-                tokio::spawn(async move {
-                    let _ = connection.await;
-                });
-            }
-            Some(tls) => {
-                let tls = tls.clone();
-                let watcher = graceful.watcher();
-                tokio::spawn(async move {
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            match tls {
+                None => {
+                    let connection = builder.serve_connection(TokioIo::new(stream), service);
+                    let _ = watcher.watch(connection.into_owned()).await;
+                }
+                Some(tls) => {
                     let Ok(stream) = tls.accept(stream).await else {
                         return;
                     };
-                    let connection = builder
-                        .serve_connection(TokioIo::new(stream), service)
-                        .into_owned();
-                    let _ = watcher.watch(connection).await;
-                });
+                    let connection = builder.serve_connection(TokioIo::new(stream), service);
+                    let _ = watcher.watch(connection.into_owned()).await;
+                }
             }
-        }
+        });
     }
     // Told to go (GOAWAY), the callers move on; one that holds on is not
     // waited for long.
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), graceful.shutdown()).await;
 }
 
-/// What a standby answers: UNAVAILABLE, and where the active lead is.
-fn unavailable(leader: &str) -> tonic::Status {
-    if leader.is_empty() {
-        return tonic::Status::unavailable(
+/// What a connection speaks.
+#[derive(Debug, Clone, Copy)]
+enum Speaks {
+    Grpc,
+    Http1,
+}
+
+/// The next connection on `console`; never, without one.
+async fn accept(
+    console: Option<&TcpListener>,
+) -> std::io::Result<(tokio::net::TcpStream, std::net::SocketAddr)> {
+    match console {
+        Some(listener) => listener.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What a standby answers: UNAVAILABLE, where the active lead is
+/// (`mesh-leader`), and this lead's role and the lease's epoch and expiry.
+fn unavailable(now: &Standing) -> tonic::Status {
+    let leader = now.leader_url.as_str();
+    let mut status = if leader.is_empty() {
+        tonic::Status::unavailable(
             "this lead is a standby and no lead is active yet; try again shortly",
-        );
+        )
+    } else {
+        tonic::Status::unavailable(format!(
+            "this lead is a standby; the active lead is at {leader} (metadata {LEADER_KEY})"
+        ))
+    };
+    let metadata = status.metadata_mut();
+    if !leader.is_empty() {
+        if let Ok(value) = leader.parse() {
+            metadata.insert(LEADER_KEY, value);
+        }
     }
-    let mut status = tonic::Status::unavailable(format!(
-        "this lead is a standby; the active lead is at {leader} (metadata {LEADER_KEY})"
-    ));
-    if let Ok(value) = leader.parse() {
-        status.metadata_mut().insert(LEADER_KEY, value);
-    }
+    metadata.insert(
+        ROLE_KEY,
+        tonic::metadata::MetadataValue::from_static("standby"),
+    );
+    metadata.insert(EPOCH_KEY, now.epoch.into());
+    metadata.insert(EXPIRES_KEY, now.lease_expires_unix_ms.into());
     status
 }
 
-/// Connects to the database and waits for the lease, telling `leader` who
-/// holds it meanwhile; `said` is the last thing said, to say each once.
+/// Connects to the database and waits for the lease, telling `standing`
+/// who holds it meanwhile; `said` is the last thing said, to say each once.
 pub(super) async fn wait_for_lease(
     plan: &Plan,
-    leader: &watch::Sender<String>,
+    standing: &watch::Sender<Standing>,
     said: &mut String,
 ) -> Result<Leading, StoreError> {
-    let lease = Lease::connect(&plan.target, &plan.holder, &plan.url, plan.ttl).await?;
+    let lease = Lease::connect(&plan.target, &plan.holder, &plan.url, plan.ttl)
+        .await?
+        .with_console(&plan.console);
     let mut resignations = Resignations::listen(&plan.target).await?;
     loop {
         if let Some(epoch) = lease.try_acquire().await? {
-            leader.send_replace(plan.url.clone());
+            let held = lease.leader().await?;
+            standing.send_modify(|s| {
+                s.role = Role::Active;
+                s.epoch = epoch;
+                s.lease_expires_unix_ms = held.expires_unix_ms;
+                s.leader_url.clone_from(&plan.url);
+                s.leader_console.clone_from(&plan.console);
+            });
             return Ok(Leading {
                 plan: plan.clone(),
                 lease: std::sync::Arc::new(lease),
                 epoch,
+                standing: standing.clone(),
             });
         }
         let now = lease.leader().await?;
-        leader.send_if_modified(|url| {
-            let changed = *url != now.url;
-            url.clone_from(&now.url);
+        standing.send_if_modified(|s| {
+            let seen = Standing {
+                role: Role::Standby,
+                epoch: now.epoch,
+                lease_expires_unix_ms: now.expires_unix_ms,
+                leader_url: now.url.clone(),
+                leader_console: now.console.clone(),
+                ..s.clone()
+            };
+            let changed = *s != seen;
+            *s = seen;
             changed
         });
         let line = format!(

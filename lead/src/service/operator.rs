@@ -187,6 +187,21 @@ impl pb::operator_server::Operator for OperatorService {
         .await
     }
 
+    async fn get_leadership(
+        &self,
+        request: Request<pb::GetLeadershipRequest>,
+    ) -> Result<Response<pb::Leadership>, Status> {
+        let claim = claim_of(&request, &self.tokens);
+        self.hub
+            .call(|reply| Command::Admit {
+                claim,
+                door: Call::Operator,
+                reply,
+            })
+            .await?;
+        Ok(Response::new(leadership(&self.standing.borrow())))
+    }
+
     async fn decide(
         &self,
         request: Request<pb::DecideRequest>,
@@ -342,5 +357,23 @@ impl pb::operator_server::Operator for OperatorService {
     ) -> Result<Response<pb::UsageStatus>, Status> {
         self.apply(request, from_wire::set_budget, |s: Standing| s.to_pb())
             .await
+    }
+}
+
+/// What `GetLeadership` answers.
+fn leadership(now: &crate::leadership::Standing) -> pb::Leadership {
+    use crate::leadership::Role;
+    pb::Leadership {
+        role: match now.role {
+            Role::Sole => pb::LeadRole::Sole,
+            Role::Active => pb::LeadRole::Active,
+            Role::Standby => pb::LeadRole::Standby,
+        } as i32,
+        url: now.url.clone(),
+        epoch: now.epoch,
+        lease_expires_unix_ms: now.lease_expires_unix_ms,
+        store: now.store.clone(),
+        leader_url: now.leader_url.clone(),
+        leader_console: now.leader_console.clone(),
     }
 }

@@ -1,7 +1,14 @@
 //! `lead serve --store`: where state is kept, and a lead's name in a
 //! shared PostgreSQL store's lease.
 
-use crate::{state::StateDir, store::PgTarget};
+use tokio::sync::watch;
+
+use super::{seconds, ServeArgs};
+use crate::{
+    leadership::{self, Answering, Leading, Role, Standing},
+    state::StateDir,
+    store::{MemoryStore, PgTarget, SqliteStore, Store},
+};
 
 /// `--store`: where state is kept.
 #[derive(Debug, Clone)]
@@ -31,9 +38,54 @@ pub(super) fn store_arg(value: &str) -> Result<StoreArg, String> {
 
 /// This lead's name in a PostgreSQL store's lease: the host's name and an
 /// id kept in the state dir, so a restarted lead takes its lease back at once.
-pub(super) fn holder(state: &StateDir) -> anyhow::Result<String> {
+fn holder(state: &StateDir) -> anyhow::Result<String> {
     let id = state.token(None, "lead.id")?;
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let short: String = id.chars().take(8).collect();
     Ok(format!("{}/{short}", host.trim()))
+}
+
+/// Opens the store `--store` names. On PostgreSQL this lead stands by,
+/// answering where `at` says, until it holds the lease. With the store:
+/// the lease held (on PostgreSQL), and what this lead says of itself
+/// (`standing`, as a sole lead, made true for the store).
+pub(super) async fn open(
+    args: &ServeArgs,
+    state: &StateDir,
+    at: Answering<'_>,
+    mut standing: Standing,
+) -> anyhow::Result<(Box<dyn Store>, Option<Leading>, watch::Receiver<Standing>)> {
+    let target = match &args.store {
+        StoreArg::Memory => {
+            standing.store = "memory (nothing is kept)".into();
+            return Ok((Box::new(MemoryStore), None, watch::channel(standing).1));
+        }
+        StoreArg::Sqlite => {
+            standing.store = format!("sqlite {}", state.root.display());
+            let store = SqliteStore::open(&state.root, args.sync.into())?;
+            return Ok((Box::new(store), None, watch::channel(standing).1));
+        }
+        StoreArg::Postgres(target) => target,
+    };
+    let plan = leadership::Plan {
+        target: PgTarget::clone(target),
+        holder: holder(state)?,
+        url: standing.url.clone(),
+        console: standing.leader_console.clone(),
+        ttl: seconds("--lease", args.lease)?,
+    };
+    leadership::keep_listening(leadership::Socket::Grpc, at.grpc)?;
+    println!("listening on {}", at.grpc.local_addr()?);
+    if let Some(console) = at.console {
+        leadership::keep_listening(leadership::Socket::Console, console)?;
+        println!("console on {}", plan.console);
+    }
+    standing.role = Role::Standby;
+    standing.store = target.to_string();
+    standing.leader_url.clear();
+    standing.leader_console.clear();
+    let leading = leadership::acquire(plan, at, watch::channel(standing).0).await;
+    let store = leading.store(args.sync.into())?;
+    let standing = leading.standing();
+    Ok((Box::new(store), Some(leading), standing))
 }

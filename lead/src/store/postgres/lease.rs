@@ -23,10 +23,15 @@ pub struct Leader {
     pub holder: String,
     /// Where its clients reach it.
     pub url: String,
+    /// Its console's URL (empty when it has none).
+    pub console: String,
     /// Its epoch.
     pub epoch: i64,
     /// How long until it expires (zero when it has).
     pub remaining: Duration,
+    /// When it expires, on the database's clock (Unix ms; 0 when resigned
+    /// or never held).
+    pub expires_unix_ms: i64,
     /// Whether it has expired (or was resigned).
     pub expired: bool,
 }
@@ -37,8 +42,13 @@ pub struct Lease {
     client: Client,
     holder: String,
     url: String,
+    console: String,
     ttl: Duration,
 }
+
+/// A timestamp's Unix ms; 0 for `-infinity` (a resigned lease).
+const UNIX_MS: &str =
+    "CASE WHEN isfinite(expires_at) THEN (EXTRACT(EPOCH FROM expires_at) * 1000)::int8 ELSE 0 END";
 
 impl Lease {
     /// Connects as `holder`, which its clients reach at `url`, creating the
@@ -55,8 +65,17 @@ impl Lease {
             client,
             holder: holder.to_owned(),
             url: url.to_owned(),
+            console: String::new(),
             ttl,
         })
+    }
+
+    /// The URL of this lead's console, for the lease row (a standby's
+    /// console links to the active lead's).
+    #[must_use]
+    pub fn with_console(mut self, console: &str) -> Self {
+        console.clone_into(&mut self.console);
+        self
     }
 
     /// Who this lead is in the lease row.
@@ -71,29 +90,38 @@ impl Lease {
         let row = self
             .client
             .query_opt(
-                "UPDATE lease SET holder = $1, url = $2, epoch = epoch + 1,
+                "UPDATE lease SET holder = $1, url = $2, console = $4, epoch = epoch + 1,
                      expires_at = clock_timestamp() + make_interval(secs => $3)
                  WHERE id = 1 AND (expires_at < clock_timestamp() OR holder = $1)
                  RETURNING epoch",
-                &[&self.holder, &self.url, &self.ttl.as_secs_f64()],
+                &[
+                    &self.holder,
+                    &self.url,
+                    &self.ttl.as_secs_f64(),
+                    &self.console,
+                ],
             )
             .await
             .map_err(pg)?;
         Ok(row.map(|row| row.get(0)))
     }
 
-    /// Extends the lease held at `epoch`; `false` if another lead took it.
-    pub async fn renew(&self, epoch: i64) -> Result<bool, StoreError> {
+    /// Extends the lease held at `epoch`: when it now expires (Unix ms, on
+    /// the database's clock), or `None` if another lead took it.
+    pub async fn renew(&self, epoch: i64) -> Result<Option<i64>, StoreError> {
         let renewed = self
             .client
-            .execute(
-                "UPDATE lease SET expires_at = clock_timestamp() + make_interval(secs => $3)
-                 WHERE id = 1 AND holder = $1 AND epoch = $2",
+            .query_opt(
+                &format!(
+                    "UPDATE lease SET expires_at = clock_timestamp() + make_interval(secs => $3)
+                     WHERE id = 1 AND holder = $1 AND epoch = $2
+                     RETURNING {UNIX_MS}"
+                ),
                 &[&self.holder, &epoch, &self.ttl.as_secs_f64()],
             )
             .await
             .map_err(pg)?;
-        Ok(renewed == 1)
+        Ok(renewed.map(|row| row.get(0)))
     }
 
     /// Gives the lease up at once and wakes the standbys.
@@ -131,11 +159,13 @@ impl Lease {
         let row = self
             .client
             .query_one(
-                "SELECT holder, url, epoch,
-                     CASE WHEN expires_at < clock_timestamp() THEN 0::float8
-                          ELSE EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8 END,
-                     expires_at < clock_timestamp()
-                 FROM lease WHERE id = 1",
+                &format!(
+                    "SELECT holder, url, epoch,
+                         CASE WHEN expires_at < clock_timestamp() THEN 0::float8
+                              ELSE EXTRACT(EPOCH FROM (expires_at - clock_timestamp()))::float8 END,
+                         expires_at < clock_timestamp(), console, {UNIX_MS}
+                     FROM lease WHERE id = 1"
+                ),
                 &[],
             )
             .await
@@ -146,6 +176,8 @@ impl Lease {
             epoch: row.get(2),
             remaining: Duration::from_secs_f64(row.get::<_, f64>(3)),
             expired: row.get(4),
+            console: row.get(5),
+            expires_unix_ms: row.get(6),
         })
     }
 }

@@ -15,7 +15,7 @@ use super::{pg, MAGIC};
 use crate::store::StoreError;
 
 /// The schema version this code writes.
-pub(super) const SCHEMA_VERSION: i64 = 1;
+pub(super) const SCHEMA_VERSION: i64 = 2;
 
 /// Serializes schema changes between leads (any constant both agree on).
 const SCHEMA_LOCK: i64 = 0x6d65_7368_0001;
@@ -79,8 +79,16 @@ BEGIN
 END $$;
 "#;
 
-/// Creates the tables on an empty database, checks a used one is a mesh
-/// database this code reads.
+/// Schema 2: the lease names the active lead's console too, so a standby's
+/// console can link to it.
+const SCHEMA_2: &str = "ALTER TABLE lease ADD COLUMN console text NOT NULL DEFAULT ''";
+
+/// The changes from each version to the next: `UPGRADES[n - 1]` takes
+/// schema `n` to `n + 1`.
+const UPGRADES: [&str; 1] = [SCHEMA_2];
+
+/// Creates the tables on an empty database, upgrades an older mesh
+/// database, and checks a used one is a mesh database this code reads.
 pub(super) async fn prepare(client: &mut Client, display: &str) -> Result<(), StoreError> {
     let corrupt = |detail: String| StoreError::Corrupt {
         path: display.to_owned(),
@@ -118,6 +126,9 @@ pub(super) async fn prepare(client: &mut Client, display: &str) -> Result<(), St
                 )));
             }
             tx.batch_execute(SCHEMA_1).await.map_err(pg)?;
+            for upgrade in UPGRADES {
+                tx.batch_execute(upgrade).await.map_err(pg)?;
+            }
             tx.execute(
                 "INSERT INTO meta (key, value) VALUES ('magic', $1), ('schema_version', $2)",
                 &[&MAGIC, &SCHEMA_VERSION.to_string()],
@@ -128,13 +139,34 @@ pub(super) async fn prepare(client: &mut Client, display: &str) -> Result<(), St
         (Some(magic), _) if magic != MAGIC => {
             return Err(corrupt(format!("meta.magic is {magic:?}")));
         }
-        (Some(_), version) if version.as_deref() != Some(&SCHEMA_VERSION.to_string()) => {
-            return Err(corrupt(format!(
-                "schema version {}; this lead reads {SCHEMA_VERSION}",
-                version.unwrap_or_default()
-            )));
+        (Some(_), version) => {
+            let found = version.as_deref().and_then(|v| v.parse::<i64>().ok());
+            match found {
+                Some(SCHEMA_VERSION) => {}
+                Some(old) if (1..SCHEMA_VERSION).contains(&old) => {
+                    for upgrade in UPGRADES.iter().skip(usize::try_from(old - 1).unwrap_or(0)) {
+                        tx.batch_execute(upgrade).await.map_err(pg)?;
+                    }
+                    tx.execute(
+                        "UPDATE meta SET value = $1 WHERE key = 'schema_version'",
+                        &[&SCHEMA_VERSION.to_string()],
+                    )
+                    .await
+                    .map_err(pg)?;
+                    tracing::info!(
+                        from = old,
+                        to = SCHEMA_VERSION,
+                        "upgraded the database's schema"
+                    );
+                }
+                _ => {
+                    return Err(corrupt(format!(
+                        "schema version {}; this lead reads {SCHEMA_VERSION} and the ones before",
+                        version.unwrap_or_default()
+                    )));
+                }
+            }
         }
-        (Some(_), _) => {}
     }
     tx.commit().await.map_err(pg)?;
     Ok(())
