@@ -1,7 +1,8 @@
 //! A real PostgreSQL server for the tests, from Debian's `postgresql`
 //! package: `initdb` into a temporary directory (as the unprivileged
 //! `postgres` user when the tests run as root, since PostgreSQL refuses
-//! root), `pg_ctl` on a Unix socket in that directory and no TCP at all,
+//! root), `pg_ctl` on a Unix socket in that directory and no TCP at all
+//! (or, from [`PgServer::start_tls`], TLS only on a loopback port beside it),
 //! stopped when the value drops. `tests/run` installs the package.
 
 use std::{
@@ -20,6 +21,8 @@ pub struct PgServer {
     /// Whether the server flushes its log to the disk (the benchmark's)
     /// or not (the tests', which kill leads, not the machine).
     fsync: bool,
+    /// The loopback port it also serves TLS on (and only TLS), if it does.
+    tls_port: Option<u16>,
 }
 
 /// Where Debian keeps the server's programs (not on PATH): `MESH_PG_BINDIR`,
@@ -72,7 +75,54 @@ impl PgServer {
         Self::start_with(true)
     }
 
+    /// A new cluster that also listens on a loopback port where it speaks
+    /// TLS only, with the certificate `cert` and key `key` (PEM files);
+    /// the Unix socket stays as it is.
+    pub fn start_tls(cert: &Path, key: &Path) -> Self {
+        let mut server = Self::init(false);
+        for (from, to) in [(cert, "server.crt"), (key, "server.key")] {
+            let to = server.data().join(to);
+            std::fs::copy(from, &to).expect("copy the certificate");
+            std::fs::set_permissions(&to, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .expect("chmod");
+            if let Some((uid, gid)) = server.owner {
+                std::os::unix::fs::chown(&to, Some(uid), Some(gid)).expect("chown");
+            }
+        }
+        // TCP only with TLS; the socket as before.
+        std::fs::write(
+            server.data().join("pg_hba.conf"),
+            "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+        )
+        .expect("pg_hba.conf");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        server.tls_port = Some(port);
+        server.pg_ctl(&["start"]);
+        server
+    }
+
+    /// The URL of database `name` over TCP, with `sslmode` (and the CA file
+    /// `ca`, if given): on a server of [`PgServer::start_tls`].
+    pub fn tcp_url(&self, name: &str, sslmode: &str, ca: Option<&Path>) -> String {
+        let port = self.tls_port.expect("a server started with start_tls");
+        let mut url = format!("postgres://mesh@localhost:{port}/{name}?sslmode={sslmode}");
+        if let Some(ca) = ca {
+            url.push_str(&format!("&sslrootcert={}", ca.display()));
+        }
+        url
+    }
+
     fn start_with(fsync: bool) -> Self {
+        let server = Self::init(fsync);
+        server.pg_ctl(&["start"]);
+        server
+    }
+
+    /// A new cluster, not started.
+    fn init(fsync: bool) -> Self {
         let bin = bindir();
         let owner = owner();
         let dir = tempfile::Builder::new()
@@ -87,6 +137,7 @@ impl PgServer {
             bin,
             owner,
             fsync,
+            tls_port: None,
         };
         server.run(
             "initdb",
@@ -102,7 +153,6 @@ impl PgServer {
                 "--locale=C.UTF-8",
             ],
         );
-        server.pg_ctl(&["start"]);
         server
     }
 
@@ -136,8 +186,15 @@ impl PgServer {
     /// `pg_ctl ACTION` with the options every start uses: the socket in the
     /// temporary directory, no TCP.
     pub fn pg_ctl(&self, action: &[&str]) {
+        let listen = match self.tls_port {
+            None => "-c listen_addresses=''".to_owned(),
+            Some(port) => format!(
+                "-c listen_addresses=127.0.0.1 -p {port} -c ssl=on \
+                 -c ssl_cert_file=server.crt -c ssl_key_file=server.key"
+            ),
+        };
         let options = format!(
-            "-c listen_addresses='' -k {} -c fsync={} -c shared_buffers=16MB -c max_connections=60",
+            "{listen} -k {} -c fsync={} -c shared_buffers=16MB -c max_connections=60",
             self.socket_dir().display(),
             if self.fsync { "on" } else { "off" }
         );
@@ -155,18 +212,29 @@ impl PgServer {
 
     /// A new, empty database: its URL.
     pub fn database(&self) -> String {
+        self.url(&self.new_database())
+    }
+
+    /// A new, empty database: its name.
+    pub fn new_database(&self) -> String {
         static NEXT: AtomicU32 = AtomicU32::new(1);
         let name = format!("t{}", NEXT.fetch_add(1, Ordering::Relaxed));
         self.sql("postgres", &format!("CREATE DATABASE {name}"));
-        self.url(&name)
+        name
     }
 
     /// The URL of database `name`.
     pub fn url(&self, name: &str) -> String {
         format!(
-            "postgres://mesh@/{name}?host={}",
-            self.socket_dir().display()
+            "postgres://mesh@/{name}?host={}&port={}",
+            self.socket_dir().display(),
+            self.port()
         )
+    }
+
+    /// The port (which names the Unix socket too).
+    fn port(&self) -> u16 {
+        self.tls_port.unwrap_or(5432)
     }
 
     /// Runs `sql` on the database at `url` with psql: its output, one row a
@@ -184,6 +252,7 @@ impl PgServer {
         let out = Command::new(self.bin.join("psql"))
             .arg("-h")
             .arg(self.socket_dir())
+            .args(["-p", &self.port().to_string()])
             .args(["-U", "mesh", "-d", db, "-v", "ON_ERROR_STOP=1", "-Atc", sql])
             .output()
             .expect("psql");

@@ -167,3 +167,67 @@ fn a_database_of_an_older_schema_is_upgraded_and_a_newer_one_refused() {
         "9\n"
     );
 }
+
+#[tokio::test]
+async fn the_lead_reaches_its_database_over_tls_when_the_url_asks_and_checks_its_certificate() {
+    let pki = mesh_tests::pki::Pki::new();
+    let server = PgServer::start_tls(&pki.cert("server"), &pki.key("server"));
+    let name = server.new_database();
+    // The real lead, told to verify the server against the CA.
+    let url = server.tcp_url(&name, "verify-full", Some(&pki.cert("ca")));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut lead = mesh_tests::Lead::start_in(
+        dir,
+        "127.0.0.1:0",
+        shared::auth::new_token(),
+        shared::auth::new_token(),
+        &["--http", "off", "--store", &url],
+    )
+    .await;
+    lead.says("leading (epoch 1)").await;
+    let mut operator = lead.operator().await;
+    operator
+        .create_task(shared::pb::CreateTaskRequest {
+            subject: "over TLS".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("CreateTask");
+    assert_eq!(
+        server.psql(&server.url(&name), "SELECT count(*) FROM tasks"),
+        "1\n"
+    );
+    assert_eq!(
+        server.psql(
+            &server.url(&name),
+            "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid) WHERE ssl AND datname = current_database()"
+        )
+        .trim()
+        .parse::<u32>()
+        .map(|n| n >= 1),
+        Ok(true),
+        "the lead's connections are TLS"
+    );
+
+    // A server the CA did not sign, and a client that does not ask for TLS,
+    // are refused, each saying why.
+    let refused = |url: String| async move {
+        let target = PgTarget::parse("url", &url).expect("url");
+        Lease::connect(&target, "x", "http://x", Duration::from_secs(1))
+            .await
+            .expect_err("refused")
+            .to_string()
+    };
+    let untrusted =
+        refused(server.tcp_url(&name, "verify-full", Some(&pki.cert("other-ca")))).await;
+    assert!(
+        untrusted.to_lowercase().contains("certificate"),
+        "{untrusted}"
+    );
+    let plain = refused(server.tcp_url(&name, "disable", None)).await;
+    println!("an untrusted server: {untrusted}\nwithout TLS: {plain}");
+    assert!(
+        plain.contains("no encryption") || plain.contains("pg_hba"),
+        "{plain}"
+    );
+}
