@@ -283,8 +283,10 @@ fn step_down(why: &str) -> ! {
     let _ = std::io::stdout().flush();
     let mut again = std::process::Command::new("/proc/self/exe");
     again.args(std::env::args_os().skip(1));
-    // Across the exec (only): the sockets go on listening.
+    // Across the exec (only): the sockets go on listening, and the
+    // children left running are reaped by the process that follows.
     sockets::hand_on(&mut again);
+    crate::children::hand_on_orphans(&mut again);
     let err = again.exec();
     eprintln!("could not start again as a standby: {err}");
     std::process::exit(1);

@@ -421,3 +421,74 @@ async fn the_python_teammate_follows_the_lead_too() {
         .into_inner();
     assert!(is(state.status, RequestStatus::Approved));
 }
+
+/// The pid of the process whose arguments include each of `args`.
+fn pid_of(args: &[&str]) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let words: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            args.iter()
+                .all(|arg| words.contains(&arg.as_bytes()))
+                .then_some(pid)
+        })
+}
+
+#[tokio::test]
+async fn a_teammate_left_running_by_a_lead_that_stepped_down_is_reaped_when_it_exits() {
+    let pg = PgServer::start();
+    let db = pg.database();
+    let mut a = lead_on(&db, "127.0.0.1:0", None, &[]).await;
+    a.says("leading (epoch 1)").await;
+    let script = a.script("carol", ONE_PLAN).display().to_string();
+    let mut operator = a.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let (ok, out, err) = a
+        .cli(&["spawn", "carol", "--role", "coder", "--script", &script])
+        .await;
+    assert!(ok, "{out}{err}");
+    events
+        .request("carol's plan", |r| {
+            r.sender == "carol" && is(r.status, RequestStatus::Pending)
+        })
+        .await;
+    let pid = pid_of(&["--name", "carol", &script]).expect("carol's process");
+
+    // The database restarts under the lead: its next commit fails, and it
+    // steps down (leaving carol running) and starts again in its place.
+    pg.restart();
+    let mut following = a.following_operator(&[]);
+    within("a write after the restart", async {
+        while following
+            .create_task(pb::CreateTaskRequest {
+                subject: "after the restart".into(),
+                ..Default::default()
+            })
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    a.says("stepped down").await;
+    a.says("leading (epoch 2)").await;
+
+    // Carol rejoins the lead in its new process, agrees to stop, exits,
+    // and is reaped: no zombie is left.
+    let (ok, out, err) = a.cli(&["shutdown", "carol"]).await;
+    assert!(
+        ok && out.contains("carol agreed to shut down"),
+        "{out}{err}"
+    );
+    let proc = std::path::PathBuf::from(format!("/proc/{pid}"));
+    within("carol to be reaped", async {
+        while proc.exists() {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}

@@ -325,6 +325,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     };
     exposed("--listen", args.listen, tls.is_some(), args.insecure)?;
     let console_addr = console_addr(&args, tls.is_some())?;
+    crate::children::reap_inherited();
     let listener = match leadership::inherited(leadership::Socket::Grpc) {
         Some(listener) => tokio::net::TcpListener::from_std(listener)?,
         None => server::bind(args.listen)?,

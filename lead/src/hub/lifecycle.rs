@@ -195,7 +195,9 @@ impl Hub {
         self.watchers.end_all(gone);
         self.committer.close();
         // Dropping a child's session would kill it.
-        std::mem::forget(self.processes.drain());
+        let left = self.processes.drain();
+        crate::children::left_running(left.iter().map(|(_, child)| child.pid));
+        std::mem::forget(left);
     }
 
     /// Stops the children still running (TERM, then KILL), waits for them to
