@@ -296,6 +296,9 @@ async fn a_paused_lead_writes_nothing_after_the_takeover_sends_no_one_anything_a
     // members', tom reading his inbox.
     let mut late = a.operator().await;
     subjects(&mut late).await;
+    // And a client that follows the lead, given A alone.
+    let mut follower = a.following_operator(&[]);
+    subjects(&mut follower).await;
     let mut tom = a.join("tom").await;
     let mut ann = a.join("ann").await;
     ann.send("tom", "before the pause", "").await.expect("Send");
@@ -338,11 +341,19 @@ async fn a_paused_lead_writes_nothing_after_the_takeover_sends_no_one_anything_a
     );
     println!("tom's stream from the old lead ended: {ended:?}");
     a.says(&format!("leads at {} (epoch 2)", b.url)).await;
+    // The following client's next call reaches A, a standby now, which
+    // names B: the call goes there, done once.
+    add_task(&mut follower, "sent to A, done by B")
+        .await
+        .expect("a call a standby answered goes on to the active lead");
 
-    assert_eq!(subjects(&mut operator).await, ["from the new lead"]);
+    assert_eq!(
+        subjects(&mut operator).await,
+        ["from the new lead", "sent to A, done by B"]
+    );
     assert_eq!(
         server.psql(&db, "SELECT count(*) FROM tasks"),
-        "1\n",
+        "2\n",
         "no write of the old lead's after the takeover"
     );
     assert!(server

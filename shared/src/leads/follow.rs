@@ -1,10 +1,10 @@
 //! [`Follow`]: the transport a client's calls go through, to whichever lead
-//! is active. It keeps the channel to the lead it found; a call that could
-//! not reach that lead, or that a standby answered (UNAVAILABLE before any
-//! message), makes the next call search again, asking the lead the standby
-//! named first. The failed call itself fails, UNAVAILABLE (the caller
-//! retries it as it always has: every call is safe to repeat with the ids
-//! it chose).
+//! is active. It keeps the channel to the lead it found. A call a standby
+//! answered (UNAVAILABLE before any message: it did nothing) goes again to
+//! the lead it names, a few times at most. A call that could not reach the
+//! lead fails UNAVAILABLE (it may have been done: the caller retries it as
+//! it always has, every call being safe to repeat with the ids it chose),
+//! and the next call searches again.
 
 use std::{
     net::SocketAddr,
@@ -103,30 +103,52 @@ impl Service<http::Request<Body>> for Follow {
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         let follow = self.clone();
         Box::pin(async move {
-            let (generation, mut channel) = follow
-                .channel()
-                .await
-                .map_err(|e| Box::new(e.status()) as StdError)?;
-            let sent = async {
-                std::future::poll_fn(|cx| channel.poll_ready(cx)).await?;
-                channel.call(request).await
-            };
-            match sent.await {
-                Ok(response) => {
-                    if let Some(named) = standby_answer(&response) {
-                        follow.forget(generation, named).await;
+            // Every call of the protocol sends one message: kept, so that a
+            // call a standby answered (it did nothing) goes again to the
+            // lead it names.
+            let (parts, body) = request.into_parts();
+            let body = http_body_util::BodyExt::collect(body).await?.to_bytes();
+            let mut tries = 0;
+            loop {
+                tries += 1;
+                let mut request =
+                    http::Request::new(Body::new(http_body_util::Full::new(body.clone())));
+                *request.method_mut() = parts.method.clone();
+                *request.uri_mut() = parts.uri.clone();
+                *request.version_mut() = parts.version;
+                *request.headers_mut() = parts.headers.clone();
+                let (generation, mut channel) = follow
+                    .channel()
+                    .await
+                    .map_err(|e| Box::new(e.status()) as StdError)?;
+                let sent = async {
+                    std::future::poll_fn(|cx| channel.poll_ready(cx)).await?;
+                    channel.call(request).await
+                };
+                match sent.await {
+                    Ok(response) => match standby_answer(&response) {
+                        Some(named) => {
+                            follow.forget(generation, named).await;
+                            if tries >= MOST_TRIES {
+                                return Ok(response);
+                            }
+                        }
+                        None => return Ok(response),
+                    },
+                    Err(e) => {
+                        follow.forget(generation, None).await;
+                        let status = tonic::Status::from_error(e.into());
+                        return Err(Box::new(crate::transport::unreached(status)) as StdError);
                     }
-                    Ok(response)
-                }
-                Err(e) => {
-                    follow.forget(generation, None).await;
-                    let status = tonic::Status::from_error(e.into());
-                    Err(Box::new(crate::transport::unreached(status)) as StdError)
                 }
             }
         })
     }
 }
+
+/// How many leads a call is sent to when standbys answer it (each search
+/// follows the one a standby names, and waits for one taking over).
+const MOST_TRIES: u32 = 3;
 
 /// Whether `response` is UNAVAILABLE before any message (what a standby
 /// answers every call): then `Some`, with the lead it names, if it names one.
