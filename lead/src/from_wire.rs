@@ -286,6 +286,7 @@ pub(crate) fn create_task(request: pb::CreateTaskRequest) -> Result<Op, HubError
             blocked_by: request.blocked_by,
             files: request.files,
             review: shared::wire::review_from_pb("review", request.review)?,
+            origin: Default::default(),
         },
     })
 }

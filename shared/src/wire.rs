@@ -138,7 +138,7 @@ mod tests {
                     reason: "y".into(),
                 },
             ]),
-            Message::TaskClaimable(task),
+            Message::TaskClaimable(Box::new(task)),
             Message::BudgetChanged { token_budget: 7 },
         ];
         for message in messages {

@@ -518,7 +518,7 @@ mod tests {
                 1,
             )
             .expect("a task");
-        f.deliver(Message::TaskClaimable(claimable))
+        f.deliver(Message::TaskClaimable(Box::new(claimable)))
             .expect("queued");
         f.deliver(text("hi")).expect("queued");
         let terminated = f.deliver(Message::Terminated(vec![Ended {

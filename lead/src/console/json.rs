@@ -321,6 +321,7 @@ mod tests {
                     }
                     .into(),
                     review,
+                    origin: Default::default(),
                 });
             }
         }

@@ -148,6 +148,15 @@ pub fn tasks_created_in_one_millisecond_keep_the_order_they_were_created_in(open
         updated_at_unix_ms: at,
         summary: String::new(),
         review: mesh_core::tasks::Review::Plan,
+        origin: mesh_core::tasks::Origin::default(),
+    };
+    // One handed in from outside: where it came from is kept.
+    let handed_in = mesh_core::tasks::Task {
+        origin: mesh_core::tasks::Origin {
+            by: "a2a alice".into(),
+            context_id: "goal-1".into(),
+        },
+        ..task("a", 7)
     };
     {
         let mut store = open();
@@ -155,7 +164,7 @@ pub fn tasks_created_in_one_millisecond_keep_the_order_they_were_created_in(open
             .commit(&[
                 Change::Team(TeamChange::Task(task("c", 5))),
                 Change::Team(TeamChange::Task(task("b", 5))),
-                Change::Team(TeamChange::Task(task("a", 7))),
+                Change::Team(TeamChange::Task(handed_in.clone())),
             ])
             .expect("commit");
         // An update keeps a task's place.
@@ -164,14 +173,10 @@ pub fn tasks_created_in_one_millisecond_keep_the_order_they_were_created_in(open
             .expect("commit");
     }
     let mut store = open();
-    let ids: Vec<String> = store
-        .load()
-        .expect("load")
-        .tasks
-        .into_iter()
-        .map(|t| t.task_id)
-        .collect();
+    let tasks = store.load().expect("load").tasks;
+    let ids: Vec<&str> = tasks.iter().map(|t| t.task_id.as_str()).collect();
     assert_eq!(ids, ["c", "b", "a"]);
+    assert_eq!(tasks[2], handed_in);
 }
 
 pub fn the_event_history_is_kept_across_a_restart_and_trimmed(open: Open<'_>) {

@@ -88,7 +88,7 @@ pub enum Message {
     /// Members terminated (one notice for all that ended since the last).
     Terminated(Vec<Ended>),
     /// A task can be claimed now.
-    TaskClaimable(Task),
+    TaskClaimable(Box<Task>),
     /// A teammate's result, for the lead (the diff itself stays in the
     /// request's payload).
     ResultRequest {

@@ -44,6 +44,19 @@ pub struct Task {
     pub summary: String,
     /// What is reviewed.
     pub review: Review,
+    /// Who handed it to the team from outside (an A2A caller), and the
+    /// goal it belongs to; empty for a task made here.
+    pub origin: Origin,
+}
+
+/// Where a task came from when an outside caller handed it to the team
+/// (A2A): who, and the context (one goal's tasks) it belongs to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Origin {
+    /// Who handed it in (`a2a NAME`); empty for a task made here.
+    pub by: String,
+    /// The caller's context: the tasks of one goal.
+    pub context_id: String,
 }
 
 /// What of a task is reviewed (`lead serve --repo`; without it, plans).
@@ -96,6 +109,8 @@ pub struct NewTask {
     pub files: Vec<String>,
     /// What is reviewed; `None`: the lead's default.
     pub review: Option<Review>,
+    /// Who handed it in from outside, if anyone did.
+    pub origin: Origin,
 }
 
 /// The task list.
@@ -257,6 +272,8 @@ impl TaskBoard {
         for (i, glob) in new.files.iter().enumerate() {
             limits::check(&format!("files[{i}]"), glob, limits::GLOB)?;
         }
+        limits::check("origin.by", &new.origin.by, limits::ID)?;
+        limits::check("origin.context_id", &new.origin.context_id, limits::ID)?;
         if self.tasks.len() >= self.max_tasks {
             return Err(CoreError::LimitReached(format!(
                 "the task list holds {} tasks, the most it may",
@@ -290,6 +307,7 @@ impl TaskBoard {
             updated_at_unix_ms: now,
             summary: String::new(),
             review: new.review.unwrap_or_default(),
+            origin: new.origin,
         };
         self.index.insert(task_id, self.tasks.len());
         self.touched.insert(self.tasks.len());

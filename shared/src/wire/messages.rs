@@ -288,9 +288,9 @@ impl TryFrom<Body> for Message {
                 .collect(),
             ),
             Body::TaskClaimable(t) => {
-                Message::TaskClaimable(Task::try_from(t).map_err(|_| {
+                Message::TaskClaimable(Box::new(Task::try_from(t).map_err(|_| {
                     FieldError::new("task_claimable.status", "is not a task status")
-                })?)
+                })?))
             }
             Body::BudgetChanged(b) => Message::BudgetChanged {
                 token_budget: b.token_budget,

@@ -3,7 +3,7 @@
 use crate::pb;
 use mesh_core::{
     error::FieldError,
-    tasks::{Review, Task, TaskStatus},
+    tasks::{Origin, Review, Task, TaskStatus},
 };
 use prost::UnknownEnumValue;
 
@@ -49,6 +49,10 @@ impl ToPb for Task {
             updated_at_unix_ms: self.updated_at_unix_ms,
             summary: self.summary.clone(),
             review: review_to_pb(self.review) as i32,
+            origin: (self.origin != Origin::default()).then(|| pb::TaskOrigin {
+                by: self.origin.by.clone(),
+                context_id: self.origin.context_id.clone(),
+            }),
         }
     }
 }
@@ -73,6 +77,13 @@ impl TryFrom<pb::Task> for Task {
             review: review_from_pb("review", task.review)
                 .ok()
                 .flatten()
+                .unwrap_or_default(),
+            origin: task
+                .origin
+                .map(|o| Origin {
+                    by: o.by,
+                    context_id: o.context_id,
+                })
                 .unwrap_or_default(),
         })
     }

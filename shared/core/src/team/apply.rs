@@ -285,7 +285,7 @@ impl Team {
             effects.push(Effect::Deliver {
                 from: LEAD.to_owned(),
                 to: idle,
-                message: Message::TaskClaimable(oldest.clone()),
+                message: Message::TaskClaimable(Box::new(oldest.clone())),
             });
         }
     }
@@ -487,7 +487,7 @@ impl Team {
                 effects.push(Effect::Deliver {
                     from: LEAD.to_owned(),
                     to: vec![name.to_owned()],
-                    message: Message::TaskClaimable(task),
+                    message: Message::TaskClaimable(Box::new(task)),
                 });
             }
         }
