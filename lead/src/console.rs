@@ -55,6 +55,7 @@ pub(crate) async fn serve(
     tls: bool,
     hub: HubHandle,
     operator_token: String,
+    card: Arc<String>,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let console = Console {
@@ -78,7 +79,20 @@ pub(crate) async fn serve(
         .route("/api/reject", post(reject))
         .route("/api/permission", post(permission))
         .route("/api/decide", post(decide))
-        .route("/api/shutdown", post(shutdown));
+        .route("/api/shutdown", post(shutdown))
+        // Public, as A2A clients fetch it before they authenticate.
+        .route(
+            "/.well-known/agent-card.json",
+            get(move || async move {
+                (
+                    [
+                        (axum::http::header::CONTENT_TYPE, "application/json"),
+                        (axum::http::header::CACHE_CONTROL, "max-age=60"),
+                    ],
+                    card.as_str().to_owned(),
+                )
+            }),
+        );
     for (path, body) in assets::MODULES {
         app = app.route(path, get(move |operator| assets::module(operator, body)));
     }

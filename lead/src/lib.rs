@@ -1,6 +1,7 @@
 //! The mesh lead: the gRPC server that owns the members, the inboxes and every
 //! protocol request; the operator commands that talk to it; and the demo.
 
+mod a2a;
 pub mod audit;
 pub mod chain;
 pub mod children;

@@ -122,6 +122,7 @@ pub async fn run(
         standing,
     } = config;
     let repo = hub_config.repo.clone();
+    let card = std::sync::Arc::new(crate::a2a::card::card(&standing.borrow().url).to_string());
     let (hub, commands) = hub::load(hub_config, store)?;
     let (stop_tx, stop_rx) = watch::channel(None);
     let mut console_stop = stop_rx.clone();
@@ -147,6 +148,7 @@ pub async fn run(
             tls.is_some(),
             hub.clone(),
             tokens.operator.clone(),
+            card,
             stop,
         );
         tokio::spawn(async move {
@@ -171,6 +173,7 @@ pub async fn run(
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(pb::FILE_DESCRIPTOR_SET)
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(mesh_a2a::pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
 
     let lead = LeadService {
@@ -178,6 +181,7 @@ pub async fn run(
         tokens: tokens.clone(),
         repo: repo.clone(),
     };
+    let a2a = crate::a2a::A2a::new(hub.clone(), tokens.clone());
     let operator = OperatorService {
         hub,
         tokens,
@@ -206,6 +210,7 @@ pub async fn run(
         .add_service(reflection)
         .add_service(pb::lead_server::LeadServer::new(lead))
         .add_service(pb::operator_server::OperatorServer::new(operator))
+        .add_service(mesh_a2a::pb::a2a_service_server::A2aServiceServer::new(a2a))
         .prepare();
     let calls = tower_layer::Layer::layer(&CallsLayer, routes);
     serve_grpc(incoming, calls, keepalive, signal).await;

@@ -59,7 +59,7 @@ pub(crate) struct OperatorService {
 }
 
 /// The token a request carries, if it carries one as `Bearer <token>`.
-fn token_of<T>(request: &Request<T>) -> Option<String> {
+pub(crate) fn token_of<T>(request: &Request<T>) -> Option<String> {
     bearer(request)
         .filter(|token| !token.is_empty())
         .map(str::to_owned)
@@ -81,7 +81,7 @@ fn static_caller(token: Option<&str>, tokens: &Tokens) -> Option<Caller> {
 
 /// Who the request's token names as far as the lead's own tokens tell;
 /// any other token is a session, for the hub to place.
-fn claim_of<T>(request: &Request<T>, tokens: &Tokens) -> Claim {
+pub(crate) fn claim_of<T>(request: &Request<T>, tokens: &Tokens) -> Claim {
     let token = token_of(request);
     match static_caller(token.as_deref(), tokens) {
         Some(caller) => Claim::Known(caller),

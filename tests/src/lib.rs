@@ -698,7 +698,8 @@ impl Member {
 
 /// The Python of a virtual environment under target/ with what the tests
 /// need from PyPI (grpcio and grpcio-tools for the example teammate, the
-/// official `mcp` SDK for `teammate mcp`, `opentelemetry-proto` for the
+/// official `mcp` SDK for `teammate mcp`, `a2a-sdk` for the A2A tests,
+/// `opentelemetry-proto` for the
 /// OTLP receiver), installed on first use.
 pub fn python() -> PathBuf {
     static READY: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -708,7 +709,7 @@ pub fn python() -> PathBuf {
     let ready = std::process::Command::new(&python)
         .args([
             "-c",
-            "import grpc, grpc_tools, mcp, opentelemetry.proto.collector.trace.v1",
+            "import grpc, grpc_tools, mcp, opentelemetry.proto.collector.trace.v1, a2a.client",
         ])
         .stderr(Stdio::null())
         .status()
@@ -729,11 +730,13 @@ pub fn python() -> PathBuf {
             .arg(root.join("mcp/requirements.txt"))
             .arg("-r")
             .arg(root.join("otlp/requirements.txt"))
+            .arg("-r")
+            .arg(root.join("a2a/requirements.txt"))
             .status()
             .expect("pip install");
         assert!(
             installed.success(),
-            "pip install (grpcio, grpcio-tools, mcp, opentelemetry-proto) failed"
+            "pip install (grpcio, grpcio-tools, mcp, opentelemetry-proto, a2a-sdk) failed"
         );
     }
     python

@@ -1,0 +1,558 @@
+//! The team as an A2A agent: the lead serves `lf.a2a.v1.A2AService` (A2A
+//! v1.0) on its gRPC port, and its agent card on the console's port. A
+//! message hands the team a task (its state follows the team's work, see
+//! [`tasks`]); a message on a task whose plan, result or amendment waits
+//! is the operator's decision on it. Callers authenticate as an operator
+//! (`--operator-token NAME=TOKEN`): the task's origin and every decision's
+//! history say which.
+//!
+//! Not yet served: streams (`SendStreamingMessage`, `SubscribeToTask`),
+//! cancelling, push notifications and the JSON-RPC binding; each answers
+//! the specification's error, and the card says so.
+
+use std::pin::Pin;
+
+use mesh_a2a::pb::{self as a2a, a2a_service_server::A2aService};
+use mesh_core::{
+    access::{Call, Caller},
+    op::{Decide, Op, PageAsk},
+    protocol::{Request as CoreRequest, Status as RequestStatus},
+    tasks::Task,
+    team::Listed,
+};
+use shared::auth::same_token;
+use tokio_stream::{Stream, StreamExt as _};
+use tonic::{Request, Response, Status};
+
+use crate::{
+    hub::{Claim, Command, HubHandle},
+    service::{claim_of, token_of, Tokens},
+};
+
+pub(crate) mod card;
+mod errors;
+mod tasks;
+
+use errors::{invalid, not_cancelable, push_not_supported, task_not_found, unsupported};
+
+/// The version of A2A served.
+const VERSION: &str = "1.0";
+
+/// The most tasks a `ListTasks` page holds, and how many by default.
+const MOST_PAGE: i32 = 100;
+const DEFAULT_PAGE: usize = 50;
+
+/// How many entries one internal list call reads at a time.
+const READ_PAGE: usize = 1_000;
+
+/// `lf.a2a.v1.A2AService`.
+#[derive(Debug, Clone)]
+pub(crate) struct A2a {
+    hub: HubHandle,
+    tokens: Tokens,
+}
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
+
+/// The caller, admitted: its operator name (`operator` for the unnamed
+/// token).
+#[derive(Debug)]
+struct Operator(String);
+
+impl Operator {
+    /// Who handed a task in.
+    fn origin(&self) -> String {
+        format!("a2a {}", self.0)
+    }
+
+    /// Who decided, for the request's history.
+    fn decider(&self) -> String {
+        if self.0 == "operator" {
+            "operator".into()
+        } else {
+            format!("operator {}", self.0)
+        }
+    }
+}
+
+/// The claim every read the lead makes for an admitted caller carries.
+fn operator() -> Claim {
+    Claim::Known(Caller::Operator)
+}
+
+/// The `a2a-version` the caller speaks: 1.0 (any patch) is served; none
+/// is 0.3, as the specification says, which is not.
+fn check_version(metadata: &tonic::metadata::MetadataMap) -> Result<(), Status> {
+    let asked = metadata
+        .get("a2a-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .unwrap_or("0.3");
+    let mut parts = asked.split('.');
+    let major_minor = (parts.next(), parts.next());
+    if major_minor == (Some("1"), Some("0")) {
+        Ok(())
+    } else {
+        Err(errors::version_not_supported(asked))
+    }
+}
+
+/// A `history_length`: none is every message; negative is an error.
+fn history_length(asked: Option<i32>, field: &str) -> Result<Option<usize>, Status> {
+    asked
+        .map(|n| usize::try_from(n).map_err(|_| invalid(field, "must not be negative")))
+        .transpose()
+}
+
+impl A2a {
+    pub(crate) fn new(hub: HubHandle, tokens: Tokens) -> Self {
+        Self { hub, tokens }
+    }
+
+    /// Admits the caller of `request` as an operator (after checking the
+    /// version it speaks): its name.
+    async fn admit<T>(&self, request: &Request<T>) -> Result<Operator, Status> {
+        check_version(request.metadata())?;
+        let claim = claim_of(request, &self.tokens);
+        self.hub
+            .call(|reply| Command::Admit {
+                claim,
+                door: Call::Operator,
+                reply,
+            })
+            .await?;
+        let named = token_of(request).and_then(|token| {
+            self.tokens
+                .named
+                .iter()
+                .find(|(_, t)| same_token(&token, t))
+                .map(|(name, _)| name.clone())
+        });
+        Ok(Operator(named.unwrap_or_else(|| "operator".into())))
+    }
+
+    /// Every task, oldest first, and every pending request.
+    async fn snapshot(&self) -> Result<(Vec<Task>, Vec<CoreRequest>), Status> {
+        let mut tasks = Vec::new();
+        let mut after = None;
+        loop {
+            let page: Listed<Task> = self
+                .hub
+                .apply(
+                    operator(),
+                    Call::Operator,
+                    Ok(Op::ListTasks {
+                        status: None,
+                        page: PageAsk {
+                            after,
+                            size: READ_PAGE,
+                        },
+                    }),
+                )
+                .await?;
+            after = page.entries.last().map(|(key, _)| *key);
+            tasks.extend(page.entries.into_iter().map(|(_, t)| t));
+            if !page.more {
+                break;
+            }
+        }
+        let mut pending = Vec::new();
+        let mut after = None;
+        loop {
+            let page: Listed<CoreRequest> = self
+                .hub
+                .apply(
+                    operator(),
+                    Call::Operator,
+                    Ok(Op::ListRequests {
+                        status: Some(RequestStatus::Pending),
+                        kind: None,
+                        page: PageAsk {
+                            after,
+                            size: READ_PAGE,
+                        },
+                    }),
+                )
+                .await?;
+            after = page.entries.last().map(|(key, _)| *key);
+            pending.extend(page.entries.into_iter().map(|(_, r)| r));
+            if !page.more {
+                break;
+            }
+        }
+        Ok((tasks, pending))
+    }
+
+    /// Task `id` as it stands, and its request that waits (if one does).
+    async fn task(&self, id: &str) -> Result<(Task, Option<CoreRequest>), Status> {
+        let (tasks, pending) = self.snapshot().await?;
+        let task = tasks
+            .into_iter()
+            .find(|t| t.task_id == id)
+            .ok_or_else(|| task_not_found(id))?;
+        let waiting = tasks::waiting(&task, &pending).cloned();
+        Ok((task, waiting))
+    }
+
+    /// Waits until task `id` has ended or waits for its caller (what a
+    /// blocking `SendMessage` returns on), within the call's deadline.
+    async fn settle(&self, id: &str) -> Result<(), Status> {
+        // Watching first, so no change between the look and the wait is missed.
+        let mut events = self
+            .hub
+            .call(|reply| Command::Watch {
+                claim: operator(),
+                reply,
+            })
+            .await?;
+        loop {
+            let (task, waiting) = self.task(id).await?;
+            let state = tasks::state(&task, waiting.as_ref());
+            if tasks::terminal(state) || tasks::interrupted(state) {
+                return Ok(());
+            }
+            match events.next().await {
+                Some(Ok(_)) => {}
+                // The lead stops, or the watch fell behind: the task as it stands.
+                Some(Err(_)) | None => return Ok(()),
+            }
+        }
+    }
+
+    /// A message on task `id`: the caller's decision on what of it waits.
+    async fn answer(&self, by: &Operator, message: &a2a::Message) -> Result<(), Status> {
+        let (task, waiting) = self.task(&message.task_id).await?;
+        let context = tasks::context_of(&task);
+        if !message.context_id.is_empty() && message.context_id != context {
+            return Err(invalid(
+                "message.context_id",
+                format!("is not task {:?}'s context ({context:?})", task.task_id),
+            ));
+        }
+        let state = tasks::state(&task, waiting.as_ref());
+        if tasks::terminal(state) {
+            return Err(unsupported(format!(
+                "task {:?} is {}; it takes no more messages",
+                task.task_id,
+                state.as_str_name()
+            )));
+        }
+        let Some(request) = waiting else {
+            return Err(unsupported(format!(
+                "nothing of task {:?} waits for an answer now ({})",
+                task.task_id,
+                state.as_str_name()
+            )));
+        };
+        let (approve, feedback) = tasks::decision(message)?;
+        let decide = Op::Decide(Decide {
+            request_id: request.id().clone(),
+            approve,
+            feedback,
+            grant: None,
+            allow_overlap: false,
+            by: by.decider(),
+            kind: Some(request.opening.kind),
+        });
+        let _: CoreRequest = self
+            .hub
+            .apply(operator(), Call::Operator, Ok(decide))
+            .await?;
+        Ok(())
+    }
+}
+
+#[tonic::async_trait]
+impl A2aService for A2a {
+    async fn send_message(
+        &self,
+        request: Request<a2a::SendMessageRequest>,
+    ) -> Result<Response<a2a::SendMessageResponse>, Status> {
+        let by = self.admit(&request).await?;
+        let ask = request.into_inner();
+        let message = ask
+            .message
+            .ok_or_else(|| invalid("message", "is required"))?;
+        if message.message_id.is_empty() {
+            return Err(invalid("message.message_id", "is required"));
+        }
+        if message.parts.is_empty() {
+            return Err(invalid("message.parts", "is empty"));
+        }
+        if message.role != a2a::Role::User as i32 {
+            return Err(invalid("message.role", "must be ROLE_USER"));
+        }
+        let config = ask.configuration.unwrap_or_default();
+        let history = history_length(config.history_length, "configuration.history_length")?;
+        let id = if message.task_id.is_empty() {
+            let context = if message.context_id.is_empty() {
+                uuid::Uuid::new_v4().to_string()
+            } else {
+                message.context_id.clone()
+            };
+            let new = tasks::new_task(&message, &by.origin(), context)?;
+            let task: Task = self
+                .hub
+                .apply(
+                    operator(),
+                    Call::Operator,
+                    Ok(Op::CreateTask {
+                        task_id: uuid::Uuid::new_v4().to_string(),
+                        task: new,
+                    }),
+                )
+                .await?;
+            task.task_id
+        } else {
+            self.answer(&by, &message).await?;
+            message.task_id.clone()
+        };
+        if !config.return_immediately {
+            self.settle(&id).await?;
+        }
+        let (task, waiting) = self.task(&id).await?;
+        Ok(Response::new(a2a::SendMessageResponse {
+            payload: Some(a2a::send_message_response::Payload::Task(tasks::to_a2a(
+                &task,
+                waiting.as_ref(),
+                history,
+                true,
+            ))),
+        }))
+    }
+
+    type SendStreamingMessageStream = BoxStream<a2a::StreamResponse>;
+
+    async fn send_streaming_message(
+        &self,
+        request: Request<a2a::SendMessageRequest>,
+    ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
+        self.admit(&request).await?;
+        Err(unsupported(
+            "streaming is not served yet (the card says streaming: false); send SendMessage and poll GetTask",
+        ))
+    }
+
+    async fn get_task(
+        &self,
+        request: Request<a2a::GetTaskRequest>,
+    ) -> Result<Response<a2a::Task>, Status> {
+        self.admit(&request).await?;
+        let ask = request.into_inner();
+        if ask.id.is_empty() {
+            return Err(invalid("id", "is required"));
+        }
+        let history = history_length(ask.history_length, "history_length")?;
+        let (task, waiting) = self.task(&ask.id).await?;
+        Ok(Response::new(tasks::to_a2a(
+            &task,
+            waiting.as_ref(),
+            history,
+            true,
+        )))
+    }
+
+    async fn list_tasks(
+        &self,
+        request: Request<a2a::ListTasksRequest>,
+    ) -> Result<Response<a2a::ListTasksResponse>, Status> {
+        self.admit(&request).await?;
+        let ask = request.into_inner();
+        let size = match ask.page_size {
+            None => DEFAULT_PAGE,
+            Some(n) if (1..=MOST_PAGE).contains(&n) => usize::try_from(n).unwrap_or(DEFAULT_PAGE),
+            Some(n) => {
+                return Err(invalid(
+                    "page_size",
+                    format!("{n} is not between 1 and {MOST_PAGE}"),
+                ))
+            }
+        };
+        let state = match ask.status {
+            0 => None,
+            n => Some(
+                a2a::TaskState::try_from(n)
+                    .map_err(|_| invalid("status", format!("{n} is not a TaskState")))?,
+            ),
+        };
+        let history = history_length(ask.history_length, "history_length")?;
+        let after = match ask.page_token.as_str() {
+            "" => None,
+            token => Some(
+                cursor::parse(token)
+                    .ok_or_else(|| invalid("page_token", "is not a token a ListTasks page gave"))?,
+            ),
+        };
+        let since = ask
+            .status_timestamp_after
+            .map(|t| t.seconds.saturating_mul(1000) + i64::from(t.nanos / 1_000_000));
+        let (all, pending) = self.snapshot().await?;
+        let mut matching: Vec<(Task, Option<CoreRequest>)> = all
+            .into_iter()
+            .filter(|t| ask.context_id.is_empty() || tasks::context_of(t) == ask.context_id)
+            .filter(|t| since.is_none_or(|since| t.updated_at_unix_ms > since))
+            .map(|t| {
+                let waiting = tasks::waiting(&t, &pending).cloned();
+                (t, waiting)
+            })
+            .filter(|(t, w)| state.is_none_or(|s| tasks::state(t, w.as_ref()) == s))
+            .collect();
+        // Newest change first; the id breaks ties, so the cursor is exact.
+        matching.sort_by(|(a, _), (b, _)| {
+            (b.updated_at_unix_ms, &b.task_id).cmp(&(a.updated_at_unix_ms, &a.task_id))
+        });
+        let total = matching.len();
+        let start = match &after {
+            None => 0,
+            Some((at, id)) => matching
+                .iter()
+                .position(|(t, _)| (t.updated_at_unix_ms, &t.task_id) < (*at, id))
+                .unwrap_or(total),
+        };
+        let page: Vec<&(Task, Option<CoreRequest>)> =
+            matching.iter().skip(start).take(size).collect();
+        let next_page_token = match page.last() {
+            Some((last, _)) if start + page.len() < total => {
+                cursor::make(last.updated_at_unix_ms, &last.task_id)
+            }
+            _ => String::new(),
+        };
+        let artifacts = ask.include_artifacts.unwrap_or(false);
+        Ok(Response::new(a2a::ListTasksResponse {
+            tasks: page
+                .iter()
+                .map(|(t, w)| tasks::to_a2a(t, w.as_ref(), history, artifacts))
+                .collect(),
+            next_page_token,
+            page_size: i32::try_from(size).unwrap_or(MOST_PAGE),
+            total_size: i32::try_from(total).unwrap_or(i32::MAX),
+        }))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: Request<a2a::CancelTaskRequest>,
+    ) -> Result<Response<a2a::Task>, Status> {
+        self.admit(&request).await?;
+        let id = request.into_inner().id;
+        if id.is_empty() {
+            return Err(invalid("id", "is required"));
+        }
+        let (task, waiting) = self.task(&id).await?;
+        let state = tasks::state(&task, waiting.as_ref());
+        if tasks::terminal(state) {
+            return Err(not_cancelable(&id, state.as_str_name()));
+        }
+        Err(unsupported(
+            "cancelling a task is not served yet; the team's task list has no withdrawal",
+        ))
+    }
+
+    type SubscribeToTaskStream = BoxStream<a2a::StreamResponse>;
+
+    async fn subscribe_to_task(
+        &self,
+        request: Request<a2a::SubscribeToTaskRequest>,
+    ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
+        self.admit(&request).await?;
+        Err(unsupported(
+            "streaming is not served yet (the card says streaming: false); poll GetTask",
+        ))
+    }
+
+    async fn create_task_push_notification_config(
+        &self,
+        request: Request<a2a::TaskPushNotificationConfig>,
+    ) -> Result<Response<a2a::TaskPushNotificationConfig>, Status> {
+        self.admit(&request).await?;
+        Err(push_not_supported())
+    }
+
+    async fn get_task_push_notification_config(
+        &self,
+        request: Request<a2a::GetTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<a2a::TaskPushNotificationConfig>, Status> {
+        self.admit(&request).await?;
+        Err(push_not_supported())
+    }
+
+    async fn list_task_push_notification_configs(
+        &self,
+        request: Request<a2a::ListTaskPushNotificationConfigsRequest>,
+    ) -> Result<Response<a2a::ListTaskPushNotificationConfigsResponse>, Status> {
+        self.admit(&request).await?;
+        Err(push_not_supported())
+    }
+
+    async fn get_extended_agent_card(
+        &self,
+        request: Request<a2a::GetExtendedAgentCardRequest>,
+    ) -> Result<Response<a2a::AgentCard>, Status> {
+        self.admit(&request).await?;
+        Err(unsupported(
+            "there is no extended agent card (the card says extendedAgentCard: false)",
+        ))
+    }
+
+    async fn delete_task_push_notification_config(
+        &self,
+        request: Request<a2a::DeleteTaskPushNotificationConfigRequest>,
+    ) -> Result<Response<()>, Status> {
+        self.admit(&request).await?;
+        Err(push_not_supported())
+    }
+}
+
+/// `ListTasks` page tokens: where the last page ended (its last task's
+/// change time and id), opaque to the caller.
+mod cursor {
+    use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
+
+    /// The token after the task changed at `at` with id `id`.
+    pub(super) fn make(at: i64, id: &str) -> String {
+        URL_SAFE_NO_PAD.encode(format!("{at}:{id}"))
+    }
+
+    /// What a token says, if it is one.
+    pub(super) fn parse(token: &str) -> Option<(i64, String)> {
+        let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
+        let text = String::from_utf8(bytes).ok()?;
+        let (at, id) = text.split_once(':')?;
+        Some((at.parse().ok()?, id.to_owned()))
+    }
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn a_token_says_where_the_page_ended() {
+            let token = super::make(1_700, "t-1");
+            assert_eq!(super::parse(&token), Some((1_700, "t-1".to_owned())));
+            assert_eq!(super::parse("not a token"), None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_1_0_is_served_and_no_other() {
+        let with = |v: Option<&str>| {
+            let mut m = tonic::metadata::MetadataMap::new();
+            if let Some(v) = v {
+                m.insert("a2a-version", v.parse().expect("ascii"));
+            }
+            check_version(&m)
+        };
+        assert!(with(Some("1.0")).is_ok());
+        assert!(with(Some("1.0.1")).is_ok());
+        assert_eq!(
+            with(Some("99.0")).map_err(|s| s.code()),
+            Err(tonic::Code::Unimplemented)
+        );
+        assert!(with(Some("0.3")).is_err());
+        assert!(with(None).is_err(), "none is 0.3");
+    }
+}

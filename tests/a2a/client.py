@@ -1,0 +1,114 @@
+"""An A2A client for the tests, on the official SDK (a2a-sdk): it fetches
+the agent card from --card (the lead's console URL), picks its gRPC
+interface, and runs one command, printing the answer as JSON (ProtoJSON).
+A refusal prints {"error": TYPE, "message": ...} and exits 2."""
+
+import argparse
+import asyncio
+import json
+import sys
+import uuid
+
+import grpc.aio
+from google.protobuf import json_format, struct_pb2
+from a2a.client import AuthInterceptor, ClientConfig, ClientFactory, CredentialService
+from a2a.types import (
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+)
+
+
+class Token(CredentialService):
+    """The bearer token the card's security scheme asks for."""
+
+    def __init__(self, token):
+        self.token = token
+
+    async def get_credentials(self, name, context):
+        return self.token
+
+
+def message(text, data, task_id, context_id):
+    parts = []
+    if text is not None:
+        parts.append(Part(text=text))
+    if data is not None:
+        parts.append(Part(data=json_format.ParseDict(json.loads(data), struct_pb2.Value())))
+    return Message(
+        message_id=str(uuid.uuid4()),
+        role=Role.ROLE_USER,
+        parts=parts,
+        task_id=task_id,
+        context_id=context_id,
+    )
+
+
+async def run(args):
+    config = ClientConfig(
+        supported_protocol_bindings=["GRPC"],
+        streaming=False,
+        polling=args.immediately,
+        grpc_channel_factory=grpc.aio.insecure_channel,
+    )
+    interceptors = [AuthInterceptor(Token(args.token))] if args.token else []
+    client = await ClientFactory(config).create_from_url(args.card, interceptors=interceptors)
+    try:
+        if args.cmd == "send":
+            request = SendMessageRequest(
+                message=message(args.text, args.data, args.task, args.context)
+            )
+            events = [event async for event in client.send_message(request)]
+            return events[-1].task
+        if args.cmd == "get":
+            request = GetTaskRequest(id=args.id)
+            if args.history is not None:
+                request.history_length = args.history
+            return await client.get_task(request)
+        if args.cmd == "list":
+            request = ListTasksRequest(context_id=args.context, page_token=args.page_token)
+            if args.page_size is not None:
+                request.page_size = args.page_size
+            return await client.list_tasks(request)
+        if args.cmd == "cancel":
+            return await client.cancel_task(CancelTaskRequest(id=args.id))
+        raise SystemExit(f"unknown command {args.cmd}")
+    finally:
+        await client.close()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--card", required=True, help="the URL the agent card is under")
+    parser.add_argument("--token", default="")
+    parser.add_argument("--immediately", action="store_true", help="returnImmediately")
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    send = sub.add_parser("send")
+    send.add_argument("text", nargs="?")
+    send.add_argument("--data")
+    send.add_argument("--task", default="")
+    send.add_argument("--context", default="")
+    get = sub.add_parser("get")
+    get.add_argument("id")
+    get.add_argument("--history", type=int)
+    listing = sub.add_parser("list")
+    listing.add_argument("--context", default="")
+    listing.add_argument("--page-size", type=int)
+    listing.add_argument("--page-token", default="")
+    cancel = sub.add_parser("cancel")
+    cancel.add_argument("id")
+    args = parser.parse_args()
+    try:
+        answer = asyncio.run(run(args))
+    except Exception as error:  # the SDK's errors, mapped from ErrorInfo
+        print(json.dumps({"error": type(error).__name__, "message": str(error)}))
+        sys.exit(2)
+    print(json.dumps(json_format.MessageToDict(answer)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+//! The team as an A2A agent (issue 37), driven by the official Python SDK
+//! (`a2a-sdk`, its gRPC client, finding the lead through its agent card):
+//! a task handed in is claimed by a scripted teammate; its plan is
+//! `INPUT_REQUIRED` with the plan in the status message; a rejection with
+//! feedback makes the teammate revise; an approval lets it work, and the
+//! task ends `COMPLETED` with its summary; `ListTasks` pages; a call
+//! without an operator token is refused and changes nothing; an unknown
+//! task is the specification's TaskNotFound.
+
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use mesh_tests::{python, within, Lead};
+use serde_json::Value;
+use shared::pb;
+
+/// The named operator an A2A caller authenticates as.
+const ALICE: &str = "alice=alices-a2a-token-0123456789";
+const ALICE_TOKEN: &str = "alices-a2a-token-0123456789";
+
+/// `tests/a2a/client.py --card CONSOLE --token TOKEN ARGS`: whether it
+/// succeeded, and its JSON.
+async fn a2a(lead: &Lead, token: &str, args: &[&str]) -> (bool, Value) {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("a2a/client.py");
+    let output = tokio::process::Command::new(python())
+        .arg(script)
+        .args(["--card", lead.console.as_deref().expect("a console")])
+        .args(["--token", token])
+        .args(args)
+        .output();
+    let output = within("the A2A client", output).await.unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let json = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+    (output.status.success(), json)
+}
+
+/// The state of an A2A task, as ProtoJSON says it.
+fn state(task: &Value) -> &str {
+    task["status"]["state"].as_str().unwrap_or("")
+}
+
+/// The text of its status message.
+fn status_text(task: &Value) -> String {
+    task["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+/// Polls `GetTask` until task `id` is in `wanted`: the task.
+async fn until(lead: &Lead, id: &str, wanted: &str) -> Value {
+    within(&format!("task {id} to be {wanted}"), async {
+        loop {
+            let (ok, task) = a2a(lead, ALICE_TOKEN, &["get", id]).await;
+            assert!(ok, "{task}");
+            if state(&task) == wanted {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+}
+
+const CAROL: &str = r#"
+claim = "next"
+
+[[tasks]]
+subject = "Add the login page"
+summary = "the login page is in src/login.rs"
+[[tasks.plans]]
+summary = "one big change: login page, sessions and the database"
+files = ["src/login.rs", "src/session.rs", "src/db.rs"]
+[[tasks.plans]]
+summary = "the login page alone"
+files = ["src/login.rs"]
+steps = ["write the form", "write its handler"]
+[[tasks.actions]]
+phase = "work"
+tool = "write_file"
+path = "src/login.rs"
+content = "pub fn login() {}\n"
+"#;
+
+#[tokio::test]
+async fn a_task_handed_in_by_a2a_is_planned_reviewed_by_message_and_completed() {
+    let lead = Lead::start(&["--operator-token", ALICE]).await;
+    let (ok, task) = a2a(
+        &lead,
+        ALICE_TOKEN,
+        &[
+            "--immediately",
+            "send",
+            "Add the login page\nA form and its handler.",
+            "--data",
+            r#"{"files": ["src/login.rs"]}"#,
+        ],
+    )
+    .await;
+    assert!(ok, "{task}");
+    assert_eq!(state(&task), "TASK_STATE_SUBMITTED", "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let context = task["contextId"].as_str().unwrap().to_owned();
+    // On the team's list, handed in by alice.
+    let mut operator = lead.operator().await;
+    let listed = operator
+        .list_tasks(pb::ListTasksRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .tasks;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].subject, "Add the login page");
+    assert_eq!(listed[0].description, "A form and its handler.");
+    assert_eq!(listed[0].files, ["src/login.rs"]);
+    let origin = listed[0].origin.clone().unwrap();
+    assert_eq!(
+        (origin.by.as_str(), origin.context_id.as_str()),
+        ("a2a alice", context.as_str())
+    );
+
+    // A scripted teammate claims it; its plan waits for the caller.
+    let _carol = lead.teammate("carol", CAROL);
+    let waiting = until(&lead, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    let asked = status_text(&waiting);
+    println!("{asked}");
+    assert!(asked.contains("one big change"), "{asked}");
+    assert!(asked.contains("src/db.rs"), "{asked}");
+
+    // Rejected with feedback: a blocking send returns once the revised
+    // plan waits.
+    let (ok, revised) = a2a(
+        &lead,
+        ALICE_TOKEN,
+        &["send", "reject: only the login page, please", "--task", &id],
+    )
+    .await;
+    assert!(ok, "{revised}");
+    assert_eq!(state(&revised), "TASK_STATE_INPUT_REQUIRED", "{revised}");
+    assert!(
+        status_text(&revised).contains("the login page alone"),
+        "{revised}"
+    );
+
+    // Approved (a data part): a blocking send returns when it is done.
+    let (ok, done) = a2a(
+        &lead,
+        ALICE_TOKEN,
+        &[
+            "send",
+            "--data",
+            r#"{"decision": "approve"}"#,
+            "--task",
+            &id,
+            "--context",
+            &context,
+        ],
+    )
+    .await;
+    assert!(ok, "{done}");
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+    let summary = done["artifacts"][0]["parts"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert_eq!(summary, "the login page is in src/login.rs", "{done}");
+    assert!(lead.workspace("carol").join("src/login.rs").exists());
+
+    // Each decision is alice's, in the requests' histories.
+    let requests = operator
+        .list_requests(pb::ListRequestsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .requests;
+    let plans: Vec<_> = requests.iter().filter(|r| r.sender == "carol").collect();
+    assert_eq!(plans.len(), 2, "{plans:?}");
+    for plan in plans {
+        assert!(
+            plan.reviews.iter().any(|r| r.reviewer == "operator alice"),
+            "{plan:?}"
+        );
+    }
+    // A finished task takes no more messages.
+    let (ok, refused) = a2a(&lead, ALICE_TOKEN, &["send", "approve", "--task", &id]).await;
+    assert!(!ok, "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("COMPLETED"),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn tasks_list_in_pages_and_a_caller_without_an_operator_token_changes_nothing() {
+    let lead = Lead::start(&["--operator-token", ALICE]).await;
+    let mut ids = Vec::new();
+    for n in 1..=5 {
+        let (ok, task) = a2a(
+            &lead,
+            ALICE_TOKEN,
+            &[
+                "--immediately",
+                "send",
+                &format!("task {n}"),
+                "--context",
+                "goal-1",
+            ],
+        )
+        .await;
+        assert!(ok, "{task}");
+        ids.push(task["id"].as_str().unwrap().to_owned());
+    }
+    let (ok, other) = a2a(&lead, ALICE_TOKEN, &["--immediately", "send", "elsewhere"]).await;
+    assert!(ok, "{other}");
+
+    // Pages of 2 over the 5 of goal-1, newest first, each once.
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let (ok, page) = a2a(
+            &lead,
+            ALICE_TOKEN,
+            &[
+                "list",
+                "--context",
+                "goal-1",
+                "--page-size",
+                "2",
+                "--page-token",
+                &token,
+            ],
+        )
+        .await;
+        assert!(ok, "{page}");
+        pages += 1;
+        assert_eq!(page["totalSize"], 5, "{page}");
+        for task in page["tasks"].as_array().unwrap() {
+            seen.push(task["id"].as_str().unwrap().to_owned());
+        }
+        token = page["nextPageToken"].as_str().unwrap_or("").to_owned();
+        if token.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(pages, 3);
+    ids.reverse();
+    assert_eq!(seen, ids, "newest first, each once");
+
+    // Without a token, or with the join token: refused, nothing created.
+    let (ok, refused) = a2a(&lead, "", &["--immediately", "send", "sneaky"]).await;
+    assert!(
+        !ok && refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("UNAUTHENTICATED"),
+        "{refused}"
+    );
+    let (ok, refused) = a2a(
+        &lead,
+        &lead.join_token,
+        &["--immediately", "send", "sneaky"],
+    )
+    .await;
+    assert!(
+        !ok && refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("PERMISSION_DENIED"),
+        "{refused}"
+    );
+    let (ok, refused) = a2a(&lead, "", &["list"]).await;
+    assert!(!ok, "{refused}");
+    let mut operator = lead.operator().await;
+    let tasks = operator
+        .list_tasks(pb::ListTasksRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .tasks;
+    assert_eq!(tasks.len(), 6, "nothing was created by the refused calls");
+
+    // An unknown task: the specification's TaskNotFound.
+    let (ok, missing) = a2a(&lead, ALICE_TOKEN, &["get", "no-such-task"]).await;
+    assert!(!ok);
+    assert_eq!(missing["error"], "TaskNotFoundError", "{missing}");
+}
