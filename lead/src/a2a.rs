@@ -6,9 +6,10 @@
 //! (`--operator-token NAME=TOKEN`): the task's origin and every decision's
 //! history say which.
 //!
-//! Not yet served: streams (`SendStreamingMessage`, `SubscribeToTask`),
-//! cancelling, push notifications and the JSON-RPC binding; each answers
-//! the specification's error, and the card says so.
+//! `SendStreamingMessage` and `SubscribeToTask` stream a task's updates,
+//! from the same notices as `Watch`. Not yet served: cancelling, push
+//! notifications and the JSON-RPC binding; each answers the
+//! specification's error, and the card says so.
 
 use std::pin::Pin;
 
@@ -44,6 +45,9 @@ const DEFAULT_PAGE: usize = 50;
 
 /// How many entries one internal list call reads at a time.
 const READ_PAGE: usize = 1_000;
+
+/// How many updates a stream holds for a client that does not read.
+const UPDATES_HELD: usize = 16;
 
 /// `lf.a2a.v1.A2AService`.
 #[derive(Debug, Clone)]
@@ -220,6 +224,144 @@ impl A2a {
         }
     }
 
+    /// What a `SendMessage` asks: a new task, or (a message on a task) the
+    /// caller's decision on what of it waits. The task's id, and how the
+    /// caller wants the answer.
+    async fn take(
+        &self,
+        by: &Operator,
+        ask: a2a::SendMessageRequest,
+    ) -> Result<(String, a2a::SendMessageConfiguration), Status> {
+        let message = ask
+            .message
+            .ok_or_else(|| invalid("message", "is required"))?;
+        if message.message_id.is_empty() {
+            return Err(invalid("message.message_id", "is required"));
+        }
+        if message.parts.is_empty() {
+            return Err(invalid("message.parts", "is empty"));
+        }
+        if message.role != a2a::Role::User as i32 {
+            return Err(invalid("message.role", "must be ROLE_USER"));
+        }
+        let config = ask.configuration.unwrap_or_default();
+        history_length(config.history_length, "configuration.history_length")?;
+        if !message.task_id.is_empty() {
+            self.answer(by, &message).await?;
+            return Ok((message.task_id, config));
+        }
+        let context = if message.context_id.is_empty() {
+            uuid::Uuid::new_v4().to_string()
+        } else {
+            message.context_id.clone()
+        };
+        let new = tasks::new_task(&message, &by.origin(), context)?;
+        let task: Task = self
+            .hub
+            .apply(
+                operator(),
+                Call::Operator,
+                Ok(Op::CreateTask {
+                    task_id: uuid::Uuid::new_v4().to_string(),
+                    task: new,
+                }),
+            )
+            .await?;
+        Ok((task.task_id, config))
+    }
+
+    /// Task `id`'s updates, in order: the task as it stands first, then
+    /// each change of its state or status (a status update; a completed
+    /// task's summary as an artifact before its last status), until it has
+    /// ended or (`until_interrupted`) waits for its caller. Bounded: a
+    /// client that stops reading holds at most a few updates.
+    async fn updates(
+        &self,
+        id: String,
+        until_interrupted: bool,
+    ) -> Result<BoxStream<a2a::StreamResponse>, Status> {
+        use a2a::stream_response::Payload;
+        // Watching first, so no change between the look and the wait is missed.
+        let mut events = self
+            .hub
+            .call(|reply| Command::Watch {
+                claim: operator(),
+                reply,
+            })
+            .await?;
+        let (task, waiting) = self.task(&id).await?;
+        let first = tasks::to_a2a(&task, waiting.as_ref(), None, true);
+        let ends = move |state: a2a::TaskState| {
+            tasks::terminal(state) || (until_interrupted && tasks::interrupted(state))
+        };
+        let (tx, rx) = tokio::sync::mpsc::channel(UPDATES_HELD);
+        let this = self.clone();
+        tokio::spawn(async move {
+            let seen = |t: &a2a::Task| t.status.clone().map(|s| (s.state, s.message));
+            let mut last = seen(&first);
+            let state = tasks::state(&task, waiting.as_ref());
+            let first = a2a::StreamResponse {
+                payload: Some(Payload::Task(first)),
+            };
+            if tx.send(Ok(first)).await.is_err() || ends(state) {
+                return;
+            }
+            loop {
+                tokio::select! {
+                    () = tx.closed() => return,
+                    event = events.next() => match event {
+                        Some(Ok(_)) => {}
+                        Some(Err(_)) | None => {
+                            let gone = Status::unavailable("the lead stopped; GetTask or subscribe again");
+                            let _ = tx.send(Err(gone)).await;
+                            return;
+                        }
+                    },
+                }
+                let Ok((task, waiting)) = this.task(&id).await else {
+                    return;
+                };
+                let now = tasks::to_a2a(&task, waiting.as_ref(), None, true);
+                if seen(&now) == last {
+                    continue;
+                }
+                last = seen(&now);
+                let state = tasks::state(&task, waiting.as_ref());
+                let mut out = Vec::new();
+                if state == a2a::TaskState::Completed {
+                    out.extend(now.artifacts.iter().map(|artifact| {
+                        Payload::ArtifactUpdate(a2a::TaskArtifactUpdateEvent {
+                            task_id: now.id.clone(),
+                            context_id: now.context_id.clone(),
+                            artifact: Some(artifact.clone()),
+                            append: false,
+                            last_chunk: true,
+                            metadata: None,
+                        })
+                    }));
+                }
+                out.push(Payload::StatusUpdate(a2a::TaskStatusUpdateEvent {
+                    task_id: now.id.clone(),
+                    context_id: now.context_id.clone(),
+                    status: now.status.clone(),
+                    metadata: None,
+                }));
+                for payload in out {
+                    let update = a2a::StreamResponse {
+                        payload: Some(payload),
+                    };
+                    if tx.send(Ok(update)).await.is_err() {
+                        return;
+                    }
+                }
+                if ends(state) {
+                    return;
+                }
+            }
+        });
+        Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
+    }
+
     /// A message on task `id`: the caller's decision on what of it waits.
     async fn answer(&self, by: &Operator, message: &a2a::Message) -> Result<(), Status> {
         let (task, waiting) = self.task(&message.task_id).await?;
@@ -270,44 +412,8 @@ impl A2aService for A2a {
         request: Request<a2a::SendMessageRequest>,
     ) -> Result<Response<a2a::SendMessageResponse>, Status> {
         let by = self.admit(&request).await?;
-        let ask = request.into_inner();
-        let message = ask
-            .message
-            .ok_or_else(|| invalid("message", "is required"))?;
-        if message.message_id.is_empty() {
-            return Err(invalid("message.message_id", "is required"));
-        }
-        if message.parts.is_empty() {
-            return Err(invalid("message.parts", "is empty"));
-        }
-        if message.role != a2a::Role::User as i32 {
-            return Err(invalid("message.role", "must be ROLE_USER"));
-        }
-        let config = ask.configuration.unwrap_or_default();
+        let (id, config) = self.take(&by, request.into_inner()).await?;
         let history = history_length(config.history_length, "configuration.history_length")?;
-        let id = if message.task_id.is_empty() {
-            let context = if message.context_id.is_empty() {
-                uuid::Uuid::new_v4().to_string()
-            } else {
-                message.context_id.clone()
-            };
-            let new = tasks::new_task(&message, &by.origin(), context)?;
-            let task: Task = self
-                .hub
-                .apply(
-                    operator(),
-                    Call::Operator,
-                    Ok(Op::CreateTask {
-                        task_id: uuid::Uuid::new_v4().to_string(),
-                        task: new,
-                    }),
-                )
-                .await?;
-            task.task_id
-        } else {
-            self.answer(&by, &message).await?;
-            message.task_id.clone()
-        };
         if !config.return_immediately {
             self.settle(&id).await?;
         }
@@ -328,10 +434,9 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::SendMessageRequest>,
     ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
-        self.admit(&request).await?;
-        Err(unsupported(
-            "streaming is not served yet (the card says streaming: false); send SendMessage and poll GetTask",
-        ))
+        let by = self.admit(&request).await?;
+        let (id, _) = self.take(&by, request.into_inner()).await?;
+        Ok(Response::new(self.updates(id, true).await?))
     }
 
     async fn get_task(
@@ -456,9 +561,19 @@ impl A2aService for A2a {
         request: Request<a2a::SubscribeToTaskRequest>,
     ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
         self.admit(&request).await?;
-        Err(unsupported(
-            "streaming is not served yet (the card says streaming: false); poll GetTask",
-        ))
+        let id = request.into_inner().id;
+        if id.is_empty() {
+            return Err(invalid("id", "is required"));
+        }
+        let (task, waiting) = self.task(&id).await?;
+        let state = tasks::state(&task, waiting.as_ref());
+        if tasks::terminal(state) {
+            return Err(unsupported(format!(
+                "task {id:?} is {}; there is nothing to follow",
+                state.as_str_name()
+            )));
+        }
+        Ok(Response::new(self.updates(id, false).await?))
     }
 
     async fn create_task_push_notification_config(

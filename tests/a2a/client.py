@@ -1,6 +1,7 @@
 """An A2A client for the tests, on the official SDK (a2a-sdk): it fetches
 the agent card from --card (the lead's console URL), picks its gRPC
-interface, and runs one command, printing the answer as JSON (ProtoJSON).
+interface, and runs one command, printing the answer as JSON (ProtoJSON;
+a stream's events one a line, as they come).
 A refusal prints {"error": TYPE, "message": ...} and exits 2."""
 
 import argparse
@@ -13,6 +14,7 @@ import grpc.aio
 from google.protobuf import json_format, struct_pb2
 from a2a.client import AuthInterceptor, ClientConfig, ClientFactory, CredentialService
 from a2a.types import (
+    SubscribeToTaskRequest,
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
@@ -49,9 +51,10 @@ def message(text, data, task_id, context_id):
 
 
 async def run(args):
+    streaming = args.cmd in ("subscribe", "stream")
     config = ClientConfig(
         supported_protocol_bindings=["GRPC"],
-        streaming=False,
+        streaming=streaming,
         polling=args.immediately,
         grpc_channel_factory=grpc.aio.insecure_channel,
     )
@@ -64,6 +67,15 @@ async def run(args):
             )
             events = [event async for event in client.send_message(request)]
             return events[-1].task
+        if args.cmd == "stream":
+            request = SendMessageRequest(message=message(args.text, None, args.task, ""))
+            async for event in client.send_message(request):
+                print(json.dumps(json_format.MessageToDict(event)), flush=True)
+            return None
+        if args.cmd == "subscribe":
+            async for event in client.subscribe(SubscribeToTaskRequest(id=args.id)):
+                print(json.dumps(json_format.MessageToDict(event)), flush=True)
+            return None
         if args.cmd == "get":
             request = GetTaskRequest(id=args.id)
             if args.history is not None:
@@ -99,6 +111,11 @@ def main():
     listing.add_argument("--context", default="")
     listing.add_argument("--page-size", type=int)
     listing.add_argument("--page-token", default="")
+    stream = sub.add_parser("stream", help="SendStreamingMessage: one JSON line an event")
+    stream.add_argument("text")
+    stream.add_argument("--task", default="")
+    subscribe = sub.add_parser("subscribe", help="SubscribeToTask: one JSON line an event")
+    subscribe.add_argument("id")
     cancel = sub.add_parser("cancel")
     cancel.add_argument("id")
     args = parser.parse_args()
@@ -107,7 +124,8 @@ def main():
     except Exception as error:  # the SDK's errors, mapped from ErrorInfo
         print(json.dumps({"error": type(error).__name__, "message": str(error)}))
         sys.exit(2)
-    print(json.dumps(json_format.MessageToDict(answer)))
+    if answer is not None:
+        print(json.dumps(json_format.MessageToDict(answer)))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,28 @@ async fn a2a(lead: &Lead, token: &str, args: &[&str]) -> (bool, Value) {
     (output.status.success(), json)
 }
 
+/// `tests/a2a/client.py ... subscribe ID`, running: its events, a line each.
+fn subscribe(
+    lead: &Lead,
+    id: &str,
+) -> (
+    tokio::process::Child,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) {
+    use tokio::io::AsyncBufReadExt as _;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("a2a/client.py");
+    let mut child = tokio::process::Command::new(python())
+        .arg(script)
+        .args(["--card", lead.console.as_deref().expect("a console")])
+        .args(["--token", ALICE_TOKEN, "subscribe", id])
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, lines)
+}
+
 /// The state of an A2A task, as ProtoJSON says it.
 fn state(task: &Value) -> &str {
     task["status"]["state"].as_str().unwrap_or("")
@@ -121,6 +143,15 @@ async fn a_task_handed_in_by_a2a_is_planned_reviewed_by_message_and_completed() 
         ("a2a alice", context.as_str())
     );
 
+    // Followed from here to the end over SubscribeToTask.
+    let (mut follower, mut updates) = subscribe(&lead, &id);
+    let first = within("the subscription's first event", updates.next_line())
+        .await
+        .unwrap()
+        .expect("an event");
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(state(&first["task"]), "TASK_STATE_SUBMITTED", "{first}");
+
     // A scripted teammate claims it; its plan waits for the caller.
     let _carol = lead.teammate("carol", CAROL);
     let waiting = until(&lead, &id, "TASK_STATE_INPUT_REQUIRED").await;
@@ -166,6 +197,53 @@ async fn a_task_handed_in_by_a2a_is_planned_reviewed_by_message_and_completed() 
         .unwrap_or("");
     assert_eq!(summary, "the login page is in src/login.rs", "{done}");
     assert!(lead.workspace("carol").join("src/login.rs").exists());
+
+    // The subscriber saw it all, in order, and its stream ended.
+    let mut seen: Vec<String> = Vec::new();
+    while let Some(line) = within("the subscription", updates.next_line())
+        .await
+        .unwrap()
+    {
+        let event: Value = serde_json::from_str(&line).unwrap();
+        if let Some(update) = event.get("statusUpdate") {
+            let words = update["status"]["message"]["parts"][0]["text"]
+                .as_str()
+                .unwrap_or("");
+            let plan = ["one big change", "the login page alone"]
+                .into_iter()
+                .find(|p| words.contains(p))
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default();
+            seen.push(format!(
+                "{}{plan}",
+                update["status"]["state"].as_str().unwrap_or("")
+            ));
+        } else if event.get("artifactUpdate").is_some() {
+            seen.push("artifact".into());
+        }
+    }
+    println!("followed: {seen:?}");
+    let waits: Vec<&String> = seen
+        .iter()
+        .filter(|s| s.starts_with("TASK_STATE_INPUT_REQUIRED"))
+        .collect();
+    assert_eq!(
+        waits,
+        [
+            "TASK_STATE_INPUT_REQUIRED (one big change)",
+            "TASK_STATE_INPUT_REQUIRED (the login page alone)"
+        ],
+        "{seen:?}"
+    );
+    assert_eq!(
+        seen[seen.len() - 2..],
+        ["artifact".to_owned(), "TASK_STATE_COMPLETED".to_owned()],
+        "{seen:?}"
+    );
+    assert!(within("the subscriber to end", follower.wait())
+        .await
+        .unwrap()
+        .success());
 
     // Each decision is alice's, in the requests' histories.
     let requests = operator

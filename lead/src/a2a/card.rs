@@ -25,7 +25,7 @@ pub(crate) fn card(lead_url: &str) -> Value {
             "protocolVersion": super::VERSION,
         }],
         "capabilities": {
-            "streaming": false,
+            "streaming": true,
             "pushNotifications": false,
             "extendedAgentCard": false,
         },
