@@ -31,8 +31,10 @@ use crate::{
 };
 
 pub(crate) mod card;
+mod cursor;
 mod errors;
 mod tasks;
+mod updates;
 
 use errors::{invalid, not_cancelable, push_not_supported, task_not_found, unsupported};
 
@@ -270,98 +272,6 @@ impl A2a {
         Ok((task.task_id, config))
     }
 
-    /// Task `id`'s updates, in order: the task as it stands first, then
-    /// each change of its state or status (a status update; a completed
-    /// task's summary as an artifact before its last status), until it has
-    /// ended or (`until_interrupted`) waits for its caller. Bounded: a
-    /// client that stops reading holds at most a few updates.
-    async fn updates(
-        &self,
-        id: String,
-        until_interrupted: bool,
-    ) -> Result<BoxStream<a2a::StreamResponse>, Status> {
-        use a2a::stream_response::Payload;
-        // Watching first, so no change between the look and the wait is missed.
-        let mut events = self
-            .hub
-            .call(|reply| Command::Watch {
-                claim: operator(),
-                reply,
-            })
-            .await?;
-        let (task, waiting) = self.task(&id).await?;
-        let first = tasks::to_a2a(&task, waiting.as_ref(), None, true);
-        let ends = move |state: a2a::TaskState| {
-            tasks::terminal(state) || (until_interrupted && tasks::interrupted(state))
-        };
-        let (tx, rx) = tokio::sync::mpsc::channel(UPDATES_HELD);
-        let this = self.clone();
-        tokio::spawn(async move {
-            let seen = |t: &a2a::Task| t.status.clone().map(|s| (s.state, s.message));
-            let mut last = seen(&first);
-            let state = tasks::state(&task, waiting.as_ref());
-            let first = a2a::StreamResponse {
-                payload: Some(Payload::Task(first)),
-            };
-            if tx.send(Ok(first)).await.is_err() || ends(state) {
-                return;
-            }
-            loop {
-                tokio::select! {
-                    () = tx.closed() => return,
-                    event = events.next() => match event {
-                        Some(Ok(_)) => {}
-                        Some(Err(_)) | None => {
-                            let gone = Status::unavailable("the lead stopped; GetTask or subscribe again");
-                            let _ = tx.send(Err(gone)).await;
-                            return;
-                        }
-                    },
-                }
-                let Ok((task, waiting)) = this.task(&id).await else {
-                    return;
-                };
-                let now = tasks::to_a2a(&task, waiting.as_ref(), None, true);
-                if seen(&now) == last {
-                    continue;
-                }
-                last = seen(&now);
-                let state = tasks::state(&task, waiting.as_ref());
-                let mut out = Vec::new();
-                if state == a2a::TaskState::Completed {
-                    out.extend(now.artifacts.iter().map(|artifact| {
-                        Payload::ArtifactUpdate(a2a::TaskArtifactUpdateEvent {
-                            task_id: now.id.clone(),
-                            context_id: now.context_id.clone(),
-                            artifact: Some(artifact.clone()),
-                            append: false,
-                            last_chunk: true,
-                            metadata: None,
-                        })
-                    }));
-                }
-                out.push(Payload::StatusUpdate(a2a::TaskStatusUpdateEvent {
-                    task_id: now.id.clone(),
-                    context_id: now.context_id.clone(),
-                    status: now.status.clone(),
-                    metadata: None,
-                }));
-                for payload in out {
-                    let update = a2a::StreamResponse {
-                        payload: Some(payload),
-                    };
-                    if tx.send(Ok(update)).await.is_err() {
-                        return;
-                    }
-                }
-                if ends(state) {
-                    return;
-                }
-            }
-        });
-        Ok(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx)))
-    }
-
     /// A message on task `id`: the caller's decision on what of it waits.
     async fn answer(&self, by: &Operator, message: &a2a::Message) -> Result<(), Status> {
         let (task, waiting) = self.task(&message.task_id).await?;
@@ -436,7 +346,7 @@ impl A2aService for A2a {
     ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
         let by = self.admit(&request).await?;
         let (id, _) = self.take(&by, request.into_inner()).await?;
-        Ok(Response::new(self.updates(id, true).await?))
+        Ok(Response::new(updates::updates(self, id, true).await?))
     }
 
     async fn get_task(
@@ -573,7 +483,7 @@ impl A2aService for A2a {
                 state.as_str_name()
             )));
         }
-        Ok(Response::new(self.updates(id, false).await?))
+        Ok(Response::new(updates::updates(self, id, false).await?))
     }
 
     async fn create_task_push_notification_config(
@@ -616,35 +526,6 @@ impl A2aService for A2a {
     ) -> Result<Response<()>, Status> {
         self.admit(&request).await?;
         Err(push_not_supported())
-    }
-}
-
-/// `ListTasks` page tokens: where the last page ended (its last task's
-/// change time and id), opaque to the caller.
-mod cursor {
-    use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
-
-    /// The token after the task changed at `at` with id `id`.
-    pub(super) fn make(at: i64, id: &str) -> String {
-        URL_SAFE_NO_PAD.encode(format!("{at}:{id}"))
-    }
-
-    /// What a token says, if it is one.
-    pub(super) fn parse(token: &str) -> Option<(i64, String)> {
-        let bytes = URL_SAFE_NO_PAD.decode(token).ok()?;
-        let text = String::from_utf8(bytes).ok()?;
-        let (at, id) = text.split_once(':')?;
-        Some((at.parse().ok()?, id.to_owned()))
-    }
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn a_token_says_where_the_page_ended() {
-            let token = super::make(1_700, "t-1");
-            assert_eq!(super::parse(&token), Some((1_700, "t-1".to_owned())));
-            assert_eq!(super::parse("not a token"), None);
-        }
     }
 }
 
