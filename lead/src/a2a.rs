@@ -7,8 +7,9 @@
 //! history say which.
 //!
 //! `SendStreamingMessage` and `SubscribeToTask` stream a task's updates,
-//! from the same notices as `Watch`. Not yet served: cancelling, push
-//! notifications and the JSON-RPC binding; each answers the
+//! from the same notices as `Watch`. `CancelTask` withdraws the task (its
+//! claimant is told, its pending requests of it expire). Not yet served:
+//! push notifications and the JSON-RPC binding; each answers the
 //! specification's error, and the card says so.
 
 use std::pin::Pin;
@@ -449,7 +450,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::CancelTaskRequest>,
     ) -> Result<Response<a2a::Task>, Status> {
-        self.admit(&request).await?;
+        let by = self.admit(&request).await?;
         let id = request.into_inner().id;
         if id.is_empty() {
             return Err(invalid("id", "is required"));
@@ -459,9 +460,27 @@ impl A2aService for A2a {
         if tasks::terminal(state) {
             return Err(not_cancelable(&id, state.as_str_name()));
         }
-        Err(unsupported(
-            "cancelling a task is not served yet; the team's task list has no withdrawal",
-        ))
+        let withdraw = Op::WithdrawTask {
+            task_id: id.clone(),
+            reason: format!("cancelled by {} (A2A CancelTask)", by.origin()),
+            by: by.decider(),
+        };
+        let _: Task = self
+            .hub
+            .apply(operator(), Call::Operator, Ok(withdraw))
+            .await
+            .map_err(|e| match e {
+                // Ended meanwhile.
+                crate::error::HubError::FailedPrecondition(_) => not_cancelable(&id, "ended"),
+                e => Status::from(e),
+            })?;
+        let (task, waiting) = self.task(&id).await?;
+        Ok(Response::new(tasks::to_a2a(
+            &task,
+            waiting.as_ref(),
+            None,
+            true,
+        )))
     }
 
     type SubscribeToTaskStream = BoxStream<a2a::StreamResponse>;

@@ -355,6 +355,7 @@ pub fn task_status(status: i32) -> &'static str {
         Ok(pb::TaskStatus::Pending) => "PENDING",
         Ok(pb::TaskStatus::Claimed) => "CLAIMED",
         Ok(pb::TaskStatus::Completed) => "COMPLETED",
+        Ok(pb::TaskStatus::Withdrawn) => "WITHDRAWN",
         _ => "UNSPECIFIED",
     }
 }

@@ -367,3 +367,72 @@ async fn tasks_list_in_pages_and_a_caller_without_an_operator_token_changes_noth
     assert!(!ok);
     assert_eq!(missing["error"], "TaskNotFoundError", "{missing}");
 }
+
+#[tokio::test]
+async fn cancel_task_withdraws_a_claimed_task_and_its_plan_expires() {
+    let lead = Lead::start(&["--operator-token", ALICE]).await;
+    let (ok, task) = a2a(
+        &lead,
+        ALICE_TOKEN,
+        &["--immediately", "send", "Add the login page"],
+    )
+    .await;
+    assert!(ok, "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let _carol = lead.teammate("carol", CAROL);
+    until(&lead, &id, "TASK_STATE_INPUT_REQUIRED").await;
+
+    let (ok, cancelled) = a2a(&lead, ALICE_TOKEN, &["cancel", &id]).await;
+    assert!(ok, "{cancelled}");
+    assert_eq!(state(&cancelled), "TASK_STATE_CANCELED", "{cancelled}");
+    assert!(status_text(&cancelled).contains("withdrawn"), "{cancelled}");
+    // The team's list says so; carol's plan expired, and she was told.
+    let mut operator = lead.operator().await;
+    let listed = operator
+        .list_tasks(pb::ListTasksRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .tasks;
+    assert_eq!(
+        listed[0].status,
+        pb::TaskStatus::Withdrawn as i32,
+        "{listed:?}"
+    );
+    let requests = operator
+        .list_requests(pb::ListRequestsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .requests;
+    let plan = requests
+        .iter()
+        .find(|r| r.sender == "carol")
+        .expect("carol's plan");
+    assert_eq!(plan.status, pb::RequestStatus::Expired as i32, "{plan:?}");
+    assert!(
+        plan.feedback.contains("withdrawn by operator alice"),
+        "{plan:?}"
+    );
+
+    // Again, or a task never handed in: the specification's errors.
+    let (ok, again) = a2a(&lead, ALICE_TOKEN, &["cancel", &id]).await;
+    assert!(!ok);
+    assert_eq!(again["error"], "TaskNotCancelableError", "{again}");
+    let (ok, missing) = a2a(&lead, ALICE_TOKEN, &["cancel", "no-such-task"]).await;
+    assert!(!ok);
+    assert_eq!(missing["error"], "TaskNotFoundError", "{missing}");
+    // A task nobody claimed yet is withdrawn as well.
+    let (_, other) = a2a(
+        &lead,
+        ALICE_TOKEN,
+        &["--immediately", "send", "Something else"],
+    )
+    .await;
+    let other_id = other["id"].as_str().unwrap().to_owned();
+    let (ok, cancelled) = a2a(&lead, ALICE_TOKEN, &["cancel", &other_id]).await;
+    assert!(
+        ok && state(&cancelled) == "TASK_STATE_CANCELED",
+        "{cancelled}"
+    );
+}

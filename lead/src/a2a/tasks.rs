@@ -20,6 +20,7 @@ use super::errors::invalid;
 pub(crate) fn state(task: &Task, waiting: Option<&Request>) -> a2a::TaskState {
     match (task.status, waiting) {
         (TaskStatus::Completed, _) => a2a::TaskState::Completed,
+        (TaskStatus::Withdrawn, _) => a2a::TaskState::Canceled,
         (_, Some(_)) => a2a::TaskState::InputRequired,
         (TaskStatus::Claimed, None) => a2a::TaskState::Working,
         (TaskStatus::Pending, None) => a2a::TaskState::Submitted,
@@ -128,6 +129,7 @@ fn status_words(task: &Task, waiting: Option<&Request>) -> String {
         TaskStatus::Pending => "waiting for a member to claim it".to_owned(),
         TaskStatus::Claimed => format!("{} works on it", task.owner),
         TaskStatus::Completed => format!("{} completed it: {}", task.owner, task.summary),
+        TaskStatus::Withdrawn => format!("it was {}", task.summary),
     }
 }
 

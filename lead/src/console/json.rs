@@ -92,12 +92,13 @@ fn request_status(status: Status) -> &'static str {
     }
 }
 
-/// `PENDING`, `CLAIMED`, `COMPLETED`.
+/// `PENDING`, `CLAIMED`, `COMPLETED`, `WITHDRAWN`.
 fn task_status(status: TaskStatus) -> &'static str {
     match status {
         TaskStatus::Pending => "PENDING",
         TaskStatus::Claimed => "CLAIMED",
         TaskStatus::Completed => "COMPLETED",
+        TaskStatus::Withdrawn => "WITHDRAWN",
     }
 }
 
@@ -290,6 +291,7 @@ mod tests {
             TaskStatus::Pending,
             TaskStatus::Claimed,
             TaskStatus::Completed,
+            TaskStatus::Withdrawn,
         ]
         .into_iter()
         .enumerate()

@@ -276,6 +276,16 @@ pub enum Op {
         /// The task.
         task_id: Option<String>,
     },
+    /// The operator withdraws a task still open: it ends; its owner (if
+    /// any) is told, its requests of it expire and its grant for it ends.
+    WithdrawTask {
+        /// The task.
+        task_id: String,
+        /// Why, as the owner and the task's summary say.
+        reason: String,
+        /// Who withdrew it (`operator NAME`).
+        by: String,
+    },
     /// A member completes the task it claimed.
     CompleteTask {
         /// The task.
@@ -332,6 +342,7 @@ impl Op {
         match self {
             Op::Join { .. } => Doors::Join,
             Op::CreateTask { .. }
+            | Op::WithdrawTask { .. }
             | Op::SetBudget { .. }
             | Op::ReviewPlan { .. }
             | Op::ReviewPermission { .. }

@@ -23,6 +23,9 @@ pub enum TaskStatus {
     Claimed,
     /// Its owner completed it. Terminal.
     Completed,
+    /// The operator withdrew it (its summary says why; its owner, if it
+    /// had one, stays named). Terminal; a task it blocks stays blocked.
+    Withdrawn,
 }
 
 /// One task.
@@ -205,11 +208,17 @@ impl TaskBoard {
     fn none_claimable(&self) -> String {
         let count = |status| self.tasks.iter().filter(|t| t.status == status).count();
         match count(TaskStatus::Pending) {
-            0 => format!(
-                "no task can be claimed now: none is pending ({} claimed, {} completed)",
-                count(TaskStatus::Claimed),
-                count(TaskStatus::Completed)
-            ),
+            0 => {
+                let withdrawn = match count(TaskStatus::Withdrawn) {
+                    0 => String::new(),
+                    n => format!(", {n} withdrawn"),
+                };
+                format!(
+                    "no task can be claimed now: none is pending ({} claimed, {} completed{withdrawn})",
+                    count(TaskStatus::Claimed),
+                    count(TaskStatus::Completed)
+                )
+            }
             pending => format!(
                 "no task can be claimed now: every pending task ({pending}) waits for a \
                  task that is not completed yet"
@@ -337,6 +346,9 @@ impl TaskBoard {
                             "task {id} is already completed"
                         )))
                     }
+                    TaskStatus::Withdrawn => {
+                        return Err(CoreError::Conflict(format!("task {id} was withdrawn")))
+                    }
                     TaskStatus::Pending => {
                         let open = self.open_blockers(task);
                         if !open.is_empty() {
@@ -387,6 +399,12 @@ impl TaskBoard {
                 )
             }));
         }
+        if task.status == TaskStatus::Withdrawn {
+            return Err(CoreError::Conflict(format!(
+                "task {id} was withdrawn ({}); it cannot be completed",
+                task.summary
+            )));
+        }
         if task.status == TaskStatus::Completed {
             return Ok(Completed {
                 task: task.clone(),
@@ -427,6 +445,32 @@ impl TaskBoard {
             }
         }
         released
+    }
+
+    /// Withdraws task `id` (the operator's word: `why`): it ends, whoever
+    /// works on it. A task already ended is refused.
+    pub fn withdraw(&mut self, id: &str, why: &str, now: i64) -> Result<Task, CoreError> {
+        limits::check("reason", why, limits::TEXT)?;
+        let &at = self
+            .index
+            .get(id)
+            .ok_or_else(|| CoreError::NotFound(format!("task_id: no task {id:?}")))?;
+        let task = &mut self.tasks[at];
+        match task.status {
+            TaskStatus::Completed => Err(CoreError::Conflict(format!(
+                "task {id} is completed; only a task still open can be withdrawn"
+            ))),
+            TaskStatus::Withdrawn => Err(CoreError::Conflict(format!(
+                "task {id} was withdrawn already"
+            ))),
+            TaskStatus::Pending | TaskStatus::Claimed => {
+                task.status = TaskStatus::Withdrawn;
+                task.summary = format!("withdrawn: {why}");
+                task.updated_at_unix_ms = now;
+                self.touched.insert(at);
+                Ok(task.clone())
+            }
+        }
     }
 
     /// The tasks created or changed since the last call, oldest first, as
@@ -652,5 +696,59 @@ mod tests {
         assert_eq!(ids, ["a", "b", "c"]);
         assert_eq!(restored.get("b").expect("b").blocked_by, ["a"]);
         assert_eq!(restored.claimable_count(), 2);
+    }
+
+    #[test]
+    fn a_withdrawn_task_ends_and_what_it_blocked_stays_blocked() {
+        let mut board = board();
+        board.claim("ann", Some("c"), 4).expect("claim");
+        // Every status: pending and claimed are withdrawn; ended ones refused.
+        let pending = board.withdraw("a", "not needed", 5).expect("pending");
+        assert_eq!(pending.status, TaskStatus::Withdrawn);
+        assert_eq!(pending.summary, "withdrawn: not needed");
+        let claimed = board.withdraw("c", "changed course", 6).expect("claimed");
+        assert_eq!(
+            (claimed.status, claimed.owner.as_str()),
+            (TaskStatus::Withdrawn, "ann")
+        );
+        assert!(matches!(
+            board.withdraw("a", "again", 7),
+            Err(CoreError::Conflict(_))
+        ));
+        assert!(matches!(
+            board.withdraw("zz", "x", 7),
+            Err(CoreError::NotFound(_))
+        ));
+        board.create("d".into(), new("fourth", &[]), 8).expect("d");
+        board.claim("bob", Some("d"), 9).expect("claim");
+        board
+            .complete("bob", "d", "done".into(), 10)
+            .expect("complete");
+        assert!(matches!(
+            board.withdraw("d", "late", 11),
+            Err(CoreError::Conflict(_))
+        ));
+        // Nothing more happens to it; what it blocked stays blocked.
+        assert!(matches!(
+            board.claim("bob", Some("a"), 12),
+            Err(CoreError::Conflict(_))
+        ));
+        assert!(matches!(
+            board.complete("ann", "c", "x".into(), 12),
+            Err(CoreError::Conflict(_))
+        ));
+        assert!(!board.is_claimable(board.get("b").expect("b")));
+        assert_eq!(board.release("ann", 13), Vec::<Task>::new());
+        let none = board.claim("bob", None, 14).expect_err("nothing claimable");
+        assert!(
+            none.to_string().contains("withdrawn") || none.to_string().contains("waits"),
+            "{none}"
+        );
+        let changed: Vec<String> = board
+            .take_changed()
+            .into_iter()
+            .map(|t| t.task_id)
+            .collect();
+        assert!(changed.contains(&"a".to_owned()) && changed.contains(&"c".to_owned()));
     }
 }

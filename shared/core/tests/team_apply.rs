@@ -486,6 +486,113 @@ fn completing_the_task_a_plan_was_approved_for_ends_its_hold_and_its_grant() {
 }
 
 #[test]
+fn withdrawing_a_task_expires_its_plans_ends_its_grant_and_tells_its_owner() {
+    let mut team = team();
+    join(&mut team, "alice", 0);
+    join(&mut team, "bob", 0);
+    create(&mut team, "t1", &[], 1);
+    create(&mut team, "t2", &[], 1);
+    team.apply(
+        2,
+        &member("alice"),
+        Op::ClaimTask {
+            task_id: Some("t1".into()),
+        },
+    )
+    .unwrap();
+    team.apply(
+        2,
+        &member("bob"),
+        Op::ClaimTask {
+            task_id: Some("t2".into()),
+        },
+    )
+    .unwrap();
+    let plan = |n: u8, sender: &str, task: &str| Opening {
+        id: id(n),
+        kind: Kind::PlanApproval,
+        sender: sender.into(),
+        target: "lead".into(),
+        payload_json: format!(
+            r#"{{"plan":{{"summary":"s","files":["src/a.rs"],"task_id":"{task}"}}}}"#
+        ),
+        deadline_unix_ms: None,
+    };
+    // Alice's plan for t1 approved, a second one pending; bob's for t2 pending.
+    team.requests.open(plan(1, "alice", "t1"), 3).unwrap();
+    team.answer_plan(
+        &id(1),
+        Decision {
+            approve: true,
+            feedback: String::new(),
+            grant: Some(Grant::of_plan(Mode::AcceptEdits)),
+        },
+        4,
+    )
+    .unwrap();
+    team.members.set_mode("alice", Mode::AcceptEdits);
+    team.requests.open(plan(2, "alice", "t1"), 5).unwrap();
+    team.requests.open(plan(3, "bob", "t2"), 5).unwrap();
+
+    let withdraw = |team: &mut Team, task: &str, now| {
+        team.apply(
+            now,
+            &Caller::Operator,
+            Op::WithdrawTask {
+                task_id: task.into(),
+                reason: "not needed".into(),
+                by: "operator carol".into(),
+            },
+        )
+    };
+    let done = withdraw(&mut team, "t1", 6).unwrap();
+    assert_eq!(team.tasks.get("t1").unwrap().status, TaskStatus::Withdrawn);
+    // Alice's pending plan of t1 expired, saying why; bob's is untouched.
+    assert_eq!(request_notices(&done.effects), [RequestStatus::Expired]);
+    let expired = team.requests.get(&id(2)).unwrap();
+    assert_eq!(expired.status, RequestStatus::Expired);
+    assert!(expired
+        .feedback
+        .contains("withdrawn by operator carol: not needed"));
+    assert_eq!(
+        team.requests.get(&id(3)).unwrap().status,
+        RequestStatus::Pending
+    );
+    // Her grant for it ended, and she heard why.
+    assert!(team.holds.get("alice").is_none());
+    assert_eq!(team.members.get("alice").unwrap().mode, Mode::Plan);
+    let told = done.effects.iter().any(|e| {
+        matches!(e,
+        Effect::Deliver { to, message: Message::Text { content }, .. }
+            if to == &["alice".to_owned()] && content.contains("task t1 was withdrawn"))
+    });
+    assert!(told, "{:?}", done.effects);
+    // Ended: not again, and not completed by its owner.
+    assert!(withdraw(&mut team, "t1", 7).is_err());
+    let complete = team.apply(
+        8,
+        &member("alice"),
+        Op::CompleteTask {
+            task_id: "t1".into(),
+            summary: "done".into(),
+        },
+    );
+    assert!(complete.is_err());
+    // Only the operator withdraws.
+    assert!(team
+        .apply(
+            9,
+            &member("bob"),
+            Op::WithdrawTask {
+                task_id: "t2".into(),
+                reason: "mine".into(),
+                by: "bob".into(),
+            },
+        )
+        .is_err());
+}
+
+#[test]
 fn a_budget_is_set_for_a_member_that_joined_and_it_hears_of_it() {
     let mut team = team();
     join(&mut team, "alice", 0);

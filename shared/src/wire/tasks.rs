@@ -16,6 +16,7 @@ impl ToPb for TaskStatus {
             TaskStatus::Pending => pb::TaskStatus::Pending,
             TaskStatus::Claimed => pb::TaskStatus::Claimed,
             TaskStatus::Completed => pb::TaskStatus::Completed,
+            TaskStatus::Withdrawn => pb::TaskStatus::Withdrawn,
         }
     }
 }
@@ -29,6 +30,7 @@ impl TryFrom<pb::TaskStatus> for TaskStatus {
             pb::TaskStatus::Pending => Ok(TaskStatus::Pending),
             pb::TaskStatus::Claimed => Ok(TaskStatus::Claimed),
             pb::TaskStatus::Completed => Ok(TaskStatus::Completed),
+            pb::TaskStatus::Withdrawn => Ok(TaskStatus::Withdrawn),
             pb::TaskStatus::Unspecified => Err(UnknownEnumValue(value as i32)),
         }
     }

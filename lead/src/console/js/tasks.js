@@ -20,6 +20,7 @@ function taskStatus(t) {
 function taskWaits(t) {
   const status = taskStatus(t);
   if (status === "completed") return "nothing: done";
+  if (status === "withdrawn") return "nothing: withdrawn";
   if (status === "blocked") {
     return "blocked by " + (t.blocked_by || []).filter((b) => String((tasks.get(b) || {}).status || "").toLowerCase() !== "completed")
       .map((b) => (tasks.get(b) || {}).subject || b).join(", ");

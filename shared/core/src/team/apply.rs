@@ -121,6 +121,7 @@ impl Team {
             Op::CreateTask { .. }
             | Op::ClaimTask { .. }
             | Op::CompleteTask { .. }
+            | Op::WithdrawTask { .. }
             | Op::ListTasks { .. } => self.tasks_op(now, caller, op, &mut effects)?,
             Op::ReportUsage { .. }
             | Op::SetBudget { .. }
@@ -413,6 +414,60 @@ impl Team {
         Ok(done.task)
     }
 
+    /// `WithdrawTask`: the task ends, whoever works on it; its owner's
+    /// pending requests of it (a plan or result naming it, an amendment)
+    /// expire, its grant for it ends (back to plan mode), and it hears
+    /// why. A result being landed is left to the merge.
+    pub(super) fn withdraw_task_op(
+        &mut self,
+        task_id: &str,
+        reason: &str,
+        by: &str,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Task, CoreError> {
+        let task = self.tasks.withdraw(task_id, reason, now)?;
+        effects.push(Effect::Notify(Notice::Task(task.clone())));
+        let owner = task.owner.clone();
+        if owner.is_empty() {
+            return Ok(task);
+        }
+        let why = format!("task {task_id} was withdrawn by {by}: {reason}");
+        let ids: Vec<crate::names::RequestId> = self
+            .requests
+            .pending_involving(&owner)
+            .into_iter()
+            .filter(|id| {
+                self.requests.get(id).is_some_and(|r| {
+                    r.opening.sender == owner
+                        && !super::results::is_landing(r)
+                        && match r.opening.kind {
+                            Kind::PlanApproval | Kind::Result => names_task(r, task_id),
+                            Kind::Amendment => true,
+                            Kind::Shutdown | Kind::Permission => false,
+                        }
+                })
+            })
+            .collect();
+        for id in ids {
+            if let Some(expired) = self.requests.expire(&id, &why, now) {
+                effects.push(Effect::Notify(Notice::Request(Box::new(expired))));
+            }
+        }
+        if self.holds.complete(&owner, task_id) {
+            self.members.set_mode(&owner, Mode::Plan);
+            self.notify_member(&owner, effects);
+        }
+        effects.push(Effect::Deliver {
+            from: "lead".into(),
+            to: vec![owner],
+            message: Message::Text {
+                content: format!("{why}. Stop working on it; your grant for it has ended."),
+            },
+        });
+        Ok(task)
+    }
+
     /// `ReportUsage`: `name`'s process `epoch` has used `totals` so far.
     pub(super) fn report_usage_op(
         &mut self,
@@ -505,4 +560,14 @@ fn admit(caller: &Caller, doors: Doors) -> Result<(), CoreError> {
         (Doors::Lead, _) => Call::Lead,
     };
     access::admit(caller, call).map_err(CoreError::from)
+}
+
+/// Whether request `r`'s payload (a plan or a result) names task `task_id`.
+fn names_task(r: &crate::protocol::Request, task_id: &str) -> bool {
+    let Ok(payload) = serde_json::from_str::<serde_json::Value>(&r.opening.payload_json) else {
+        return false;
+    };
+    [&payload, &payload["plan"], &payload["result"]]
+        .iter()
+        .any(|p| p.get("task_id").and_then(|t| t.as_str()) == Some(task_id))
 }

@@ -45,6 +45,11 @@ impl Team {
                 now,
                 effects,
             )?),
+            Op::WithdrawTask {
+                task_id,
+                reason,
+                by,
+            } => Reply::Task(self.withdraw_task_op(&task_id, &reason, &by, now, effects)?),
             Op::ListTasks { status, page } => Reply::Tasks(self.list_tasks(status, page)),
             _ => return Err(misrouted()),
         })
