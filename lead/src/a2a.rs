@@ -18,7 +18,7 @@ use mesh_a2a::pb::{self as a2a, a2a_service_server::A2aService};
 use mesh_core::{
     access::{Call, Caller},
     op::{Decide, Op, PageAsk},
-    protocol::{Request as CoreRequest, Status as RequestStatus},
+    protocol::{Kind, Request as CoreRequest, Status as RequestStatus},
     tasks::Task,
     team::Listed,
 };
@@ -38,6 +38,7 @@ mod tasks;
 mod updates;
 
 use errors::{invalid, not_cancelable, push_not_supported, task_not_found, unsupported};
+use tasks::Seen;
 
 /// The version of A2A served.
 const VERSION: &str = "1.0";
@@ -139,8 +140,9 @@ impl A2a {
         Ok(Operator(named.unwrap_or_else(|| "operator".into())))
     }
 
-    /// Every task, oldest first, and every pending request.
-    async fn snapshot(&self) -> Result<(Vec<Task>, Vec<CoreRequest>), Status> {
+    /// Every task, oldest first, each with what of it waits and its
+    /// landed result.
+    async fn snapshot(&self) -> Result<Vec<Seen>, Status> {
         let mut tasks = Vec::new();
         let mut after = None;
         loop {
@@ -164,7 +166,27 @@ impl A2a {
                 break;
             }
         }
-        let mut pending = Vec::new();
+        let pending = self.requests(Some(RequestStatus::Pending), None).await?;
+        let landed = self
+            .requests(Some(RequestStatus::Approved), Some(Kind::Result))
+            .await?;
+        Ok(tasks
+            .into_iter()
+            .map(|task| Seen {
+                waiting: tasks::waiting(&task, &pending).cloned(),
+                landed: tasks::landed_of(&task, &landed).cloned(),
+                task,
+            })
+            .collect())
+    }
+
+    /// Every request of `status` and `kind` (`None`: any), oldest first.
+    async fn requests(
+        &self,
+        status: Option<RequestStatus>,
+        kind: Option<Kind>,
+    ) -> Result<Vec<CoreRequest>, Status> {
+        let mut found = Vec::new();
         let mut after = None;
         loop {
             let page: Listed<CoreRequest> = self
@@ -173,8 +195,8 @@ impl A2a {
                     operator(),
                     Call::Operator,
                     Ok(Op::ListRequests {
-                        status: Some(RequestStatus::Pending),
-                        kind: None,
+                        status,
+                        kind,
                         page: PageAsk {
                             after,
                             size: READ_PAGE,
@@ -183,23 +205,20 @@ impl A2a {
                 )
                 .await?;
             after = page.entries.last().map(|(key, _)| *key);
-            pending.extend(page.entries.into_iter().map(|(_, r)| r));
+            found.extend(page.entries.into_iter().map(|(_, r)| r));
             if !page.more {
-                break;
+                return Ok(found);
             }
         }
-        Ok((tasks, pending))
     }
 
-    /// Task `id` as it stands, and its request that waits (if one does).
-    async fn task(&self, id: &str) -> Result<(Task, Option<CoreRequest>), Status> {
-        let (tasks, pending) = self.snapshot().await?;
-        let task = tasks
+    /// Task `id` as it stands.
+    async fn task(&self, id: &str) -> Result<Seen, Status> {
+        self.snapshot()
+            .await?
             .into_iter()
-            .find(|t| t.task_id == id)
-            .ok_or_else(|| task_not_found(id))?;
-        let waiting = tasks::waiting(&task, &pending).cloned();
-        Ok((task, waiting))
+            .find(|seen| seen.task.task_id == id)
+            .ok_or_else(|| task_not_found(id))
     }
 
     /// Waits until task `id` has ended or waits for its caller (what a
@@ -214,8 +233,7 @@ impl A2a {
             })
             .await?;
         loop {
-            let (task, waiting) = self.task(id).await?;
-            let state = tasks::state(&task, waiting.as_ref());
+            let state = self.task(id).await?.state();
             if tasks::terminal(state) || tasks::interrupted(state) {
                 return Ok(());
             }
@@ -275,7 +293,7 @@ impl A2a {
 
     /// A message on task `id`: the caller's decision on what of it waits.
     async fn answer(&self, by: &Operator, message: &a2a::Message) -> Result<(), Status> {
-        let (task, waiting) = self.task(&message.task_id).await?;
+        let Seen { task, waiting, .. } = self.task(&message.task_id).await?;
         let context = tasks::context_of(&task);
         if !message.context_id.is_empty() && message.context_id != context {
             return Err(invalid(
@@ -328,11 +346,16 @@ impl A2aService for A2a {
         if !config.return_immediately {
             self.settle(&id).await?;
         }
-        let (task, waiting) = self.task(&id).await?;
+        let Seen {
+            task,
+            waiting,
+            landed,
+        } = self.task(&id).await?;
         Ok(Response::new(a2a::SendMessageResponse {
             payload: Some(a2a::send_message_response::Payload::Task(tasks::to_a2a(
                 &task,
                 waiting.as_ref(),
+                landed.as_ref(),
                 history,
                 true,
             ))),
@@ -360,10 +383,15 @@ impl A2aService for A2a {
             return Err(invalid("id", "is required"));
         }
         let history = history_length(ask.history_length, "history_length")?;
-        let (task, waiting) = self.task(&ask.id).await?;
+        let Seen {
+            task,
+            waiting,
+            landed,
+        } = self.task(&ask.id).await?;
         Ok(Response::new(tasks::to_a2a(
             &task,
             waiting.as_ref(),
+            landed.as_ref(),
             history,
             true,
         )))
@@ -403,43 +431,37 @@ impl A2aService for A2a {
         let since = ask
             .status_timestamp_after
             .map(|t| t.seconds.saturating_mul(1000) + i64::from(t.nanos / 1_000_000));
-        let (all, pending) = self.snapshot().await?;
-        let mut matching: Vec<(Task, Option<CoreRequest>)> = all
+        let mut matching: Vec<Seen> = self
+            .snapshot()
+            .await?
             .into_iter()
-            .filter(|t| ask.context_id.is_empty() || tasks::context_of(t) == ask.context_id)
-            .filter(|t| since.is_none_or(|since| t.updated_at_unix_ms > since))
-            .map(|t| {
-                let waiting = tasks::waiting(&t, &pending).cloned();
-                (t, waiting)
-            })
-            .filter(|(t, w)| state.is_none_or(|s| tasks::state(t, w.as_ref()) == s))
+            .filter(|s| ask.context_id.is_empty() || tasks::context_of(&s.task) == ask.context_id)
+            .filter(|s| since.is_none_or(|since| s.task.updated_at_unix_ms > since))
+            .filter(|s| state.is_none_or(|state| s.state() == state))
             .collect();
         // Newest change first; the id breaks ties, so the cursor is exact.
-        matching.sort_by(|(a, _), (b, _)| {
-            (b.updated_at_unix_ms, &b.task_id).cmp(&(a.updated_at_unix_ms, &a.task_id))
+        matching.sort_by(|a, b| {
+            (b.task.updated_at_unix_ms, &b.task.task_id)
+                .cmp(&(a.task.updated_at_unix_ms, &a.task.task_id))
         });
         let total = matching.len();
         let start = match &after {
             None => 0,
             Some((at, id)) => matching
                 .iter()
-                .position(|(t, _)| (t.updated_at_unix_ms, &t.task_id) < (*at, id))
+                .position(|s| (s.task.updated_at_unix_ms, &s.task.task_id) < (*at, id))
                 .unwrap_or(total),
         };
-        let page: Vec<&(Task, Option<CoreRequest>)> =
-            matching.iter().skip(start).take(size).collect();
+        let page: Vec<&Seen> = matching.iter().skip(start).take(size).collect();
         let next_page_token = match page.last() {
-            Some((last, _)) if start + page.len() < total => {
-                cursor::make(last.updated_at_unix_ms, &last.task_id)
+            Some(last) if start + page.len() < total => {
+                cursor::make(last.task.updated_at_unix_ms, &last.task.task_id)
             }
             _ => String::new(),
         };
         let artifacts = ask.include_artifacts.unwrap_or(false);
         Ok(Response::new(a2a::ListTasksResponse {
-            tasks: page
-                .iter()
-                .map(|(t, w)| tasks::to_a2a(t, w.as_ref(), history, artifacts))
-                .collect(),
+            tasks: page.iter().map(|s| s.to_a2a(history, artifacts)).collect(),
             next_page_token,
             page_size: i32::try_from(size).unwrap_or(MOST_PAGE),
             total_size: i32::try_from(total).unwrap_or(i32::MAX),
@@ -455,7 +477,7 @@ impl A2aService for A2a {
         if id.is_empty() {
             return Err(invalid("id", "is required"));
         }
-        let (task, waiting) = self.task(&id).await?;
+        let Seen { task, waiting, .. } = self.task(&id).await?;
         let state = tasks::state(&task, waiting.as_ref());
         if tasks::terminal(state) {
             return Err(not_cancelable(&id, state.as_str_name()));
@@ -474,10 +496,15 @@ impl A2aService for A2a {
                 crate::error::HubError::FailedPrecondition(_) => not_cancelable(&id, "ended"),
                 e => Status::from(e),
             })?;
-        let (task, waiting) = self.task(&id).await?;
+        let Seen {
+            task,
+            waiting,
+            landed,
+        } = self.task(&id).await?;
         Ok(Response::new(tasks::to_a2a(
             &task,
             waiting.as_ref(),
+            landed.as_ref(),
             None,
             true,
         )))
@@ -494,7 +521,7 @@ impl A2aService for A2a {
         if id.is_empty() {
             return Err(invalid("id", "is required"));
         }
-        let (task, waiting) = self.task(&id).await?;
+        let Seen { task, waiting, .. } = self.task(&id).await?;
         let state = tasks::state(&task, waiting.as_ref());
         if tasks::terminal(state) {
             return Err(unsupported(format!(

@@ -436,3 +436,81 @@ async fn cancel_task_withdraws_a_claimed_task_and_its_plan_expires() {
         "{cancelled}"
     );
 }
+
+/// With a team repository, a task ends `COMPLETED` once its result has
+/// landed, with the landed commit and its diff as artifacts.
+#[tokio::test]
+async fn with_a_repository_the_landed_commit_and_its_diff_are_artifacts() {
+    let repo = mesh_tests::git::team_repo();
+    let lead = Lead::start(&[
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--branch",
+        "main",
+        "--operator-token",
+        ALICE,
+    ])
+    .await;
+    let (ok, task) = a2a(
+        &lead,
+        ALICE_TOKEN,
+        &[
+            "--immediately",
+            "send",
+            "docs\nWrite the guide.",
+            "--data",
+            r#"{"review": "result", "files": ["docs/**"]}"#,
+        ],
+    )
+    .await;
+    assert!(ok, "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let script = lead.script(
+        "carol",
+        r##"
+claim = "next"
+
+[[tasks]]
+subject = "docs"
+summary = "Write the guide"
+[[tasks.actions]]
+phase = "work"
+tool = "write_file"
+path = "docs/guide.md"
+content = "# guide"
+"##,
+    );
+    let (ok, _, err) = lead
+        .cli(&[
+            "spawn",
+            "carol",
+            "--role",
+            "writer",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .await;
+    assert!(ok, "{err}");
+    let waiting = until(&lead, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    assert!(
+        status_text(&waiting).contains("a result of carol"),
+        "{waiting}"
+    );
+
+    let (ok, done) = a2a(&lead, ALICE_TOKEN, &["send", "approve", "--task", &id]).await;
+    assert!(ok, "{done}");
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+    let artifact = |name: &str| {
+        done["artifacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == name)
+            .and_then(|a| a["parts"][0]["text"].as_str())
+            .unwrap_or_else(|| panic!("no {name} artifact in {done}"))
+            .to_owned()
+    };
+    let head = mesh_tests::git::git(repo.path(), &["rev-parse", "main"]);
+    assert_eq!(artifact("commit"), head.trim(), "the landed commit");
+    assert!(artifact("diff").contains("docs/guide.md"), "{done}");
+}

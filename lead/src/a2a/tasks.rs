@@ -16,6 +16,33 @@ use tonic::Status;
 
 use super::errors::invalid;
 
+/// A task as an A2A caller sees it: the task, its request that waits (if
+/// one does), its result that landed (if one did).
+#[derive(Debug, Clone)]
+pub(crate) struct Seen {
+    pub(crate) task: Task,
+    pub(crate) waiting: Option<Request>,
+    pub(crate) landed: Option<Request>,
+}
+
+impl Seen {
+    /// Its state.
+    pub(crate) fn state(&self) -> a2a::TaskState {
+        state(&self.task, self.waiting.as_ref())
+    }
+
+    /// As an A2A task (see [`to_a2a`]).
+    pub(crate) fn to_a2a(&self, history: Option<usize>, artifacts: bool) -> a2a::Task {
+        to_a2a(
+            &self.task,
+            self.waiting.as_ref(),
+            self.landed.as_ref(),
+            history,
+            artifacts,
+        )
+    }
+}
+
 /// The task's state, given the request of it that waits, if one does.
 pub(crate) fn state(task: &Task, waiting: Option<&Request>) -> a2a::TaskState {
     match (task.status, waiting) {
@@ -50,23 +77,60 @@ pub(crate) fn interrupted(state: a2a::TaskState) -> bool {
 /// (they name the task), or an amendment of its owner's plan while the
 /// owner works on it, pending.
 pub(crate) fn waiting<'a>(task: &Task, pending: &'a [Request]) -> Option<&'a Request> {
-    // The payload names the task at its top, or in its plan or result.
-    let names_task = |r: &Request| {
-        let Ok(payload) = serde_json::from_str::<serde_json::Value>(&r.opening.payload_json) else {
-            return false;
-        };
-        [&payload, &payload["plan"], &payload["result"]]
-            .iter()
-            .any(|p| p.get("task_id").and_then(|t| t.as_str()) == Some(task.task_id.as_str()))
-    };
     pending.iter().find(|r| {
         r.opening.sender == task.owner
+            && !r.is_landing()
             && match r.opening.kind {
-                Kind::PlanApproval | Kind::Result => names_task(r),
+                Kind::PlanApproval | Kind::Result => names_task(r, &task.task_id),
                 Kind::Amendment => task.status == TaskStatus::Claimed,
                 Kind::Shutdown | Kind::Permission => false,
             }
     })
+}
+
+/// A diff as the task's artifact `diff`.
+fn diff_artifact(task: &Task, diff: String, description: &str) -> a2a::Artifact {
+    a2a::Artifact {
+        artifact_id: format!("{}-diff", task.task_id),
+        name: "diff".into(),
+        description: description.into(),
+        parts: vec![a2a::Part {
+            content: Some(Content::Text(diff)),
+            media_type: "text/x-diff".into(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// Whether request `r`'s payload (a plan or a result) names task `id`.
+fn names_task(r: &Request, id: &str) -> bool {
+    let Ok(payload) = serde_json::from_str::<serde_json::Value>(&r.opening.payload_json) else {
+        return false;
+    };
+    [&payload, &payload["plan"], &payload["result"]]
+        .iter()
+        .any(|p| p.get("task_id").and_then(|t| t.as_str()) == Some(id))
+}
+
+/// The task's result that landed, among the approved results `landed`.
+pub(crate) fn landed_of<'a>(task: &Task, landed: &'a [Request]) -> Option<&'a Request> {
+    landed
+        .iter()
+        .rev()
+        .find(|r| r.opening.kind == Kind::Result && names_task(r, &task.task_id))
+}
+
+/// A landed result's commit (from its merge) and its diff.
+fn commit_and_diff(result: &Request) -> Option<(String, String)> {
+    let commit = result
+        .feedback
+        .strip_prefix("landed on the team branch as ")?
+        .trim()
+        .to_owned();
+    let payload = serde_json::from_str::<serde_json::Value>(&result.opening.payload_json).ok()?;
+    let diff = payload["result"]["diff"].as_str().unwrap_or("").to_owned();
+    Some((commit, diff))
 }
 
 /// The task's context: the caller's, or (a task made here) its own id.
@@ -139,6 +203,29 @@ fn what_is_asked(payload_json: &str) -> String {
     let Ok(payload) = serde_json::from_str::<serde_json::Value>(payload_json) else {
         return payload_json.to_owned();
     };
+    let result = &payload["result"];
+    if result.is_object() {
+        let files: String = result["files"]
+            .as_array()
+            .map(|files| {
+                files
+                    .iter()
+                    .map(|f| {
+                        format!(
+                            "\n  - {} (+{} -{})",
+                            f["path"].as_str().unwrap_or(""),
+                            f["added"].as_u64().unwrap_or(0),
+                            f["removed"].as_u64().unwrap_or(0)
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        return format!(
+            "Result: {}\nFiles:{files}\n(the diff is the artifact \"diff\")",
+            result["summary"].as_str().unwrap_or("")
+        );
+    }
     let plan = &payload["plan"];
     if !plan.is_object() {
         return payload_json.to_owned();
@@ -170,10 +257,12 @@ fn what_is_asked(payload_json: &str) -> String {
 
 /// `task` as an A2A task: its state given the request that waits (if
 /// any), at most `history` messages of its history (none: all), and its
-/// artifacts if `artifacts`.
+/// artifacts if `artifacts` (a completed task's summary, and with its
+/// `landed` result the commit and its diff).
 pub(crate) fn to_a2a(
     task: &Task,
     waiting: Option<&Request>,
+    landed: Option<&Request>,
     history: Option<usize>,
     artifacts: bool,
 ) -> a2a::Task {
@@ -203,7 +292,8 @@ pub(crate) fn to_a2a(
     messages.extend(status.message.clone());
     let keep = history.unwrap_or(messages.len()).min(messages.len());
     let history = messages.split_off(messages.len() - keep);
-    let artifacts = if artifacts && task.status == TaskStatus::Completed {
+    let wanted = artifacts;
+    let mut artifacts = if wanted && task.status == TaskStatus::Completed {
         vec![a2a::Artifact {
             artifact_id: format!("{}-summary", task.task_id),
             name: "summary".into(),
@@ -218,6 +308,29 @@ pub(crate) fn to_a2a(
     } else {
         Vec::new()
     };
+    let proposed = waiting
+        .filter(|r| wanted && r.opening.kind == Kind::Result)
+        .and_then(|r| serde_json::from_str::<serde_json::Value>(&r.opening.payload_json).ok())
+        .and_then(|p| p["result"]["diff"].as_str().map(str::to_owned));
+    if let Some(diff) = proposed {
+        artifacts.push(diff_artifact(
+            task,
+            diff,
+            "the change that waits for a decision",
+        ));
+    }
+    if !artifacts.is_empty() {
+        if let Some((commit, diff)) = landed.and_then(commit_and_diff) {
+            artifacts.push(a2a::Artifact {
+                artifact_id: format!("{}-commit", task.task_id),
+                name: "commit".into(),
+                description: "the commit the work landed as on the team branch".into(),
+                parts: vec![text(commit)],
+                ..Default::default()
+            });
+            artifacts.push(diff_artifact(task, diff, "the change, as it landed"));
+        }
+    }
     a2a::Task {
         id: task.task_id.clone(),
         context_id: context_of(task).to_owned(),
@@ -461,7 +574,7 @@ mod tests {
             review: Review::Plan,
             origin: Origin::default(),
         };
-        let pending = to_a2a(&task(TaskStatus::Pending, ""), None, None, true);
+        let pending = to_a2a(&task(TaskStatus::Pending, ""), None, None, None, true);
         assert_eq!(
             pending.status.as_ref().map(|s| s.state),
             Some(a2a::TaskState::Submitted as i32)
@@ -469,13 +582,19 @@ mod tests {
         assert_eq!(pending.context_id, "t1");
         assert!(pending.artifacts.is_empty());
         assert_eq!(pending.history.len(), 2);
-        let claimed = to_a2a(&task(TaskStatus::Claimed, "ann"), None, Some(1), true);
+        let claimed = to_a2a(&task(TaskStatus::Claimed, "ann"), None, None, Some(1), true);
         assert_eq!(
             claimed.status.as_ref().map(|s| s.state),
             Some(a2a::TaskState::Working as i32)
         );
         assert_eq!(claimed.history.len(), 1);
-        let done = to_a2a(&task(TaskStatus::Completed, "ann"), None, Some(0), true);
+        let done = to_a2a(
+            &task(TaskStatus::Completed, "ann"),
+            None,
+            None,
+            Some(0),
+            true,
+        );
         assert_eq!(
             done.status.as_ref().map(|s| s.state),
             Some(a2a::TaskState::Completed as i32)
@@ -488,7 +607,7 @@ mod tests {
             .and_then(|s| s.timestamp)
             .expect("timestamp");
         assert_eq!((ts.seconds, ts.nanos), (2, 500_000_000));
-        let without = to_a2a(&task(TaskStatus::Completed, "ann"), None, None, false);
+        let without = to_a2a(&task(TaskStatus::Completed, "ann"), None, None, None, false);
         assert!(without.artifacts.is_empty());
     }
 }

@@ -28,17 +28,17 @@ pub(super) async fn updates(
             reply,
         })
         .await?;
-    let (task, waiting) = a2a.task(&id).await?;
-    let first = tasks::to_a2a(&task, waiting.as_ref(), None, true);
+    let now = a2a.task(&id).await?;
+    let first = now.to_a2a(None, true);
+    let state = now.state();
     let ends = move |state: a2a::TaskState| {
         tasks::terminal(state) || (until_interrupted && tasks::interrupted(state))
     };
     let (tx, rx) = tokio::sync::mpsc::channel(UPDATES_HELD);
     let this = a2a.clone();
     tokio::spawn(async move {
-        let seen = |t: &a2a::Task| t.status.clone().map(|s| (s.state, s.message));
-        let mut last = seen(&first);
-        let state = tasks::state(&task, waiting.as_ref());
+        let said = |t: &a2a::Task| t.status.clone().map(|s| (s.state, s.message));
+        let mut last = said(&first);
         let first = a2a::StreamResponse {
             payload: Some(Payload::Task(first)),
         };
@@ -57,15 +57,15 @@ pub(super) async fn updates(
                     }
                 },
             }
-            let Ok((task, waiting)) = this.task(&id).await else {
+            let Ok(seen) = this.task(&id).await else {
                 return;
             };
-            let now = tasks::to_a2a(&task, waiting.as_ref(), None, true);
-            if seen(&now) == last {
+            let now = seen.to_a2a(None, true);
+            if said(&now) == last {
                 continue;
             }
-            last = seen(&now);
-            let state = tasks::state(&task, waiting.as_ref());
+            last = said(&now);
+            let state = seen.state();
             let mut out = Vec::new();
             if state == a2a::TaskState::Completed {
                 out.extend(now.artifacts.iter().map(|artifact| {

@@ -159,6 +159,17 @@ pub struct ReviewStep {
 impl ReviewStep {}
 
 impl Request {
+    /// Whether this is a result approved and being landed: pending, and its
+    /// reviewer's last word an approval (the merge answers it).
+    pub fn is_landing(&self) -> bool {
+        self.opening.kind == Kind::Result
+            && self.status == Status::Pending
+            && self
+                .reviews
+                .last()
+                .is_some_and(|step| step.verdict == "approve")
+    }
+
     /// The request id.
     pub fn id(&self) -> &RequestId {
         &self.opening.id
