@@ -514,3 +514,79 @@ content = "# guide"
     assert_eq!(artifact("commit"), head.trim(), "the landed commit");
     assert!(artifact("diff").contains("docs/guide.md"), "{done}");
 }
+
+/// The README's example, as written there: a task handed in, its plan and
+/// its result approved, the landed commit printed.
+#[tokio::test]
+async fn the_readme_example_hands_the_team_a_task_and_prints_the_landed_commit() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let example = root.join("examples/a2a/hand_over.py");
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let code = std::fs::read_to_string(&example).unwrap();
+    assert!(
+        readme.contains(&code),
+        "the README shows examples/a2a/hand_over.py as it is"
+    );
+
+    let repo = mesh_tests::git::team_repo();
+    let lead = Lead::start(&[
+        "--repo",
+        repo.path().to_str().unwrap(),
+        "--branch",
+        "main",
+        "--operator-token",
+        ALICE,
+    ])
+    .await;
+    let script = lead.script(
+        "carol",
+        r##"
+claim = "next"
+
+[[tasks]]
+subject = "Write the guide"
+summary = "Write the guide"
+[[tasks.plans]]
+summary = "a page in docs/"
+files = ["docs/guide.md"]
+[[tasks.actions]]
+phase = "work"
+tool = "write_file"
+path = "docs/guide.md"
+content = "# How to start"
+"##,
+    );
+    let (ok, _, err) = lead
+        .cli(&[
+            "spawn",
+            "carol",
+            "--role",
+            "writer",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .await;
+    assert!(ok, "{err}");
+    let run = tokio::process::Command::new(python())
+        .arg(&example)
+        .arg(lead.console.as_deref().unwrap())
+        .arg(ALICE_TOKEN)
+        .output();
+    let out = within("the example", run).await.unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].starts_with("a plan of carol waits"), "{stdout}");
+    assert!(lines[1].starts_with("a result of carol waits"), "{stdout}");
+    let head = mesh_tests::git::git(repo.path(), &["rev-parse", "main"]);
+    assert_eq!(
+        lines.last().copied(),
+        Some(head.trim()),
+        "the landed commit"
+    );
+}
