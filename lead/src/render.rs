@@ -368,6 +368,8 @@ pub fn task_json(t: &pb::Task) -> Value {
         "files": t.files, "created_at_unix_ms": t.created_at_unix_ms,
         "updated_at_unix_ms": t.updated_at_unix_ms, "summary": t.summary,
         "review": task_review(t.review),
+        "from": t.origin.as_ref().map_or("", |o| o.by.as_str()),
+        "context_id": t.origin.as_ref().map_or("", |o| o.context_id.as_str()),
     })
 }
 
@@ -454,6 +456,9 @@ fn raw_event_line(event: &pb::Event) -> String {
             }
             if !t.summary.is_empty() {
                 line.push_str(&format!(": {}", t.summary));
+            }
+            if let Some(origin) = t.origin.as_ref().filter(|o| !o.by.is_empty()) {
+                line.push_str(&format!(" (handed in by {})", origin.by));
             }
             line
         }

@@ -29,21 +29,28 @@ pub async fn tasks(client: &mut Operator, json: bool) -> Result<String, CliError
             tasks.iter().map(render::task_json).collect(),
         )) + "\n");
     }
-    let mut rows = vec![vec![
-        "TASK ID".into(),
-        "STATUS".into(),
-        "OWNER".into(),
-        "SUBJECT".into(),
-        "BLOCKED BY".into(),
-    ]];
+    // Who handed a task in from outside (A2A), once any task came so.
+    let from = |t: &pb::Task| t.origin.as_ref().map_or(String::new(), |o| o.by.clone());
+    let handed_in = tasks.iter().any(|t| !from(t).is_empty());
+    let mut header: Vec<String> = ["TASK ID", "STATUS", "OWNER", "SUBJECT", "BLOCKED BY"]
+        .map(String::from)
+        .to_vec();
+    if handed_in {
+        header.push("FROM".into());
+    }
+    let mut rows = vec![header];
     rows.extend(tasks.iter().map(|t| {
-        vec![
+        let mut row = vec![
             t.task_id.clone(),
             render::task_status(t.status).into(),
             t.owner.clone(),
             t.subject.clone(),
             t.blocked_by.join(","),
-        ]
+        ];
+        if handed_in {
+            row.push(from(t));
+        }
+        row
     }));
     Ok(render::table(&rows))
 }

@@ -68,6 +68,7 @@ pub(super) fn task_json(t: &Task) -> Value {
         "files": t.files, "created_at_unix_ms": t.created_at_unix_ms,
         "updated_at_unix_ms": t.updated_at_unix_ms, "summary": t.summary,
         "review": t.review.as_str(),
+        "from": t.origin.by, "context_id": t.origin.context_id,
     })
 }
 

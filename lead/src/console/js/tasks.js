@@ -77,6 +77,7 @@ export function taskPage(id) {
   const landed = under.filter((r) => r.type === "result" && r.status === "approved").pop();
   return [el("h2", { text: "Task: " + t.subject }),
     el("p", { "data-testid": "task-status", text: `${taskStatus(t)}${t.owner ? " by " + t.owner : ""}; review: ${t.review || "plan"}; waits for ${taskWaits(t)}` }),
+    t.from ? el("p", { "data-testid": "task-from", text: `handed in by ${t.from}${t.context_id ? " (context " + t.context_id + ")" : ""}` }) : null,
     landed ? el("p", { "data-testid": "task-landed" }, "Landed: ", requestLink(landed.request_id, landed.feedback || titleOf(landed))) : null,
     t.description ? el("p", { text: t.description }) : null,
     el("div", { text: "Files:" }), list(t.files || []),
