@@ -437,12 +437,9 @@ async fn cancel_task_withdraws_a_claimed_task_and_its_plan_expires() {
     );
 }
 
-/// With a team repository, a task ends `COMPLETED` once its result has
-/// landed, with the landed commit and its diff as artifacts.
-#[tokio::test]
-async fn with_a_repository_the_landed_commit_and_its_diff_are_artifacts() {
-    let repo = mesh_tests::git::team_repo();
-    let lead = Lead::start(&[
+/// A lead on the team repository `repo` (branch main), alice an operator.
+async fn with_repo(repo: &tempfile::TempDir) -> Lead {
+    Lead::start(&[
         "--repo",
         repo.path().to_str().unwrap(),
         "--branch",
@@ -450,7 +447,24 @@ async fn with_a_repository_the_landed_commit_and_its_diff_are_artifacts() {
         "--operator-token",
         ALICE,
     ])
-    .await;
+    .await
+}
+
+/// `lead spawn carol --role writer --script SCRIPT`.
+async fn spawn_writer(lead: &Lead, script: &std::path::Path) {
+    let script = script.to_str().unwrap();
+    let (ok, _, err) = lead
+        .cli(&["spawn", "carol", "--role", "writer", "--script", script])
+        .await;
+    assert!(ok, "{err}");
+}
+
+/// With a team repository, a task ends `COMPLETED` once its result has
+/// landed, with the landed commit and its diff as artifacts.
+#[tokio::test]
+async fn with_a_repository_the_landed_commit_and_its_diff_are_artifacts() {
+    let repo = mesh_tests::git::team_repo();
+    let lead = with_repo(&repo).await;
     let (ok, task) = a2a(
         &lead,
         ALICE_TOKEN,
@@ -480,17 +494,7 @@ path = "docs/guide.md"
 content = "# guide"
 "##,
     );
-    let (ok, _, err) = lead
-        .cli(&[
-            "spawn",
-            "carol",
-            "--role",
-            "writer",
-            "--script",
-            script.to_str().unwrap(),
-        ])
-        .await;
-    assert!(ok, "{err}");
+    spawn_writer(&lead, &script).await;
     let waiting = until(&lead, &id, "TASK_STATE_INPUT_REQUIRED").await;
     assert!(
         status_text(&waiting).contains("a result of carol"),
@@ -529,15 +533,7 @@ async fn the_readme_example_hands_the_team_a_task_and_prints_the_landed_commit()
     );
 
     let repo = mesh_tests::git::team_repo();
-    let lead = Lead::start(&[
-        "--repo",
-        repo.path().to_str().unwrap(),
-        "--branch",
-        "main",
-        "--operator-token",
-        ALICE,
-    ])
-    .await;
+    let lead = with_repo(&repo).await;
     let script = lead.script(
         "carol",
         r##"
@@ -556,17 +552,7 @@ path = "docs/guide.md"
 content = "# How to start"
 "##,
     );
-    let (ok, _, err) = lead
-        .cli(&[
-            "spawn",
-            "carol",
-            "--role",
-            "writer",
-            "--script",
-            script.to_str().unwrap(),
-        ])
-        .await;
-    assert!(ok, "{err}");
+    spawn_writer(&lead, &script).await;
     let run = tokio::process::Command::new(python())
         .arg(&example)
         .arg(lead.console.as_deref().unwrap())
