@@ -81,7 +81,7 @@ pub(crate) fn waiting<'a>(task: &Task, pending: &'a [Request]) -> Option<&'a Req
         r.opening.sender == task.owner
             && !r.is_landing()
             && match r.opening.kind {
-                Kind::PlanApproval | Kind::Result => names_task(r, &task.task_id),
+                Kind::PlanApproval | Kind::Result => r.names_task(&task.task_id),
                 Kind::Amendment => task.status == TaskStatus::Claimed,
                 Kind::Shutdown | Kind::Permission => false,
             }
@@ -103,22 +103,12 @@ fn diff_artifact(task: &Task, diff: String, description: &str) -> a2a::Artifact 
     }
 }
 
-/// Whether request `r`'s payload (a plan or a result) names task `id`.
-fn names_task(r: &Request, id: &str) -> bool {
-    let Ok(payload) = serde_json::from_str::<serde_json::Value>(&r.opening.payload_json) else {
-        return false;
-    };
-    [&payload, &payload["plan"], &payload["result"]]
-        .iter()
-        .any(|p| p.get("task_id").and_then(|t| t.as_str()) == Some(id))
-}
-
 /// The task's result that landed, among the approved results `landed`.
 pub(crate) fn landed_of<'a>(task: &Task, landed: &'a [Request]) -> Option<&'a Request> {
     landed
         .iter()
         .rev()
-        .find(|r| r.opening.kind == Kind::Result && names_task(r, &task.task_id))
+        .find(|r| r.opening.kind == Kind::Result && r.names_task(&task.task_id))
 }
 
 /// A landed result's commit (from its merge) and its diff.

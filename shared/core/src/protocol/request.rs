@@ -159,6 +159,17 @@ pub struct ReviewStep {
 impl ReviewStep {}
 
 impl Request {
+    /// Whether this request's payload (a plan or a result) names task `id`.
+    pub fn names_task(&self, id: &str) -> bool {
+        let Ok(payload) = serde_json::from_str::<serde_json::Value>(&self.opening.payload_json)
+        else {
+            return false;
+        };
+        [&payload, &payload["plan"], &payload["result"]]
+            .iter()
+            .any(|p| p.get("task_id").and_then(|t| t.as_str()) == Some(id))
+    }
+
     /// Whether this is a result approved and being landed: pending, and its
     /// reviewer's last word an approval (the merge answers it).
     pub fn is_landing(&self) -> bool {

@@ -442,7 +442,7 @@ impl Team {
                     r.opening.sender == owner
                         && !super::results::is_landing(r)
                         && match r.opening.kind {
-                            Kind::PlanApproval | Kind::Result => names_task(r, task_id),
+                            Kind::PlanApproval | Kind::Result => r.names_task(task_id),
                             Kind::Amendment => true,
                             Kind::Shutdown | Kind::Permission => false,
                         }
@@ -560,14 +560,4 @@ fn admit(caller: &Caller, doors: Doors) -> Result<(), CoreError> {
         (Doors::Lead, _) => Call::Lead,
     };
     access::admit(caller, call).map_err(CoreError::from)
-}
-
-/// Whether request `r`'s payload (a plan or a result) names task `task_id`.
-fn names_task(r: &crate::protocol::Request, task_id: &str) -> bool {
-    let Ok(payload) = serde_json::from_str::<serde_json::Value>(&r.opening.payload_json) else {
-        return false;
-    };
-    [&payload, &payload["plan"], &payload["result"]]
-        .iter()
-        .any(|p| p.get("task_id").and_then(|t| t.as_str()) == Some(task_id))
 }
