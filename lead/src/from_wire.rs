@@ -316,9 +316,19 @@ pub(crate) fn complete_task(request: pb::CompleteTaskRequest) -> Result<Op, HubE
     if request.task_id.is_empty() {
         return Err(FieldError::new("task_id", "is required").into());
     }
+    let outputs = request
+        .outputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, o)| {
+            shared::wire::output_from_pb(o)
+                .map_err(|e| FieldError::new(format!("outputs[{i}].content"), e.problem))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Op::CompleteTask {
         task_id: request.task_id,
         summary: request.summary,
+        outputs,
     })
 }
 

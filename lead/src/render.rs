@@ -370,7 +370,22 @@ pub fn task_json(t: &pb::Task) -> Value {
         "review": task_review(t.review),
         "from": t.origin.as_ref().map_or("", |o| o.by.as_str()),
         "context_id": t.origin.as_ref().map_or("", |o| o.context_id.as_str()),
+        "outputs": t.outputs.iter().map(output_json).collect::<Vec<_>>(),
     })
+}
+
+/// What a task produced, named: its kind and size (the content is the
+/// A2A caller's).
+pub fn output_json(o: &pb::TaskOutput) -> Value {
+    use pb::task_output::Content;
+    let (kind, size) = match &o.content {
+        Some(Content::Text(t)) => ("text", t.len()),
+        Some(Content::Raw(b)) => ("raw", b.len()),
+        Some(Content::Url(u)) => ("url", u.len()),
+        Some(Content::DataJson(j)) => ("data", j.len()),
+        None => ("none", 0),
+    };
+    json!({ "name": o.name, "media_type": o.media_type, "kind": kind, "size": size })
 }
 
 /// `plan`, `result`, `both` (unspecified: `plan`, as before reviews existed).

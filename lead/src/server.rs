@@ -122,7 +122,9 @@ pub async fn run(
         standing,
     } = config;
     let repo = hub_config.repo.clone();
-    let card = std::sync::Arc::new(crate::a2a::card::card(&standing.borrow().url).to_string());
+    let card = std::sync::Arc::new(
+        crate::a2a::card::card(&standing.borrow().url, tokens.a2a_open.is_some()).to_string(),
+    );
     let (hub, commands) = hub::load(hub_config, store)?;
     let (stop_tx, stop_rx) = watch::channel(None);
     let mut console_stop = stop_rx.clone();

@@ -28,6 +28,9 @@ pub struct Tokens {
     /// Named operator tokens (`--operator-token NAME=TOKEN`): for every
     /// `Operator` call too, and the trail says who decided.
     pub named: Vec<(String, String)>,
+    /// `--a2a-open NAME`: an A2A caller without a token acts as operator
+    /// NAME (for a conformance kit, or a network that is trusted).
+    pub a2a_open: Option<String>,
 }
 
 impl std::fmt::Debug for Tokens {

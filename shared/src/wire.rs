@@ -26,7 +26,7 @@ pub use grants::mode_from_pb;
 pub use members::member_usage;
 pub use messages::{file_change_to_pb, message_bytes};
 pub use requests::{permission_response, plan_response, request_without_payload};
-pub use tasks::{review_from_pb, review_to_pb};
+pub use tasks::{output_from_pb, review_from_pb, review_to_pb};
 
 /// A core value's wire form.
 pub trait ToPb {

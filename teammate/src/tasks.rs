@@ -97,7 +97,11 @@ pub(crate) async fn call(
             "internal: an amendment reached the task list".into(),
         )),
         TaskCall::Complete { task_id, summary } => {
-            let request = pb::CompleteTaskRequest { task_id, summary };
+            let request = pb::CompleteTaskRequest {
+                task_id,
+                summary,
+                outputs: Vec::new(),
+            };
             lead.retry("CompleteTask", |mut client| {
                 let request = request.clone();
                 async move { client.complete_task(request).await }

@@ -35,14 +35,14 @@ class Token(CredentialService):
         return self.token
 
 
-def message(text, data, task_id, context_id):
+def message(text, data, task_id, context_id, message_id=None):
     parts = []
     if text is not None:
         parts.append(Part(text=text))
     if data is not None:
         parts.append(Part(data=json_format.ParseDict(json.loads(data), struct_pb2.Value())))
     return Message(
-        message_id=str(uuid.uuid4()),
+        message_id=message_id or str(uuid.uuid4()),
         role=Role.ROLE_USER,
         parts=parts,
         task_id=task_id,
@@ -63,7 +63,7 @@ async def run(args):
     try:
         if args.cmd == "send":
             request = SendMessageRequest(
-                message=message(args.text, args.data, args.task, args.context)
+                message=message(args.text, args.data, args.task, args.context, args.message_id)
             )
             events = [event async for event in client.send_message(request)]
             return events[-1].task
@@ -104,6 +104,7 @@ def main():
     send.add_argument("--data")
     send.add_argument("--task", default="")
     send.add_argument("--context", default="")
+    send.add_argument("--message-id", help="default: a new uuid")
     get = sub.add_parser("get")
     get.add_argument("id")
     get.add_argument("--history", type=int)

@@ -576,3 +576,101 @@ content = "# How to start"
         "the landed commit"
     );
 }
+
+/// `tests/a2a/playbook.py` (the teammates the conformance kit's scenarios
+/// need) joined to `lead`, once it says it is ready.
+async fn playbook(lead: &Lead, stubs: &std::path::Path) -> tokio::process::Child {
+    use tokio::io::AsyncBufReadExt as _;
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("a2a/playbook.py");
+    let mut child = tokio::process::Command::new(python())
+        .arg(script)
+        .args([
+            "--lead",
+            &lead.addr,
+            "--join-token",
+            &lead.join_token,
+            "--stubs",
+        ])
+        .arg(stubs)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = within("the playbook to join", lines.next_line())
+        .await
+        .unwrap();
+    assert_eq!(first.as_deref(), Some("ready"));
+    // Its further lines are for a person watching; read them so it never blocks.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    child
+}
+
+#[tokio::test]
+async fn an_open_lead_serves_the_conformance_scenarios_outputs_as_artifacts_and_input_as_feedback()
+{
+    let scratch = tempfile::tempdir().unwrap();
+    let stubs = scratch.path().join("gen");
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/python");
+    let generated = std::process::Command::new(python())
+        .arg(example.join("gen_stubs.py"))
+        .arg(&stubs)
+        .status()
+        .unwrap();
+    assert!(generated.success(), "generating the stubs failed");
+    let lead = Lead::start(&["--a2a-open", "kit"]).await;
+    let _playbook = playbook(&lead, &stubs).await;
+
+    // No token: the caller acts as operator kit.
+    let send = |id: &'static str, text: &'static str| {
+        let lead = &lead;
+        async move { a2a(lead, "", &["send", text, "--message-id", id]).await }
+    };
+    let (ok, task) = send("tck-artifact-data-1", "TCK artifact test").await;
+    assert!(ok, "{task}");
+    assert_eq!(state(&task), "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["data"],
+        serde_json::json!({"key": "value", "count": 42.0}),
+        "{task}"
+    );
+    let (ok, task) = send("tck-artifact-file-2", "TCK artifact test").await;
+    assert!(ok, "{task}");
+    let file = &task["artifacts"][0]["parts"][0];
+    assert_eq!(file["raw"], "dGNr", "{task}");
+    assert_eq!(file["filename"], "output.txt", "{task}");
+    assert_eq!(file["mediaType"], "text/plain", "{task}");
+
+    // A task whose teammate waits for the caller: INPUT_REQUIRED; any input
+    // (not an approval) goes back to it as feedback, and it completes.
+    let (ok, task) = send("tck-input-required-3", "Ask me first").await;
+    assert!(ok, "{task}");
+    assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
+    let id = task["id"].as_str().unwrap();
+    let (ok, done) = a2a(&lead, "", &["send", "Complete", "--task", id]).await;
+    assert!(ok, "{done}");
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+    assert_eq!(
+        done["artifacts"][0]["parts"][0]["text"], "done, as the caller said: Complete",
+        "{done}"
+    );
+    // The decision is the open caller's, by name.
+    let mut operator = lead.operator().await;
+    let requests = operator
+        .list_requests(pb::ListRequestsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .requests;
+    let plan = requests
+        .iter()
+        .find(|r| r.payload_json.contains(id))
+        .expect("the plan");
+    assert!(
+        plan.reviews
+            .iter()
+            .any(|r| r.reviewer == "operator kit" && r.verdict == "reject"),
+        "{plan:?}"
+    );
+    assert_eq!(plan.feedback, "Complete", "{plan:?}");
+}

@@ -418,6 +418,7 @@ impl Fixture {
                 let body = pb::CompleteTaskRequest {
                     task_id: Clone::clone(&self.task),
                     summary: "done".into(),
+                    ..Default::default()
                 };
                 unary(lead.complete_task(req(auth, body)).await)
             }

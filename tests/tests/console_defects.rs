@@ -179,6 +179,7 @@ async fn the_team_shows_what_a_member_holds_now() {
         .complete_task(pb::CompleteTaskRequest {
             task_id: task.task_id,
             summary: "done".into(),
+            ..Default::default()
         })
         .await
         .unwrap();

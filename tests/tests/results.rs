@@ -166,6 +166,7 @@ async fn a_result_is_reviewed_then_merged_as_one_commit_with_its_author_and_trai
         .complete_task(pb::CompleteTaskRequest {
             task_id: task.clone(),
             summary: "done".into(),
+            ..Default::default()
         })
         .await
         .expect_err("no CompleteTask with --repo");

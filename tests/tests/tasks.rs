@@ -129,6 +129,7 @@ async fn blockers_hold_and_only_the_owner_completes() {
         .complete_task(pb::CompleteTaskRequest {
             task_id: first.task_id.clone(),
             summary: "mine now".into(),
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -138,6 +139,7 @@ async fn blockers_hold_and_only_the_owner_completes() {
         .complete_task(pb::CompleteTaskRequest {
             task_id: first.task_id.clone(),
             summary: "parser added".into(),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -252,6 +254,7 @@ async fn tasks_survive_kill_9() {
         .complete_task(pb::CompleteTaskRequest {
             task_id: first.task_id.clone(),
             summary: "done".into(),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -444,6 +447,7 @@ async fn deny_overlap_rejects_naming_the_holder_until_it_completes() {
         .complete_task(pb::CompleteTaskRequest {
             task_id: auth.task_id.clone(),
             summary: "auth done".into(),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -642,6 +646,7 @@ async fn unblocking_many_tasks_tells_each_idle_member_once() {
         .complete_task(pb::CompleteTaskRequest {
             task_id: blocker.task_id.clone(),
             summary: "unblocks fifty".into(),
+            ..Default::default()
         })
         .await
         .unwrap();

@@ -7,8 +7,8 @@ use serde_json::{json, Value};
 
 /// The card of a lead whose clients reach it at `lead_url`
 /// (`http://HOST:PORT` or `https://...`; A2A names a gRPC interface by
-/// `HOST:PORT`).
-pub(crate) fn card(lead_url: &str) -> Value {
+/// `HOST:PORT`); `open` (`--a2a-open`): no token is required.
+pub(crate) fn card(lead_url: &str, open: bool) -> Value {
     let address = lead_url
         .split_once("://")
         .map_or(lead_url, |(_, rest)| rest)
@@ -38,7 +38,11 @@ pub(crate) fn card(lead_url: &str) -> Value {
                 }
             }
         },
-        "securityRequirements": [{ "schemes": { "bearer": { "list": [] } } }],
+        "securityRequirements": if open {
+            json!([])
+        } else {
+            json!([{ "schemes": { "bearer": { "list": [] } } }])
+        },
         "defaultInputModes": ["text/plain", "application/json"],
         "defaultOutputModes": ["text/plain"],
         "skills": [{
@@ -56,7 +60,7 @@ pub(crate) fn card(lead_url: &str) -> Value {
 mod tests {
     #[test]
     fn the_card_names_the_grpc_interface_without_a_scheme() {
-        let card = super::card("https://lead.example:7447");
+        let card = super::card("https://lead.example:7447", false);
         let interface = &card["supportedInterfaces"][0];
         assert_eq!(interface["url"], "lead.example:7447");
         assert_eq!(interface["protocolBinding"], "GRPC");
@@ -64,5 +68,11 @@ mod tests {
         for field in ["name", "description", "version", "capabilities", "skills"] {
             assert!(card.get(field).is_some(), "{field}");
         }
+        assert_eq!(
+            card["securityRequirements"].as_array().map(Vec::len),
+            Some(1)
+        );
+        let open = super::card("http://127.0.0.1:7447", true);
+        assert_eq!(open["securityRequirements"], serde_json::json!([]));
     }
 }

@@ -10,7 +10,7 @@
 use mesh_a2a::pb::{self as a2a, part::Content};
 use mesh_core::{
     protocol::{Kind, Request},
-    tasks::{NewTask, Origin, Review, Task, TaskStatus},
+    tasks::{NewTask, Origin, Output, OutputContent, Review, Task, TaskStatus},
 };
 use tonic::Status;
 
@@ -103,6 +103,59 @@ fn diff_artifact(task: &Task, diff: String, description: &str) -> a2a::Artifact 
     }
 }
 
+/// Output `i` of a completed task as its artifact: text, raw bytes or a
+/// URL named as a file; data as a data part.
+fn output_artifact(task: &Task, i: usize, output: &Output) -> a2a::Artifact {
+    let (content, usual) = match &output.content {
+        OutputContent::Text(t) => (Content::Text(t.clone()), "text/plain"),
+        OutputContent::Raw(b) => (Content::Raw(b.clone()), "application/octet-stream"),
+        OutputContent::Url(u) => (Content::Url(u.clone()), ""),
+        OutputContent::DataJson(j) => (
+            Content::Data(value(
+                &serde_json::from_str(j).unwrap_or(serde_json::Value::Null),
+            )),
+            "application/json",
+        ),
+    };
+    a2a::Artifact {
+        artifact_id: format!("{}-output-{i}", task.task_id),
+        name: output.name.clone(),
+        description: format!("what {} produced", task.owner),
+        parts: vec![a2a::Part {
+            content: Some(content),
+            filename: match output.content {
+                OutputContent::DataJson(_) => String::new(),
+                _ => output.name.clone(),
+            },
+            media_type: if output.media_type.is_empty() {
+                usual.to_owned()
+            } else {
+                output.media_type.clone()
+            },
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}
+
+/// JSON as a protobuf `Value`.
+fn value(json: &serde_json::Value) -> prost_types::Value {
+    use prost_types::value::Kind as V;
+    let kind = match json {
+        serde_json::Value::Null => V::NullValue(0),
+        serde_json::Value::Bool(b) => V::BoolValue(*b),
+        serde_json::Value::Number(n) => V::NumberValue(n.as_f64().unwrap_or(0.0)),
+        serde_json::Value::String(s) => V::StringValue(s.clone()),
+        serde_json::Value::Array(a) => V::ListValue(prost_types::ListValue {
+            values: a.iter().map(value).collect(),
+        }),
+        serde_json::Value::Object(o) => V::StructValue(prost_types::Struct {
+            fields: o.iter().map(|(k, v)| (k.clone(), value(v))).collect(),
+        }),
+    };
+    prost_types::Value { kind: Some(kind) }
+}
+
 /// The task's result that landed, among the approved results `landed`.
 pub(crate) fn landed_of<'a>(task: &Task, landed: &'a [Request]) -> Option<&'a Request> {
     landed
@@ -172,11 +225,12 @@ fn status_words(task: &Task, waiting: Option<&Request>) -> String {
             "{what} of {} waits for a decision (request {}):\n{}\n\n\
              Answer with a message on this task: a data part \
              {{\"decision\": \"approve\"|\"reject\", \"feedback\": \"...\"}}, \
-             or text beginning \"approve\" or \"reject\" (the rest is the feedback; \
-             a rejection needs one).",
+             or text: beginning \"approve\" approves (the rest is the feedback), \
+             any other text goes back to {} as feedback (a rejection).",
             request.opening.sender,
             request.id(),
-            what_is_asked(&request.opening.payload_json)
+            what_is_asked(&request.opening.payload_json),
+            request.opening.sender,
         );
     }
     match task.status {
@@ -284,7 +338,13 @@ pub(crate) fn to_a2a(
     let history = messages.split_off(messages.len() - keep);
     let wanted = artifacts;
     let mut artifacts = if wanted && task.status == TaskStatus::Completed {
-        vec![a2a::Artifact {
+        let mut artifacts: Vec<a2a::Artifact> = task
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(i, output)| output_artifact(task, i, output))
+            .collect();
+        artifacts.push(a2a::Artifact {
             artifact_id: format!("{}-summary", task.task_id),
             name: "summary".into(),
             description: format!("what {} said on completing the task", task.owner),
@@ -294,7 +354,8 @@ pub(crate) fn to_a2a(
                 task.summary.clone()
             })],
             ..Default::default()
-        }]
+        });
+        artifacts
     } else {
         Vec::new()
     };
@@ -403,12 +464,11 @@ pub(crate) fn new_task(
         Some((first, rest)) => (first.trim().to_owned(), rest.trim().to_owned()),
         None => (text.trim().to_owned(), String::new()),
     };
-    if subject.is_empty() {
-        return Err(invalid(
-            "message.parts",
-            "no text: the task's subject is the first line of a text part",
-        ));
-    }
+    let subject = if subject.is_empty() {
+        untitled(message).ok_or_else(|| invalid("message.parts", "is empty"))?
+    } else {
+        subject
+    };
     let data = data(message);
     let review = match data.as_ref().and_then(|d| d.get("review")) {
         None | Some(serde_json::Value::Null) => None,
@@ -432,14 +492,44 @@ pub(crate) fn new_task(
         origin: Origin {
             by: by.to_owned(),
             context_id,
+            message_id: message.message_id.clone(),
         },
     })
 }
 
-/// A decision a message carries: approve or not, and the feedback.
+/// A subject for a message without text: what its first part is.
+fn untitled(message: &a2a::Message) -> Option<String> {
+    let part = message.parts.first()?;
+    let named = |what: &str, size: String| {
+        let name = if part.filename.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", part.filename)
+        };
+        let kind = if part.media_type.is_empty() {
+            String::new()
+        } else {
+            format!(", {}", part.media_type)
+        };
+        format!("(no text) {what}{name} ({size}{kind})")
+    };
+    Some(match &part.content {
+        Some(Content::Raw(bytes)) => named("a file", format!("{} bytes", bytes.len())),
+        Some(Content::Url(url)) => named("a link", url.chars().take(200).collect()),
+        Some(Content::Data(_)) => named("data", "a JSON value".into()),
+        Some(Content::Text(_)) | None => return None,
+    })
+}
+
+/// A decision a message carries: approve or not, and the feedback. Only
+/// an explicit approval approves: a data part `{"decision": "approve"}` or
+/// text beginning "approve". Any other text is the caller's input on what
+/// waits, so it goes back to its author as feedback (a rejection), which
+/// is how its author hears it and revises.
 pub(crate) fn decision(message: &a2a::Message) -> Result<(bool, String), Status> {
     const HOW: &str = "say the decision: a data part {\"decision\": \"approve\"|\"reject\", \
-                       \"feedback\": \"...\"}, or text beginning \"approve\" or \"reject\"";
+                       \"feedback\": \"...\"}, or text (beginning \"approve\" approves; \
+                       any other is feedback)";
     if let Some(data) = data(message) {
         if let Some(decision) = data.get("decision") {
             let approve = match decision.as_str() {
@@ -467,7 +557,10 @@ pub(crate) fn decision(message: &a2a::Message) -> Result<(bool, String), Status>
             return Ok((approve, feedback));
         }
     }
-    Err(invalid("message.parts", HOW))
+    if trimmed.trim().is_empty() {
+        return Err(invalid("message.parts", HOW));
+    }
+    Ok((false, trimmed.trim().to_owned()))
 }
 
 #[cfg(test)]
@@ -484,22 +577,6 @@ mod tests {
     }
 
     fn data_part(json: serde_json::Value) -> a2a::Part {
-        fn value(json: &serde_json::Value) -> prost_types::Value {
-            use prost_types::value::Kind as V;
-            let kind = match json {
-                serde_json::Value::Null => V::NullValue(0),
-                serde_json::Value::Bool(b) => V::BoolValue(*b),
-                serde_json::Value::Number(n) => V::NumberValue(n.as_f64().unwrap_or(0.0)),
-                serde_json::Value::String(s) => V::StringValue(s.clone()),
-                serde_json::Value::Array(a) => V::ListValue(prost_types::ListValue {
-                    values: a.iter().map(value).collect(),
-                }),
-                serde_json::Value::Object(o) => V::StructValue(prost_types::Struct {
-                    fields: o.iter().map(|(k, v)| (k.clone(), value(v))).collect(),
-                }),
-            };
-            prost_types::Value { kind: Some(kind) }
-        }
         a2a::Part {
             content: Some(Content::Data(value(&json))),
             ..Default::default()
@@ -521,6 +598,16 @@ mod tests {
         assert_eq!(task.origin.context_id, "goal");
         let none = new_task(&message(vec![]), "a2a alice", "g".into()).expect_err("no text");
         assert!(none.message().contains("message.parts"), "{none:?}");
+        let raw = message(vec![a2a::Part {
+            content: Some(Content::Raw(b"tck".to_vec())),
+            media_type: "application/x-unknown".into(),
+            ..Default::default()
+        }]);
+        let raw = new_task(&raw, "a", "g".into()).expect("a file alone is a task");
+        assert_eq!(
+            raw.subject,
+            "(no text) a file (3 bytes, application/x-unknown)"
+        );
         let bad = message(vec![
             text("x"),
             data_part(serde_json::json!({"files": [1]})),
@@ -543,7 +630,12 @@ mod tests {
             decision(&message(vec![text("reject, split it")])).expect("text"),
             (false, "split it".to_owned())
         );
-        assert!(decision(&message(vec![text("maybe")])).is_err());
+        assert_eq!(
+            decision(&message(vec![text("Make it smaller first")])).expect("input"),
+            (false, "Make it smaller first".to_owned()),
+            "anything but an approval is feedback"
+        );
+        assert!(decision(&message(vec![])).is_err());
         let odd = message(vec![data_part(serde_json::json!({"decision": "yes"}))]);
         assert!(decision(&odd).is_err());
     }
@@ -563,6 +655,7 @@ mod tests {
             summary: "done it".into(),
             review: Review::Plan,
             origin: Origin::default(),
+            outputs: Vec::new(),
         };
         let pending = to_a2a(&task(TaskStatus::Pending, ""), None, None, None, true);
         assert_eq!(
@@ -599,5 +692,32 @@ mod tests {
         assert_eq!((ts.seconds, ts.nanos), (2, 500_000_000));
         let without = to_a2a(&task(TaskStatus::Completed, "ann"), None, None, None, false);
         assert!(without.artifacts.is_empty());
+        let produced = Task {
+            outputs: vec![
+                Output {
+                    name: "output.txt".into(),
+                    media_type: String::new(),
+                    content: OutputContent::Url("https://example.com/output.txt".into()),
+                },
+                Output {
+                    name: "counts".into(),
+                    media_type: String::new(),
+                    content: OutputContent::DataJson(r#"{"count": 42}"#.into()),
+                },
+            ],
+            ..task(TaskStatus::Completed, "ann")
+        };
+        let produced = to_a2a(&produced, None, None, None, true);
+        let names: Vec<&str> = produced.artifacts.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["output.txt", "counts", "summary"]);
+        let link = &produced.artifacts[0].parts[0];
+        assert_eq!(link.filename, "output.txt");
+        assert!(matches!(&link.content, Some(Content::Url(u)) if u.ends_with("output.txt")));
+        let data = &produced.artifacts[1].parts[0];
+        assert_eq!(data.media_type, "application/json");
+        let Some(Content::Data(data)) = &data.content else {
+            panic!("{data:?}")
+        };
+        assert_eq!(json(data), serde_json::json!({"count": 42.0}));
     }
 }

@@ -38,6 +38,12 @@ pub struct ServeArgs {
     /// operator's token, whose decisions the audit trail signs with its name.
     #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true, action = clap::ArgAction::Append)]
     operator_token: Vec<String>,
+    /// A2A callers that send no token act as operator NAME: they hand in
+    /// tasks and approve plans unauthenticated. For a conformance kit
+    /// (which sends no token) or a trusted network; loopback only unless
+    /// --insecure.
+    #[arg(long, value_name = "NAME")]
+    a2a_open: Option<String>,
     /// Where the web console listens (HOST:PORT), or `off`. Default: a free
     /// loopback port; the second stdout line says where.
     #[arg(long)]
@@ -314,7 +320,23 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         join: state.token(args.join_token.clone(), JOIN_TOKEN_FILE)?,
         operator: state.token(unnamed_operator(&args.operator_token)?, OPERATOR_TOKEN_FILE)?,
         named: named_operators(&args.operator_token)?,
+        a2a_open: args
+            .a2a_open
+            .as_deref()
+            .map(|name| {
+                mesh_core::names::Name::parse("--a2a-open", name)
+                    .map(|_| name.to_owned())
+                    .map_err(|e| anyhow::anyhow!("{e}"))
+            })
+            .transpose()?,
     };
+    if tokens.a2a_open.is_some() && !args.listen.ip().is_loopback() && !args.insecure {
+        anyhow::bail!(
+            "--a2a-open: refusing to let callers without a token decide beyond this host \
+             (--listen {}); listen on loopback, or say --insecure",
+            args.listen
+        );
+    }
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some(crate::tls::ServerTls::load(&crate::tls::TlsFiles {
             cert,

@@ -69,6 +69,7 @@ pub(super) fn task_json(t: &Task) -> Value {
         "updated_at_unix_ms": t.updated_at_unix_ms, "summary": t.summary,
         "review": t.review.as_str(),
         "from": t.origin.by, "context_id": t.origin.context_id,
+        "outputs": t.outputs.iter().map(|o| crate::render::output_json(&shared::wire::ToPb::to_pb(o))).collect::<Vec<_>>(),
     })
 }
 
@@ -325,6 +326,7 @@ mod tests {
                     .into(),
                     review,
                     origin: Default::default(),
+                    outputs: Vec::new(),
                 });
             }
         }

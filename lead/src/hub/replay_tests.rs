@@ -287,6 +287,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                     Op::CompleteTask {
                         task_id,
                         summary: "done".into(),
+                        outputs: Vec::new(),
                     },
                     reply,
                 )),

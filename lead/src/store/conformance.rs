@@ -149,27 +149,42 @@ pub fn tasks_created_in_one_millisecond_keep_the_order_they_were_created_in(open
         summary: String::new(),
         review: mesh_core::tasks::Review::Plan,
         origin: mesh_core::tasks::Origin::default(),
+        outputs: Vec::new(),
     };
-    // One handed in from outside: where it came from is kept.
+    // One handed in from outside: where it came from is kept, and what it
+    // produced.
     let handed_in = mesh_core::tasks::Task {
         origin: mesh_core::tasks::Origin {
             by: "a2a alice".into(),
             context_id: "goal-1".into(),
+            message_id: "m-1".into(),
         },
+        outputs: vec![
+            mesh_core::tasks::Output {
+                name: "report.md".into(),
+                media_type: "text/markdown".into(),
+                content: mesh_core::tasks::OutputContent::Text("# found".into()),
+            },
+            mesh_core::tasks::Output {
+                name: "counts".into(),
+                media_type: String::new(),
+                content: mesh_core::tasks::OutputContent::DataJson(r#"{"n": 1}"#.into()),
+            },
+        ],
         ..task("a", 7)
     };
     {
         let mut store = open();
         store
             .commit(&[
-                Change::Team(TeamChange::Task(task("c", 5))),
-                Change::Team(TeamChange::Task(task("b", 5))),
-                Change::Team(TeamChange::Task(handed_in.clone())),
+                Change::Team(TeamChange::Task(Box::new(task("c", 5)))),
+                Change::Team(TeamChange::Task(Box::new(task("b", 5)))),
+                Change::Team(TeamChange::Task(Box::new(handed_in.clone()))),
             ])
             .expect("commit");
         // An update keeps a task's place.
         store
-            .commit(&[Change::Team(TeamChange::Task(task("c", 5)))])
+            .commit(&[Change::Team(TeamChange::Task(Box::new(task("c", 5))))])
             .expect("commit");
     }
     let mut store = open();

@@ -292,6 +292,8 @@ pub enum Op {
         task_id: String,
         /// What it did.
         summary: String,
+        /// What it produced besides (see [`crate::tasks::Output`]).
+        outputs: Vec<crate::tasks::Output>,
     },
     /// A member says what its process (`epoch`) used so far, in all.
     ReportUsage {

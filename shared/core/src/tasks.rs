@@ -50,6 +50,8 @@ pub struct Task {
     /// Who handed it to the team from outside (an A2A caller), and the
     /// goal it belongs to; empty for a task made here.
     pub origin: Origin,
+    /// What the owner handed in on completing it besides the summary.
+    pub outputs: Vec<Output>,
 }
 
 /// Where a task came from when an outside caller handed it to the team
@@ -60,6 +62,68 @@ pub struct Origin {
     pub by: String,
     /// The caller's context: the tasks of one goal.
     pub context_id: String,
+    /// The caller's message that handed it in.
+    pub message_id: String,
+}
+
+/// One thing a task produced besides its summary (a report, a file, a
+/// link, data), named: what an A2A caller gets as an artifact.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Output {
+    /// e.g. `report.md`.
+    pub name: String,
+    /// e.g. `text/markdown`; empty: the content's usual type.
+    pub media_type: String,
+    pub content: OutputContent,
+}
+
+/// What an [`Output`] holds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum OutputContent {
+    Text(String),
+    Raw(Vec<u8>),
+    /// An http(s) URL where it is.
+    Url(String),
+    /// A JSON value, as its text.
+    DataJson(String),
+}
+
+/// The most outputs one completion carries.
+pub const MOST_OUTPUTS: usize = 16;
+
+impl Output {
+    /// Checks output `i` (a name, a type, content within [`limits::TEXT`],
+    /// a URL that is http(s), data that is JSON).
+    pub fn check(&self, i: usize) -> Result<(), FieldError> {
+        let field = |f: &str| format!("outputs[{i}].{f}");
+        if self.name.trim().is_empty() {
+            return Err(FieldError::new(field("name"), "is required"));
+        }
+        limits::check(&field("name"), &self.name, limits::GLOB)?;
+        limits::check(&field("media_type"), &self.media_type, limits::ROLE)?;
+        match &self.content {
+            OutputContent::Text(t) => limits::check(&field("text"), t, limits::TEXT),
+            OutputContent::Raw(bytes) if bytes.len() > limits::TEXT => Err(FieldError::new(
+                field("raw"),
+                format!("is {} bytes; the limit is {}", bytes.len(), limits::TEXT),
+            )),
+            OutputContent::Raw(_) => Ok(()),
+            OutputContent::Url(url) => {
+                limits::check(&field("url"), url, limits::PATH)?;
+                let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+                match scheme.as_deref() {
+                    Some("http" | "https") => Ok(()),
+                    _ => Err(FieldError::new(field("url"), "is not an http(s) URL")),
+                }
+            }
+            OutputContent::DataJson(json) => {
+                limits::check(&field("data_json"), json, limits::TEXT)?;
+                serde_json::from_str::<serde_json::Value>(json)
+                    .map(|_| ())
+                    .map_err(|e| FieldError::new(field("data_json"), format!("is not JSON: {e}")))
+            }
+        }
+    }
 }
 
 /// What of a task is reviewed (`lead serve --repo`; without it, plans).
@@ -283,6 +347,7 @@ impl TaskBoard {
         }
         limits::check("origin.by", &new.origin.by, limits::ID)?;
         limits::check("origin.context_id", &new.origin.context_id, limits::ID)?;
+        limits::check("origin.message_id", &new.origin.message_id, limits::ID)?;
         if self.tasks.len() >= self.max_tasks {
             return Err(CoreError::LimitReached(format!(
                 "the task list holds {} tasks, the most it may",
@@ -317,6 +382,7 @@ impl TaskBoard {
             summary: String::new(),
             review: new.review.unwrap_or_default(),
             origin: new.origin,
+            outputs: Vec::new(),
         };
         self.index.insert(task_id, self.tasks.len());
         self.touched.insert(self.tasks.len());
@@ -381,9 +447,20 @@ impl TaskBoard {
         member: &str,
         id: &str,
         summary: String,
+        outputs: Vec<Output>,
         now: i64,
     ) -> Result<Completed, CoreError> {
         limits::check("summary", &summary, limits::TEXT)?;
+        if outputs.len() > MOST_OUTPUTS {
+            return Err(FieldError::new(
+                "outputs",
+                format!("has {} items; the limit is {MOST_OUTPUTS}", outputs.len()),
+            )
+            .into());
+        }
+        for (i, output) in outputs.iter().enumerate() {
+            output.check(i)?;
+        }
         let &at = self
             .index
             .get(id)
@@ -416,6 +493,7 @@ impl TaskBoard {
         let task = &mut self.tasks[at];
         task.status = TaskStatus::Completed;
         task.summary = summary;
+        task.outputs = outputs;
         task.updated_at_unix_ms = now;
         let task = task.clone();
         let unblocked = self
@@ -558,7 +636,7 @@ mod tests {
         // Once a completes, b is claimed; then nothing is pending at all,
         // and the refusal says so rather than "blocked".
         board
-            .complete("alice", "a", "done".into(), 8)
+            .complete("alice", "a", "done".into(), Vec::new(), 8)
             .expect("a done");
         assert_eq!(board.claim("carol", None, 9).expect("b").task_id, "b");
         let none = board.claim("dave", None, 10);
@@ -592,7 +670,7 @@ mod tests {
             "{taken:?}"
         );
         board
-            .complete("alice", "a", "done".into(), 7)
+            .complete("alice", "a", "done".into(), Vec::new(), 7)
             .expect("complete");
         let done = board.claim("bob", Some("a"), 8);
         assert!(
@@ -608,15 +686,15 @@ mod tests {
     #[test]
     fn only_the_owner_completes_and_completion_unblocks() {
         let mut board = board();
-        let not_claimed = board.complete("alice", "a", String::new(), 5);
+        let not_claimed = board.complete("alice", "a", String::new(), Vec::new(), 5);
         assert!(matches!(not_claimed, Err(CoreError::NotYours(_))));
         board.claim("alice", Some("a"), 5).expect("a");
-        let stranger = board.complete("bob", "a", String::new(), 6);
+        let stranger = board.complete("bob", "a", String::new(), Vec::new(), 6);
         assert!(matches!(&stranger, Err(CoreError::NotYours(m)) if m.contains("owned by alice")));
-        let long = board.complete("alice", "a", "s".repeat(limits::TEXT + 1), 7);
+        let long = board.complete("alice", "a", "s".repeat(limits::TEXT + 1), Vec::new(), 7);
         assert!(matches!(long, Err(CoreError::Invalid(e)) if e.field == "summary"));
         let done = board
-            .complete("alice", "a", "parser added".into(), 7)
+            .complete("alice", "a", "parser added".into(), Vec::new(), 7)
             .expect("done");
         assert!(done.fresh);
         assert_eq!(done.task.summary, "parser added");
@@ -628,11 +706,70 @@ mod tests {
             ["b"]
         );
         let again = board
-            .complete("alice", "a", "other".into(), 8)
+            .complete("alice", "a", "other".into(), Vec::new(), 8)
             .expect("retry");
         assert!(!again.fresh && again.unblocked.is_empty());
         assert_eq!(again.task.summary, "parser added");
         assert_eq!(board.claim("bob", Some("b"), 9).expect("b").owner, "bob");
+    }
+
+    #[test]
+    fn a_completion_carries_checked_outputs() {
+        let output = |name: &str, content| Output {
+            name: name.into(),
+            media_type: String::new(),
+            content,
+        };
+        let refused = |outputs: Vec<Output>| {
+            let mut board = board();
+            board.claim("alice", Some("a"), 5).expect("a");
+            match board.complete("alice", "a", String::new(), outputs, 6) {
+                Err(CoreError::Invalid(e)) => e.field,
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(
+            refused(vec![output(" ", OutputContent::Text("x".into()))]),
+            "outputs[0].name"
+        );
+        assert_eq!(
+            refused(vec![
+                output("a", OutputContent::Text("x".into())),
+                output("b", OutputContent::Url("file:///etc/passwd".into()))
+            ]),
+            "outputs[1].url"
+        );
+        assert_eq!(
+            refused(vec![output("d", OutputContent::DataJson("{".into()))]),
+            "outputs[0].data_json"
+        );
+        assert_eq!(
+            refused(vec![output(
+                "r",
+                OutputContent::Raw(vec![0; limits::TEXT + 1])
+            )]),
+            "outputs[0].raw"
+        );
+        assert_eq!(
+            refused(vec![
+                output("t", OutputContent::Text(String::new()));
+                MOST_OUTPUTS + 1
+            ]),
+            "outputs"
+        );
+        let outputs = vec![
+            output("report.md", OutputContent::Text("# found".into())),
+            output("out.bin", OutputContent::Raw(vec![1, 2])),
+            output("site", OutputContent::Url("https://example.com/x".into())),
+            output("counts", OutputContent::DataJson(r#"{"count": 42}"#.into())),
+        ];
+        let mut board = board();
+        board.claim("alice", Some("a"), 5).expect("a");
+        let done = board
+            .complete("alice", "a", "done".into(), outputs.clone(), 6)
+            .expect("done");
+        assert_eq!(done.task.outputs, outputs);
+        assert_eq!(board.get("a").expect("a").outputs, outputs);
     }
 
     #[test]
@@ -641,7 +778,7 @@ mod tests {
         board.claim("alice", Some("a"), 5).expect("a");
         board.claim("alice", Some("c"), 5).expect("c");
         board
-            .complete("alice", "c", String::new(), 6)
+            .complete("alice", "c", String::new(), Vec::new(), 6)
             .expect("c done");
         let released = board.release("alice", 7);
         assert_eq!(released.len(), 1);
@@ -667,7 +804,7 @@ mod tests {
             }
             if status == TaskStatus::Completed {
                 board
-                    .complete("o", "t", String::new(), 3)
+                    .complete("o", "t", String::new(), Vec::new(), 3)
                     .expect("complete");
             }
             let claim_other = board.claim("x", Some("t"), 4).map(|t| t.status);
@@ -722,7 +859,7 @@ mod tests {
         board.create("d".into(), new("fourth", &[]), 8).expect("d");
         board.claim("bob", Some("d"), 9).expect("claim");
         board
-            .complete("bob", "d", "done".into(), 10)
+            .complete("bob", "d", "done".into(), Vec::new(), 10)
             .expect("complete");
         assert!(matches!(
             board.withdraw("d", "late", 11),
@@ -734,7 +871,7 @@ mod tests {
             Err(CoreError::Conflict(_))
         ));
         assert!(matches!(
-            board.complete("ann", "c", "x".into(), 12),
+            board.complete("ann", "c", "x".into(), Vec::new(), 12),
             Err(CoreError::Conflict(_))
         ));
         assert!(!board.is_claimable(board.get("b").expect("b")));

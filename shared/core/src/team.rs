@@ -43,7 +43,7 @@ pub enum Change {
     /// A request was opened or changed: insert it, or replace it in place.
     Request(Box<Request>),
     /// A task was created or changed: insert it, or replace it in place.
-    Task(Task),
+    Task(Box<Task>),
     /// What `member` holds now (`None`: nothing).
     Hold {
         /// The member.
@@ -376,9 +376,12 @@ impl Team {
         member: &str,
         task_id: &str,
         summary: String,
+        outputs: Vec<crate::tasks::Output>,
         now: i64,
     ) -> Result<(Completed, bool), CoreError> {
-        let done = self.tasks.complete(member, task_id, summary, now)?;
+        let done = self
+            .tasks
+            .complete(member, task_id, summary, outputs, now)?;
         let hold_ended = done.fresh && self.holds.complete(member, task_id);
         Ok((done, hold_ended))
     }
@@ -419,7 +422,12 @@ impl Team {
                 .into_iter()
                 .map(|r| Change::Request(Box::new(r))),
         );
-        changes.extend(self.tasks.take_changed().into_iter().map(Change::Task));
+        changes.extend(
+            self.tasks
+                .take_changed()
+                .into_iter()
+                .map(|t| Change::Task(Box::new(t))),
+        );
         changes.extend(
             self.holds
                 .take_changed()
@@ -553,7 +561,7 @@ mod tests {
         // A retried answer changes nothing.
         assert!(!team.answer_plan(&id, approve, 4).expect("retry").fresh);
         let (done, ended) = team
-            .complete_task("alice", "t1", "done".into(), 5)
+            .complete_task("alice", "t1", "done".into(), Vec::new(), 5)
             .expect("completed");
         assert!(done.fresh && ended);
         assert_eq!(team.holds.get("alice"), None);

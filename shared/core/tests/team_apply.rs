@@ -390,6 +390,7 @@ fn idle_members_without_a_task_hear_of_claimable_work_once_each() {
             Op::CompleteTask {
                 task_id: "t2".into(),
                 summary: "done".into(),
+                outputs: Vec::new(),
             },
         )
         .unwrap();
@@ -456,6 +457,7 @@ fn completing_the_task_a_plan_was_approved_for_ends_its_hold_and_its_grant() {
             Op::CompleteTask {
                 task_id: "t1".into(),
                 summary: "done".into(),
+                outputs: Vec::new(),
             },
         )
         .unwrap();
@@ -478,6 +480,7 @@ fn completing_the_task_a_plan_was_approved_for_ends_its_hold_and_its_grant() {
             Op::CompleteTask {
                 task_id: "t1".into(),
                 summary: "done".into(),
+                outputs: Vec::new(),
             },
         )
         .unwrap();
@@ -575,6 +578,7 @@ fn withdrawing_a_task_expires_its_plans_ends_its_grant_and_tells_its_owner() {
         Op::CompleteTask {
             task_id: "t1".into(),
             summary: "done".into(),
+            outputs: Vec::new(),
         },
     );
     assert!(complete.is_err());

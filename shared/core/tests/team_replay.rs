@@ -147,8 +147,8 @@ impl Log {
                 }
             }
             Change::Task(task) => match self.tasks.iter_mut().find(|t| t.task_id == task.task_id) {
-                Some(row) => *row = task,
-                None => self.tasks.push(task),
+                Some(row) => *row = *task,
+                None => self.tasks.push(*task),
             },
             Change::Hold { member, hold } => match hold {
                 Some(hold) => {
@@ -363,6 +363,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
                 Op::CompleteTask {
                     task_id,
                     summary: "done".into(),
+                    outputs: Vec::new(),
                 },
             )
         }

@@ -285,6 +285,7 @@ fn the_policy_rejects_a_result_outside_the_grant_and_without_a_repo_there_are_no
         Op::CompleteTask {
             task_id: "t1".into(),
             summary: "done".into(),
+            outputs: Vec::new(),
         },
     );
     assert!(matches!(refused, Err(CoreError::Conflict(m)) if m.contains("SubmitResult")));

@@ -3,7 +3,7 @@
 use crate::pb;
 use mesh_core::{
     error::FieldError,
-    tasks::{Origin, Review, Task, TaskStatus},
+    tasks::{Origin, Output, OutputContent, Review, Task, TaskStatus},
 };
 use prost::UnknownEnumValue;
 
@@ -54,7 +54,9 @@ impl ToPb for Task {
             origin: (self.origin != Origin::default()).then(|| pb::TaskOrigin {
                 by: self.origin.by.clone(),
                 context_id: self.origin.context_id.clone(),
+                message_id: self.origin.message_id.clone(),
             }),
+            outputs: self.outputs.iter().map(ToPb::to_pb).collect(),
         }
     }
 }
@@ -85,10 +87,57 @@ impl TryFrom<pb::Task> for Task {
                 .map(|o| Origin {
                     by: o.by,
                     context_id: o.context_id,
+                    message_id: o.message_id,
                 })
                 .unwrap_or_default(),
+            // Stored, so checked when completed; one without content is dropped.
+            outputs: task
+                .outputs
+                .into_iter()
+                .filter_map(|o| output_from_pb(o).ok())
+                .collect(),
         })
     }
+}
+
+impl ToPb for Output {
+    type Pb = pb::TaskOutput;
+    fn to_pb(&self) -> pb::TaskOutput {
+        use pb::task_output::Content;
+        pb::TaskOutput {
+            name: self.name.clone(),
+            media_type: self.media_type.clone(),
+            content: Some(match &self.content {
+                OutputContent::Text(t) => Content::Text(t.clone()),
+                OutputContent::Raw(b) => Content::Raw(b.clone()),
+                OutputContent::Url(u) => Content::Url(u.clone()),
+                OutputContent::DataJson(j) => Content::DataJson(j.clone()),
+            }),
+        }
+    }
+}
+
+/// An output from the wire: one without content is an error naming the
+/// field (checking the rest is [`Output::check`]'s).
+pub fn output_from_pb(output: pb::TaskOutput) -> Result<Output, FieldError> {
+    use pb::task_output::Content;
+    let content = match output.content {
+        Some(Content::Text(t)) => OutputContent::Text(t),
+        Some(Content::Raw(b)) => OutputContent::Raw(b),
+        Some(Content::Url(u)) => OutputContent::Url(u),
+        Some(Content::DataJson(j)) => OutputContent::DataJson(j),
+        None => {
+            return Err(FieldError::new(
+                "outputs.content",
+                "is required (text, raw, url or data_json)",
+            ))
+        }
+    };
+    Ok(Output {
+        name: output.name,
+        media_type: output.media_type,
+        content,
+    })
 }
 
 /// A task's review on the wire.

@@ -399,10 +399,11 @@ impl Team {
         name: &str,
         task_id: &str,
         summary: String,
+        outputs: Vec<crate::tasks::Output>,
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<Task, CoreError> {
-        let (done, hold_ended) = self.complete_task(name, task_id, summary, now)?;
+        let (done, hold_ended) = self.complete_task(name, task_id, summary, outputs, now)?;
         if done.fresh {
             if hold_ended || !done.task.review.needs_plan() {
                 self.members.set_mode(name, Mode::Plan);

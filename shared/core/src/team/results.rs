@@ -417,8 +417,14 @@ impl Team {
                 );
                 // The work landed; the task is done with it, if its owner
                 // still holds it (a task given back meanwhile stays open).
-                let _ =
-                    self.complete_task_op(&sender, &result.task_id, result.summary, now, effects);
+                let _ = self.complete_task_op(
+                    &sender,
+                    &result.task_id,
+                    result.summary,
+                    Vec::new(),
+                    now,
+                    effects,
+                );
             }
             Landing::Conflict { paths, head } => {
                 let feedback = format!(

@@ -38,10 +38,15 @@ impl Team {
                         .into(),
                 ))
             }
-            Op::CompleteTask { task_id, summary } => Reply::Task(self.complete_task_op(
+            Op::CompleteTask {
+                task_id,
+                summary,
+                outputs,
+            } => Reply::Task(self.complete_task_op(
                 &member_of(caller)?,
                 &task_id,
                 summary,
+                outputs,
                 now,
                 effects,
             )?),

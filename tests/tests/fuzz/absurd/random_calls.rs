@@ -165,6 +165,7 @@ impl Absurd {
                 let request = pb::CompleteTaskRequest {
                     task_id: s!(),
                     summary: s!(),
+                    ..Default::default()
                 };
                 call!(
                     self.report,

@@ -163,6 +163,7 @@ impl Absurd {
                 let request = pb::CompleteTaskRequest {
                     task_id: task_id.clone(),
                     summary: summary.clone(),
+                    ..Default::default()
                 };
                 call!(
                     self.report,
@@ -177,6 +178,7 @@ impl Absurd {
             let request = pb::CompleteTaskRequest {
                 task_id,
                 summary: summaries[i % summaries.len()].clone(),
+                ..Default::default()
             };
             call!(
                 self.report,
