@@ -1,13 +1,22 @@
 //! `bench --against OLD_LEAD`: this build's lead beside an older one, on the
 //! figure a change to the commit path moves first: the sequential plan
 //! handshake (auto approval, one teammate, each handshake waiting for the
-//! last). Each run starts a fresh lead of each build per store, the two
-//! alternating (which goes first alternates too), so that both meet the
-//! machine in the same state; the medians and their ratio are printed.
+//! last). Each run starts a fresh lead of each build per store, both kept
+//! running, and takes turns between them in short rounds (which goes first
+//! alternates), so that both meet the machine in the same state: this
+//! machine's speed drifts by more than the difference sought within a few
+//! seconds. Each round pairs the two builds' rates; the median of those
+//! ratios, with its quartiles, is the figure printed.
 
-use std::path::Path;
+use std::{path::Path, time::Instant};
 
-use crate::{mesh, stats::Report, Counts};
+use crate::{
+    stats::{Report, Samples},
+    Counts,
+};
+
+/// Rounds per run; each build does `handshakes / ROUNDS` in each.
+const ROUNDS: usize = 10;
 
 /// Measures both builds `counts.runs` times on each of `stores`.
 pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> anyhow::Result<()> {
@@ -18,41 +27,84 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
         old.display()
     );
     let new = crate::procs::beside("lead")?;
+    let labels = ["this build", "--against"];
+    let per_round = (counts.handshakes / ROUNDS).max(50);
     let mut report = Report::default();
+    let mut ratios: Vec<(String, Vec<f64>)> =
+        stores.iter().map(|s| (s.clone(), Vec::new())).collect();
     for run in 1..=counts.runs {
         eprintln!("bench: run {run} of {}", counts.runs);
-        for store in stores {
-            let builds = [("this build", &new), ("--against", &old)];
-            let order: Vec<_> = if run % 2 == 1 {
-                builds.iter().collect()
-            } else {
-                builds.iter().rev().collect()
-            };
-            for (label, program) in order {
-                let (_server, lead) =
-                    crate::start_lead_at(program, store, &["--approval", "auto"]).await?;
-                let (samples, rate) =
-                    mesh::handshakes_sequential(&lead, "seq", counts.handshakes).await?;
+        for (store, store_ratios) in &mut ratios {
+            let (_new_server, new_lead) =
+                crate::start_lead_at(&new, store, &["--approval", "auto"]).await?;
+            let (_old_server, old_lead) =
+                crate::start_lead_at(&old, store, &["--approval", "auto"]).await?;
+            let mut members = [
+                new_lead.member("seq", None).await?,
+                old_lead.member("seq", None).await?,
+            ];
+            for member in &mut members {
+                for _ in 0..per_round {
+                    member.handshake().await?;
+                }
+            }
+            let mut samples = [
+                Samples::with_capacity(per_round * ROUNDS),
+                Samples::with_capacity(per_round * ROUNDS),
+            ];
+            for round in 0..ROUNDS {
+                let order = if (run + round) % 2 == 0 {
+                    [0, 1]
+                } else {
+                    [1, 0]
+                };
+                let mut rates = [0.0; 2];
+                for i in order {
+                    let start = Instant::now();
+                    for _ in 0..per_round {
+                        samples[i].push(members[i].handshake().await?);
+                    }
+                    rates[i] = per_round as f64 / start.elapsed().as_secs_f64();
+                    report.add(
+                        &format!("[{store}] {}: handshake sequential", labels[i]),
+                        "/s",
+                        rates[i],
+                    );
+                }
+                store_ratios.push(rates[0] / rates[1]);
+            }
+            for (i, samples) in samples.iter().enumerate() {
                 let [p50, p99, _] = samples.summary();
-                report.add(&format!("[{store}] {label}: handshake p50"), "us", p50);
-                report.add(&format!("[{store}] {label}: handshake p99"), "us", p99);
                 report.add(
-                    &format!("[{store}] {label}: handshake sequential"),
-                    "/s",
-                    rate,
+                    &format!("[{store}] {}: handshake p50", labels[i]),
+                    "us",
+                    p50,
+                );
+                report.add(
+                    &format!("[{store}] {}: handshake p99", labels[i]),
+                    "us",
+                    p99,
                 );
             }
         }
     }
     println!("\n{}", report.table());
-    for store in stores {
+    for (store, mut store_ratios) in ratios {
+        store_ratios.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            let i = ((store_ratios.len() - 1) as f64 * q).round() as usize;
+            (store_ratios[i] - 1.0) * 100.0
+        };
         let figure =
             |label: &str| report.median(&format!("[{store}] {label}: handshake sequential"));
-        if let (Some(new), Some(old)) = (figure("this build"), figure("--against")) {
+        if let (Some(new), Some(old)) = (figure(labels[0]), figure(labels[1])) {
             println!(
                 "[{store}] sequential handshake: this build {new:.0} /s, --against {old:.0} /s: \
-                 {:+.1}%",
-                (new / old - 1.0) * 100.0
+                 {:+.1}% (median of {} paired rounds; quartiles {:+.1}% .. {:+.1}%)",
+                at(0.5),
+                store_ratios.len(),
+                at(0.25),
+                at(0.75),
             );
         }
     }

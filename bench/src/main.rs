@@ -68,8 +68,9 @@ struct Args {
     #[arg(long)]
     model_kit: Option<PathBuf>,
     /// Only the sequential plan handshake, of this build's lead and of the
-    /// `lead` executable at this path (an older build), alternating, a
-    /// fresh lead of each per run and store: their medians and the change.
+    /// `lead` executable at this path (an older build): per run and store a
+    /// fresh lead of each, both running, taking turns in 10 short rounds;
+    /// the change is the median of the paired rounds' ratios.
     #[arg(long, value_name = "OLD_LEAD")]
     against: Option<PathBuf>,
     /// Run the floor's echo server (used by the benchmark itself).
