@@ -21,6 +21,9 @@ pub struct Config {
     pub connections: ConnLimits,
     /// What the lead says of itself (`GetLeadership`).
     pub standing: tokio::sync::watch::Receiver<crate::leadership::Standing>,
+    /// `--a2a-card FILE`: what the agent card says of the team in its own
+    /// words (checked by `a2a::card::own_fields`); empty: the lead's.
+    pub a2a_card: serde_json::Map<String, serde_json::Value>,
 }
 
 /// How often the server pings an idle connection, and how long it waits for

@@ -55,7 +55,7 @@ pub(crate) async fn serve(
     tls: bool,
     hub: HubHandle,
     operator_token: String,
-    card: Arc<String>,
+    card: Arc<crate::a2a::card::CardBase>,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let console = Console {
@@ -83,15 +83,18 @@ pub(crate) async fn serve(
         // Public, as A2A clients fetch it before they authenticate.
         .route(
             "/.well-known/agent-card.json",
-            get(move || async move {
-                (
-                    [
-                        (axum::http::header::CONTENT_TYPE, "application/json"),
-                        (axum::http::header::CACHE_CONTROL, "max-age=60"),
-                    ],
-                    card.as_str().to_owned(),
-                )
-            }),
+            get(
+                move |axum::extract::State(console): axum::extract::State<Console>| async move {
+                    let roles = state::roles(&console.hub).await.unwrap_or_default();
+                    (
+                        [
+                            (axum::http::header::CONTENT_TYPE, "application/json"),
+                            (axum::http::header::CACHE_CONTROL, "max-age=60"),
+                        ],
+                        crate::a2a::card::card(&card, &roles).to_string(),
+                    )
+                },
+            ),
         );
     for (path, body) in assets::MODULES {
         app = app.route(path, get(move |operator| assets::module(operator, body)));

@@ -159,6 +159,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
             ..Default::default()
         })
         .1,
+        a2a_card: serde_json::Map::new(),
     };
     let server = tokio::spawn(crate::run(
         server::Listeners {

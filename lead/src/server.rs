@@ -120,11 +120,14 @@ pub async fn run(
         keepalive,
         connections,
         standing,
+        a2a_card,
     } = config;
     let repo = hub_config.repo.clone();
-    let card = std::sync::Arc::new(
-        crate::a2a::card::card(&standing.borrow().url, tokens.a2a_open.is_some()).to_string(),
-    );
+    let card = std::sync::Arc::new(crate::a2a::card::CardBase {
+        lead_url: standing.borrow().url.clone(),
+        open: tokens.a2a_open.is_some(),
+        own: a2a_card,
+    });
     let (hub, commands) = hub::load(hub_config, store)?;
     let (stop_tx, stop_rx) = watch::channel(None);
     let mut console_stop = stop_rx.clone();

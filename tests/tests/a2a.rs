@@ -619,7 +619,38 @@ async fn an_open_lead_serves_the_conformance_scenarios_outputs_as_artifacts_and_
         .unwrap();
     assert!(generated.success(), "generating the stubs failed");
     let lead = Lead::start(&["--a2a-open", "kit"]).await;
+    let card_url = format!(
+        "{}/.well-known/agent-card.json",
+        lead.console
+            .as_deref()
+            .expect("a console")
+            .trim_end_matches('/')
+    );
+    let card = || async {
+        mesh_tests::webdriver::http_client(reqwest::Client::builder())
+            .get(&card_url)
+            .send()
+            .await
+            .unwrap()
+            .json::<Value>()
+            .await
+            .unwrap()
+    };
+    let before = card().await;
+    assert_eq!(
+        before["securityRequirements"],
+        serde_json::json!([]),
+        "open: no token asked"
+    );
+    assert_eq!(
+        before["skills"].as_array().map(Vec::len),
+        Some(1),
+        "{before}"
+    );
     let _playbook = playbook(&lead, &stubs).await;
+    // Each role among the members is a skill of the team.
+    let after = card().await;
+    assert_eq!(after["skills"][1]["id"], "role-tck playbook", "{after}");
 
     // No token: the caller acts as operator kit.
     let send = |id: &'static str, text: &'static str| {
@@ -673,4 +704,49 @@ async fn an_open_lead_serves_the_conformance_scenarios_outputs_as_artifacts_and_
         "{plan:?}"
     );
     assert_eq!(plan.feedback, "Complete", "{plan:?}");
+}
+
+#[tokio::test]
+async fn the_card_says_what_a2a_card_file_says_of_the_team_and_the_lead_the_rest() {
+    let scratch = tempfile::tempdir().unwrap();
+    let file = scratch.path().join("card.json");
+    std::fs::write(
+        &file,
+        r#"{"name": "docs team", "skills": [{"id": "docs", "name": "Docs",
+            "description": "writes the guides", "tags": ["docs"]}]}"#,
+    )
+    .unwrap();
+    let lead = Lead::start(&["--a2a-card", file.to_str().unwrap()]).await;
+    let url = format!(
+        "{}/.well-known/agent-card.json",
+        lead.console
+            .as_deref()
+            .expect("a console")
+            .trim_end_matches('/')
+    );
+    let http = mesh_tests::webdriver::http_client(reqwest::Client::builder());
+    let card: Value = http.get(&url).send().await.unwrap().json().await.unwrap();
+    assert_eq!(card["name"], "docs team");
+    assert_eq!(card["skills"][0]["id"], "docs");
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        lead.addr.trim_start_matches("http://"),
+        "{card}"
+    );
+    // A field the lead says itself is refused, naming the file and the field.
+    std::fs::write(&file, r#"{"capabilities": {"streaming": false}}"#).unwrap();
+    let refused = tokio::process::Command::new(mesh_tests::bin("lead"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(scratch.path().join("state"))
+        .arg("--a2a-card")
+        .arg(&file)
+        .output()
+        .await
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("--a2a-card") && said.contains("\"capabilities\""),
+        "{said}"
+    );
 }

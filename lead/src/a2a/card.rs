@@ -1,19 +1,96 @@
 //! The agent card (`/.well-known/agent-card.json`, on the console's port,
 //! public as A2A clients fetch it): the team's name, its gRPC interface
-//! (A2A 1.0), what it can do, and the bearer scheme its callers
-//! authenticate with (an operator token).
+//! (A2A 1.0), what it can do (a skill for handing it a task, and one for
+//! each role its members have, unless `--a2a-card FILE` names the skills),
+//! and the bearer scheme its callers authenticate with (an operator token).
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-/// The card of a lead whose clients reach it at `lead_url`
-/// (`http://HOST:PORT` or `https://...`; A2A names a gRPC interface by
-/// `HOST:PORT`); `open` (`--a2a-open`): no token is required.
-pub(crate) fn card(lead_url: &str, open: bool) -> Value {
-    let address = lead_url
+/// What `--a2a-card FILE` may say of the team; the lead says the rest
+/// (its interface, capabilities and security), which it alone knows.
+const OWN_FIELDS: [&str; 8] = [
+    "name",
+    "description",
+    "provider",
+    "documentationUrl",
+    "iconUrl",
+    "skills",
+    "defaultInputModes",
+    "defaultOutputModes",
+];
+
+/// What the card is made from, besides the team as it stands.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CardBase {
+    /// `http://HOST:PORT` or `https://...` (A2A names a gRPC interface by
+    /// `HOST:PORT`).
+    pub(crate) lead_url: String,
+    /// `--a2a-open`: no token is required.
+    pub(crate) open: bool,
+    /// `--a2a-card FILE`: the team's own words.
+    pub(crate) own: Map<String, Value>,
+}
+
+/// `--a2a-card FILE`'s text, checked: a JSON object of [`OWN_FIELDS`]
+/// alone (an A2A card admits no other field), `skills` a list of objects
+/// each with an id, a name, a description and tags.
+pub(crate) fn own_fields(text: &str) -> Result<Map<String, Value>, String> {
+    let Value::Object(own) = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?
+    else {
+        return Err("not a JSON object".into());
+    };
+    if let Some(other) = own.keys().find(|k| !OWN_FIELDS.contains(&k.as_str())) {
+        return Err(format!(
+            "{other:?} is not a field it may set (only {}; the lead says its interface, \
+             capabilities and security itself)",
+            OWN_FIELDS.join(", ")
+        ));
+    }
+    if let Some(skills) = own.get("skills") {
+        let Some(skills) = skills.as_array() else {
+            return Err("skills: not a list".into());
+        };
+        for (i, skill) in skills.iter().enumerate() {
+            for field in ["id", "name", "description"] {
+                if !skill.get(field).is_some_and(Value::is_string) {
+                    return Err(format!("skills[{i}].{field}: a string is required"));
+                }
+            }
+            if !skill.get("tags").is_some_and(Value::is_array) {
+                return Err(format!("skills[{i}].tags: a list is required"));
+            }
+        }
+    }
+    Ok(own)
+}
+
+/// The card of the lead `base` says, whose members have `roles`.
+pub(crate) fn card(base: &CardBase, roles: &[String]) -> Value {
+    let address = base
+        .lead_url
         .split_once("://")
-        .map_or(lead_url, |(_, rest)| rest)
+        .map_or(base.lead_url.as_str(), |(_, rest)| rest)
         .trim_end_matches('/');
-    json!({
+    let mut skills = vec![json!({
+        "id": "team-task",
+        "name": "Hand the team a task",
+        "description": "The first line of the message is the task's subject, the rest its \
+            description; a data part may name files, review (plan, result or both) and \
+            blocked_by (task ids). Its plan comes back as INPUT_REQUIRED.",
+        "tags": ["planning", "coding", "review"],
+    })];
+    let mut seen = std::collections::BTreeSet::new();
+    for role in roles.iter().map(|r| r.trim()).filter(|r| !r.is_empty()) {
+        if seen.insert(role) && seen.len() <= MOST_ROLE_SKILLS {
+            skills.push(json!({
+                "id": format!("role-{role}"),
+                "name": role,
+                "description": format!("A member of the team works as {role}."),
+                "tags": ["role", role],
+            }));
+        }
+    }
+    let mut card = json!({
         "name": "mesh team",
         "description": "A team of agents coordinated by a mesh lead: a task handed in is \
             planned by a teammate, its plan reviewed (INPUT_REQUIRED: approve or reject it \
@@ -38,29 +115,40 @@ pub(crate) fn card(lead_url: &str, open: bool) -> Value {
                 }
             }
         },
-        "securityRequirements": if open {
+        "securityRequirements": if base.open {
             json!([])
         } else {
             json!([{ "schemes": { "bearer": { "list": [] } } }])
         },
         "defaultInputModes": ["text/plain", "application/json"],
         "defaultOutputModes": ["text/plain"],
-        "skills": [{
-            "id": "team-task",
-            "name": "Hand the team a task",
-            "description": "The first line of the message is the task's subject, the rest its \
-                description; a data part may name files, review (plan, result or both) and \
-                blocked_by (task ids). Its plan comes back as INPUT_REQUIRED.",
-            "tags": ["planning", "coding", "review"],
-        }],
-    })
+        "skills": skills,
+    });
+    if let Value::Object(card) = &mut card {
+        card.extend(base.own.clone());
+    }
+    card
 }
+
+/// At most this many roles become skills (a team of many roles lists the
+/// first, by name).
+const MOST_ROLE_SKILLS: usize = 32;
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    fn base(url: &str, open: bool) -> CardBase {
+        CardBase {
+            lead_url: url.into(),
+            open,
+            own: Map::new(),
+        }
+    }
+
     #[test]
     fn the_card_names_the_grpc_interface_without_a_scheme() {
-        let card = super::card("https://lead.example:7447", false);
+        let card = card(&base("https://lead.example:7447", false), &[]);
         let interface = &card["supportedInterfaces"][0];
         assert_eq!(interface["url"], "lead.example:7447");
         assert_eq!(interface["protocolBinding"], "GRPC");
@@ -72,7 +160,56 @@ mod tests {
             card["securityRequirements"].as_array().map(Vec::len),
             Some(1)
         );
-        let open = super::card("http://127.0.0.1:7447", true);
-        assert_eq!(open["securityRequirements"], serde_json::json!([]));
+        let open = super::card(&base("http://127.0.0.1:7447", true), &[]);
+        assert_eq!(open["securityRequirements"], json!([]));
+    }
+
+    #[test]
+    fn each_role_is_a_skill_unless_the_file_names_the_skills() {
+        let roles = [
+            "writer".to_owned(),
+            "reviewer".into(),
+            "writer".into(),
+            " ".into(),
+        ];
+        let card = card(&base("http://h:1", false), &roles);
+        let ids: Vec<&str> = card["skills"]
+            .as_array()
+            .expect("skills")
+            .iter()
+            .filter_map(|s| s["id"].as_str())
+            .collect();
+        assert_eq!(ids, ["team-task", "role-writer", "role-reviewer"]);
+        let own = own_fields(
+            r#"{"name": "docs team", "skills": [{"id": "docs", "name": "Docs",
+                "description": "writes docs", "tags": ["docs"]}]}"#,
+        )
+        .expect("fields");
+        let card = super::card(
+            &CardBase {
+                own,
+                ..base("http://h:1", false)
+            },
+            &roles,
+        );
+        assert_eq!(card["name"], "docs team");
+        assert_eq!(card["skills"][0]["id"], "docs");
+        assert_eq!(card["skills"].as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            card["supportedInterfaces"][0]["url"], "h:1",
+            "the lead's own"
+        );
+        for (text, names) in [
+            ("[]", "object"),
+            (r#"{"url": "x"}"#, "\"url\""),
+            (r#"{"skills": [{"id": "a"}]}"#, "skills[0].name"),
+            (
+                r#"{"skills": [{"id": "a", "name": "b", "description": "c"}]}"#,
+                "skills[0].tags",
+            ),
+        ] {
+            let refused = own_fields(text).expect_err(text);
+            assert!(refused.contains(names), "{text}: {refused}");
+        }
     }
 }

@@ -44,6 +44,12 @@ pub struct ServeArgs {
     /// --insecure.
     #[arg(long, value_name = "NAME")]
     a2a_open: Option<String>,
+    /// The agent card's words for the team (JSON: name, description,
+    /// provider, documentationUrl, iconUrl, skills, defaultInputModes,
+    /// defaultOutputModes). Default: a skill for handing the team a task
+    /// and one for each role its members have.
+    #[arg(long, value_name = "FILE")]
+    a2a_card: Option<PathBuf>,
     /// Where the web console listens (HOST:PORT), or `off`. Default: a free
     /// loopback port; the second stdout line says where.
     #[arg(long)]
@@ -330,6 +336,15 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
             })
             .transpose()?,
     };
+    let a2a_card = match &args.a2a_card {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| anyhow::anyhow!("--a2a-card {}: {e}", path.display()))?;
+            crate::a2a::card::own_fields(&text)
+                .map_err(|e| anyhow::anyhow!("--a2a-card {}: {e}", path.display()))?
+        }
+        None => serde_json::Map::new(),
+    };
     if tokens.a2a_open.is_some() && !args.listen.ip().is_loopback() && !args.insecure {
         anyhow::bail!(
             "--a2a-open: refusing to let callers without a token decide beyond this host \
@@ -412,6 +427,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
             per_address: args.max_connections_per_address.max(1),
         },
         standing,
+        a2a_card,
     };
     state.write_addr(&addr.to_string(), &lead_url)?;
     if leading.is_none() {

@@ -123,6 +123,27 @@ async fn all_requests(hub: &HubHandle) -> Result<Vec<CoreRequest>, HubError> {
     .await
 }
 
+/// The roles of the members not terminated (the agent card's skills).
+pub(super) async fn roles(hub: &HubHandle) -> Result<Vec<String>, HubError> {
+    let mut roles = Vec::new();
+    let mut page = Some(FIRST);
+    while let Some(ask) = page {
+        let listed: TeamPage = hub
+            .apply(operator(), Call::Operator, Ok(Op::ListTeam { page: ask }))
+            .await?;
+        page = page_after(&listed.members);
+        roles.extend(
+            listed
+                .members
+                .entries
+                .iter()
+                .filter(|(_, m)| !m.member.terminated())
+                .map(|(_, m)| m.member.role.clone()),
+        );
+    }
+    Ok(roles)
+}
+
 async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
     let mut members = Vec::new();
     let mut team_usage = Usage::default();
