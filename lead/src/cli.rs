@@ -275,6 +275,15 @@ pub async fn requests(
             requests.iter().map(render::request_json).collect(),
         )) + "\n");
     }
+    // Who handed in the task a request is for, when it came from outside (A2A).
+    let handed_in: std::collections::HashMap<String, String> = tasks::all_tasks(client)
+        .await?
+        .into_iter()
+        .filter_map(|t| {
+            let by = t.origin?.by;
+            (!by.is_empty()).then_some((t.task_id, by))
+        })
+        .collect();
     let mut rows = vec![vec![
         "REQUEST ID".into(),
         "TYPE".into(),
@@ -292,6 +301,11 @@ pub async fn requests(
         if let Some(line) = render::reviews_line(r) {
             detail = format!("{detail} {line}");
         }
+        if let Some((task, by)) =
+            task_of(&r.payload_json).and_then(|task| handed_in.get(&task).map(|by| (task, by)))
+        {
+            detail = format!("{detail} (task {task}, handed in by {by})");
+        }
         vec![
             r.request_id.clone(),
             render::request_type(r.r#type),
@@ -302,6 +316,16 @@ pub async fn requests(
         ]
     }));
     Ok(render::table(&rows))
+}
+
+/// The task a request's payload names (a plan's or a result's), if any.
+fn task_of(payload_json: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(payload_json).ok()?;
+    ["/plan/task_id", "/result/task_id", "/task_id"]
+        .iter()
+        .find_map(|at| value.pointer(at).and_then(|t| t.as_str()))
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
 }
 
 /// A request's payload in a few words.

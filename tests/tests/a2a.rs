@@ -678,6 +678,13 @@ async fn an_open_lead_serves_the_conformance_scenarios_outputs_as_artifacts_and_
     assert!(ok, "{task}");
     assert_eq!(state(&task), "TASK_STATE_INPUT_REQUIRED", "{task}");
     let id = task["id"].as_str().unwrap();
+    // lead requests says whose task the waiting plan is for.
+    let (ok, listed, err) = lead.cli(&["requests", "--pending"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        listed.contains(&format!("(task {id}, handed in by a2a kit)")),
+        "{listed}"
+    );
     let (ok, done) = a2a(&lead, "", &["send", "Complete", "--task", id]).await;
     assert!(ok, "{done}");
     assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");

@@ -8,6 +8,17 @@ use crate::render;
 
 /// `lead tasks`: the shared task list, oldest first, every page.
 pub async fn tasks(client: &mut Operator, json: bool) -> Result<String, CliError> {
+    let tasks = all_tasks(client).await?;
+    if json {
+        return Ok(render::json_text(&serde_json::Value::Array(
+            tasks.iter().map(render::task_json).collect(),
+        )) + "\n");
+    }
+    Ok(table(&tasks))
+}
+
+/// Every task, oldest first.
+pub(super) async fn all_tasks(client: &mut Operator) -> Result<Vec<pb::Task>, CliError> {
     let mut tasks = Vec::new();
     let mut page_token = String::new();
     loop {
@@ -24,11 +35,11 @@ pub async fn tasks(client: &mut Operator, json: bool) -> Result<String, CliError
         }
         page_token = page.next_page_token;
     }
-    if json {
-        return Ok(render::json_text(&serde_json::Value::Array(
-            tasks.iter().map(render::task_json).collect(),
-        )) + "\n");
-    }
+    Ok(tasks)
+}
+
+/// The tasks as a table.
+fn table(tasks: &[pb::Task]) -> String {
     // Who handed a task in from outside (A2A), once any task came so.
     let from = |t: &pb::Task| t.origin.as_ref().map_or(String::new(), |o| o.by.clone());
     let handed_in = tasks.iter().any(|t| !from(t).is_empty());
@@ -52,7 +63,7 @@ pub async fn tasks(client: &mut Operator, json: bool) -> Result<String, CliError
         }
         row
     }));
-    Ok(render::table(&rows))
+    render::table(&rows)
 }
 
 /// `lead task add`'s flags.
