@@ -58,6 +58,16 @@ fn subscribe(
     (child, lines)
 }
 
+/// Every request the lead keeps (one page holds them here).
+async fn requests(operator: &mut mesh_tests::Operator) -> Vec<pb::ProtocolState> {
+    operator
+        .list_requests(pb::ListRequestsRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .requests
+}
+
 /// The state of an A2A task, as ProtoJSON says it.
 fn state(task: &Value) -> &str {
     task["status"]["state"].as_str().unwrap_or("")
@@ -246,12 +256,7 @@ async fn a_task_handed_in_by_a2a_is_planned_reviewed_by_message_and_completed() 
         .success());
 
     // Each decision is alice's, in the requests' histories.
-    let requests = operator
-        .list_requests(pb::ListRequestsRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .requests;
+    let requests = requests(&mut operator).await;
     let plans: Vec<_> = requests.iter().filter(|r| r.sender == "carol").collect();
     assert_eq!(plans.len(), 2, "{plans:?}");
     for plan in plans {
@@ -399,12 +404,7 @@ async fn cancel_task_withdraws_a_claimed_task_and_its_plan_expires() {
         pb::TaskStatus::Withdrawn as i32,
         "{listed:?}"
     );
-    let requests = operator
-        .list_requests(pb::ListRequestsRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .requests;
+    let requests = requests(&mut operator).await;
     let plan = requests
         .iter()
         .find(|r| r.sender == "carol")
@@ -694,12 +694,7 @@ async fn an_open_lead_serves_the_conformance_scenarios_outputs_as_artifacts_and_
     );
     // The decision is the open caller's, by name.
     let mut operator = lead.operator().await;
-    let requests = operator
-        .list_requests(pb::ListRequestsRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .requests;
+    let requests = requests(&mut operator).await;
     let plan = requests
         .iter()
         .find(|r| r.payload_json.contains(id))

@@ -125,26 +125,26 @@ async fn all_requests(hub: &HubHandle) -> Result<Vec<CoreRequest>, HubError> {
 
 /// The roles of the members not terminated (the agent card's skills).
 pub(super) async fn roles(hub: &HubHandle) -> Result<Vec<String>, HubError> {
-    let mut roles = Vec::new();
-    let mut page = Some(FIRST);
-    while let Some(ask) = page {
-        let listed: TeamPage = hub
-            .apply(operator(), Call::Operator, Ok(Op::ListTeam { page: ask }))
-            .await?;
-        page = page_after(&listed.members);
-        roles.extend(
-            listed
-                .members
-                .entries
-                .iter()
-                .filter(|(_, m)| !m.member.terminated())
-                .map(|(_, m)| m.member.role.clone()),
-        );
-    }
-    Ok(roles)
+    let (members, ..) = team(hub).await?;
+    Ok(members
+        .into_iter()
+        .filter(|m| !m.member.terminated())
+        .map(|m| m.member.role)
+        .collect())
 }
 
-async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
+/// Every member, every page; the team's usage and the others' as the last
+/// page has them.
+async fn team(
+    hub: &HubHandle,
+) -> Result<
+    (
+        Vec<mesh_core::effect::MemberView>,
+        Usage,
+        Vec<(String, Usage)>,
+    ),
+    HubError,
+> {
     let mut members = Vec::new();
     let mut team_usage = Usage::default();
     let mut others: Vec<(String, Usage)> = Vec::new();
@@ -154,16 +154,15 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
             .apply(operator(), Call::Operator, Ok(Op::ListTeam { page: ask }))
             .await?;
         page = page_after(&listed.members);
-        members.extend(
-            listed
-                .members
-                .entries
-                .iter()
-                .map(|(_, m)| json::member_json(m)),
-        );
-        // The team's usage as the last page has it.
+        members.extend(listed.members.entries.into_iter().map(|(_, m)| m));
         (team_usage, others) = (listed.team_usage, listed.others);
     }
+    Ok((members, team_usage, others))
+}
+
+async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
+    let (members, team_usage, others) = team(hub).await?;
+    let members: Vec<Value> = members.iter().map(json::member_json).collect();
     let team_usage = json::usage_json(&team_usage);
     let other_usage: Vec<Value> = others
         .iter()
