@@ -97,11 +97,7 @@ pub(crate) async fn call(
             "internal: an amendment reached the task list".into(),
         )),
         TaskCall::Complete { task_id, summary } => {
-            let request = pb::CompleteTaskRequest {
-                task_id,
-                summary,
-                outputs: Vec::new(),
-            };
+            let request = complete(task_id, summary);
             lead.retry("CompleteTask", |mut client| {
                 let request = request.clone();
                 async move { client.complete_task(request).await }
@@ -164,6 +160,16 @@ pub(crate) fn describe_task(task: &pb::Task) -> String {
         line.push_str(&format!("\n  {}", task.description));
     }
     line
+}
+
+/// `CompleteTask` of `task_id`, saying `summary` (this teammate hands in
+/// no outputs).
+fn complete(task_id: String, summary: String) -> pb::CompleteTaskRequest {
+    pb::CompleteTaskRequest {
+        task_id,
+        summary,
+        outputs: Vec::new(),
+    }
 }
 
 #[cfg(test)]

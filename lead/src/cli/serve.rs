@@ -17,6 +17,7 @@ use crate::{
     store::Sync,
 };
 
+mod a2a;
 mod spawner;
 mod store;
 
@@ -309,6 +310,18 @@ impl From<SyncArg> for Sync {
     }
 }
 
+/// The server's TLS, if `--tls-cert` and `--tls-key` ask for it.
+fn server_tls(args: &ServeArgs) -> anyhow::Result<Option<crate::tls::ServerTls>> {
+    Ok(match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(crate::tls::ServerTls::load(&crate::tls::TlsFiles {
+            cert,
+            key,
+            client_ca: args.client_ca.as_deref(),
+        })?),
+        _ => None,
+    })
+}
+
 /// `lead serve`: checks the flags, opens the store, binds, says where it
 /// listens, and serves until SIGINT or SIGTERM.
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -322,44 +335,14 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     let approval = args.approval.clone().load()?;
     let state = StateDir::create(&args.state_dir)?;
+    let a2a = a2a::checked(&args)?;
     let tokens = Tokens {
         join: state.token(args.join_token.clone(), JOIN_TOKEN_FILE)?,
         operator: state.token(unnamed_operator(&args.operator_token)?, OPERATOR_TOKEN_FILE)?,
         named: named_operators(&args.operator_token)?,
-        a2a_open: args
-            .a2a_open
-            .as_deref()
-            .map(|name| {
-                mesh_core::names::Name::parse("--a2a-open", name)
-                    .map(|_| name.to_owned())
-                    .map_err(|e| anyhow::anyhow!("{e}"))
-            })
-            .transpose()?,
+        a2a_open: a2a.open,
     };
-    let a2a_card = match &args.a2a_card {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| anyhow::anyhow!("--a2a-card {}: {e}", path.display()))?;
-            crate::a2a::card::own_fields(&text)
-                .map_err(|e| anyhow::anyhow!("--a2a-card {}: {e}", path.display()))?
-        }
-        None => serde_json::Map::new(),
-    };
-    if tokens.a2a_open.is_some() && !args.listen.ip().is_loopback() && !args.insecure {
-        anyhow::bail!(
-            "--a2a-open: refusing to let callers without a token decide beyond this host \
-             (--listen {}); listen on loopback, or say --insecure",
-            args.listen
-        );
-    }
-    let tls = match (&args.tls_cert, &args.tls_key) {
-        (Some(cert), Some(key)) => Some(crate::tls::ServerTls::load(&crate::tls::TlsFiles {
-            cert,
-            key,
-            client_ca: args.client_ca.as_deref(),
-        })?),
-        _ => None,
-    };
+    let tls = server_tls(&args)?;
     exposed("--listen", args.listen, tls.is_some(), args.insecure)?;
     let console_addr = console_addr(&args, tls.is_some())?;
     crate::children::reap_inherited();
@@ -427,7 +410,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
             per_address: args.max_connections_per_address.max(1),
         },
         standing,
-        a2a_card,
+        a2a_card: a2a.card,
     };
     state.write_addr(&addr.to_string(), &lead_url)?;
     if leading.is_none() {
