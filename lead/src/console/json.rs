@@ -69,8 +69,21 @@ pub(super) fn task_json(t: &Task) -> Value {
         "updated_at_unix_ms": t.updated_at_unix_ms, "summary": t.summary,
         "review": t.review.as_str(),
         "from": t.origin.by, "context_id": t.origin.context_id,
-        "outputs": t.outputs.iter().map(|o| crate::render::output_json(&shared::wire::ToPb::to_pb(o))).collect::<Vec<_>>(),
+        "outputs": t.outputs.iter().map(output_json).collect::<Vec<_>>(),
     })
+}
+
+/// What a task produced, named: its kind and size (the content is the
+/// A2A caller's; not copied to be measured).
+fn output_json(o: &mesh_core::tasks::Output) -> Value {
+    use mesh_core::tasks::OutputContent;
+    let (kind, size) = match &o.content {
+        OutputContent::Text(t) => ("text", t.len()),
+        OutputContent::Raw(b) => ("raw", b.len()),
+        OutputContent::Url(u) => ("url", u.len()),
+        OutputContent::DataJson(j) => ("data", j.len()),
+    };
+    json!({ "name": o.name, "media_type": o.media_type, "kind": kind, "size": size })
 }
 
 /// `working`, `idle`, `disconnected`, `shutting_down`, `terminated`.
@@ -326,7 +339,26 @@ mod tests {
                     .into(),
                     review,
                     origin: Default::default(),
-                    outputs: Vec::new(),
+                    outputs: if status == TaskStatus::Completed {
+                        use mesh_core::tasks::{Output, OutputContent};
+                        let output = |name: &str, media_type: &str, content| Output {
+                            name: name.into(),
+                            media_type: media_type.into(),
+                            content,
+                        };
+                        vec![
+                            output(
+                                "report.md",
+                                "text/markdown",
+                                OutputContent::Text("# x".into()),
+                            ),
+                            output("out.bin", "", OutputContent::Raw(vec![1, 2, 3])),
+                            output("site", "", OutputContent::Url("https://e.x/".into())),
+                            output("n", "", OutputContent::DataJson("{}".into())),
+                        ]
+                    } else {
+                        Vec::new()
+                    },
                 });
             }
         }
