@@ -2,7 +2,9 @@
 //! v1.0) on its gRPC port, and its agent card on the console's port. A
 //! message hands the team a task (its state follows the team's work, see
 //! [`tasks`]); a message on a task whose plan, result or amendment waits
-//! is the operator's decision on it. Callers authenticate as an operator
+//! is the operator's decision on it. A task its owner completed with a
+//! reply (a question answered) comes back to a blocking `SendMessage` as
+//! a message, A2A's direct reply; the team keeps the task. Callers authenticate as an operator
 //! (`--operator-token NAME=TOKEN`): the task's origin and every decision's
 //! history say which.
 //!
@@ -14,12 +16,12 @@
 
 use std::pin::Pin;
 
-use mesh_a2a::pb::{self as a2a, a2a_service_server::A2aService};
+use mesh_a2a::pb::{self as a2a, a2a_service_server::A2aService, send_message_response::Payload};
 use mesh_core::{
     access::{Call, Caller},
     op::{Decide, Op, PageAsk},
     protocol::{Kind, Request as CoreRequest, Status as RequestStatus},
-    tasks::Task,
+    tasks::{Task, TaskStatus},
     team::Listed,
 };
 use shared::auth::same_token;
@@ -356,19 +358,15 @@ impl A2aService for A2a {
         if !config.return_immediately {
             self.settle(&id).await?;
         }
-        let Seen {
-            task,
-            waiting,
-            landed,
-        } = self.task(&id).await?;
+        let seen = self.task(&id).await?;
+        // A question its owner answered with a reply: A2A's direct reply.
+        let payload = if seen.task.reply && seen.task.status == TaskStatus::Completed {
+            Payload::Message(tasks::reply(&seen.task))
+        } else {
+            Payload::Task(seen.to_a2a(history, true))
+        };
         Ok(Response::new(a2a::SendMessageResponse {
-            payload: Some(a2a::send_message_response::Payload::Task(tasks::to_a2a(
-                &task,
-                waiting.as_ref(),
-                landed.as_ref(),
-                history,
-                true,
-            ))),
+            payload: Some(payload),
         }))
     }
 

@@ -327,8 +327,11 @@ pub(crate) fn complete_task(request: pb::CompleteTaskRequest) -> Result<Op, HubE
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Op::CompleteTask {
         task_id: request.task_id,
-        summary: request.summary,
-        outputs,
+        completion: mesh_core::tasks::Completion {
+            summary: request.summary,
+            outputs,
+            reply: request.reply,
+        },
     })
 }
 

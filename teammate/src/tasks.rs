@@ -169,6 +169,7 @@ fn complete(task_id: String, summary: String) -> pb::CompleteTaskRequest {
         task_id,
         summary,
         outputs: Vec::new(),
+        reply: false,
     }
 }
 

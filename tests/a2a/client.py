@@ -66,7 +66,9 @@ async def run(args):
                 message=message(args.text, args.data, args.task, args.context, args.message_id)
             )
             events = [event async for event in client.send_message(request)]
-            return events[-1].task
+            # A task, or the team's direct reply (a message).
+            last = events[-1]
+            return getattr(last, last.WhichOneof("payload"))
         if args.cmd == "stream":
             request = SendMessageRequest(message=message(args.text, None, args.task, ""))
             async for event in client.send_message(request):

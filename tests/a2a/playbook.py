@@ -12,6 +12,8 @@ mesh's own calls only:
   the scenario names (text, a file, a link, data), which A2A shows as the
   task's first artifact;
 - `tck-stream-...`: complete the task with the message's text as an output;
+- `tck-message-response...`: complete the task with a reply ("Direct message
+  response"), which a blocking SendMessage returns as a Message;
 - anything else: complete the task ("Hello from TCK").
 
 A member whose task waits for the caller keeps it; a new member joins to claim
@@ -55,19 +57,22 @@ def say(*words):
 
 
 def outputs_for(message_id, subject):
-    """What the scenario of `message_id` has the task produce: (summary, outputs)."""
+    """What the scenario of `message_id` has the task produce: (summary,
+    outputs, whether they are a reply)."""
+    if message_id.startswith("tck-message-response"):
+        return "replied", [pb.TaskOutput(name="reply", text="Direct message response")], True
     if message_id.startswith("tck-artifact-text"):
-        return "text", [pb.TaskOutput(name="text", text="Generated text content")]
+        return "text", [pb.TaskOutput(name="text", text="Generated text content")], False
     if message_id.startswith("tck-artifact-file-url"):
         return "a link", [pb.TaskOutput(name="output.txt", media_type="text/plain",
-                                        url="https://example.com/output.txt")]
+                                        url="https://example.com/output.txt")], False
     if message_id.startswith("tck-artifact-file"):
-        return "a file", [pb.TaskOutput(name="output.txt", media_type="text/plain", raw=b"tck")]
+        return "a file", [pb.TaskOutput(name="output.txt", media_type="text/plain", raw=b"tck")], False
     if message_id.startswith("tck-artifact-data"):
-        return "data", [pb.TaskOutput(name="data", data_json=json.dumps({"key": "value", "count": 42}))]
+        return "data", [pb.TaskOutput(name="data", data_json=json.dumps({"key": "value", "count": 42}))], False
     if message_id.startswith("tck-stream-"):
-        return subject, [pb.TaskOutput(name="output", text=subject)]
-    return "Hello from TCK", []
+        return subject, [pb.TaskOutput(name="output", text=subject)], False
+    return "Hello from TCK", [], False
 
 
 class Member:
@@ -103,10 +108,10 @@ class Member:
             raise SystemExit(0)
         return item
 
-    def complete(self, task, summary, outputs=()):
+    def complete(self, task, summary, outputs=(), reply=False):
         try:
             self.call("CompleteTask", pb.CompleteTaskRequest(
-                task_id=task.task_id, summary=summary, outputs=list(outputs)))
+                task_id=task.task_id, summary=summary, outputs=list(outputs), reply=reply))
             say(self.name, "completed", task.task_id, repr(summary))
         except grpc.RpcError as e:  # withdrawn meanwhile (CancelTask)
             say(self.name, "could not complete", task.task_id, e.code().name, e.details())
@@ -153,8 +158,8 @@ class Member:
                 start(Member())
                 self.wait_for_the_caller(task)
                 continue
-            summary, outputs = outputs_for(message_id, task.subject)
-            self.complete(task, summary, outputs)
+            summary, outputs, reply = outputs_for(message_id, task.subject)
+            self.complete(task, summary, outputs, reply)
 
 
 def start(member):

@@ -665,6 +665,27 @@ async fn an_open_lead_serves_the_conformance_scenarios_outputs_as_artifacts_and_
         serde_json::json!({"key": "value", "count": 42.0}),
         "{task}"
     );
+    // A question its teammate answers with a reply: a message, not a task.
+    let (ok, reply) = send("tck-message-response-1", "Answer me directly").await;
+    assert!(ok, "{reply}");
+    assert_eq!(reply["role"], "ROLE_AGENT", "{reply}");
+    assert_eq!(
+        reply["parts"][0]["text"], "Direct message response",
+        "{reply}"
+    );
+    assert!(
+        reply["messageId"].is_string() && reply["contextId"].is_string(),
+        "{reply}"
+    );
+    // The team keeps it as a task, completed, the reply its status message.
+    let id = reply["taskId"].as_str().expect("the team's task of it");
+    let (ok, kept) = a2a(&lead, "", &["get", id]).await;
+    assert!(ok, "{kept}");
+    assert_eq!(state(&kept), "TASK_STATE_COMPLETED", "{kept}");
+    assert_eq!(
+        kept["status"]["message"]["parts"][0]["text"], "Direct message response",
+        "{kept}"
+    );
     let (ok, task) = send("tck-artifact-file-2", "TCK artifact test").await;
     assert!(ok, "{task}");
     let file = &task["artifacts"][0]["parts"][0];

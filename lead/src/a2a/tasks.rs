@@ -103,9 +103,20 @@ fn diff_artifact(task: &Task, diff: String, description: &str) -> a2a::Artifact 
     }
 }
 
-/// Output `i` of a completed task as its artifact: text, raw bytes or a
-/// URL named as a file; data as a data part.
+/// Output `i` of a completed task as its artifact.
 fn output_artifact(task: &Task, i: usize, output: &Output) -> a2a::Artifact {
+    a2a::Artifact {
+        artifact_id: format!("{}-output-{i}", task.task_id),
+        name: output.name.clone(),
+        description: format!("what {} produced", task.owner),
+        parts: vec![output_part(output)],
+        ..Default::default()
+    }
+}
+
+/// An output as a part: text, raw bytes or a URL named as a file; data as
+/// a data part.
+fn output_part(output: &Output) -> a2a::Part {
     let (content, usual) = match &output.content {
         OutputContent::Text(t) => (Content::Text(t.clone()), "text/plain"),
         OutputContent::Raw(b) => (Content::Raw(b.clone()), "application/octet-stream"),
@@ -117,24 +128,33 @@ fn output_artifact(task: &Task, i: usize, output: &Output) -> a2a::Artifact {
             "application/json",
         ),
     };
-    a2a::Artifact {
-        artifact_id: format!("{}-output-{i}", task.task_id),
-        name: output.name.clone(),
-        description: format!("what {} produced", task.owner),
-        parts: vec![a2a::Part {
-            content: Some(content),
-            filename: match output.content {
-                OutputContent::DataJson(_) => String::new(),
-                _ => output.name.clone(),
-            },
-            media_type: if output.media_type.is_empty() {
-                usual.to_owned()
-            } else {
-                output.media_type.clone()
-            },
-            ..Default::default()
-        }],
+    a2a::Part {
+        content: Some(content),
+        filename: match output.content {
+            OutputContent::DataJson(_) => String::new(),
+            _ => output.name.clone(),
+        },
+        media_type: if output.media_type.is_empty() {
+            usual.to_owned()
+        } else {
+            output.media_type.clone()
+        },
         ..Default::default()
+    }
+}
+
+/// The answer of a task its owner completed with a reply
+/// ([`Task::reply`]), as the team's message: its outputs as the parts,
+/// or without any, its summary.
+pub(crate) fn reply(task: &Task) -> a2a::Message {
+    let parts = if task.outputs.is_empty() {
+        vec![text(task.summary.clone())]
+    } else {
+        task.outputs.iter().map(output_part).collect()
+    };
+    a2a::Message {
+        parts,
+        ..agent_message(task, format!("{}-reply", task.task_id), String::new())
     }
 }
 
@@ -313,11 +333,15 @@ pub(crate) fn to_a2a(
     let state = state(task, waiting);
     let status = a2a::TaskStatus {
         state: state as i32,
-        message: Some(agent_message(
-            task,
-            format!("{}-status-{}", task.task_id, task.updated_at_unix_ms),
-            status_words(task, waiting),
-        )),
+        message: Some(if task.reply && task.status == TaskStatus::Completed {
+            reply(task)
+        } else {
+            agent_message(
+                task,
+                format!("{}-status-{}", task.task_id, task.updated_at_unix_ms),
+                status_words(task, waiting),
+            )
+        }),
         timestamp: Some(timestamp(task.updated_at_unix_ms)),
     };
     let asked = a2a::Message {
@@ -656,6 +680,7 @@ mod tests {
             review: Review::Plan,
             origin: Origin::default(),
             outputs: Vec::new(),
+            reply: false,
         };
         let pending = to_a2a(&task(TaskStatus::Pending, ""), None, None, None, true);
         assert_eq!(

@@ -359,6 +359,7 @@ mod tests {
                     } else {
                         Vec::new()
                     },
+                    reply: status == TaskStatus::Completed,
                 });
             }
         }

@@ -286,8 +286,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                     session(token, "CompleteTask"),
                     Op::CompleteTask {
                         task_id,
-                        summary: "done".into(),
-                        outputs: Vec::new(),
+                        completion: mesh_core::tasks::Completion::summary("done"),
                     },
                     reply,
                 )),

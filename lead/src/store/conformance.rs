@@ -150,6 +150,7 @@ pub fn tasks_created_in_one_millisecond_keep_the_order_they_were_created_in(open
         review: mesh_core::tasks::Review::Plan,
         origin: mesh_core::tasks::Origin::default(),
         outputs: Vec::new(),
+        reply: false,
     };
     // One handed in from outside: where it came from is kept, and what it
     // produced.
@@ -171,6 +172,7 @@ pub fn tasks_created_in_one_millisecond_keep_the_order_they_were_created_in(open
                 content: mesh_core::tasks::OutputContent::DataJson(r#"{"n": 1}"#.into()),
             },
         ],
+        reply: true,
         ..task("a", 7)
     };
     {

@@ -290,10 +290,8 @@ pub enum Op {
     CompleteTask {
         /// The task.
         task_id: String,
-        /// What it did.
-        summary: String,
-        /// What it produced besides (see [`crate::tasks::Output`]).
-        outputs: Vec<crate::tasks::Output>,
+        /// What it did and produced.
+        completion: crate::tasks::Completion,
     },
     /// A member says what its process (`epoch`) used so far, in all.
     ReportUsage {

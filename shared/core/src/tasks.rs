@@ -52,6 +52,9 @@ pub struct Task {
     pub origin: Origin,
     /// What the owner handed in on completing it besides the summary.
     pub outputs: Vec<Output>,
+    /// The owner completed it with a reply: it was a question, and the
+    /// outputs (without any, the summary) are the answer.
+    pub reply: bool,
 }
 
 /// Where a task came from when an outside caller handed it to the team
@@ -86,6 +89,28 @@ pub enum OutputContent {
     Url(String),
     /// A JSON value, as its text.
     DataJson(String),
+}
+
+/// What an owner hands in on completing a task.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Completion {
+    /// What it did.
+    pub summary: String,
+    /// What it produced besides.
+    pub outputs: Vec<Output>,
+    /// The task was a question and the outputs (without any, the summary)
+    /// are the answer (see [`Task::reply`]).
+    pub reply: bool,
+}
+
+impl Completion {
+    /// A completion that says `summary` and hands in nothing else.
+    pub fn summary(summary: impl Into<String>) -> Self {
+        Self {
+            summary: summary.into(),
+            ..Self::default()
+        }
+    }
 }
 
 /// The most outputs one completion carries.
@@ -383,6 +408,7 @@ impl TaskBoard {
             review: new.review.unwrap_or_default(),
             origin: new.origin,
             outputs: Vec::new(),
+            reply: false,
         };
         self.index.insert(task_id, self.tasks.len());
         self.touched.insert(self.tasks.len());
@@ -446,10 +472,14 @@ impl TaskBoard {
         &mut self,
         member: &str,
         id: &str,
-        summary: String,
-        outputs: Vec<Output>,
+        completion: Completion,
         now: i64,
     ) -> Result<Completed, CoreError> {
+        let Completion {
+            summary,
+            outputs,
+            reply,
+        } = completion;
         limits::check("summary", &summary, limits::TEXT)?;
         if outputs.len() > MOST_OUTPUTS {
             return Err(FieldError::new(
@@ -494,6 +524,7 @@ impl TaskBoard {
         task.status = TaskStatus::Completed;
         task.summary = summary;
         task.outputs = outputs;
+        task.reply = reply;
         task.updated_at_unix_ms = now;
         let task = task.clone();
         let unblocked = self
@@ -636,7 +667,7 @@ mod tests {
         // Once a completes, b is claimed; then nothing is pending at all,
         // and the refusal says so rather than "blocked".
         board
-            .complete("alice", "a", "done".into(), Vec::new(), 8)
+            .complete("alice", "a", Completion::summary("done"), 8)
             .expect("a done");
         assert_eq!(board.claim("carol", None, 9).expect("b").task_id, "b");
         let none = board.claim("dave", None, 10);
@@ -670,7 +701,7 @@ mod tests {
             "{taken:?}"
         );
         board
-            .complete("alice", "a", "done".into(), Vec::new(), 7)
+            .complete("alice", "a", Completion::summary("done"), 7)
             .expect("complete");
         let done = board.claim("bob", Some("a"), 8);
         assert!(
@@ -686,15 +717,20 @@ mod tests {
     #[test]
     fn only_the_owner_completes_and_completion_unblocks() {
         let mut board = board();
-        let not_claimed = board.complete("alice", "a", String::new(), Vec::new(), 5);
+        let not_claimed = board.complete("alice", "a", Completion::default(), 5);
         assert!(matches!(not_claimed, Err(CoreError::NotYours(_))));
         board.claim("alice", Some("a"), 5).expect("a");
-        let stranger = board.complete("bob", "a", String::new(), Vec::new(), 6);
+        let stranger = board.complete("bob", "a", Completion::default(), 6);
         assert!(matches!(&stranger, Err(CoreError::NotYours(m)) if m.contains("owned by alice")));
-        let long = board.complete("alice", "a", "s".repeat(limits::TEXT + 1), Vec::new(), 7);
+        let long = board.complete(
+            "alice",
+            "a",
+            Completion::summary("s".repeat(limits::TEXT + 1)),
+            7,
+        );
         assert!(matches!(long, Err(CoreError::Invalid(e)) if e.field == "summary"));
         let done = board
-            .complete("alice", "a", "parser added".into(), Vec::new(), 7)
+            .complete("alice", "a", Completion::summary("parser added"), 7)
             .expect("done");
         assert!(done.fresh);
         assert_eq!(done.task.summary, "parser added");
@@ -706,7 +742,7 @@ mod tests {
             ["b"]
         );
         let again = board
-            .complete("alice", "a", "other".into(), Vec::new(), 8)
+            .complete("alice", "a", Completion::summary("other"), 8)
             .expect("retry");
         assert!(!again.fresh && again.unblocked.is_empty());
         assert_eq!(again.task.summary, "parser added");
@@ -723,7 +759,11 @@ mod tests {
         let refused = |outputs: Vec<Output>| {
             let mut board = board();
             board.claim("alice", Some("a"), 5).expect("a");
-            match board.complete("alice", "a", String::new(), outputs, 6) {
+            let completion = Completion {
+                outputs,
+                ..Completion::default()
+            };
+            match board.complete("alice", "a", completion, 6) {
                 Err(CoreError::Invalid(e)) => e.field,
                 other => panic!("{other:?}"),
             }
@@ -766,9 +806,19 @@ mod tests {
         let mut board = board();
         board.claim("alice", Some("a"), 5).expect("a");
         let done = board
-            .complete("alice", "a", "done".into(), outputs.clone(), 6)
+            .complete(
+                "alice",
+                "a",
+                Completion {
+                    summary: "done".into(),
+                    outputs: outputs.clone(),
+                    reply: true,
+                },
+                6,
+            )
             .expect("done");
         assert_eq!(done.task.outputs, outputs);
+        assert!(done.task.reply, "a reply is kept with the task");
         assert_eq!(board.get("a").expect("a").outputs, outputs);
     }
 
@@ -778,7 +828,7 @@ mod tests {
         board.claim("alice", Some("a"), 5).expect("a");
         board.claim("alice", Some("c"), 5).expect("c");
         board
-            .complete("alice", "c", String::new(), Vec::new(), 6)
+            .complete("alice", "c", Completion::default(), 6)
             .expect("c done");
         let released = board.release("alice", 7);
         assert_eq!(released.len(), 1);
@@ -804,7 +854,7 @@ mod tests {
             }
             if status == TaskStatus::Completed {
                 board
-                    .complete("o", "t", String::new(), Vec::new(), 3)
+                    .complete("o", "t", Completion::default(), 3)
                     .expect("complete");
             }
             let claim_other = board.claim("x", Some("t"), 4).map(|t| t.status);
@@ -859,7 +909,7 @@ mod tests {
         board.create("d".into(), new("fourth", &[]), 8).expect("d");
         board.claim("bob", Some("d"), 9).expect("claim");
         board
-            .complete("bob", "d", "done".into(), Vec::new(), 10)
+            .complete("bob", "d", Completion::summary("done"), 10)
             .expect("complete");
         assert!(matches!(
             board.withdraw("d", "late", 11),
@@ -871,7 +921,7 @@ mod tests {
             Err(CoreError::Conflict(_))
         ));
         assert!(matches!(
-            board.complete("ann", "c", "x".into(), Vec::new(), 12),
+            board.complete("ann", "c", Completion::summary("x"), 12),
             Err(CoreError::Conflict(_))
         ));
         assert!(!board.is_claimable(board.get("b").expect("b")));

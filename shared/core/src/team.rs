@@ -375,13 +375,10 @@ impl Team {
         &mut self,
         member: &str,
         task_id: &str,
-        summary: String,
-        outputs: Vec<crate::tasks::Output>,
+        completion: crate::tasks::Completion,
         now: i64,
     ) -> Result<(Completed, bool), CoreError> {
-        let done = self
-            .tasks
-            .complete(member, task_id, summary, outputs, now)?;
+        let done = self.tasks.complete(member, task_id, completion, now)?;
         let hold_ended = done.fresh && self.holds.complete(member, task_id);
         Ok((done, hold_ended))
     }
@@ -561,7 +558,7 @@ mod tests {
         // A retried answer changes nothing.
         assert!(!team.answer_plan(&id, approve, 4).expect("retry").fresh);
         let (done, ended) = team
-            .complete_task("alice", "t1", "done".into(), Vec::new(), 5)
+            .complete_task("alice", "t1", crate::tasks::Completion::summary("done"), 5)
             .expect("completed");
         assert!(done.fresh && ended);
         assert_eq!(team.holds.get("alice"), None);

@@ -389,8 +389,7 @@ fn idle_members_without_a_task_hear_of_claimable_work_once_each() {
             &member("alice"),
             Op::CompleteTask {
                 task_id: "t2".into(),
-                summary: "done".into(),
-                outputs: Vec::new(),
+                completion: mesh_core::tasks::Completion::summary("done"),
             },
         )
         .unwrap();
@@ -456,8 +455,7 @@ fn completing_the_task_a_plan_was_approved_for_ends_its_hold_and_its_grant() {
             &member("alice"),
             Op::CompleteTask {
                 task_id: "t1".into(),
-                summary: "done".into(),
-                outputs: Vec::new(),
+                completion: mesh_core::tasks::Completion::summary("done"),
             },
         )
         .unwrap();
@@ -479,8 +477,7 @@ fn completing_the_task_a_plan_was_approved_for_ends_its_hold_and_its_grant() {
             &member("alice"),
             Op::CompleteTask {
                 task_id: "t1".into(),
-                summary: "done".into(),
-                outputs: Vec::new(),
+                completion: mesh_core::tasks::Completion::summary("done"),
             },
         )
         .unwrap();
@@ -577,8 +574,7 @@ fn withdrawing_a_task_expires_its_plans_ends_its_grant_and_tells_its_owner() {
         &member("alice"),
         Op::CompleteTask {
             task_id: "t1".into(),
-            summary: "done".into(),
-            outputs: Vec::new(),
+            completion: mesh_core::tasks::Completion::summary("done"),
         },
     );
     assert!(complete.is_err());

@@ -362,8 +362,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
                 member(m),
                 Op::CompleteTask {
                     task_id,
-                    summary: "done".into(),
-                    outputs: Vec::new(),
+                    completion: mesh_core::tasks::Completion::summary("done"),
                 },
             )
         }

@@ -284,8 +284,7 @@ fn the_policy_rejects_a_result_outside_the_grant_and_without_a_repo_there_are_no
         &Caller::Member("alice".into()),
         Op::CompleteTask {
             task_id: "t1".into(),
-            summary: "done".into(),
-            outputs: Vec::new(),
+            completion: mesh_core::tasks::Completion::summary("done"),
         },
     );
     assert!(matches!(refused, Err(CoreError::Conflict(m)) if m.contains("SubmitResult")));

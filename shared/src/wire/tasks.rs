@@ -57,6 +57,7 @@ impl ToPb for Task {
                 message_id: self.origin.message_id.clone(),
             }),
             outputs: self.outputs.iter().map(ToPb::to_pb).collect(),
+            reply: self.reply,
         }
     }
 }
@@ -96,6 +97,7 @@ impl TryFrom<pb::Task> for Task {
                 .into_iter()
                 .filter_map(|o| output_from_pb(o).ok())
                 .collect(),
+            reply: task.reply,
         })
     }
 }

@@ -398,12 +398,11 @@ impl Team {
         &mut self,
         name: &str,
         task_id: &str,
-        summary: String,
-        outputs: Vec<crate::tasks::Output>,
+        completion: crate::tasks::Completion,
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<Task, CoreError> {
-        let (done, hold_ended) = self.complete_task(name, task_id, summary, outputs, now)?;
+        let (done, hold_ended) = self.complete_task(name, task_id, completion, now)?;
         if done.fresh {
             if hold_ended || !done.task.review.needs_plan() {
                 self.members.set_mode(name, Mode::Plan);

@@ -420,8 +420,7 @@ impl Team {
                 let _ = self.complete_task_op(
                     &sender,
                     &result.task_id,
-                    result.summary,
-                    Vec::new(),
+                    crate::tasks::Completion::summary(result.summary),
                     now,
                     effects,
                 );

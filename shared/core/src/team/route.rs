@@ -40,13 +40,11 @@ impl Team {
             }
             Op::CompleteTask {
                 task_id,
-                summary,
-                outputs,
+                completion,
             } => Reply::Task(self.complete_task_op(
                 &member_of(caller)?,
                 &task_id,
-                summary,
-                outputs,
+                completion,
                 now,
                 effects,
             )?),
