@@ -10,9 +10,10 @@
 //!
 //! `SendStreamingMessage` and `SubscribeToTask` stream a task's updates,
 //! from the same notices as `Watch`. `CancelTask` withdraws the task (its
-//! claimant is told, its pending requests of it expire). Not yet served:
-//! push notifications and the JSON-RPC binding; each answers the
-//! specification's error, and the card says so.
+//! claimant is told, its pending requests of it expire). Push
+//! notifications post a task's updates to the caller's webhook
+//! ([`push`], with `--a2a-push-allow`). Not yet served: the JSON-RPC
+//! binding.
 
 use std::pin::Pin;
 
@@ -36,10 +37,11 @@ use crate::{
 pub(crate) mod card;
 mod cursor;
 mod errors;
+pub(crate) mod push;
 mod tasks;
 mod updates;
 
-use errors::{invalid, not_cancelable, push_not_supported, task_not_found, unsupported};
+use errors::{invalid, not_cancelable, task_not_found, unsupported};
 use tasks::Seen;
 
 /// The version of A2A served.
@@ -60,6 +62,8 @@ const UPDATES_HELD: usize = 16;
 pub(crate) struct A2a {
     hub: HubHandle,
     tokens: Tokens,
+    /// The webhooks (`--a2a-push-allow`; none: push is not offered).
+    push: Option<std::sync::Arc<push::Push>>,
 }
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
@@ -90,24 +94,6 @@ fn operator() -> Claim {
     Claim::Known(Caller::Operator)
 }
 
-/// The `a2a-version` the caller speaks: 1.0 (any patch) is served; none
-/// is 0.3, as the specification says, which is not.
-fn check_version(metadata: &tonic::metadata::MetadataMap) -> Result<(), Status> {
-    let asked = metadata
-        .get("a2a-version")
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
-        .unwrap_or("0.3");
-    let mut parts = asked.split('.');
-    let major_minor = (parts.next(), parts.next());
-    if major_minor == (Some("1"), Some("0")) {
-        Ok(())
-    } else {
-        Err(errors::version_not_supported(asked))
-    }
-}
-
 /// A `history_length`: none is every message; negative is an error.
 fn history_length(asked: Option<i32>, field: &str) -> Result<Option<usize>, Status> {
     asked
@@ -116,14 +102,18 @@ fn history_length(asked: Option<i32>, field: &str) -> Result<Option<usize>, Stat
 }
 
 impl A2a {
-    pub(crate) fn new(hub: HubHandle, tokens: Tokens) -> Self {
-        Self { hub, tokens }
+    pub(crate) fn new(hub: HubHandle, tokens: Tokens, push: Option<push::Push>) -> Self {
+        Self {
+            hub,
+            tokens,
+            push: push.map(std::sync::Arc::new),
+        }
     }
 
     /// Admits the caller of `request` as an operator (after checking the
     /// version it speaks): its name.
     async fn admit<T>(&self, request: &Request<T>) -> Result<Operator, Status> {
-        check_version(request.metadata())?;
+        errors::check_version(request.metadata())?;
         let open = match (&self.tokens.a2a_open, token_of(request)) {
             (Some(name), None) => Some(name.clone()),
             _ => None,
@@ -279,7 +269,10 @@ impl A2a {
         }
         let config = ask.configuration.unwrap_or_default();
         history_length(config.history_length, "configuration.history_length")?;
+        let webhook = push::asked(self, &config)?;
         if !message.task_id.is_empty() {
+            // Kept first, so the webhook hears what the answer changes.
+            push::keep(self, webhook, &message.task_id).await?;
             self.answer(by, &message).await?;
             return Ok((message.task_id, config));
         }
@@ -300,6 +293,7 @@ impl A2a {
                 }),
             )
             .await?;
+        push::keep(self, webhook, &task.task_id).await?;
         Ok((task.task_id, config))
     }
 
@@ -545,7 +539,9 @@ impl A2aService for A2a {
         request: Request<a2a::TaskPushNotificationConfig>,
     ) -> Result<Response<a2a::TaskPushNotificationConfig>, Status> {
         self.admit(&request).await?;
-        Err(push_not_supported())
+        Ok(Response::new(
+            push::create(self, request.into_inner()).await?,
+        ))
     }
 
     async fn get_task_push_notification_config(
@@ -553,7 +549,7 @@ impl A2aService for A2a {
         request: Request<a2a::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<a2a::TaskPushNotificationConfig>, Status> {
         self.admit(&request).await?;
-        Err(push_not_supported())
+        Ok(Response::new(push::get(self, request.into_inner()).await?))
     }
 
     async fn list_task_push_notification_configs(
@@ -561,7 +557,7 @@ impl A2aService for A2a {
         request: Request<a2a::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<a2a::ListTaskPushNotificationConfigsResponse>, Status> {
         self.admit(&request).await?;
-        Err(push_not_supported())
+        Ok(Response::new(push::list(self, request.into_inner()).await?))
     }
 
     async fn get_extended_agent_card(
@@ -579,30 +575,7 @@ impl A2aService for A2a {
         request: Request<a2a::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
         self.admit(&request).await?;
-        Err(push_not_supported())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_1_0_is_served_and_no_other() {
-        let with = |v: Option<&str>| {
-            let mut m = tonic::metadata::MetadataMap::new();
-            if let Some(v) = v {
-                m.insert("a2a-version", v.parse().expect("ascii"));
-            }
-            check_version(&m)
-        };
-        assert!(with(Some("1.0")).is_ok());
-        assert!(with(Some("1.0.1")).is_ok());
-        assert_eq!(
-            with(Some("99.0")).map_err(|s| s.code()),
-            Err(tonic::Code::Unimplemented)
-        );
-        assert!(with(Some("0.3")).is_err());
-        assert!(with(None).is_err(), "none is 0.3");
+        push::delete(self, request.into_inner()).await?;
+        Ok(Response::new(()))
     }
 }

@@ -24,6 +24,9 @@ pub struct Config {
     /// `--a2a-card FILE`: what the agent card says of the team in its own
     /// words (checked by `a2a::card::own_fields`); empty: the lead's.
     pub a2a_card: serde_json::Map<String, serde_json::Value>,
+    /// `--a2a-push-allow HOST`: the hosts A2A push notifications may be
+    /// posted to; none: push notifications are not offered.
+    pub a2a_push_allow: Vec<String>,
 }
 
 /// How often the server pings an idle connection, and how long it waits for

@@ -90,6 +90,9 @@ pub enum ServeError {
     /// The hub stopped on a failure.
     #[error(transparent)]
     Hub(#[from] HubFailure),
+    /// The HTTP client for A2A push notifications could not be made.
+    #[error("--a2a-push-allow: the HTTP client for webhooks: {0}")]
+    Push(#[from] reqwest::Error),
 }
 
 /// Where the lead listens.
@@ -121,13 +124,18 @@ pub async fn run(
         connections,
         standing,
         a2a_card,
+        a2a_push_allow,
     } = config;
     let repo = hub_config.repo.clone();
     let card = std::sync::Arc::new(crate::a2a::card::CardBase {
         lead_url: standing.borrow().url.clone(),
         open: tokens.a2a_open.is_some(),
         own: a2a_card,
+        push: !a2a_push_allow.is_empty(),
     });
+    let push = (!a2a_push_allow.is_empty())
+        .then(|| crate::a2a::push::Push::new(&a2a_push_allow))
+        .transpose()?;
     let (hub, commands) = hub::load(hub_config, store)?;
     let (stop_tx, stop_rx) = watch::channel(None);
     let mut console_stop = stop_rx.clone();
@@ -186,7 +194,7 @@ pub async fn run(
         tokens: tokens.clone(),
         repo: repo.clone(),
     };
-    let a2a = crate::a2a::A2a::new(hub.clone(), tokens.clone());
+    let a2a = crate::a2a::A2a::new(hub.clone(), tokens.clone(), push);
     let operator = OperatorService {
         hub,
         tokens,

@@ -21,7 +21,12 @@ from a2a.types import (
     Message,
     Part,
     Role,
+    SendMessageConfiguration,
     SendMessageRequest,
+    TaskPushNotificationConfig,
+    GetTaskPushNotificationConfigRequest,
+    ListTaskPushNotificationConfigsRequest,
+    DeleteTaskPushNotificationConfigRequest,
 )
 
 
@@ -65,6 +70,12 @@ async def run(args):
             request = SendMessageRequest(
                 message=message(args.text, args.data, args.task, args.context, args.message_id)
             )
+            if args.push:  # a webhook for the task, as ProtoJSON
+                request.configuration.CopyFrom(SendMessageConfiguration(
+                    return_immediately=args.immediately,
+                    task_push_notification_config=json_format.ParseDict(
+                        json.loads(args.push), TaskPushNotificationConfig()),
+                ))
             events = [event async for event in client.send_message(request)]
             # A task, or the team's direct reply (a message).
             last = events[-1]
@@ -88,6 +99,19 @@ async def run(args):
             if args.page_size is not None:
                 request.page_size = args.page_size
             return await client.list_tasks(request)
+        if args.cmd == "push-create":
+            config = json_format.ParseDict(json.loads(args.config), TaskPushNotificationConfig())
+            return await client.create_task_push_notification_config(config)
+        if args.cmd == "push-get":
+            request = GetTaskPushNotificationConfigRequest(task_id=args.task, id=args.id)
+            return await client.get_task_push_notification_config(request)
+        if args.cmd == "push-list":
+            request = ListTaskPushNotificationConfigsRequest(task_id=args.task)
+            return await client.list_task_push_notification_configs(request)
+        if args.cmd == "push-delete":
+            request = DeleteTaskPushNotificationConfigRequest(task_id=args.task, id=args.id)
+            await client.delete_task_push_notification_config(request)
+            return {"deleted": args.id}
         if args.cmd == "cancel":
             return await client.cancel_task(CancelTaskRequest(id=args.id))
         raise SystemExit(f"unknown command {args.cmd}")
@@ -107,6 +131,14 @@ def main():
     send.add_argument("--task", default="")
     send.add_argument("--context", default="")
     send.add_argument("--message-id", help="default: a new uuid")
+    send.add_argument("--push", help="a TaskPushNotificationConfig (ProtoJSON) for the task")
+    push_create = sub.add_parser("push-create", help="CreateTaskPushNotificationConfig")
+    push_create.add_argument("config", help="a TaskPushNotificationConfig (ProtoJSON)")
+    for name in ("push-get", "push-delete"):
+        one = sub.add_parser(name)
+        one.add_argument("task")
+        one.add_argument("id")
+    sub.add_parser("push-list").add_argument("task")
     get = sub.add_parser("get")
     get.add_argument("id")
     get.add_argument("--history", type=int)
@@ -127,7 +159,9 @@ def main():
     except Exception as error:  # the SDK's errors, mapped from ErrorInfo
         print(json.dumps({"error": type(error).__name__, "message": str(error)}))
         sys.exit(2)
-    if answer is not None:
+    if isinstance(answer, dict):
+        print(json.dumps(answer))
+    elif answer is not None:
         print(json.dumps(json_format.MessageToDict(answer)))
 
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the A2A conformance kit (a2aproject/a2a-tck, branch 1.0-dev, from a
 # clone you made; it is not kept here) against a real lead over gRPC, with
-# the playbook's teammates answering the kit's scenarios:
+# the playbook's teammates answering the kit's scenarios (push notifications
+# to the kit's webhook on localhost, and to example.com, which its
+# configuration tests name):
 #
 #   tests/a2a/run_tck.sh PATH/TO/a2a-tck [PYTHON]
 #
@@ -20,7 +22,8 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$scratch"' EXIT
 "$python" "$root/examples/python/gen_stubs.py" "$scratch/stubs" >/dev/null
 join=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 "$root/target/release/lead" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 \
-  --state-dir "$scratch/state" --join-token "$join" --a2a-open tck >"$scratch/lead.out" &
+  --state-dir "$scratch/state" --join-token "$join" --a2a-open tck \
+  --a2a-push-allow localhost --a2a-push-allow example.com >"$scratch/lead.out" &
 until [ "$(wc -l <"$scratch/lead.out")" -ge 2 ]; do sleep 0.1; done
 grpc=$(sed -n 's/^listening on //p' "$scratch/lead.out")
 console=$(sed -n 's/^console on //p' "$scratch/lead.out")

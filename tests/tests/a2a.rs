@@ -773,3 +773,194 @@ async fn the_card_says_what_a2a_card_file_says_of_the_team_and_the_lead_the_rest
         "{said}"
     );
 }
+
+/// What a webhook heard in one POST: its `Authorization` and
+/// `X-A2A-Notification-Token` headers and its JSON body.
+type Heard = (String, String, Value);
+
+/// A webhook on loopback that answers 200 to every POST on `/hook`: its
+/// URL, and what it hears, as it comes.
+async fn webhook() -> (String, tokio::sync::mpsc::UnboundedReceiver<Heard>) {
+    use axum::{extract::State, http::HeaderMap, Json};
+    async fn hook(
+        State(heard): State<tokio::sync::mpsc::UnboundedSender<Heard>>,
+        headers: HeaderMap,
+        Json(body): Json<Value>,
+    ) -> &'static str {
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned()
+        };
+        let _ = heard.send((
+            header("authorization"),
+            header("x-a2a-notification-token"),
+            body,
+        ));
+        "taken"
+    }
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let app = axum::Router::new()
+        .route("/hook", axum::routing::post(hook))
+        .with_state(tx);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (url, rx)
+}
+
+/// What the webhook hears until a status update in `state`: all of it.
+async fn heard_until(
+    hooks: &mut tokio::sync::mpsc::UnboundedReceiver<Heard>,
+    state: &str,
+) -> Vec<Heard> {
+    within(&format!("the webhook to hear {state}"), async {
+        let mut heard = Vec::new();
+        loop {
+            let one = hooks.recv().await.expect("the webhook runs");
+            let done = one.2["statusUpdate"]["status"]["state"] == state;
+            heard.push(one);
+            if done {
+                return heard;
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_webhook_hears_the_plan_wait_and_the_task_end_with_the_callers_credentials() {
+    let lead = Lead::start(&["--operator-token", ALICE, "--a2a-push-allow", "127.0.0.1"]).await;
+    let card_url = format!(
+        "{}/.well-known/agent-card.json",
+        lead.console
+            .as_deref()
+            .expect("a console")
+            .trim_end_matches('/')
+    );
+    let card: Value = mesh_tests::webdriver::http_client(reqwest::Client::builder())
+        .get(&card_url)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["capabilities"]["pushNotifications"], true, "{card}");
+
+    // A webhook on a host the lead was not told of: refused, naming the
+    // field and the flag, and nothing is handed in.
+    let (ok, refused) = a2a(
+        &lead,
+        ALICE_TOKEN,
+        &[
+            "--immediately",
+            "send",
+            "Add the login page",
+            "--push",
+            r#"{"url": "http://example.com/hook"}"#,
+        ],
+    )
+    .await;
+    assert!(!ok, "{refused}");
+    let words = refused["message"].as_str().unwrap_or("");
+    assert!(
+        words.contains("configuration.task_push_notification_config.url")
+            && words.contains("--a2a-push-allow"),
+        "{refused}"
+    );
+    let mut operator = lead.operator().await;
+    let listed = operator
+        .list_tasks(pb::ListTasksRequest::default())
+        .await
+        .unwrap()
+        .into_inner()
+        .tasks;
+    assert!(listed.is_empty(), "{listed:?}");
+
+    // A task handed in with a webhook, and a second webhook that is down.
+    let (url, mut hooks) = webhook().await;
+    let push = serde_json::json!({
+        "url": url,
+        "token": "tok-1",
+        "authentication": {"scheme": "Bearer", "credentials": "hook-secret"},
+    })
+    .to_string();
+    let (ok, task) = a2a(
+        &lead,
+        ALICE_TOKEN,
+        &[
+            "--immediately",
+            "send",
+            "Add the login page",
+            "--push",
+            &push,
+        ],
+    )
+    .await;
+    assert!(ok, "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let dead = serde_json::json!({
+        "taskId": id,
+        "id": "down",
+        "url": format!("http://{}/hook", closed.local_addr().unwrap()),
+    })
+    .to_string();
+    drop(closed);
+    let (ok, made) = a2a(&lead, ALICE_TOKEN, &["push-create", &dead]).await;
+    assert!(ok, "{made}");
+    assert_eq!(made["id"], "down", "{made}");
+    let (ok, both) = a2a(&lead, ALICE_TOKEN, &["push-list", &id]).await;
+    assert!(ok, "{both}");
+    assert_eq!(both["configs"].as_array().map(Vec::len), Some(2), "{both}");
+
+    // The webhook hears the task as it stood, then its plan waiting, each
+    // with the caller's credentials and token.
+    let _carol = lead.teammate("carol", CAROL);
+    let heard = heard_until(&mut hooks, "TASK_STATE_INPUT_REQUIRED").await;
+    assert_eq!(
+        state(&heard[0].2["task"]),
+        "TASK_STATE_SUBMITTED",
+        "{heard:?}"
+    );
+    for (authorization, token, _) in &heard {
+        assert_eq!(authorization, "Bearer hook-secret");
+        assert_eq!(token, "tok-1");
+    }
+    let waiting = &heard.last().unwrap().2["statusUpdate"];
+    assert!(
+        waiting["status"]["message"]["parts"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("one big change"),
+        "{waiting}"
+    );
+
+    // Approved: the webhook hears the summary and the end.
+    let (ok, done) = a2a(&lead, ALICE_TOKEN, &["send", "approve", "--task", &id]).await;
+    assert!(ok, "{done}");
+    let heard = heard_until(&mut hooks, "TASK_STATE_COMPLETED").await;
+    assert!(
+        heard
+            .iter()
+            .any(|(_, _, body)| body["artifactUpdate"]["artifact"]["name"] == "summary"),
+        "{heard:?}"
+    );
+
+    // Get, delete (twice: idempotent), and it is gone.
+    let (ok, one) = a2a(&lead, ALICE_TOKEN, &["push-get", &id, "down"]).await;
+    assert!(ok, "{one}");
+    assert_eq!(one["taskId"], id.as_str(), "{one}");
+    for _ in 0..2 {
+        let (ok, deleted) = a2a(&lead, ALICE_TOKEN, &["push-delete", &id, "down"]).await;
+        assert!(ok, "{deleted}");
+    }
+    let (ok, gone) = a2a(&lead, ALICE_TOKEN, &["push-get", &id, "down"]).await;
+    assert!(!ok, "{gone}");
+    let (ok, unknown) = a2a(&lead, ALICE_TOKEN, &["push-list", "no-such-task"]).await;
+    assert!(!ok, "{unknown}");
+    assert_eq!(unknown["error"], "TaskNotFoundError", "{unknown}");
+}

@@ -29,6 +29,8 @@ pub(crate) struct CardBase {
     pub(crate) open: bool,
     /// `--a2a-card FILE`: the team's own words.
     pub(crate) own: Map<String, Value>,
+    /// `--a2a-push-allow`: push notifications are offered.
+    pub(crate) push: bool,
 }
 
 /// `--a2a-card FILE`'s text, checked: a JSON object of [`OWN_FIELDS`]
@@ -103,7 +105,7 @@ pub(crate) fn card(base: &CardBase, roles: &[String]) -> Value {
         }],
         "capabilities": {
             "streaming": true,
-            "pushNotifications": false,
+            "pushNotifications": base.push,
             "extendedAgentCard": false,
         },
         "securitySchemes": {
@@ -143,6 +145,7 @@ mod tests {
             lead_url: url.into(),
             open,
             own: Map::new(),
+            push: false,
         }
     }
 

@@ -74,6 +74,24 @@ pub(crate) fn invalid(field: &str, what: impl std::fmt::Display) -> Status {
     )
 }
 
+/// The `a2a-version` the caller speaks: 1.0 (any patch) is served; none
+/// is 0.3, as the specification says, which is not.
+pub(super) fn check_version(metadata: &tonic::metadata::MetadataMap) -> Result<(), Status> {
+    let asked = metadata
+        .get("a2a-version")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .unwrap_or("0.3");
+    let mut parts = asked.split('.');
+    let major_minor = (parts.next(), parts.next());
+    if major_minor == (Some("1"), Some("0")) {
+        Ok(())
+    } else {
+        Err(version_not_supported(asked))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +131,24 @@ mod tests {
             assert_eq!(info.reason, reason);
             assert_eq!(info.domain, DOMAIN);
         }
+    }
+
+    #[test]
+    fn version_1_0_is_served_and_no_other() {
+        let with = |v: Option<&str>| {
+            let mut m = tonic::metadata::MetadataMap::new();
+            if let Some(v) = v {
+                m.insert("a2a-version", v.parse().expect("ascii"));
+            }
+            check_version(&m)
+        };
+        assert!(with(Some("1.0")).is_ok());
+        assert!(with(Some("1.0.1")).is_ok());
+        assert_eq!(
+            with(Some("99.0")).map_err(|s| s.code()),
+            Err(tonic::Code::Unimplemented)
+        );
+        assert!(with(Some("0.3")).is_err());
+        assert!(with(None).is_err(), "none is 0.3");
     }
 }

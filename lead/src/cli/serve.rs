@@ -51,6 +51,11 @@ pub struct ServeArgs {
     /// and one for each role its members have.
     #[arg(long, value_name = "FILE")]
     a2a_card: Option<PathBuf>,
+    /// A host A2A callers may have the lead post push notifications to
+    /// (their webhooks; repeat for more). Without any, push notifications
+    /// are not offered (the card says pushNotifications: false).
+    #[arg(long, value_name = "HOST", action = clap::ArgAction::Append)]
+    a2a_push_allow: Vec<String>,
     /// Where the web console listens (HOST:PORT), or `off`. Default: a free
     /// loopback port; the second stdout line says where.
     #[arg(long)]
@@ -411,6 +416,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         },
         standing,
         a2a_card: a2a.card,
+        a2a_push_allow: a2a.push_allow,
     };
     state.write_addr(&addr.to_string(), &lead_url)?;
     if leading.is_none() {

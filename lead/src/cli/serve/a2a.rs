@@ -1,6 +1,6 @@
 //! `lead serve`'s A2A flags, checked: `--a2a-open NAME` (a name, and a
 //! loopback address unless `--insecure`) and `--a2a-card FILE` (the card's
-//! words for the team).
+//! words for the team) and `--a2a-push-allow HOST` (a bare host).
 
 use super::ServeArgs;
 
@@ -10,6 +10,8 @@ pub(super) struct A2aFlags {
     pub(super) open: Option<String>,
     /// The agent card's own words for the team.
     pub(super) card: serde_json::Map<String, serde_json::Value>,
+    /// Hosts push notifications may be posted to.
+    pub(super) push_allow: Vec<String>,
 }
 
 /// `--a2a-open` and `--a2a-card`, checked.
@@ -39,5 +41,25 @@ pub(super) fn checked(args: &ServeArgs) -> anyhow::Result<A2aFlags> {
         }
         None => serde_json::Map::new(),
     };
-    Ok(A2aFlags { open, card })
+    let mut push_allow = Vec::new();
+    for host in &args.a2a_push_allow {
+        let host = host.trim();
+        // A host, as a URL names it: no scheme, port, path or wildcard.
+        let bare = reqwest::Url::parse(&format!("http://{host}/"))
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_owned))
+            .filter(|parsed| parsed.eq_ignore_ascii_case(host));
+        match bare {
+            Some(host) => push_allow.push(host),
+            None => anyhow::bail!(
+                "--a2a-push-allow {host:?}: a host name or address is expected \
+                 (e.g. hooks.example.com or 127.0.0.1), without scheme, port or path"
+            ),
+        }
+    }
+    Ok(A2aFlags {
+        open,
+        card,
+        push_allow,
+    })
 }
