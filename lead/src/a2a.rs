@@ -12,8 +12,8 @@
 //! from the same notices as `Watch`. `CancelTask` withdraws the task (its
 //! claimant is told, its pending requests of it expire). Push
 //! notifications post a task's updates to the caller's webhook
-//! ([`push`], with `--a2a-push-allow`). Not yet served: the JSON-RPC
-//! binding.
+//! ([`push`], with `--a2a-push-allow`). The same service is served as
+//! A2A's JSON-RPC binding on the console's port ([`jsonrpc`]).
 
 use std::pin::Pin;
 
@@ -37,6 +37,7 @@ use crate::{
 pub(crate) mod card;
 mod cursor;
 mod errors;
+pub(crate) mod jsonrpc;
 pub(crate) mod push;
 mod tasks;
 mod updates;

@@ -56,6 +56,7 @@ pub(crate) async fn serve(
     hub: HubHandle,
     operator_token: String,
     card: Arc<crate::a2a::card::CardBase>,
+    a2a: crate::a2a::A2a,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let console = Console {
@@ -84,14 +85,23 @@ pub(crate) async fn serve(
         .route(
             "/.well-known/agent-card.json",
             get(
-                move |axum::extract::State(console): axum::extract::State<Console>| async move {
+                move |axum::extract::State(console): axum::extract::State<Console>,
+                      headers: axum::http::HeaderMap| async move {
                     let roles = state::roles(&console.hub).await.unwrap_or_default();
+                    // The JSON-RPC binding is where the card was fetched from.
+                    let jsonrpc = headers
+                        .get(axum::http::header::HOST)
+                        .and_then(|h| h.to_str().ok())
+                        .map(|host| {
+                            let scheme = if console.tls { "https" } else { "http" };
+                            format!("{scheme}://{host}{}", crate::a2a::jsonrpc::PATH)
+                        });
                     (
                         [
                             (axum::http::header::CONTENT_TYPE, "application/json"),
                             (axum::http::header::CACHE_CONTROL, "max-age=60"),
                         ],
-                        crate::a2a::card::card(&card, &roles).to_string(),
+                        crate::a2a::card::card(&card, &roles, jsonrpc.as_deref()).to_string(),
                     )
                 },
             ),
@@ -99,7 +109,9 @@ pub(crate) async fn serve(
     for (path, body) in assets::MODULES {
         app = app.route(path, get(move |operator| assets::module(operator, body)));
     }
-    let app = app.with_state(console);
+    let app = app
+        .with_state(console)
+        .merge(crate::a2a::jsonrpc::router(a2a));
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<ConnInfo>(),

@@ -145,6 +145,7 @@ pub async fn run(
         console,
         tls,
     } = listeners;
+    let a2a = crate::a2a::A2a::new(hub.clone(), tokens.clone(), push);
     if let Some(listener) = console {
         let stop = async move {
             let _ = console_stop.wait_for(Option::is_some).await;
@@ -162,6 +163,7 @@ pub async fn run(
             hub.clone(),
             tokens.operator.clone(),
             card,
+            a2a.clone(),
             stop,
         );
         tokio::spawn(async move {
@@ -194,7 +196,6 @@ pub async fn run(
         tokens: tokens.clone(),
         repo: repo.clone(),
     };
-    let a2a = crate::a2a::A2a::new(hub.clone(), tokens.clone(), push);
     let operator = OperatorService {
         hub,
         tokens,

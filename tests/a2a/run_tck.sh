@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the A2A conformance kit (a2aproject/a2a-tck, branch 1.0-dev, from a
-# clone you made; it is not kept here) against a real lead over gRPC, with
+# clone you made; it is not kept here) against a real lead over gRPC and
+# JSON-RPC, with
 # the playbook's teammates answering the kit's scenarios (push notifications
 # to the kit's webhook on localhost, and to example.com, which its
 # configuration tests name):
@@ -31,4 +32,4 @@ console=$(sed -n 's/^console on //p' "$scratch/lead.out")
   >"$scratch/playbook.out" &
 until grep -q ready "$scratch/playbook.out" 2>/dev/null; do sleep 0.1; done
 cd "$tck"
-"$python" run_tck.py --sut-host "${console%/}" --transport grpc --level must -v
+"$python" run_tck.py --sut-host "${console%/}" --transport grpc,jsonrpc --level must -v

@@ -964,3 +964,186 @@ async fn a_webhook_hears_the_plan_wait_and_the_task_end_with_the_callers_credent
     assert!(!ok, "{unknown}");
     assert_eq!(unknown["error"], "TaskNotFoundError", "{unknown}");
 }
+
+#[tokio::test]
+async fn the_json_rpc_binding_serves_the_same_story_to_the_sdk_and_names_what_is_wrong() {
+    let lead = Lead::start(&["--operator-token", ALICE]).await;
+    let console = lead
+        .console
+        .as_deref()
+        .expect("a console")
+        .trim_end_matches('/');
+    let http = mesh_tests::webdriver::http_client(reqwest::Client::builder());
+    let card: Value = http
+        .get(format!("{console}/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let endpoint = format!("{console}/a2a");
+    assert_eq!(
+        card["supportedInterfaces"][1]["url"],
+        endpoint.as_str(),
+        "{card}"
+    );
+    assert_eq!(card["supportedInterfaces"][1]["protocolBinding"], "JSONRPC");
+
+    // The SDK over JSON-RPC: handed in, its plan waits, approved, done.
+    let rpc = |args: &'static [&'static str]| {
+        let lead = &lead;
+        async move {
+            let mut all = vec!["--binding", "JSONRPC"];
+            all.extend_from_slice(args);
+            a2a(lead, ALICE_TOKEN, &all).await
+        }
+    };
+    let (ok, task) = rpc(&["--immediately", "send", "Add the login page"]).await;
+    assert!(ok, "{task}");
+    assert_eq!(state(&task), "TASK_STATE_SUBMITTED", "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let _carol = lead.teammate("carol", CAROL);
+    let waiting = within("the plan to wait, over JSON-RPC", async {
+        loop {
+            let (ok, task) = a2a(&lead, ALICE_TOKEN, &["--binding", "JSONRPC", "get", &id]).await;
+            assert!(ok, "{task}");
+            if state(&task) == "TASK_STATE_INPUT_REQUIRED" {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
+    assert!(
+        status_text(&waiting).contains("one big change"),
+        "{waiting}"
+    );
+    let (ok, done) = a2a(
+        &lead,
+        ALICE_TOKEN,
+        &["--binding", "JSONRPC", "send", "approve", "--task", &id],
+    )
+    .await;
+    assert!(ok, "{done}");
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+    let (ok, listed) = rpc(&["list"]).await;
+    assert!(ok, "{listed}");
+    assert_eq!(listed["tasks"][0]["id"], id.as_str(), "{listed}");
+    let (ok, missing) = rpc(&["get", "no-such-task"]).await;
+    assert!(!ok, "{missing}");
+    assert_eq!(missing["error"], "TaskNotFoundError", "{missing}");
+
+    // Raw: what is not JSON, not a method, or without a token.
+    let post = |body: &'static str, token: Option<&'static str>| {
+        let mut request = http
+            .post(&endpoint)
+            .header("content-type", "application/json")
+            .header("A2A-Version", "1.0")
+            .body(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        async move {
+            let answer = request.send().await.unwrap();
+            let status = answer.status().as_u16();
+            (status, answer.json::<Value>().await.unwrap())
+        }
+    };
+    let (_, garbled) = post("{not json", Some(ALICE_TOKEN)).await;
+    assert_eq!(garbled["error"]["code"], -32700, "{garbled}");
+    let as_text: Value = http
+        .post(&endpoint)
+        .header("content-type", "text/plain")
+        .bearer_auth(ALICE_TOKEN)
+        .body(r#"{"jsonrpc": "2.0", "id": 6, "method": "ListTasks"}"#)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(as_text["error"]["code"], -32005, "{as_text}");
+    let (_, unknown) = post(
+        r#"{"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {}}"#,
+        Some(ALICE_TOKEN),
+    )
+    .await;
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    assert_eq!(unknown["id"], 7, "{unknown}");
+    let (_, wrong) = post(
+        r#"{"jsonrpc": "2.0", "id": 8, "method": "GetTask", "params": {"idd": "x"}}"#,
+        Some(ALICE_TOKEN),
+    )
+    .await;
+    assert_eq!(wrong["error"]["code"], -32602, "{wrong}");
+    assert!(
+        wrong["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("idd"),
+        "{wrong}"
+    );
+    let (status, refused) = post(
+        r#"{"jsonrpc": "2.0", "id": 9, "method": "ListTasks", "params": {}}"#,
+        None,
+    )
+    .await;
+    assert_eq!(status, 401, "{refused}");
+    let (status, found) = post(
+        r#"{"jsonrpc": "2.0", "id": "a", "method": "GetTask", "params": {"id": "no-such-task"}}"#,
+        Some(ALICE_TOKEN),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(found["error"]["code"], -32001, "{found}");
+    assert_eq!(
+        found["error"]["data"][0]["reason"], "TASK_NOT_FOUND",
+        "{found}"
+    );
+
+    // A stream is server-sent events, one JSON-RPC response each: a new
+    // task as it stands, then (canceled meanwhile) its end, and the stream
+    // ends.
+    let (ok, second) = rpc(&["--immediately", "send", "Write the docs"]).await;
+    assert!(ok, "{second}");
+    let second = second["id"].as_str().unwrap().to_owned();
+    let call = |method: &str, n: u64| {
+        http.post(&endpoint)
+            .header("A2A-Version", "1.0")
+            .bearer_auth(ALICE_TOKEN)
+            .json(
+                &serde_json::json!({"jsonrpc": "2.0", "id": n, "method": method,
+                "params": {"id": second}}),
+            )
+            .send()
+    };
+    let events = call("SubscribeToTask", 3).await.unwrap();
+    assert!(
+        events.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream"),
+        "{:?}",
+        events.headers()
+    );
+    let canceled: Value = call("CancelTask", 4).await.unwrap().json().await.unwrap();
+    assert_eq!(
+        state(&canceled["result"]),
+        "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    let text = within("the stream to end", events.text()).await.unwrap();
+    let data: Vec<Value> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| serde_json::from_str(data.trim()).unwrap())
+        .collect();
+    assert!(data.iter().all(|d| d["id"] == 3), "{text}");
+    assert!(data[0]["result"]["task"].is_object(), "{text}");
+    assert_eq!(
+        data.last().unwrap()["result"]["statusUpdate"]["status"]["state"],
+        "TASK_STATE_CANCELED",
+        "{text}"
+    );
+}

@@ -66,8 +66,9 @@ pub(crate) fn own_fields(text: &str) -> Result<Map<String, Value>, String> {
     Ok(own)
 }
 
-/// The card of the lead `base` says, whose members have `roles`.
-pub(crate) fn card(base: &CardBase, roles: &[String]) -> Value {
+/// The card of the lead `base` says, whose members have `roles`, with the
+/// JSON-RPC binding at `jsonrpc` (its URL) beside gRPC.
+pub(crate) fn card(base: &CardBase, roles: &[String], jsonrpc: Option<&str>) -> Value {
     let address = base
         .lead_url
         .split_once("://")
@@ -92,17 +93,25 @@ pub(crate) fn card(base: &CardBase, roles: &[String]) -> Value {
             }));
         }
     }
+    let mut interfaces = vec![json!({
+        "url": address,
+        "protocolBinding": "GRPC",
+        "protocolVersion": super::VERSION,
+    })];
+    interfaces.extend(jsonrpc.map(|url| {
+        json!({
+            "url": url,
+            "protocolBinding": "JSONRPC",
+            "protocolVersion": super::VERSION,
+        })
+    }));
     let mut card = json!({
         "name": "mesh team",
         "description": "A team of agents coordinated by a mesh lead: a task handed in is \
             planned by a teammate, its plan reviewed (INPUT_REQUIRED: approve or reject it \
             with a message on the task), then done and, with a repository, landed.",
         "version": env!("CARGO_PKG_VERSION"),
-        "supportedInterfaces": [{
-            "url": address,
-            "protocolBinding": "GRPC",
-            "protocolVersion": super::VERSION,
-        }],
+        "supportedInterfaces": interfaces,
         "capabilities": {
             "streaming": true,
             "pushNotifications": base.push,
@@ -151,11 +160,18 @@ mod tests {
 
     #[test]
     fn the_card_names_the_grpc_interface_without_a_scheme() {
-        let card = card(&base("https://lead.example:7447", false), &[]);
+        let card = card(
+            &base("https://lead.example:7447", false),
+            &[],
+            Some("https://lead.example:8080/a2a"),
+        );
         let interface = &card["supportedInterfaces"][0];
         assert_eq!(interface["url"], "lead.example:7447");
         assert_eq!(interface["protocolBinding"], "GRPC");
         assert_eq!(interface["protocolVersion"], "1.0");
+        let beside = &card["supportedInterfaces"][1];
+        assert_eq!(beside["url"], "https://lead.example:8080/a2a");
+        assert_eq!(beside["protocolBinding"], "JSONRPC");
         for field in ["name", "description", "version", "capabilities", "skills"] {
             assert!(card.get(field).is_some(), "{field}");
         }
@@ -163,7 +179,7 @@ mod tests {
             card["securityRequirements"].as_array().map(Vec::len),
             Some(1)
         );
-        let open = super::card(&base("http://127.0.0.1:7447", true), &[]);
+        let open = super::card(&base("http://127.0.0.1:7447", true), &[], None);
         assert_eq!(open["securityRequirements"], json!([]));
     }
 
@@ -175,7 +191,7 @@ mod tests {
             "writer".into(),
             " ".into(),
         ];
-        let card = card(&base("http://h:1", false), &roles);
+        let card = card(&base("http://h:1", false), &roles, None);
         let ids: Vec<&str> = card["skills"]
             .as_array()
             .expect("skills")
@@ -194,6 +210,7 @@ mod tests {
                 ..base("http://h:1", false)
             },
             &roles,
+            None,
         );
         assert_eq!(card["name"], "docs team");
         assert_eq!(card["skills"][0]["id"], "docs");

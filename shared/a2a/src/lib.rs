@@ -18,17 +18,35 @@ pub mod pb {
         include_bytes!(concat!(env!("OUT_DIR"), "/a2a_descriptor.bin"));
 }
 
+/// The A2A messages' descriptors.
+fn pool() -> Option<&'static prost_reflect::DescriptorPool> {
+    use std::sync::OnceLock;
+    static POOL: OnceLock<Option<prost_reflect::DescriptorPool>> = OnceLock::new();
+    POOL.get_or_init(|| prost_reflect::DescriptorPool::decode(pb::FILE_DESCRIPTOR_SET).ok())
+        .as_ref()
+}
+
+/// The A2A message `M` (named `name`, e.g. `SendMessageRequest`) that
+/// `json` says in ProtoJSON (field names in lowerCamelCase or as the proto
+/// names them); what is wrong with it otherwise, naming the field.
+pub fn from_json<M: prost::Message + Default>(
+    json: &serde_json::Value,
+    name: &str,
+) -> Result<M, String> {
+    let descriptor = pool()
+        .and_then(|pool| pool.get_message_by_name(&format!("lf.a2a.v1.{name}")))
+        .ok_or_else(|| format!("{name} is no A2A message"))?;
+    let dynamic = prost_reflect::DynamicMessage::deserialize(descriptor, json.clone())
+        .map_err(|e| e.to_string())?;
+    M::decode(prost::Message::encode_to_vec(&dynamic).as_slice()).map_err(|e| e.to_string())
+}
+
 /// `message` (of the A2A type named `name`, e.g. `StreamResponse`) in
 /// ProtoJSON, as A2A's JSON bindings and its push notifications carry it:
 /// lowerCamelCase names, enums by name, bytes in base64, defaults left out.
 /// `None` if `name` is no A2A message.
 pub fn to_json<M: prost::Message>(message: &M, name: &str) -> Option<serde_json::Value> {
-    use std::sync::OnceLock;
-    static POOL: OnceLock<Option<prost_reflect::DescriptorPool>> = OnceLock::new();
-    let pool = POOL
-        .get_or_init(|| prost_reflect::DescriptorPool::decode(pb::FILE_DESCRIPTOR_SET).ok())
-        .as_ref()?;
-    let descriptor = pool.get_message_by_name(&format!("lf.a2a.v1.{name}"))?;
+    let descriptor = pool()?.get_message_by_name(&format!("lf.a2a.v1.{name}"))?;
     let dynamic =
         prost_reflect::DynamicMessage::decode(descriptor, message.encode_to_vec().as_slice())
             .ok()?;
@@ -59,5 +77,20 @@ mod tests {
                 "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}})
         );
         assert!(super::to_json(&update, "NoSuchThing").is_none());
+        let back: super::pb::StreamResponse =
+            super::from_json(&json, "StreamResponse").expect("back");
+        assert_eq!(back, update);
+        // The proto's own names are taken too; an unknown field is named.
+        let ask: super::pb::GetTaskRequest = super::from_json(
+            &serde_json::json!({"id": "t1", "history_length": 2}),
+            "GetTaskRequest",
+        )
+        .expect("snake case");
+        assert_eq!((ask.id.as_str(), ask.history_length), ("t1", Some(2)));
+        let wrong = super::from_json::<super::pb::GetTaskRequest>(
+            &serde_json::json!({"idd": "t1"}),
+            "GetTaskRequest",
+        );
+        assert!(wrong.is_err_and(|e| e.contains("idd")));
     }
 }
