@@ -1064,6 +1064,18 @@ async fn the_json_rpc_binding_serves_the_same_story_to_the_sdk_and_names_what_is
         .await
         .unwrap();
     assert_eq!(as_text["error"]["code"], -32005, "{as_text}");
+    // Without a type (what a web page may send anywhere): refused too.
+    let untyped: Value = http
+        .post(&endpoint)
+        .bearer_auth(ALICE_TOKEN)
+        .body(r#"{"jsonrpc": "2.0", "id": 5, "method": "ListTasks"}"#)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(untyped["error"]["code"], -32005, "{untyped}");
     let (_, unknown) = post(
         r#"{"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {}}"#,
         Some(ALICE_TOKEN),

@@ -7,7 +7,7 @@
 //! service reads its metadata, so both bindings admit the same callers.
 //!
 //! Errors are the spec's: its codes -32001 to -32009 by the error's
-//! reason (-32005 for a body that is not `application/json`), -32602 for bad params (naming the field), -32601 for an unknown
+//! reason (-32005 for a body not sent as `application/json`), -32602 for bad params (naming the field), -32601 for an unknown
 //! method, -32600 for a request that is not JSON-RPC 2.0, -32700 for one
 //! that is not JSON; a caller without a valid token gets HTTP 401.
 
@@ -126,8 +126,13 @@ async fn call(State(a2a): State<A2a>, headers: HeaderMap, body: Bytes) -> Respon
                 .unwrap_or("")
                 .trim()
                 .to_ascii_lowercase()
-        });
-    if let Some(media) = media.filter(|m| m != "application/json" && !m.ends_with("+json")) {
+        })
+        .unwrap_or_default();
+    // Required, not only checked: a web page can post to a loopback lead
+    // without a type (or as text) but not as JSON without the lead's CORS
+    // consent, which it never gives; so no page can act as an open
+    // lead's (`--a2a-open`) operator.
+    if media != "application/json" && !media.ends_with("+json") {
         let failure = Failure {
             reason: Some("CONTENT_TYPE_NOT_SUPPORTED".into()),
             ..Failure::new(
