@@ -81,6 +81,22 @@ fn status_text(task: &Value) -> String {
         .to_owned()
 }
 
+/// The lead's agent card, as served now.
+async fn card_of(lead: &Lead) -> Value {
+    let console = lead.console.as_deref().expect("a console");
+    mesh_tests::webdriver::http_client(reqwest::Client::builder())
+        .get(format!(
+            "{}/.well-known/agent-card.json",
+            console.trim_end_matches('/')
+        ))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// Polls `GetTask` until task `id` is in `wanted`: the task.
 async fn until(lead: &Lead, id: &str, wanted: &str) -> Value {
     within(&format!("task {id} to be {wanted}"), async {
@@ -833,21 +849,7 @@ async fn heard_until(
 #[tokio::test]
 async fn a_webhook_hears_the_plan_wait_and_the_task_end_with_the_callers_credentials() {
     let lead = Lead::start(&["--operator-token", ALICE, "--a2a-push-allow", "127.0.0.1"]).await;
-    let card_url = format!(
-        "{}/.well-known/agent-card.json",
-        lead.console
-            .as_deref()
-            .expect("a console")
-            .trim_end_matches('/')
-    );
-    let card: Value = mesh_tests::webdriver::http_client(reqwest::Client::builder())
-        .get(&card_url)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = card_of(&lead).await;
     assert_eq!(card["capabilities"]["pushNotifications"], true, "{card}");
 
     // A webhook on a host the lead was not told of: refused, naming the
@@ -974,14 +976,7 @@ async fn the_json_rpc_binding_serves_the_same_story_to_the_sdk_and_names_what_is
         .expect("a console")
         .trim_end_matches('/');
     let http = mesh_tests::webdriver::http_client(reqwest::Client::builder());
-    let card: Value = http
-        .get(format!("{console}/.well-known/agent-card.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = card_of(&lead).await;
     let endpoint = format!("{console}/a2a");
     assert_eq!(
         card["supportedInterfaces"][1]["url"],
@@ -1035,12 +1030,11 @@ async fn the_json_rpc_binding_serves_the_same_story_to_the_sdk_and_names_what_is
     assert_eq!(missing["error"], "TaskNotFoundError", "{missing}");
 
     // Raw: what is not JSON, not a method, or without a token.
-    let post = |body: &'static str, token: Option<&'static str>| {
-        let mut request = http
-            .post(&endpoint)
-            .header("content-type", "application/json")
-            .header("A2A-Version", "1.0")
-            .body(body);
+    let typed = |media: Option<&'static str>, body: &'static str, token: Option<&'static str>| {
+        let mut request = http.post(&endpoint).header("A2A-Version", "1.0").body(body);
+        if let Some(media) = media {
+            request = request.header("content-type", media);
+        }
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
@@ -1050,31 +1044,14 @@ async fn the_json_rpc_binding_serves_the_same_story_to_the_sdk_and_names_what_is
             (status, answer.json::<Value>().await.unwrap())
         }
     };
+    let post = |body, token| typed(Some("application/json"), body, token);
     let (_, garbled) = post("{not json", Some(ALICE_TOKEN)).await;
     assert_eq!(garbled["error"]["code"], -32700, "{garbled}");
-    let as_text: Value = http
-        .post(&endpoint)
-        .header("content-type", "text/plain")
-        .bearer_auth(ALICE_TOKEN)
-        .body(r#"{"jsonrpc": "2.0", "id": 6, "method": "ListTasks"}"#)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list = r#"{"jsonrpc": "2.0", "id": 6, "method": "ListTasks"}"#;
+    let (_, as_text) = typed(Some("text/plain"), list, Some(ALICE_TOKEN)).await;
     assert_eq!(as_text["error"]["code"], -32005, "{as_text}");
     // Without a type (what a web page may send anywhere): refused too.
-    let untyped: Value = http
-        .post(&endpoint)
-        .bearer_auth(ALICE_TOKEN)
-        .body(r#"{"jsonrpc": "2.0", "id": 5, "method": "ListTasks"}"#)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, untyped) = typed(None, list, Some(ALICE_TOKEN)).await;
     assert_eq!(untyped["error"]["code"], -32005, "{untyped}");
     let (_, unknown) = post(
         r#"{"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {}}"#,
