@@ -24,7 +24,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$scratch"' EXIT
 join=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 "$root/target/release/lead" serve --listen 127.0.0.1:0 --http 127.0.0.1:0 \
   --state-dir "$scratch/state" --join-token "$join" --a2a-open tck \
-  --a2a-push-allow localhost --a2a-push-allow example.com >"$scratch/lead.out" &
+  --a2a-push-allow localhost --a2a-push-allow example.com >"$scratch/lead.out" 2>"$scratch/lead.err" &
 until [ "$(wc -l <"$scratch/lead.out")" -ge 2 ]; do sleep 0.1; done
 grpc=$(sed -n 's/^listening on //p' "$scratch/lead.out")
 console=$(sed -n 's/^console on //p' "$scratch/lead.out")
