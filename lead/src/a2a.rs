@@ -4,9 +4,9 @@
 //! [`tasks`]); a message on a task whose plan, result or amendment waits
 //! is the operator's decision on it. A task its owner completed with a
 //! reply (a question answered) comes back to a blocking `SendMessage` as
-//! a message, A2A's direct reply; the team keeps the task. Callers authenticate as an operator
-//! (`--operator-token NAME=TOKEN`): the task's origin and every decision's
-//! history say which.
+//! a message, A2A's direct reply; the team keeps the task. Callers
+//! authenticate as an operator (`--operator-token NAME=TOKEN`): the task's
+//! origin and every decision's history say which.
 //!
 //! `SendStreamingMessage` and `SubscribeToTask` stream a task's updates,
 //! from the same notices as `Watch`. `CancelTask` withdraws the task (its
@@ -22,7 +22,7 @@ use mesh_core::{
     access::{Call, Caller},
     op::{Decide, Op, PageAsk},
     protocol::{Kind, Request as CoreRequest, Status as RequestStatus},
-    tasks::{Task, TaskStatus},
+    tasks::Task,
     team::Listed,
 };
 use shared::auth::same_token;
@@ -355,7 +355,7 @@ impl A2aService for A2a {
         }
         let seen = self.task(&id).await?;
         // A question its owner answered with a reply: A2A's direct reply.
-        let payload = if seen.task.reply && seen.task.status == TaskStatus::Completed {
+        let payload = if tasks::replied(&seen.task) {
             Payload::Message(tasks::reply(&seen.task))
         } else {
             Payload::Task(seen.to_a2a(history, true))

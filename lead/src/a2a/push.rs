@@ -175,7 +175,10 @@ impl Push {
         }
         let updates = updates::updates(a2a, config.task_id.clone(), false).await?;
         let delivery = tokio::spawn(deliver(self.http.clone(), config.clone(), updates));
-        self.kept().push(Kept {
+        let mut kept = self.kept();
+        // A create of the same id may have come in meanwhile: the last wins.
+        kept.retain(|k| !(k.config.task_id == config.task_id && k.config.id == config.id));
+        kept.push(Kept {
             config: config.clone(),
             delivery: delivery.abort_handle(),
         });

@@ -143,6 +143,11 @@ fn output_part(output: &Output) -> a2a::Part {
     }
 }
 
+/// Whether `task`'s owner completed it with a reply ([`Task::reply`]).
+pub(crate) fn replied(task: &Task) -> bool {
+    task.reply && task.status == TaskStatus::Completed
+}
+
 /// The answer of a task its owner completed with a reply
 /// ([`Task::reply`]), as the team's message: its outputs as the parts,
 /// or without any, its summary.
@@ -333,7 +338,7 @@ pub(crate) fn to_a2a(
     let state = state(task, waiting);
     let status = a2a::TaskStatus {
         state: state as i32,
-        message: Some(if task.reply && task.status == TaskStatus::Completed {
+        message: Some(if replied(task) {
             reply(task)
         } else {
             agent_message(
