@@ -126,3 +126,31 @@ pub fn unreached(status: tonic::Status) -> tonic::Status {
     }
     tonic::Status::unavailable(cause(&status))
 }
+
+/// Whether the server at an `http://` URL answers in TLS: a client that
+/// dials plain text at a lead serving TLS sees its connection closed in
+/// one of several ways (a protocol error, a broken pipe, a reset),
+/// depending on who is faster, so the teammate asks once, plainly. Five
+/// bytes that are no TLS record go out (all of them, so the server reads
+/// everything sent and closes without a reset); a TLS server answers with
+/// an alert record (`0x15 0x03 ..`) before it closes. Anything else
+/// (nothing, a refused connection, HTTP/2) is no.
+pub async fn speaks_tls(url: &str) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let probe = async {
+        let mut stream = tokio::net::TcpStream::connect(authority).await.ok()?;
+        stream.write_all(b"PRI *").await.ok()?;
+        let mut answer = [0u8; 2];
+        stream.read_exact(&mut answer).await.ok()?;
+        Some(answer == [0x15, 0x03])
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(2), probe)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}

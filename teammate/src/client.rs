@@ -69,21 +69,18 @@ impl Lead {
         let joined = loop {
             match joiner.join(request.clone()).await {
                 Ok(response) => break response.into_inner(),
-                Err(status)
-                    if config.leads.urls().iter().any(|u| u.starts_with("http://"))
-                        && status.message().contains("h2 protocol error") =>
-                {
-                    // What plain text gets from a lead that serves TLS.
-                    return Err(SessionError::Setup(format!(
-                        "--lead {leads}: the lead did not speak plain HTTP/2 ({}); if it serves \
-                         TLS, dial https:// (with --ca)",
-                        status.message()
-                    )));
-                }
                 Err(status) if transient(&status) => {
+                    let cause = shared::transport::cause(&status);
+                    if let Some(url) = serves_tls(config.leads.urls(), &cause).await {
+                        // Plain text at a lead that serves TLS: no retry
+                        // can help.
+                        return Err(SessionError::Setup(format!(
+                            "--lead {url}: the lead speaks TLS, not plain HTTP/2 ({cause}); \
+                             dial https:// (with --ca)"
+                        )));
+                    }
                     // Every attempt says why it failed: a teammate that
                     // cannot join is never silent.
-                    let cause = shared::transport::cause(&status);
                     tracing::warn!(lead = %Escaped(&leads), error = %Escaped(&cause), "cannot reach the lead to join; retrying");
                     if !backoff.wait().await {
                         return Err(SessionError::LeadGone(format!(
@@ -416,6 +413,21 @@ fn session_refused(error: &SessionError) -> bool {
 
 /// Whether a failed call may succeed if repeated: the lead was unreachable,
 /// or the connection broke under the call.
+/// The `http://` lead among `urls` that answers in TLS, asked only when a
+/// connection was made and then failed (a refused connection is a lead not
+/// there yet, not one speaking another protocol).
+async fn serves_tls<'a>(urls: &'a [String], cause: &str) -> Option<&'a str> {
+    if cause.contains("refused") {
+        return None;
+    }
+    for url in urls.iter().filter(|u| u.starts_with("http://")) {
+        if shared::transport::speaks_tls(url).await {
+            return Some(url);
+        }
+    }
+    None
+}
+
 fn transient(status: &Status) -> bool {
     matches!(
         status.code(),
