@@ -6,9 +6,13 @@
 //! alternates), so that both meet the machine in the same state: this
 //! machine's speed drifts by more than the difference sought within a few
 //! seconds. Each round pairs the two builds' rates; the median of those
-//! ratios, with its quartiles, is the figure printed.
+//! ratios, with its quartiles, is the figure printed. Beside it, the same
+//! for the CPU time each lead spent a handshake in the round (every thread,
+//! as the scheduler counts it): on two cores shared with the bench, the
+//! rate moves with whatever else runs, and the CPU a handshake costs the
+//! lead moves much less.
 
-use std::{path::Path, time::Instant};
+use std::{collections::HashMap, path::Path, time::Instant};
 
 use crate::{
     stats::{Report, Samples},
@@ -30,15 +34,18 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
     let labels = ["this build", "--against"];
     let per_round = (counts.handshakes / ROUNDS).max(50);
     let mut report = Report::default();
-    let mut ratios: Vec<(String, Vec<f64>)> =
-        stores.iter().map(|s| (s.clone(), Vec::new())).collect();
+    let mut ratios: Vec<(String, Vec<f64>, Vec<f64>)> = stores
+        .iter()
+        .map(|s| (s.clone(), Vec::new(), Vec::new()))
+        .collect();
     for run in 1..=counts.runs {
         eprintln!("bench: run {run} of {}", counts.runs);
-        for (store, store_ratios) in &mut ratios {
-            let (_new_server, new_lead) =
+        for (store, store_ratios, cpu_ratios) in &mut ratios {
+            let (new_server, new_lead) =
                 crate::start_lead_at(&new, store, &["--approval", "auto"]).await?;
-            let (_old_server, old_lead) =
+            let (old_server, old_lead) =
                 crate::start_lead_at(&old, store, &["--approval", "auto"]).await?;
+            let servers = [&new_server, &old_server];
             let mut members = [
                 new_lead.member("seq", None).await?,
                 old_lead.member("seq", None).await?,
@@ -59,12 +66,20 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
                     [1, 0]
                 };
                 let mut rates = [0.0; 2];
+                let mut cpu = [0.0; 2];
                 for i in order {
+                    let before = servers[i].thread_cpu_ns();
                     let start = Instant::now();
                     for _ in 0..per_round {
                         samples[i].push(members[i].handshake().await?);
                     }
                     rates[i] = per_round as f64 / start.elapsed().as_secs_f64();
+                    cpu[i] = spent(&before, &servers[i].thread_cpu_ns()) / per_round as f64;
+                    report.add(
+                        &format!("[{store}] {}: lead CPU a handshake", labels[i]),
+                        "us",
+                        cpu[i] / 1e3,
+                    );
                     report.add(
                         &format!("[{store}] {}: handshake sequential", labels[i]),
                         "/s",
@@ -72,6 +87,7 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
                     );
                 }
                 store_ratios.push(rates[0] / rates[1]);
+                cpu_ratios.push(cpu[0] / cpu[1]);
             }
             for (i, samples) in samples.iter().enumerate() {
                 let [p50, p99, _] = samples.summary();
@@ -89,24 +105,45 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
         }
     }
     println!("\n{}", report.table());
-    for (store, mut store_ratios) in ratios {
-        store_ratios.sort_by(f64::total_cmp);
-        let at = |q: f64| {
-            let i = ((store_ratios.len() - 1) as f64 * q).round() as usize;
-            (store_ratios[i] - 1.0) * 100.0
-        };
-        let figure =
-            |label: &str| report.median(&format!("[{store}] {label}: handshake sequential"));
-        if let (Some(new), Some(old)) = (figure(labels[0]), figure(labels[1])) {
+    for (store, store_ratios, cpu_ratios) in ratios {
+        let figure = |label: &str, what: &str| report.median(&format!("[{store}] {label}: {what}"));
+        let what = "handshake sequential";
+        if let (Some(new), Some(old)) = (figure(labels[0], what), figure(labels[1], what)) {
+            let (median, q1, q3) = quartiles(store_ratios);
             println!(
                 "[{store}] sequential handshake: this build {new:.0} /s, --against {old:.0} /s: \
-                 {:+.1}% (median of {} paired rounds; quartiles {:+.1}% .. {:+.1}%)",
-                at(0.5),
-                store_ratios.len(),
-                at(0.25),
-                at(0.75),
+                 {median:+.1}% (median of {} paired rounds; quartiles {q1:+.1}% .. {q3:+.1}%)",
+                counts.runs * ROUNDS,
+            );
+        }
+        let what = "lead CPU a handshake";
+        if let (Some(new), Some(old)) = (figure(labels[0], what), figure(labels[1], what)) {
+            let (median, q1, q3) = quartiles(cpu_ratios);
+            println!(
+                "[{store}] lead CPU a handshake: this build {new:.1} us, --against {old:.1} us: \
+                 {median:+.1}% (median of {} paired rounds; quartiles {q1:+.1}% .. {q3:+.1}%)",
+                counts.runs * ROUNDS,
             );
         }
     }
     Ok(())
+}
+
+/// The median and quartiles of `ratios`, as changes in percent.
+fn quartiles(mut ratios: Vec<f64>) -> (f64, f64, f64) {
+    ratios.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        let i = ((ratios.len().max(1) - 1) as f64 * q).round() as usize;
+        ratios.get(i).map_or(f64::NAN, |r| (r - 1.0) * 100.0)
+    };
+    (at(0.5), at(0.25), at(0.75))
+}
+
+/// The CPU time (ns) the threads in `after` spent since `before` (a thread
+/// new since then, all of its time).
+fn spent(before: &HashMap<u32, u64>, after: &HashMap<u32, u64>) -> f64 {
+    after
+        .iter()
+        .map(|(tid, ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+        .sum::<u64>() as f64
 }

@@ -133,6 +133,26 @@ impl Server {
         Ok(server)
     }
 
+    /// The CPU time each of the process's threads has had so far, in ns
+    /// (`/proc/PID/task/TID/schedstat`: the scheduler's own count, to the
+    /// nanosecond, where `/proc/PID/stat` counts in ticks of 10 ms).
+    pub(crate) fn thread_cpu_ns(&self) -> std::collections::HashMap<u32, u64> {
+        let Some(pid) = self.child.id() else {
+            return Default::default();
+        };
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return Default::default();
+        };
+        tasks
+            .flatten()
+            .filter_map(|task| {
+                let tid = task.file_name().to_str()?.parse().ok()?;
+                let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+                Some((tid, stat.split_whitespace().next()?.parse().ok()?))
+            })
+            .collect()
+    }
+
     /// The peak resident memory so far, in MiB (`VmHWM`).
     pub(crate) fn peak_rss_mib(&self) -> f64 {
         let Some(pid) = self.child.id() else {
