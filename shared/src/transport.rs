@@ -130,11 +130,12 @@ pub fn unreached(status: tonic::Status) -> tonic::Status {
 /// Whether the server at an `http://` URL answers in TLS: a client that
 /// dials plain text at a lead serving TLS sees its connection closed in
 /// one of several ways (a protocol error, a broken pipe, a reset),
-/// depending on who is faster, so the teammate asks once, plainly. Five
-/// bytes that are no TLS record go out (all of them, so the server reads
-/// everything sent and closes without a reset); a TLS server answers with
-/// an alert record (`0x15 0x03 ..`) before it closes. Anything else
-/// (nothing, a refused connection, HTTP/2) is no.
+/// depending on who is faster, so the teammate asks once, plainly: it sends
+/// HTTP/2's connection preface and nothing more (so a TLS server reads all
+/// that was sent, and closes without a reset). A TLS server answers with an
+/// alert record (`0x15 0x03 ..`) before it closes; an HTTP/2 server with
+/// its SETTINGS frame (`0x00 ..`), at once. Anything else (nothing within a
+/// second, a refused connection) is no.
 pub async fn speaks_tls(url: &str) -> bool {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let Some(rest) = url.strip_prefix("http://") else {
@@ -143,14 +144,52 @@ pub async fn speaks_tls(url: &str) -> bool {
     let authority = rest.split('/').next().unwrap_or(rest);
     let probe = async {
         let mut stream = tokio::net::TcpStream::connect(authority).await.ok()?;
-        stream.write_all(b"PRI *").await.ok()?;
+        stream
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .ok()?;
         let mut answer = [0u8; 2];
         stream.read_exact(&mut answer).await.ok()?;
         Some(answer == [0x15, 0x03])
     };
-    tokio::time::timeout(std::time::Duration::from_secs(2), probe)
+    tokio::time::timeout(std::time::Duration::from_secs(1), probe)
         .await
         .ok()
         .flatten()
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// A server on loopback that reads the preface and answers `answer`;
+    /// its URL.
+    async fn server(answer: &'static [u8]) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        tokio::spawn(async move {
+            let (mut stream, _) = listener.accept().await.expect("accept");
+            let mut preface = [0u8; 24];
+            stream.read_exact(&mut preface).await.expect("preface");
+            stream.write_all(answer).await.expect("answer");
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn an_alert_is_tls_and_settings_or_nothing_is_not() {
+        // A TLS alert record: fatal (2), decode_error (50).
+        let tls = server(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32]).await;
+        assert!(super::speaks_tls(&tls).await);
+        // An empty SETTINGS frame.
+        let h2 = server(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await;
+        assert!(!super::speaks_tls(&h2).await);
+        let silent = server(&[]).await;
+        assert!(!super::speaks_tls(&silent).await);
+        assert!(!super::speaks_tls("https://127.0.0.1:1").await);
+        assert!(!super::speaks_tls("http://127.0.0.1:1").await);
+    }
 }
