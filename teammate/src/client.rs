@@ -411,8 +411,6 @@ fn session_refused(error: &SessionError) -> bool {
     }
 }
 
-/// Whether a failed call may succeed if repeated: the lead was unreachable,
-/// or the connection broke under the call.
 /// The `http://` lead among `urls` that answers in TLS, asked only when a
 /// connection was made and then failed (a refused connection is a lead not
 /// there yet, not one speaking another protocol).
@@ -428,6 +426,8 @@ async fn serves_tls<'a>(urls: &'a [String], cause: &str) -> Option<&'a str> {
     None
 }
 
+/// Whether a failed call may succeed if repeated: the lead was unreachable,
+/// or the connection broke under the call.
 fn transient(status: &Status) -> bool {
     matches!(
         status.code(),

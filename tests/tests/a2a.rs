@@ -99,9 +99,17 @@ async fn card_of(lead: &Lead) -> Value {
 
 /// Polls `GetTask` until task `id` is in `wanted`: the task.
 async fn until(lead: &Lead, id: &str, wanted: &str) -> Value {
+    until_over(lead, &[], id, wanted).await
+}
+
+/// The same, over the SDK with `flags` before its command (`--binding
+/// JSONRPC`).
+async fn until_over(lead: &Lead, flags: &[&str], id: &str, wanted: &str) -> Value {
     within(&format!("task {id} to be {wanted}"), async {
         loop {
-            let (ok, task) = a2a(lead, ALICE_TOKEN, &["get", id]).await;
+            let mut args = flags.to_vec();
+            args.extend(["get", id]);
+            let (ok, task) = a2a(lead, ALICE_TOKEN, &args).await;
             assert!(ok, "{task}");
             if state(&task) == wanted {
                 return task;
@@ -999,16 +1007,12 @@ async fn the_json_rpc_binding_serves_the_same_story_to_the_sdk_and_names_what_is
     assert_eq!(state(&task), "TASK_STATE_SUBMITTED", "{task}");
     let id = task["id"].as_str().unwrap().to_owned();
     let _carol = lead.teammate("carol", CAROL);
-    let waiting = within("the plan to wait, over JSON-RPC", async {
-        loop {
-            let (ok, task) = a2a(&lead, ALICE_TOKEN, &["--binding", "JSONRPC", "get", &id]).await;
-            assert!(ok, "{task}");
-            if state(&task) == "TASK_STATE_INPUT_REQUIRED" {
-                return task;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    })
+    let waiting = until_over(
+        &lead,
+        &["--binding", "JSONRPC"],
+        &id,
+        "TASK_STATE_INPUT_REQUIRED",
+    )
     .await;
     assert!(
         status_text(&waiting).contains("one big change"),
