@@ -165,5 +165,5 @@ export function teamPage() {
       el("td", { "data-label": "shut down" }, shutdownControl(m)));
   });
   return [el("h2", { text: "Team" }),
-    el("div", { class: "wide" }, el("table", { "data-testid": "team-table" }, el("thead", {}, head), el("tbody", {}, ...rows)))];
+    el("div", { class: "wide" }, el("table", { class: "team", "data-testid": "team-table" }, el("thead", {}, head), el("tbody", {}, ...rows)))];
 }
