@@ -84,7 +84,7 @@ pub struct Sealed {
 }
 
 /// The trail as the hub appends to it.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Trail {
     /// The newest entries.
     recent: VecDeque<Entry>,
@@ -96,6 +96,22 @@ pub(crate) struct Trail {
     decided: HashSet<String>,
     /// Each member's budget as last seen.
     budgets: HashMap<String, u64>,
+    /// Whether the store keeps the trail: then each entry is sealed (its
+    /// hash and JSON) as it is appended, for the decision's own commit.
+    /// A store that keeps nothing (memory) has the newest entries sealed
+    /// only when the trail is read.
+    stored: bool,
+    /// How many of the newest entries in `recent` are not sealed yet.
+    unsealed: usize,
+    /// The most entries `recent` holds ([`KEPT`]).
+    keep: usize,
+}
+
+impl Default for Trail {
+    /// An empty trail the store keeps.
+    fn default() -> Self {
+        Self::restore(true, Vec::new(), std::iter::empty(), std::iter::empty())
+    }
 }
 
 impl Trail {
@@ -103,6 +119,7 @@ impl Trail {
     /// first), knowing which requests are resolved already and the budgets
     /// as they stand.
     pub(crate) fn restore<'a>(
+        stored: bool,
         kept: Vec<Entry>,
         requests: impl Iterator<Item = &'a Request>,
         budgets: impl Iterator<Item = (String, u64)>,
@@ -118,11 +135,14 @@ impl Trail {
                 .map(|r| r.id().to_string())
                 .collect(),
             budgets: budgets.collect(),
+            stored,
+            unsealed: 0,
+            keep: KEPT,
         }
     }
 
-    /// The decisions the team's `changes` make, appended (the store must
-    /// keep each).
+    /// The decisions the team's `changes` make, appended: what the store
+    /// must keep of them (nothing if it keeps no trail).
     pub(crate) fn observe<'a>(
         &mut self,
         changes: impl Iterator<Item = &'a TeamChange>,
@@ -135,7 +155,7 @@ impl Trail {
                     if r.status.is_terminal() && self.decided.insert(r.id().to_string()) =>
                 {
                     let (what, by) = decided_by(r);
-                    out.push(self.append(now, what, r.id().to_string(), r.status, by, r));
+                    out.extend(self.append(now, what, r.id().to_string(), r.status, by, r));
                 }
                 TeamChange::RequestForgotten(id) => {
                     self.decided.remove(id.as_str());
@@ -161,7 +181,7 @@ impl Trail {
                             prev: String::new(),
                             hash: String::new(),
                         });
-                        out.push(entry);
+                        out.extend(entry);
                     }
                 }
                 _ => {}
@@ -178,7 +198,7 @@ impl Trail {
         status: Status,
         by: String,
         request: &Request,
-    ) -> Sealed {
+    ) -> Option<Sealed> {
         let decision = match status {
             Status::Approved => "approved",
             Status::Rejected => "rejected",
@@ -199,29 +219,66 @@ impl Trail {
         })
     }
 
-    /// Chains `entry` on and keeps it; what the store appends.
-    fn push(&mut self, mut entry: Entry) -> Sealed {
+    /// Appends `entry`: sealed and chained on now, for the store, if the
+    /// store keeps the trail; otherwise as it stands, sealed when read.
+    fn push(&mut self, mut entry: Entry) -> Option<Sealed> {
         entry.seq = self.next_seq;
-        entry.prev = std::mem::take(&mut self.last_hash);
-        let json = entry.seal();
         self.next_seq += 1;
-        self.last_hash = entry.hash.clone();
-        let seq = entry.seq;
+        let sealed = if self.stored {
+            let json = self.chain(&mut entry);
+            Some(Sealed {
+                seq: entry.seq,
+                json,
+            })
+        } else {
+            if self.unsealed >= self.recent.len() && self.recent.len() >= self.keep {
+                // The oldest is about to go: its hash must be known first.
+                self.seal_all();
+            }
+            self.unsealed += 1;
+            None
+        };
         self.recent.push_back(entry);
-        while self.recent.len() > KEPT {
+        while self.recent.len() > self.keep {
             self.recent.pop_front();
         }
-        Sealed { seq, json }
+        sealed
     }
 
-    /// The newest `n` entries, oldest first.
+    /// Links `entry` to the newest sealed one and seals it: its JSON.
+    fn chain(&mut self, entry: &mut Entry) -> String {
+        entry.prev = std::mem::take(&mut self.last_hash);
+        let json = entry.seal();
+        self.last_hash = entry.hash.clone();
+        json
+    }
+
+    /// Seals the entries not sealed yet, oldest first.
+    fn seal_all(&mut self) {
+        let first = self.recent.len() - self.unsealed.min(self.recent.len());
+        let mut pending: Vec<Entry> = self.recent.drain(first..).collect();
+        for entry in &mut pending {
+            self.chain(entry);
+        }
+        self.recent.extend(pending);
+        self.unsealed = 0;
+    }
+
+    /// The seq the next entry will have.
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// The newest `n` entries, oldest first (the newest not sealed, if
+    /// the store keeps no trail).
     pub(crate) fn newest(&self, n: usize) -> impl Iterator<Item = &Entry> {
         self.recent.iter().skip(self.recent.len().saturating_sub(n))
     }
 
     /// The entries after `after_seq` recorded at or after `since`, oldest
     /// first, at most `limit`.
-    pub(crate) fn page(&self, since: i64, after_seq: u64, limit: usize) -> Vec<Entry> {
+    pub(crate) fn page(&mut self, since: i64, after_seq: u64, limit: usize) -> Vec<Entry> {
+        self.seal_all();
         self.recent
             .iter()
             .filter(|e| e.seq > after_seq && e.at_unix_ms >= since)
@@ -308,8 +365,8 @@ pub fn verify(text: &str) -> Result<usize, (usize, String)> {
 mod tests {
     use super::*;
 
-    fn entry(trail: &mut Trail, subject: &str) -> Sealed {
-        trail.push(Entry {
+    fn decision(subject: &str) -> Entry {
+        Entry {
             seq: 0,
             at_unix_ms: 1,
             what: "plan_approval".into(),
@@ -320,7 +377,42 @@ mod tests {
             content_sha256: String::new(),
             prev: String::new(),
             hash: String::new(),
-        })
+        }
+    }
+
+    fn entry(trail: &mut Trail, subject: &str) -> Sealed {
+        trail
+            .push(decision(subject))
+            .expect("a stored trail seals at once")
+    }
+
+    #[test]
+    fn a_trail_no_store_keeps_is_sealed_when_read_into_the_same_chain() {
+        let mut stored = Trail::default();
+        let mut unstored = Trail {
+            stored: false,
+            keep: 4,
+            ..Trail::default()
+        };
+        let subjects: Vec<String> = (0..11).map(|i| format!("r{i}")).collect();
+        for (i, subject) in subjects.iter().enumerate() {
+            let _ = entry(&mut stored, subject);
+            assert_eq!(unstored.push(decision(subject)), None, "nothing to store");
+            if i == 2 {
+                // Read mid-way: the entries so far are sealed, and the
+                // ones after chain on to them.
+                assert_eq!(unstored.page(0, 0, 10).len(), 3);
+            }
+        }
+        // Eleven pushed through a window of four: the oldest went sealed.
+        let page = unstored.page(0, 0, 10);
+        let tail: Vec<Entry> = stored.newest(4).cloned().collect();
+        assert_eq!(page, tail);
+        let lines: Vec<String> = page
+            .iter()
+            .map(|e| serde_json::to_string(e).expect("json"))
+            .collect();
+        assert_eq!(verify(&lines.join("\n")), Ok(4));
     }
 
     #[test]

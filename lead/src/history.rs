@@ -17,7 +17,10 @@
 
 use std::{collections::VecDeque, sync::Arc};
 
-use mesh_core::effect::Notice;
+use mesh_core::{
+    effect::Notice,
+    protocol::{Opening, Request},
+};
 
 /// The most entries kept, by default.
 pub(crate) const MAX_ENTRIES: usize = 20_000;
@@ -28,20 +31,129 @@ pub(crate) const UNSAVED_MAX: usize = 512;
 pub(crate) const MAX_PAGE: usize = 500;
 
 /// One thing that happened.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Entry {
     /// Its place in the history (only grows).
     pub id: u64,
     /// When (unix ms).
     pub at: i64,
+    body: Body,
+}
+
+/// An entry's event: as it happened, or as the store kept it.
+// Each entry is behind an `Arc` already: a box would be one more allocation.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+enum Body {
+    /// The notice itself (a request without its payload), encoded only
+    /// when the store or a reader asks: a lead whose store keeps no
+    /// history (memory) never encodes one, and a store's second of them is
+    /// encoded in its commit, not on the decision's path.
+    Notice { kind: &'static str, notice: Notice },
+    /// The event as `Watch` gives it, encoded ([`crate::render::history_event`]),
+    /// with the members it concerns.
+    Stored {
+        kind: String,
+        who: Vec<String>,
+        event: Arc<[u8]>,
+    },
+}
+
+impl Entry {
+    /// An entry as the store kept it: `event` encoded by
+    /// [`crate::render::history_event`].
+    pub fn stored(id: u64, at: i64, kind: String, who: Vec<String>, event: Arc<[u8]>) -> Self {
+        Self {
+            id,
+            at,
+            body: Body::Stored { kind, who, event },
+        }
+    }
+
     /// `request`, `member`, `task`, `tool`, `child`, `review`, `usage`.
-    pub kind: String,
+    pub fn kind(&self) -> &str {
+        match &self.body {
+            Body::Notice { kind, .. } => kind,
+            Body::Stored { kind, .. } => kind,
+        }
+    }
+
     /// The members it concerns.
-    pub who: Vec<String>,
-    /// The event as `Watch` gives it, encoded once when it happened
-    /// ([`crate::render::history_event`]): the store keeps these bytes and
-    /// the console renders them; the history never looks inside.
-    pub event: Arc<[u8]>,
+    pub fn who(&self) -> Vec<String> {
+        match &self.body {
+            Body::Notice { notice, .. } => kind_of(notice)
+                .map(|(_, names)| members(names).map(str::to_owned).collect())
+                .unwrap_or_default(),
+            Body::Stored { who, .. } => who.clone(),
+        }
+    }
+
+    /// Whether it concerns `member`.
+    fn concerns(&self, member: &str) -> bool {
+        match &self.body {
+            Body::Notice { notice, .. } => {
+                kind_of(notice).is_some_and(|(_, names)| members(names).any(|w| w == member))
+            }
+            Body::Stored { who, .. } => who.iter().any(|w| w == member),
+        }
+    }
+
+    /// The event's bytes, as the store keeps them.
+    pub fn event(&self) -> Arc<[u8]> {
+        match &self.body {
+            Body::Notice { notice, .. } => crate::render::history_event(self.at, notice),
+            Body::Stored { event, .. } => event.clone(),
+        }
+    }
+
+    /// The event, as `Watch` gives it.
+    pub fn pb_event(&self) -> Result<shared::pb::Event, prost::DecodeError> {
+        match &self.body {
+            Body::Notice { notice, .. } => Ok(crate::render::history_pb(self.at, notice)),
+            Body::Stored { event, .. } => crate::render::decode_event(event),
+        }
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+            && self.at == other.at
+            && self.kind() == other.kind()
+            && self.who() == other.who()
+            && self.event() == other.event()
+    }
+}
+
+/// What of `notice` the history keeps, if it keeps anything: a request
+/// without its payload (which may be a megabyte of diff).
+pub(crate) fn kept(notice: &Notice) -> Option<Notice> {
+    kind_of(notice)?;
+    Some(match notice {
+        Notice::Request(request) => Notice::Request(Box::new(without_payload(request))),
+        notice => notice.clone(),
+    })
+}
+
+/// `request` with an empty payload, the payload never copied.
+fn without_payload(request: &Request) -> Request {
+    let o = &request.opening;
+    Request {
+        opening: Opening {
+            id: o.id.clone(),
+            kind: o.kind,
+            sender: o.sender.clone(),
+            target: o.target.clone(),
+            payload_json: String::new(),
+            deadline_unix_ms: o.deadline_unix_ms,
+        },
+        status: request.status,
+        decision: request.decision.clone(),
+        feedback: request.feedback.clone(),
+        created_at_unix_ms: request.created_at_unix_ms,
+        resolved_at_unix_ms: request.resolved_at_unix_ms,
+        reviews: request.reviews.clone(),
+    }
 }
 
 /// What a page of the history is asked for: entries older than `before`
@@ -62,7 +174,7 @@ pub(crate) struct Query {
 /// starts, if there is more.
 #[derive(Debug, Clone)]
 pub(crate) struct Page {
-    pub(crate) entries: Vec<Entry>,
+    pub(crate) entries: Vec<Arc<Entry>>,
     pub(crate) next_before: Option<u64>,
 }
 
@@ -102,15 +214,20 @@ impl History {
 
     /// Records `notice` at `at`, if it belongs in the history: the entry,
     /// and the id below which the store may forget, once a step's worth of
-    /// the oldest went.
-    pub(crate) fn record(&mut self, at: i64, notice: &Notice) -> Option<(Arc<Entry>, Option<u64>)> {
-        let (kind, who) = kind_of(notice)?;
+    /// the oldest went. The history keeps `notice` (see [`kept`]).
+    pub(crate) fn record(
+        &mut self,
+        at: i64,
+        mut notice: Notice,
+    ) -> Option<(Arc<Entry>, Option<u64>)> {
+        let (kind, _) = kind_of(&notice)?;
+        if let Notice::Request(request) = &mut notice {
+            request.opening.payload_json = String::new();
+        }
         let entry = Arc::new(Entry {
             id: self.next_id,
             at,
-            kind: kind.to_owned(),
-            who,
-            event: crate::render::history_event(at, notice),
+            body: Body::Notice { kind, notice },
         });
         self.next_id += 1;
         self.entries.push_back(entry.clone());
@@ -138,10 +255,10 @@ impl History {
                 continue;
             }
             if entries.len() == limit {
-                next_before = entries.last().map(|e: &Entry| e.id);
+                next_before = entries.last().map(|e: &Arc<Entry>| e.id);
                 break;
             }
-            entries.push(Entry::clone(entry));
+            entries.push(entry.clone());
         }
         Page {
             entries,
@@ -152,14 +269,10 @@ impl History {
 
 /// Whether `entry` meets every filter of `query`.
 fn matches(entry: &Entry, query: &Query) -> bool {
-    if query.kind.as_deref().is_some_and(|k| k != entry.kind) {
+    if query.kind.as_deref().is_some_and(|k| k != entry.kind()) {
         return false;
     }
-    if query
-        .member
-        .as_deref()
-        .is_some_and(|m| !entry.who.iter().any(|w| w == m))
-    {
+    if query.member.as_deref().is_some_and(|m| !entry.concerns(m)) {
         return false;
     }
     if query.since.is_some_and(|since| entry.at < since)
@@ -168,7 +281,7 @@ fn matches(entry: &Entry, query: &Query) -> bool {
         return false;
     }
     match &query.text {
-        Some(text) => crate::render::decode_event(&entry.event).is_ok_and(|event| {
+        Some(text) => entry.pb_event().is_ok_and(|event| {
             crate::render::event_line(&event)
                 .to_lowercase()
                 .contains(text.as_str())
@@ -177,26 +290,27 @@ fn matches(entry: &Entry, query: &Query) -> bool {
     }
 }
 
-/// The kind of `notice` and the members it concerns; `None` for what the
-/// history leaves out (messages in inboxes).
-fn kind_of(notice: &Notice) -> Option<(&'static str, Vec<String>)> {
-    let who = |names: &[&str]| -> Vec<String> {
-        names
-            .iter()
-            .filter(|n| !n.is_empty() && **n != mesh_core::names::LEAD)
-            .map(|n| (*n).to_owned())
-            .collect()
-    };
+/// The kind of `notice` and the members it concerns (up to two: an empty
+/// name or the lead's is no member); `None` for what the history leaves out
+/// (messages in inboxes).
+fn kind_of(notice: &Notice) -> Option<(&'static str, [&str; 2])> {
     Some(match notice {
         Notice::Envelope(_) => return None,
-        Notice::Request(r) => ("request", who(&[&r.opening.sender, &r.opening.target])),
-        Notice::Member(m) => ("member", who(&[m.member.name.as_str()])),
-        Notice::Task(t) => ("task", who(&[&t.owner])),
-        Notice::ToolCall { member, .. } => ("tool", who(&[member])),
-        Notice::ChildExited { name, .. } => ("child", who(&[name])),
-        Notice::ReviewNote { .. } => ("review", Vec::new()),
-        Notice::Usage { name, .. } => ("usage", who(&[name])),
+        Notice::Request(r) => ("request", [&r.opening.sender, &r.opening.target]),
+        Notice::Member(m) => ("member", [m.member.name.as_str(), ""]),
+        Notice::Task(t) => ("task", [&t.owner, ""]),
+        Notice::ToolCall { member, .. } => ("tool", [member, ""]),
+        Notice::ChildExited { name, .. } => ("child", [name, ""]),
+        Notice::ReviewNote { .. } => ("review", ["", ""]),
+        Notice::Usage { name, .. } => ("usage", [name, ""]),
     })
+}
+
+/// The members among `names`.
+fn members(names: [&str; 2]) -> impl Iterator<Item = &str> {
+    names
+        .into_iter()
+        .filter(|n| !n.is_empty() && *n != mesh_core::names::LEAD)
 }
 
 #[cfg(test)]
@@ -220,7 +334,7 @@ mod tests {
         for i in 0..7 {
             let who = if i % 2 == 0 { "ann" } else { "bob" };
             let (_, t) = history
-                .record(1_000 + i, &tool(who, &format!("outcome {i}")))
+                .record(1_000 + i, tool(who, &format!("outcome {i}")))
                 .expect("recorded");
             trimmed = t.or(trimmed);
         }
@@ -270,5 +384,46 @@ mod tests {
         let restored =
             History::restore(history.entries.iter().map(|e| Entry::clone(e)).collect(), 5);
         assert_eq!(restored.next_id, 8);
+    }
+
+    #[test]
+    fn an_entry_as_it_happened_is_the_entry_the_store_gives_back() {
+        let mut history = History::restore(Vec::new(), 5);
+        let (live, _) = history
+            .record(1_000, tool("ann", "done"))
+            .expect("recorded");
+        let stored = Entry::stored(
+            live.id,
+            live.at,
+            live.kind().to_owned(),
+            live.who(),
+            live.event(),
+        );
+        assert_eq!(*live, stored);
+        assert_eq!((stored.kind(), stored.who()), ("tool", vec!["ann".into()]));
+        assert_eq!(live.pb_event(), stored.pb_event());
+        assert!(live.concerns("ann") && stored.concerns("ann") && !stored.concerns("bob"));
+    }
+
+    #[test]
+    fn a_request_is_kept_without_its_payload() {
+        let mut request =
+            crate::store::conformance::request("r1", mesh_core::protocol::Status::Pending);
+        request.opening.payload_json = "x".repeat(1 << 20);
+        let notice = Notice::Request(Box::new(request));
+        let Some(Notice::Request(kept)) = kept(&notice) else {
+            panic!("a request is kept");
+        };
+        assert!(kept.opening.payload_json.is_empty());
+        let mut history = History::restore(Vec::new(), 5);
+        let (entry, _) = history.record(1, notice).expect("recorded");
+        let Ok(shared::pb::Event {
+            kind: Some(shared::pb::event::Kind::Request(r)),
+            ..
+        }) = entry.pb_event()
+        else {
+            panic!("a request's event");
+        };
+        assert!(r.payload_json.is_empty() && r.request_id == "r1");
     }
 }

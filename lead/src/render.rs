@@ -490,11 +490,9 @@ fn raw_event_line(event: &pb::Event) -> String {
     }
 }
 
-/// The event the history keeps of `notice`, which happened at `at`: the
-/// event `Watch` sends (a request without its payload), encoded once; the
-/// store keeps these bytes as they are.
-pub fn history_event(at: i64, notice: &mesh_core::effect::Notice) -> std::sync::Arc<[u8]> {
-    use prost::Message as _;
+/// A history entry's event: `notice` as `Watch` gives it, at `at` (a
+/// request without its payload).
+pub fn history_pb(at: i64, notice: &mesh_core::effect::Notice) -> pb::Event {
     let kind = match notice {
         // Without its payload, which is not copied to be dropped.
         mesh_core::effect::Notice::Request(request) => {
@@ -506,8 +504,11 @@ pub fn history_event(at: i64, notice: &mesh_core::effect::Notice) -> std::sync::
         at_unix_ms: at,
         kind: Some(kind),
     }
-    .encode_to_vec()
-    .into()
+}
+
+/// [`history_pb`] encoded, as the store keeps it.
+pub fn history_event(at: i64, notice: &mesh_core::effect::Notice) -> std::sync::Arc<[u8]> {
+    prost::Message::encode_to_vec(&history_pb(at, notice)).into()
 }
 
 /// The event that `bytes` (of [`history_event`]) hold.

@@ -142,6 +142,11 @@ pub trait Store: Send + std::fmt::Debug {
     fn blocks(&self) -> bool {
         true
     }
+    /// Whether it keeps the lead's record (the audit trail, the event
+    /// history): if not, the lead seals and encodes them only when read.
+    fn keeps_record(&self) -> bool {
+        true
+    }
 }
 
 /// Keeps nothing: for tests and benchmarks (`--store memory`).
@@ -158,6 +163,10 @@ impl Store for MemoryStore {
     }
 
     fn blocks(&self) -> bool {
+        false
+    }
+
+    fn keeps_record(&self) -> bool {
         false
     }
 }

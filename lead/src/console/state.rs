@@ -225,7 +225,8 @@ pub(super) async fn history(
                 .entries
                 .iter()
                 .map(|e| {
-                    let event = render::decode_event(&e.event)
+                    let event = e
+                        .pb_event()
                         .map_or(Value::Null, |event| render::event_json(&event));
                     json!({ "id": e.id, "event": event })
                 })

@@ -76,8 +76,12 @@ impl Hub {
                         _ => {}
                     }
                     let now = self.now();
-                    self.changes.extend(self.record.notice(now, &notice));
-                    if !self.watchers.is_empty() {
+                    if self.watchers.is_empty() {
+                        self.changes.extend(self.record.notice(now, notice));
+                    } else {
+                        if let Some(kept) = crate::history::kept(&notice) {
+                            self.changes.extend(self.record.notice(now, kept));
+                        }
                         self.emit(notice);
                     }
                 }

@@ -41,7 +41,7 @@ impl Record {
     /// Notes `notice`, which happened `at`, in the history; the history's
     /// changes to store now, if enough waited (a decision's commit writes
     /// no history page otherwise: see history.rs).
-    pub(crate) fn notice(&mut self, at: i64, notice: &Notice) -> Vec<Change> {
+    pub(crate) fn notice(&mut self, at: i64, notice: Notice) -> Vec<Change> {
         if let Some((entry, trim)) = self.history.record(at, notice) {
             self.unsaved.push(Change::History(entry));
             if let Some(below) = trim {
@@ -69,11 +69,13 @@ impl Record {
                 _ => None,
             })
         };
+        let seq = self.audit.next_seq();
         let decided = self.audit.observe(team(), now);
         if mesh_telemetry::enabled() {
+            let appended = usize::try_from(self.audit.next_seq() - seq).unwrap_or(usize::MAX);
             let first: Vec<&str> = self
                 .audit
-                .newest(decided.len())
+                .newest(appended)
                 .filter(|e| e.what != "budget")
                 .map(|e| e.subject.as_str())
                 .collect();
@@ -84,7 +86,7 @@ impl Record {
 
     /// A page of the audit trail.
     pub(crate) fn audit_page(
-        &self,
+        &mut self,
         since: i64,
         after_seq: u64,
         limit: usize,
@@ -114,12 +116,12 @@ mod tests {
         let mut record = Record::restore(History::restore(Vec::new(), 10_000), Trail::default());
         let max = u64::try_from(crate::history::UNSAVED_MAX).unwrap_or(u64::MAX);
         for n in 1..max {
-            assert!(record.notice(0, &usage(n)).is_empty(), "flushed at {n}");
+            assert!(record.notice(0, usage(n)).is_empty(), "flushed at {n}");
         }
-        let flushed = record.notice(0, &usage(max));
+        let flushed = record.notice(0, usage(max));
         assert_eq!(flushed.len(), crate::history::UNSAVED_MAX);
         assert!(record.unsaved().is_empty());
-        let _ = record.notice(0, &usage(1));
+        let _ = record.notice(0, usage(1));
         assert_eq!(record.unsaved().len(), 1);
         let page = record.history(&Query {
             limit: 5,

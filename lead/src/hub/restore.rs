@@ -90,7 +90,12 @@ pub(crate) fn load(
             }),
         })),
     });
-    let audit = crate::audit::Trail::restore(audit_kept, team.requests.iter(), budgets.into_iter());
+    let audit = crate::audit::Trail::restore(
+        store.keeps_record(),
+        audit_kept,
+        team.requests.iter(),
+        budgets.into_iter(),
+    );
     let (tx, rx) = mpsc::channel(4096);
     let stream_max_bytes = config.stream_max_bytes;
     let joins = mesh_core::rate::TokenBucket::new(config.join_rate, config.join_burst, now);

@@ -197,16 +197,18 @@ pub fn tasks_created_in_one_millisecond_keep_the_order_they_were_created_in(open
 }
 
 pub fn the_event_history_is_kept_across_a_restart_and_trimmed(open: Open<'_>) {
-    let entry = |id: u64| crate::history::Entry {
-        id,
-        at: 1_000 + i64::try_from(id).expect("small"),
-        kind: "tool".into(),
-        who: vec!["ann".into(), "bob".into()],
-        event: prost::Message::encode_to_vec(&pb::Event {
-            at_unix_ms: 7,
-            kind: None,
-        })
-        .into(),
+    let entry = |id: u64| {
+        crate::history::Entry::stored(
+            id,
+            1_000 + i64::try_from(id).expect("small"),
+            "tool".into(),
+            vec!["ann".into(), "bob".into()],
+            prost::Message::encode_to_vec(&pb::Event {
+                at_unix_ms: 7,
+                kind: None,
+            })
+            .into(),
+        )
     };
     {
         let mut store = open();

@@ -129,7 +129,7 @@ pub(super) fn audit_from(json: &str) -> Loaded<crate::audit::Entry> {
 
 /// The members an event concerns, as stored: comma-separated.
 pub(super) fn who_text(entry: &crate::history::Entry) -> String {
-    entry.who.join(",")
+    entry.who().join(",")
 }
 
 /// A stored event of the history, back (checked to decode, kept as bytes).
@@ -141,17 +141,16 @@ pub(super) fn history_from(
     event: Vec<u8>,
 ) -> Loaded<crate::history::Entry> {
     crate::render::decode_event(&event).map_err(|e| bad("history entry", e))?;
-    Ok(crate::history::Entry {
-        id: u64::try_from(id).unwrap_or(0),
+    Ok(crate::history::Entry::stored(
+        u64::try_from(id).unwrap_or(0),
         at,
         kind,
-        who: who
-            .split(',')
+        who.split(',')
             .filter(|w| !w.is_empty())
             .map(str::to_owned)
             .collect(),
-        event: event.into(),
-    })
+        event.into(),
+    ))
 }
 
 /// A member's mode as stored: the wire's number.

@@ -239,9 +239,9 @@ fn write<'a>(s: &'a Statements, change: &Change, writes: &mut Vec<Write<'a>>) {
             vec![
                 Box::new(int(entry.id)),
                 Box::new(entry.at),
-                Box::new(entry.kind.clone()),
+                Box::new(entry.kind().to_owned()),
                 Box::new(rows::who_text(entry)),
-                Box::new(entry.event.to_vec()),
+                Box::new(entry.event().to_vec()),
             ],
         ),
         Change::HistoryTrim(below) => push(&s.history_trim, vec![Box::new(int(*below))]),

@@ -64,9 +64,9 @@ fn write(tx: &Transaction<'_>, change: &Change) -> Written {
             .execute(params![
                 i64::try_from(entry.id).unwrap_or(i64::MAX),
                 entry.at,
-                entry.kind,
+                entry.kind(),
                 rows::who_text(entry),
-                &entry.event[..]
+                &entry.event()[..]
             ])?;
             Ok(())
         }
