@@ -225,7 +225,7 @@ impl Trail {
         entry.seq = self.next_seq;
         self.next_seq += 1;
         let sealed = if self.stored {
-            let json = self.chain(&mut entry);
+            let json = chain(&mut self.last_hash, &mut entry);
             Some(Sealed {
                 seq: entry.seq,
                 json,
@@ -245,22 +245,12 @@ impl Trail {
         sealed
     }
 
-    /// Links `entry` to the newest sealed one and seals it: its JSON.
-    fn chain(&mut self, entry: &mut Entry) -> String {
-        entry.prev = std::mem::take(&mut self.last_hash);
-        let json = entry.seal();
-        self.last_hash = entry.hash.clone();
-        json
-    }
-
     /// Seals the entries not sealed yet, oldest first.
     fn seal_all(&mut self) {
         let first = self.recent.len() - self.unsealed.min(self.recent.len());
-        let mut pending: Vec<Entry> = self.recent.drain(first..).collect();
-        for entry in &mut pending {
-            self.chain(entry);
+        for entry in self.recent.range_mut(first..) {
+            chain(&mut self.last_hash, entry);
         }
-        self.recent.extend(pending);
         self.unsealed = 0;
     }
 
@@ -286,6 +276,15 @@ impl Trail {
             .cloned()
             .collect()
     }
+}
+
+/// Links `entry` to the entry whose hash is `last_hash` and seals it; the
+/// hash it chains on becomes `entry`'s. Its JSON.
+fn chain(last_hash: &mut String, entry: &mut Entry) -> String {
+    entry.prev = std::mem::take(last_hash);
+    let json = entry.seal();
+    last_hash.clone_from(&entry.hash);
+    json
 }
 
 /// SHA-256 of `bytes`, lower-case hex.

@@ -49,7 +49,7 @@ enum Body {
     /// when the store or a reader asks: a lead whose store keeps no
     /// history (memory) never encodes one, and a store's second of them is
     /// encoded in its commit, not on the decision's path.
-    Notice { kind: &'static str, notice: Notice },
+    Notice(Notice),
     /// The event as `Watch` gives it, encoded ([`crate::render::history_event`]),
     /// with the members it concerns.
     Stored {
@@ -73,7 +73,7 @@ impl Entry {
     /// `request`, `member`, `task`, `tool`, `child`, `review`, `usage`.
     pub fn kind(&self) -> &str {
         match &self.body {
-            Body::Notice { kind, .. } => kind,
+            Body::Notice(notice) => kind_of(notice).map_or("", |(kind, _)| kind),
             Body::Stored { kind, .. } => kind,
         }
     }
@@ -81,7 +81,7 @@ impl Entry {
     /// The members it concerns.
     pub fn who(&self) -> Vec<String> {
         match &self.body {
-            Body::Notice { notice, .. } => kind_of(notice)
+            Body::Notice(notice) => kind_of(notice)
                 .map(|(_, names)| members(names).map(str::to_owned).collect())
                 .unwrap_or_default(),
             Body::Stored { who, .. } => who.clone(),
@@ -91,7 +91,7 @@ impl Entry {
     /// Whether it concerns `member`.
     fn concerns(&self, member: &str) -> bool {
         match &self.body {
-            Body::Notice { notice, .. } => {
+            Body::Notice(notice) => {
                 kind_of(notice).is_some_and(|(_, names)| members(names).any(|w| w == member))
             }
             Body::Stored { who, .. } => who.iter().any(|w| w == member),
@@ -101,7 +101,7 @@ impl Entry {
     /// The event's bytes, as the store keeps them.
     pub fn event(&self) -> Arc<[u8]> {
         match &self.body {
-            Body::Notice { notice, .. } => crate::render::history_event(self.at, notice),
+            Body::Notice(notice) => crate::render::history_event(self.at, notice),
             Body::Stored { event, .. } => event.clone(),
         }
     }
@@ -109,7 +109,7 @@ impl Entry {
     /// The event, as `Watch` gives it.
     pub fn pb_event(&self) -> Result<shared::pb::Event, prost::DecodeError> {
         match &self.body {
-            Body::Notice { notice, .. } => Ok(crate::render::history_pb(self.at, notice)),
+            Body::Notice(notice) => Ok(crate::render::history_pb(self.at, notice)),
             Body::Stored { event, .. } => crate::render::decode_event(event),
         }
     }
@@ -220,14 +220,14 @@ impl History {
         at: i64,
         mut notice: Notice,
     ) -> Option<(Arc<Entry>, Option<u64>)> {
-        let (kind, _) = kind_of(&notice)?;
+        kind_of(&notice)?;
         if let Notice::Request(request) = &mut notice {
             request.opening.payload_json = String::new();
         }
         let entry = Arc::new(Entry {
             id: self.next_id,
             at,
-            body: Body::Notice { kind, notice },
+            body: Body::Notice(notice),
         });
         self.next_id += 1;
         self.entries.push_back(entry.clone());
