@@ -206,11 +206,36 @@ async fn the_task_list_has_status_tabs_and_members_have_pages() {
         .await;
     browser.wait_for("#page h2", "Team").await;
     browser.wait_for("#page", "ann").await;
+    // ann holds nothing: "none" sits on the row's first line, beside
+    // "tester" (a paragraph's margin put it a line low).
+    let none_below_role = "const row = [...document.querySelectorAll('[data-testid=team-table] tr')] \
+        .find((r) => r.textContent.includes('tester')); \
+        const top = (el) => el.getBoundingClientRect().top; \
+        const none = [...row.querySelectorAll('p')].find((p) => p.textContent === 'none'); \
+        const role = [...row.querySelectorAll('td')].find((td) => td.textContent.endsWith('tester')); \
+        return Math.round(top(none) - top(role));";
+    let at_1280 = browser.execute(none_below_role, vec![]).await;
+    assert!(at_1280.as_i64().is_some_and(|d| d.abs() <= 4), "{at_1280}");
     browser.screenshot(&shots().join("team-1280.png")).await;
     browser.resize(390, 844).await;
     assert!(
         browser.sideways().await <= 0,
         "the team page scrolls sideways at 390 px"
+    );
+    // On a phone, "holds: none" is one line, as "role: tester" is.
+    let holds_lines = browser
+        .execute(
+            "const cell = [...document.querySelectorAll('[data-testid=team-table] td')] \
+                .find((td) => td.textContent === 'none'); \
+             const role = [...document.querySelectorAll('[data-testid=team-table] td')] \
+                .find((td) => td.textContent === 'tester'); \
+             return Math.round(cell.getBoundingClientRect().height - role.getBoundingClientRect().height);",
+            vec![],
+        )
+        .await;
+    assert!(
+        holds_lines.as_i64().is_some_and(|d| d.abs() <= 2),
+        "{holds_lines}"
     );
     browser.screenshot(&shots().join("team-390.png")).await;
     browser.resize(1280, 800).await;
