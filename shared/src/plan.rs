@@ -38,7 +38,8 @@ pub fn validate(field: &str, plan: Option<&pb::Plan>) -> Result<(), FieldError> 
         }
     }
     for (i, file) in plan.files.iter().enumerate() {
-        check_relative_glob(&format!("{field}.files[{i}]"), file)?;
+        // The field's name is spelled out only for an error.
+        check_relative_glob("", file).map_err(|e| e.at(format!("{field}.files[{i}]")))?;
     }
     Ok(())
 }
@@ -76,6 +77,16 @@ mod tests {
         };
         assert_eq!(
             validate("plan", Some(&escaping)).map_err(|e| e.field),
+            Err("plan.files[1]".into())
+        );
+        // A plain path is taken as it is; one with a glob's characters is
+        // parsed, and a broken one named where it is.
+        let broken = pb::Plan {
+            files: vec!["src/a b.rs".into(), "src/{a".into()],
+            ..plan()
+        };
+        assert_eq!(
+            validate("plan", Some(&broken)).map_err(|e| e.field),
             Err("plan.files[1]".into())
         );
         let huge = pb::Plan {

@@ -24,6 +24,13 @@ impl FieldError {
             problem: crate::text::cut(&problem.into(), PROBLEM_MAX),
         }
     }
+
+    /// The same problem, in `field`: a check run without a name (spelling
+    /// out `plan.files[2]` costs an allocation every time) is named where
+    /// it fails.
+    pub fn at(self, field: impl Into<String>) -> Self {
+        Self::new(field, self.problem)
+    }
 }
 
 impl fmt::Display for FieldError {

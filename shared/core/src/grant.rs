@@ -93,7 +93,7 @@ impl Grant {
             ));
         }
         for (i, path) in write_paths.iter().enumerate() {
-            check_relative_glob(&format!("{field}.write_paths[{i}]"), path)?;
+            check_relative_glob("", path).map_err(|e| e.at(format!("{field}.write_paths[{i}]")))?;
         }
         if expires_at_unix_ms.is_some_and(|at| at < 0) {
             return Err(FieldError::new(
@@ -136,7 +136,12 @@ pub fn check_relative_glob(field: &str, path: &str) -> Result<(), FieldError> {
             format!("{path:?} leaves the workspace (\"..\")"),
         ));
     }
-    Glob::new(path).map_err(|e| FieldError::new(field, format!("{path:?} is not a glob: {e}")))?;
+    // A path with none of a glob's special characters is a glob of itself
+    // (a plan's files mostly are): nothing to parse.
+    if path.contains(['*', '?', '[', ']', '{', '}', '\\']) {
+        Glob::new(path)
+            .map_err(|e| FieldError::new(field, format!("{path:?} is not a glob: {e}")))?;
+    }
     Ok(())
 }
 

@@ -61,7 +61,7 @@ pub struct RequestId(String);
 impl RequestId {
     /// A fresh random (v4) UUID.
     pub fn generate() -> Self {
-        Self(uuid::Uuid::new_v4().to_string())
+        Self(canonical(uuid::Uuid::new_v4()))
     }
 
     /// An id a client chose for a new request: empty means "make one"; anything
@@ -74,7 +74,7 @@ impl RequestId {
         }
         crate::limits::check(field, value, crate::limits::ID)?;
         uuid::Uuid::parse_str(value)
-            .map(|uuid| Self(uuid.hyphenated().to_string()))
+            .map(|uuid| Self(canonical(uuid)))
             .map_err(|_| FieldError::new(field, format!("{value:?} is not a UUID")))
     }
 
@@ -87,7 +87,7 @@ impl RequestId {
         }
         crate::limits::check(field, value, crate::limits::ID)?;
         Ok(match uuid::Uuid::parse_str(value) {
-            Ok(uuid) => Self(uuid.hyphenated().to_string()),
+            Ok(uuid) => Self(canonical(uuid)),
             Err(_) => Self(value.to_owned()),
         })
     }
@@ -102,6 +102,14 @@ impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// `uuid` lower case and hyphenated, written straight into its string
+/// (not through `Display`'s formatting machinery: every request pays it).
+fn canonical(uuid: uuid::Uuid) -> String {
+    uuid.hyphenated()
+        .encode_lower(&mut uuid::Uuid::encode_buffer())
+        .to_owned()
 }
 
 #[cfg(test)]

@@ -215,8 +215,21 @@ impl Request {
     /// (the plan's files where the grant names none), and the plan's task.
     /// `None` unless the request carries a grant.
     pub fn hold(&self) -> Option<(Vec<String>, String)> {
+        /// The two fields of the plan a hold needs; the rest is skipped,
+        /// not built.
+        #[derive(serde::Deserialize, Default)]
+        #[serde(default)]
+        struct Held {
+            files: Vec<String>,
+            task_id: String,
+        }
+        #[derive(serde::Deserialize, Default)]
+        struct HeldIn {
+            #[serde(default)]
+            plan: Held,
+        }
         let grant = self.decision.as_ref()?.grant.as_ref()?;
-        let plan = self.plan();
+        let HeldIn { plan } = serde_json::from_str(&self.opening.payload_json).unwrap_or_default();
         let paths = if grant.write_paths.is_empty() {
             plan.files
         } else {
