@@ -126,8 +126,13 @@ impl Trail {
     ) -> Self {
         let last_hash = kept.last().map(|e| e.hash.clone()).unwrap_or_default();
         let next_seq = kept.last().map_or(1, |e| e.seq + 1);
+        let mut recent = VecDeque::from(kept);
+        // Room for all it will keep, taken once: address space, not memory,
+        // until used; a deque grown by doubling copied itself each time (a
+        // percent of the lead's CPU on a fresh lead's plan handshakes).
+        recent.reserve(KEPT.saturating_sub(recent.len()));
         Self {
-            recent: kept.into(),
+            recent,
             last_hash,
             next_seq,
             decided: requests

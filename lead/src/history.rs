@@ -200,6 +200,8 @@ impl History {
         while entries.len() > max {
             entries.pop_front();
         }
+        // Room for all it keeps, taken once (see `audit::Trail::restore`).
+        entries.reserve((max + 1).saturating_sub(entries.len()));
         let oldest = entries.front().map_or(next_id, |e| e.id);
         Self {
             entries,

@@ -19,8 +19,9 @@ pub(crate) struct Record {
     history: History,
     /// History entries (and trims) not given to the store yet: they go
     /// with the first commit after a second's sweep, or once there are
-    /// [`crate::history::UNSAVED_MAX`], or as the lead stops.
-    unsaved: Vec<Change>,
+    /// [`crate::history::UNSAVED_MAX`], or as the lead stops. None if the
+    /// store keeps no history.
+    unsaved: Option<Vec<Change>>,
     /// Every decision, hash-chained.
     audit: Trail,
     /// What traces and metrics say of the team's changes (when exporting).
@@ -28,11 +29,12 @@ pub(crate) struct Record {
 }
 
 impl Record {
-    /// The record as the store kept it.
-    pub(crate) fn restore(history: History, audit: Trail) -> Self {
+    /// The record as the store kept it; `stored`: whether the store keeps
+    /// it.
+    pub(crate) fn restore(stored: bool, history: History, audit: Trail) -> Self {
         Self {
             history,
-            unsaved: Vec::new(),
+            unsaved: stored.then(unsaved),
             audit,
             tracer: Tracer::default(),
         }
@@ -42,13 +44,14 @@ impl Record {
     /// changes to store now, if enough waited (a decision's commit writes
     /// no history page otherwise: see history.rs).
     pub(crate) fn notice(&mut self, at: i64, notice: Notice) -> Vec<Change> {
-        if let Some((entry, trim)) = self.history.record(at, notice) {
-            self.unsaved.push(Change::History(entry));
+        let recorded = self.history.record(at, notice);
+        if let (Some((entry, trim)), Some(unsaved)) = (recorded, &mut self.unsaved) {
+            unsaved.push(Change::History(entry));
             if let Some(below) = trim {
-                self.unsaved.push(Change::HistoryTrim(below));
+                unsaved.push(Change::HistoryTrim(below));
             }
-            if self.unsaved.len() >= crate::history::UNSAVED_MAX {
-                return std::mem::take(&mut self.unsaved);
+            if unsaved.len() >= crate::history::UNSAVED_MAX {
+                return self.unsaved();
             }
         }
         Vec::new()
@@ -57,7 +60,10 @@ impl Record {
     /// The history's changes not stored yet (each second, and as the lead
     /// stops).
     pub(crate) fn unsaved(&mut self) -> Vec<Change> {
-        std::mem::take(&mut self.unsaved)
+        match &mut self.unsaved {
+            Some(waiting) => std::mem::replace(waiting, unsaved()),
+            None => Vec::new(),
+        }
     }
 
     /// A batch of `changes` is closing `now`: the audit trail's entries
@@ -100,6 +106,13 @@ impl Record {
     }
 }
 
+/// Room for a second's history at once: grown from nothing each second, a
+/// vector of changes copied itself over and over (a percent of the lead's
+/// CPU on the plan handshake).
+fn unsaved() -> Vec<Change> {
+    Vec::with_capacity(crate::history::UNSAVED_MAX + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,7 +126,8 @@ mod tests {
 
     #[test]
     fn history_waits_unsaved_until_enough_waited_or_asked_for() {
-        let mut record = Record::restore(History::restore(Vec::new(), 10_000), Trail::default());
+        let mut record =
+            Record::restore(true, History::restore(Vec::new(), 10_000), Trail::default());
         let max = u64::try_from(crate::history::UNSAVED_MAX).unwrap_or(u64::MAX);
         for n in 1..max {
             assert!(record.notice(0, usage(n)).is_empty(), "flushed at {n}");
@@ -128,5 +142,28 @@ mod tests {
             ..Query::default()
         });
         assert_eq!(page.entries.len(), 5);
+    }
+
+    #[test]
+    fn a_record_no_store_keeps_queues_nothing_for_it() {
+        let mut record = Record::restore(
+            false,
+            History::restore(Vec::new(), 10_000),
+            Trail::default(),
+        );
+        let max = u64::try_from(crate::history::UNSAVED_MAX).unwrap_or(u64::MAX);
+        for n in 1..=max {
+            assert!(record.notice(0, usage(n)).is_empty());
+        }
+        assert!(record.unsaved().is_empty());
+        let all = record.history(&Query {
+            limit: crate::history::MAX_PAGE,
+            ..Query::default()
+        });
+        assert_eq!(
+            all.entries.len(),
+            crate::history::MAX_PAGE,
+            "the history has them"
+        );
     }
 }

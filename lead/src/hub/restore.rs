@@ -90,8 +90,9 @@ pub(crate) fn load(
             }),
         })),
     });
+    let keeps_record = store.keeps_record();
     let audit = crate::audit::Trail::restore(
-        store.keeps_record(),
+        keeps_record,
         audit_kept,
         team.requests.iter(),
         budgets.into_iter(),
@@ -117,7 +118,7 @@ pub(crate) fn load(
         handle: HubHandle::new(tx),
         joins,
         workers: Workers::default(),
-        record: Record::restore(history, audit),
+        record: Record::restore(keeps_record, history, audit),
     };
     if hub.team.members.iter().next().is_some() {
         tracing::info!(

@@ -334,30 +334,38 @@ pub enum Effect {
 /// the first notice keeps its place and takes the last one's content; the
 /// later ones go. A change of status (pending, then approved) stays two.
 pub fn coalesce_requests(effects: &mut Vec<Effect>) {
-    let told = effects
-        .iter()
-        .filter(|e| matches!(e, Effect::Notify(Notice::Request(_))))
-        .count();
-    if told < 2 {
+    fn key(effect: &Effect) -> Option<(&RequestId, &'static str)> {
+        match effect {
+            Effect::Notify(Notice::Request(request)) => {
+                Some((request.id(), request.status.as_str()))
+            }
+            _ => None,
+        }
+    }
+    let mut told: Vec<usize> = (0..effects.len())
+        .filter(|&at| key(&effects[at]).is_some())
+        .collect();
+    if told.len() < 2 {
         return;
     }
-    let mut first: std::collections::HashMap<(RequestId, Status), usize> =
-        std::collections::HashMap::new();
+    // Each request and status together, in their order (a stable sort):
+    // an op tells of a few requests, and sorting their places costs no
+    // copy of an id (a map of them did, on every decision).
+    told.sort_by(|&a, &b| key(&effects[a]).cmp(&key(&effects[b])));
     let mut gone = vec![false; effects.len()];
-    for at in 0..effects.len() {
-        let Effect::Notify(Notice::Request(request)) = &effects[at] else {
-            continue;
-        };
-        let key = (request.id().clone(), request.status);
-        match first.get(&key) {
-            Some(&kept) => {
-                effects.swap(kept, at);
+    let mut start = 0;
+    while start < told.len() {
+        let mut end = start + 1;
+        while end < told.len() && key(&effects[told[end]]) == key(&effects[told[start]]) {
+            end += 1;
+        }
+        if end - start > 1 {
+            effects.swap(told[start], told[end - 1]);
+            for &at in &told[start + 1..end] {
                 gone[at] = true;
             }
-            None => {
-                first.insert(key, at);
-            }
         }
+        start = end;
     }
     let mut at = 0;
     effects.retain(|_| {
@@ -402,6 +410,7 @@ mod tests {
             notice(&other, Status::Approved, "other"),
             Effect::StopChild("y".into()),
             notice(&id, Status::Approved, "decided, with its review"),
+            notice(&id, Status::Approved, "and landed"),
         ];
         coalesce_requests(&mut effects);
         assert_eq!(
@@ -409,7 +418,7 @@ mod tests {
             vec![
                 notice(&id, Status::Pending, "opened"),
                 Effect::StopChild("x".into()),
-                notice(&id, Status::Approved, "decided, with its review"),
+                notice(&id, Status::Approved, "and landed"),
                 notice(&other, Status::Approved, "other"),
                 Effect::StopChild("y".into()),
             ]
