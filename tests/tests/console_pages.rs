@@ -799,6 +799,20 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
         .wait_for("[data-member=ann]", "write the parser")
         .await;
     browser.wait_for("[data-member=cy]", "docs/*.md").await;
+    // A held path keeps its name whole where the table has room for it
+    // (it broke as "docs/*.m" over "d", the column squeezed to a letter).
+    browser.resize(1280, 800).await;
+    let held_lines = browser
+        .execute(
+            "const li = [...document.querySelectorAll('[data-member=cy] li')] \
+                .find((li) => li.textContent === 'docs/*.md'); \
+             const range = document.createRange(); \
+             range.selectNodeContents(li); \
+             return range.getClientRects().length;",
+            vec![],
+        )
+        .await;
+    assert_eq!(held_lines.as_i64(), Some(1), "{held_lines}");
     // A plan's page links its task's page, which lists the plan and says
     // who has the task.
     browser.open(&format!("{base}#/requests/{plan_id}")).await;
