@@ -94,7 +94,6 @@ impl Hub {
                     changes.clear();
                     self.changes = changes;
                     self.release(batch);
-                    woke = true;
                 }
                 Committer::Thread { store, .. } if quiet => {
                     if !woke && spare_worker() {

@@ -34,7 +34,7 @@ impl Record {
     pub(crate) fn restore(stored: bool, history: History, audit: Trail) -> Self {
         Self {
             history,
-            unsaved: stored.then(unsaved),
+            unsaved: stored.then(room_for_a_second),
             audit,
             tracer: Tracer::default(),
         }
@@ -61,7 +61,7 @@ impl Record {
     /// stops).
     pub(crate) fn unsaved(&mut self) -> Vec<Change> {
         match &mut self.unsaved {
-            Some(waiting) => std::mem::replace(waiting, unsaved()),
+            Some(waiting) => std::mem::replace(waiting, room_for_a_second()),
             None => Vec::new(),
         }
     }
@@ -109,7 +109,7 @@ impl Record {
 /// Room for a second's history at once: grown from nothing each second, a
 /// vector of changes copied itself over and over (a percent of the lead's
 /// CPU on the plan handshake).
-fn unsaved() -> Vec<Change> {
+fn room_for_a_second() -> Vec<Change> {
     Vec::with_capacity(crate::history::UNSAVED_MAX + 1)
 }
 
