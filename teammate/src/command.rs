@@ -2,16 +2,16 @@
 //! environment, in a process group of its own that is killed when the command
 //! ends (so nothing it started in the background outlives the call), when it
 //! runs past its time limit, or when the call is abandoned; its output is kept
-//! up to a cap. Optionally inside `bwrap` (bubblewrap).
+//! up to a cap. Confined by the sandbox, scoped by the grant (see
+//! [`crate::sandbox`]).
 //!
 //! A process that leaves the group (`setsid`) escapes that kill, but not the
 //! teammate's [`crate::reaper`]: once the command's own process is reaped,
 //! everything left below the teammate is killed too.
 //!
-//! What this does not stop, without the sandbox: the command runs as the
+//! What this does not stop, with `--sandbox none`: the command runs as the
 //! teammate's user, so it can read (and, outside the grant's paths, write)
-//! whatever that user can, and reach the network. The sandbox closes these;
-//! see [`Sandbox::Bwrap`].
+//! whatever that user can, and reach the network. The sandbox closes these.
 
 use std::{
     path::{Path, PathBuf},
@@ -19,7 +19,10 @@ use std::{
     time::Duration,
 };
 
+use mesh_core::grant::PathSet;
 use nix::{sys::signal::Signal, unistd::Pid};
+
+pub use crate::sandbox::Sandbox;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// The variables a command gets from the teammate's environment; every
@@ -33,41 +36,6 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// was killed: a process that escaped the kill may hold the pipes open.
 const DRAIN: Duration = Duration::from_secs(1);
 
-/// Where a command runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sandbox {
-    /// As the teammate's user, with the limits above.
-    None,
-    /// Inside bubblewrap (the path of `bwrap`): the filesystem read-only but
-    /// for the workspace and a private `/tmp`; no network; its own PID
-    /// namespace, so every process it starts dies with it (`setsid` does not
-    /// escape). It still reads what the user can read outside the
-    /// workspace, and it does not bound CPU or memory.
-    Bwrap(PathBuf),
-}
-
-impl Sandbox {
-    /// `--sandbox none|bwrap|auto`: `auto` is bwrap where it is installed.
-    pub fn parse(spec: &str) -> Result<Self, String> {
-        match spec {
-            "none" => Ok(Sandbox::None),
-            "bwrap" => find("bwrap")
-                .map(Sandbox::Bwrap)
-                .ok_or_else(|| "--sandbox bwrap: no bwrap on PATH (install bubblewrap)".into()),
-            "auto" => Ok(find("bwrap").map_or(Sandbox::None, Sandbox::Bwrap)),
-            other => Err(format!("--sandbox: {other:?} is not none, bwrap or auto")),
-        }
-    }
-}
-
-/// `name` on `PATH`.
-fn find(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-}
-
 /// The limits a command runs within.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandLimits {
@@ -77,6 +45,9 @@ pub struct CommandLimits {
     pub output_max: usize,
     /// Where it runs.
     pub sandbox: Sandbox,
+    /// Trees a confined command may read beside the workspace and the
+    /// system's (`--sandbox-read`).
+    pub sandbox_read: Vec<PathBuf>,
 }
 
 impl Default for CommandLimits {
@@ -85,6 +56,7 @@ impl Default for CommandLimits {
             timeout: Duration::from_secs(60),
             output_max: 16 * 1024,
             sandbox: Sandbox::None,
+            sandbox_read: Vec::new(),
         }
     }
 }
@@ -97,6 +69,8 @@ pub struct Finished {
     /// What it printed, up to the cap, with a note of what was dropped.
     pub stdout: String,
     pub stderr: String,
+    /// What it wrote outside the grant, undone: one line each.
+    pub undone: Vec<String>,
 }
 
 /// Kills the process group when dropped: the command ended, timed out, or
@@ -110,28 +84,17 @@ impl Drop for Group {
     }
 }
 
-/// Runs `command` with `sh -c` in `workspace` within `limits`.
+/// Runs `command` with `sh -c` in `workspace` within `limits`, able to
+/// write what `grant` names.
 pub async fn run(
     workspace: &Path,
     command: &str,
     limits: &CommandLimits,
+    grant: &PathSet,
 ) -> std::io::Result<Finished> {
-    let mut process = match &limits.sandbox {
-        Sandbox::None => tokio::process::Command::new("sh"),
-        Sandbox::Bwrap(bwrap) => {
-            let mut bwrap = tokio::process::Command::new(bwrap);
-            bwrap
-                .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
-                .args(["--tmpfs", "/tmp", "--bind"])
-                .arg(workspace)
-                .arg(workspace)
-                .args(["--unshare-all", "--die-with-parent", "--new-session"])
-                .arg("--chdir")
-                .arg(workspace)
-                .args(["--", "sh"]);
-            bwrap
-        }
-    };
+    let mut confined =
+        crate::sandbox::confine(&limits.sandbox, workspace, grant, &limits.sandbox_read)?;
+    let process = &mut confined.process;
     process
         .arg("-c")
         .arg(command)
@@ -143,7 +106,7 @@ pub async fn run(
                 .filter_map(|name| std::env::var_os(name).map(|value| (name, value))),
         )
         .env("HOME", workspace)
-        .env("TMPDIR", std::env::temp_dir())
+        .env("TMPDIR", &confined.tmpdir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -152,7 +115,7 @@ pub async fn run(
     if std::env::var_os("PATH").is_none() {
         process.env("PATH", DEFAULT_PATH);
     }
-    let (mut child, known) = crate::reaper::spawn(&mut process)?;
+    let (mut child, known) = crate::reaper::spawn(process)?;
     let group = child
         .id()
         .and_then(|id| i32::try_from(id).ok())
@@ -174,10 +137,18 @@ pub async fn run(
             _ => "[output still held open by a process that escaped the kill]".to_owned(),
         }
     };
+    let stdout = read(stdout).await;
+    let stderr = read(stderr).await;
+    let undone = confined
+        .guard
+        .take()
+        .map(crate::sandbox::Guard::after)
+        .unwrap_or_default();
     Ok(Finished {
         status,
-        stdout: read(stdout).await,
-        stderr: read(stderr).await,
+        stdout,
+        stderr,
+        undone,
     })
 }
 
@@ -215,7 +186,13 @@ mod tests {
             timeout: Duration::from_millis(timeout_ms),
             output_max,
             sandbox: Sandbox::None,
+            sandbox_read: Vec::new(),
         }
+    }
+
+    /// A grant that writes nothing.
+    fn nothing() -> PathSet {
+        PathSet::new("grant.write_paths", &[]).expect("empty")
     }
 
     /// Whether `pid` is gone (or a zombie nobody reaped yet).
@@ -248,7 +225,7 @@ mod tests {
         let secret = "MESH_JOIN_TOKEN";
         // The test process's own environment stands in for the teammate's.
         assert!(std::env::var_os("PATH").is_some());
-        let done = run(&ws, "pwd; env", &limits(10_000, 1 << 20))
+        let done = run(&ws, "pwd; env", &limits(10_000, 1 << 20), &nothing())
             .await
             .expect("run");
         assert!(done.status.is_some_and(|s| s.success()), "{done:?}");
@@ -271,6 +248,7 @@ mod tests {
             dir.path(),
             "sleep 1000 >/dev/null 2>&1 & echo $!",
             &limits(10_000, 1024),
+            &nothing(),
         )
         .await
         .expect("run");
@@ -290,6 +268,7 @@ mod tests {
             dir.path(),
             "setsid sleep 1000 >/dev/null 2>&1 & echo $!",
             &limits(10_000, 1024),
+            &nothing(),
         )
         .await
         .expect("run");
@@ -307,6 +286,7 @@ mod tests {
                 &ws,
                 "setsid sleep 1000 >/dev/null 2>&1 & echo $! > bg.pid; sleep 1000",
                 &limits(60_000, 1024),
+                &nothing(),
             )
             .await
         });
@@ -334,6 +314,7 @@ mod tests {
             dir.path(),
             "sleep 1000 & echo $! > bg.pid; sleep 1000",
             &limits(300, 1024),
+            &nothing(),
         )
         .await
         .expect("run");
@@ -356,6 +337,7 @@ mod tests {
             dir.path(),
             "head -c 100000 /dev/zero | tr '\\0' x; echo oops >&2",
             &limits(10_000, 1000),
+            &nothing(),
         )
         .await
         .expect("run");
@@ -368,42 +350,57 @@ mod tests {
         assert_eq!(done.stderr, "oops\n");
     }
 
-    /// Needs bubblewrap (`.ci/run` installs it): the workspace is writable,
-    /// nothing else is, there is no network but loopback, and the command is
-    /// PID 1's child in a namespace of its own.
+    /// In each sandbox that works here (bubblewrap where `tests/run`
+    /// installed it), from inside a command: the granted file is written,
+    /// nothing else is, a file of the user's outside the workspace cannot be
+    /// read, and there is no network.
     #[tokio::test]
-    async fn in_bwrap_only_the_workspace_is_writable_and_there_is_no_network() {
-        let sandbox = Sandbox::parse("bwrap").expect("bwrap is installed (apt install bubblewrap)");
-        let ws = tempfile::tempdir().expect("tempdir");
-        let home = std::env::var("HOME").expect("HOME");
-        let outside = tempfile::tempdir_in(&home).expect("a directory outside /tmp");
-        let script = format!(
-            "echo in > in.txt; echo out > {}/f; \
-             echo nets=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '); echo pid=$$",
-            outside.path().display()
-        );
-        let done = run(
-            ws.path(),
-            &script,
-            &CommandLimits {
-                sandbox,
-                ..CommandLimits::default()
-            },
-        )
-        .await
-        .expect("run");
-        assert!(ws.path().join("in.txt").exists(), "{done:?}");
-        assert!(!outside.path().join("f").exists(), "{done:?}");
-        assert!(done.stderr.contains("Read-only file system"), "{done:?}");
-        assert!(done.stdout.contains("nets=lo\n"), "{done:?}");
-        assert!(done.stdout.contains("pid=2\n"), "{done:?}");
-    }
-
-    #[test]
-    fn sandbox_specs_parse_or_name_the_flag() {
-        assert_eq!(Sandbox::parse("none"), Ok(Sandbox::None));
-        assert!(Sandbox::parse("auto").is_ok());
-        let err = Sandbox::parse("docker").expect_err("unknown");
-        assert!(err.contains("--sandbox"), "{err}");
+    async fn a_confined_command_writes_its_grant_and_reads_no_further() {
+        let mut sandboxes =
+            vec![Sandbox::parse("bwrap").expect("bwrap works here (apt install bubblewrap)")];
+        sandboxes.extend(Sandbox::parse("landlock").ok());
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let port = listener.local_addr().expect("addr").port();
+        for sandbox in sandboxes {
+            let home = std::env::var("HOME").expect("HOME");
+            let ws = tempfile::tempdir_in(&home).expect("a workspace outside /tmp");
+            let outside = tempfile::tempdir_in(&home).expect("a directory outside /tmp");
+            std::fs::write(outside.path().join("secret"), "s3cret").expect("secret");
+            let script = format!(
+                "echo in > in.txt; echo no > other.txt; echo out > {out}/f; cat {out}/secret; \
+                 python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}))' \
+                 2>&1 | tail -1; true",
+                out = outside.path().display()
+            );
+            let grant = PathSet::new("grant.write_paths", &["in.txt".into()]).expect("grant");
+            let done = run(
+                ws.path(),
+                &script,
+                &CommandLimits {
+                    sandbox: sandbox.clone(),
+                    ..CommandLimits::default()
+                },
+                &grant,
+            )
+            .await
+            .expect("run");
+            let seen = format!("{sandbox:?}: {done:?}");
+            assert_eq!(
+                std::fs::read_to_string(ws.path().join("in.txt"))
+                    .ok()
+                    .as_deref(),
+                Some("in\n"),
+                "{seen}"
+            );
+            assert!(!ws.path().join("other.txt").exists(), "{seen}");
+            assert!(!outside.path().join("f").exists(), "{seen}");
+            assert!(!done.stdout.contains("s3cret"), "{seen}");
+            assert!(done.stdout.contains("Error"), "{seen}");
+            assert!(
+                listener.accept().is_err(),
+                "{seen}: the command reached a listener on the host's loopback"
+            );
+        }
     }
 }

@@ -36,7 +36,13 @@ impl Gate {
     /// unlocked them (every mode but PLAN allows all three, DEFAULT and
     /// ACCEPT_EDITS through the lead's permission where the grant says).
     pub fn tools(&self) -> Vec<&'static str> {
-        Self::tools_of(matches!(self, Gate::Plan))
+        let mut tools = Self::tools_of(matches!(self, Gate::Plan));
+        if let Gate::Unlocked(writer) = self {
+            if !writer.commands.sandbox.offers_commands() {
+                tools.retain(|t| *t != crate::tools::RUN_COMMAND);
+            }
+        }
+        tools
     }
 
     /// The tools offered in plan mode (`plan`) or once a plan is approved.
@@ -129,6 +135,11 @@ impl Writer {
         {
             return Clearance::Refused("the grant has expired; submit a new plan".into());
         }
+        if let (ToolCall::RunCommand { .. }, crate::sandbox::Sandbox::Unavailable(why)) =
+            (call, &self.commands.sandbox)
+        {
+            return Clearance::Refused(format!("run_command is not offered: {why}"));
+        }
         match (self.mode, call.write_path()) {
             (Mode::Bypass, _) => Clearance::Run(Ticket { call: call.clone() }),
             (Mode::AcceptEdits, Some(path)) => match self.workspace.write_relative(path) {
@@ -219,12 +230,25 @@ impl Writer {
         }
     }
 
-    /// `run_command`: `sh -c` in the workspace, within the command limits
-    /// (see [`crate::command`]).
+    /// `run_command`: `sh -c` in the workspace, within the command limits,
+    /// confined to the grant's write paths (see [`crate::command`]). What it
+    /// wrote outside them is undone, and the call is refused for it.
     async fn run_command(&self, command: &str) -> Result<String, ToolError> {
-        let done = crate::command::run(self.workspace.root(), command, &self.commands)
+        let done = crate::command::run(self.workspace.root(), command, &self.commands, &self.paths)
             .await
             .map_err(|e| ToolError::Failed(format!("could not run sh: {e}")))?;
+        if !done.undone.is_empty() {
+            return Err(ToolError::Refused(format!(
+                "the command wrote outside the grant's write paths {:?}, which was undone: {}; \
+                 {}; stdout: {}; stderr: {}",
+                self.paths.patterns(),
+                done.undone.join("; "),
+                done.status
+                    .map_or_else(|| "timed out".to_owned(), |s| s.to_string()),
+                done.stdout.trim(),
+                done.stderr.trim()
+            )));
+        }
         let Some(status) = done.status else {
             return Err(ToolError::Failed(format!(
                 "timed out after {:?}; it and everything it started were killed; stdout: {}; stderr: {}",

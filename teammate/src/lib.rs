@@ -16,6 +16,7 @@ mod plan_state;
 mod protocol_state;
 pub mod reaper;
 mod results;
+pub mod sandbox;
 pub mod script;
 pub mod secrets;
 mod seen;

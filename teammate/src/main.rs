@@ -31,11 +31,18 @@ struct CommandArgs {
     /// Bytes of a command's stdout, and of its stderr, kept for the result.
     #[arg(long, default_value_t = 16 * 1024)]
     command_output_max: usize,
-    /// Where commands run: none (as this user, in the workspace), bwrap
-    /// (bubblewrap: read-only filesystem but the workspace, no network), or
-    /// auto (bwrap where installed).
-    #[arg(long, default_value = "none")]
+    /// Where commands run: auto (Landlock where the kernel has it, else
+    /// bubblewrap where it can start; with neither, run_command is not
+    /// offered), landlock (Landlock and a seccomp filter: reads of the
+    /// workspace and the system's trees, writes of what the grant names, no
+    /// network, no signals outside), bwrap (the same scope in bubblewrap),
+    /// or none (unconfined, as this user: said at start and to the lead).
+    #[arg(long, default_value = "auto")]
     sandbox: String,
+    /// A tree a confined command may also read (a toolchain, say);
+    /// repeatable.
+    #[arg(long = "sandbox-read", value_name = "PATH")]
+    sandbox_read: Vec<PathBuf>,
 }
 
 impl CommandArgs {
@@ -52,6 +59,7 @@ impl CommandArgs {
                 })?,
             output_max: self.command_output_max,
             sandbox: Sandbox::parse(&self.sandbox)?,
+            sandbox_read: self.sandbox_read.clone(),
         })
     }
 }

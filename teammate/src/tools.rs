@@ -18,7 +18,9 @@ use serde_json::json;
 /// The tools that never change anything.
 pub const READ_TOOLS: [&str; 3] = ["read_file", "list_dir", "search"];
 /// The tools a grant unlocks.
-pub const GATED_TOOLS: [&str; 3] = ["write_file", "edit_file", "run_command"];
+pub const GATED_TOOLS: [&str; 3] = ["write_file", "edit_file", RUN_COMMAND];
+/// The gated tool that runs a shell command (not offered where no sandbox works).
+pub const RUN_COMMAND: &str = "run_command";
 
 /// The largest file `read_file` returns, and `search` looks into.
 const MAX_READ_BYTES: u64 = 1024 * 1024;
