@@ -144,6 +144,7 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
         "ROLE".into(),
         "STATUS".into(),
         "MODE".into(),
+        "SANDBOX".into(),
         "TOKENS".into(),
         "CALLS".into(),
         "BUDGET".into(),
@@ -160,6 +161,7 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
                 render::member_status(m.status)
             },
             render::mode(m.mode),
+            render::sandbox(m.sandbox.as_ref()),
             render::tokens(&used).to_string(),
             used.calls.to_string(),
             render::budget(m.token_budget),
@@ -167,6 +169,13 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
         ]
     }));
     let mut out = render::table(&rows);
+    for m in members.iter() {
+        let unconfined = m.sandbox.as_ref().is_some_and(|s| s.kind == "none");
+        if unconfined && m.status != pb::MemberStatus::Terminated as i32 {
+            let line = format!("{} runs its commands unconfined (--sandbox none)", m.name);
+            out.push_str(&format!("{}\n", mesh_core::display::Escaped(&line)));
+        }
+    }
     for m in members.iter().filter(|m| !m.idle_reason.is_empty()) {
         let line = format!("{} is idle: {}", m.name, render::Quoted(&m.idle_reason));
         out.push_str(&format!("{}\n", mesh_core::display::Escaped(&line)));

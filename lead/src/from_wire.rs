@@ -370,6 +370,10 @@ pub(crate) fn join(request: pb::JoinRequest) -> Result<Op, HubError> {
         token_budget: request.token_budget,
         member_id: uuid::Uuid::new_v4().to_string(),
         session_token: shared::auth::new_token(),
+        sandbox: request
+            .sandbox
+            .map(|s| mesh_core::sandbox::Sandbox::parse("sandbox", &s.kind, &s.confines, &s.detail))
+            .transpose()?,
     })
 }
 

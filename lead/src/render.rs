@@ -80,7 +80,15 @@ pub fn member_json(m: &pb::Member) -> Value {
         "status": member_status(m.status), "mode": mode(m.mode),
         "usage": usage_value(&used), "token_budget": m.token_budget, "holds": m.holds,
         "joining": m.joining, "idle_reason": m.idle_reason,
+        "sandbox": m.sandbox.as_ref().map(|s| json!({
+            "kind": s.kind, "confines": s.confines, "detail": s.detail,
+        })),
     })
+}
+
+/// A member's sandbox for a table: its kind, or `-` where it did not say.
+pub fn sandbox(sandbox: Option<&pb::Sandbox>) -> String {
+    sandbox.map_or_else(|| "-".to_owned(), |s| s.kind.clone())
 }
 
 /// A usage as JSON.

@@ -60,10 +60,13 @@ impl Lead {
         let join_token = BearerToken::new(&config.join_token)
             .map_err(|e| SessionError::Setup(e.message().to_owned()))?;
         let mut joiner = LeadClient::with_interceptor(channel.clone(), join_token);
+        let sandbox = config.commands.sandbox.report();
+        sandbox.announce(&config.name);
         let request = pb::JoinRequest {
             name: config.name.clone(),
             role: config.role.clone(),
             token_budget: config.token_budget.unwrap_or_default(),
+            sandbox: Some(sandbox.to_pb()),
         };
         let mut backoff = Backoff::new(config.lead_gone_limit);
         let joined = loop {

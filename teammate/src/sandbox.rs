@@ -131,6 +131,31 @@ impl Sandbox {
     }
 }
 
+impl Report {
+    /// As `JoinRequest.sandbox` says it.
+    pub fn to_pb(&self) -> shared::pb::Sandbox {
+        shared::pb::Sandbox {
+            kind: self.kind.to_owned(),
+            confines: self.confines.iter().map(|c| (*c).to_owned()).collect(),
+            detail: self.detail.clone(),
+        }
+    }
+
+    /// Says at start, in the log, how commands run: a warning where they
+    /// run unconfined or not at all.
+    pub fn announce(&self, name: &str) {
+        match self.kind {
+            "none" => tracing::warn!(
+                member = name,
+                "run_command runs UNCONFINED (--sandbox none): a command can read and write \
+                 whatever this user can, and reach the network"
+            ),
+            "unavailable" => tracing::warn!(member = name, "{}", self.detail),
+            _ => tracing::info!(member = name, sandbox = %self, "run_command is sandboxed"),
+        }
+    }
+}
+
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.confines.is_empty() {

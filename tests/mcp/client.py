@@ -8,8 +8,10 @@ a traceback on stderr) at the first check that does not hold.
 
 SCENARIO is `gate` (plan mode, bad input, rejection, revision, grant,
 writes, shutdown), `pending` (a review longer than --review-wait, news in
-check_inbox), `tasks` (list, claim, plan for, complete a task) or `close`
-(connect, list, close stdin).
+check_inbox), `tasks` (list, claim, plan for, complete a task), `sandbox`
+(run_command under the default sandbox: the granted file is written;
+another file, a private file (--secret-file) and a loopback port (--port)
+are out of reach) or `close` (connect, list, close stdin).
 """
 
 import argparse
@@ -167,6 +169,23 @@ async def tasks(session, changes, workspace):
     say("DONE")
 
 
+async def sandbox(session, changes, workspace, secret_file, port):
+    plan = {"summary": "try the sandbox", "steps": ["run commands"], "files": ["granted.txt"], "tests": []}
+    text = await call(session, "submit_plan", plan, error=False)
+    assert "approved" in text, text
+    await changes.wait_for(1, "the grant's tools")
+    assert "run_command" in await names(session)
+    await call(session, "run_command", {"command": "echo hi > granted.txt && python3 -c 'print(6 * 7)'"}, error=False)
+    with open(os.path.join(workspace, "granted.txt")) as f:
+        assert f.read() == "hi\n"
+    await call(session, "run_command", {"command": "echo x > other.txt"}, error=True)
+    assert not os.path.exists(os.path.join(workspace, "other.txt"))
+    text = await call(session, "run_command", {"command": f"cat {secret_file}"}, error=True)
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5)"
+    await call(session, "run_command", {"command": f'python3 -c "{connect}"'}, error=True)
+    say("DONE")
+
+
 async def close(session, changes, workspace):
     assert await names(session) == READ_TOOLS | {"submit_plan"}
     say("CLOSING")
@@ -178,7 +197,9 @@ async def main():
     parser.add_argument("--lead", required=True)
     parser.add_argument("--name", required=True)
     parser.add_argument("--workspace", required=True)
-    parser.add_argument("scenario", choices=["gate", "pending", "tasks", "close"])
+    parser.add_argument("--secret-file", default="")
+    parser.add_argument("--port", default="0")
+    parser.add_argument("scenario", choices=["gate", "pending", "tasks", "sandbox", "close"])
     args = parser.parse_args()
     server = StdioServerParameters(
         command=args.teammate,
@@ -192,7 +213,10 @@ async def main():
             init = await session.initialize()
             assert init.capabilities.tools is not None and init.capabilities.tools.list_changed, init
             say(f"initialized: {init.server_info.name}")
-            await {"gate": gate, "pending": pending, "tasks": tasks, "close": close}[args.scenario](session, changes, args.workspace)
+            if args.scenario == "sandbox":
+                await sandbox(session, changes, args.workspace, args.secret_file, args.port)
+            else:
+                await {"gate": gate, "pending": pending, "tasks": tasks, "close": close}[args.scenario](session, changes, args.workspace)
     say("CLOSED")
 
 

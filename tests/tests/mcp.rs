@@ -436,3 +436,76 @@ async fn the_process_exits_zero_when_stdin_closes() {
     );
     assert!(status.success(), "{status}");
 }
+
+/// An MCP client's `run_command` meets the same sandbox as a script's:
+/// under the default flags, the granted file is written, and another file
+/// of the workspace, a private file in the user's home and a port on
+/// loopback stay out of reach, judged from outside.
+#[tokio::test]
+async fn an_mcp_agents_commands_run_in_the_grants_sandbox() {
+    let py = python();
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let home = std::env::var("HOME").unwrap();
+    let private = tempfile::tempdir_in(home).unwrap();
+    let secret = format!("mcp-secret-{}", uuid::Uuid::new_v4().simple());
+    let secret_file = private.path().join("notes.txt");
+    std::fs::write(&secret_file, &secret).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+
+    let workspace = lead.workspace("agent");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let agent = Command::new(&py)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/client.py"))
+        .arg("--teammate")
+        .arg(bin("teammate"))
+        .args(["--lead", &lead.url, "--name", "agent", "--workspace"])
+        .arg(&workspace)
+        .arg("--secret-file")
+        .arg(&secret_file)
+        .args(["--port", &port, "sandbox"])
+        .env("MESH_JOIN_TOKEN", &lead.join_token)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let plan = events
+        .request("the agent's plan", |r| {
+            r.sender == "agent"
+                && r.r#type == pb::RequestType::PlanApproval as i32
+                && is(r.status, RequestStatus::Pending)
+        })
+        .await;
+    // BYPASS: its commands run unasked, within the plan's files.
+    operator
+        .review_plan(pb::PlanReview {
+            request_id: plan.request_id.clone(),
+            approve: true,
+            grant: Some(pb::PermissionGrant {
+                mode: pb::PermissionMode::Bypass as i32,
+                write_paths: Vec::new(),
+                expires_at_unix_ms: 0,
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let out = finished(agent).await;
+    assert!(out.contains("DONE"), "{out}");
+    assert!(
+        !out.contains(&secret),
+        "the secret reached the agent: {out}"
+    );
+    assert!(listener.accept().is_err(), "a command reached the listener");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("granted.txt")).unwrap(),
+        "hi\n"
+    );
+    assert!(!workspace.join("other.txt").exists());
+    let team = mesh_tests::member_named(&mut operator, "agent").await;
+    assert_eq!(team.sandbox.unwrap().kind, "landlock");
+}

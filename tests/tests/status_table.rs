@@ -343,6 +343,35 @@ async fn malformed_input_is_invalid_argument_naming_the_field() {
         Code::InvalidArgument,
         &["role"],
     );
+    for (sandbox, field) in [
+        (("docker", vec![], ""), "sandbox.kind"),
+        (
+            ("landlock", vec!["reads", "disks"], ""),
+            "sandbox.confines[1]",
+        ),
+        (
+            ("landlock", vec!["reads", "reads"], ""),
+            "sandbox.confines[1]",
+        ),
+        (("bwrap", vec![], &*"d".repeat(2000)), "sandbox.detail"),
+    ] {
+        expect_status(
+            joiner
+                .join(pb::JoinRequest {
+                    name: "zed".into(),
+                    role: "r".into(),
+                    sandbox: Some(pb::Sandbox {
+                        kind: sandbox.0.into(),
+                        confines: sandbox.1.iter().map(|c| c.to_string()).collect(),
+                        detail: sandbox.2.into(),
+                    }),
+                    ..Default::default()
+                })
+                .await,
+            Code::InvalidArgument,
+            &[field],
+        );
+    }
 
     let alice = &mut members[0];
     let no_plan = pb::PlanApprovalRequest {

@@ -135,6 +135,7 @@ async fn totals_and_budgets_survive_a_restarted_lead_and_a_rejoin_hears_them() {
             name: "alice".into(),
             role: "tester".into(),
             token_budget: 800,
+            sandbox: None,
         })
         .await
         .unwrap()

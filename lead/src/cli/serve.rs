@@ -198,6 +198,11 @@ pub struct ServeArgs {
     /// plans alone are reviewed.
     #[arg(long, requires = "repo", value_parser = ["plan", "result", "both"])]
     review: Option<String>,
+    /// Approve no plan of a teammate whose commands run unconfined
+    /// (`teammate --sandbox none`) or that did not say how they run: its
+    /// plans are rejected with that reason, whoever approves them.
+    #[arg(long)]
+    require_sandbox: bool,
     /// Export traces and metrics over OTLP/gRPC to this collector (Jaeger,
     /// Grafana Tempo, an OpenTelemetry Collector), e.g.
     /// http://localhost:4317; spawned teammates export there too. Off by
@@ -578,6 +583,7 @@ fn hub_config(
         token_budget: args.token_budget,
         repo: None,
         review: mesh_core::tasks::Review::Plan,
+        require_sandbox: args.require_sandbox,
     })
 }
 

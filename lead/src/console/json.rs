@@ -28,6 +28,11 @@ pub(super) fn member_json(view: &MemberView) -> Value {
         "usage": usage_json(&view.standing.total),
         "token_budget": view.standing.token_budget, "holds": view.holds,
         "joining": m.life.is_joining(), "idle_reason": idle_reason,
+        "sandbox": m.sandbox.as_ref().map(|s| json!({
+            "kind": s.kind.as_str(),
+            "confines": s.confines.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+            "detail": s.detail,
+        })),
     })
 }
 
@@ -189,6 +194,11 @@ mod tests {
                     order: i as u64,
                     last_seq: 3,
                     idle_reason: reason.into(),
+                    sandbox: (i % 2 == 0).then(|| mesh_core::sandbox::Sandbox {
+                        kind: mesh_core::sandbox::Kind::Landlock,
+                        confines: vec![mesh_core::sandbox::Confine::Reads],
+                        detail: "Landlock ABI 7".into(),
+                    }),
                 },
                 standing: Standing {
                     total: usage(i as u64 * 100),

@@ -79,6 +79,9 @@ pub struct HubConfig {
     pub repo: Option<std::sync::Arc<crate::git::Repo>>,
     /// What a task that names none has reviewed (`--review`).
     pub review: mesh_core::tasks::Review,
+    /// No plan of a member whose commands run unconfined is approved
+    /// (`--require-sandbox`).
+    pub require_sandbox: bool,
 }
 
 impl Default for HubConfig {
@@ -107,6 +110,7 @@ impl Default for HubConfig {
             token_budget: rules.token_budget,
             repo: None,
             review: rules.review,
+            require_sandbox: rules.require_sandbox,
         }
     }
 }

@@ -180,6 +180,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                     token_budget: [0, 5_000][rng.below(2)],
                     member_id: format!("m{}", rng.next()),
                     session_token: format!("t{}", rng.next()),
+                    sandbox: None,
                 },
                 reply,
             ));

@@ -72,6 +72,7 @@ pub(crate) fn load(
         token_budget: config.token_budget,
         repo: config.repo.is_some(),
         review: config.review,
+        require_sandbox: config.require_sandbox,
     })
     .with_approval(match &config.approval {
         Approval::Manual => CoreApproval::Manual,

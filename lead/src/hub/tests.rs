@@ -42,6 +42,7 @@ async fn join(hub: &HubHandle, name: &str) -> String {
         token_budget: 0,
         member_id: uuid::Uuid::new_v4().to_string(),
         session_token: shared::auth::new_token(),
+        sandbox: None,
     };
     let joined: mesh_core::op::Joined = hub
         .apply(Claim::Known(Caller::Joiner), Call::Join, Ok(op))
@@ -249,6 +250,7 @@ async fn a_hub_told_to_step_down_ends_every_stream_unavailable_and_answers_no_mo
                 token_budget: 0,
                 member_id: uuid::Uuid::new_v4().to_string(),
                 session_token: shared::auth::new_token(),
+                sandbox: None,
             }),
         )
         .await

@@ -68,6 +68,7 @@ pub fn what_is_committed_is_loaded_again_after_reopening(open: Open<'_>) {
         terminated: false,
         last_seq: 3,
         order: 1,
+        sandbox: mesh_core::sandbox::Sandbox::decode("landlock\nreads,writes\nLandlock ABI 7"),
     };
     let envelope = |seq| EnvelopeRecord {
         member: "alice".into(),

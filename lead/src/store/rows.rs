@@ -100,6 +100,11 @@ pub(super) fn task_from(bytes: &[u8]) -> Loaded<Task> {
 }
 
 /// A hold's paths as stored: a JSON list.
+/// A member's sandbox as its column keeps it; empty: it did not say.
+pub(super) fn sandbox_text(sandbox: Option<&mesh_core::sandbox::Sandbox>) -> String {
+    sandbox.map(|s| s.encode()).unwrap_or_default()
+}
+
 pub(super) fn hold_paths(hold: &Hold) -> String {
     // A list of strings always encodes.
     serde_json::to_string(&hold.paths).unwrap_or_else(|_| "[]".into())

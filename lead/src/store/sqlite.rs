@@ -14,7 +14,7 @@ pub const MARKER_FILE: &str = "mesh.db.id";
 /// Tells a mesh database from any other SQLite file.
 const MAGIC: &str = "mesh-lead-state";
 /// The schema version this code writes.
-const SCHEMA_VERSION: i64 = 8;
+const SCHEMA_VERSION: i64 = 9;
 /// `Send` message ids kept per sender.
 const KEPT_MESSAGE_IDS: u64 = 4_096;
 
@@ -116,6 +116,7 @@ mod tests {
         conn.execute_batch(
             "ALTER TABLE requests DROP COLUMN reviews;
              ALTER TABLE members DROP COLUMN idle_reason;
+             ALTER TABLE members DROP COLUMN sandbox;
              DROP TABLE holds;
              DROP TABLE usage;
              DROP TABLE history;

@@ -42,6 +42,7 @@ pub mod protocol;
 pub mod rate;
 pub mod refusal;
 pub mod result;
+pub mod sandbox;
 pub mod tasks;
 pub mod team;
 pub mod text;

@@ -55,6 +55,8 @@ pub struct Member {
     pub last_seq: u64,
     /// Why it last said it is idle (meaningful while it is idle).
     pub idle_reason: String,
+    /// How it confines its commands, as it said at join.
+    pub sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 impl Member {
@@ -73,6 +75,7 @@ impl Member {
             mode: self.mode,
             idle: self.life.is_idle(),
             idle_reason: self.idle_reason.clone(),
+            sandbox: self.sandbox.clone(),
             terminated: self.life.is_terminated(),
             last_seq: self.last_seq,
             order: self.order,
@@ -104,6 +107,8 @@ pub struct MemberRecord {
     pub last_seq: u64,
     /// Join order.
     pub order: u64,
+    /// How it confines its commands, as it said at join.
+    pub sandbox: Option<crate::sandbox::Sandbox>,
 }
 
 /// Every member, by name, in the order they joined.
@@ -147,6 +152,7 @@ impl Members {
                 order: record.order,
                 last_seq: record.last_seq,
                 idle_reason: record.idle_reason,
+                sandbox: record.sandbox,
             };
             members.next_order = members.next_order.max(record.order + 1);
             members.insert(member);
@@ -225,8 +231,19 @@ impl Members {
             order,
             last_seq: 0,
             idle_reason: String::new(),
+            sandbox: None,
         });
         reused
+    }
+
+    /// Records how `name` confines its commands (a change for the store).
+    pub fn set_sandbox(&mut self, name: &str, sandbox: Option<crate::sandbox::Sandbox>) {
+        if let Some(member) = self.members.get_mut(name) {
+            if member.sandbox != sandbox {
+                member.sandbox = sandbox;
+                self.touched.insert(name.to_owned());
+            }
+        }
     }
 
     /// Adds (or, for a terminated name, replaces) a member.

@@ -81,6 +81,8 @@ pub enum Op {
         member_id: String,
         /// The session token its calls will carry, which the edge made.
         session_token: String,
+        /// How it confines its commands, if it said.
+        sandbox: Option<crate::sandbox::Sandbox>,
     },
     /// A member has processed its inbox up to `seq`.
     Ack {

@@ -9,6 +9,7 @@
 //! mode = "accept-edits"         # the grant an approved plan gets (the default)
 //! max_changed_lines = 400       # results (`--repo`): at most this many lines changed
 //! amend_max_files = 2           # amendments of at most 2 files, none held, none denied: approved
+//! require_sandbox = true        # no plan of a teammate whose commands run unconfined
 //! ```
 //!
 //! A result (`lead serve --repo`) is checked on what would land, whatever
@@ -47,6 +48,9 @@ struct PolicyFile {
     /// An amendment adding at most this many files (none held by another
     /// teammate, none under deny_write) is approved without a person.
     amend_max_files: Option<usize>,
+    /// No plan of a member whose commands run unconfined is approved.
+    #[serde(default)]
+    require_sandbox: bool,
 }
 
 /// A validated policy.
@@ -66,6 +70,8 @@ pub struct Policy {
     max_changed_lines: Option<u64>,
     /// Amendments of at most this many files may be approved by the policy.
     amend_max_files: Option<usize>,
+    /// No plan of a member whose commands run unconfined is approved.
+    require_sandbox: bool,
 }
 
 /// What a policy says of a plan.
@@ -100,7 +106,14 @@ impl Policy {
             mode,
             max_changed_lines: file.max_changed_lines,
             amend_max_files: file.amend_max_files,
+            require_sandbox: file.require_sandbox,
         })
+    }
+
+    /// Whether it approves no plan of a member whose commands run
+    /// unconfined (`require_sandbox`).
+    pub fn require_sandbox(&self) -> bool {
+        self.require_sandbox
     }
 
     /// Reviews a plan against every criterion; `overlaps` are where its

@@ -262,6 +262,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
                 token_budget: requested,
                 member_id: format!("id-{member}-{now}"),
                 session_token: format!("token-{member}-{now}"),
+                sandbox: None,
             },
         ),
         Step::Plan {

@@ -43,7 +43,23 @@ impl ToPb for mesh_core::members::Member {
             } else {
                 String::new()
             },
+            sandbox: self.sandbox.as_ref().map(ToPb::to_pb),
             ..Default::default()
+        }
+    }
+}
+
+impl ToPb for mesh_core::sandbox::Sandbox {
+    type Pb = pb::Sandbox;
+    fn to_pb(&self) -> pb::Sandbox {
+        pb::Sandbox {
+            kind: self.kind.as_str().to_owned(),
+            confines: self
+                .confines
+                .iter()
+                .map(|c| c.as_str().to_owned())
+                .collect(),
+            detail: self.detail.clone(),
         }
     }
 }

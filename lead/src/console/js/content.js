@@ -4,7 +4,7 @@
 import { diffFiles, diffLines, fileList } from "./diff.js";
 import { el, list, loading, requestLink } from "./dom.js";
 import { overlapsBox } from "./overlaps.js";
-import { KIND_NAMES, newer, requests, schedule, tasks } from "./state.js";
+import { KIND_NAMES, members, newer, requests, sandboxWords, schedule, tasks } from "./state.js";
 
 // The state has each request's brief (no diff, plan body or tool
 // arguments): a card or page that shows one asks for it whole, once per
@@ -145,6 +145,9 @@ function permissionArgs(r) {
 function permissionContent(r) {
   const p = r.payload || {};
   const out = [permissionChange(r)];
+  if (p.tool === "run_command") {
+    out.unshift(el("p", { "data-testid": "command-sandbox", text: `It runs under: ${sandboxWords(members.get(r.sender))}` }));
+  }
   if (!r.brief) {
     let pretty = p.args_json || JSON.stringify(p);
     try { pretty = JSON.stringify(JSON.parse(p.args_json), null, 2); } catch (_) { /* shown as it came */ }

@@ -15,6 +15,16 @@ export function setUsageBase(n) {
   usageBase = n;
 }
 
+// How a member's commands run, in words: "landlock (reads, writes, ...)",
+// "UNCONFINED (--sandbox none)", or that it did not say.
+export function sandboxWords(m) {
+  const s = m && m.sandbox;
+  if (!s) return "not said (counts as unconfined)";
+  if (s.kind === "none") return "UNCONFINED (--sandbox none)";
+  if (s.kind === "unavailable") return "no sandbox works there: commands are not offered";
+  return (s.confines || []).length ? `${s.kind} (${s.confines.join(", ")})` : s.kind;
+}
+
 export const KIND_NAMES = { plan_approval: "Plan", permission: "Permission", shutdown: "Shutdown", result: "Result", amendment: "Amendment" };
 
 // A request only moves forward: pending, then decided; its history only grows.

@@ -5,7 +5,7 @@
 import { titleOf } from "./content.js";
 import { count, el, list, post } from "./dom.js";
 import { filter } from "./events.js";
-import { KIND_NAMES, members, requests, tasks, usage, usageBase, usageSum } from "./state.js";
+import { KIND_NAMES, members, requests, sandboxWords, tasks, usage, usageBase, usageSum } from "./state.js";
 
 // How the last shutdown request to `name` ended.
 function shutdownOutcome(name) {
@@ -126,6 +126,7 @@ export function memberPage(name) {
     .map((t) => ({ ...t, status: String(t.status || "").toLowerCase() }));
   return [el("h2", { text: name }),
     el("p", { "data-testid": "member-status", text: `${statusWords(m, waitingBySender())}, mode ${m.mode}, role ${m.role}` }),
+    el("p", { "data-testid": "member-sandbox", text: `Commands run under: ${sandboxWords(m)}` + (m.sandbox && m.sandbox.detail ? ` (${m.sandbox.detail})` : "") }),
     el("div", { text: "Holds now:" }), list(m.holds || []),
     el("div", { text: "Tasks:" }), list(own.map((t) => `${t.subject} (${t.status})`)),
     el("div", { text: "Requests:" }),
@@ -147,7 +148,7 @@ function shutdownControl(m) {
 // its task, and what its model used against its budget.
 export function teamPage() {
   const waiting = waitingBySender();
-  const head = el("tr", {}, ...["member", "role", "status", "mode", "holds", "task", "tokens", "budget", "shut down"]
+  const head = el("tr", {}, ...["member", "role", "status", "mode", "sandbox", "holds", "task", "tokens", "budget", "shut down"]
     .map((h) => el("th", { text: h })));
   const rows = [...members.values()].map((m) => {
     const used = usage.get(m.name) || { tokens: 0 };
@@ -158,6 +159,7 @@ export function teamPage() {
       el("td", { "data-label": "role", text: m.role }),
       el("td", { "data-label": "status", "data-testid": "team-status", text: statusWords(m, waiting) }),
       el("td", { "data-label": "mode", text: m.mode }),
+      el("td", { "data-label": "sandbox", "data-testid": "team-sandbox", text: m.sandbox ? m.sandbox.kind : "-" }),
       el("td", { "data-label": "holds" }, list(m.holds || [])),
       el("td", { "data-label": "task", text: task ? task.subject : "-" }),
       el("td", { "data-label": "tokens", text: count(used.tokens) }),

@@ -40,10 +40,10 @@ impl Statements {
         Ok(Self {
             fence: prepare("SELECT mesh_fence($1, $2)").await?,
             member: prepare(
-                "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
                  ON CONFLICT (name) DO UPDATE SET member_id = $2, role = $3, token_hash = $4, mode = $5,
-                     idle = $6, terminated = $7, last_seq = $8, ord = $9, idle_reason = $10",
+                     idle = $6, terminated = $7, last_seq = $8, ord = $9, idle_reason = $10, sandbox = $11",
             )
             .await?,
             hold: prepare(
@@ -293,6 +293,7 @@ fn member(m: &MemberRecord) -> Params {
         Box::new(int(m.last_seq)),
         Box::new(int(m.order)),
         Box::new(m.idle_reason.clone()),
+        Box::new(rows::sandbox_text(m.sandbox.as_ref())),
     ]
 }
 

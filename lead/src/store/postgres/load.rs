@@ -27,7 +27,7 @@ pub(super) async fn snapshot(client: &Client) -> Loaded<Snapshot> {
 async fn read(client: &Client) -> Loaded<Snapshot> {
     let all = |sql: &'static str| async move { client.query(sql, &[]).await.map_err(pg) };
     let members = all(
-        "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason
+        "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox
          FROM members ORDER BY ord",
     )
     .await?
@@ -133,6 +133,7 @@ fn member(row: &Row) -> Loaded<MemberRecord> {
         last_seq: unsigned(row.get(7)),
         order: unsigned(row.get(8)),
         idle_reason: row.get(9),
+        sandbox: mesh_core::sandbox::Sandbox::decode(row.get(10)),
     })
 }
 

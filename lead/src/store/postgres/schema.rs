@@ -15,7 +15,7 @@ use super::{pg, MAGIC};
 use crate::store::StoreError;
 
 /// The schema version this code writes.
-pub(super) const SCHEMA_VERSION: i64 = 2;
+pub(super) const SCHEMA_VERSION: i64 = 3;
 
 /// Serializes schema changes between leads (any constant both agree on).
 const SCHEMA_LOCK: i64 = 0x6d65_7368_0001;
@@ -83,9 +83,13 @@ END $$;
 /// console can link to it.
 const SCHEMA_2: &str = "ALTER TABLE lease ADD COLUMN console text NOT NULL DEFAULT ''";
 
+/// Schema 3: how each member confines its commands, as it said at join
+/// (empty: it did not say).
+const SCHEMA_3: &str = "ALTER TABLE members ADD COLUMN sandbox text NOT NULL DEFAULT ''";
+
 /// The changes from each version to the next: `UPGRADES[n - 1]` takes
 /// schema `n` to `n + 1`.
-const UPGRADES: [&str; 1] = [SCHEMA_2];
+const UPGRADES: [&str; 2] = [SCHEMA_2, SCHEMA_3];
 
 /// Creates the tables on an empty database, upgrades an older mesh
 /// database, and checks a used one is a mesh database this code reads.

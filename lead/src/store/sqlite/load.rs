@@ -29,7 +29,7 @@ impl SqliteStore {
 
     fn members(&self) -> Loaded<Vec<MemberRecord>> {
         let mut members = self.conn.prepare(
-            "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason
+            "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox
              FROM members ORDER BY ord",
         )?;
         let rows: Vec<(MemberRecord, i32)> = members
@@ -45,6 +45,7 @@ impl SqliteStore {
                     last_seq: row.get(7)?,
                     order: row.get(8)?,
                     idle_reason: row.get(9)?,
+                    sandbox: mesh_core::sandbox::Sandbox::decode(&row.get::<_, String>(10)?),
                 };
                 Ok((member, row.get(4)?))
             })?

@@ -83,6 +83,9 @@ pub struct Rules {
     pub repo: bool,
     /// What a task that names none has reviewed (`--review`).
     pub review: crate::tasks::Review,
+    /// No plan of a member whose commands run unconfined (or that did not
+    /// say how they run) is approved (`--require-sandbox`).
+    pub require_sandbox: bool,
 }
 
 impl Default for Rules {
@@ -102,6 +105,7 @@ impl Default for Rules {
             token_budget: 0,
             repo: false,
             review: crate::tasks::Review::Plan,
+            require_sandbox: false,
         }
     }
 }

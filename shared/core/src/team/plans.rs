@@ -296,6 +296,7 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
+        let decision = self.sandbox_rule(id, decision);
         let outcome = self.answer_plan(id, decision, now)?;
         if outcome.fresh {
             let teammate = outcome.request.opening.sender.clone();
@@ -315,6 +316,29 @@ impl Team {
             );
         }
         Ok(outcome.request)
+    }
+
+    /// An approval turned into a rejection where the lead (or its policy)
+    /// requires a sandbox and the plan's sender runs its commands unconfined
+    /// or did not say how: the grant would let those commands run.
+    fn sandbox_rule(&self, id: &RequestId, decision: Decision) -> Decision {
+        let required = self.rules.require_sandbox
+            || matches!(&self.approval, Approval::Policy(p) if p.require_sandbox());
+        if !decision.approve || !required {
+            return decision;
+        }
+        let Some(sender) = self.requests.get(id).map(|r| r.opening.sender.clone()) else {
+            return decision;
+        };
+        let sandbox = self.members.get(&sender).and_then(|m| m.sandbox.as_ref());
+        match crate::sandbox::unconfined_reason(&sender, sandbox) {
+            Some(reason) => Decision {
+                approve: false,
+                feedback: format!("require_sandbox: {reason}"),
+                grant: None,
+            },
+            None => decision,
+        }
     }
 
     /// `RequestPermission`: a teammate in DEFAULT (or ACCEPT_EDITS, for

@@ -92,15 +92,21 @@ impl Team {
                 token_budget,
                 member_id,
                 session_token,
-            } => Reply::Joined(self.join_op(
-                name,
-                role,
-                token_budget,
-                member_id,
-                session_token,
-                now,
-                effects,
-            )?),
+                sandbox,
+            } => {
+                let named = name.to_string();
+                let joined = self.join_op(
+                    name,
+                    role,
+                    token_budget,
+                    member_id,
+                    session_token,
+                    now,
+                    effects,
+                )?;
+                self.members.set_sandbox(&named, sandbox);
+                Reply::Joined(joined)
+            }
             Op::Ack { seq } => {
                 let name = member_of(caller)?;
                 let last_seq = self.members.get(&name).map_or(0, |m| m.last_seq);

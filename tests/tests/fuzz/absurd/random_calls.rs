@@ -223,6 +223,11 @@ impl Absurd {
                     name: s!(),
                     role: s!(),
                     token_budget: *self.rng.pick(SEQS),
+                    sandbox: Some(pb::Sandbox {
+                        kind: s!(),
+                        confines: vec![s!()],
+                        detail: s!(),
+                    }),
                 };
                 call!(self.report, "Join", self.joiner, join, request);
             }
