@@ -7,6 +7,7 @@ use std::{path::PathBuf, time::Duration};
 use clap::Parser;
 
 mod against;
+mod commands;
 mod floor;
 mod mesh;
 mod model;
@@ -73,6 +74,10 @@ struct Args {
     /// the change is the median of the paired rounds' ratios.
     #[arg(long, value_name = "OLD_LEAD")]
     against: Option<PathBuf>,
+    /// Only what the sandbox costs a command: `true` through run_command,
+    /// unconfined and in each sandbox that works here.
+    #[arg(long)]
+    commands_only: bool,
     /// Run the floor's echo server (used by the benchmark itself).
     #[arg(long, hide = true)]
     floor_server: bool,
@@ -153,6 +158,11 @@ async fn main() -> anyhow::Result<()> {
     if args.model_only {
         return model::measure(args.model_kit.as_deref()).await;
     }
+    let command_calls = if args.quick { 20 } else { 300 };
+    if args.commands_only {
+        let mut report = Report::default();
+        return commands::measure(command_calls, &mut report).await;
+    }
     let _stop_postgres = postgres::Stopper;
     let counts = Counts::new(&args);
     eprintln!("bench: {counts:?}");
@@ -182,6 +192,9 @@ async fn main() -> anyhow::Result<()> {
             measure_mesh(&floor.addr, &counts, store, &mut report).await?;
             measure_terminations(&counts, store, &mut report).await?;
         }
+    }
+    if !args.terminations_only && !args.shapes_only {
+        commands::measure(command_calls, &mut report).await?;
     }
     println!("\n{}", report.table());
     print_ratios(&report, &args.stores);

@@ -317,6 +317,41 @@ mod tests {
         }
     }
 
+    /// Where no sandbox works and none was waived, a grant unlocks the
+    /// file tools but not `run_command`: it is not offered, and a call of
+    /// it is refused, saying why.
+    #[test]
+    fn without_a_sandbox_run_command_is_neither_offered_nor_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ws = Workspace::open(dir.path()).expect("workspace");
+        let grant = Grant {
+            mode: Mode::Bypass,
+            write_paths: Vec::new(),
+            expires_at_unix_ms: None,
+        };
+        let commands = CommandLimits {
+            sandbox: crate::sandbox::Sandbox::Unavailable("no Landlock, no bubblewrap".into()),
+            ..CommandLimits::default()
+        };
+        let writer = Writer::unlock(&grant, &["a.txt".to_owned()], &ws, &commands)
+            .expect("valid grant")
+            .expect("a writer");
+        let gate = Gate::Unlocked(writer);
+        let tools = gate.tools();
+        assert!(tools.contains(&"write_file"), "{tools:?}");
+        assert!(!tools.contains(&"run_command"), "{tools:?}");
+        let Gate::Unlocked(writer) = &gate else {
+            unreachable!("unlocked above")
+        };
+        let call = ToolCall::RunCommand {
+            command: "true".into(),
+        };
+        match writer.clear(&call) {
+            Clearance::Refused(why) => assert!(why.contains("no Landlock"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn plan_mode_creates_no_writer() {
         let (_dir, _ws, writer) = setup(Mode::Plan, &[]);

@@ -26,6 +26,7 @@ use std::{
 };
 
 pub use guard::Guard;
+pub(crate) use scope::is_state_dir;
 pub use scope::Scope;
 
 /// Where commands run.
@@ -199,63 +200,66 @@ pub fn confine(
     grant: &mesh_core::grant::PathSet,
     reads: &[PathBuf],
 ) -> std::io::Result<Confined> {
-    let plain = || {
-        let mut process = tokio::process::Command::new("sh");
-        process.current_dir(workspace);
-        process
+    let bwrap = match sandbox {
+        Sandbox::None => {
+            let mut process = tokio::process::Command::new("sh");
+            process.current_dir(workspace);
+            return Ok(Confined {
+                process,
+                guard: None,
+                tmpdir: std::env::temp_dir(),
+                _temp: None,
+            });
+        }
+        Sandbox::Unavailable(why) => return Err(std::io::Error::other(why.clone())),
+        Sandbox::Landlock { .. } => None,
+        Sandbox::Bwrap(path) => Some(path),
     };
-    match sandbox {
-        Sandbox::None => Ok(Confined {
-            process: plain(),
-            guard: None,
-            tmpdir: std::env::temp_dir(),
-            _temp: None,
-        }),
-        Sandbox::Unavailable(why) => Err(std::io::Error::other(why.clone())),
-        Sandbox::Landlock { .. } => {
-            let temp = tempfile::Builder::new().prefix("mesh-command-").tempdir()?;
-            let scope = Scope::new(workspace, grant, reads, temp.path())?;
-            let guard = Guard::before(&scope, grant)?;
-            let rules = landlock::Rules::build(&scope)?;
-            let filter = seccomp::filter()?;
-            let mut process = plain();
-            let mut rules = Some(rules);
-            // SAFETY: between fork and exec the closure only makes system
-            // calls (prctl, landlock_restrict_self, seccomp) on what was
-            // built before the fork; it allocates nothing.
-            unsafe {
-                process.pre_exec(move || {
-                    if let Some(rules) = rules.take() {
-                        rules.enforce()?;
-                    }
-                    seccomp::apply(&filter)
-                });
+    let temp = tempfile::Builder::new().prefix("mesh-command-").tempdir()?;
+    let scope = Scope::new(workspace, grant, reads, temp.path())?;
+    let guard = Guard::before(&scope, grant)?;
+    let (process, tmpdir) = match bwrap {
+        Some(path) => (bwrapped(path, &scope), PathBuf::from("/tmp")),
+        None => (landlocked(&scope)?, temp.path().to_owned()),
+    };
+    Ok(Confined {
+        process,
+        guard: Some(guard),
+        tmpdir,
+        _temp: Some(temp),
+    })
+}
+
+/// `sh`, to be confined to `scope` by Landlock and the seccomp filter in
+/// the child, before it runs anything.
+fn landlocked(scope: &Scope) -> std::io::Result<tokio::process::Command> {
+    let mut rules = Some(landlock::Rules::build(scope)?);
+    let filter = seccomp::filter()?;
+    let mut process = tokio::process::Command::new("sh");
+    process.current_dir(&scope.workspace);
+    // SAFETY: between fork and exec the closure only makes system calls
+    // (prctl, landlock_restrict_self, seccomp) on what was built before the
+    // fork; it allocates nothing.
+    unsafe {
+        process.pre_exec(move || {
+            if let Some(rules) = rules.take() {
+                rules.enforce()?;
             }
-            Ok(Confined {
-                process,
-                guard: Some(guard),
-                tmpdir: temp.path().to_owned(),
-                _temp: Some(temp),
-            })
-        }
-        Sandbox::Bwrap(path) => {
-            let temp = tempfile::Builder::new().prefix("mesh-command-").tempdir()?;
-            let scope = Scope::new(workspace, grant, reads, temp.path())?;
-            let guard = Guard::before(&scope, grant)?;
-            let mut process = tokio::process::Command::new(path);
-            process
-                .args(bwrap::args(&scope))
-                .arg("--")
-                .arg("sh")
-                .current_dir(workspace);
-            Ok(Confined {
-                process,
-                guard: Some(guard),
-                tmpdir: PathBuf::from("/tmp"),
-                _temp: Some(temp),
-            })
-        }
+            seccomp::apply(&filter)
+        });
     }
+    Ok(process)
+}
+
+/// `bwrap ... -- sh`, confined to `scope`.
+fn bwrapped(bwrap: &Path, scope: &Scope) -> tokio::process::Command {
+    let mut process = tokio::process::Command::new(bwrap);
+    process
+        .args(bwrap::args(scope))
+        .arg("--")
+        .arg("sh")
+        .current_dir(&scope.workspace);
+    process
 }
 
 #[cfg(test)]

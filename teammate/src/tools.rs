@@ -201,7 +201,24 @@ impl Workspace {
                 problem: "a symlink leads out of the workspace".into(),
             });
         }
+        self.outside_state_dirs(path, &real)?;
         Ok(real)
+    }
+
+    /// Refuses a path inside a lead's state dir (its tokens): a teammate
+    /// that works in the directory the lead started in must not read them.
+    fn outside_state_dirs(&self, path: &str, real: &Path) -> Result<(), ToolError> {
+        let inside = real
+            .ancestors()
+            .take_while(|a| a.starts_with(&self.root))
+            .any(crate::sandbox::is_state_dir);
+        if inside {
+            return Err(ToolError::Path {
+                path: path.to_owned(),
+                problem: "is inside a lead's state dir, which holds its tokens".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Where a write to `path` lands, creating nothing: the deepest ancestor
@@ -238,6 +255,7 @@ impl Workspace {
         }
         target.extend(missing.iter().rev());
         target.push(name);
+        self.outside_state_dirs(path, &target)?;
         Ok(target)
     }
 
@@ -361,7 +379,9 @@ impl Workspace {
                 };
                 let path = entry.path();
                 if kind.is_dir() {
-                    stack.push(path);
+                    if !crate::sandbox::is_state_dir(&path) {
+                        stack.push(path);
+                    }
                 } else if kind.is_file() {
                     // Skips what read_file refuses: a file swapped for a FIFO
                     // since the listing, a hard link, a large or binary file.
@@ -458,6 +478,43 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let ws = Workspace::open(&dir.path().join("ws")).expect("open");
         (dir, ws)
+    }
+
+    /// A lead's state dir in the workspace (the teammate works where the
+    /// lead started): its tokens are out of the read tools' reach, and of
+    /// a write's.
+    #[test]
+    fn a_leads_state_dir_in_the_workspace_is_out_of_reach() {
+        let (_dir, ws) = workspace();
+        fs::create_dir(ws.root().join(".mesh")).expect("state dir");
+        fs::write(ws.root().join(".mesh/operator.token"), "op-token-123").expect("token");
+        fs::write(ws.root().join("notes.txt"), "nothing here").expect("notes");
+        let read = ws.run_read(&ToolCall::ReadFile {
+            path: ".mesh/operator.token".into(),
+        });
+        assert!(
+            matches!(read, Some(Err(ToolError::Path { .. }))),
+            "{read:?}"
+        );
+        let found = ws.run_read(&ToolCall::Search {
+            pattern: "op-token".into(),
+            path: None,
+        });
+        assert!(
+            found
+                .as_ref()
+                .is_some_and(|r| r.as_ref().is_ok_and(|text| !text.contains("op-token-123"))),
+            "{found:?}"
+        );
+        assert!(matches!(
+            ws.writable(".mesh/operator.token"),
+            Err(ToolError::Path { .. })
+        ));
+        assert!(ws
+            .run_read(&ToolCall::ReadFile {
+                path: "notes.txt".into()
+            })
+            .is_some_and(|r| r.is_ok()));
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! What `run_command` can reach without a sandbox (`--sandbox none`, the
-//! default), end to end: real `lead` and `teammate` processes over loopback.
+//! What `run_command` can reach without a sandbox (`--sandbox none`, asked
+//! for by name; tests/tests/sandbox.rs has the default), end to end: real
+//! `lead` and `teammate` processes over loopback.
 //! A command finds no join token in the teammate's `/proc/PID/environ` or
 //! `cmdline`, whether the token came in the environment or on the command
 //! line; a command of another unprivileged user's teammate cannot even open
@@ -64,7 +65,11 @@ command = "cat /proc/$PPID/environ > environ 2> environ.err; cat /proc/$PPID/cmd
 "#;
     // The token both ways: in MESH_JOIN_TOKEN (the harness sets it) and on
     // the command line, where clap takes it from.
-    let mut ann = lead.teammate_with("ann", script, &["--join-token", &lead.join_token]);
+    let mut ann = lead.teammate_with(
+        "ann",
+        script,
+        &["--join-token", &lead.join_token, "--sandbox", "none"],
+    );
     approve(&lead, &mut events, "ann").await;
     let report = events
         .tool_call("ann's command", |t| {
@@ -121,7 +126,15 @@ command = "id -u > uid; cat /proc/$PPID/environ > environ 2> environ.err; cat /p
     std::fs::write(&script_path, script).expect("script");
     let mut command = Command::new(bin("teammate"));
     command
-        .args(["--lead", &lead.url, "--name", "bo", "--script"])
+        .args([
+            "--lead",
+            &lead.url,
+            "--name",
+            "bo",
+            "--sandbox",
+            "none",
+            "--script",
+        ])
         .arg(&script_path)
         .arg("--workspace")
         .arg(&workspace)
@@ -205,7 +218,11 @@ command = "setsid sh -c 'echo $$ > timed.pid; sleep 25; true' TIMED >/dev/null 2
 "#
     .replace("ENDED", &ended)
     .replace("TIMED", &timed);
-    let mut cy = lead.teammate_with("cy", &script, &["--command-timeout", "5"]);
+    let mut cy = lead.teammate_with(
+        "cy",
+        &script,
+        &["--command-timeout", "5", "--sandbox", "none"],
+    );
     approve(&lead, &mut events, "cy").await;
     let pid_in = |file: &str| -> i32 {
         written(&cy.workspace, file)

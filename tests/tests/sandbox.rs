@@ -27,7 +27,7 @@ use shared::pb;
 use tokio::process::{Child, Command};
 
 /// The attempts, in the order of the table.
-const ATTEMPTS: [&str; 12] = [
+const ATTEMPTS: [&str; 13] = [
     "read the lead's operator.token",
     "read a file elsewhere in the home directory",
     "write outside the workspace",
@@ -40,6 +40,7 @@ const ATTEMPTS: [&str; 12] = [
     "leave a setsid process behind",
     "move a branch of the team repository",
     "read a lead's state dir inside the workspace",
+    "connect to a UNIX socket of the user's",
 ];
 
 /// The legitimate work, each of which must succeed.
@@ -74,6 +75,7 @@ struct World {
     home_secret: String,
     listener: TcpListener,
     udp: UdpSocket,
+    unix: std::os::unix::net::UnixListener,
     victim: Child,
     marker: String,
 }
@@ -171,6 +173,9 @@ async fn world() -> World {
     listener.set_nonblocking(true).expect("nonblocking");
     let udp = UdpSocket::bind("127.0.0.1:0").expect("udp");
     udp.set_nonblocking(true).expect("nonblocking");
+    let unix = std::os::unix::net::UnixListener::bind(root.join("outside/service.sock"))
+        .expect("unix listener");
+    unix.set_nonblocking(true).expect("nonblocking");
     let victim = Command::new("sleep")
         .arg("1000")
         .kill_on_drop(true)
@@ -184,6 +189,7 @@ async fn world() -> World {
         home_secret,
         listener,
         udp,
+        unix,
         victim,
         marker: format!("mesh-survivor-{}", uuid::Uuid::new_v4().simple()),
     }
@@ -214,6 +220,10 @@ fn script(world: &World) -> String {
         "git branch evil; git update-ref refs/heads/main HEAD~0 HEAD; echo 'gitdir: /nowhere' > .git".to_owned(),
         // Made by the second teammate, whose workspace is the lead's own.
         String::new(),
+        format!(
+            "python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect(\"{}/outside/service.sock\")'",
+            root.display()
+        ),
     ];
     let work = [
         "echo hello > granted.txt && cat granted.txt",
@@ -461,6 +471,8 @@ async fn run(setup: Setup) -> Row {
         outcome(11),
     );
 
+    judge(12, world.unix.accept().is_ok(), outcome(12));
+
     for (name, child) in [("ann", &mut ann), ("bo", &mut bo)] {
         let out = Command::new(bin("lead"))
             .args(["shutdown", name, "--state-dir"])
@@ -537,10 +549,11 @@ async fn under_bwrap_no_attempt_gets_through() {
 #[tokio::test]
 async fn unconfined_the_same_attempts_get_through() {
     let row = run(Setup::Unconfined).await;
-    for what in &ATTEMPTS[..9] {
-        if *what == "read /proc/LEAD/environ" {
-            continue;
-        }
+    // What stops these two is not the sandbox: the lead's environ is
+    // closed to a command (see docs/security.md), and the teammate reaps
+    // what left the command's group.
+    let not_the_sandbox = ["read /proc/LEAD/environ", "leave a setsid process behind"];
+    for what in ATTEMPTS.iter().filter(|w| !not_the_sandbox.contains(w)) {
         assert!(
             row[what].0,
             "unconfined, {what} was stopped: {}",

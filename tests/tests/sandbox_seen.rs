@@ -55,8 +55,18 @@ async fn the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart() {
     let mut events = Events::open(&mut operator).await;
     let _ann = lead.teammate("ann", &script("ann"));
     let _bo = lead.teammate_with("bo", &script("bo"), &["--sandbox", "none"]);
-    let ann_plan = plan_of(&mut events, "ann").await;
-    plan_of(&mut events, "bo").await;
+    // Both plans, in whichever order they come.
+    let mut plans = std::collections::BTreeMap::new();
+    while plans.len() < 2 {
+        let plan = events
+            .request("ann's and bo's plans", |r| {
+                is(r.status, RequestStatus::Pending)
+                    && r.r#type == pb::RequestType::PlanApproval as i32
+            })
+            .await;
+        plans.insert(plan.sender.clone(), plan);
+    }
+    let ann_plan = plans.remove("ann").expect("ann's plan");
 
     let ann = member_named(&mut operator, "ann").await;
     let sandbox = ann.sandbox.expect("ann said how her commands run");
@@ -134,9 +144,20 @@ async fn a_lead_that_requires_a_sandbox_rejects_the_plans_of_unconfined_members(
     let mut events = Events::open(&mut operator).await;
     let _ann = lead.teammate("ann", &script("ann"));
     let _bo = lead.teammate_with("bo", &script("bo"), &["--sandbox", "none"]);
-    let ann = decided_plan_of(&mut events, "ann").await;
+    // Both decisions, in whichever order they come.
+    let mut decided = std::collections::BTreeMap::new();
+    while decided.len() < 2 {
+        let plan = events
+            .request("ann's and bo's decided plans", |r| {
+                !is(r.status, RequestStatus::Pending)
+                    && r.r#type == pb::RequestType::PlanApproval as i32
+            })
+            .await;
+        decided.insert(plan.sender.clone(), plan);
+    }
+    let ann = &decided["ann"];
     assert!(is(ann.status, RequestStatus::Approved), "{ann:?}");
-    let bo = decided_plan_of(&mut events, "bo").await;
+    let bo = &decided["bo"];
     assert!(is(bo.status, RequestStatus::Rejected), "{bo:?}");
     assert!(
         bo.feedback

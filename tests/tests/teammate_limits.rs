@@ -429,7 +429,7 @@ async fn run_command_gets_a_clean_environment_and_its_process_group_is_killed() 
     let script = r#"
 [[plans]]
 summary = "Look around, leave something running, then hang"
-files = ["out.txt"]
+files = ["out.txt", "hung.pid"]
 
 [[actions]]
 phase = "work"

@@ -219,6 +219,11 @@ fn git_metadata(workspace: &Path) -> Vec<PathBuf> {
     dirs
 }
 
+/// Whether `dir` is a lead's state dir (it holds one of [`STATE_FILES`]).
+pub(crate) fn is_state_dir(dir: &Path) -> bool {
+    STATE_FILES.iter().any(|f| dir.join(f).exists())
+}
+
 /// The lead state dirs in `workspace`, down to [`STATE_DEPTH`].
 pub(super) fn state_dirs(workspace: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
@@ -235,7 +240,7 @@ pub(super) fn state_dirs(workspace: &Path) -> Vec<PathBuf> {
                     continue;
                 }
                 let path = entry.path();
-                if STATE_FILES.iter().any(|f| path.join(f).exists()) {
+                if is_state_dir(&path) {
                     found.push(path);
                 } else if name != "target" && name != "node_modules" {
                     next.push(path);
