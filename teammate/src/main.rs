@@ -47,6 +47,14 @@ struct CommandArgs {
 
 impl CommandArgs {
     fn limits(&self) -> Result<CommandLimits, String> {
+        let sandbox_read = self
+            .sandbox_read
+            .iter()
+            .map(|path| {
+                path.canonicalize()
+                    .map_err(|e| format!("--sandbox-read {}: {e}", path.display()))
+            })
+            .collect::<Result<_, _>>()?;
         Ok(CommandLimits {
             timeout: Duration::try_from_secs_f64(self.command_timeout)
                 .ok()
@@ -59,7 +67,7 @@ impl CommandArgs {
                 })?,
             output_max: self.command_output_max,
             sandbox: Sandbox::parse(&self.sandbox)?,
-            sandbox_read: self.sandbox_read.clone(),
+            sandbox_read,
         })
     }
 }

@@ -787,6 +787,26 @@ impl Events {
         .await
     }
 
+    /// The next pending plan of `name`.
+    pub async fn pending_plan(&mut self, name: &str) -> pb::ProtocolState {
+        self.plan_of(name, true).await
+    }
+
+    /// The next decided (approved, rejected or expired) plan of `name`.
+    pub async fn decided_plan(&mut self, name: &str) -> pb::ProtocolState {
+        self.plan_of(name, false).await
+    }
+
+    async fn plan_of(&mut self, name: &str, pending: bool) -> pb::ProtocolState {
+        let what = if pending { "a pending" } else { "a decided" };
+        self.request(&format!("{what} plan of {name}"), |r| {
+            r.sender == name
+                && is(r.status, pb::RequestStatus::Pending) == pending
+                && r.r#type == pb::RequestType::PlanApproval as i32
+        })
+        .await
+    }
+
     /// The next tool-call report that matches.
     pub async fn tool_call(
         &mut self,

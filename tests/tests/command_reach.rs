@@ -10,8 +10,7 @@
 
 use std::{os::unix::fs::MetadataExt, path::Path, process::Stdio, time::Duration};
 
-use mesh_tests::{bin, is, process_running, Events, Lead, Teammate};
-use shared::pb::{self, RequestStatus};
+use mesh_tests::{bin, process_running, Events, Lead, Teammate};
 use tokio::process::Command;
 
 /// How long an escaped process may take to die: well under its own `sleep
@@ -20,13 +19,7 @@ const DEATH_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Approves `name`'s pending plan with mode BYPASS (commands run unasked).
 async fn approve(lead: &Lead, events: &mut Events, name: &str) {
-    let plan = events
-        .request(&format!("a pending plan of {name}"), |r| {
-            r.sender == name
-                && is(r.status, RequestStatus::Pending)
-                && r.r#type == pb::RequestType::PlanApproval as i32
-        })
-        .await;
+    let plan = events.pending_plan(name).await;
     let (ok, out, err) = lead
         .cli(&["approve", &plan.request_id, "--mode", "bypass"])
         .await;

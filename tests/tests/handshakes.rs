@@ -25,18 +25,6 @@ path = "src/auth.rs"
 content = "pub fn login() {}\n"
 "#;
 
-/// The pending plan of `name`, from the event stream.
-async fn pending_plan(events: &mut Events, name: &str) -> pb::ProtocolState {
-    let who = name.to_owned();
-    events
-        .request("a pending plan", move |r| {
-            r.sender == who
-                && is(r.status, RequestStatus::Pending)
-                && r.r#type == pb::RequestType::PlanApproval as i32
-        })
-        .await
-}
-
 #[tokio::test]
 async fn a_plan_phase_write_is_refused_and_an_approved_plan_unlocks_writes() {
     let lead = Lead::start(&[]).await;
@@ -52,7 +40,7 @@ async fn a_plan_phase_write_is_refused_and_an_approved_plan_unlocks_writes() {
         .await;
     assert!(!refused.allowed, "{refused:?}");
     assert!(refused.outcome.contains("plan mode"), "{}", refused.outcome);
-    let plan = pending_plan(&mut events, "alice").await;
+    let plan = events.pending_plan("alice").await;
     assert!(!target.exists(), "nothing is written before approval");
 
     let (ok, out, err) = lead.cli(&["approve", &plan.request_id]).await;
@@ -96,7 +84,7 @@ path = "src/shim.rs"
 content = "// shim\n"
 "#;
     let mut bob = lead.teammate("bob", script);
-    let first = pending_plan(&mut events, "bob").await;
+    let first = events.pending_plan("bob").await;
     let (ok, out, err) = lead
         .cli(&[
             "reject",
@@ -107,7 +95,7 @@ content = "// shim\n"
         .await;
     assert!(ok, "{out}{err}");
 
-    let second = pending_plan(&mut events, "bob").await;
+    let second = events.pending_plan("bob").await;
     assert_ne!(second.request_id, first.request_id);
     let payload: serde_json::Value = serde_json::from_str(&second.payload_json).unwrap();
     assert_eq!(
@@ -173,7 +161,7 @@ path = "src/a.rs"
 content = "ok"
 "#;
     let carol = lead.teammate("carol", script);
-    let plan = pending_plan(&mut events, "carol").await;
+    let plan = events.pending_plan("carol").await;
     let (ok, out, err) = lead
         .cli(&[
             "approve",
@@ -230,7 +218,7 @@ path = "b.txt"
 content = "b"
 "#;
     let dave = lead.teammate("dave", script);
-    let plan = pending_plan(&mut events, "dave").await;
+    let plan = events.pending_plan("dave").await;
     let (ok, out, err) = lead
         .cli(&["approve", &plan.request_id, "--mode", "default"])
         .await;

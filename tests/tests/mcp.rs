@@ -473,13 +473,7 @@ async fn an_mcp_agents_commands_run_in_the_grants_sandbox() {
         .kill_on_drop(true)
         .spawn()
         .unwrap();
-    let plan = events
-        .request("the agent's plan", |r| {
-            r.sender == "agent"
-                && r.r#type == pb::RequestType::PlanApproval as i32
-                && is(r.status, RequestStatus::Pending)
-        })
-        .await;
+    let plan = events.pending_plan("agent").await;
     // BYPASS: its commands run unasked, within the plan's files.
     operator
         .review_plan(pb::PlanReview {

@@ -26,28 +26,6 @@ command = "echo hi > {name}.txt"
     )
 }
 
-/// The pending plan of `name`.
-async fn plan_of(events: &mut Events, name: &str) -> pb::ProtocolState {
-    events
-        .request(&format!("a pending plan of {name}"), |r| {
-            r.sender == name
-                && is(r.status, RequestStatus::Pending)
-                && r.r#type == pb::RequestType::PlanApproval as i32
-        })
-        .await
-}
-
-/// The decided plan of `name`.
-async fn decided_plan_of(events: &mut Events, name: &str) -> pb::ProtocolState {
-    events
-        .request(&format!("the decided plan of {name}"), |r| {
-            r.sender == name
-                && !is(r.status, RequestStatus::Pending)
-                && r.r#type == pb::RequestType::PlanApproval as i32
-        })
-        .await
-}
-
 #[tokio::test]
 async fn the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart() {
     let lead = Lead::start(&[]).await;
@@ -175,10 +153,10 @@ async fn a_policy_that_requires_a_sandbox_rejects_the_plans_of_unconfined_member
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let _ann = lead.teammate("ann", &script("ann"));
-    let ann = decided_plan_of(&mut events, "ann").await;
+    let ann = events.decided_plan("ann").await;
     assert!(is(ann.status, RequestStatus::Approved), "{ann:?}");
     let _bo = lead.teammate_with("bo", &script("bo"), &["--sandbox", "none"]);
-    let bo = decided_plan_of(&mut events, "bo").await;
+    let bo = events.decided_plan("bo").await;
     assert!(is(bo.status, RequestStatus::Rejected), "{bo:?}");
     assert!(bo.feedback.contains("require_sandbox"), "{bo:?}");
 }
@@ -191,9 +169,9 @@ async fn under_require_sandbox_an_operators_approval_of_an_unconfined_plan_is_a_
     let mut operator = lead.operator().await;
     let mut events = Events::open(&mut operator).await;
     let _bo = lead.teammate_with("bo", &script("bo"), &["--sandbox", "none"]);
-    let plan = plan_of(&mut events, "bo").await;
+    let plan = events.pending_plan("bo").await;
     let _ = lead.cli(&["approve", &plan.request_id]).await;
-    let bo = decided_plan_of(&mut events, "bo").await;
+    let bo = events.decided_plan("bo").await;
     assert!(is(bo.status, RequestStatus::Rejected), "{bo:?}");
     assert!(bo.feedback.contains("unconfined"), "{bo:?}");
 }

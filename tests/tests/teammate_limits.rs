@@ -10,17 +10,6 @@ use mesh_core::limits;
 use mesh_tests::{is, Events, Lead, Teammate};
 use shared::pb::{self, envelope::Body, event::Kind, RequestStatus};
 
-/// The pending plan of `name`, from the event stream.
-async fn pending_plan(events: &mut Events, name: &str) -> pb::ProtocolState {
-    events
-        .request(&format!("a pending plan of {name}"), |r| {
-            r.sender == name
-                && is(r.status, RequestStatus::Pending)
-                && r.r#type == pb::RequestType::PlanApproval as i32
-        })
-        .await
-}
-
 /// Asks `name` to shut down and checks that it agrees and exits 0: it is
 /// alive and still answers the lead.
 async fn shuts_down(lead: &Lead, name: &str, teammate: &mut Teammate) {
@@ -157,7 +146,7 @@ command = "{command}"
 "#
     );
     let mut jack = lead.teammate("jack", &script);
-    let plan = pending_plan(&mut events, "jack").await;
+    let plan = events.pending_plan("jack").await;
     let (ok, out, err) = lead
         .cli(&["approve", &plan.request_id, "--mode", "bypass"])
         .await;
@@ -220,7 +209,7 @@ content = "still here"
 "#
     );
     let mut kim = lead.teammate("kim", &script);
-    let plan = pending_plan(&mut events, "kim").await;
+    let plan = events.pending_plan("kim").await;
     let (ok, out, err) = lead
         .cli(&["approve", &plan.request_id, "--mode", "default"])
         .await;
@@ -359,7 +348,7 @@ async fn a_plan_the_lead_refuses_is_a_rejection_and_the_next_plan_goes_in() {
     let script = huge_plan_then("[[plans]]\nsummary = \"Small enough\"\nfiles = [\"a.rs\"]\n");
     let mut lea = lead.teammate("lea", &script);
 
-    let plan = pending_plan(&mut events, "lea").await;
+    let plan = events.pending_plan("lea").await;
     let payload: serde_json::Value = serde_json::from_str(&plan.payload_json).unwrap();
     assert!(plan.payload_json.contains("Small enough"), "{payload}");
     assert_eq!(
@@ -442,7 +431,7 @@ tool = "run_command"
 command = "sleep 1000 & echo $! > hung.pid; sleep 1000"
 "#;
     let mut lea = lead.teammate_with("lea", script, &["--command-timeout", "1"]);
-    let plan = pending_plan(&mut events, "lea").await;
+    let plan = events.pending_plan("lea").await;
     let (ok, out, err) = lead
         .cli(&["approve", &plan.request_id, "--mode", "bypass"])
         .await;

@@ -55,29 +55,36 @@ const CONFINES: [(Confine, &str); 5] = [
 impl Kind {
     /// As the wire and the store spell it.
     pub fn as_str(self) -> &'static str {
-        KINDS
-            .iter()
-            .find(|(k, _)| *k == self)
-            .map_or("none", |(_, s)| s)
+        word_of(&KINDS, self)
     }
 
     fn parse(word: &str) -> Option<Self> {
-        KINDS.iter().find(|(_, s)| *s == word).map(|(k, _)| *k)
+        value_of(&KINDS, word)
     }
 }
 
 impl Confine {
     /// As the wire and the store spell it.
     pub fn as_str(self) -> &'static str {
-        CONFINES
-            .iter()
-            .find(|(c, _)| *c == self)
-            .map_or("reads", |(_, s)| s)
+        word_of(&CONFINES, self)
     }
 
     fn parse(word: &str) -> Option<Self> {
-        CONFINES.iter().find(|(_, s)| *s == word).map(|(c, _)| *c)
+        value_of(&CONFINES, word)
     }
+}
+
+/// The word a table gives `value` (every value has one).
+fn word_of<T: Copy + PartialEq>(table: &[(T, &'static str)], value: T) -> &'static str {
+    table
+        .iter()
+        .find(|(v, _)| *v == value)
+        .map_or("", |(_, word)| word)
+}
+
+/// The value a table gives `word`, if any.
+fn value_of<T: Copy>(table: &[(T, &'static str)], word: &str) -> Option<T> {
+    table.iter().find(|(_, w)| *w == word).map(|(v, _)| *v)
 }
 
 /// A teammate's sandbox, as it reported it.
