@@ -356,8 +356,11 @@ mod tests {
     /// read, and there is no network.
     #[tokio::test]
     async fn a_confined_command_writes_its_grant_and_reads_no_further() {
-        let mut sandboxes =
-            vec![Sandbox::parse("bwrap").expect("bwrap works here (apt install bubblewrap)")];
+        // Not through `Sandbox::parse`: its probe is a child of this
+        // process, which another test's reaper (a subreaper's sweep of
+        // what its command left) may kill.
+        let bwrap = crate::sandbox::bwrap_installed().expect("bwrap (apt install bubblewrap)");
+        let mut sandboxes = vec![Sandbox::Bwrap(bwrap)];
         sandboxes.extend(Sandbox::parse("landlock").ok());
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
         listener.set_nonblocking(true).expect("nonblocking");

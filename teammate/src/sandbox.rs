@@ -173,6 +173,13 @@ impl fmt::Display for Report {
     }
 }
 
+/// `bwrap` on `PATH`, not tried (the test of a confined command, whose
+/// process may not start others beside the reaper's sweeps).
+#[cfg(test)]
+pub(crate) fn bwrap_installed() -> Option<PathBuf> {
+    bwrap::find("bwrap")
+}
+
 /// The kernel's Landlock ABI, if it has Landlock and it is enabled.
 pub fn landlock_abi() -> Option<i32> {
     landlock::abi()

@@ -31,7 +31,7 @@ pub(super) fn usable() -> Result<PathBuf, String> {
 }
 
 /// `name` on `PATH`.
-fn find(name: &str) -> Option<PathBuf> {
+pub(super) fn find(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
