@@ -98,18 +98,40 @@ pub struct Answering<'a> {
     pub tls: Option<&'a crate::tls::ServerTls>,
 }
 
+/// One look at the lease before this lead says it listens: `Some` when it
+/// was free and this lead holds it now; `None` when another lead holds it
+/// (`standing` names it) or the database cannot be reached yet.
+pub async fn first_look(plan: &Plan, standing: &watch::Sender<Standing>) -> Option<Leading> {
+    standby::first_look(plan, standing).await
+}
+
 /// Waits, as a standby answering on `at`, until this lead holds the
-/// lease; `standing` says what it is meanwhile, and then.
-pub async fn acquire(plan: Plan, at: Answering<'_>, standing: watch::Sender<Standing>) -> Leading {
+/// lease; `standing` says what it is meanwhile, and then. `None`: a stop
+/// signal came first (`stop`), and this lead holds nothing.
+pub async fn acquire(
+    plan: Plan,
+    at: Answering<'_>,
+    standing: watch::Sender<Standing>,
+    stop: watch::Receiver<bool>,
+) -> Option<Leading> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let answering = standby::answer(&at, standing.subscribe(), stop_rx);
     let waiting = async {
         let mut said = String::new();
         loop {
-            match standby::wait_for_lease(&plan, &standing, &mut said).await {
+            // A stop ends the wait (a lease taken in that very instant
+            // is left to expire).
+            let looked = tokio::select! {
+                looked = standby::wait_for_lease(&plan, &standing, &mut said) => looked,
+                () = shared::signal::stopped(stop.clone()) => {
+                    let _ = stop_tx.send(true);
+                    return None;
+                }
+            };
+            match looked {
                 Ok(leading) => {
                     let _ = stop_tx.send(true);
-                    return leading;
+                    return Some(leading);
                 }
                 Err(e) => {
                     standing.send_modify(|s| s.leader_url.clear());
@@ -123,14 +145,28 @@ pub async fn acquire(plan: Plan, at: Answering<'_>, standing: watch::Sender<Stan
         }
     };
     let (_, leading) = tokio::join!(answering, waiting);
-    println!(
-        "leading (epoch {}); restoring the team from {}",
-        leading.epoch, leading.plan.target
-    );
     leading
 }
 
 impl Leading {
+    /// Says that this lead leads now.
+    pub fn say(&self) {
+        use std::io::Write as _;
+        println!(
+            "leading (epoch {}); restoring the team from {}",
+            self.epoch, self.plan.target
+        );
+        let _ = std::io::stdout().flush();
+    }
+
+    /// Lets the lease go (a stop signal before this lead served): a
+    /// standby takes over at once.
+    pub async fn resign(&self) {
+        if let Err(e) = self.lease.resign(self.epoch).await {
+            eprintln!("could not resign the lease ({e}); a standby takes over once it expires");
+        }
+    }
+
     /// What this lead says of itself, kept current.
     pub fn standing(&self) -> watch::Receiver<Standing> {
         self.standing.subscribe()

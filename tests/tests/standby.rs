@@ -437,3 +437,95 @@ async fn the_database_restarted_under_load_loses_nothing_answered_and_the_lead_c
         assert!(kept.contains(subject), "{subject} was answered but is lost");
     }
 }
+
+/// `lead serve --store postgres://...` started by hand, as a client that
+/// does not follow leaders sees it: the moment `listening on` is printed on
+/// a fresh database, `lead.addr` is written and a call is served, with no
+/// retry; a second lead prints `listening on` first, then `standby;
+/// active: URL`; SIGTERM ends each with status 0, and the first one's
+/// lease is free after it.
+#[tokio::test]
+async fn a_lead_on_a_fresh_database_serves_the_moment_it_says_it_listens() {
+    use tokio::io::BufReader;
+    let server = PgServer::start();
+    let db = server.database();
+    let operator_token = shared::auth::new_token();
+    let start = |dir: &std::path::Path| {
+        let mut command = tokio::process::Command::new(bin("lead"));
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--http", "off"])
+            .args(["--store", &db, "--state-dir"])
+            .arg(dir)
+            .env("MESH_OPERATOR_TOKEN", &operator_token)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = command.spawn().expect("start lead");
+        let lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        (child, lines)
+    };
+    let first_dir = tempfile::tempdir().expect("tempdir");
+    let (mut first, mut first_lines) = start(first_dir.path());
+    let line = within("the first line", first_lines.next_line())
+        .await
+        .expect("read")
+        .expect("a line");
+    let addr = line
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    assert!(first_dir.path().join("lead.addr").exists());
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .expect("endpoint")
+        .connect()
+        .await
+        .expect("connect");
+    let mut client = OperatorClient::with_interceptor(
+        channel,
+        shared::auth::BearerToken::new(&operator_token).expect("token"),
+    );
+    let team = client
+        .list_team(pb::ListTeamRequest::default())
+        .await
+        .expect("served at once, no retry");
+    assert!(team.into_inner().members.is_empty());
+    let (ok, out, err) = {
+        let out = tokio::process::Command::new(bin("lead"))
+            .args(["team", "--state-dir"])
+            .arg(first_dir.path())
+            .env("MESH_OPERATOR_TOKEN", &operator_token)
+            .output()
+            .await
+            .expect("lead team");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    assert!(ok, "lead team found no lead: {out}{err}");
+
+    let second_dir = tempfile::tempdir().expect("tempdir");
+    let (mut second, mut second_lines) = start(second_dir.path());
+    let mut said = Vec::new();
+    for _ in 0..2 {
+        let line = within("the second lead's lines", second_lines.next_line())
+            .await
+            .expect("read")
+            .expect("a line");
+        said.push(line);
+    }
+    let (listening, standby) = (&said[0], &said[1]);
+    assert!(listening.starts_with("listening on "), "{listening}");
+    assert_eq!(*standby, format!("standby; active: http://{addr}"));
+
+    for (child, what) in [(&mut second, "the standby"), (&mut first, "the active lead")] {
+        signal(child, Signal::SIGTERM);
+        let status = within("the lead to exit", child.wait())
+            .await
+            .expect("wait");
+        assert_eq!(status.code(), Some(0), "{what} exits 0, not {status:?}");
+    }
+    let free = server.psql(&db, "SELECT expires_at < now() FROM lease");
+    assert_eq!(free.trim(), "t", "the lease is free");
+}

@@ -278,7 +278,39 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!(e))?
 }
 
+/// What a lead says once it can serve (on PostgreSQL: once it holds the
+/// lease, or knows another does): its address in the state dir, then
+/// `listening on HOST:PORT` and `console on URL`, each once.
+pub(super) struct Announce<'a> {
+    state: &'a StateDir,
+    addr: SocketAddr,
+    lead_url: String,
+    console: Option<String>,
+    said: bool,
+}
+
+impl Announce<'_> {
+    /// Says it, unless it was said.
+    pub(super) fn now(&mut self) -> anyhow::Result<()> {
+        use std::io::Write as _;
+        if self.said {
+            return Ok(());
+        }
+        self.said = true;
+        self.state.write_addr(&self.addr.to_string(), &self.lead_url)?;
+        println!("listening on {}", self.addr);
+        if let Some(console) = &self.console {
+            println!("console on {console}");
+        }
+        std::io::stdout().flush()?;
+        Ok(())
+    }
+}
+
 async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
+    // First: a signal from here on stops the lead, status 0, whatever it
+    // is doing (standing by, opening the store, restoring the team).
+    let stop = shared::signal::stop_watch()?;
     let approval = args.approval.clone().load()?;
     let state = StateDir::create(&args.state_dir)?;
     let a2a = a2a::checked(&args)?;
@@ -324,7 +356,15 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         console: console.as_ref(),
         tls: tls.as_ref(),
     };
-    let (store, leading, standing) = store::open(&args, &state, at, standing).await?;
+    let mut announce = Announce {
+        state: &state,
+        addr,
+        lead_url: lead_url.clone(),
+        console: console.as_ref().map(|_| console_url.clone()),
+        said: false,
+    };
+    let (store, leading, standing) =
+        store::open(&args, &state, at, standing, &mut announce, stop.clone()).await?;
     let repo = match &args.repo {
         Some(path) => Some(std::sync::Arc::new(
             crate::git::Repo::open(path, args.branch.as_deref()).await?,
@@ -359,18 +399,8 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         a2a_card: a2a.card,
         a2a_push_allow: a2a.push_allow,
     };
-    state.write_addr(&addr.to_string(), &lead_url)?;
-    if leading.is_none() {
-        // A lead on PostgreSQL said so before it waited for the lease.
-        println!("listening on {addr}");
-        if console.is_some() {
-            println!("console on {console_url}");
-        }
-    }
-    {
-        use std::io::Write as _;
-        std::io::stdout().flush()?;
-    }
+    // A lead on PostgreSQL said so before it waited for the lease.
+    announce.now()?;
     let listeners = crate::Listeners {
         grpc: listener,
         console,
@@ -379,7 +409,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     match leading {
         None => {
             let stop = async {
-                shared::signal::stop_signal().await;
+                shared::signal::stopped(stop).await;
                 crate::hub::Stop::Stop
             };
             crate::run(listeners, config, stop).await?;
@@ -388,7 +418,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
             leading
                 .serve(
                     |stop| crate::run(listeners, config, stop),
-                    shared::signal::stop_signal(),
+                    shared::signal::stopped(stop),
                 )
                 .await;
         }

@@ -135,35 +135,10 @@ pub(super) async fn wait_for_lease(
     let mut resignations = Resignations::listen(&plan.target).await?;
     loop {
         if let Some(epoch) = lease.try_acquire().await? {
-            let held = lease.leader().await?;
-            standing.send_modify(|s| {
-                s.role = Role::Active;
-                s.epoch = epoch;
-                s.lease_expires_unix_ms = held.expires_unix_ms;
-                s.leader_url.clone_from(&plan.url);
-                s.leader_console.clone_from(&plan.console);
-            });
-            return Ok(Leading {
-                plan: plan.clone(),
-                lease: std::sync::Arc::new(lease),
-                epoch,
-                standing: standing.clone(),
-            });
+            return took(plan, lease, epoch, standing).await;
         }
         let now = lease.leader().await?;
-        standing.send_if_modified(|s| {
-            let seen = Standing {
-                role: Role::Standby,
-                epoch: now.epoch,
-                lease_expires_unix_ms: now.expires_unix_ms,
-                leader_url: now.url.clone(),
-                leader_console: now.console.clone(),
-                ..s.clone()
-            };
-            let changed = *s != seen;
-            *s = seen;
-            changed
-        });
+        seen(standing, &now);
         let line = format!(
             "standby: {} leads at {} (epoch {}); taking over if its lease lapses",
             now.holder, now.url, now.epoch
@@ -182,4 +157,64 @@ pub(super) async fn wait_for_lease(
             }
         }
     }
+}
+
+/// One look at the lease, before this lead says it listens: `Some` when it
+/// was free and this lead took it; `None` when another lead holds it
+/// (`standing` says which) or the database cannot be reached yet.
+pub(super) async fn first_look(plan: &Plan, standing: &watch::Sender<Standing>) -> Option<Leading> {
+    let lease = Lease::connect(&plan.target, &plan.holder, &plan.url, plan.ttl)
+        .await
+        .ok()?
+        .with_console(&plan.console);
+    match lease.try_acquire().await {
+        Ok(Some(epoch)) => took(plan, lease, epoch, standing).await.ok(),
+        _ => {
+            if let Ok(now) = lease.leader().await {
+                seen(standing, &now);
+            }
+            None
+        }
+    }
+}
+
+/// The lease, taken at `epoch` on `lease`: what this lead says of itself
+/// now.
+async fn took(
+    plan: &Plan,
+    lease: Lease,
+    epoch: i64,
+    standing: &watch::Sender<Standing>,
+) -> Result<Leading, StoreError> {
+    let held = lease.leader().await?;
+    standing.send_modify(|s| {
+        s.role = Role::Active;
+        s.epoch = epoch;
+        s.lease_expires_unix_ms = held.expires_unix_ms;
+        s.leader_url.clone_from(&plan.url);
+        s.leader_console.clone_from(&plan.console);
+    });
+    Ok(Leading {
+        plan: plan.clone(),
+        lease: std::sync::Arc::new(lease),
+        epoch,
+        standing: standing.clone(),
+    })
+}
+
+/// A standby's standing, once it saw `now` hold the lease.
+fn seen(standing: &watch::Sender<Standing>, now: &crate::store::Leader) {
+    standing.send_if_modified(|s| {
+            let seen = Standing {
+                role: Role::Standby,
+                epoch: now.epoch,
+                lease_expires_unix_ms: now.expires_unix_ms,
+                leader_url: now.url.clone(),
+                leader_console: now.console.clone(),
+                ..s.clone()
+            };
+            let changed = *s != seen;
+            *s = seen;
+            changed
+        });
 }

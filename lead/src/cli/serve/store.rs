@@ -45,8 +45,12 @@ fn holder(state: &StateDir) -> anyhow::Result<String> {
     Ok(format!("{}/{short}", host.trim()))
 }
 
-/// Opens the store `--store` names. On PostgreSQL this lead stands by,
-/// answering where `at` says, until it holds the lease. With the store:
+/// Opens the store `--store` names. On PostgreSQL this lead takes the lease
+/// if it is free before it says it listens (`announce`), so that a client
+/// that calls at once is served as on SQLite; if another lead holds it,
+/// this one says it listens, then `standby; active: URL`, and stands by,
+/// answering where `at` says, until it holds the lease, or until a stop
+/// signal (`stop`), which ends the process with status 0. With the store:
 /// the lease held (on PostgreSQL), and what this lead says of itself
 /// (`standing`, as a sole lead, made true for the store).
 pub(super) async fn open(
@@ -54,6 +58,8 @@ pub(super) async fn open(
     state: &StateDir,
     at: Answering<'_>,
     mut standing: Standing,
+    announce: &mut super::Announce<'_>,
+    stop: watch::Receiver<bool>,
 ) -> anyhow::Result<(Box<dyn Store>, Option<Leading>, watch::Receiver<Standing>)> {
     let target = match &args.store {
         StoreArg::Memory => {
@@ -75,16 +81,45 @@ pub(super) async fn open(
         ttl: seconds("--lease", args.lease)?,
     };
     leadership::keep_listening(leadership::Socket::Grpc, at.grpc)?;
-    println!("listening on {}", at.grpc.local_addr()?);
     if let Some(console) = at.console {
         leadership::keep_listening(leadership::Socket::Console, console)?;
-        println!("console on {}", plan.console);
     }
     standing.role = Role::Standby;
     standing.store = target.to_string();
     standing.leader_url.clear();
     standing.leader_console.clear();
-    let leading = leadership::acquire(plan, at, watch::channel(standing).0).await;
+    let standing = watch::channel(standing).0;
+    let leading = match leadership::first_look(&plan, &standing).await {
+        Some(leading) => {
+            announce.now()?;
+            leading
+        }
+        None => {
+            announce.now()?;
+            let active = standing.borrow().leader_url.clone();
+            if !active.is_empty() {
+                println!("standby; active: {active}");
+            }
+            match leadership::acquire(plan, at, standing, stop.clone()).await {
+                Some(leading) => leading,
+                None => {
+                    println!("stopped while standing by");
+                    use std::io::Write as _;
+                    let _ = std::io::stdout().flush();
+                    std::process::exit(0);
+                }
+            }
+        }
+    };
+    if *stop.borrow() {
+        // Asked to stop the moment it took the lease: let it go at once.
+        leading.resign().await;
+        println!("stopped; resigned the lease");
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        std::process::exit(0);
+    }
+    leading.say();
     let store = leading.store(args.sync.into())?;
     let standing = leading.standing();
     Ok((Box::new(store), Some(leading), standing))
