@@ -18,11 +18,13 @@ use std::{
     time::Duration,
 };
 
-use tokio::{net::TcpListener, sync::watch, time::Instant};
+use tokio::{net::TcpListener, sync::watch};
+
+use keeper::Keeper;
 
 use crate::{
     hub::Stop,
-    store::{Fence, Lease, PgTarget, PostgresStore, StoreError, Sync},
+    store::{Fence, PgTarget, PostgresStore, StoreError, Sync},
 };
 
 /// Why an active lead stops leading.
@@ -34,6 +36,7 @@ enum Ending {
     Signal,
 }
 
+mod keeper;
 mod sockets;
 mod standby;
 mod standing;
@@ -76,12 +79,12 @@ impl Plan {
     }
 }
 
-/// The lease, held.
+/// The lease, held, and kept by its keeper until it is lost or let go.
 #[derive(Debug)]
 pub struct Leading {
     plan: Plan,
-    lease: Arc<Lease>,
     epoch: i64,
+    keeper: Keeper,
     /// What this lead says of itself; the keeper keeps the expiry current.
     standing: watch::Sender<Standing>,
 }
@@ -161,10 +164,8 @@ impl Leading {
 
     /// Lets the lease go (a stop signal before this lead served): a
     /// standby takes over at once.
-    pub async fn resign(&self) {
-        if let Err(e) = self.lease.resign(self.epoch).await {
-            eprintln!("could not resign the lease ({e}); a standby takes over once it expires");
-        }
+    pub async fn resign(self) {
+        said_resigned(self.epoch, self.keeper.stop(true).await);
     }
 
     /// What this lead says of itself, kept current.
@@ -198,20 +199,20 @@ impl Leading {
         E: std::fmt::Display,
         R: Future<Output = Result<(), E>>,
     {
+        let Leading {
+            epoch, mut keeper, ..
+        } = self;
         let ending: Arc<Mutex<Option<Ending>>> = Arc::default();
         let asked = Arc::new(tokio::sync::Notify::new());
+        let (lost_tx, lost_rx) = tokio::sync::oneshot::channel::<String>();
         let shutdown = {
             let ending = ending.clone();
             let asked = asked.clone();
-            let keep = keep(
-                self.plan.clone(),
-                self.lease.clone(),
-                self.epoch,
-                self.standing.clone(),
-            );
             async move {
                 let end = tokio::select! {
-                    why = keep => Ending::Lost(why),
+                    why = lost_rx => Ending::Lost(
+                        why.unwrap_or_else(|_| "the lease keeper stopped".into()),
+                    ),
                     () = stop => Ending::Signal,
                 };
                 let why = match &end {
@@ -230,83 +231,56 @@ impl Leading {
             asked.notified().await;
             tokio::time::sleep(Duration::from_secs(3)).await;
         };
-        let result = tokio::select! {
-            result = run(Box::pin(shutdown)) => result.map_err(|e| e.to_string()),
-            () = bounded => Ok(()),
+        let serving = async {
+            tokio::select! {
+                result = run(Box::pin(shutdown)) => result.map_err(|e| e.to_string()),
+                () = bounded => Ok(()),
+            }
+        };
+        // The keeper's thread says when the lease is lost; the lead goes on
+        // holding the keeper, to stop it (and resign) however serving ends.
+        let result = {
+            tokio::pin!(serving);
+            tokio::select! {
+                result = &mut serving => result,
+                why = keeper.lost() => {
+                    let _ = lost_tx.send(why);
+                    serving.await
+                }
+            }
         };
         let end = ending.lock().ok().and_then(|mut e| e.take());
         match (end, result) {
             (Some(Ending::Signal), _) => {
-                match self.lease.resign(self.epoch).await {
-                    Ok(()) => println!(
-                        "resigned the lease (epoch {}); a standby takes over",
-                        self.epoch
-                    ),
-                    Err(e) => eprintln!(
-                        "could not resign the lease ({e}); a standby takes over once it expires"
-                    ),
-                }
+                said_resigned(epoch, keeper.stop(true).await);
                 // At once, before anything of the lead is dropped: the
                 // teammates it spawned keep running for the next lead.
                 use std::io::Write as _;
                 let _ = std::io::stdout().flush();
                 std::process::exit(0)
             }
-            (Some(Ending::Lost(why)), _) | (None, Err(why)) => step_down(&why),
-            (None, Ok(())) => step_down("the lead stopped serving"),
+            (Some(Ending::Lost(why)), _) => step_down(&why),
+            (None, ended) => {
+                // It stopped serving of itself (a commit failed, or the
+                // server ended): the lease goes at once, not in a lapse.
+                let why = ended
+                    .err()
+                    .unwrap_or_else(|| "the lead stopped serving".into());
+                said_resigned(epoch, keeper.stop(true).await);
+                step_down(&why)
+            }
         }
     }
 }
 
-/// Renews the lease held at `epoch` until it is lost: why. Each renewal's
-/// expiry goes to `standing`.
-async fn keep(
-    plan: Plan,
-    first: Arc<Lease>,
-    epoch: i64,
-    standing: watch::Sender<Standing>,
-) -> String {
-    let deadline = plan.renew_deadline();
-    let mut renewed = Instant::now();
-    // The connection renewals go on: the first, or a new one after a
-    // failure or a renewal that did not answer in time.
-    let mut lease = Some(first);
-    loop {
-        tokio::time::sleep(plan.renew_every()).await;
-        let sent = Instant::now();
-        let since = sent.duration_since(renewed);
-        if since >= deadline {
-            return format!(
-                "the lease was last renewed {:.1} s ago, past the renew deadline of {:.1} s",
-                since.as_secs_f64(),
-                deadline.as_secs_f64()
-            );
+/// Says how resigning went (`None`: the lease was lost already).
+fn said_resigned(epoch: i64, resigned: Option<Result<(), StoreError>>) {
+    match resigned {
+        Some(Ok(())) => println!("resigned the lease (epoch {epoch}); a standby takes over"),
+        Some(Err(e)) => {
+            eprintln!("could not resign the lease ({e}); a standby takes over once it expires");
         }
-        // Connecting again counts against the deadline too.
-        let attempt = async {
-            let current = match lease.take() {
-                Some(current) => current,
-                None => Arc::new(
-                    Lease::connect(&plan.target, &plan.holder, &plan.url, plan.ttl)
-                        .await?
-                        .with_console(&plan.console),
-                ),
-            };
-            let answer = current.renew(epoch).await;
-            if answer.is_ok() {
-                lease = Some(current);
-            }
-            answer
-        };
-        match tokio::time::timeout(deadline - since, attempt).await {
-            Ok(Ok(Some(expires))) => {
-                renewed = sent;
-                standing.send_modify(|s| s.lease_expires_unix_ms = expires);
-            }
-            Ok(Ok(None)) => return "another lead took the lease".into(),
-            Ok(Err(e)) => tracing::warn!(error = %e, "could not renew the lease; trying again"),
-            Err(_) => {}
-        }
+        None => {}
     }
 }
 

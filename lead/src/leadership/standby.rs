@@ -12,7 +12,7 @@ use hyper_util::{
 use tokio::{net::TcpListener, sync::watch};
 
 use super::{
-    Answering, Leading, Plan, Role, Standing, EPOCH_KEY, EXPIRES_KEY, LEADER_KEY, ROLE_KEY,
+    keeper::Keeper, Answering, Leading, Plan, Role, Standing, EPOCH_KEY, EXPIRES_KEY, LEADER_KEY, ROLE_KEY,
 };
 use crate::store::{Lease, Resignations, StoreError};
 
@@ -194,10 +194,14 @@ async fn took(
         s.leader_url.clone_from(&plan.url);
         s.leader_console.clone_from(&plan.console);
     });
+    // The keeper renews on a connection of its own; this one goes.
+    drop(lease);
+    let keeper = Keeper::start(plan.clone(), epoch, standing.clone())
+        .map_err(|e| StoreError::Postgres(format!("cannot start the lease keeper: {e}")))?;
     Ok(Leading {
         plan: plan.clone(),
-        lease: std::sync::Arc::new(lease),
         epoch,
+        keeper,
         standing: standing.clone(),
     })
 }

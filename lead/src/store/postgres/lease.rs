@@ -78,6 +78,16 @@ impl Lease {
         self
     }
 
+    /// Lets this connection's commits return before they reach the disk
+    /// (for renewals: one lost in a crash of the database only shortens
+    /// the lease).
+    pub async fn relax(&self) -> Result<(), StoreError> {
+        self.client
+            .batch_execute("SET synchronous_commit TO off")
+            .await
+            .map_err(pg)
+    }
+
     /// Who this lead is in the lease row.
     pub fn holder(&self) -> &str {
         &self.holder
@@ -140,6 +150,13 @@ impl Lease {
             .execute("SELECT pg_notify($1, $2)", &[&CHANNEL, &epoch.to_string()])
             .await
             .map_err(pg);
+        let resigned = match resigned {
+            Ok(0) => Err(StoreError::Postgres(format!(
+                "{} no longer held it at epoch {epoch}",
+                self.holder
+            ))),
+            other => other,
+        };
         let ended = self
             .client
             .batch_execute(if resigned.is_ok() && notified.is_ok() {
