@@ -189,7 +189,7 @@ async fn a_kill_9_of_the_active_lead_in_a_burst_loses_and_repeats_nothing() {
     let server = PgServer::start();
     let db = server.database();
     let (join, operator) = (shared::auth::new_token(), shared::auth::new_token());
-    let flags = ["--store", db.as_str(), "--http", "off", "--lease", "6"];
+    let flags = ["--store", db.as_str(), "--http", "off"];
     let start = || {
         let dir = tempfile::tempdir().expect("tempdir");
         Lead::start_in(dir, "127.0.0.1:0", join.clone(), operator.clone(), &flags)

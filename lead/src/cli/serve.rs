@@ -93,8 +93,9 @@ pub struct ServeArgs {
     store: StoreArg,
     /// With a PostgreSQL store: seconds a lead's lease lasts without renewal
     /// (renewed every fifth of it; a lead stops leading once two thirds of
-    /// it pass without a renewal).
-    #[arg(long, default_value_t = 10.0)]
+    /// it pass without a renewal). A standby takes over within this and a
+    /// quarter of it (at most a second) after the active lead dies.
+    #[arg(long, default_value_t = 3.0)]
     lease: f64,
     /// With a PostgreSQL store: the URL clients reach this lead at, which a
     /// standby tells them (default: http(s)://the address it listens on).
