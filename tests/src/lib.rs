@@ -197,7 +197,11 @@ impl Lead {
             .arg("--spawn-root")
             .arg(dir.path())
             .args(extra)
-            .env("RUST_LOG", "warn");
+            // MESH_TEST_RUST_LOG: the leads' log level, to look into a failure.
+            .env(
+                "RUST_LOG",
+                std::env::var("MESH_TEST_RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            );
         if let Some(url) = postgres_url() {
             command.args(["--store", &url, "--lease", "3"]);
         }

@@ -330,7 +330,12 @@ async fn a_paused_lead_writes_nothing_after_the_takeover_sends_no_one_anything_a
         .expect("join");
     assert!(
         delivered.is_err(),
-        "the paused lead accepted a message after the takeover: {delivered:?}"
+        "the paused lead accepted a message after the takeover: {delivered:?}; kept: {}, lease: {}",
+        server.psql(
+            &db,
+            "SELECT count(*) FROM envelopes WHERE position('during the pause'::bytea in body) > 0"
+        ),
+        server.psql(&db, "SELECT holder, epoch, expires_at FROM lease"),
     );
     // Tom's stream from A ends without another envelope.
     let inbox = tom.inbox.as_mut().expect("open inbox");
