@@ -39,6 +39,7 @@ mod cursor;
 mod errors;
 pub(crate) mod jsonrpc;
 pub(crate) mod push;
+pub(crate) mod rest;
 mod tasks;
 mod updates;
 

@@ -65,6 +65,7 @@ pub(crate) async fn serve(
         sessions: Arc::default(),
         tls,
     };
+    let served = Arc::new(crate::a2a::card::Served::default());
     let mut app = Router::new()
         .route("/", get(index))
         .route("/login", post(login))
@@ -88,21 +89,16 @@ pub(crate) async fn serve(
                 move |axum::extract::State(console): axum::extract::State<Console>,
                       headers: axum::http::HeaderMap| async move {
                     let roles = state::roles(&console.hub).await.unwrap_or_default();
-                    // The JSON-RPC binding is where the card was fetched from.
-                    let jsonrpc = headers
+                    // The JSON bindings are where the card was fetched from.
+                    let here = headers
                         .get(axum::http::header::HOST)
                         .and_then(|h| h.to_str().ok())
                         .map(|host| {
                             let scheme = if console.tls { "https" } else { "http" };
-                            format!("{scheme}://{host}{}", crate::a2a::jsonrpc::PATH)
+                            format!("{scheme}://{host}")
                         });
-                    (
-                        [
-                            (axum::http::header::CONTENT_TYPE, "application/json"),
-                            (axum::http::header::CACHE_CONTROL, "max-age=60"),
-                        ],
-                        crate::a2a::card::card(&card, &roles, jsonrpc.as_deref()).to_string(),
-                    )
+                    let body = crate::a2a::card::card(&card, &roles, here.as_deref()).to_string();
+                    served.answer(body, &headers)
                 },
             ),
         );
@@ -111,7 +107,8 @@ pub(crate) async fn serve(
     }
     let app = app
         .with_state(console)
-        .merge(crate::a2a::jsonrpc::router(a2a));
+        .merge(crate::a2a::jsonrpc::router(a2a.clone()))
+        .merge(crate::a2a::rest::router(a2a));
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<ConnInfo>(),

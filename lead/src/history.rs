@@ -50,8 +50,8 @@ enum Body {
     /// history (memory) never encodes one, and a store's second of them is
     /// encoded in its commit, not on the decision's path.
     Notice(Notice),
-    /// The event as `Watch` gives it, encoded ([`crate::render::history_event`]),
-    /// with the members it concerns.
+    /// The event as the store kept it (its row code encodes and reads
+    /// it), with the members it concerns.
     Stored {
         kind: String,
         who: Vec<String>,
@@ -60,8 +60,7 @@ enum Body {
 }
 
 impl Entry {
-    /// An entry as the store kept it: `event` encoded by
-    /// [`crate::render::history_event`].
+    /// An entry as the store kept it: `event` in the store's encoding.
     pub fn stored(id: u64, at: i64, kind: String, who: Vec<String>, event: Arc<[u8]>) -> Self {
         Self {
             id,
@@ -98,30 +97,41 @@ impl Entry {
         }
     }
 
-    /// The event's bytes, as the store keeps them.
-    pub fn event(&self) -> Arc<[u8]> {
+    /// The event: the notice itself, or as the store kept it.
+    pub fn event(&self) -> Event<'_> {
         match &self.body {
-            Body::Notice(notice) => crate::render::history_event(self.at, notice),
-            Body::Stored { event, .. } => event.clone(),
-        }
-    }
-
-    /// The event, as `Watch` gives it.
-    pub fn pb_event(&self) -> Result<shared::pb::Event, prost::DecodeError> {
-        match &self.body {
-            Body::Notice(notice) => Ok(crate::render::history_pb(self.at, notice)),
-            Body::Stored { event, .. } => crate::render::decode_event(event),
+            Body::Notice(notice) => Event::Notice(notice),
+            Body::Stored { event, .. } => Event::Stored(event),
         }
     }
 }
 
+/// An entry's event, to be told: the notice as it happened (a request
+/// without its payload), or the bytes the store kept, which the store's
+/// row code reads.
+#[derive(Debug, Clone, Copy)]
+pub enum Event<'a> {
+    /// As it happened.
+    Notice(&'a Notice),
+    /// As the store kept it.
+    Stored(&'a Arc<[u8]>),
+}
+
+/// Two entries are the same when their places, kinds, members and events
+/// are. A live entry is never the same as a stored one: the store's tests
+/// compare those through its encoding.
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
+        let same_event = match (&self.body, &other.body) {
+            (Body::Notice(a), Body::Notice(b)) => a == b,
+            (Body::Stored { event: a, .. }, Body::Stored { event: b, .. }) => a == b,
+            _ => false,
+        };
         self.id == other.id
             && self.at == other.at
             && self.kind() == other.kind()
             && self.who() == other.who()
-            && self.event() == other.event()
+            && same_event
     }
 }
 
@@ -164,10 +174,19 @@ pub(crate) struct Query {
     pub(crate) kind: Option<String>,
     pub(crate) since: Option<i64>,
     pub(crate) until: Option<i64>,
-    /// Lower case; matched against the event's line (as `lead watch` says it).
-    pub(crate) text: Option<String>,
+    /// Text to find in each entry's line.
+    pub(crate) text: Option<Text>,
     pub(crate) before: Option<u64>,
     pub(crate) limit: usize,
+}
+
+/// Text a page's entries hold: `needle` (lower case) in the line `line`
+/// gives an entry (the adapter's, as `lead watch` says it; `None` when the
+/// entry cannot be told).
+#[derive(Debug, Clone)]
+pub(crate) struct Text {
+    pub(crate) needle: String,
+    pub(crate) line: fn(&Entry) -> Option<String>,
 }
 
 /// A page: its entries, newest first, and where the next (older) one
@@ -283,11 +302,8 @@ fn matches(entry: &Entry, query: &Query) -> bool {
         return false;
     }
     match &query.text {
-        Some(text) => entry.pb_event().is_ok_and(|event| {
-            crate::render::event_line(&event)
-                .to_lowercase()
-                .contains(text.as_str())
-        }),
+        Some(text) => (text.line)(entry)
+            .is_some_and(|line| line.to_lowercase().contains(text.needle.as_str())),
         None => true,
     }
 }
@@ -367,7 +383,13 @@ mod tests {
             [7, 5, 3]
         );
         let text = history.query(&Query {
-            text: Some("outcome 4".into()),
+            text: Some(Text {
+                needle: "outcome 4".into(),
+                line: |entry| match entry.event() {
+                    Event::Notice(notice) => Some(format!("{notice:?}")),
+                    Event::Stored(_) => None,
+                },
+            }),
             limit: 10,
             ..Query::default()
         });
@@ -389,7 +411,7 @@ mod tests {
     }
 
     #[test]
-    fn an_entry_as_it_happened_is_the_entry_the_store_gives_back() {
+    fn an_entry_concerns_its_members_whether_live_or_stored() {
         let mut history = History::restore(Vec::new(), 5);
         let (live, _) = history
             .record(1_000, tool("ann", "done"))
@@ -399,33 +421,32 @@ mod tests {
             live.at,
             live.kind().to_owned(),
             live.who(),
-            live.event(),
+            Arc::from(&b"bytes"[..]),
         );
-        assert_eq!(*live, stored);
         assert_eq!((stored.kind(), stored.who()), ("tool", vec!["ann".into()]));
-        assert_eq!(live.pb_event(), stored.pb_event());
         assert!(live.concerns("ann") && stored.concerns("ann") && !stored.concerns("bob"));
+        assert_ne!(*live, stored, "a live entry is never a stored one");
     }
 
     #[test]
     fn a_request_is_kept_without_its_payload() {
-        let mut request =
-            crate::store::conformance::request("r1", mesh_core::protocol::Status::Pending);
-        request.opening.payload_json = "x".repeat(1 << 20);
+        let request = Request::pending(
+            Opening {
+                id: mesh_core::names::RequestId::existing("id", "r1").expect("id"),
+                kind: mesh_core::protocol::Kind::PlanApproval,
+                sender: "alice".into(),
+                target: "lead".into(),
+                payload_json: "x".repeat(1 << 20),
+                deadline_unix_ms: None,
+            },
+            1,
+        );
         let notice = Notice::Request(Box::new(request));
-        let Some(Notice::Request(kept)) = kept(&notice) else {
-            panic!("a request is kept");
-        };
-        assert!(kept.opening.payload_json.is_empty());
         let mut history = History::restore(Vec::new(), 5);
         let (entry, _) = history.record(1, notice).expect("recorded");
-        let Ok(shared::pb::Event {
-            kind: Some(shared::pb::event::Kind::Request(r)),
-            ..
-        }) = entry.pb_event()
-        else {
+        let Event::Notice(Notice::Request(kept)) = entry.event() else {
             panic!("a request's event");
         };
-        assert!(r.payload_json.is_empty() && r.request_id == "r1");
+        assert!(kept.opening.payload_json.is_empty() && kept.opening.id.as_str() == "r1");
     }
 }

@@ -498,32 +498,6 @@ fn raw_event_line(event: &pb::Event) -> String {
     }
 }
 
-/// A history entry's event: `notice` as `Watch` gives it, at `at` (a
-/// request without its payload).
-pub fn history_pb(at: i64, notice: &mesh_core::effect::Notice) -> pb::Event {
-    let kind = match notice {
-        // Without its payload, which is not copied to be dropped.
-        mesh_core::effect::Notice::Request(request) => {
-            Kind::Request(shared::wire::request_without_payload(request))
-        }
-        notice => shared::wire::ToPb::to_pb(notice),
-    };
-    pb::Event {
-        at_unix_ms: at,
-        kind: Some(kind),
-    }
-}
-
-/// [`history_pb`] encoded, as the store keeps it.
-pub fn history_event(at: i64, notice: &mesh_core::effect::Notice) -> std::sync::Arc<[u8]> {
-    prost::Message::encode_to_vec(&history_pb(at, notice)).into()
-}
-
-/// The event that `bytes` (of [`history_event`]) hold.
-pub fn decode_event(bytes: &[u8]) -> Result<pb::Event, prost::DecodeError> {
-    prost::Message::decode(bytes)
-}
-
 /// One event as JSON.
 pub fn event_json(event: &pb::Event) -> Value {
     let kind = match &event.kind {

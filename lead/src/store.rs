@@ -10,7 +10,6 @@ pub use mesh_core::team::Change as TeamChange;
 use mesh_core::{effect::Message, protocol::Request, tasks::Task};
 
 #[doc(hidden)]
-pub mod conformance;
 mod copy;
 mod postgres;
 mod rows;
@@ -18,6 +17,7 @@ mod sqlite;
 
 pub use copy::{copy_to_postgres, Copied, CopyError};
 pub use postgres::{Fence, Leader, Lease, PgTarget, PostgresStore, Resignations};
+pub use rows::history_event;
 pub use sqlite::{SqliteStore, Sync, DB_FILE, MARKER_FILE};
 
 /// One unacknowledged envelope, as persisted.

@@ -1,6 +1,6 @@
 """An A2A client for the tests, on the official SDK (a2a-sdk): it fetches
 the agent card from --card (the lead's console URL), picks its gRPC
-interface (or with --binding JSONRPC, its JSON-RPC one), and runs one command, printing the answer as JSON (ProtoJSON;
+interface (or with --binding JSONRPC or HTTP+JSON, that one), and runs one command, printing the answer as JSON (ProtoJSON;
 a stream's events one a line, as they come).
 A refusal prints {"error": TYPE, "message": ...} and exits 2."""
 
@@ -124,7 +124,7 @@ def main():
     parser.add_argument("--card", required=True, help="the URL the agent card is under")
     parser.add_argument("--token", default="")
     parser.add_argument("--immediately", action="store_true", help="returnImmediately")
-    parser.add_argument("--binding", default="GRPC", choices=["GRPC", "JSONRPC"],
+    parser.add_argument("--binding", default="GRPC", choices=["GRPC", "JSONRPC", "HTTP+JSON"],
                         help="the card's interface to call")
     sub = parser.add_subparsers(dest="cmd", required=True)
     send = sub.add_parser("send")

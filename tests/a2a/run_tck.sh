@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Runs the A2A conformance kit (a2aproject/a2a-tck, branch 1.0-dev, from a
-# clone you made; it is not kept here) against a real lead over gRPC and
-# JSON-RPC, with
+# clone you made; it is not kept here) against a real lead over gRPC,
+# JSON-RPC and HTTP+JSON, with
 # the playbook's teammates answering the kit's scenarios (push notifications
 # to the kit's webhook on localhost, and to example.com, which its
 # configuration tests name):
 #
-#   tests/a2a/run_tck.sh PATH/TO/a2a-tck [PYTHON]
+#   tests/a2a/run_tck.sh PATH/TO/a2a-tck [PYTHON [TRANSPORTS [LEVEL]]]
+#
+# TRANSPORTS: comma-separated, default grpc,jsonrpc,http_json; LEVEL:
+# must, should or may (that level's tests alone), default all (every
+# level's).
 #
 # PYTHON (default python3) needs the kit's dependencies (`pip install -e
 # PATH/TO/a2a-tck`) and grpcio-tools. The lead is target/release/lead
@@ -15,6 +19,8 @@
 set -euo pipefail
 tck=$(cd "$1" && pwd)
 python=${2:-python3}
+transports=${3:-grpc,jsonrpc,http_json}
+level=${4:-all}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 scratch=$(mktemp -d)
@@ -32,4 +38,6 @@ console=$(sed -n 's/^console on //p' "$scratch/lead.out")
   >"$scratch/playbook.out" &
 until grep -q ready "$scratch/playbook.out" 2>/dev/null; do sleep 0.1; done
 cd "$tck"
-"$python" run_tck.py --sut-host "${console%/}" --transport grpc,jsonrpc --level must -v
+levels=()
+[ "$level" = all ] || levels=(--level "$level")
+"$python" run_tck.py --sut-host "${console%/}" --transport "$transports" "${levels[@]}" -v

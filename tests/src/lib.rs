@@ -28,6 +28,7 @@ pub mod git;
 pub mod otlp;
 pub mod pg;
 pub mod pki;
+pub mod store_conformance;
 pub mod webdriver;
 
 thread_local! {

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use mesh_tests::{python, within, Lead};
-use serde_json::Value;
+use serde_json::{json, Value};
 use shared::pb;
 
 /// The named operator an A2A caller authenticates as.
@@ -1064,6 +1064,8 @@ async fn the_json_rpc_binding_serves_the_same_story_to_the_sdk_and_names_what_is
     .await;
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
     assert_eq!(unknown["id"], 7, "{unknown}");
+    // An unknown field is ignored (as ProtoJSON readers do), so the task's
+    // id is missing: the error names it.
     let (_, wrong) = post(
         r#"{"jsonrpc": "2.0", "id": 8, "method": "GetTask", "params": {"idd": "x"}}"#,
         Some(ALICE_TOKEN),
@@ -1074,7 +1076,7 @@ async fn the_json_rpc_binding_serves_the_same_story_to_the_sdk_and_names_what_is
         wrong["error"]["message"]
             .as_str()
             .unwrap_or("")
-            .contains("idd"),
+            .starts_with("id:"),
         "{wrong}"
     );
     let (status, refused) = post(
@@ -1139,4 +1141,207 @@ async fn the_json_rpc_binding_serves_the_same_story_to_the_sdk_and_names_what_is
         "TASK_STATE_CANCELED",
         "{text}"
     );
+}
+
+/// The HTTP+JSON binding (A2A's REST): the SDK over it hands in a task,
+/// sees the plan wait, approves it and lists it; raw calls get AIP-193
+/// errors with the specification's HTTP statuses, a field no one knows is
+/// ignored, a stream is server-sent events of bare `StreamResponse`s; the
+/// card names the binding and comes with validators (304 for a copy that
+/// is current).
+#[tokio::test]
+async fn the_http_json_binding_serves_the_same_story_to_the_sdk_and_answers_errors_as_aip_193() {
+    let lead = Lead::start(&["--operator-token", ALICE]).await;
+    let console = lead
+        .console
+        .as_deref()
+        .expect("a console")
+        .trim_end_matches('/')
+        .to_owned();
+    let http = mesh_tests::webdriver::http_client(reqwest::Client::builder());
+    let card = card_of(&lead).await;
+    let base = format!("{console}/a2a/rest");
+    assert_eq!(
+        card["supportedInterfaces"][2]["url"],
+        base.as_str(),
+        "{card}"
+    );
+    assert_eq!(
+        card["supportedInterfaces"][2]["protocolBinding"],
+        "HTTP+JSON"
+    );
+
+    // The SDK over HTTP+JSON: handed in, its plan waits, approved, done.
+    let flags = ["--binding", "HTTP+JSON"];
+    let over = |args: &[&str]| {
+        let mut all = flags.to_vec();
+        all.extend_from_slice(args);
+        all.into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let run = |args: Vec<String>| {
+        let lead = &lead;
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            a2a(lead, ALICE_TOKEN, &args).await
+        }
+    };
+    let (ok, task) = run(over(&["--immediately", "send", "Add the login page"])).await;
+    assert!(ok, "{task}");
+    assert_eq!(state(&task), "TASK_STATE_SUBMITTED", "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let _carol = lead.teammate("carol", CAROL);
+    let waiting = until_over(&lead, &flags, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    assert!(
+        status_text(&waiting).contains("one big change"),
+        "{waiting}"
+    );
+    let (ok, done) = run(over(&["send", "approve", "--task", &id])).await;
+    assert!(ok, "{done}");
+    assert_eq!(state(&done), "TASK_STATE_COMPLETED", "{done}");
+    let (ok, listed) = run(over(&["list"])).await;
+    assert!(ok, "{listed}");
+    assert_eq!(listed["tasks"][0]["id"], id.as_str(), "{listed}");
+    let (ok, missing) = run(over(&["get", "no-such-task"])).await;
+    assert!(!ok, "{missing}");
+    assert_eq!(missing["error"], "TaskNotFoundError", "{missing}");
+
+    // Raw calls, as the kit makes them.
+    let send = |request: reqwest::RequestBuilder| async move {
+        let answer = request
+            .header("A2A-Version", "1.0")
+            .bearer_auth(ALICE_TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let status = answer.status().as_u16();
+        let media = answer
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        (status, media, answer.text().await.unwrap())
+    };
+    let json = |text: &str| serde_json::from_str::<Value>(text).unwrap();
+    let (status, media, body) = send(http.get(format!("{base}/tasks/no-such-task"))).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(media.starts_with("application/json"), "{media}");
+    let error = json(&body);
+    assert_eq!(error["error"]["code"], 404, "{body}");
+    assert_eq!(error["error"]["status"], "NOT_FOUND", "{body}");
+    assert_eq!(
+        error["error"]["details"][0]["reason"], "TASK_NOT_FOUND",
+        "{body}"
+    );
+    let (status, _, body) = send(
+        http.post(format!("{base}/message:send"))
+            .header("content-type", "text/plain")
+            .body("{}"),
+    )
+    .await;
+    assert_eq!(status, 415, "{body}");
+    let (status, _, body) = send(
+        http.post(format!("{base}/tasks/{id}:cancel"))
+            .header("content-type", "application/json"),
+    )
+    .await;
+    assert_eq!(status, 409, "a completed task: {body}");
+    assert_eq!(
+        json(&body)["error"]["details"][0]["reason"],
+        "TASK_NOT_CANCELABLE"
+    );
+    let (status, _, body) =
+        send(http.get(format!("{base}/tasks/{id}?historyLength=1&tckUnknown=1"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(json(&body)["id"], id.as_str(), "{body}");
+    let (status, _, body) =
+        send(http.get(format!("{base}/tasks?pageSize=1&includeArtifacts=false"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        json(&body)["tasks"].as_array().map(Vec::len),
+        Some(1),
+        "{body}"
+    );
+
+    // A stream: a new task as it stands, a field no one knows ignored;
+    // canceled meanwhile, its end; and the stream ends.
+    let (status, _, body) = send(
+        http.post(format!("{base}/message:send"))
+            .header("content-type", "application/json")
+            .body(
+                json!({
+                    "message": {"messageId": "m-rest-1", "role": "ROLE_USER",
+                        "parts": [{"text": "Write the docs"}], "tckUnknownField": 1},
+                    "configuration": {"returnImmediately": true},
+                    "tckExtraParam": true,
+                })
+                .to_string(),
+            ),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let second = json(&body)["task"]["id"].as_str().unwrap().to_owned();
+    let subscribed = http
+        .post(format!("{base}/tasks/{second}:subscribe"))
+        .header("A2A-Version", "1.0")
+        .bearer_auth(ALICE_TOKEN)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(subscribed.status().as_u16(), 200);
+    let events_type = subscribed
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    assert!(
+        events_type.starts_with("text/event-stream"),
+        "{events_type}"
+    );
+    let (status, _, body) = send(
+        http.post(format!("{base}/tasks/{second}:cancel"))
+            .header("content-type", "application/json")
+            .body("{}"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(state(&json(&body)), "TASK_STATE_CANCELED", "{body}");
+    let text = within("the stream to end", subscribed.text())
+        .await
+        .unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(|data| json(data.trim()))
+        .collect();
+    assert!(events.len() >= 2, "{text}");
+    assert_eq!(events[0]["task"]["id"], second.as_str(), "{text}");
+    assert_eq!(
+        events.last().unwrap()["statusUpdate"]["status"]["state"],
+        "TASK_STATE_CANCELED",
+        "{text}"
+    );
+
+    // The card's validators: the same card again is 304, with no body.
+    let card_url = format!("{console}/.well-known/agent-card.json");
+    let first = http.get(&card_url).send().await.unwrap();
+    let etag = first.headers()["etag"].to_str().unwrap().to_owned();
+    assert!(first.headers().contains_key("last-modified"));
+    let again = http
+        .get(&card_url)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status().as_u16(), 304);
+    assert_eq!(again.headers()["etag"].to_str().unwrap(), etag);
+    assert!(again.text().await.unwrap().is_empty());
+    let other = http
+        .get(&card_url)
+        .header("if-none-match", "\"another\"")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(other.status().as_u16(), 200);
 }

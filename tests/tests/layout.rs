@@ -3,7 +3,8 @@
 //! and no file that does not exist; the README stays a newcomer's page
 //! (short, linking every page of `docs/`); and every relative link in the
 //! README and in `docs/` leads to a file that exists (and, for a page, to a
-//! heading it has).
+//! heading it has). And the lead's shape: no module reaches itself through
+//! its imports, and the runtime modules speak no wire.
 
 use std::{
     collections::BTreeSet,
@@ -375,5 +376,138 @@ fn the_crates_table_matches_every_cargo_toml() {
         wrong.is_empty(),
         "docs/layout.md's crate table is wrong:\n{}",
         wrong.join("\n")
+    );
+}
+
+/// The lead's modules (each file of `lead/src` but `lib.rs` and `main.rs`,
+/// with its folder), and the text of each: its files, test code included.
+fn lead_modules() -> Vec<(String, String)> {
+    let src = root().join("lead/src");
+    let mut modules = Vec::new();
+    for entry in fs::read_dir(&src).expect("list lead/src") {
+        let path = entry.expect("entry").path();
+        let Some(name) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".rs"))
+        else {
+            continue;
+        };
+        if name == "lib" || name == "main" {
+            continue;
+        }
+        let mut files = BTreeSet::new();
+        let folder = src.join(name);
+        if folder.is_dir() {
+            walk(&src, &folder, &mut files);
+        }
+        let mut text = read(&path);
+        for file in files {
+            text.push_str(&read(&src.join(file)));
+        }
+        modules.push((name.to_owned(), text));
+    }
+    modules
+}
+
+/// The lead's modules that `text` names as `crate::NAME` (also inside a
+/// `use crate::{...}` group).
+fn named(text: &str, modules: &BTreeSet<&str>) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let word = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    for (i, _) in text.match_indices("crate::") {
+        let rest = &text[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            // `a`, `b::c`, `d::{e, f}` (nested braces are cut, their first
+            // names kept): the first word after each separator.
+            for part in group.split([',', '{']) {
+                let first = word(part.trim_start());
+                found.insert(first);
+            }
+        } else {
+            found.insert(word(rest));
+        }
+    }
+    found.retain(|m| modules.contains(m.as_str()));
+    found
+}
+
+/// No module of the lead imports one that imports it back, through any
+/// path of imports, test code included: a module can be read, moved and
+/// tested from the ones it names down.
+#[test]
+fn no_module_of_the_lead_reaches_itself_through_its_imports() {
+    let modules = lead_modules();
+    let names: BTreeSet<&str> = modules.iter().map(|(n, _)| n.as_str()).collect();
+    let imports: std::collections::BTreeMap<&str, BTreeSet<String>> = modules
+        .iter()
+        .map(|(name, text)| {
+            let mut named = named(text, &names);
+            named.remove(name);
+            (name.as_str(), named)
+        })
+        .collect();
+    let mut circles = Vec::new();
+    for start in &names {
+        // Every module `start` reaches, and through which it was first reached.
+        let mut reached: std::collections::BTreeMap<&str, &str> = Default::default();
+        let mut queue = vec![*start];
+        while let Some(module) = queue.pop() {
+            for next in &imports[module] {
+                if !reached.contains_key(next.as_str()) {
+                    reached.insert(next.as_str(), module);
+                    queue.push(next.as_str());
+                }
+            }
+        }
+        if reached.contains_key(start) {
+            let mut path = vec![*start];
+            let mut at = reached[start];
+            while at != *start && path.len() <= names.len() {
+                path.push(at);
+                at = reached[at];
+            }
+            path.push(start);
+            path.reverse();
+            circles.push(path.join(" -> "));
+        }
+    }
+    assert!(
+        circles.is_empty(),
+        "modules of the lead that reach themselves:\n{}",
+        circles.join("\n")
+    );
+}
+
+/// The modules that run the team (the hub, its outbox and inboxes, the
+/// history, the stats, the reviewers) speak the core's types: the wire
+/// (`pb::`, `tonic::`) is the adapters' business, test code included.
+#[test]
+fn the_runtime_modules_speak_no_wire() {
+    const RUNTIME: &[&str] = &["hub", "outbox", "inboxes", "history", "stats", "reviewer"];
+    let mut found = Vec::new();
+    for (name, text) in lead_modules() {
+        if !RUNTIME.contains(&name.as_str()) {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            if line.contains("pb::") || line.contains("tonic::") {
+                found.push(format!(
+                    "{name} (line {} of its text): {}",
+                    n + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the wire in the runtime:\n{}",
+        found.join("\n")
     );
 }

@@ -524,7 +524,10 @@ async fn a_lead_on_a_fresh_database_serves_the_moment_it_says_it_listens() {
     assert!(listening.starts_with("listening on "), "{listening}");
     assert_eq!(*standby, format!("standby; active: http://{addr}"));
 
-    for (child, what) in [(&mut second, "the standby"), (&mut first, "the active lead")] {
+    for (child, what) in [
+        (&mut second, "the standby"),
+        (&mut first, "the active lead"),
+    ] {
         signal(child, Signal::SIGTERM);
         let status = within("the lead to exit", child.wait())
             .await
@@ -537,7 +540,10 @@ async fn a_lead_on_a_fresh_database_serves_the_moment_it_says_it_listens() {
 
 /// Whether the lease is free (resigned or lapsed), and its epoch.
 fn lease_row(server: &PgServer, db: &str) -> (bool, String) {
-    let row = server.psql(db, "SELECT expires_at < clock_timestamp(), epoch FROM lease");
+    let row = server.psql(
+        db,
+        "SELECT expires_at < clock_timestamp(), epoch FROM lease",
+    );
     let (free, epoch) = row.trim().split_once('|').expect("free|epoch");
     (free == "t", epoch.to_owned())
 }
@@ -622,7 +628,11 @@ async fn the_lease_is_renewed_on_time_on_a_saturated_machine() {
     println!("{count} renewals in 12 s beside two busy loops; the longest gap {gap:.3} s");
     assert!(count >= 10, "renewals every 0.6 s: {count} in 12 s");
     assert!(gap < 2.0, "a renewal came {gap:.3} s after the last");
-    assert_eq!(lease_row(&server, &db), (false, "1".into()), "never stepped down");
+    assert_eq!(
+        lease_row(&server, &db),
+        (false, "1".into()),
+        "never stepped down"
+    );
     let status = lead.terminate().await;
     assert_eq!(status.code(), Some(0));
 }

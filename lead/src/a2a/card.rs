@@ -33,6 +33,75 @@ pub(crate) struct CardBase {
     pub(crate) push: bool,
 }
 
+/// The card as served: its validators, so that a client that has it asks
+/// again for nothing (`If-None-Match`, `If-Modified-Since`: 304).
+#[derive(Debug, Default)]
+pub(crate) struct Served {
+    /// The last card's entity tag, and when the card first read so.
+    last: std::sync::Mutex<Option<(String, std::time::SystemTime)>>,
+}
+
+impl Served {
+    /// The card `body` as the answer to a request with `headers`: with
+    /// `ETag` (a digest of the body), `Last-Modified` (when the card last
+    /// changed, as this lead saw it) and `Cache-Control`; 304 and no body
+    /// when the client's copy is this one.
+    pub(crate) fn answer(
+        &self,
+        body: String,
+        headers: &axum::http::HeaderMap,
+    ) -> axum::response::Response {
+        use axum::{
+            http::{header, StatusCode},
+            response::IntoResponse as _,
+        };
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(body.as_bytes());
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let etag = format!("\"{hex}\"");
+        let modified = {
+            let mut last = self
+                .last
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            match &*last {
+                Some((tag, at)) if *tag == etag => *at,
+                _ => {
+                    let now = std::time::SystemTime::now();
+                    *last = Some((etag.clone(), now));
+                    now
+                }
+            }
+        };
+        let modified_text = httpdate::fmt_http_date(modified);
+        let header_text = |name| headers.get(name).and_then(|v| v.to_str().ok());
+        let unchanged = match header_text(header::IF_NONE_MATCH) {
+            Some(tags) => tags
+                .split(',')
+                .map(str::trim)
+                .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag),
+            None => header_text(header::IF_MODIFIED_SINCE)
+                .and_then(|since| httpdate::parse_http_date(since).ok())
+                .zip(httpdate::parse_http_date(&modified_text).ok())
+                .is_some_and(|(since, modified)| modified <= since),
+        };
+        let validators = [
+            (header::ETAG, etag),
+            (header::LAST_MODIFIED, modified_text),
+            (header::CACHE_CONTROL, "max-age=60".to_owned()),
+        ];
+        if unchanged {
+            return (StatusCode::NOT_MODIFIED, validators).into_response();
+        }
+        (
+            validators,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
+    }
+}
+
 /// `--a2a-card FILE`'s text, checked: a JSON object of [`OWN_FIELDS`]
 /// alone (an A2A card admits no other field), `skills` a list of objects
 /// each with an id, a name, a description and tags.
@@ -67,8 +136,9 @@ pub(crate) fn own_fields(text: &str) -> Result<Map<String, Value>, String> {
 }
 
 /// The card of the lead `base` says, whose members have `roles`, with the
-/// JSON-RPC binding at `jsonrpc` (its URL) beside gRPC.
-pub(crate) fn card(base: &CardBase, roles: &[String], jsonrpc: Option<&str>) -> Value {
+/// JSON-RPC and HTTP+JSON bindings on the console at `console` (its URL,
+/// `scheme://host:port`) beside gRPC.
+pub(crate) fn card(base: &CardBase, roles: &[String], console: Option<&str>) -> Value {
     let address = base
         .lead_url
         .split_once("://")
@@ -98,13 +168,18 @@ pub(crate) fn card(base: &CardBase, roles: &[String], jsonrpc: Option<&str>) -> 
         "protocolBinding": "GRPC",
         "protocolVersion": super::VERSION,
     })];
-    interfaces.extend(jsonrpc.map(|url| {
-        json!({
-            "url": url,
-            "protocolBinding": "JSONRPC",
-            "protocolVersion": super::VERSION,
-        })
-    }));
+    if let Some(console) = console {
+        for (path, binding) in [
+            (super::jsonrpc::PATH, "JSONRPC"),
+            (super::rest::PATH, "HTTP+JSON"),
+        ] {
+            interfaces.push(json!({
+                "url": format!("{console}{path}"),
+                "protocolBinding": binding,
+                "protocolVersion": super::VERSION,
+            }));
+        }
+    }
     let mut card = json!({
         "name": "mesh team",
         "description": "A team of agents coordinated by a mesh lead: a task handed in is \
@@ -163,7 +238,7 @@ mod tests {
         let card = card(
             &base("https://lead.example:7447", false),
             &[],
-            Some("https://lead.example:8080/a2a"),
+            Some("https://lead.example:8080"),
         );
         let interface = &card["supportedInterfaces"][0];
         assert_eq!(interface["url"], "lead.example:7447");
@@ -172,6 +247,9 @@ mod tests {
         let beside = &card["supportedInterfaces"][1];
         assert_eq!(beside["url"], "https://lead.example:8080/a2a");
         assert_eq!(beside["protocolBinding"], "JSONRPC");
+        let rest = &card["supportedInterfaces"][2];
+        assert_eq!(rest["url"], "https://lead.example:8080/a2a/rest");
+        assert_eq!(rest["protocolBinding"], "HTTP+JSON");
         for field in ["name", "description", "version", "capabilities", "skills"] {
             assert!(card.get(field).is_some(), "{field}");
         }

@@ -47,6 +47,15 @@ pub(crate) fn not_cancelable(id: &str, state: &str) -> Status {
     )
 }
 
+/// A body not sent as JSON (`media` is the type it was sent as).
+pub(crate) fn content_type_not_supported(media: &str) -> Status {
+    error(
+        Code::InvalidArgument,
+        "CONTENT_TYPE_NOT_SUPPORTED",
+        format!("Content-Type {media:?}: a request's body is application/json"),
+    )
+}
+
 /// Push notifications are not offered.
 pub(crate) fn push_not_supported() -> Status {
     error(

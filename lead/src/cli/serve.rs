@@ -298,7 +298,8 @@ impl Announce<'_> {
             return Ok(());
         }
         self.said = true;
-        self.state.write_addr(&self.addr.to_string(), &self.lead_url)?;
+        self.state
+            .write_addr(&self.addr.to_string(), &self.lead_url)?;
         println!("listening on {}", self.addr);
         if let Some(console) = &self.console {
             println!("console on {console}");

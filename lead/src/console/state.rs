@@ -211,7 +211,14 @@ pub(super) async fn history(
         kind: nonempty(ask.kind),
         since: ask.since,
         until: ask.until,
-        text: nonempty(ask.q).map(|q| q.to_lowercase()),
+        text: nonempty(ask.q).map(|q| crate::history::Text {
+            needle: q.to_lowercase(),
+            line: |entry| {
+                crate::store::history_event(entry)
+                    .ok()
+                    .map(|event| render::event_line(&event))
+            },
+        }),
         before: ask.before,
         limit: ask.limit.unwrap_or(100),
     };
@@ -225,8 +232,7 @@ pub(super) async fn history(
                 .entries
                 .iter()
                 .map(|e| {
-                    let event = e
-                        .pb_event()
+                    let event = crate::store::history_event(e)
                         .map_or(Value::Null, |event| render::event_json(&event));
                     json!({ "id": e.id, "event": event })
                 })

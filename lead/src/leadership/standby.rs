@@ -12,7 +12,8 @@ use hyper_util::{
 use tokio::{net::TcpListener, sync::watch};
 
 use super::{
-    keeper::Keeper, Answering, Leading, Plan, Role, Standing, EPOCH_KEY, EXPIRES_KEY, LEADER_KEY, ROLE_KEY,
+    keeper::Keeper, Answering, Leading, Plan, Role, Standing, EPOCH_KEY, EXPIRES_KEY, LEADER_KEY,
+    ROLE_KEY,
 };
 use crate::store::{Lease, Resignations, StoreError};
 
@@ -209,16 +210,16 @@ async fn took(
 /// A standby's standing, once it saw `now` hold the lease.
 fn seen(standing: &watch::Sender<Standing>, now: &crate::store::Leader) {
     standing.send_if_modified(|s| {
-            let seen = Standing {
-                role: Role::Standby,
-                epoch: now.epoch,
-                lease_expires_unix_ms: now.expires_unix_ms,
-                leader_url: now.url.clone(),
-                leader_console: now.console.clone(),
-                ..s.clone()
-            };
-            let changed = *s != seen;
-            *s = seen;
-            changed
-        });
+        let seen = Standing {
+            role: Role::Standby,
+            epoch: now.epoch,
+            lease_expires_unix_ms: now.expires_unix_ms,
+            leader_url: now.url.clone(),
+            leader_console: now.console.clone(),
+            ..s.clone()
+        };
+        let changed = *s != seen;
+        *s = seen;
+        changed
+    });
 }

@@ -5,6 +5,8 @@
 //! read rows through these, so a team moved from one to the other is the
 //! same team.
 
+use std::sync::Arc;
+
 use mesh_core::{
     effect::Message,
     grant::{Grant, Mode},
@@ -18,6 +20,7 @@ use prost::Message as _;
 use shared::{pb, wire::*};
 
 use super::{EnvelopeRecord, StoreError};
+use crate::history::{self, Entry};
 
 pub(super) type Loaded<T> = Result<T, StoreError>;
 
@@ -133,8 +136,41 @@ pub(super) fn audit_from(json: &str) -> Loaded<crate::audit::Entry> {
 }
 
 /// The members an event concerns, as stored: comma-separated.
-pub(super) fn who_text(entry: &crate::history::Entry) -> String {
+pub(super) fn who_text(entry: &Entry) -> String {
     entry.who().join(",")
+}
+
+/// A history entry's event as the store keeps it: the event `Watch`
+/// gives (a request without its payload), encoded. A live entry is encoded
+/// here, in the commit, not on the decision's path.
+pub(super) fn history_bytes(entry: &Entry) -> Arc<[u8]> {
+    match entry.event() {
+        history::Event::Notice(notice) => history_pb(entry.at, notice).encode_to_vec().into(),
+        history::Event::Stored(bytes) => bytes.clone(),
+    }
+}
+
+/// A history entry's event, as `Watch` and the console give it.
+pub fn history_event(entry: &Entry) -> Result<pb::Event, prost::DecodeError> {
+    match entry.event() {
+        history::Event::Notice(notice) => Ok(history_pb(entry.at, notice)),
+        history::Event::Stored(bytes) => pb::Event::decode(&bytes[..]),
+    }
+}
+
+/// `notice` at `at` as an event on the wire; a request without its
+/// payload, which is not copied to be dropped.
+fn history_pb(at: i64, notice: &mesh_core::effect::Notice) -> pb::Event {
+    let kind = match notice {
+        mesh_core::effect::Notice::Request(request) => {
+            pb::event::Kind::Request(request_without_payload(request))
+        }
+        notice => notice.to_pb(),
+    };
+    pb::Event {
+        at_unix_ms: at,
+        kind: Some(kind),
+    }
 }
 
 /// A stored event of the history, back (checked to decode, kept as bytes).
@@ -144,9 +180,9 @@ pub(super) fn history_from(
     kind: String,
     who: &str,
     event: Vec<u8>,
-) -> Loaded<crate::history::Entry> {
-    crate::render::decode_event(&event).map_err(|e| bad("history entry", e))?;
-    Ok(crate::history::Entry::stored(
+) -> Loaded<Entry> {
+    pb::Event::decode(&event[..]).map_err(|e| bad("history entry", e))?;
+    Ok(Entry::stored(
         u64::try_from(id).unwrap_or(0),
         at,
         kind,
@@ -254,5 +290,44 @@ impl RequestRow {
             resolved_at_unix_ms: self.resolved,
             reviews: serde_json::from_str(&self.reviews).map_err(|e| bad("request reviews", e))?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use mesh_core::effect::Notice;
+
+    use super::*;
+
+    #[test]
+    fn a_live_history_entry_is_kept_and_told_as_the_one_the_store_gives_back() {
+        let mut history = history::History::restore(Vec::new(), 5);
+        let (live, _) = history
+            .record(
+                1_000,
+                Notice::ToolCall {
+                    member: "ann".into(),
+                    tool: "read_file".into(),
+                    args_json: "{}".into(),
+                    allowed: true,
+                    outcome: "done".into(),
+                },
+            )
+            .expect("recorded");
+        let stored = history_from(
+            i64::try_from(live.id).expect("small"),
+            live.at,
+            live.kind().to_owned(),
+            &who_text(&live),
+            history_bytes(&live).to_vec(),
+        )
+        .expect("decodes");
+        assert_eq!((stored.kind(), stored.who()), ("tool", vec!["ann".into()]));
+        assert_eq!(history_bytes(&live), history_bytes(&stored));
+        assert_eq!(
+            history_event(&live).expect("live"),
+            history_event(&stored).expect("stored")
+        );
+        assert!(history_from(1, 1, "tool".into(), "", vec![0xff, 0xff]).is_err());
     }
 }

@@ -28,7 +28,8 @@ fn pool() -> Option<&'static prost_reflect::DescriptorPool> {
 
 /// The A2A message `M` (named `name`, e.g. `SendMessageRequest`) that
 /// `json` says in ProtoJSON (field names in lowerCamelCase or as the proto
-/// names them); what is wrong with it otherwise, naming the field.
+/// names them; a field it does not know is ignored); what is wrong with it
+/// otherwise, naming the field.
 pub fn from_json<M: prost::Message + Default>(
     json: &serde_json::Value,
     name: &str,
@@ -36,8 +37,20 @@ pub fn from_json<M: prost::Message + Default>(
     let descriptor = pool()
         .and_then(|pool| pool.get_message_by_name(&format!("lf.a2a.v1.{name}")))
         .ok_or_else(|| format!("{name} is no A2A message"))?;
-    let dynamic = prost_reflect::DynamicMessage::deserialize(descriptor, json.clone())
-        .map_err(|e| e.to_string())?;
+    // Unknown fields are ignored, as a ProtoJSON reader should: a newer
+    // client's additions do not break an older agent.
+    let options = prost_reflect::DeserializeOptions::new().deny_unknown_fields(false);
+    // The path of what was wrong, to name the field (`message.parts[0]...`).
+    let mut track = serde_path_to_error::Track::new();
+    let dynamic = prost_reflect::DynamicMessage::deserialize_with_options(
+        descriptor,
+        serde_path_to_error::Deserializer::new(json, &mut track),
+        &options,
+    )
+    .map_err(|e| match track.path().to_string().as_str() {
+        "" | "." => e.to_string(),
+        path => format!("{path}: {e}"),
+    })?;
     M::decode(prost::Message::encode_to_vec(&dynamic).as_slice()).map_err(|e| e.to_string())
 }
 
@@ -80,17 +93,22 @@ mod tests {
         let back: super::pb::StreamResponse =
             super::from_json(&json, "StreamResponse").expect("back");
         assert_eq!(back, update);
-        // The proto's own names are taken too; an unknown field is named.
+        // The proto's own names are taken too; an unknown field is
+        // ignored, a known one of the wrong type named.
         let ask: super::pb::GetTaskRequest = super::from_json(
-            &serde_json::json!({"id": "t1", "history_length": 2}),
+            &serde_json::json!({"id": "t1", "history_length": 2, "tckExtra": {"x": 1}}),
             "GetTaskRequest",
         )
-        .expect("snake case");
+        .expect("snake case, an unknown field ignored");
         assert_eq!((ask.id.as_str(), ask.history_length), ("t1", Some(2)));
         let wrong = super::from_json::<super::pb::GetTaskRequest>(
-            &serde_json::json!({"idd": "t1"}),
+            &serde_json::json!({"id": "t1", "historyLength": "many"}),
             "GetTaskRequest",
         );
-        assert!(wrong.is_err_and(|e| e.contains("idd")));
+        let wrong = wrong.expect_err("a string is no number");
+        assert!(
+            wrong.contains("historyLength") || wrong.contains("history_length"),
+            "{wrong}"
+        );
     }
 }

@@ -278,15 +278,7 @@ impl Tracker {
                 Err(TransitionError::IdReused(opening.id))
             };
         }
-        let request = Request {
-            opening,
-            status: Status::Pending,
-            decision: None,
-            feedback: String::new(),
-            created_at_unix_ms: now,
-            resolved_at_unix_ms: None,
-            reviews: Vec::new(),
-        };
+        let request = Request::pending(opening, now);
         if let Some(deadline) = request.opening.deadline_unix_ms {
             self.deadlines.insert((deadline, request.id().clone()));
         }

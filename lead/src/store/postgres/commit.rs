@@ -241,7 +241,7 @@ fn write<'a>(s: &'a Statements, change: &Change, writes: &mut Vec<Write<'a>>) {
                 Box::new(entry.at),
                 Box::new(entry.kind().to_owned()),
                 Box::new(rows::who_text(entry)),
-                Box::new(entry.event().to_vec()),
+                Box::new(rows::history_bytes(entry).to_vec()),
             ],
         ),
         Change::HistoryTrim(below) => push(&s.history_trim, vec![Box::new(int(*below))]),

@@ -66,7 +66,7 @@ fn write(tx: &Transaction<'_>, change: &Change) -> Written {
                 entry.at,
                 entry.kind(),
                 rows::who_text(entry),
-                &entry.event()[..]
+                &rows::history_bytes(entry)[..]
             ])?;
             Ok(())
         }

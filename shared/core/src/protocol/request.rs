@@ -159,6 +159,19 @@ pub struct ReviewStep {
 impl ReviewStep {}
 
 impl Request {
+    /// `opening`, just opened at `now`: pending, unanswered.
+    pub fn pending(opening: Opening, now: i64) -> Self {
+        Self {
+            opening,
+            status: Status::Pending,
+            decision: None,
+            feedback: String::new(),
+            created_at_unix_ms: now,
+            resolved_at_unix_ms: None,
+            reviews: Vec::new(),
+        }
+    }
+
     /// Whether this request's payload (a plan or a result) names task `id`.
     pub fn names_task(&self, id: &str) -> bool {
         let Ok(payload) = serde_json::from_str::<serde_json::Value>(&self.opening.payload_json)

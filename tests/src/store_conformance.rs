@@ -1,7 +1,8 @@
 //! What every store must do, as checks each store's tests run: what is
 //! committed is loaded again after reopening, in the order it was made. The
-//! SQLite store's unit tests and the PostgreSQL store's tests against a real
-//! server call the same functions.
+//! SQLite store and the PostgreSQL store (on a real server) run the same
+//! functions, in `tests/tests/stores.rs`. Test code that imports the
+//! stores; the lead's library holds no part of it.
 
 use mesh_core::{
     effect::Message,
@@ -11,7 +12,7 @@ use mesh_core::{
 };
 use shared::pb;
 
-use super::{Change, EnvelopeRecord, MemberRecord, Store, TeamChange};
+use lead::store::{Change, EnvelopeRecord, MemberRecord, Store, TeamChange};
 
 /// Opens the store under test again, on what the last one left.
 pub type Open<'a> = &'a mut dyn FnMut() -> Box<dyn Store>;
@@ -199,7 +200,7 @@ pub fn tasks_created_in_one_millisecond_keep_the_order_they_were_created_in(open
 
 pub fn the_event_history_is_kept_across_a_restart_and_trimmed(open: Open<'_>) {
     let entry = |id: u64| {
-        crate::history::Entry::stored(
+        lead::history::Entry::stored(
             id,
             1_000 + i64::try_from(id).expect("small"),
             "tool".into(),

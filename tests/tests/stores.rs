@@ -1,14 +1,15 @@
-//! The PostgreSQL store against a real server (Debian's `postgresql`,
-//! started by the test): it keeps what every store keeps, and a lead that
-//! lost the lease can write nothing more.
+//! The stores: SQLite, and PostgreSQL against a real server (Debian's
+//! `postgresql`, started by the test), each keeps what every store keeps
+//! (`mesh_tests::store_conformance`); on PostgreSQL a lead that lost the
+//! lease can write nothing more.
 
 use std::time::Duration;
 
 use lead::store::{
-    conformance, Change, Fence, Lease, PgTarget, PostgresStore, Store, StoreError, Sync, TeamChange,
+    Change, Fence, Lease, PgTarget, PostgresStore, SqliteStore, Store, StoreError, Sync, TeamChange,
 };
 use mesh_core::protocol::Status;
-use mesh_tests::pg::PgServer;
+use mesh_tests::{pg::PgServer, store_conformance as conformance};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -42,7 +43,20 @@ fn open(url: &str, fence: &Fence) -> PostgresStore {
 }
 
 #[test]
-fn keeps_what_every_store_keeps() {
+fn sqlite_keeps_what_every_store_keeps() {
+    let mut dirs = Vec::new();
+    conformance::all(&mut || {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().to_owned();
+        dirs.push(dir);
+        Box::new(move || -> Box<dyn Store> {
+            Box::new(SqliteStore::open(&path, Sync::Full).expect("open"))
+        })
+    });
+}
+
+#[test]
+fn postgres_keeps_what_every_store_keeps() {
     let server = PgServer::start();
     conformance::all(&mut || {
         let url = server.database();
