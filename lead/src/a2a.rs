@@ -171,14 +171,15 @@ impl A2a {
             }
         }
         let pending = self.requests(Some(RequestStatus::Pending), None).await?;
-        let landed = self
-            .requests(Some(RequestStatus::Approved), Some(Kind::Result))
-            .await?;
+        let approved = self.requests(Some(RequestStatus::Approved), None).await?;
+        let mut decided = self.requests(Some(RequestStatus::Rejected), None).await?;
+        decided.extend(approved.iter().cloned());
         Ok(tasks
             .into_iter()
             .map(|task| Seen {
                 waiting: tasks::waiting(&task, &pending).cloned(),
-                landed: tasks::landed_of(&task, &landed).cloned(),
+                landed: tasks::landed_of(&task, &approved).cloned(),
+                answered: tasks::answered(&task, &decided),
                 task,
             })
             .collect())
@@ -387,18 +388,7 @@ impl A2aService for A2a {
             return Err(invalid("id", "is required"));
         }
         let history = history_length(ask.history_length, "history_length")?;
-        let Seen {
-            task,
-            waiting,
-            landed,
-        } = self.task(&ask.id).await?;
-        Ok(Response::new(tasks::to_a2a(
-            &task,
-            waiting.as_ref(),
-            landed.as_ref(),
-            history,
-            true,
-        )))
+        Ok(Response::new(self.task(&ask.id).await?.to_a2a(history, true)))
     }
 
     async fn list_tasks(
@@ -500,18 +490,7 @@ impl A2aService for A2a {
                 crate::error::HubError::FailedPrecondition(_) => not_cancelable(&id, "ended"),
                 e => Status::from(e),
             })?;
-        let Seen {
-            task,
-            waiting,
-            landed,
-        } = self.task(&id).await?;
-        Ok(Response::new(tasks::to_a2a(
-            &task,
-            waiting.as_ref(),
-            landed.as_ref(),
-            None,
-            true,
-        )))
+        Ok(Response::new(self.task(&id).await?.to_a2a(None, true)))
     }
 
     type SubscribeToTaskStream = BoxStream<a2a::StreamResponse>;

@@ -7,7 +7,8 @@ mesh's own calls only:
 
 - `tck-input-required...`: submit a plan for the task, so it waits for the
   caller (INPUT_REQUIRED); when the caller answers (an approval, or any other
-  input, which comes back as the plan's feedback), complete the task;
+  input, which comes back as the plan's feedback), complete the task, unless
+  the input is one of the kit's history messages: then wait again;
 - `tck-artifact-text|file|file-url|data...`: complete the task with the output
   the scenario names (text, a file, a link, data), which A2A shows as the
   task's first artifact;
@@ -116,14 +117,22 @@ class Member:
         except grpc.RpcError as e:  # withdrawn meanwhile (CancelTask)
             say(self.name, "could not complete", task.task_id, e.code().name, e.details())
 
-    def wait_for_the_caller(self, task):
-        """Submits a plan for `task` (it waits: INPUT_REQUIRED), then completes
-        the task once the plan is decided; a withdrawn task ends the wait."""
+    def ask(self, task):
+        """Submits a plan for `task`, so that it waits for the caller
+        (INPUT_REQUIRED): the plan's request id."""
         request_id = str(uuid.uuid4())
         plan = pb.Plan(summary=f"Ask the caller about: {task.subject}", task_id=task.task_id,
                        steps=["wait for the caller's input", "complete the task"])
         self.call("SubmitPlan", pb.PlanApprovalRequest(request_id=request_id, plan=plan))
         say(self.name, "waits for the caller on", task.task_id)
+        return request_id
+
+    def wait_for_the_caller(self, task):
+        """Submits a plan for `task` (it waits: INPUT_REQUIRED), then completes
+        the task once the plan is decided; a withdrawn task ends the wait.
+        The kit's history messages ("TCK history message N", sent to a task
+        that is to go on waiting) are heard and the task waits again."""
+        request_id = self.ask(task)
         while True:
             envelope = self.next()
             kind = envelope.WhichOneof("body")
@@ -131,6 +140,10 @@ class Member:
                 answer = envelope.plan_approval_response
                 if answer.approve:
                     self.complete(task, "approved, and done")
+                elif answer.feedback.startswith("TCK history message"):
+                    say(self.name, "heard:", answer.feedback)
+                    request_id = self.ask(task)
+                    continue
                 else:
                     self.complete(task, f"done, as the caller said: {answer.feedback}")
                 break

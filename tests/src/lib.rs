@@ -280,26 +280,11 @@ impl Lead {
                 None => panic!("unexpected second line {line:?}"),
             }
         };
-        let mut early = Vec::new();
-        if postgres_url().is_some() {
-            // Under `on_postgres`: the test goes on once the lead leads.
-            loop {
-                let line = within("the lead to lead", lines.next_line())
-                    .await
-                    .expect("read")
-                    .expect("a line");
-                let leads = line.starts_with("leading (");
-                early.push(line);
-                if leads {
-                    break;
-                }
-            }
-        }
-        // Keep draining stdout so the lead never blocks on a full pipe.
+        // On PostgreSQL too the test goes on at once: a lead that took the
+        // lease (a fresh database, or its own after a restart) says it
+        // listens only once it can serve, as on SQLite. Keep draining
+        // stdout so the lead never blocks on a full pipe.
         let (said_tx, said) = tokio::sync::mpsc::unbounded_channel();
-        for line in early {
-            let _ = said_tx.send(line);
-        }
         tokio::spawn(async move {
             while let Ok(Some(line)) = lines.next_line().await {
                 let _ = said_tx.send(line);

@@ -73,6 +73,15 @@ async fn members_ending_together_are_told_in_a_few_notices_not_one_each() {
 }
 
 #[tokio::test]
+async fn a_team_that_does_not_come_back_after_a_restart_is_told_in_one_notice_on_sqlite() {
+    a_team_that_does_not_come_back_after_a_restart_is_told_in_one_notice().await;
+}
+
+#[tokio::test]
+async fn a_team_that_does_not_come_back_after_a_restart_is_told_in_one_notice_on_postgres() {
+    mesh_tests::on_postgres(a_team_that_does_not_come_back_after_a_restart_is_told_in_one_notice()).await;
+}
+
 async fn a_team_that_does_not_come_back_after_a_restart_is_told_in_one_notice() {
     let lead = Lead::start(&["--grace", "2"]).await;
     let mut watcher = lead.join("watcher").await;

@@ -510,6 +510,15 @@ async fn a_damaged_or_missing_database_stops_the_lead_with_a_clear_message() {
 }
 
 #[tokio::test]
+async fn a_teammate_whose_lead_is_gone_for_good_exits_after_its_limit_on_sqlite() {
+    a_teammate_whose_lead_is_gone_for_good_exits_after_its_limit().await;
+}
+
+#[tokio::test]
+async fn a_teammate_whose_lead_is_gone_for_good_exits_after_its_limit_on_postgres() {
+    mesh_tests::on_postgres(a_teammate_whose_lead_is_gone_for_good_exits_after_its_limit()).await;
+}
+
 async fn a_teammate_whose_lead_is_gone_for_good_exits_after_its_limit() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;

@@ -27,6 +27,15 @@ command = "echo hi > {name}.txt"
 }
 
 #[tokio::test]
+async fn the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart_on_sqlite() {
+    the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart().await;
+}
+
+#[tokio::test]
+async fn the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart_on_postgres() {
+    mesh_tests::on_postgres(the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart()).await;
+}
+
 async fn the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart() {
     let lead = Lead::start(&[]).await;
     let mut operator = lead.operator().await;

@@ -23,6 +23,8 @@ pub(crate) struct Seen {
     pub(crate) task: Task,
     pub(crate) waiting: Option<Request>,
     pub(crate) landed: Option<Request>,
+    /// Its plans and results decided, oldest first: the caller's answers.
+    pub(crate) answered: Vec<Request>,
 }
 
 impl Seen {
@@ -37,6 +39,7 @@ impl Seen {
             &self.task,
             self.waiting.as_ref(),
             self.landed.as_ref(),
+            &self.answered,
             history,
             artifacts,
         )
@@ -189,6 +192,41 @@ pub(crate) fn landed_of<'a>(task: &Task, landed: &'a [Request]) -> Option<&'a Re
         .find(|r| r.opening.kind == Kind::Result && r.names_task(&task.task_id))
 }
 
+/// The plans and results of `task` among `decided`, in the order they were
+/// decided: each an answer of its caller's.
+pub(crate) fn answered(task: &Task, decided: &[Request]) -> Vec<Request> {
+    let mut answered: Vec<Request> = decided
+        .iter()
+        .filter(|r| {
+            matches!(r.opening.kind, Kind::PlanApproval | Kind::Result)
+                && !r.is_landing()
+                && r.names_task(&task.task_id)
+        })
+        .cloned()
+        .collect();
+    answered.sort_by_key(|r| r.resolved_at_unix_ms);
+    answered
+}
+
+/// A decided request as the caller's message on the task: "approve" (and
+/// the feedback), or the feedback it was sent back with.
+fn answer_message(task: &Task, request: &Request) -> a2a::Message {
+    let approved = request.decision.as_ref().is_some_and(|d| d.approve);
+    let words = match (approved, request.feedback.is_empty()) {
+        (true, true) => "approve".to_owned(),
+        (true, false) => format!("approve: {}", request.feedback),
+        (false, _) => request.feedback.clone(),
+    };
+    a2a::Message {
+        message_id: format!("{}-answer-{}", task.task_id, request.id()),
+        context_id: context_of(task).to_owned(),
+        task_id: task.task_id.clone(),
+        role: a2a::Role::User as i32,
+        parts: vec![text(words)],
+        ..Default::default()
+    }
+}
+
 /// A landed result's commit (from its merge) and its diff.
 fn commit_and_diff(result: &Request) -> Option<(String, String)> {
     let commit = result
@@ -325,13 +363,15 @@ fn what_is_asked(payload_json: &str) -> String {
 }
 
 /// `task` as an A2A task: its state given the request that waits (if
-/// any), at most `history` messages of its history (none: all), and its
+/// any), at most `history` messages of its history (what was asked, each
+/// answer of the caller's (`answered`), where it stands; none: all), and its
 /// artifacts if `artifacts` (a completed task's summary, and with its
 /// `landed` result the commit and its diff).
 pub(crate) fn to_a2a(
     task: &Task,
     waiting: Option<&Request>,
     landed: Option<&Request>,
+    answered: &[Request],
     history: Option<usize>,
     artifacts: bool,
 ) -> a2a::Task {
@@ -362,6 +402,7 @@ pub(crate) fn to_a2a(
         ..Default::default()
     };
     let mut messages = vec![asked];
+    messages.extend(answered.iter().map(|r| answer_message(task, r)));
     messages.extend(status.message.clone());
     let keep = history.unwrap_or(messages.len()).min(messages.len());
     let history = messages.split_off(messages.len() - keep);
@@ -687,7 +728,7 @@ mod tests {
             outputs: Vec::new(),
             reply: false,
         };
-        let pending = to_a2a(&task(TaskStatus::Pending, ""), None, None, None, true);
+        let pending = to_a2a(&task(TaskStatus::Pending, ""), None, None, &[], None, true);
         assert_eq!(
             pending.status.as_ref().map(|s| s.state),
             Some(a2a::TaskState::Submitted as i32)
@@ -695,7 +736,7 @@ mod tests {
         assert_eq!(pending.context_id, "t1");
         assert!(pending.artifacts.is_empty());
         assert_eq!(pending.history.len(), 2);
-        let claimed = to_a2a(&task(TaskStatus::Claimed, "ann"), None, None, Some(1), true);
+        let claimed = to_a2a(&task(TaskStatus::Claimed, "ann"), None, None, &[], Some(1), true);
         assert_eq!(
             claimed.status.as_ref().map(|s| s.state),
             Some(a2a::TaskState::Working as i32)
@@ -705,6 +746,7 @@ mod tests {
             &task(TaskStatus::Completed, "ann"),
             None,
             None,
+            &[],
             Some(0),
             true,
         );
@@ -720,7 +762,7 @@ mod tests {
             .and_then(|s| s.timestamp)
             .expect("timestamp");
         assert_eq!((ts.seconds, ts.nanos), (2, 500_000_000));
-        let without = to_a2a(&task(TaskStatus::Completed, "ann"), None, None, None, false);
+        let without = to_a2a(&task(TaskStatus::Completed, "ann"), None, None, &[], None, false);
         assert!(without.artifacts.is_empty());
         let produced = Task {
             outputs: vec![
@@ -737,7 +779,7 @@ mod tests {
             ],
             ..task(TaskStatus::Completed, "ann")
         };
-        let produced = to_a2a(&produced, None, None, None, true);
+        let produced = to_a2a(&produced, None, None, &[], None, true);
         let names: Vec<&str> = produced.artifacts.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["output.txt", "counts", "summary"]);
         let link = &produced.artifacts[0].parts[0];
