@@ -388,7 +388,9 @@ impl A2aService for A2a {
             return Err(invalid("id", "is required"));
         }
         let history = history_length(ask.history_length, "history_length")?;
-        Ok(Response::new(self.task(&ask.id).await?.to_a2a(history, true)))
+        Ok(Response::new(
+            self.task(&ask.id).await?.to_a2a(history, true),
+        ))
     }
 
     async fn list_tasks(

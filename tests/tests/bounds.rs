@@ -79,7 +79,8 @@ async fn a_team_that_does_not_come_back_after_a_restart_is_told_in_one_notice_on
 
 #[tokio::test]
 async fn a_team_that_does_not_come_back_after_a_restart_is_told_in_one_notice_on_postgres() {
-    mesh_tests::on_postgres(a_team_that_does_not_come_back_after_a_restart_is_told_in_one_notice()).await;
+    mesh_tests::on_postgres(a_team_that_does_not_come_back_after_a_restart_is_told_in_one_notice())
+        .await;
 }
 
 async fn a_team_that_does_not_come_back_after_a_restart_is_told_in_one_notice() {

@@ -307,13 +307,18 @@ async fn choose(browser: &Browser, css: &str, value: &str) {
 }
 
 #[tokio::test]
-async fn the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_searched_on_sqlite() {
+async fn the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_searched_on_sqlite()
+{
     the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_searched().await;
 }
 
 #[tokio::test]
-async fn the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_searched_on_postgres() {
-    mesh_tests::on_postgres(the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_searched()).await;
+async fn the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_searched_on_postgres(
+) {
+    mesh_tests::on_postgres(
+        the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_searched(),
+    )
+    .await;
 }
 
 async fn the_event_history_survives_a_reload_and_a_restart_and_is_filtered_and_searched() {

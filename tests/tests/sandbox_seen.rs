@@ -33,7 +33,8 @@ async fn the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart_on_sq
 
 #[tokio::test]
 async fn the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart_on_postgres() {
-    mesh_tests::on_postgres(the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart()).await;
+    mesh_tests::on_postgres(the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart())
+        .await;
 }
 
 async fn the_lead_shows_each_members_sandbox_and_keeps_it_across_a_restart() {

@@ -305,25 +305,38 @@ async fn a_paused_lead_writes_nothing_after_the_takeover_sends_no_one_anything_a
     let before = tom.next().await;
     assert!(format!("{before:?}").contains("before the pause"));
 
+    let paused = Instant::now();
     signal(&a.child, Signal::SIGSTOP);
     // Calls that reach A while it is paused: they wait in its socket.
-    let call = tokio::spawn(async move { add_task(&mut late, "from the paused lead").await });
+    let call = tokio::spawn(async move {
+        let answer = add_task(&mut late, "from the paused lead").await;
+        (answer, paused.elapsed())
+    });
     let sent = tokio::spawn(async move { ann.send("tom", "during the pause", "").await });
     b.says("leading (epoch 2)").await;
+    let took_over = paused.elapsed();
     let mut operator = b.operator().await;
     add_task(&mut operator, "from the new lead")
         .await
         .expect("the new lead writes");
 
+    let continued = paused.elapsed();
     signal(&a.child, Signal::SIGCONT);
     let stepped = a.says("stepped down: ").await;
     println!("{stepped}");
-    let answered = within("the paused call's answer", call)
+    let (answered, answered_at) = within("the paused call's answer", call)
         .await
         .expect("join");
     assert!(
         answered.is_err(),
-        "the paused lead answered a write after the takeover: {answered:?}"
+        "the paused lead answered a write after the takeover: {answered:?}, {answered_at:?} \
+         after the pause (B led at {took_over:?}, A went on at {continued:?}); tasks kept: {}, \
+         lease: {}",
+        server.psql(
+            &db,
+            "SELECT count(*) FROM tasks WHERE position('from the paused lead'::bytea in body) > 0"
+        ),
+        server.psql(&db, "SELECT holder, epoch, expires_at FROM lease"),
     );
     let delivered = within("the paused send's answer", sent)
         .await

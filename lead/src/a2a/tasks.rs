@@ -736,7 +736,14 @@ mod tests {
         assert_eq!(pending.context_id, "t1");
         assert!(pending.artifacts.is_empty());
         assert_eq!(pending.history.len(), 2);
-        let claimed = to_a2a(&task(TaskStatus::Claimed, "ann"), None, None, &[], Some(1), true);
+        let claimed = to_a2a(
+            &task(TaskStatus::Claimed, "ann"),
+            None,
+            None,
+            &[],
+            Some(1),
+            true,
+        );
         assert_eq!(
             claimed.status.as_ref().map(|s| s.state),
             Some(a2a::TaskState::Working as i32)
@@ -762,7 +769,14 @@ mod tests {
             .and_then(|s| s.timestamp)
             .expect("timestamp");
         assert_eq!((ts.seconds, ts.nanos), (2, 500_000_000));
-        let without = to_a2a(&task(TaskStatus::Completed, "ann"), None, None, &[], None, false);
+        let without = to_a2a(
+            &task(TaskStatus::Completed, "ann"),
+            None,
+            None,
+            &[],
+            None,
+            false,
+        );
         assert!(without.artifacts.is_empty());
         let produced = Task {
             outputs: vec![
