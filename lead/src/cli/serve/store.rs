@@ -114,7 +114,7 @@ pub(super) async fn open(
     if *stop.borrow() {
         // Asked to stop the moment it took the lease: let it go at once.
         leading.resign().await;
-        println!("stopped; resigned the lease");
+        println!("stopped before serving");
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
         std::process::exit(0);
