@@ -562,3 +562,19 @@ impl A2aService for A2a {
         Ok(Response::new(()))
     }
 }
+
+/// The media type a request's body was sent as (`Content-Type` without its
+/// parameters, lower case; empty when none was given).
+fn media_type(headers: &axum::http::HeaderMap) -> String {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .unwrap_or_default()
+}

@@ -117,17 +117,7 @@ enum Answer {
 
 /// One JSON-RPC call.
 async fn call(State(a2a): State<A2a>, headers: HeaderMap, body: Bytes) -> Response {
-    let media = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
-        .unwrap_or_default();
+    let media = super::media_type(&headers);
     // Required, not only checked: a web page can post to a loopback lead
     // without a type (or as text) but not as JSON without the lead's CORS
     // consent, which it never gives; so no page can act as an open

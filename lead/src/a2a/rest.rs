@@ -177,17 +177,7 @@ fn code_name(code: Code) -> &'static str {
 /// post to a loopback lead without a type (or as text) but not as JSON
 /// without the lead's CORS consent, which it never gives.
 fn json_body(headers: &HeaderMap, body: &Bytes) -> Result<Map<String, Value>, Failure> {
-    let media = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase()
-        })
-        .unwrap_or_default();
+    let media = super::media_type(headers);
     if media != "application/json" && !media.ends_with("+json") {
         return Err(Failure::from(super::errors::content_type_not_supported(
             &media,
@@ -247,6 +237,16 @@ fn wrap<T>(headers: HeaderMap, message: T) -> tonic::Request<T> {
     )
 }
 
+/// Calls the unary rpc `$rpc` with `$fields` as its request `$ask`, the
+/// caller's `$headers` as its metadata: its answer `$answer` in ProtoJSON.
+macro_rules! unary {
+    ($a2a:expr, $rpc:ident, $headers:expr, $fields:expr, $ask:literal, $answer:literal) => {{
+        let ask = decode($fields, $ask)?;
+        let answer = $a2a.$rpc(wrap($headers, ask)).await?.into_inner();
+        Ok(encode(&answer, $answer))
+    }};
+}
+
 /// Server-sent events, one `StreamResponse` each; an error in the stream
 /// is an `error` event with AIP-193's body.
 fn events(updates: BoxStream<a2a::StreamResponse>) -> Response {
@@ -276,9 +276,15 @@ fn answer(result: Result<Response, Failure>) -> Response {
 async fn send(State(a2a): State<A2a>, headers: HeaderMap, body: Bytes) -> Response {
     answer(
         async {
-            let ask = decode(json_body(&headers, &body)?, "SendMessageRequest")?;
-            let sent = a2a.send_message(wrap(headers, ask)).await?.into_inner();
-            Ok(encode(&sent, "SendMessageResponse"))
+            let fields = json_body(&headers, &body)?;
+            unary!(
+                a2a,
+                send_message,
+                headers,
+                fields,
+                "SendMessageRequest",
+                "SendMessageResponse"
+            )
         }
         .await,
     )
@@ -305,9 +311,15 @@ async fn list(
 ) -> Response {
     answer(
         async {
-            let ask = decode(query_fields(query), "ListTasksRequest")?;
-            let tasks = a2a.list_tasks(wrap(headers, ask)).await?.into_inner();
-            Ok(encode(&tasks, "ListTasksResponse"))
+            let fields = query_fields(query);
+            unary!(
+                a2a,
+                list_tasks,
+                headers,
+                fields,
+                "ListTasksRequest",
+                "ListTasksResponse"
+            )
         }
         .await,
     )
@@ -331,9 +343,7 @@ async fn task(
                 None => {
                     let mut fields = query_fields(query);
                     fields.insert("id".into(), Value::String(name));
-                    let ask = decode(fields, "GetTaskRequest")?;
-                    let task = a2a.get_task(wrap(headers, ask)).await?.into_inner();
-                    Ok(encode(&task, "Task"))
+                    unary!(a2a, get_task, headers, fields, "GetTaskRequest", "Task")
                 }
             }
         }
@@ -354,9 +364,7 @@ async fn task_action(
                 Some((id, "cancel")) => {
                     let mut fields = json_body(&headers, &body)?;
                     fields.insert("id".into(), Value::String(id.to_owned()));
-                    let ask = decode(fields, "CancelTaskRequest")?;
-                    let task = a2a.cancel_task(wrap(headers, ask)).await?.into_inner();
-                    Ok(encode(&task, "Task"))
+                    unary!(a2a, cancel_task, headers, fields, "CancelTaskRequest", "Task")
                 }
                 // Nothing changes: a body is not needed, nor a type.
                 Some((id, "subscribe")) => subscribe(&a2a, headers, id).await,
@@ -390,12 +398,14 @@ async fn create_config(
         async {
             let mut fields = json_body(&headers, &body)?;
             fields.insert("taskId".into(), Value::String(id));
-            let ask = decode(fields, "TaskPushNotificationConfig")?;
-            let made = a2a
-                .create_task_push_notification_config(wrap(headers, ask))
-                .await?
-                .into_inner();
-            Ok(encode(&made, "TaskPushNotificationConfig"))
+            unary!(
+                a2a,
+                create_task_push_notification_config,
+                headers,
+                fields,
+                "TaskPushNotificationConfig",
+                "TaskPushNotificationConfig"
+            )
         }
         .await,
     )
@@ -411,12 +421,14 @@ async fn list_configs(
         async {
             let mut fields = query_fields(query);
             fields.insert("taskId".into(), Value::String(id));
-            let ask = decode(fields, "ListTaskPushNotificationConfigsRequest")?;
-            let configs = a2a
-                .list_task_push_notification_configs(wrap(headers, ask))
-                .await?
-                .into_inner();
-            Ok(encode(&configs, "ListTaskPushNotificationConfigsResponse"))
+            unary!(
+                a2a,
+                list_task_push_notification_configs,
+                headers,
+                fields,
+                "ListTaskPushNotificationConfigsRequest",
+                "ListTaskPushNotificationConfigsResponse"
+            )
         }
         .await,
     )
@@ -437,15 +449,14 @@ async fn get_config(
 ) -> Response {
     answer(
         async {
-            let ask = decode(
+            unary!(
+                a2a,
+                get_task_push_notification_config,
+                headers,
                 config_fields(id, config),
                 "GetTaskPushNotificationConfigRequest",
-            )?;
-            let got = a2a
-                .get_task_push_notification_config(wrap(headers, ask))
-                .await?
-                .into_inner();
-            Ok(encode(&got, "TaskPushNotificationConfig"))
+                "TaskPushNotificationConfig"
+            )
         }
         .await,
     )
@@ -473,12 +484,14 @@ async fn delete_config(
 async fn extended_card(State(a2a): State<A2a>, headers: HeaderMap) -> Response {
     answer(
         async {
-            let ask = decode(Map::new(), "GetExtendedAgentCardRequest")?;
-            let card = a2a
-                .get_extended_agent_card(wrap(headers, ask))
-                .await?
-                .into_inner();
-            Ok(encode(&card, "AgentCard"))
+            unary!(
+                a2a,
+                get_extended_agent_card,
+                headers,
+                Map::new(),
+                "GetExtendedAgentCardRequest",
+                "AgentCard"
+            )
         }
         .await,
     )
