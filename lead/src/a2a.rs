@@ -34,6 +34,7 @@ use crate::{
     service::{claim_of, token_of, Tokens},
 };
 
+mod answers;
 pub(crate) mod card;
 mod cursor;
 mod errors;
@@ -179,7 +180,7 @@ impl A2a {
             .map(|task| Seen {
                 waiting: tasks::waiting(&task, &pending).cloned(),
                 landed: tasks::landed_of(&task, &approved).cloned(),
-                answered: tasks::answered(&task, &decided),
+                answered: answers::answered(&task, &decided),
                 task,
             })
             .collect())
@@ -325,7 +326,7 @@ impl A2a {
                 state.as_str_name()
             )));
         };
-        let (approve, feedback) = tasks::decision(message)?;
+        let (approve, feedback) = answers::decision(message)?;
         let decide = Op::Decide(Decide {
             request_id: request.id().clone(),
             approve,
