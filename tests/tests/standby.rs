@@ -312,7 +312,10 @@ async fn a_paused_lead_writes_nothing_after_the_takeover_sends_no_one_anything_a
         let answer = add_task(&mut late, "from the paused lead").await;
         (answer, paused.elapsed())
     });
-    let sent = tokio::spawn(async move { ann.send("tom", "during the pause", "").await });
+    let sent = tokio::spawn(async move {
+        let answer = ann.send("tom", "during the pause", "").await;
+        (answer, paused.elapsed())
+    });
     b.says("leading (epoch 2)").await;
     let took_over = paused.elapsed();
     let mut operator = b.operator().await;
@@ -338,12 +341,13 @@ async fn a_paused_lead_writes_nothing_after_the_takeover_sends_no_one_anything_a
         ),
         server.psql(&db, "SELECT holder, epoch, expires_at FROM lease"),
     );
-    let delivered = within("the paused send's answer", sent)
+    let (delivered, delivered_at) = within("the paused send's answer", sent)
         .await
         .expect("join");
     assert!(
         delivered.is_err(),
-        "the paused lead accepted a message after the takeover: {delivered:?}; kept: {}, lease: {}",
+        "the paused lead accepted a message after the takeover: {delivered:?}, {delivered_at:?} \
+         after the pause (B led at {took_over:?}, A went on at {continued:?}); kept: {}, lease: {}",
         server.psql(
             &db,
             "SELECT count(*) FROM envelopes WHERE position('during the pause'::bytea in body) > 0"
