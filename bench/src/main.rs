@@ -63,6 +63,19 @@ struct Args {
     /// constraint on and off (needs the real-model kit; skipped without).
     #[arg(long)]
     model_only: bool,
+    /// Only the model suite: 26 small tasks in six workspaces on the real
+    /// small model (needs the real-model kit); with --against OLD_LEAD, on
+    /// that build too (its `teammate` beside it), task by task.
+    #[arg(long)]
+    model_suite: bool,
+    /// With --model-suite: only the tasks whose names start with one of
+    /// these (e.g. `calc/,greeter/hello`).
+    #[arg(long, value_delimiter = ',')]
+    suite_tasks: Vec<String>,
+    /// With --model-suite: keep each teammate's log here, with every
+    /// request to the model and its reply whole.
+    #[arg(long)]
+    suite_logs: Option<PathBuf>,
     /// The real-model kit's folder [default: ../shared/tools/real-model
     /// beside the checkout]. The model section runs in full mode (not
     /// --quick) where the kit is set up.
@@ -154,6 +167,15 @@ async fn main() -> anyhow::Result<()> {
     prompt::print()?;
     if args.prompt_only {
         return Ok(());
+    }
+    if args.model_suite {
+        return model::suite(
+            args.model_kit.as_deref(),
+            args.against.as_deref(),
+            &args.suite_tasks,
+            args.suite_logs.as_deref(),
+        )
+        .await;
     }
     if args.model_only {
         return model::measure(args.model_kit.as_deref()).await;

@@ -12,12 +12,16 @@ use crate::{assemble, constrain, ChatError, Reply};
 impl ChatClient {
     /// One request and its reply.
     pub(super) async fn attempt(&self, body: &Value) -> Result<Reply, Failure> {
+        let text = constrain::to_ordered_string(body);
+        // `RUST_LOG=mesh_llm::wire=trace` shows every request and reply
+        // whole (the key travels in a header, never here).
+        tracing::trace!(target: "mesh_llm::wire", url = %self.url, body = %text, "request");
         let mut request = self
             .http
             .post(&self.url)
             .timeout(self.config.timeout)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(constrain::to_ordered_string(body));
+            .body(text);
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key);
         }
@@ -94,7 +98,15 @@ impl ChatClient {
             }
             assembler.push_completion(&completion);
         }
-        Ok(assembler.finish())
+        let reply = assembler.finish();
+        tracing::trace!(
+            target: "mesh_llm::wire",
+            content = %reply.content,
+            tool_calls = ?reply.tool_calls,
+            finish = ?reply.finish_reason,
+            "reply"
+        );
+        Ok(reply)
     }
 }
 
