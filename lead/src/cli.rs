@@ -176,6 +176,13 @@ pub async fn team(client: &mut Operator, json: bool) -> Result<String, CliError>
             out.push_str(&format!("{}\n", mesh_core::display::Escaped(&line)));
         }
     }
+    for m in members.iter() {
+        if let Some(d) = m.decoding.as_ref() {
+            if m.status != pb::MemberStatus::Terminated as i32 {
+                out.push_str(&render::decoding_line(&m.name, d));
+            }
+        }
+    }
     for m in members.iter().filter(|m| !m.idle_reason.is_empty()) {
         let line = format!("{} is idle: {}", m.name, render::Quoted(&m.idle_reason));
         out.push_str(&format!("{}\n", mesh_core::display::Escaped(&line)));

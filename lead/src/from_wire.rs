@@ -374,6 +374,18 @@ pub(crate) fn join(request: pb::JoinRequest) -> Result<Op, HubError> {
             .sandbox
             .map(|s| mesh_core::sandbox::Sandbox::parse("sandbox", &s.kind, &s.confines, &s.detail))
             .transpose()?,
+        decoding: request
+            .decoding
+            .map(|d| {
+                mesh_core::decoding::Decoding::parse(
+                    "decoding",
+                    &d.model,
+                    &d.server,
+                    &d.constrain,
+                    &d.why,
+                )
+            })
+            .transpose()?,
     })
 }
 

@@ -83,12 +83,28 @@ pub fn member_json(m: &pb::Member) -> Value {
         "sandbox": m.sandbox.as_ref().map(|s| json!({
             "kind": s.kind, "confines": s.confines, "detail": s.detail,
         })),
+        "decoding": m.decoding.as_ref().map(|d| json!({
+            "model": d.model, "server": d.server, "constrain": d.constrain, "why": d.why,
+        })),
     })
 }
 
 /// A member's sandbox for a table: its kind, or `-` where it did not say.
 pub fn sandbox(sandbox: Option<&pb::Sandbox>) -> String {
     sandbox.map_or_else(|| "-".to_owned(), |s| s.kind.clone())
+}
+
+/// How `name`'s model's replies are held to one call, for under a table,
+/// on one line: `alice's model qwen on llama.cpp: schema (why)`.
+pub fn decoding_line(name: &str, d: &pb::Decoding) -> String {
+    let mut line = format!(
+        "{name}'s model {} on {}: {}",
+        d.model, d.server, d.constrain
+    );
+    if !d.why.is_empty() {
+        line.push_str(&format!(" ({})", d.why));
+    }
+    format!("{}\n", mesh_core::display::Escaped(&line))
 }
 
 /// A usage as JSON.
@@ -603,5 +619,24 @@ mod tests {
         assert_eq!(json, "{\"note\":\"a\\u2028b\\u200bc\\udb40\\udc41d\"}");
         let back: Value = serde_json::from_str(&json).expect("still JSON");
         assert_eq!(back, hidden, "the same value");
+    }
+
+    #[test]
+    fn a_decoding_is_one_line() {
+        let mut d = pb::Decoding {
+            model: "qwen".into(),
+            server: "llama.cpp".into(),
+            constrain: "schema".into(),
+            why: String::new(),
+        };
+        assert_eq!(
+            decoding_line("alice", &d),
+            "alice's model qwen on llama.cpp: schema\n"
+        );
+        d.why = "asked the server\n\u{1b}[2J".into();
+        assert_eq!(
+            decoding_line("alice", &d),
+            "alice's model qwen on llama.cpp: schema (asked the server\\n\\u{1b}[2J)\n"
+        );
     }
 }

@@ -67,6 +67,7 @@ impl Lead {
             role: config.role.clone(),
             token_budget: config.token_budget.unwrap_or_default(),
             sandbox: Some(sandbox.to_pb()),
+            decoding: config.decoding.clone(),
         };
         let mut backoff = Backoff::new(config.lead_gone_limit);
         let joined = loop {

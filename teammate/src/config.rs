@@ -27,4 +27,7 @@ pub struct Config {
     pub commands: CommandLimits,
     /// The token budget to join with (`--token-budget`).
     pub token_budget: Option<u64>,
+    /// How the model's replies are held to one call, said at join (a
+    /// model teammate's, once its server was asked).
+    pub decoding: Option<shared::pb::Decoding>,
 }

@@ -30,6 +30,10 @@ pub enum Step {
         args_json: String,
         problem: String,
     },
+    /// A call the driver takes back before it is made (a plan that does not
+    /// answer the task, [`crate::model`]): nothing runs and nothing is
+    /// reported to the lead; the driver hears `note` as the call's result.
+    PutBack { tool: String, note: String },
     /// Nothing to do: report idle with this reason and wait for a message.
     Idle(String),
     /// A call on the shared task list.

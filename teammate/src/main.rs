@@ -276,6 +276,7 @@ fn main() -> ExitCode {
             Err(e) => return usage(&e),
         },
         token_budget: args.token_budget,
+        decoding: None,
     };
     let chosen = match (&args.script, &args.model) {
         (Some(script), _) => script_driver(script).map(|d| Chosen::Script(Box::new(d))),
@@ -303,7 +304,17 @@ fn main() -> ExitCode {
         let session = async move {
             match chosen {
                 Chosen::Script(driver) => run(config, *driver).await,
-                Chosen::Model(driver) => run(config, *driver).await,
+                Chosen::Model(mut driver) => {
+                    let mut config = config;
+                    let decoding = driver.decide().await;
+                    config.decoding = Some(shared::pb::Decoding {
+                        model: driver.model().to_owned(),
+                        server: decoding.server.kind.as_str().to_owned(),
+                        constrain: decoding.constrain.as_str().to_owned(),
+                        why: decoding.why,
+                    });
+                    run(config, *driver).await
+                }
             }
         };
         // The last spans and metrics go out before the teammate exits.
@@ -458,6 +469,7 @@ async fn serve_mcp(args: McpArgs) -> i32 {
             }
         },
         token_budget: None,
+        decoding: None,
     };
     let name = Escaped(&args.name).to_string();
     // The session stops on a signal, or when the client goes away.

@@ -22,10 +22,12 @@
 
 mod calls;
 mod compact;
+mod in_view;
 mod observe;
 mod offer;
 mod owed;
 mod shutdown;
+mod task_check;
 mod tell;
 mod turn;
 mod usage;
@@ -182,6 +184,11 @@ pub struct ModelDriver {
     calling: Option<String>,
     /// Whether the workspace's files were shown ([`ModelDriver::show_workspace`]).
     workspace_shown: bool,
+    /// Whether a plan was put back to the model since the last approval
+    /// ([`task_check`]).
+    plan_put_back: bool,
+    /// The paths whose `write_file` was put back to the model.
+    written_back: std::collections::BTreeSet<String>,
     /// The tools told in the conversation (a schema-constrained request
     /// carries none: see [`ModelDriver::tell_tools`]).
     told_tools: std::collections::BTreeSet<&'static str>,
@@ -240,7 +247,21 @@ impl ModelDriver {
             told_tools: Default::default(),
             calling: None,
             workspace_shown: false,
+            plan_put_back: false,
+            written_back: Default::default(),
         }
+    }
+
+    /// Asks the model server what it is, once, and how replies are held to
+    /// one call there ([`ChatClient::decide`]); logs it with the window.
+    pub async fn decide(&mut self) -> chat::Decoding {
+        self.limits().await;
+        self.chat.decide().await
+    }
+
+    /// The model's name, as its server knows it.
+    pub fn model(&self) -> &str {
+        self.chat.model()
     }
 
     /// The conversation so far.
@@ -295,6 +316,21 @@ impl ModelDriver {
         self.known.tree = self.workspace.as_deref().and_then(Tree::of);
         self.known.claimed = self.claimed.clone();
         self.known.owes = self.owed(tools).is_some();
+        self.known.lines = match (&self.workspace, self.chat.constraint()) {
+            (Some(root), chat::Constrain::Schema) => {
+                // Only the workspace's own files: not hidden, not reached
+                // through a link.
+                let files = self.known.tree.as_ref().map(|t| &t.files);
+                offer::lines_of(
+                    root,
+                    self.known
+                        .granted
+                        .iter()
+                        .filter(|p| files.is_some_and(|f| f.contains(*p))),
+                )
+            }
+            _ => Default::default(),
+        };
         offer::narrow(offered, &self.known)
     }
 
@@ -304,7 +340,8 @@ impl ModelDriver {
             return limits;
         }
         let (max_tokens, window) = self.asked;
-        let server = self.chat.server().await;
+        let decoding = self.chat.decide().await;
+        let server = &decoding.server;
         let (window, source) = match (window, server.window) {
             (Some(w), _) => (w, "--context-window"),
             (None, Some(w)) => (w, "the model server"),
@@ -328,8 +365,9 @@ impl ModelDriver {
             window,
             source,
             max_tokens,
-            server = ?server.kind,
+            server = server.kind.as_str(),
             constrain = %self.chat.constraint(),
+            why = %decoding.why,
             repeat_penalty = ?penalties.repeat_penalty,
             dry_multiplier = ?penalties.dry_multiplier,
             "the model's context window, the longest reply, and how replies are constrained"

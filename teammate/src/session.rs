@@ -198,6 +198,10 @@ impl Session {
                 self.lead.report(&tool, &args_json, false, &problem).await?;
                 Ok(Observation::ToolResult(Err(problem)))
             }
+            Step::PutBack { tool, note } => {
+                tracing::info!(tool = %tool, note = %mesh_core::display::Escaped(&note), "a call was put back to the model");
+                Ok(Observation::ToolResult(Ok(note)))
+            }
             Step::Idle(reason) => self.idle(driver, reason).await?,
         })
     }

@@ -197,6 +197,21 @@ struct Shared {
     /// Whether the window is said as Ollama says it (`POST /api/show`)
     /// rather than as llama.cpp does (`GET /props`).
     ollama: Mutex<bool>,
+    /// What the server says it is, where not Ollama.
+    identity: Mutex<Identity>,
+}
+
+/// What the server says it is at `GET /v1/models` and `GET /props`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Identity {
+    /// llama.cpp's server: `owned_by: llamacpp`, and the window at
+    /// `/props` where one was given.
+    #[default]
+    LlamaCpp,
+    /// A real llama.cpp server's own answers, recorded from the kit's.
+    RecordedLlamaCpp,
+    /// A plain OpenAI-compatible server that is none of the local ones.
+    Plain,
 }
 
 /// A running fake server; it stops when dropped.
@@ -216,6 +231,7 @@ impl FakeModel {
             .route("/v1/chat/completions", post(complete))
             .route("/props", axum::routing::get(props))
             .route("/api/show", post(show))
+            .route("/v1/models", axum::routing::get(models))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -244,6 +260,20 @@ impl FakeModel {
     /// model's `num_ctx` parameter), and not at `GET /props`.
     pub fn speak_ollama(&self) {
         *self.shared.ollama.lock().unwrap() = true;
+    }
+
+    /// Says it is none of the servers known to enforce a JSON schema: a
+    /// plain OpenAI-compatible server (a hosted API, a proxy), with no
+    /// `/props` and a model list of its own.
+    pub fn speak_plain(&self) {
+        *self.shared.identity.lock().unwrap() = Identity::Plain;
+    }
+
+    /// Answers `GET /props` and `GET /v1/models` with a real llama.cpp
+    /// server's answers, recorded from the kit's
+    /// (`tests/fixtures/real-model/llama-server-*.json`).
+    pub fn speak_recorded_llama_cpp(&self) {
+        *self.shared.identity.lock().unwrap() = Identity::RecordedLlamaCpp;
     }
 
     /// Answers every request without tools (a summary) with `text`, apart
@@ -389,8 +419,34 @@ async fn complete(
     }
 }
 
+/// A fixture of `tests/fixtures/real-model/`, as JSON.
+fn fixture(name: &str) -> Response {
+    let path = format!("{}/fixtures/real-model/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    ([(header::CONTENT_TYPE, "application/json")], text).into_response()
+}
+
+/// `GET /v1/models`: the model list, as the server it speaks for says it.
+async fn models(State(shared): State<Arc<Shared>>) -> Response {
+    let owner = match *shared.identity.lock().unwrap() {
+        Identity::RecordedLlamaCpp => return fixture("llama-server-models.json"),
+        _ if *shared.ollama.lock().unwrap() => "library",
+        Identity::LlamaCpp => "llamacpp",
+        Identity::Plain => "system",
+    };
+    Json(json!({"object": "list", "data": [
+        {"id": "fake", "object": "model", "created": 0, "owned_by": owner},
+    ]}))
+    .into_response()
+}
+
 /// `GET /props`: the context window, as llama.cpp says it.
 async fn props(State(shared): State<Arc<Shared>>) -> Response {
+    match *shared.identity.lock().unwrap() {
+        Identity::RecordedLlamaCpp => return fixture("llama-server-props.json"),
+        Identity::Plain => return StatusCode::NOT_FOUND.into_response(),
+        Identity::LlamaCpp => {}
+    }
     match *shared.context.lock().unwrap() {
         Some(n) if !*shared.ollama.lock().unwrap() => {
             Json(json!({"default_generation_settings": {"n_ctx": n}})).into_response()

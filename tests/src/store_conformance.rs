@@ -70,6 +70,16 @@ pub fn what_is_committed_is_loaded_again_after_reopening(open: Open<'_>) {
         last_seq: 3,
         order: 1,
         sandbox: mesh_core::sandbox::Sandbox::decode("landlock\nreads,writes\nLandlock ABI 7"),
+        decoding: Some(
+            mesh_core::decoding::Decoding::parse(
+                "decoding",
+                "qwen2.5-coder:7b",
+                "llama.cpp",
+                "schema",
+                "llama-server enforces a JSON schema\nin response_format",
+            )
+            .expect("a valid decoding"),
+        ),
     };
     let envelope = |seq| EnvelopeRecord {
         member: "alice".into(),

@@ -2,14 +2,16 @@
 //! and the fake chat-completions server on loopback. Each request holds the
 //! reply to one call of what may be called now, in the shape the server
 //! takes; the tools change with the mode; a server that refuses the
-//! constraint is asked without it from then on; `done` ends the turn; and
-//! the gate still refuses what arrives by another way.
+//! constraint is asked without it from then on; `done` ends the turn; the
+//! gate still refuses what arrives by another way; and `--constrain auto`
+//! asks the server what it is: a schema for llama.cpp, native tools with
+//! `tool_choice` for a server that is none of the local ones.
 
 #![allow(clippy::unwrap_used)]
 
 use mesh_tests::{
     fake_model::{Answer, FakeModel, Recorded},
-    is, within, Events, Lead,
+    is, team, within, Events, Lead,
 };
 use serde_json::{json, Value};
 use shared::pb::{self, MemberStatus, RequestStatus};
@@ -301,4 +303,85 @@ async fn done_while_a_plan_is_owed_is_refused_and_the_plan_still_asked_for() {
     assert!(!refused.allowed);
     assert!(refused.outcome.contains("still owe"), "{}", refused.outcome);
     pending_plan(&mut events, "after all").await;
+}
+
+#[tokio::test]
+async fn auto_against_a_plain_openai_compatible_server_sends_tools_and_finishes_the_work() {
+    let lead = Lead::start(&["--approval", "auto"]).await;
+    let mut operator = lead.operator().await;
+    let mut events = Events::open(&mut operator).await;
+    let model = FakeModel::start(vec![
+        Answer::call("submit_plan", plan("a.txt")),
+        Answer::call("write_file", json!({"path": "a.txt", "content": "hi"})),
+        Answer::call("done", json!({"summary": "a.txt is written"})),
+    ])
+    .await;
+    model.speak_plain();
+    let fy = lead.model_teammate("fy", &model.base_url, "Write a.txt.", &[]);
+    let reason = events.idle_reason("fy").await;
+    assert_eq!(reason, "done: a.txt is written");
+    assert_eq!(
+        std::fs::read_to_string(fy.workspace.join("a.txt")).unwrap(),
+        "hi"
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    for request in &requests {
+        assert!(
+            request.body.get("response_format").is_none(),
+            "{}",
+            request.body
+        );
+        assert_eq!(request.body["tool_choice"], "required", "{}", request.body);
+        assert!(!request.tool_names().is_empty(), "{}", request.body);
+    }
+    assert!(requests[1].tool_names().contains(&"write_file".to_owned()));
+    // What it chose and why: in the lead's team and in `lead team`.
+    let member = team(&mut operator)
+        .await
+        .into_iter()
+        .find(|m| m.name == "fy")
+        .unwrap();
+    let decoding = member.decoding.expect("fy said how its replies are held");
+    assert_eq!(
+        (
+            decoding.model.as_str(),
+            decoding.server.as_str(),
+            decoding.constrain.as_str()
+        ),
+        ("test-model", "unknown", "tool-choice")
+    );
+    assert!(decoding.why.contains("native tools"), "{}", decoding.why);
+    let (ok, out, err) = lead.cli(&["team"]).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("tool-choice"), "{out}");
+}
+
+#[tokio::test]
+async fn auto_against_llama_cpp_sends_the_schema_and_says_so() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let model = FakeModel::start(vec![Answer::text("no plan today")]).await;
+    // The kit's own llama.cpp server's answers at /props and /v1/models.
+    model.speak_recorded_llama_cpp();
+    let _gu = lead.model_teammate("gu", &model.base_url, "Write a.txt.", &[]);
+    let first = &model.wait_for(1).await[0];
+    assert_eq!(
+        first.body["response_format"]["type"], "json_schema",
+        "{}",
+        first.body
+    );
+    assert!(first.body.get("tools").is_none(), "{}", first.body);
+    assert!(first.body.get("tool_choice").is_none(), "{}", first.body);
+    let member = team(&mut operator)
+        .await
+        .into_iter()
+        .find(|m| m.name == "gu")
+        .unwrap();
+    let decoding = member.decoding.expect("gu said how its replies are held");
+    assert_eq!(
+        (decoding.server.as_str(), decoding.constrain.as_str()),
+        ("llama.cpp", "schema")
+    );
+    assert!(decoding.why.contains("GET /props"), "{}", decoding.why);
 }

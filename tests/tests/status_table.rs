@@ -372,6 +372,33 @@ async fn malformed_input_is_invalid_argument_naming_the_field() {
             &[field],
         );
     }
+    let long_model = "m".repeat(257);
+    let long_why = "w".repeat(1025);
+    for ((model, server, constrain, why), field) in [
+        (("", "llama.cpp", "schema", ""), "decoding.model"),
+        ((&*long_model, "llama.cpp", "schema", ""), "decoding.model"),
+        (("qwen", "tgi", "schema", ""), "decoding.server"),
+        (("qwen", "ollama", "grammar", ""), "decoding.constrain"),
+        (("qwen", "ollama", "off", &*long_why), "decoding.why"),
+    ] {
+        expect_status(
+            joiner
+                .join(pb::JoinRequest {
+                    name: "zed".into(),
+                    role: "r".into(),
+                    decoding: Some(pb::Decoding {
+                        model: model.into(),
+                        server: server.into(),
+                        constrain: constrain.into(),
+                        why: why.into(),
+                    }),
+                    ..Default::default()
+                })
+                .await,
+            Code::InvalidArgument,
+            &[field],
+        );
+    }
 
     let alice = &mut members[0];
     let no_plan = pb::PlanApprovalRequest {
@@ -565,6 +592,71 @@ async fn a_budget_for_a_name_that_never_joined_is_not_found() {
         Code::NotFound,
         &["nobody"],
     );
+}
+
+#[tokio::test]
+async fn a_members_decoding_is_shown_as_it_said_at_join() {
+    let lead = Lead::start(&[]).await;
+    let mut operator = lead.operator().await;
+    let mut joiner = lead.lead_api(&lead.join_token).await;
+    let decoding = pb::Decoding {
+        model: "qwen".into(),
+        server: "llama.cpp".into(),
+        constrain: "schema".into(),
+        why: "llama-server holds replies\nto the schema".into(),
+    };
+    joiner
+        .join(pb::JoinRequest {
+            name: "dee".into(),
+            role: "r".into(),
+            decoding: Some(decoding.clone()),
+            ..Default::default()
+        })
+        .await
+        .expect("joins");
+    joiner
+        .join(pb::JoinRequest {
+            name: "eve".into(),
+            role: "r".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("joins");
+    let dee = mesh_tests::member_named(&mut operator, "dee").await;
+    assert_eq!(dee.decoding, Some(decoding));
+    let eve = mesh_tests::member_named(&mut operator, "eve").await;
+    assert_eq!(eve.decoding, None);
+    let (ok, table, err) = lead.cli(&["team"]).await;
+    assert!(ok, "{err}");
+    assert!(
+        table.contains(
+            "dee's model qwen on llama.cpp: schema (llama-server holds replies\\nto the schema)\n"
+        ),
+        "{table}"
+    );
+    assert!(!table.contains("eve's model"), "{table}");
+    let (ok, out, err) = lead.cli(&["team", "--json"]).await;
+    assert!(ok, "{err}");
+    let team: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    let dee = team
+        .as_array()
+        .and_then(|a| a.iter().find(|m| m["name"] == "dee"))
+        .expect("dee listed");
+    assert_eq!(dee["decoding"]["server"], "llama.cpp", "{dee}");
+    assert_eq!(dee["decoding"]["constrain"], "schema", "{dee}");
+    let browser = lead.console_browser().await;
+    let base = lead.console.clone().unwrap();
+    browser.open(&format!("{base}#/members/dee")).await;
+    browser
+        .wait_for(
+            "[data-testid=member-model]",
+            "Model: qwen on llama.cpp — replies held by a JSON schema (llama-server holds replies",
+        )
+        .await;
+    browser.open(&format!("{base}#/members/eve")).await;
+    browser
+        .wait_for("[data-testid=member-model]", "Model: not said")
+        .await;
 }
 
 #[tokio::test]

@@ -162,12 +162,13 @@ fn a_database_of_an_older_schema_is_upgraded_and_a_newer_one_refused() {
     server.psql(
         &url,
         "ALTER TABLE lease DROP COLUMN console; ALTER TABLE members DROP COLUMN sandbox; \
+         ALTER TABLE members DROP COLUMN decoding; \
          UPDATE meta SET value = '1' WHERE key = 'schema_version'",
     );
     connect().expect("schema 1, upgraded");
     assert_eq!(
         server.psql(&url, "SELECT value FROM meta WHERE key = 'schema_version'"),
-        "3\n"
+        "4\n"
     );
     assert_eq!(server.psql(&url, "SELECT console FROM lease"), "\n");
     // Written by a newer lead: refused, and left as it is.

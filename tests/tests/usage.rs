@@ -136,6 +136,7 @@ async fn totals_and_budgets_survive_a_restarted_lead_and_a_rejoin_hears_them() {
             role: "tester".into(),
             token_budget: 800,
             sandbox: None,
+            decoding: None,
         })
         .await
         .unwrap()

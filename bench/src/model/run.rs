@@ -54,7 +54,11 @@ impl Build {
     pub(crate) fn at(lead: &Path) -> anyhow::Result<Self> {
         let lead = std::path::absolute(lead)?;
         let teammate = lead.with_file_name("teammate");
-        anyhow::ensure!(lead.is_file(), "--against: no executable at {}", lead.display());
+        anyhow::ensure!(
+            lead.is_file(),
+            "--against: no executable at {}",
+            lead.display()
+        );
         anyhow::ensure!(
             teammate.is_file(),
             "--against: no teammate beside {}",
@@ -206,9 +210,7 @@ impl Kit {
     pub(crate) fn find(dir: Option<&Path>) -> Option<PathBuf> {
         let dir = match dir {
             Some(dir) => dir.to_path_buf(),
-            None => {
-                PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/real-model")
-            }
+            None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/tools/real-model"),
         };
         let home = std::env::var_os("REALMODEL_HOME")
             .map(PathBuf::from)

@@ -85,7 +85,10 @@ pub(crate) async fn measure(
                 task.name,
                 if run.done { "done" } else { "not done" },
                 run.seconds,
-                failed.as_deref().map(|f| format!(" ({f})")).unwrap_or_default()
+                failed
+                    .as_deref()
+                    .map(|f| format!(" ({f})"))
+                    .unwrap_or_default()
             );
             outcomes.push(Outcome {
                 task: task.name,
@@ -127,7 +130,9 @@ fn print(outcomes: &[Outcome], builds: &[(&str, Build)], tasks: usize) {
             r.calls,
             r.prompt + r.completion,
             r.refused,
-            o.failed.as_deref().unwrap_or(if r.ended { "" } else { "(out of time)" })
+            o.failed
+                .as_deref()
+                .unwrap_or(if r.ended { "" } else { "(out of time)" })
         );
     }
     for (b, (label, _)) in builds.iter().enumerate() {

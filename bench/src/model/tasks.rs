@@ -206,7 +206,6 @@ pub(crate) const NOTES_APP: Workspace = Workspace {
     ],
 };
 
-
 /// The suite.
 pub(crate) const TASKS: &[Task] = &[
     Task {

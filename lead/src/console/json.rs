@@ -33,6 +33,10 @@ pub(super) fn member_json(view: &MemberView) -> Value {
             "confines": s.confines.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
             "detail": s.detail,
         })),
+        "decoding": m.decoding.as_ref().map(|d| json!({
+            "model": d.model, "server": d.server.as_str(),
+            "constrain": d.constrain.as_str(), "why": d.why,
+        })),
     })
 }
 
@@ -198,6 +202,12 @@ mod tests {
                         kind: mesh_core::sandbox::Kind::Landlock,
                         confines: vec![mesh_core::sandbox::Confine::Reads],
                         detail: "Landlock ABI 7".into(),
+                    }),
+                    decoding: (i % 3 == 0).then(|| mesh_core::decoding::Decoding {
+                        model: "qwen2.5-coder:7b".into(),
+                        server: mesh_core::decoding::Server::LlamaCpp,
+                        constrain: mesh_core::decoding::Constrain::Schema,
+                        why: "llama-server enforces a JSON schema".into(),
                     }),
                 },
                 standing: Standing {

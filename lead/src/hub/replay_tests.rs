@@ -181,6 +181,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                     member_id: format!("m{}", rng.next()),
                     session_token: format!("t{}", rng.next()),
                     sandbox: None,
+                    decoding: None,
                 },
                 reply,
             ));

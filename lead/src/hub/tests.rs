@@ -43,6 +43,7 @@ async fn join(hub: &HubHandle, name: &str) -> String {
         member_id: uuid::Uuid::new_v4().to_string(),
         session_token: shared::auth::new_token(),
         sandbox: None,
+        decoding: None,
     };
     let joined: mesh_core::op::Joined = hub
         .apply(Claim::Known(Caller::Joiner), Call::Join, Ok(op))
@@ -251,6 +252,7 @@ async fn a_hub_told_to_step_down_ends_every_stream_unavailable_and_answers_no_mo
                 member_id: uuid::Uuid::new_v4().to_string(),
                 session_token: shared::auth::new_token(),
                 sandbox: None,
+                decoding: None,
             }),
         )
         .await

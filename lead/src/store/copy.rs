@@ -48,7 +48,8 @@ pub(super) const TABLES: &[Table] = &[
     Table {
         name: "members",
         columns:
-            "name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox",
+            "name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox, \
+             decoding",
         sqlite_order: "ord, name",
         postgres_order: "ord, name",
         what: ("member", "members"),

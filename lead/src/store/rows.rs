@@ -102,12 +102,17 @@ pub(super) fn task_from(bytes: &[u8]) -> Loaded<Task> {
     Task::try_from(task).map_err(|_| bad("task", format!("status {status}")))
 }
 
-/// A hold's paths as stored: a JSON list.
 /// A member's sandbox as its column keeps it; empty: it did not say.
 pub(super) fn sandbox_text(sandbox: Option<&mesh_core::sandbox::Sandbox>) -> String {
     sandbox.map(|s| s.encode()).unwrap_or_default()
 }
 
+/// A member's decoding as its column keeps it; empty: it did not say.
+pub(super) fn decoding_text(decoding: Option<&mesh_core::decoding::Decoding>) -> String {
+    decoding.map(|d| d.encode()).unwrap_or_default()
+}
+
+/// A hold's paths as stored: a JSON list.
 pub(super) fn hold_paths(hold: &Hold) -> String {
     // A list of strings always encodes.
     serde_json::to_string(&hold.paths).unwrap_or_else(|_| "[]".into())

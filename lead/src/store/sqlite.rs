@@ -14,7 +14,7 @@ pub const MARKER_FILE: &str = "mesh.db.id";
 /// Tells a mesh database from any other SQLite file.
 const MAGIC: &str = "mesh-lead-state";
 /// The schema version this code writes.
-const SCHEMA_VERSION: i64 = 9;
+const SCHEMA_VERSION: i64 = 10;
 /// `Send` message ids kept per sender.
 const KEPT_MESSAGE_IDS: u64 = 4_096;
 
@@ -136,6 +136,7 @@ mod tests {
             "ALTER TABLE requests DROP COLUMN reviews;
              ALTER TABLE members DROP COLUMN idle_reason;
              ALTER TABLE members DROP COLUMN sandbox;
+             ALTER TABLE members DROP COLUMN decoding;
              DROP TABLE holds;
              DROP TABLE usage;
              DROP TABLE history;

@@ -26,6 +26,7 @@
 
 pub mod access;
 pub mod chain;
+pub mod decoding;
 pub mod display;
 pub mod effect;
 pub mod error;

@@ -57,6 +57,8 @@ pub struct Member {
     pub idle_reason: String,
     /// How it confines its commands, as it said at join.
     pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// How its model's replies are held to one call, as it said at join.
+    pub decoding: Option<crate::decoding::Decoding>,
 }
 
 impl Member {
@@ -76,6 +78,7 @@ impl Member {
             idle: self.life.is_idle(),
             idle_reason: self.idle_reason.clone(),
             sandbox: self.sandbox.clone(),
+            decoding: self.decoding.clone(),
             terminated: self.life.is_terminated(),
             last_seq: self.last_seq,
             order: self.order,
@@ -109,6 +112,8 @@ pub struct MemberRecord {
     pub order: u64,
     /// How it confines its commands, as it said at join.
     pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// How its model's replies are held to one call, as it said at join.
+    pub decoding: Option<crate::decoding::Decoding>,
 }
 
 /// Every member, by name, in the order they joined.
@@ -153,6 +158,7 @@ impl Members {
                 last_seq: record.last_seq,
                 idle_reason: record.idle_reason,
                 sandbox: record.sandbox,
+                decoding: record.decoding,
             };
             members.next_order = members.next_order.max(record.order + 1);
             members.insert(member);
@@ -232,6 +238,7 @@ impl Members {
             last_seq: 0,
             idle_reason: String::new(),
             sandbox: None,
+            decoding: None,
         });
         reused
     }
@@ -241,6 +248,17 @@ impl Members {
         if let Some(member) = self.members.get_mut(name) {
             if member.sandbox != sandbox {
                 member.sandbox = sandbox;
+                self.touched.insert(name.to_owned());
+            }
+        }
+    }
+
+    /// Records how `name`'s model's replies are held to one call (a change
+    /// for the store).
+    pub fn set_decoding(&mut self, name: &str, decoding: Option<crate::decoding::Decoding>) {
+        if let Some(member) = self.members.get_mut(name) {
+            if member.decoding != decoding {
+                member.decoding = decoding;
                 self.touched.insert(name.to_owned());
             }
         }

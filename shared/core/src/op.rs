@@ -83,6 +83,8 @@ pub enum Op {
         session_token: String,
         /// How it confines its commands, if it said.
         sandbox: Option<crate::sandbox::Sandbox>,
+        /// How its model's replies are held to one call, if it said.
+        decoding: Option<crate::decoding::Decoding>,
     },
     /// A member has processed its inbox up to `seq`.
     Ack {

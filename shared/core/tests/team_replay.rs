@@ -263,6 +263,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
                 member_id: format!("id-{member}-{now}"),
                 session_token: format!("token-{member}-{now}"),
                 sandbox: None,
+                decoding: None,
             },
         ),
         Step::Plan {

@@ -6,7 +6,7 @@
 mod attempt;
 mod server;
 
-pub use server::{Server, ServerKind, OPENAI_CONTEXT_WINDOW};
+pub use server::{Decoding, Server, ServerKind, OPENAI_CONTEXT_WINDOW};
 
 use std::time::Duration;
 
@@ -53,6 +53,9 @@ pub struct ChatClient {
     /// Whether the server refused the constraint that `--constrain auto`
     /// chose (then calls are unconstrained).
     unconstrained: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The server and the shape of the constraint, once asked
+    /// ([`ChatClient::decide`]).
+    decided: std::sync::Arc<std::sync::OnceLock<Decoding>>,
 }
 
 impl ChatClient {
@@ -75,11 +78,13 @@ impl ChatClient {
             url,
             no_stream_options: Default::default(),
             unconstrained: Default::default(),
+            decided: Default::default(),
         })
     }
 
     /// The shape a call's constraint takes now: `--constrain`, resolved
-    /// for this server when `auto`, and `Off` once the server refused it.
+    /// for this server when `auto` ([`ChatClient::decide`]; before it is
+    /// asked, tool choice), and `Off` once the server refused it.
     pub fn constraint(&self) -> Constrain {
         match self.config.constrain {
             Constrain::Auto
@@ -89,10 +94,55 @@ impl ChatClient {
             {
                 Constrain::Off
             }
-            Constrain::Auto if self.is_openai() => Constrain::ToolChoice,
-            Constrain::Auto => Constrain::Schema,
+            Constrain::Auto => self
+                .decided
+                .get()
+                .map_or(Constrain::ToolChoice, |d| d.constrain),
             chosen => chosen,
         }
+    }
+
+    /// Which server this is ([`ChatClient::server`], asked once) and how
+    /// replies are held to one call there: with `--constrain auto`, a JSON
+    /// schema where the server is one known to enforce it (llama.cpp,
+    /// Ollama, vLLM, LM Studio, SGLang), and native `tools` with
+    /// `tool_choice` anywhere else (OpenAI's API, a hosted
+    /// OpenAI-compatible API, a proxy), which a server that refuses it is
+    /// asked without from then on; otherwise what `--constrain` says.
+    pub async fn decide(&self) -> Decoding {
+        if let Some(decided) = self.decided.get() {
+            return decided.clone();
+        }
+        let server = self.server().await;
+        let (constrain, why) = match self.config.constrain {
+            Constrain::Auto if server.kind == ServerKind::OpenAi => (
+                Constrain::ToolChoice,
+                "OpenAI's API: native tools with tool_choice and strict schemas".to_owned(),
+            ),
+            Constrain::Auto if server.kind.enforces_schema() => (
+                Constrain::Schema,
+                format!(
+                    "{} enforces a JSON schema in response_format ({})",
+                    server.kind.as_str(),
+                    server.how
+                ),
+            ),
+            Constrain::Auto => (
+                Constrain::ToolChoice,
+                format!(
+                    "not a server known to enforce a JSON schema ({}): native tools with \
+                     tool_choice, and without it if the server refuses it",
+                    server.how
+                ),
+            ),
+            chosen => (chosen, format!("--constrain {chosen}")),
+        };
+        let decoding = Decoding {
+            server,
+            constrain,
+            why,
+        };
+        self.decided.get_or_init(|| decoding).clone()
     }
 
     /// Whether the server is OpenAI's API (the host that takes
@@ -184,6 +234,9 @@ impl ChatClient {
         }
         let mut shape = Constrain::Off;
         if let Some(only) = only.filter(|o| !o.is_empty()) {
+            if self.config.constrain == Constrain::Auto {
+                self.decide().await;
+            }
             shape = self.constraint();
             constrain::apply(&mut body, shape, only);
         }

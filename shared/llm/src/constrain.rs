@@ -109,8 +109,14 @@ fn call_schema(tools: &[Tool]) -> Value {
 pub fn describe_tools(tools: &[Tool]) -> String {
     let mut text = String::new();
     for tool in tools {
-        let properties = tool.parameters["properties"].as_object();
-        let required: Vec<&str> = tool.parameters["required"]
+        // Arguments that are one of several shapes are told by the first.
+        let parameters = tool
+            .parameters
+            .get("anyOf")
+            .and_then(|a| a.get(0))
+            .unwrap_or(&tool.parameters);
+        let properties = parameters["properties"].as_object();
+        let required: Vec<&str> = parameters["required"]
             .as_array()
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
@@ -156,6 +162,7 @@ fn type_of(schema: &Value) -> String {
     match schema["type"].as_str() {
         Some("array") => format!("[{}]", type_of(&schema["items"])),
         Some(other) => other.to_owned(),
+        None if schema.get("const").is_some_and(Value::is_string) => "string".to_owned(),
         None => "any".to_owned(),
     }
 }

@@ -19,7 +19,10 @@ mod error;
 mod genai;
 
 pub use self::{
-    client::{ChatClient, Server, ServerKind, BACKOFF_CAP, FORMAT_RETRIES, OPENAI_CONTEXT_WINDOW},
+    client::{
+        ChatClient, Decoding, Server, ServerKind, BACKOFF_CAP, FORMAT_RETRIES,
+        OPENAI_CONTEXT_WINDOW,
+    },
     config::{ChatConfig, MaxTokensField, Penalties, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL},
     constrain::{describe_tools, Constrain},
     conversation::{tools_json, FunctionCall, Message, Reply, Role, Tool, ToolCall, Usage},

@@ -44,6 +44,7 @@ impl ToPb for mesh_core::members::Member {
                 String::new()
             },
             sandbox: self.sandbox.as_ref().map(ToPb::to_pb),
+            decoding: self.decoding.as_ref().map(ToPb::to_pb),
             ..Default::default()
         }
     }
@@ -60,6 +61,18 @@ impl ToPb for mesh_core::sandbox::Sandbox {
                 .map(|c| c.as_str().to_owned())
                 .collect(),
             detail: self.detail.clone(),
+        }
+    }
+}
+
+impl ToPb for mesh_core::decoding::Decoding {
+    type Pb = pb::Decoding;
+    fn to_pb(&self) -> pb::Decoding {
+        pb::Decoding {
+            model: self.model.clone(),
+            server: self.server.as_str().to_owned(),
+            constrain: self.constrain.as_str().to_owned(),
+            why: self.why.clone(),
         }
     }
 }

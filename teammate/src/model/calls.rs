@@ -6,7 +6,7 @@
 use mesh_core::limits;
 use mesh_llm::{self as chat, Message};
 
-use super::ModelDriver;
+use super::{task_check, ModelDriver};
 use crate::{
     catalog::{self, Request},
     driver::{Step, TaskCall},
@@ -102,7 +102,13 @@ impl ModelDriver {
 
     /// The step a call of a tool of the catalog asks for.
     fn step_of(&mut self, name: String, arguments: String, tools: &[&'static str]) -> Step {
-        match catalog::parse(&name, &arguments, tools) {
+        let parsed = catalog::parse(&name, &arguments, tools);
+        if let Some(note) = self.put_back(&parsed) {
+            // The same call again goes through.
+            self.made.remove(&(name.clone(), arguments));
+            return Step::PutBack { tool: name, note };
+        }
+        match parsed {
             Ok(Request::Tool(crate::tools::ToolCall::EditFile { old, new, .. })) if old == new => {
                 Step::Invalid {
                     tool: name,
@@ -158,6 +164,43 @@ impl ModelDriver {
                 args_json: arguments,
                 problem,
             },
+        }
+    }
+}
+
+impl ModelDriver {
+    /// What to put back to the model of a call, held against the task it
+    /// was given (not a claimed one, [`task_check`]): a plan once until one
+    /// is approved, a `write_file` once a path.
+    fn put_back(&mut self, parsed: &Result<Request, String>) -> Option<String> {
+        if self.claimed.is_some() {
+            return None;
+        }
+        let root = self.workspace.as_deref()?;
+        match parsed {
+            Ok(Request::Submit(plan)) if !self.plan_put_back => {
+                let tree = super::offer::Tree::of(root)?;
+                let note = task_check::plan_against_task(&self.task, &plan.files, &tree.files)?;
+                self.plan_put_back = true;
+                Some(note)
+            }
+            Ok(Request::Tool(crate::tools::ToolCall::WriteFile { path, content }))
+                if !self.written_back.contains(path) =>
+            {
+                // Only a file of the workspace's own (not hidden, not
+                // reached through a link) is read here.
+                let tree = super::offer::Tree::of(root)?;
+                let real = root.join(path);
+                if !tree.files.contains(path) || !std::fs::symlink_metadata(&real).ok()?.is_file() {
+                    return None;
+                }
+                let old = std::fs::read_to_string(real).ok()?;
+                let note = task_check::write_against_task(&self.task, path, &old, content)?;
+                self.written_back.insert(path.clone());
+                self.known.rewrite_put_back.insert(path.clone());
+                Some(note)
+            }
+            _ => None,
         }
     }
 }

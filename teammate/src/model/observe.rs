@@ -107,6 +107,9 @@ impl ModelDriver {
         let mut output = output;
         match self.effect.take() {
             Some(Effect::Read(path)) => {
+                // A file's text is data, set apart from the task: a small
+                // model otherwise does what a file says.
+                output = format!("[the file {path}]\n{output}\n[end of {path}]");
                 self.known.read.insert(path);
             }
             Some(Effect::Listed(path)) => {
@@ -169,6 +172,7 @@ impl ModelDriver {
         };
         self.known.written.clear();
         self.approved = true;
+        self.plan_put_back = false;
         self.unwritten = Some(write_paths);
         self.pinned.feedback = None;
         self.unheard.push(told);

@@ -11,7 +11,7 @@
 //! The grammar is a convenience for the model; the gate stays the guarantee
 //! (whatever arrives by another way still meets it).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use mesh_llm::Tool;
 use serde_json::{json, Value};
@@ -75,6 +75,13 @@ pub(super) struct Known {
     /// Whether the last command since the last write failed (then a fix
     /// is offered).
     pub(super) check_failed: bool,
+    /// Files whose whole-file write was put back to the model
+    /// ([`super::task_check`]): `write_file` is not offered for them again.
+    pub(super) rewrite_put_back: BTreeSet<String>,
+    /// The lines of the granted files that exist, each one that occurs
+    /// once (where replies are held to a schema): `edit_file`'s `old` is one
+    /// of them, so that a small model's edit always finds its text.
+    pub(super) lines: BTreeMap<String, Vec<String>>,
 }
 
 impl Known {
@@ -256,7 +263,15 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
         "write_file" => {
             if literal_grant {
                 let granted: BTreeSet<String> = known.granted.iter().cloned().collect();
-                properties["path"] = one_of(granted.difference(&known.written))?;
+                // A file whose lines are known is changed by `edit_file`
+                // (its `old` one of them): a small model that writes the
+                // whole file writes a fragment.
+                let unwritten: BTreeSet<String> = granted
+                    .difference(&known.written)
+                    .filter(|p| known.lines.get(*p).is_none_or(Vec::is_empty))
+                    .cloned()
+                    .collect();
+                properties["path"] = one_of(unwritten.difference(&known.rewrite_put_back))?;
             }
             properties["content"]["maxLength"] = json!(MAX_WRITE);
         }
@@ -266,6 +281,7 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
                     || known.tree.as_ref().is_some_and(|t| t.files.contains(*p))
             };
             properties["path"] = one_of(known.granted.iter().filter(exists))?;
+            edit_by_lines(&mut tool.parameters, known);
         }
         // The grant's files come first: more are asked for once they are written.
         catalog::REQUEST_AMENDMENT
@@ -291,6 +307,65 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
     }
     Some(tool)
 }
+
+/// `edit_file`'s arguments as one choice per file whose lines are known:
+/// that path, `old` one of its lines. Unchanged where a file's lines are
+/// not known.
+fn edit_by_lines(parameters: &mut Value, known: &Known) {
+    let Some(paths) = parameters["properties"]["path"]["enum"].as_array() else {
+        return;
+    };
+    let mut choices = Vec::new();
+    for path in paths {
+        let Some(lines) = path.as_str().and_then(|p| known.lines.get(p)) else {
+            return;
+        };
+        if lines.is_empty() {
+            return;
+        }
+        choices.push(json!({
+            "type": "object",
+            "properties": {
+                "path": {"const": path},
+                "old": {"type": "string", "enum": lines},
+                "new": {"type": "string", "maxLength": MAX_WRITE},
+            },
+            "required": ["path", "old", "new"],
+        }));
+    }
+    *parameters = match <[Value; 1]>::try_from(choices) {
+        Ok([one]) => one,
+        Err(choices) => json!({"type": "object", "anyOf": choices}),
+    };
+}
+
+/// The lines of each of `paths` under `root` that occur once in it, where
+/// the file is small (at most [`MAX_LINES`] lines and [`MAX_WRITE`] bytes).
+pub(super) fn lines_of<'a>(
+    root: &std::path::Path,
+    paths: impl Iterator<Item = &'a String>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut all = BTreeMap::new();
+    for path in paths {
+        let Ok(text) = std::fs::read_to_string(root.join(path)) else {
+            continue;
+        };
+        if text.len() > MAX_WRITE || text.lines().count() > MAX_LINES {
+            continue;
+        }
+        let mut lines: Vec<String> = Vec::new();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            if text.matches(line).count() == 1 && !lines.iter().any(|l| l == line) {
+                lines.push(line.to_owned());
+            }
+        }
+        all.insert(path.clone(), lines);
+    }
+    all
+}
+
+/// The most lines of a file whose lines `edit_file` offers.
+const MAX_LINES: usize = 200;
 
 /// A string that is one of `values`; `None` if there are none.
 fn one_of<'a>(values: impl Iterator<Item = &'a String>) -> Option<Value> {

@@ -73,23 +73,20 @@ impl ModelDriver {
         schemas: &[Tool],
         tools: &[&'static str],
     ) -> Result<Option<(chat::Reply, u32)>, DriverError> {
+        // What the server is decides how the tools are told.
+        let limits = self.limits().await;
         self.show_workspace();
         let callable = self.callable(schemas, tools);
         self.tell_tools(&callable);
         self.fit(schemas).await?;
         // A compaction may have taken what was told.
         self.tell_tools(&callable);
-        let limits = self.limits().await;
-        let sent = window::request_bytes(&self.messages, schemas);
+        let messages = self.with_task_in_view(tools);
+        let sent = window::request_bytes(&messages, schemas);
         let started = Instant::now();
         let result = self
             .chat
-            .complete_call(
-                &self.messages,
-                schemas,
-                Some(&callable),
-                Some(limits.max_tokens),
-            )
+            .complete_call(&messages, schemas, Some(&callable), Some(limits.max_tokens))
             .await;
         let reply = match result {
             Ok(reply) => reply,

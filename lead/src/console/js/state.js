@@ -25,6 +25,20 @@ export function sandboxWords(m) {
   return (s.confines || []).length ? `${s.kind} (${s.confines.join(", ")})` : s.kind;
 }
 
+// How a member's model's replies are held to one call, in words: "qwen on
+// llama.cpp — replies held by a JSON schema (why)", or that no model said.
+const CONSTRAIN_WORDS = {
+  schema: "replies held by a JSON schema",
+  "tool-choice": "replies held by the server's tool choice",
+  off: "replies not held (tools offered, free to answer otherwise)",
+};
+export function decodingWords(m) {
+  const d = m && m.decoding;
+  if (!d) return "not said (no model drives it, or it did not say)";
+  const how = CONSTRAIN_WORDS[d.constrain] || d.constrain;
+  return `${d.model} on ${d.server} — ${how}` + (d.why ? ` (${d.why})` : "");
+}
+
 export const KIND_NAMES = { plan_approval: "Plan", permission: "Permission", shutdown: "Shutdown", result: "Result", amendment: "Amendment" };
 
 // A request only moves forward: pending, then decided; its history only grows.

@@ -5,7 +5,7 @@
 import { titleOf } from "./content.js";
 import { count, el, list, post } from "./dom.js";
 import { filter } from "./events.js";
-import { KIND_NAMES, members, requests, sandboxWords, tasks, usage, usageBase, usageSum } from "./state.js";
+import { KIND_NAMES, decodingWords, members, requests, sandboxWords, tasks, usage, usageBase, usageSum } from "./state.js";
 
 // How the last shutdown request to `name` ended.
 function shutdownOutcome(name) {
@@ -127,6 +127,7 @@ export function memberPage(name) {
   return [el("h2", { text: name }),
     el("p", { "data-testid": "member-status", text: `${statusWords(m, waitingBySender())}, mode ${m.mode}, role ${m.role}` }),
     el("p", { "data-testid": "member-sandbox", text: `Commands run under: ${sandboxWords(m)}` + (m.sandbox && m.sandbox.detail ? ` (${m.sandbox.detail})` : "") }),
+    el("p", { "data-testid": "member-model", text: `Model: ${decodingWords(m)}` }),
     el("div", { text: "Holds now:" }), list(m.holds || []),
     el("div", { text: "Tasks:" }), list(own.map((t) => `${t.subject} (${t.status})`)),
     el("div", { text: "Requests:" }),

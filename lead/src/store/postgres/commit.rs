@@ -40,10 +40,11 @@ impl Statements {
         Ok(Self {
             fence: prepare("SELECT mesh_fence($1, $2)").await?,
             member: prepare(
-                "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox, decoding)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
                  ON CONFLICT (name) DO UPDATE SET member_id = $2, role = $3, token_hash = $4, mode = $5,
-                     idle = $6, terminated = $7, last_seq = $8, ord = $9, idle_reason = $10, sandbox = $11",
+                     idle = $6, terminated = $7, last_seq = $8, ord = $9, idle_reason = $10, sandbox = $11,
+                     decoding = $12",
             )
             .await?,
             hold: prepare(
@@ -294,6 +295,7 @@ fn member(m: &MemberRecord) -> Params {
         Box::new(int(m.order)),
         Box::new(m.idle_reason.clone()),
         Box::new(rows::sandbox_text(m.sandbox.as_ref())),
+        Box::new(rows::decoding_text(m.decoding.as_ref())),
     ]
 }
 

@@ -27,7 +27,8 @@ pub(super) async fn snapshot(client: &Client) -> Loaded<Snapshot> {
 async fn read(client: &Client) -> Loaded<Snapshot> {
     let all = |sql: &'static str| async move { client.query(sql, &[]).await.map_err(pg) };
     let members = all(
-        "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox
+        "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox,
+             decoding
          FROM members ORDER BY ord",
     )
     .await?
@@ -134,6 +135,7 @@ fn member(row: &Row) -> Loaded<MemberRecord> {
         order: unsigned(row.get(8)),
         idle_reason: row.get(9),
         sandbox: mesh_core::sandbox::Sandbox::decode(row.get(10)),
+        decoding: mesh_core::decoding::Decoding::decode(row.get(11)),
     })
 }
 

@@ -2,7 +2,7 @@
 //! advisory lock (so two leads starting on one empty database do not race),
 //! and the lease row the leads share.
 //!
-//! The tables mirror the SQLite store's (schema 8) with PostgreSQL's types:
+//! The tables mirror the SQLite store's (schema 10) with PostgreSQL's types:
 //! BIGINT for integers, BYTEA for the wire's bytes, BOOLEAN for flags, and
 //! `COLLATE "C"` on the keys the load orders by, so the order is the bytewise
 //! one SQLite gives whatever the server's default collation is. Requests and
@@ -15,7 +15,7 @@ use super::{pg, MAGIC};
 use crate::store::StoreError;
 
 /// The schema version this code writes.
-pub(super) const SCHEMA_VERSION: i64 = 3;
+pub(super) const SCHEMA_VERSION: i64 = 4;
 
 /// Serializes schema changes between leads (any constant both agree on).
 const SCHEMA_LOCK: i64 = 0x6d65_7368_0001;
@@ -87,9 +87,13 @@ const SCHEMA_2: &str = "ALTER TABLE lease ADD COLUMN console text NOT NULL DEFAU
 /// (empty: it did not say).
 const SCHEMA_3: &str = "ALTER TABLE members ADD COLUMN sandbox text NOT NULL DEFAULT ''";
 
+/// Schema 4: how each member's model's replies are held to one call, as it
+/// said at join (empty: it did not say).
+const SCHEMA_4: &str = "ALTER TABLE members ADD COLUMN decoding text NOT NULL DEFAULT ''";
+
 /// The changes from each version to the next: `UPGRADES[n - 1]` takes
 /// schema `n` to `n + 1`.
-const UPGRADES: [&str; 2] = [SCHEMA_2, SCHEMA_3];
+const UPGRADES: [&str; 3] = [SCHEMA_2, SCHEMA_3, SCHEMA_4];
 
 /// Creates the tables on an empty database, upgrades an older mesh
 /// database, and checks a used one is a mesh database this code reads.

@@ -100,12 +100,13 @@ fn write(tx: &Transaction<'_>, change: &Change) -> Written {
 fn member(tx: &Transaction<'_>, m: &MemberRecord) -> Written {
     let mode = rows::mode_number(m.mode);
     tx.prepare_cached(
-        "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+        "INSERT INTO members (name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox, decoding)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
          ON CONFLICT (name) DO UPDATE SET member_id = ?2, role = ?3, token_hash = ?4, mode = ?5,
-             idle = ?6, terminated = ?7, last_seq = ?8, ord = ?9, idle_reason = ?10, sandbox = ?11",
+             idle = ?6, terminated = ?7, last_seq = ?8, ord = ?9, idle_reason = ?10, sandbox = ?11,
+             decoding = ?12",
     )?
-    .execute(params![m.name, m.member_id, m.role, m.token_hash, mode, m.idle, m.terminated, m.last_seq, m.order, m.idle_reason, rows::sandbox_text(m.sandbox.as_ref())])?;
+    .execute(params![m.name, m.member_id, m.role, m.token_hash, mode, m.idle, m.terminated, m.last_seq, m.order, m.idle_reason, rows::sandbox_text(m.sandbox.as_ref()), rows::decoding_text(m.decoding.as_ref())])?;
     Ok(())
 }
 

@@ -29,7 +29,8 @@ impl SqliteStore {
 
     fn members(&self) -> Loaded<Vec<MemberRecord>> {
         let mut members = self.conn.prepare(
-            "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox
+            "SELECT name, member_id, role, token_hash, mode, idle, terminated, last_seq, ord, idle_reason, sandbox,
+                 decoding
              FROM members ORDER BY ord",
         )?;
         let rows: Vec<(MemberRecord, i32)> = members
@@ -46,6 +47,7 @@ impl SqliteStore {
                     order: row.get(8)?,
                     idle_reason: row.get(9)?,
                     sandbox: mesh_core::sandbox::Sandbox::decode(&row.get::<_, String>(10)?),
+                    decoding: mesh_core::decoding::Decoding::decode(&row.get::<_, String>(11)?),
                 };
                 Ok((member, row.get(4)?))
             })?

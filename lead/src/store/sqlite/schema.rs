@@ -105,6 +105,14 @@ ALTER TABLE members ADD COLUMN sandbox TEXT NOT NULL DEFAULT '';
 UPDATE meta SET value = '9' WHERE key = 'schema_version';
 ";
 
+/// Schema 10 (over 9): how each member's model's replies are held to one
+/// call, as it said at join ([`mesh_core::decoding::Decoding::encode`];
+/// empty: it did not say).
+const SCHEMA_10: &str = "
+ALTER TABLE members ADD COLUMN decoding TEXT NOT NULL DEFAULT '';
+UPDATE meta SET value = '10' WHERE key = 'schema_version';
+";
+
 impl SqliteStore {
     /// Opens (or creates) `<state_dir>/mesh.db`. Refuses a damaged file, a
     /// foreign one, and a missing one where the state dir says there was one.
@@ -232,40 +240,43 @@ fn upgrade(conn: &Connection, display: &str) -> Result<(), StoreError> {
     match version {
         1 => conn
             .execute_batch(&format!(
-                "BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} COMMIT;"
+                "BEGIN; {SCHEMA_2} {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} {SCHEMA_10} COMMIT;"
             ))
             .map_err(&corrupt)?,
         2 => conn
             .execute_batch(&format!(
-                "BEGIN; {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} COMMIT;"
+                "BEGIN; {SCHEMA_3} {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} {SCHEMA_10} COMMIT;"
             ))
             .map_err(&corrupt)?,
         3 => conn
             .execute_batch(&format!(
-                "BEGIN; {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} COMMIT;"
+                "BEGIN; {SCHEMA_4} {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} {SCHEMA_10} COMMIT;"
             ))
             .map_err(&corrupt)?,
         4 => conn
-            .execute_batch(&format!("BEGIN; {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} COMMIT;"))
+            .execute_batch(&format!("BEGIN; {SCHEMA_5} {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} {SCHEMA_10} COMMIT;"))
             .map_err(&corrupt)?,
         5 => conn
-            .execute_batch(&format!("BEGIN; {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} COMMIT;"))
+            .execute_batch(&format!("BEGIN; {SCHEMA_6} {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} {SCHEMA_10} COMMIT;"))
             .map_err(&corrupt)?,
         6 => conn
-            .execute_batch(&format!("BEGIN; {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} COMMIT;"))
+            .execute_batch(&format!("BEGIN; {SCHEMA_7} {SCHEMA_8} {SCHEMA_9} {SCHEMA_10} COMMIT;"))
             .map_err(&corrupt)?,
         7 => conn
-            .execute_batch(&format!("BEGIN; {SCHEMA_8} {SCHEMA_9} COMMIT;"))
+            .execute_batch(&format!("BEGIN; {SCHEMA_8} {SCHEMA_9} {SCHEMA_10} COMMIT;"))
             .map_err(&corrupt)?,
         8 => conn
-            .execute_batch(&format!("BEGIN; {SCHEMA_9} COMMIT;"))
+            .execute_batch(&format!("BEGIN; {SCHEMA_9} {SCHEMA_10} COMMIT;"))
+            .map_err(&corrupt)?,
+        9 => conn
+            .execute_batch(&format!("BEGIN; {SCHEMA_10} COMMIT;"))
             .map_err(&corrupt)?,
         SCHEMA_VERSION => {}
         other => {
             return Err(StoreError::Corrupt {
                 path: display.to_owned(),
                 detail: format!(
-                    "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 8 to it)"
+                    "schema version {other}; this lead reads {SCHEMA_VERSION} (and upgrades 1 to 9 to it)"
                 ),
             })
         }

@@ -93,6 +93,7 @@ impl Team {
                 member_id,
                 session_token,
                 sandbox,
+                decoding,
             } => {
                 let named = name.to_string();
                 let joined = self.join_op(
@@ -105,6 +106,7 @@ impl Team {
                     effects,
                 )?;
                 self.members.set_sandbox(&named, sandbox);
+                self.members.set_decoding(&named, decoding);
                 Reply::Joined(joined)
             }
             Op::Ack { seq } => {

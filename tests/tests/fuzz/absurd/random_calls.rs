@@ -228,6 +228,12 @@ impl Absurd {
                         confines: vec![s!()],
                         detail: s!(),
                     }),
+                    decoding: Some(pb::Decoding {
+                        model: s!(),
+                        server: s!(),
+                        constrain: s!(),
+                        why: s!(),
+                    }),
                 };
                 call!(self.report, "Join", self.joiner, join, request);
             }

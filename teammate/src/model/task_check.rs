@@ -1,0 +1,248 @@
+//! The model's calls held against its task before they are made: the
+//! paths a task names, a plan that leaves out a file the task asks for or
+//! would overwrite one the task never mentions, and a `write_file` that
+//! would throw away most of a file when the task asked for a change. Each
+//! is put back to the model once, with the fact ([`crate::driver::Step::PutBack`]);
+//! the same call again goes through. Pure: the workspace's files are passed in.
+
+use std::collections::BTreeSet;
+
+/// Extensions that make a word of a task a file's path even where no such
+/// file exists yet.
+const EXTENSIONS: &[&str] = &[
+    "c", "cc", "cfg", "conf", "cpp", "cs", "css", "csv", "env", "go", "h", "hpp", "html", "ini",
+    "java", "js", "json", "jsx", "kt", "lock", "log", "md", "mjs", "php", "py", "rb", "rs", "rst",
+    "scss", "sh", "sql", "svg", "swift", "toml", "ts", "tsx", "txt", "xml", "yaml", "yml",
+];
+
+/// The paths `task` names, in order, each once: a word that is a file of
+/// the workspace (`existing`), or that looks like a path with a known
+/// extension.
+pub(super) fn named_paths(task: &str, existing: &BTreeSet<String>) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    for word in task.split(|c: char| c.is_whitespace() || ",;:()[]{}\"'`<>!?*".contains(c)) {
+        let word = word.trim_end_matches('.').trim_start_matches("./");
+        if word.is_empty() || paths.iter().any(|p| p == word) {
+            continue;
+        }
+        let extension = word
+            .rsplit_once('.')
+            .map(|(stem, ext)| (stem, ext.to_ascii_lowercase()));
+        let looks_like_path = word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_./-".contains(c))
+            && extension
+                .as_ref()
+                .is_some_and(|(stem, ext)| !stem.is_empty() && EXTENSIONS.contains(&ext.as_str()));
+        if existing.contains(word) || looks_like_path {
+            paths.push(word.to_owned());
+        }
+    }
+    paths
+}
+
+/// Whether `task` mentions `path`: by path, or by its file name.
+fn mentions(task: &str, path: &str) -> bool {
+    let task = task.to_lowercase();
+    let path = path.to_lowercase();
+    let name = path.rsplit('/').next().unwrap_or(&path);
+    task.contains(&path) || task.contains(name)
+}
+
+/// What is wrong with a plan writing `files` for `task`, in a workspace
+/// holding `existing`; `None` if nothing is. A file the task names that
+/// does not exist yet and the plan leaves out; no file the task names, where
+/// it names some that exist; a file that exists and that the task never
+/// mentions.
+pub(super) fn plan_against_task(
+    task: &str,
+    files: &[String],
+    existing: &BTreeSet<String>,
+) -> Option<String> {
+    let files: Vec<&str> = files.iter().map(|f| f.trim_start_matches("./")).collect();
+    let named = named_paths(task, existing);
+    let mut facts = Vec::new();
+    let new: Vec<&str> = named
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !existing.contains(*p) && !files.contains(p))
+        .collect();
+    if !new.is_empty() {
+        facts.push(format!(
+            "your task names {}, which your plan leaves out",
+            new.join(", ")
+        ));
+    }
+    let old: Vec<&str> = named
+        .iter()
+        .map(String::as_str)
+        .filter(|p| existing.contains(*p))
+        .collect();
+    if new.is_empty() && !old.is_empty() && !files.iter().any(|f| named.iter().any(|n| n == f)) {
+        facts.push(format!(
+            "your plan changes none of the files your task names ({})",
+            old.join(", ")
+        ));
+    }
+    let unasked: Vec<&str> = files
+        .iter()
+        .copied()
+        .filter(|f| existing.contains(*f) && !mentions(task, f))
+        .collect();
+    if !unasked.is_empty() {
+        facts.push(format!(
+            "your plan would change {}, which your task does not mention",
+            unasked.join(", ")
+        ));
+    }
+    if facts.is_empty() {
+        return None;
+    }
+    let mut keep: Vec<&str> = files
+        .iter()
+        .copied()
+        .filter(|f| !unasked.contains(f))
+        .collect();
+    for path in &new {
+        if !keep.contains(path) {
+            keep.push(path);
+        }
+    }
+    if keep.is_empty() {
+        keep = old;
+    }
+    Some(format!(
+        "Not submitted: {}. Your task is: {task}\nCall submit_plan again with the files your \
+         task asks you to write{}. If your plan was right, submit it again as it was.",
+        facts.join("; "),
+        if keep.is_empty() {
+            String::new()
+        } else {
+            format!(", e.g. files: {:?}", keep)
+        }
+    ))
+}
+
+/// Whether writing `new` over a file that holds `old` would throw away
+/// most of it: fewer than half of its non-blank lines (of at least three)
+/// kept, where `task` does not ask to rewrite or replace it. Then what to
+/// say to the model.
+pub(super) fn write_against_task(task: &str, path: &str, old: &str, new: &str) -> Option<String> {
+    let lines: Vec<&str> = old
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    if lines.len() < 3 {
+        return None;
+    }
+    let lower = task.to_lowercase();
+    if ["rewrite", "replace", "overwrite", "from scratch"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        return None;
+    }
+    let kept = lines.iter().filter(|l| new.contains(*l)).count();
+    if kept * 2 >= lines.len() {
+        return None;
+    }
+    Some(format!(
+        "Not written: write_file replaces all of {path}, and your content keeps {kept} of its \
+         {} lines. Your task is: {task}\nTo change a part of {path}, call edit_file with `old` \
+         (text that is in the file now) and `new`. To replace it whole, call write_file again \
+         with the whole new content.",
+        lines.len()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn files(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn list(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_task_names_files_that_exist_and_words_that_look_like_paths() {
+        let existing = files(&["src/lib.rs", "Makefile", "notes.txt"]);
+        assert_eq!(
+            named_paths(
+                "In src/lib.rs, change greet; then create hello.txt and `docs/a.md`. See Makefile.",
+                &existing
+            ),
+            list(&["src/lib.rs", "hello.txt", "docs/a.md", "Makefile"])
+        );
+        // Versions, calls and abbreviations are not paths.
+        assert!(named_paths(
+            "Add version 1.3.0, make s.title() work, e.g. like this, in notes",
+            &existing
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn a_plan_that_leaves_out_the_file_the_task_names_is_put_back_with_the_fact() {
+        let existing = files(&["NOTES.md", "src/main.rs"]);
+        let task = "Create hello.txt containing hello world.";
+        let note = plan_against_task(task, &list(&["src/main.rs"]), &existing).expect("put back");
+        assert!(
+            note.contains("names hello.txt, which your plan leaves out"),
+            "{note}"
+        );
+        assert!(note.contains("would change src/main.rs"), "{note}");
+        assert!(note.contains(r#"files: ["hello.txt"]"#), "{note}");
+        assert_eq!(
+            plan_against_task(task, &list(&["hello.txt"]), &existing),
+            None
+        );
+    }
+
+    #[test]
+    fn a_plan_that_changes_none_of_the_named_files_is_put_back() {
+        let existing = files(&["config.toml", "NOTES.md"]);
+        let task = "In config.toml, change the database pool from 5 to 10.";
+        let note = plan_against_task(task, &list(&["NOTES.md"]), &existing).expect("put back");
+        assert!(note.contains("changes none of the files your task names (config.toml)"));
+        assert!(note.contains(r#"files: ["config.toml"]"#), "{note}");
+        assert_eq!(
+            plan_against_task(task, &list(&["config.toml"]), &existing),
+            None
+        );
+    }
+
+    #[test]
+    fn a_file_only_read_need_not_be_in_the_plan() {
+        let existing = files(&["strings.py"]);
+        let task = "Read strings.py, then create API.md that lists its functions.";
+        assert_eq!(plan_against_task(task, &list(&["API.md"]), &existing), None);
+        // A task that names no file leaves the plan to the model, but not
+        // a file it never mentions.
+        let task = "Add a line saying hi.";
+        assert_eq!(
+            plan_against_task(task, &list(&["new.txt"]), &existing),
+            None
+        );
+        assert!(plan_against_task(task, &list(&["strings.py"]), &existing).is_some());
+    }
+
+    #[test]
+    fn a_write_that_throws_most_of_a_file_away_is_put_back_unless_asked_for() {
+        let old = "# Usage\n\nRun `notes add TEXT`.\nRun `notes rm N`.\nRun `notes ls`.\n";
+        let note = write_against_task("Add a line on list", "docs/usage.md", old, "notes list")
+            .expect("put back");
+        assert!(note.contains("keeps 0 of its 4 lines"), "{note}");
+        let whole = format!("{old}Run `notes list`.\n");
+        assert_eq!(write_against_task("Add a line", "u.md", old, &whole), None);
+        assert_eq!(
+            write_against_task("Rewrite u.md as one line", "u.md", old, "x"),
+            None
+        );
+        assert_eq!(write_against_task("Add", "u.md", "a\nb\n", "x"), None);
+    }
+}
