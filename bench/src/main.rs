@@ -76,6 +76,10 @@ struct Args {
     /// request to the model and its reply whole.
     #[arg(long)]
     suite_logs: Option<PathBuf>,
+    /// With --model-suite: a llama.cpp server already running at this URL
+    /// (e.g. a recording proxy in front of the kit's) instead of the kit's.
+    #[arg(long)]
+    model_base_url: Option<String>,
     /// The real-model kit's folder [default: ../shared/tools/real-model
     /// beside the checkout]. The model section runs in full mode (not
     /// --quick) where the kit is set up.
@@ -174,6 +178,7 @@ async fn main() -> anyhow::Result<()> {
             args.against.as_deref(),
             &args.suite_tasks,
             args.suite_logs.as_deref(),
+            args.model_base_url.as_deref(),
         )
         .await;
     }

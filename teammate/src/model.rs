@@ -321,13 +321,36 @@ impl ModelDriver {
                 // Only the workspace's own files: not hidden, not reached
                 // through a link.
                 let files = self.known.tree.as_ref().map(|t| &t.files);
-                offer::lines_of(
+                let mut lines = offer::lines_of(
                     root,
                     self.known
                         .granted
                         .iter()
                         .filter(|p| files.is_some_and(|f| f.contains(*p))),
-                )
+                );
+                // Where the task's words point at lines, an edit is of
+                // those (or the line after one that is indented deeper: a
+                // function's body).
+                let indent = |l: &str| l.len() - l.trim_start().len();
+                for lines in lines.values_mut() {
+                    let pointed = task_check::lines_for_task(&self.task, lines);
+                    if pointed.is_empty() {
+                        continue;
+                    }
+                    let near: Vec<String> = lines
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, l)| {
+                            pointed.contains(&l.as_str())
+                                || (*i > 0
+                                    && pointed.contains(&lines[i - 1].as_str())
+                                    && indent(l) > indent(&lines[i - 1]))
+                        })
+                        .map(|(_, l)| l.clone())
+                        .collect();
+                    *lines = near;
+                }
+                lines
             }
             _ => Default::default(),
         };

@@ -197,9 +197,11 @@ pub(crate) async fn run(
     Ok((run, workspace))
 }
 
-/// The kit's model server, started on a free port and stopped when dropped.
+/// The kit's model server, started on a free port and stopped when dropped
+/// (or one already running, left as it is).
 pub(crate) struct Kit {
-    dir: PathBuf,
+    /// The kit's folder, where this started the server.
+    dir: Option<PathBuf>,
     port: u16,
     pub(crate) base_url: String,
 }
@@ -237,9 +239,23 @@ impl Kit {
             );
         }
         Ok(Self {
-            dir,
+            dir: Some(dir),
             port,
             base_url: format!("http://127.0.0.1:{port}/v1"),
+        })
+    }
+
+    /// A llama.cpp server already running at `base_url` on loopback (a
+    /// recording proxy in front of the kit's, say).
+    pub(crate) fn running(base_url: &str) -> anyhow::Result<Self> {
+        let url = reqwest::Url::parse(base_url).context("--model-base-url")?;
+        let port = url
+            .port_or_known_default()
+            .context("--model-base-url names no port")?;
+        Ok(Self {
+            dir: None,
+            port,
+            base_url: base_url.trim_end_matches('/').to_owned(),
         })
     }
 
@@ -279,8 +295,10 @@ impl Kit {
 
 impl Drop for Kit {
     fn drop(&mut self) {
-        let _ = std::process::Command::new(self.dir.join("stop.sh"))
-            .arg(self.port.to_string())
-            .status();
+        if let Some(dir) = &self.dir {
+            let _ = std::process::Command::new(dir.join("stop.sh"))
+                .arg(self.port.to_string())
+                .status();
+        }
     }
 }

@@ -31,16 +31,18 @@ pub(crate) async fn measure(
     against: Option<&Path>,
     only: &[String],
     logs: Option<&Path>,
+    base_url: Option<&str>,
 ) -> anyhow::Result<()> {
     if let Some(dir) = logs {
         std::fs::create_dir_all(dir)?;
     }
-    let Some(dir) = Kit::find(kit) else {
+    let dir = Kit::find(kit);
+    if dir.is_none() && base_url.is_none() {
         anyhow::bail!(
             "--model-suite needs the real-model kit: run ../shared/tools/real-model/setup.sh, \
-             or pass --model-kit DIR"
+             or pass --model-kit DIR (or --model-base-url URL of a server already running)"
         );
-    };
+    }
     let mut builds = vec![("this build", Build::this()?)];
     if let Some(old) = against {
         builds.push(("--against", Build::at(old)?));
@@ -50,7 +52,11 @@ pub(crate) async fn measure(
         .filter(|t| only.is_empty() || only.iter().any(|o| t.name.starts_with(o.as_str())))
         .collect();
     anyhow::ensure!(!chosen.is_empty(), "--suite-tasks matches no task");
-    let kit = Kit::start(dir)?;
+    let kit = match (base_url, dir) {
+        (Some(url), _) => Kit::running(url)?,
+        (None, Some(dir)) => Kit::start(dir)?,
+        (None, None) => unreachable!("checked above"),
+    };
     let mut outcomes = Vec::new();
     for (i, task) in chosen.iter().enumerate() {
         let order: Vec<usize> = if i % 2 == 0 {

@@ -63,6 +63,15 @@ impl ModelDriver {
             text.push_str(&format!(
                 "\n[the file {path} now]\n{content}\n[end of {path}]"
             ));
+            let lines = self.known.lines.get(path).map(Vec::as_slice).unwrap_or_default();
+            let pointed = super::task_check::lines_for_task(&self.task, lines);
+            if !pointed.is_empty() {
+                let pointed: Vec<String> = pointed.iter().map(|l| format!("`{}`", l.trim())).collect();
+                text.push_str(&format!(
+                    "\nThe lines of {path} your task is about: {}",
+                    pointed.join(", ")
+                ));
+            }
         }
         (!text.is_empty()).then_some(text)
     }

@@ -149,8 +149,9 @@ impl ModelDriver {
             "Your plan was approved with mode {mode}. You may write: {paths}. The \
              tools write_file, edit_file and run_command are now available, and \
              submit_plan is not. Carry out the plan now for your task ({task}): call \
-             write_file with `path` and `content` for each file. When the work is \
-             done, call done with a short summary.",
+             write_file with `path` and `content` for a new file, edit_file with `old` \
+             and `new` to change a file that exists. When the work is done, call done \
+             with a short summary.",
             task = limits::cut(&self.task, 1_000),
             paths = if write_paths.is_empty() {
                 "the files your plan names".to_owned()

@@ -41,6 +41,40 @@ pub(super) fn named_paths(task: &str, existing: &BTreeSet<String>) -> Vec<String
     paths
 }
 
+/// Words that make the path after them one the task only reads.
+const READS: &[&str] = &["read", "run", "copy", "from", "imports", "import", "see"];
+
+/// Words passed over on the way back from a path to what it is for.
+const LINKS: &[&str] = &["and", "the", "file", "files", "then"];
+
+/// The paths of `named` (as [`named_paths`] found them in `task`) that the
+/// task only reads: right after `read`, `run`, `copy`, `from` (or after
+/// another such path and `and`).
+pub(super) fn read_only(task: &str, named: &[String]) -> Vec<String> {
+    let words: Vec<String> = task
+        .split(|c: char| c.is_whitespace() || ",;:()[]{}\"'`<>!?*".contains(c))
+        .map(|w| w.trim_end_matches('.').trim_start_matches("./").to_owned())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut only_read: Vec<String> = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        if !named.contains(word) {
+            continue;
+        }
+        let before = words[..i]
+            .iter()
+            .rev()
+            .find(|w| !LINKS.contains(&w.to_lowercase().as_str()) && !w.starts_with("python"));
+        let reads = before.is_some_and(|w| {
+            READS.contains(&w.to_lowercase().as_str()) || only_read.contains(w)
+        });
+        if reads && !only_read.contains(word) {
+            only_read.push(word.clone());
+        }
+    }
+    only_read
+}
+
 /// Whether `task` mentions `path`: by path, or by its file name.
 fn mentions(task: &str, path: &str) -> bool {
     let task = task.to_lowercase();
@@ -60,7 +94,13 @@ pub(super) fn plan_against_task(
     existing: &BTreeSet<String>,
 ) -> Option<String> {
     let files: Vec<&str> = files.iter().map(|f| f.trim_start_matches("./")).collect();
-    let named = named_paths(task, existing);
+    let all_named = named_paths(task, existing);
+    let only_read = read_only(task, &all_named);
+    // A file the task only reads counts as one it does not ask to change.
+    let named: Vec<String> = all_named
+        .into_iter()
+        .filter(|p| !only_read.contains(p))
+        .collect();
     let mut facts = Vec::new();
     let new: Vec<&str> = named
         .iter()
@@ -87,11 +127,13 @@ pub(super) fn plan_against_task(
     let unasked: Vec<&str> = files
         .iter()
         .copied()
-        .filter(|f| existing.contains(*f) && !mentions(task, f))
+        .filter(|f| {
+            existing.contains(*f) && (!mentions(task, f) || only_read.iter().any(|r| r == f))
+        })
         .collect();
     if !unasked.is_empty() {
         facts.push(format!(
-            "your plan would change {}, which your task does not mention",
+            "your plan would change {}, which your task does not ask to change",
             unasked.join(", ")
         ));
     }
@@ -156,6 +198,57 @@ pub(super) fn write_against_task(task: &str, path: &str, old: &str, new: &str) -
     ))
 }
 
+/// Words of a task too common to point at a line.
+const COMMON: &[&str] = &[
+    "add", "and", "change", "create", "file", "for", "from", "function", "instead", "into",
+    "its", "line", "new", "one", "so", "that", "the", "then", "this", "with", "saying", "returns",
+    "make", "named", "also", "end", "text", "every",
+];
+
+/// The lines of a file (`lines`) that share the most words with `task`
+/// (not counting common words and the paths it names), at most three, in
+/// the file's order: where an edit for the task most likely goes.
+pub(super) fn lines_for_task<'a>(task: &str, lines: &'a [String]) -> Vec<&'a str> {
+    let words = |text: &str| -> BTreeSet<String> {
+        text.split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| w.len() >= 3 || w.chars().all(|c| c.is_ascii_digit()) && !w.is_empty())
+            .map(str::to_lowercase)
+            .filter(|w| !COMMON.contains(&w.as_str()))
+            .collect()
+    };
+    let named: BTreeSet<String> = named_paths(task, &BTreeSet::new())
+        .iter()
+        .flat_map(|p| words(p))
+        .collect();
+    let asked: BTreeSet<String> = words(task).difference(&named).cloned().collect();
+    // What the task quotes ("Hello, {name}!", `pool`) points hardest.
+    let quoted: BTreeSet<String> = task
+        .split(['"', '`'])
+        .skip(1)
+        .step_by(2)
+        .flat_map(words)
+        .collect();
+    let scored: Vec<(usize, &str)> = lines
+        .iter()
+        .map(|l| {
+            let shared = words(l);
+            let score = shared.intersection(&asked).count()
+                + 2 * shared.intersection(&quoted).count();
+            (score, l.as_str())
+        })
+        .collect();
+    let best = scored.iter().map(|(score, _)| *score).max().unwrap_or(0);
+    if best == 0 {
+        return Vec::new();
+    }
+    scored
+        .into_iter()
+        .filter(|(score, _)| *score == best)
+        .map(|(_, line)| line)
+        .take(3)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,6 +289,7 @@ mod tests {
             "{note}"
         );
         assert!(note.contains("would change src/main.rs"), "{note}");
+        assert!(note.contains("does not ask to change"), "{note}");
         assert!(note.contains(r#"files: ["hello.txt"]"#), "{note}");
         assert_eq!(
             plan_against_task(task, &list(&["hello.txt"]), &existing),
@@ -229,6 +323,23 @@ mod tests {
             None
         );
         assert!(plan_against_task(task, &list(&["strings.py"]), &existing).is_some());
+    }
+
+    #[test]
+    fn the_lines_a_task_points_to_are_those_sharing_most_of_its_words() {
+        let lines = list(&[
+            "/// The greeting for `name`.",
+            "pub fn greet(name: &str) -> String {",
+            "    format!(\"Hello, {name}!\")",
+            "pool = 5",
+        ]);
+        let task = "In src/lib.rs, change greet so that it returns \"Hi, {name}!\" instead of \"Hello, {name}!\".";
+        assert_eq!(lines_for_task(task, &lines), vec!["    format!(\"Hello, {name}!\")"]);
+        assert_eq!(
+            lines_for_task("In config.toml, change the database pool from 5 to 10.", &lines),
+            vec!["pool = 5"]
+        );
+        assert!(lines_for_task("Add a section named License.", &lines).is_empty());
     }
 
     #[test]
