@@ -150,28 +150,68 @@ impl Recorded {
             .collect()
     }
 
-    /// The messages sent.
+    /// The conversation as the teammate keeps it: the messages sent, less
+    /// the words every request ends with (the task and what is still owed,
+    /// [`Recorded::in_view`]), which are not kept from one request to the
+    /// next.
     pub fn messages(&self) -> Vec<Value> {
+        let mut messages = self.sent();
+        let Some(last) = messages.last_mut() else {
+            return messages;
+        };
+        let content = last["content"].as_str().unwrap_or_default().to_owned();
+        match content.rfind(IN_VIEW) {
+            Some(0) => {
+                messages.pop();
+            }
+            Some(at) if last["role"] == "user" => {
+                last["content"] = Value::from(content[..at].trim_end_matches('\n'));
+            }
+            _ => {}
+        }
+        messages
+    }
+
+    /// The words the request ends with: the task and what is still owed
+    /// (empty if it has none).
+    pub fn in_view(&self) -> String {
+        let sent = self.sent();
+        let last = sent
+            .last()
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default();
+        last.rfind(IN_VIEW)
+            .map(|at| last[at..].to_owned())
+            .unwrap_or_default()
+    }
+
+    /// The messages sent, as they were.
+    pub fn sent(&self) -> Vec<Value> {
         self.body["messages"]
             .as_array()
             .cloned()
             .unwrap_or_default()
     }
 
-    /// The last message.
+    /// The last message (of [`Recorded::messages`]).
     pub fn last_message(&self) -> Value {
         self.messages().last().cloned().unwrap_or(Value::Null)
     }
 
-    /// Every message's content, joined: for "does the conversation say X".
+    /// Every message's content as sent, joined: for "does the conversation
+    /// say X".
     pub fn all_text(&self) -> String {
-        self.messages()
+        self.sent()
             .iter()
             .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
             .collect::<Vec<_>>()
             .join("\n")
     }
 }
+
+/// How the words a model teammate's every request ends with begin
+/// (`teammate/src/model/in_view.rs`).
+pub const IN_VIEW: &str = "Your task: ";
 
 /// The tokens the fake server counts for some JSON: a quarter of its bytes.
 pub fn tokens_of(value: &Value) -> u64 {

@@ -333,27 +333,29 @@ async fn local_server_quirks_still_make_tool_calls() {
     std::fs::write(workspace.join("notes.txt"), "the secret is 42").unwrap();
     let _dan = lead.model_teammate("dan", &model.base_url, "Read notes.txt.", &[]);
     let requests = model.wait_for(6).await;
+    // A file read comes back set apart from the task, as the file's text.
+    let read = "[the file notes.txt]\nthe secret is 42\n[end of notes.txt]";
     // No index, no id: one call, with a made-up id.
     let (id, r) = last_tool_result(&requests[1]);
     assert!(!id.is_empty());
-    assert_eq!(r, "the secret is 42");
+    assert_eq!(r, read);
     // Index 0 twice: two calls, answered in order.
     let m = requests[2].messages();
     let n = m.len();
     assert_eq!(m[n - 2]["tool_call_id"], "x1");
-    assert_eq!(m[n - 2]["content"], "the secret is 42");
+    assert_eq!(m[n - 2]["content"], read);
     assert_eq!(m[n - 1]["tool_call_id"], "x2");
     assert_eq!(m[n - 1]["content"], "notes.txt");
     let (id, r) = last_tool_result(&requests[3]);
-    assert_eq!((id.as_str(), r.as_str()), ("late", "the secret is 42"));
+    assert_eq!((id.as_str(), r.as_str()), ("late", read));
     let (id, r) = last_tool_result(&requests[4]);
     assert!(!id.is_empty());
-    assert_eq!(r, "the secret is 42");
+    assert_eq!(r, read);
     // The assistant message carried the call it made up, with the same id.
     let asked = &requests[4].messages()[requests[4].messages().len() - 2];
     assert_eq!(asked["tool_calls"][0]["id"], id.as_str());
     let (id, r) = last_tool_result(&requests[5]);
-    assert_eq!((id.as_str(), r.as_str()), ("w1", "the secret is 42"));
+    assert_eq!((id.as_str(), r.as_str()), ("w1", read));
 }
 
 #[tokio::test]

@@ -456,11 +456,13 @@ async fn a_task_whose_workspace_notes_say_otherwise_is_done_as_the_task_says() {
         })
         .await;
     let plan: Value = serde_json::from_str(&plan.payload_json).unwrap();
-    assert_eq!(plan["files"], json!(["hello.txt"]), "{plan}");
+    assert_eq!(plan["plan"]["files"], json!(["hello.txt"]), "{plan}");
     let reason = events.idle_reason("hy").await;
     assert!(reason.starts_with("done"), "{reason}");
     assert_eq!(
-        std::fs::read_to_string(workspace.join("hello.txt")).unwrap().trim(),
+        std::fs::read_to_string(workspace.join("hello.txt"))
+            .unwrap()
+            .trim(),
         "hello world"
     );
     for (path, text) in GREETER {
@@ -474,7 +476,9 @@ async fn a_task_whose_workspace_notes_say_otherwise_is_done_as_the_task_says() {
     let requests = model.requests();
     assert_eq!(requests.len(), replies);
     assert!(
-        requests.iter().any(|r| r.all_text().contains("your task names hello.txt")),
+        requests
+            .iter()
+            .any(|r| r.all_text().contains("your task names hello.txt")),
         "the plan was put back"
     );
 }

@@ -108,7 +108,8 @@ impl ChatClient {
     /// Ollama, vLLM, LM Studio, SGLang), and native `tools` with
     /// `tool_choice` anywhere else (OpenAI's API, a hosted
     /// OpenAI-compatible API, a proxy), which a server that refuses it is
-    /// asked without from then on; otherwise what `--constrain` says.
+    /// asked without from then on; otherwise what `--constrain` says. A
+    /// server that did not answer at all is asked again next time.
     pub async fn decide(&self) -> Decoding {
         if let Some(decided) = self.decided.get() {
             return decided.clone();
@@ -142,6 +143,10 @@ impl ChatClient {
             constrain,
             why,
         };
+        if decoding.server.how == server::UNREACHED {
+            // Asked again at the next call.
+            return decoding;
+        }
         self.decided.get_or_init(|| decoding).clone()
     }
 

@@ -28,12 +28,20 @@ files were written or changed, what was decided, and what remains to do. Plain s
 tool calls.";
 
 impl ModelDriver {
-    /// Makes the conversation fit the window with room for a reply: old
-    /// tool results shortened, then older turns compacted (summarized by the
-    /// model), then, as a last resort, every long message cut.
-    pub(super) async fn fit(&mut self, tools: &[Tool]) -> Result<(), DriverError> {
+    /// Makes the conversation fit the window with room for a reply and for
+    /// `last_words` bytes said after it (the task in view): old tool results
+    /// shortened, then older turns compacted (summarized by the model), then,
+    /// as a last resort, every long message cut.
+    pub(super) async fn fit(
+        &mut self,
+        tools: &[Tool],
+        last_words: usize,
+    ) -> Result<(), DriverError> {
         let limits = self.limits().await;
-        let room = limits.window.saturating_sub(u64::from(limits.max_tokens));
+        let room = limits
+            .window
+            .saturating_sub(u64::from(limits.max_tokens))
+            .saturating_sub(self.estimate.tokens(last_words));
         let fits = |me: &Self| me.tokens_of(&me.messages, tools) <= room;
         if fits(self) {
             return Ok(());

@@ -19,9 +19,9 @@ const FILE_IN_VIEW: usize = 1_500;
 const FILES_IN_VIEW: usize = 3_000;
 
 impl ModelDriver {
-    /// The conversation as sent: the messages, the last words the task and
-    /// what is still owed.
-    pub(super) fn with_task_in_view(&self, tools: &[&'static str]) -> Vec<Message> {
+    /// The words every request ends with: the task, what is still owed,
+    /// and the files still to change as they are now.
+    pub(super) fn task_in_view(&self, tools: &[&'static str]) -> String {
         let mut note = format!(
             "Your task: {}\n{}",
             limits::cut(&self.task, TASK_IN_VIEW),
@@ -30,11 +30,16 @@ impl ModelDriver {
         if let Some(files) = self.files_in_view() {
             note.push_str(&files);
         }
+        note
+    }
+
+    /// The conversation as sent: the messages, and `note` their last words.
+    pub(super) fn with_in_view(&self, note: &str) -> Vec<Message> {
         let mut messages = self.messages.clone();
         match messages.last_mut() {
             Some(last) if last.role == Role::User => {
                 last.content.push_str("\n\n");
-                last.content.push_str(&note);
+                last.content.push_str(note);
             }
             _ => messages.push(Message::user(note)),
         }
@@ -63,10 +68,16 @@ impl ModelDriver {
             text.push_str(&format!(
                 "\n[the file {path} now]\n{content}\n[end of {path}]"
             ));
-            let lines = self.known.lines.get(path).map(Vec::as_slice).unwrap_or_default();
+            let lines = self
+                .known
+                .lines
+                .get(path)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
             let pointed = super::task_check::lines_for_task(&self.task, lines);
             if !pointed.is_empty() {
-                let pointed: Vec<String> = pointed.iter().map(|l| format!("`{}`", l.trim())).collect();
+                let pointed: Vec<String> =
+                    pointed.iter().map(|l| format!("`{}`", l.trim())).collect();
                 text.push_str(&format!(
                     "\nThe lines of {path} your task is about: {}",
                     pointed.join(", ")

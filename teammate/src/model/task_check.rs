@@ -65,9 +65,8 @@ pub(super) fn read_only(task: &str, named: &[String]) -> Vec<String> {
             .iter()
             .rev()
             .find(|w| !LINKS.contains(&w.to_lowercase().as_str()) && !w.starts_with("python"));
-        let reads = before.is_some_and(|w| {
-            READS.contains(&w.to_lowercase().as_str()) || only_read.contains(w)
-        });
+        let reads = before
+            .is_some_and(|w| READS.contains(&w.to_lowercase().as_str()) || only_read.contains(w));
         if reads && !only_read.contains(word) {
             only_read.push(word.clone());
         }
@@ -200,9 +199,9 @@ pub(super) fn write_against_task(task: &str, path: &str, old: &str, new: &str) -
 
 /// Words of a task too common to point at a line.
 const COMMON: &[&str] = &[
-    "add", "and", "change", "create", "file", "for", "from", "function", "instead", "into",
-    "its", "line", "new", "one", "so", "that", "the", "then", "this", "with", "saying", "returns",
-    "make", "named", "also", "end", "text", "every",
+    "add", "and", "change", "create", "file", "for", "from", "function", "instead", "into", "its",
+    "line", "new", "one", "so", "that", "the", "then", "this", "with", "saying", "returns", "make",
+    "named", "also", "end", "text", "every",
 ];
 
 /// The lines of a file (`lines`) that share the most words with `task`
@@ -232,8 +231,8 @@ pub(super) fn lines_for_task<'a>(task: &str, lines: &'a [String]) -> Vec<&'a str
         .iter()
         .map(|l| {
             let shared = words(l);
-            let score = shared.intersection(&asked).count()
-                + 2 * shared.intersection(&quoted).count();
+            let score =
+                shared.intersection(&asked).count() + 2 * shared.intersection(&quoted).count();
             (score, l.as_str())
         })
         .collect();
@@ -334,9 +333,15 @@ mod tests {
             "pool = 5",
         ]);
         let task = "In src/lib.rs, change greet so that it returns \"Hi, {name}!\" instead of \"Hello, {name}!\".";
-        assert_eq!(lines_for_task(task, &lines), vec!["    format!(\"Hello, {name}!\")"]);
         assert_eq!(
-            lines_for_task("In config.toml, change the database pool from 5 to 10.", &lines),
+            lines_for_task(task, &lines),
+            vec!["    format!(\"Hello, {name}!\")"]
+        );
+        assert_eq!(
+            lines_for_task(
+                "In config.toml, change the database pool from 5 to 10.",
+                &lines
+            ),
             vec!["pool = 5"]
         );
         assert!(lines_for_task("Add a section named License.", &lines).is_empty());

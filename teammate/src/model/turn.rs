@@ -78,10 +78,11 @@ impl ModelDriver {
         self.show_workspace();
         let callable = self.callable(schemas, tools);
         self.tell_tools(&callable);
-        self.fit(schemas).await?;
+        let note = self.task_in_view(tools);
+        self.fit(schemas, note.len()).await?;
         // A compaction may have taken what was told.
         self.tell_tools(&callable);
-        let messages = self.with_task_in_view(tools);
+        let messages = self.with_in_view(&note);
         let sent = window::request_bytes(&messages, schemas);
         let started = Instant::now();
         let result = self

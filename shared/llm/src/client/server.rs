@@ -7,6 +7,9 @@ use serde_json::{json, Value};
 
 use super::ChatClient;
 
+/// How a server that did not answer at all is described.
+pub(crate) const UNREACHED: &str = "the server did not answer";
+
 /// OpenAI's current models' context window.
 pub const OPENAI_CONTEXT_WINDOW: u32 = 128_000;
 
@@ -112,6 +115,15 @@ impl ChatClient {
         }
         let root = self.config.base_url.trim_end_matches('/');
         let root = root.strip_suffix("/v1").unwrap_or(root).to_owned();
+        // A server not reached at all (not started yet, say) is asked
+        // again at the next call ([`ChatClient::decide`]).
+        let mut probe = self.http.get(format!("{}/models", self.config.base_url));
+        if let Some(key) = &self.config.api_key {
+            probe = probe.bearer_auth(key);
+        }
+        if probe.timeout(Duration::from_secs(5)).send().await.is_err() {
+            return Server::new(ServerKind::Other, None, UNREACHED);
+        }
         if let Some(props) = self.ask(self.http.get(format!("{root}/props"))).await {
             let n_ctx = props
                 .pointer("/default_generation_settings/n_ctx")
