@@ -5,6 +5,7 @@
 use std::fmt;
 
 use crate::error::FieldError;
+use crate::words::{value_of, word_of};
 
 /// The longest `model` kept.
 pub const MODEL_MAX: usize = 256;
@@ -78,19 +79,6 @@ impl Constrain {
     fn parse(word: &str) -> Option<Self> {
         value_of(&CONSTRAINS, word)
     }
-}
-
-/// The word a table gives `value` (every value has one).
-fn word_of<T: Copy + PartialEq>(table: &[(T, &'static str)], value: T) -> &'static str {
-    table
-        .iter()
-        .find(|(v, _)| *v == value)
-        .map_or("", |(_, word)| word)
-}
-
-/// The value a table gives `word`, if any.
-fn value_of<T: Copy>(table: &[(T, &'static str)], word: &str) -> Option<T> {
-    table.iter().find(|(_, w)| *w == word).map(|(v, _)| *v)
 }
 
 /// A table's words, for a message: `a, b or c`.

@@ -48,3 +48,4 @@ pub mod tasks;
 pub mod team;
 pub mod text;
 pub mod usage;
+pub(crate) mod words;

@@ -5,6 +5,7 @@
 use std::fmt;
 
 use crate::error::FieldError;
+use crate::words::{value_of, word_of};
 
 /// The longest `detail` kept.
 pub const DETAIL_MAX: usize = 1024;
@@ -72,19 +73,6 @@ impl Confine {
     fn parse(word: &str) -> Option<Self> {
         value_of(&CONFINES, word)
     }
-}
-
-/// The word a table gives `value` (every value has one).
-fn word_of<T: Copy + PartialEq>(table: &[(T, &'static str)], value: T) -> &'static str {
-    table
-        .iter()
-        .find(|(v, _)| *v == value)
-        .map_or("", |(_, word)| word)
-}
-
-/// The value a table gives `word`, if any.
-fn value_of<T: Copy>(table: &[(T, &'static str)], word: &str) -> Option<T> {
-    table.iter().find(|(_, w)| *w == word).map(|(v, _)| *v)
 }
 
 /// A teammate's sandbox, as it reported it.
