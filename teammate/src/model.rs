@@ -187,8 +187,6 @@ pub struct ModelDriver {
     /// Whether a plan was put back to the model since the last approval
     /// ([`task_check`]).
     plan_put_back: bool,
-    /// The paths whose `write_file` was put back to the model.
-    written_back: std::collections::BTreeSet<String>,
     /// The tools told in the conversation (a schema-constrained request
     /// carries none: see [`ModelDriver::tell_tools`]).
     told_tools: std::collections::BTreeSet<&'static str>,
@@ -248,7 +246,6 @@ impl ModelDriver {
             calling: None,
             workspace_shown: false,
             plan_put_back: false,
-            written_back: Default::default(),
         }
     }
 
@@ -328,27 +325,8 @@ impl ModelDriver {
                         .iter()
                         .filter(|p| files.is_some_and(|f| f.contains(*p))),
                 );
-                // Where the task's words point at lines, an edit is of
-                // those (or the line after one that is indented deeper: a
-                // function's body).
-                let indent = |l: &str| l.len() - l.trim_start().len();
                 for lines in lines.values_mut() {
-                    let pointed = task_check::lines_for_task(&self.task, lines);
-                    if pointed.is_empty() {
-                        continue;
-                    }
-                    let near: Vec<String> = lines
-                        .iter()
-                        .enumerate()
-                        .filter(|(i, l)| {
-                            pointed.contains(&l.as_str())
-                                || (*i > 0
-                                    && pointed.contains(&lines[i - 1].as_str())
-                                    && indent(l) > indent(&lines[i - 1]))
-                        })
-                        .map(|(_, l)| l.clone())
-                        .collect();
-                    *lines = near;
+                    task_check::keep_lines_for_task(&self.task, lines);
                 }
                 lines
             }

@@ -171,7 +171,8 @@ impl ModelDriver {
 impl ModelDriver {
     /// What to put back to the model of a call, held against the task it
     /// was given (not a claimed one, [`task_check`]): a plan once until one
-    /// is approved, a `write_file` once a path.
+    /// is approved, a `write_file` once a path. The workspace's files are
+    /// those listed for the reply ([`ModelDriver::callable`]).
     fn put_back(&mut self, parsed: &Result<Request, String>) -> Option<String> {
         if self.claimed.is_some() {
             return None;
@@ -179,24 +180,23 @@ impl ModelDriver {
         let root = self.workspace.as_deref()?;
         match parsed {
             Ok(Request::Submit(plan)) if !self.plan_put_back => {
-                let tree = super::offer::Tree::of(root)?;
+                let tree = self.known.tree.as_ref()?;
                 let note = task_check::plan_against_task(&self.task, &plan.files, &tree.files)?;
                 self.plan_put_back = true;
                 Some(note)
             }
             Ok(Request::Tool(crate::tools::ToolCall::WriteFile { path, content }))
-                if !self.written_back.contains(path) =>
+                if !self.known.rewrite_put_back.contains(path) =>
             {
                 // Only a file of the workspace's own (not hidden, not
                 // reached through a link) is read here.
-                let tree = super::offer::Tree::of(root)?;
+                let listed = self.known.tree.as_ref()?.files.contains(path);
                 let real = root.join(path);
-                if !tree.files.contains(path) || !std::fs::symlink_metadata(&real).ok()?.is_file() {
+                if !listed || !std::fs::symlink_metadata(&real).ok()?.is_file() {
                     return None;
                 }
                 let old = std::fs::read_to_string(real).ok()?;
                 let note = task_check::write_against_task(&self.task, path, &old, content)?;
-                self.written_back.insert(path.clone());
                 self.known.rewrite_put_back.insert(path.clone());
                 Some(note)
             }

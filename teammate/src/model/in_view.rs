@@ -50,8 +50,9 @@ impl ModelDriver {
     /// small): what an edit must match.
     fn files_in_view(&self) -> Option<String> {
         let root = self.workspace.as_deref()?;
-        // Only the workspace's own files: not hidden, not reached through a link.
-        let tree = super::offer::Tree::of(root)?;
+        // Only the workspace's own files (not hidden, not reached through a
+        // link), as listed for this reply.
+        let tree = self.known.tree.as_ref()?;
         let mut text = String::new();
         for path in self
             .known

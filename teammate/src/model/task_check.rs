@@ -248,6 +248,31 @@ pub(super) fn lines_for_task<'a>(task: &str, lines: &'a [String]) -> Vec<&'a str
         .collect()
 }
 
+/// Narrows `lines` (a file's, in order) to where an edit for `task` goes,
+/// where its words point at lines: those lines, and the line after one
+/// that is indented deeper (a function's body). Unchanged where they
+/// point at none.
+pub(super) fn keep_lines_for_task(task: &str, lines: &mut Vec<String>) {
+    let pointed: Vec<String> = lines_for_task(task, lines)
+        .into_iter()
+        .map(str::to_owned)
+        .collect();
+    if pointed.is_empty() {
+        return;
+    }
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let kept: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| {
+            pointed.contains(l)
+                || (*i > 0 && pointed.contains(&lines[i - 1]) && indent(l) > indent(&lines[i - 1]))
+        })
+        .map(|(_, l)| l.clone())
+        .collect();
+    *lines = kept;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -345,6 +370,26 @@ mod tests {
             vec!["pool = 5"]
         );
         assert!(lines_for_task("Add a section named License.", &lines).is_empty());
+    }
+
+    #[test]
+    fn an_edit_is_narrowed_to_the_lines_pointed_at_and_the_body_below() {
+        let mut lines = list(&[
+            "def shout(s):",
+            "    return s.upper()",
+            "def whisper(s):",
+            "    return s.lower()",
+            "x = 1",
+        ]);
+        keep_lines_for_task("Change whisper so that it adds \"...\"", &mut lines);
+        assert_eq!(lines, list(&["def whisper(s):", "    return s.lower()"]));
+        let mut lines = list(&["a = 1", "b = 2"]);
+        keep_lines_for_task("Add a function reverse(s)", &mut lines);
+        assert_eq!(
+            lines,
+            list(&["a = 1", "b = 2"]),
+            "pointing at none keeps all"
+        );
     }
 
     #[test]
