@@ -1,6 +1,6 @@
 """A real MCP client (the official Python SDK) driving `teammate mcp`.
 
-Started by tests/tests/mcp.rs, which plays the operator against the lead:
+Started by tests/tests/interop/mcp.rs, which plays the operator against the lead:
 this script is the agent. It prints one line per step and fails (exit 1,
 a traceback on stderr) at the first check that does not hold.
 

@@ -1,7 +1,7 @@
 //! What every store must do, as checks each store's tests run: what is
 //! committed is loaded again after reopening, in the order it was made. The
 //! SQLite store and the PostgreSQL store (on a real server) run the same
-//! functions, in `tests/tests/stores.rs`. Test code that imports the
+//! functions, in `tests/tests/stores/stores.rs`. Test code that imports the
 //! stores; the lead's library holds no part of it.
 
 use mesh_core::{

@@ -5,7 +5,7 @@
 //! they have all come under it, so there is no list any more: a file or a
 //! function over the floor fails.)
 //!
-//! `cargo test -p mesh-tests --test sizes -- --nocapture` prints the largest
+//! `cargo test -p mesh-tests --test source -- --nocapture` prints the largest
 //! files and functions.
 
 use std::{

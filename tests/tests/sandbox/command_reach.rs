@@ -1,5 +1,5 @@
 //! What `run_command` can reach without a sandbox (`--sandbox none`, asked
-//! for by name; tests/tests/sandbox.rs has the default), end to end: real
+//! for by name; tests/tests/sandbox/sandbox.rs has the default), end to end: real
 //! `lead` and `teammate` processes over loopback.
 //! A command finds no join token in the teammate's `/proc/PID/environ` or
 //! `cmdline`, whether the token came in the environment or on the command

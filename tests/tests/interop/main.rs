@@ -1,0 +1,11 @@
+//! Other languages and protocols against the lead: A2A through the official
+//! Python SDK, MCP through the official Python client, the Python example
+//! teammate, OpenTelemetry export, and TLS.
+//!
+//! One test binary (`cargo test -p mesh-tests --test interop`), each module linked once.
+
+mod a2a;
+mod mcp;
+mod python;
+mod telemetry;
+mod tls;
