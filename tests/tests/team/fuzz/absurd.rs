@@ -8,7 +8,7 @@ use mesh_tests::{Lead, LeadApi, Member, Operator};
 use shared::pb;
 use tokio::task::JoinHandle;
 
-use crate::{
+use crate::fuzz::{
     report::{status_text, Report},
     rng::{seed, Rng},
 };
@@ -18,8 +18,9 @@ macro_rules! call {
     ($report:expr, $rpc:literal, $client:expr, $method:ident, $request:expr) => {{
         let request = $request;
         let input = request.clone();
-        let result = tokio::time::timeout($crate::CALL_TIMEOUT, $client.$method(request)).await;
-        $report.typed($rpc, || $crate::report::shown(&input), result)
+        let result =
+            tokio::time::timeout($crate::fuzz::CALL_TIMEOUT, $client.$method(request)).await;
+        $report.typed($rpc, || $crate::fuzz::report::shown(&input), result)
     }};
 }
 

@@ -11,7 +11,7 @@ use shared::pb;
 use tokio::time::error::Elapsed;
 use tonic::{client::Grpc, Code, Status};
 
-use crate::{
+use crate::fuzz::{
     crafted::{crafted, Case, Expect},
     random_messages::{mutate, random_message},
     raw::raw_call,

@@ -3,7 +3,7 @@
 //! UTF-8, unknown and out-of-range field numbers, wire-type mismatches), with
 //! what the lead must answer each with.
 
-use crate::{
+use crate::fuzz::{
     schema::{Field, Kind, Schema},
     wire::{
         delimited, key, nested_delimited, nested_groups, raw_field, varint, varint_field,

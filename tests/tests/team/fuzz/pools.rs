@@ -4,7 +4,7 @@
 
 use mesh_core::limits;
 
-use crate::rng::Rng;
+use crate::fuzz::rng::Rng;
 
 /// Strings no sane client sends.
 pub(crate) fn weird() -> Vec<String> {

@@ -1,7 +1,7 @@
 //! Part 1's random cases: randomised well-formed messages of any request
 //! type, and random edits of them.
 
-use crate::{
+use crate::fuzz::{
     rng::Rng,
     schema::{Kind, Schema},
     wire::{delimited, raw_field, varint_field, FIXED32, FIXED64},

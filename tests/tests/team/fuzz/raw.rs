@@ -9,7 +9,7 @@ use tonic::{
     Status,
 };
 
-use crate::schema::Rpc;
+use crate::fuzz::schema::Rpc;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct RawCodec;

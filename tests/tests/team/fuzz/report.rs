@@ -7,7 +7,7 @@ use mesh_tests::{within, Lead, Operator};
 use shared::pb;
 use tonic::{Code, Status};
 
-use crate::CALL_TIMEOUT;
+use crate::fuzz::CALL_TIMEOUT;
 
 /// Whether `code` is an answer the lead may give to any input.
 pub(crate) fn clean(code: Code) -> bool {

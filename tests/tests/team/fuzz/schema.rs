@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use shared::pb;
 
-use crate::wire::{read_fields, text_of, Value};
+use crate::fuzz::wire::{read_fields, text_of, Value};
 
 /// What a field holds on the wire.
 #[derive(Debug, Clone)]

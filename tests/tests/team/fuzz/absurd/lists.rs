@@ -5,7 +5,7 @@ use mesh_core::limits;
 use shared::pb;
 
 use super::Absurd;
-use crate::pools::{around, page_tokens, weird, ENUMS, PAGE_SIZES};
+use crate::fuzz::pools::{around, page_tokens, weird, ENUMS, PAGE_SIZES};
 
 impl Absurd {
     /// ListTeam and ListRequests by absurd pages and filters, GetRequest of

@@ -5,7 +5,7 @@ use mesh_core::limits;
 use shared::pb;
 
 use super::{throwaway, Absurd};
-use crate::pools::{around, names, times, weird, weird_some};
+use crate::fuzz::pools::{around, names, times, weird, weird_some};
 
 /// A shutdown request for `target`.
 fn shutdown(target: &str) -> pb::ShutdownRequest {

@@ -5,7 +5,7 @@ use mesh_core::limits;
 use shared::pb;
 
 use super::{text, Absurd};
-use crate::pools::{around, names, weird, SEQS};
+use crate::fuzz::pools::{around, names, weird, SEQS};
 
 impl Absurd {
     /// Join: absurd names, and absurd roles.

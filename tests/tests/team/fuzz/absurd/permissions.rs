@@ -5,7 +5,7 @@ use mesh_core::limits;
 use shared::pb;
 
 use super::Absurd;
-use crate::pools::{around, json_args, weird};
+use crate::fuzz::pools::{around, json_args, weird};
 
 impl Absurd {
     /// RequestPermission with absurd tools, JSON and ids; each permission

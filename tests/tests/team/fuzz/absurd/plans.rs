@@ -4,7 +4,7 @@ use mesh_core::limits;
 use shared::pb;
 
 use super::{plan, Absurd};
-use crate::pools::{around, globs, times, weird, ENUMS};
+use crate::fuzz::pools::{around, globs, times, weird, ENUMS};
 
 /// Reviews with absurd grants (modes, write paths, expiry times) and absurd
 /// feedback, for plans yet to be submitted.

@@ -3,7 +3,7 @@
 use shared::pb;
 
 use super::{text, Absurd};
-use crate::{
+use crate::fuzz::{
     pools::{absurd_text, times, ENUMS, PAGE_SIZES, SEQS},
     RANDOM_TYPED,
 };

@@ -8,7 +8,7 @@ use mesh_tests::Lead;
 use shared::pb;
 
 use super::Absurd;
-use crate::pools::{around, names, weird_some};
+use crate::fuzz::pools::{around, names, weird_some};
 
 /// The teammate every request names: it exits at once.
 const TRUE_BIN: &str = "/bin/true";

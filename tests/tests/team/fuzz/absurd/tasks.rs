@@ -6,7 +6,7 @@ use mesh_core::limits;
 use shared::pb;
 
 use super::{plan, Absurd};
-use crate::pools::{around, globs, page_tokens, weird, ENUMS, PAGE_SIZES};
+use crate::fuzz::pools::{around, globs, page_tokens, weird, ENUMS, PAGE_SIZES};
 
 /// A task: a plain one, then `edit`ed.
 fn task(edit: &dyn Fn(&mut pb::CreateTaskRequest)) -> pb::CreateTaskRequest {
