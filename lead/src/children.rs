@@ -14,8 +14,7 @@ use crate::group::Session;
 
 mod orphans;
 
-pub use orphans::reap_inherited;
-pub(crate) use orphans::{hand_on as hand_on_orphans, left_running};
+pub(crate) use orphans::left_running;
 
 /// What a spawned teammate gets of the lead's environment (with every
 /// `LC_*`): what a process needs to run, find its tools and certificates,

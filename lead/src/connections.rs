@@ -80,9 +80,12 @@ impl Speaks {
 }
 
 /// Accepts connections from `listener` within `limits`, with TLS if
-/// `tls` is given, on a task of its own; they arrive on the receiver.
+/// `tls` is given, on a task of its own; they arrive on the receiver. The
+/// listener is shared: once the receiver is dropped the task stops
+/// accepting, and whoever serves next (a lead that stepped down, standing
+/// by) accepts from the same socket.
 pub fn incoming(
-    listener: TcpListener,
+    listener: Arc<TcpListener>,
     limits: ConnLimits,
     tls: Option<TlsAcceptor>,
     speaks: Speaks,
@@ -98,7 +101,7 @@ pub fn incoming(
 /// cap is closed at once. Errors accepting one connection (the peer reset
 /// it, the process is out of descriptors) are logged and skipped.
 async fn accept_loop(
-    listener: TcpListener,
+    listener: Arc<TcpListener>,
     permits: Arc<Semaphore>,
     limits: ConnLimits,
     tls: Option<TlsAcceptor>,
@@ -111,8 +114,8 @@ async fn accept_loop(
     loop {
         // Once the server takes no more, this stops accepting at once: a
         // connection accepted now would only be reset, where in the backlog
-        // it waits for whoever listens next (a lead that stepped down hands
-        // its socket on).
+        // it waits for whoever accepts next (the same lead, stepped down and
+        // standing by).
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = tx.closed() => return,

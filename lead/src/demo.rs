@@ -164,7 +164,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
     };
     let server = tokio::spawn(crate::run(
         server::Listeners {
-            grpc: listener,
+            grpc: std::sync::Arc::new(listener),
             console: None,
             tls: None,
         },

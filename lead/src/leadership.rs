@@ -7,9 +7,10 @@
 //! renews the lease. It *steps down* when it loses the lease (another lead
 //! took it, or no renewal succeeded within the renew deadline on the
 //! monotonic clock) or when a commit fails (fenced, or the database gone):
-//! it says so and starts again, in the same process, as a standby. On
-//! SIGTERM or SIGINT it resigns, so a standby takes over at once, and exits;
-//! the teammates it spawned keep running and rejoin the new lead.
+//! it says so and stands by again, in the same process, on the same
+//! listening sockets (nothing is started again). On SIGTERM or SIGINT it
+//! resigns, so a standby takes over at once, and exits; the teammates it
+//! spawned keep running and rejoin the new lead.
 
 use std::{
     future::Future,
@@ -37,12 +38,10 @@ enum Ending {
 }
 
 mod keeper;
-mod sockets;
 mod standby;
 mod standing;
 
 pub use shared::leads::LEADER_KEY;
-pub use sockets::{inherited, keep as keep_listening, Socket};
 pub use standing::{Role, Standing, EPOCH_KEY, EXPIRES_KEY, ROLE_KEY};
 
 /// What a lead on PostgreSQL is asked to be.
@@ -91,7 +90,7 @@ pub struct Leading {
 
 /// Where a standby answers: gRPC calls on `grpc`, page loads on `console`
 /// (if the lead has one), with TLS if it is on.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct Answering<'a> {
     /// gRPC.
     pub grpc: &'a TcpListener,
@@ -188,19 +187,23 @@ impl Leading {
     /// Serves with `run` (the lead, given the future that says how it is
     /// to stop) until the lease is lost, a commit fails, or `stop` (a
     /// signal): then the lead steps down (every stream ends UNAVAILABLE,
-    /// the children keep running) and this lead either stands by again or,
-    /// on a signal, resigns the lease and exits.
+    /// the children keep running) and says how it ended: on a signal the
+    /// lease is let go ([`Served::Resigned`]); otherwise this lead stands
+    /// by again, in this process, on the same sockets ([`Served::SteppedDown`]).
     pub async fn serve<E, R>(
         self,
         run: impl FnOnce(Pin<Box<dyn Future<Output = Stop> + Send>>) -> R,
         stop: impl Future<Output = ()> + Send + 'static,
-    ) -> !
+    ) -> Served
     where
         E: std::fmt::Display,
         R: Future<Output = Result<(), E>>,
     {
         let Leading {
-            epoch, mut keeper, ..
+            plan,
+            epoch,
+            mut keeper,
+            standing,
         } = self;
         let ending: Arc<Mutex<Option<Ending>>> = Arc::default();
         let asked = Arc::new(tokio::sync::Notify::new());
@@ -237,8 +240,8 @@ impl Leading {
                 () = bounded => Ok(()),
             }
         };
-        // The keeper's thread says when the lease is lost; the lead goes on
-        // holding the keeper, to stop it (and resign) however serving ends.
+        // The keeper says when the lease is lost; the lead goes on holding
+        // the keeper, to stop it (and resign) however serving ends.
         let result = {
             tokio::pin!(serving);
             tokio::select! {
@@ -250,16 +253,15 @@ impl Leading {
             }
         };
         let end = ending.lock().ok().and_then(|mut e| e.take());
-        match (end, result) {
+        let why = match (end, result) {
             (Some(Ending::Signal), _) => {
                 said_resigned(epoch, keeper.stop(true).await);
-                // At once, before anything of the lead is dropped: the
-                // teammates it spawned keep running for the next lead.
-                use std::io::Write as _;
-                let _ = std::io::stdout().flush();
-                std::process::exit(0)
+                return Served::Resigned;
             }
-            (Some(Ending::Lost(why)), _) => step_down(&why),
+            (Some(Ending::Lost(why)), _) => {
+                let _ = keeper.stop(false).await;
+                why
+            }
             (None, ended) => {
                 // It stopped serving of itself (a commit failed, or the
                 // server ended): the lease goes at once, not in a lapse.
@@ -267,9 +269,46 @@ impl Leading {
                     .err()
                     .unwrap_or_else(|| "the lead stopped serving".into());
                 said_resigned(epoch, keeper.stop(true).await);
-                step_down(&why)
+                why
             }
-        }
+        };
+        println!("stepped down: {why}; standing by again");
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        standing.send_modify(|s| {
+            s.role = Role::Standby;
+            s.leader_url.clear();
+            s.leader_console.clear();
+        });
+        Served::SteppedDown(Standby { plan, standing })
+    }
+}
+
+/// How serving as the active lead ended.
+#[derive(Debug)]
+pub enum Served {
+    /// A stop signal: the lease was let go, a standby takes over, and this
+    /// lead is to exit (the teammates it spawned keep running).
+    Resigned,
+    /// The lease was lost, or a commit failed: nothing of the active lead
+    /// (its hub, its streams, its connections) goes on, and this lead
+    /// stands by again. The teammates it spawned keep running and rejoin
+    /// whoever leads.
+    SteppedDown(Standby),
+}
+
+/// A lead that stepped down: what it needs to wait for the lease again.
+#[derive(Debug)]
+pub struct Standby {
+    plan: Plan,
+    standing: watch::Sender<Standing>,
+}
+
+impl Standby {
+    /// Waits, answering on `at`, until this lead holds the lease again
+    /// (`None`: a stop signal came first).
+    pub async fn acquire(self, at: Answering<'_>, stop: watch::Receiver<bool>) -> Option<Leading> {
+        acquire(self.plan, at, self.standing, stop).await
     }
 }
 
@@ -282,22 +321,4 @@ fn said_resigned(epoch: i64, resigned: Option<Result<(), StoreError>>) {
         }
         None => {}
     }
-}
-
-/// Stops leading and starts again as a standby, in this process: nothing of
-/// the active lead (its hub, its streams, its connections) goes on. The
-/// teammates it spawned keep running and rejoin whoever leads.
-fn step_down(why: &str) -> ! {
-    use std::{io::Write as _, os::unix::process::CommandExt as _};
-    println!("stepped down: {why}; starting again as a standby");
-    let _ = std::io::stdout().flush();
-    let mut again = std::process::Command::new("/proc/self/exe");
-    again.args(std::env::args_os().skip(1));
-    // Across the exec (only): the sockets go on listening, and the
-    // children left running are reaped by the process that follows.
-    sockets::hand_on(&mut again);
-    crate::children::hand_on_orphans(&mut again);
-    let err = again.exec();
-    eprintln!("could not start again as a standby: {err}");
-    std::process::exit(1);
 }

@@ -1,7 +1,7 @@
 //! The lead's server: `mesh.v1.Lead`, `mesh.v1.Operator`, health and
 //! reflection on one port, until a shutdown signal.
 
-use std::{convert::Infallible, future::Future, net::SocketAddr, time::Duration};
+use std::{convert::Infallible, future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use hyper_util::{
     rt::{TokioIo, TokioTimer},
@@ -96,12 +96,12 @@ pub enum ServeError {
 }
 
 /// Where the lead listens.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Listeners {
     /// gRPC (HTTP/2).
-    pub grpc: TcpListener,
+    pub grpc: Arc<TcpListener>,
     /// The web console (HTTP/1.1), if it is on.
-    pub console: Option<tokio::net::TcpListener>,
+    pub console: Option<Arc<TcpListener>>,
     /// TLS for both, if it is on.
     pub tls: Option<ServerTls>,
 }

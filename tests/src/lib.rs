@@ -72,7 +72,8 @@ pub async fn within<T>(what: &str, future: impl std::future::Future<Output = T>)
 }
 
 /// The directory holding the built `lead` and `teammate` binaries, building
-/// them first if they are missing or older than this test binary's build.
+/// them first if they are missing or older than this test binary's build
+/// (the lead with its `faults` feature, the fault tests' hooks).
 /// `MESH_TEST_BIN_DIR` names another directory of built binaries instead
 /// (an older commit's, say, to see a new test fail against it).
 pub fn bin_dir() -> &'static Path {
@@ -104,6 +105,9 @@ pub fn bin_dir() -> &'static Path {
                 "lead",
                 "-p",
                 "teammate",
+                // The fault tests' hooks (a landing stopped at a chosen point).
+                "--features",
+                "lead/faults",
                 "--manifest-path",
             ])
             .arg(&manifest);

@@ -325,22 +325,17 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     let tls = server_tls(&args)?;
     exposed("--listen", args.listen, tls.is_some(), args.insecure)?;
     let console_addr = console_addr(&args, tls.is_some())?;
-    crate::children::reap_inherited();
-    let listener = match leadership::inherited(leadership::Socket::Grpc) {
-        Some(listener) => tokio::net::TcpListener::from_std(listener)?,
-        None => server::bind(args.listen)?,
-    };
+    let listener = std::sync::Arc::new(server::bind(args.listen)?);
     let addr = listener.local_addr()?;
     let scheme = if tls.is_some() { "https" } else { "http" };
     let lead_url = format!("{scheme}://{}", connect_addr(addr)?);
     let console = match console_addr {
         None => None,
-        Some(http) => Some(match leadership::inherited(leadership::Socket::Console) {
-            Some(listener) => tokio::net::TcpListener::from_std(listener)?,
-            None => tokio::net::TcpListener::bind(http)
+        Some(http) => Some(std::sync::Arc::new(
+            tokio::net::TcpListener::bind(http)
                 .await
                 .map_err(|e| anyhow::anyhow!("--http {http}: {e}"))?,
-        }),
+        )),
     };
     let console_url = match &console {
         Some(listener) => console_url(scheme, listener.local_addr()?, args.advertise.as_deref())?,
@@ -355,7 +350,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     };
     let at = leadership::Answering {
         grpc: &listener,
-        console: console.as_ref(),
+        console: console.as_deref(),
         tls: tls.as_ref(),
     };
     let mut announce = Announce {
@@ -383,49 +378,59 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         None => mesh_core::tasks::Review::Plan,
     };
     hub.repo = repo;
-    let config = crate::Config {
-        hub,
+    let keepalive = server::Keepalive {
+        interval: seconds("--keepalive", args.keepalive)?,
+        timeout: seconds("--keepalive", args.keepalive)? + Duration::from_secs(1),
+    };
+    let connections = server::ConnLimits {
+        max: server::connection_cap("--max-connections", args.max_connections)?,
+        handshake: seconds("--handshake-timeout", args.handshake_timeout)?,
+        idle: seconds("--idle-timeout", args.idle_timeout)?,
+        per_address: args.max_connections_per_address.max(1),
+    };
+    // What the lead serves with, each time it leads.
+    let config = |store, standing| crate::Config {
+        hub: hub.clone(),
         store,
-        tokens,
-        keepalive: server::Keepalive {
-            interval: seconds("--keepalive", args.keepalive)?,
-            timeout: seconds("--keepalive", args.keepalive)? + Duration::from_secs(1),
-        },
-        connections: server::ConnLimits {
-            max: server::connection_cap("--max-connections", args.max_connections)?,
-            handshake: seconds("--handshake-timeout", args.handshake_timeout)?,
-            idle: seconds("--idle-timeout", args.idle_timeout)?,
-            per_address: args.max_connections_per_address.max(1),
-        },
+        tokens: tokens.clone(),
+        keepalive,
+        connections,
         standing,
-        a2a_card: a2a.card,
-        a2a_push_allow: a2a.push_allow,
+        a2a_card: a2a.card.clone(),
+        a2a_push_allow: a2a.push_allow.clone(),
     };
     // A lead on PostgreSQL said so before it waited for the lease.
     announce.now()?;
     let listeners = crate::Listeners {
-        grpc: listener,
-        console,
-        tls,
+        grpc: listener.clone(),
+        console: console.clone(),
+        tls: tls.clone(),
     };
-    match leading {
-        None => {
-            let stop = async {
-                shared::signal::stopped(stop).await;
-                crate::hub::Stop::Stop
-            };
-            crate::run(listeners, config, stop).await?;
-        }
-        Some(leading) => {
-            leading
-                .serve(
-                    |stop| crate::run(listeners, config, stop),
-                    shared::signal::stopped(stop),
-                )
-                .await;
-        }
+    let Some(mut leading) = leading else {
+        let stop = async {
+            shared::signal::stopped(stop).await;
+            crate::hub::Stop::Stop
+        };
+        crate::run(listeners, config(store, standing), stop).await?;
+        return Ok(());
+    };
+    // On PostgreSQL: lead until the lease is lost, stand by on the same
+    // sockets, and lead again when the lease is this lead's once more.
+    let mut store = store;
+    loop {
+        let config = config(store, leading.standing());
+        let served = leading
+            .serve(
+                |shutdown| crate::run(listeners.clone(), config, shutdown),
+                shared::signal::stopped(stop.clone()),
+            )
+            .await;
+        let standby = match served {
+            leadership::Served::Resigned => store::exit_now(),
+            leadership::Served::SteppedDown(standby) => standby,
+        };
+        (store, leading) = store::lead_again(standby, &args, at, stop.clone()).await?;
     }
-    Ok(())
 }
 
 /// Where the console listens (`--http`), if it is on.

@@ -1,7 +1,6 @@
-//! Where the executables are: the `teammate` beside this `lead` (built
-//! first under `cargo run`).
+//! Where the executables are: the `teammate` beside this `lead`.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 
@@ -14,38 +13,15 @@ pub fn beside_lead(name: &str) -> anyhow::Result<PathBuf> {
     Ok(dir.join(name))
 }
 
-/// The `teammate` executable beside this `lead`. Under `cargo run`, where
-/// only `lead` was built, it is built first with the same profile.
+/// The `teammate` executable beside this `lead`; if it is missing, an
+/// error that says how to build both.
 pub fn teammate_beside_lead() -> anyhow::Result<PathBuf> {
     let bin = beside_lead("teammate")?;
-    let exe = std::env::current_exe().context("cannot find the lead's own executable")?;
-    let dir = exe
-        .parent()
-        .context("the lead's executable has no directory")?;
     if bin.is_file() {
         return Ok(bin);
     }
-    if let (Ok(cargo), Ok(manifest)) = (std::env::var("CARGO"), std::env::var("CARGO_MANIFEST_DIR"))
-    {
-        let release = dir.file_name().is_some_and(|n| n == "release");
-        eprintln!(
-            "lead: building the teammate binary beside {} ...",
-            exe.display()
-        );
-        let mut build = std::process::Command::new(cargo);
-        build
-            .args(["build", "-p", "teammate", "--manifest-path"])
-            .arg(Path::new(&manifest).join("Cargo.toml"));
-        if release {
-            build.arg("--release");
-        }
-        let status = build.status().context("running cargo build -p teammate")?;
-        if status.success() && bin.is_file() {
-            return Ok(bin);
-        }
-    }
     bail!(
-        "no teammate binary at {}: build it with `cargo build --release -p teammate`, or pass --teammate-bin",
+        "no teammate binary at {}: build both with `cargo build --release -p lead -p teammate` (or pass --teammate-bin)",
         bin.display()
     )
 }

@@ -6,6 +6,9 @@ use mesh_core::result::Landing;
 
 use super::{GitError, Repo};
 
+#[cfg(feature = "faults")]
+mod fault;
+
 /// What landing a result needs.
 #[derive(Debug, Clone)]
 pub(crate) struct LandAsk {
@@ -127,20 +130,12 @@ impl Repo {
     }
 }
 
-/// For the fault tests: with `MESH_FAULT_LAND=POINT:FILE`, a landing that
-/// reaches `POINT` (`before-ref`, `after-ref`) writes the new commit to
-/// `FILE` and stops there for good, so that the test can kill the lead at
-/// exactly that instant. Unset (always, outside tests), it does nothing.
+/// Where a landing may be stopped for the fault tests (`before-ref`,
+/// `after-ref`), in a build with the `faults` feature (the tests turn it
+/// on); in any other build it does nothing.
 async fn fault_point(point: &str, commit: &str) {
-    let Ok(spec) = std::env::var("MESH_FAULT_LAND") else {
-        return;
-    };
-    let Some((at, file)) = spec.split_once(':') else {
-        return;
-    };
-    if at == point {
-        let _ = std::fs::write(file, commit);
-        tracing::warn!(point, "MESH_FAULT_LAND: the landing stops here");
-        std::future::pending::<()>().await;
-    }
+    #[cfg(feature = "faults")]
+    fault::stop_at(point, commit).await;
+    #[cfg(not(feature = "faults"))]
+    let _ = (point, commit);
 }

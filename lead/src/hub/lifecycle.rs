@@ -194,10 +194,9 @@ impl Hub {
         }
         self.watchers.end_all(gone);
         self.committer.close();
-        // Dropping a child's session would kill it.
+        // Dropping a child would stop it: the process keeps it.
         let left = self.processes.drain();
-        crate::children::left_running(left.iter().map(|(_, child)| child.pid));
-        std::mem::forget(left);
+        crate::children::left_running(left.into_iter().map(|(_, child)| child));
     }
 
     /// Stops the children still running (TERM, then KILL), waits for them to

@@ -80,10 +80,6 @@ pub(super) async fn open(
         console: standing.leader_console.clone(),
         ttl: seconds("--lease", args.lease)?,
     };
-    leadership::keep_listening(leadership::Socket::Grpc, at.grpc)?;
-    if let Some(console) = at.console {
-        leadership::keep_listening(leadership::Socket::Console, console)?;
-    }
     standing.role = Role::Standby;
     standing.store = target.to_string();
     standing.leader_url.clear();
@@ -102,25 +98,59 @@ pub(super) async fn open(
             }
             match leadership::acquire(plan, at, standing, stop.clone()).await {
                 Some(leading) => leading,
-                None => {
-                    println!("stopped while standing by");
-                    use std::io::Write as _;
-                    let _ = std::io::stdout().flush();
-                    std::process::exit(0);
-                }
+                None => stopped_standing_by(),
             }
         }
     };
+    let (store, leading) = fenced(leading, args, &stop).await?;
+    let standing = leading.standing();
+    Ok((store, Some(leading), standing))
+}
+
+/// A lead that stepped down waits for the lease again, answering on `at`,
+/// and opens the store fenced by its new epoch. A stop signal while it
+/// waits ends the process with status 0.
+pub(super) async fn lead_again(
+    standby: leadership::Standby,
+    args: &ServeArgs,
+    at: Answering<'_>,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<(Box<dyn Store>, Leading)> {
+    match standby.acquire(at, stop.clone()).await {
+        Some(leading) => fenced(leading, args, &stop).await,
+        None => stopped_standing_by(),
+    }
+}
+
+/// The store, fenced by the epoch `leading` holds the lease at; a stop
+/// signal that came as it took the lease lets the lease go at once and
+/// ends the process with status 0.
+async fn fenced(
+    leading: Leading,
+    args: &ServeArgs,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<(Box<dyn Store>, Leading)> {
     if *stop.borrow() {
-        // Asked to stop the moment it took the lease: let it go at once.
         leading.resign().await;
         println!("stopped before serving");
-        use std::io::Write as _;
-        let _ = std::io::stdout().flush();
-        std::process::exit(0);
+        exit_now();
     }
     leading.say();
     let store = leading.store(args.sync.into())?;
-    let standing = leading.standing();
-    Ok((Box::new(store), Some(leading), standing))
+    Ok((Box::new(store), leading))
+}
+
+/// A stop signal came while this lead stood by: it holds nothing.
+fn stopped_standing_by() -> ! {
+    println!("stopped while standing by");
+    exit_now()
+}
+
+/// Ends the process with status 0 at once: the teammates a lead spawned
+/// keep running for the next lead, which dropping the runtime (and their
+/// sessions with it) would not let them.
+pub(super) fn exit_now() -> ! {
+    use std::io::Write as _;
+    let _ = std::io::stdout().flush();
+    std::process::exit(0)
 }
