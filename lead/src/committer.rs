@@ -1,13 +1,13 @@
 //! Pipelined group commit: the batches and the committer (the hub's side,
 //! forming batches and letting them out, is `hub/commit.rs`). The changes of
-//! a burst of commands go to the store in one transaction, and only then are that burst's replies, events
-//! and envelopes let out. A store that waits for the disk commits on a thread
-//! of its own (the committer, which owns only the store): while it flushes
-//! one batch, the hub keeps handling commands and forms the next, which goes
-//! to the committer as soon as the first is durable. At most one batch is in
-//! flight; batches are let out in order, each after its own flush. When no
-//! command is waiting, there is nothing to overlap: the hub then commits
-//! itself, sparing the two thread hand-offs.
+//! a burst of commands go to the store in one transaction, and only then are
+//! that burst's replies, events and envelopes let out. A store that waits on
+//! I/O is owned by a committer of its own: a thread for SQLite, whose calls
+//! block; a task on the lead's runtime for PostgreSQL, whose client is
+//! async. The hub sends it a batch and goes on handling commands, forming
+//! the next, which goes as soon as the first is durable. At most one batch
+//! is in flight; batches are let out in order, each after its own flush. A
+//! store that keeps nothing (memory) commits in the hub's task.
 //!
 //! ```text
 //! commands --> hub (state) --changes--> committer --flush--> disk
@@ -16,15 +16,12 @@
 //!          replies, events, envelopes <= that batch's seqs go out
 //! ```
 
-use std::{
-    collections::HashSet,
-    sync::{Arc, Mutex},
-};
+use std::collections::HashSet;
 
 use mesh_core::effect::Notice;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::store::{Change, Store, StoreError};
+use crate::store::{Change, PostgresStore, Snapshot, Storage, Store, StoreError};
 
 /// What the commands since the last batch closed will let out.
 #[derive(Default)]
@@ -54,23 +51,23 @@ pub(crate) struct Batch {
     pub(crate) streams: Vec<(String, u64)>,
 }
 
+/// A batch's result, with its buffer back for the next.
+type Committed = Result<Vec<Change>, StoreError>;
+
 /// Who writes to the store.
 pub(crate) enum Committer {
     /// In the hub's task: a store that does not wait on I/O (memory).
     Inline(Box<dyn Store>),
-    /// On a thread of its own, one batch at a time (or by the hub itself
-    /// when it has nothing else to do).
-    Thread {
-        /// The store, shared with the thread.
-        store: Arc<Mutex<Box<dyn Store>>>,
+    /// A thread or a task that owns the store, one batch at a time.
+    Owner {
         /// Batches to commit.
-        batches: std::sync::mpsc::Sender<Vec<Change>>,
-        /// Each batch's result, in order, with its buffer back.
-        done: mpsc::UnboundedReceiver<Result<Vec<Change>, StoreError>>,
+        batches: mpsc::UnboundedSender<Vec<Change>>,
+        /// Each batch's result, in order.
+        done: mpsc::UnboundedReceiver<Committed>,
         /// The batch being committed.
         in_flight: Option<Batch>,
-        /// The thread, to wait for when the lead stops.
-        thread: Option<std::thread::JoinHandle<()>>,
+        /// Told once the owner has closed the store and ended.
+        ended: Option<oneshot::Receiver<()>>,
     },
 }
 
@@ -78,75 +75,76 @@ impl std::fmt::Debug for Committer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Committer::Inline(store) => f.debug_tuple("Inline").field(store).finish(),
-            Committer::Thread { in_flight, .. } => f
-                .debug_struct("Thread")
+            Committer::Owner { in_flight, .. } => f
+                .debug_struct("Owner")
                 .field("in_flight", &in_flight.is_some())
                 .finish(),
         }
     }
 }
 
+/// The owner's ends of the channels.
+struct Owned {
+    batches: mpsc::UnboundedReceiver<Vec<Change>>,
+    results: mpsc::UnboundedSender<Committed>,
+    ended: oneshot::Sender<()>,
+}
+
 impl Committer {
-    /// Commits inline if `store` does not block, else on a thread it owns.
-    pub(crate) fn new(store: Box<dyn Store>) -> Self {
-        if !store.blocks() {
-            return Committer::Inline(store);
+    /// Loads what `storage` holds and starts its committer: inline for a
+    /// store that does not block, else the owner its kind needs.
+    pub(crate) async fn start(storage: Storage) -> Result<(Snapshot, Self), StoreError> {
+        match storage {
+            Storage::Local(mut store) if !store.blocks() => {
+                let snapshot = store.load()?;
+                Ok((snapshot, Committer::Inline(store)))
+            }
+            Storage::Local(store) => {
+                let (committer, owned) = Self::owner();
+                let (loaded_tx, loaded) = oneshot::channel();
+                std::thread::Builder::new()
+                    .name("mesh-committer".into())
+                    .spawn(move || on_thread(store, loaded_tx, owned))?;
+                let snapshot = loaded.await.map_err(|_| StoreError::Stopped)??;
+                Ok((snapshot, committer))
+            }
+            Storage::Postgres(mut store) => {
+                let snapshot = store.load().await?;
+                let (committer, owned) = Self::owner();
+                tokio::spawn(on_task(store, owned));
+                Ok((snapshot, committer))
+            }
         }
-        let store = Arc::new(Mutex::new(store));
-        let (batches, incoming) = std::sync::mpsc::channel::<Vec<Change>>();
-        let (results, done) = mpsc::unbounded_channel();
-        let shared = store.clone();
-        std::thread::Builder::new()
-            .name("mesh-committer".into())
-            .spawn(move || {
-                // Ends when the hub drops its sender.
-                for mut changes in incoming {
-                    let result = commit_to(&shared, &changes).map(|()| {
-                        changes.clear();
-                        changes
-                    });
-                    let failed = result.is_err();
-                    if results.send(result).is_err() || failed {
-                        return;
-                    }
-                }
-            })
-            .map_or_else(
-                |e| {
-                    tracing::error!(error = %e, "cannot start the committer thread");
-                    Committer::Thread {
-                        store: store.clone(),
-                        batches: std::sync::mpsc::channel().0,
-                        done: mpsc::unbounded_channel().1,
-                        in_flight: None,
-                        thread: None,
-                    }
-                },
-                |thread| Committer::Thread {
-                    store: store.clone(),
-                    batches,
-                    done,
-                    in_flight: None,
-                    thread: Some(thread),
-                },
-            )
     }
 
-    /// Stops the committer thread and waits for it, so that the store is
-    /// closed (SQLite checkpoints its WAL into the database) when the hub
-    /// that holds the last reference to it is dropped, before the process
-    /// exits. Call it once nothing is in flight.
-    pub(crate) fn close(&mut self) {
-        if let Committer::Thread {
-            batches, thread, ..
-        } = self
-        {
-            // A closed channel ends the thread's loop.
-            *batches = std::sync::mpsc::channel().0;
-            if let Some(thread) = thread.take() {
-                if tokio::task::block_in_place(|| thread.join()).is_err() {
-                    tracing::error!("the committer thread panicked");
-                }
+    /// A committer whose store an owner holds, and the owner's ends.
+    fn owner() -> (Self, Owned) {
+        let (batches, batches_rx) = mpsc::unbounded_channel();
+        let (results, done) = mpsc::unbounded_channel();
+        let (ended_tx, ended) = oneshot::channel();
+        let committer = Committer::Owner {
+            batches,
+            done,
+            in_flight: None,
+            ended: Some(ended),
+        };
+        let owned = Owned {
+            batches: batches_rx,
+            results,
+            ended: ended_tx,
+        };
+        (committer, owned)
+    }
+
+    /// Stops the owner and waits until it has closed the store (SQLite
+    /// checkpoints its WAL into the database), so that nothing of it is
+    /// left when the hub is gone. Call it once nothing is in flight.
+    pub(crate) async fn close(&mut self) {
+        if let Committer::Owner { batches, ended, .. } = self {
+            // A closed channel ends the owner's loop.
+            *batches = mpsc::unbounded_channel().0;
+            if let Some(ended) = ended.take() {
+                let _ = ended.await;
             }
         }
     }
@@ -155,17 +153,17 @@ impl Committer {
     pub(crate) fn busy(&self) -> bool {
         matches!(
             self,
-            Committer::Thread {
+            Committer::Owner {
                 in_flight: Some(_),
                 ..
             }
         )
     }
 
-    /// The result of the batch in flight, once the committer has it.
-    pub(crate) async fn durable(&mut self) -> Result<Vec<Change>, StoreError> {
+    /// The result of the batch in flight, once the owner has it.
+    pub(crate) async fn durable(&mut self) -> Committed {
         match self {
-            Committer::Thread { done, .. } => match done.recv().await {
+            Committer::Owner { done, .. } => match done.recv().await {
                 Some(result) => result,
                 None => Err(StoreError::Stopped),
             },
@@ -174,18 +172,49 @@ impl Committer {
     }
 }
 
-/// Commits `changes` to the shared store (a panic elsewhere while holding it
-/// does not stop the lead from committing).
-pub(crate) fn commit_to(
-    store: &Mutex<Box<dyn Store>>,
-    changes: &[Change],
-) -> Result<(), StoreError> {
-    measured(|| {
-        store
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .commit(changes)
-    })
+/// The committer thread of a store whose calls block: loads it, then
+/// commits each batch until the hub closes the channel or a commit fails.
+fn on_thread(
+    mut store: Box<dyn Store>,
+    loaded: oneshot::Sender<Result<Snapshot, StoreError>>,
+    mut owned: Owned,
+) {
+    if loaded.send(store.load()).is_err() {
+        return;
+    }
+    while let Some(mut changes) = owned.batches.blocking_recv() {
+        let result = measured(|| store.commit(&changes)).map(|()| {
+            changes.clear();
+            changes
+        });
+        let failed = result.is_err();
+        if owned.results.send(result).is_err() || failed {
+            break;
+        }
+    }
+    drop(store);
+    let _ = owned.ended.send(());
+}
+
+/// The committer task of the PostgreSQL store, on the lead's runtime.
+async fn on_task(mut store: PostgresStore, mut owned: Owned) {
+    while let Some(mut changes) = owned.batches.recv().await {
+        let started = mesh_telemetry::enabled().then(std::time::Instant::now);
+        let result = store.commit(&changes).await;
+        if let Some(started) = started {
+            crate::telemetry::committed(started.elapsed().as_secs_f64());
+        }
+        let result = result.map(|()| {
+            changes.clear();
+            changes
+        });
+        let failed = result.is_err();
+        if owned.results.send(result).is_err() || failed {
+            break;
+        }
+    }
+    drop(store);
+    let _ = owned.ended.send(());
 }
 
 /// Runs one commit, timed for the metrics when exporting telemetry.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{connections::ConnLimits, hub::HubConfig, service::Tokens, store::Store};
+use crate::{connections::ConnLimits, hub::HubConfig, service::Tokens, store::Storage};
 
 /// Everything the lead serves with but its listeners and when to stop.
 #[derive(Debug)]
@@ -12,7 +12,7 @@ pub struct Config {
     pub hub: HubConfig,
     /// Where state is kept, opened (so that a store that cannot open stops
     /// the lead before it says where it listens).
-    pub store: Box<dyn Store>,
+    pub store: Storage,
     /// The join and operator tokens.
     pub tokens: Tokens,
     /// HTTP/2 keepalive pings.

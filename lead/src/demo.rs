@@ -148,7 +148,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
     let store = SqliteStore::open(&state, Sync::Full)?;
     let config = crate::Config {
         hub: config,
-        store: Box::new(store),
+        store: crate::store::Storage::Local(Box::new(store)),
         tokens: tokens.clone(),
         keepalive: server::Keepalive::default(),
         connections: server::ConnLimits::default(),

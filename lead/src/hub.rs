@@ -45,6 +45,8 @@ pub use config::{Approval, HubConfig};
 use processes::Processes;
 use record::Record;
 pub(crate) use restore::load;
+#[cfg(test)]
+pub(crate) use restore::load_inline;
 use terminations::Terminations;
 use watchers::Watchers;
 use workers::Workers;
@@ -168,7 +170,7 @@ pub(crate) fn start(
             };
             tokio::select! {
                 result = hub.committer.durable(), if hub.committer.busy() => {
-                    if let Err(e) = hub.committed(result, rx.is_empty()) {
+                    if let Err(e) = hub.committed(result) {
                         tracing::error!(error = %e, "cannot persist state; stopping the lead");
                         leave = hub.config.shared_store.then(|| e.to_string());
                         break Err(HubFailure::from(e));
@@ -198,7 +200,7 @@ pub(crate) fn start(
                 }
             }
             hub.send_due_notices();
-            if let Err(e) = hub.advance(rx.is_empty()) {
+            if let Err(e) = hub.advance() {
                 tracing::error!(error = %e, "cannot persist state; stopping the lead");
                 leave = hub.config.shared_store.then(|| e.to_string());
                 break Err(HubFailure::from(e));
@@ -208,7 +210,7 @@ pub(crate) fn start(
             }
         };
         match leave {
-            Some(why) => hub.leave(&why),
+            Some(why) => hub.leave(&why).await,
             None => hub.finish().await,
         }
         result

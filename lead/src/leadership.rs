@@ -173,7 +173,7 @@ impl Leading {
     }
 
     /// The store, fenced by this lead's epoch.
-    pub fn store(&self, sync: Sync) -> Result<PostgresStore, StoreError> {
+    pub async fn store(&self, sync: Sync) -> Result<PostgresStore, StoreError> {
         PostgresStore::open(
             &self.plan.target,
             sync,
@@ -182,6 +182,7 @@ impl Leading {
                 epoch: self.epoch,
             },
         )
+        .await
     }
 
     /// Serves with `run` (the lead, given the future that says how it is

@@ -136,7 +136,7 @@ pub async fn run(
     let push = (!a2a_push_allow.is_empty())
         .then(|| crate::a2a::push::Push::new(&a2a_push_allow))
         .transpose()?;
-    let (hub, commands) = hub::load(hub_config, store)?;
+    let (hub, commands) = hub::load(hub_config, store).await?;
     let (stop_tx, stop_rx) = watch::channel(None);
     let mut console_stop = stop_rx.clone();
     let (hub, hub_task) = hub::start(hub, commands, stop_rx);

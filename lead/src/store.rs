@@ -132,13 +132,36 @@ pub enum StoreError {
     Stopped,
 }
 
-/// A place to keep the lead's state.
+/// A store the lead opened, as its committer owns it
+/// ([`crate::committer`]).
+#[derive(Debug)]
+pub enum Storage {
+    /// A store with a blocking API (SQLite, memory): committed to on a
+    /// thread of its own, or in the hub's task if it does not block.
+    Local(Box<dyn Store>),
+    /// PostgreSQL, whose client is async: committed to by a task on the
+    /// lead's runtime.
+    Postgres(PostgresStore),
+}
+
+impl Storage {
+    /// Whether it keeps the lead's record (the audit trail, the event
+    /// history): if not, the lead seals and encodes them only when read.
+    pub fn keeps_record(&self) -> bool {
+        match self {
+            Storage::Local(store) => store.keeps_record(),
+            Storage::Postgres(_) => true,
+        }
+    }
+}
+
+/// A place to keep the lead's state, with a blocking API.
 pub trait Store: Send + std::fmt::Debug {
     /// Everything stored, once at start.
     fn load(&mut self) -> Result<Snapshot, StoreError>;
     /// Applies `changes` atomically and durably (as the store's sync mode says).
     fn commit(&mut self, changes: &[Change]) -> Result<(), StoreError>;
-    /// Whether a commit blocks on I/O (and so runs off the async workers).
+    /// Whether a commit blocks on I/O (and so runs on a thread of its own).
     fn blocks(&self) -> bool {
         true
     }

@@ -4,23 +4,11 @@
 
 use super::{Hub, Reply};
 use crate::{
-    committer::{commit_to, measured, Batch, Committer},
+    committer::{measured, Batch, Committer},
     error::HubError,
     inboxes::Flushed,
     store::{Change, StoreError},
 };
-
-/// Whether another worker of the runtime runs the other tasks while the
-/// hub's waits on the disk: then the hub commits on its own worker, blocking
-/// it for the flush. Handing the worker off for the flush
-/// (`block_in_place`) wakes a thread to take it over and sends every reply
-/// after across threads: that cost the sequential plan handshake on SQLite
-/// 15% of the lead's CPU and 9% of its rate (`bench --against`). With one
-/// worker, or with tasks the hub has just woken waiting on its worker, the
-/// hand-off keeps them moving while the disk flushes.
-fn spare_worker() -> bool {
-    tokio::runtime::Handle::try_current().is_ok_and(|rt| rt.metrics().num_workers() > 1)
-}
 
 impl Hub {
     /// Holds a reply until the changes of this batch are committed.
@@ -64,16 +52,8 @@ impl Hub {
 
     /// Unless a batch is in flight: closes the forming one and commits it
     /// (inline, or hands it to the committer), or lets it out at once if it
-    /// changed nothing. `quiet`: no command is waiting, so the hub commits
-    /// itself rather than hand the batch to the committer and back.
-    pub(super) fn advance(&mut self, quiet: bool) -> Result<(), StoreError> {
-        self.advance_from(quiet, false)
-    }
-
-    /// [`Hub::advance`], `woke`: a batch was let out just before, so tasks
-    /// it woke wait on the hub's worker (one in a slot no other worker
-    /// takes from) until the hub yields.
-    fn advance_from(&mut self, quiet: bool, mut woke: bool) -> Result<(), StoreError> {
+    /// changed nothing.
+    pub(super) fn advance(&mut self) -> Result<(), StoreError> {
         while !self.committer.busy() {
             let mut changes = self.take_changes();
             if changes.is_empty() {
@@ -84,7 +64,6 @@ impl Hub {
                 }
                 let batch = self.close();
                 self.release(batch);
-                woke = true;
                 continue;
             }
             let batch = self.close();
@@ -95,18 +74,7 @@ impl Hub {
                     self.changes = changes;
                     self.release(batch);
                 }
-                Committer::Thread { store, .. } if quiet => {
-                    if !woke && spare_worker() {
-                        commit_to(store, &changes)?;
-                    } else {
-                        tokio::task::block_in_place(|| commit_to(store, &changes))?;
-                    }
-                    changes.clear();
-                    self.changes = changes;
-                    self.release(batch);
-                    woke = true;
-                }
-                Committer::Thread {
+                Committer::Owner {
                     batches, in_flight, ..
                 } => {
                     batches.send(changes).map_err(|_| StoreError::Stopped)?;
@@ -122,21 +90,18 @@ impl Hub {
     pub(super) fn committed(
         &mut self,
         result: Result<Vec<Change>, StoreError>,
-        quiet: bool,
     ) -> Result<(), StoreError> {
         let buffer = result?;
         if self.changes.is_empty() && self.changes.capacity() < buffer.capacity() {
             // Keep the larger buffer's room for the next batch.
             self.changes = buffer;
         }
-        let mut woke = false;
-        if let Committer::Thread { in_flight, .. } = &mut self.committer {
+        if let Committer::Owner { in_flight, .. } = &mut self.committer {
             if let Some(batch) = in_flight.take() {
                 self.release(batch);
-                woke = true;
             }
         }
-        self.advance_from(quiet, woke)
+        self.advance()
     }
 
     /// Waits for the batch in flight and commits what is left: for stopping.
@@ -144,9 +109,9 @@ impl Hub {
         loop {
             if self.committer.busy() {
                 let result = self.committer.durable().await;
-                self.committed(result, false)?;
+                self.committed(result)?;
             } else {
-                self.advance(false)?;
+                self.advance()?;
                 if !self.committer.busy() {
                     return Ok(());
                 }

@@ -183,7 +183,7 @@ impl Hub {
     /// Goes without a word more to the store: every stream ends
     /// UNAVAILABLE saying `why`, and the children are left running (their
     /// sessions are not killed) to rejoin the lead that goes on.
-    pub(super) fn leave(mut self, why: &str) {
+    pub(super) async fn leave(mut self, why: &str) {
         let gone = || {
             crate::outbox::StreamEnd::Gone(format!(
                 "the lead stepped down ({why}); reconnect to the active lead"
@@ -193,7 +193,7 @@ impl Hub {
             inbox.end_stream(gone());
         }
         self.watchers.end_all(gone);
-        self.committer.close();
+        self.committer.close().await;
         // Dropping a child would stop it: the process keeps it.
         let left = self.processes.drain();
         crate::children::left_running(left.into_iter().map(|(_, child)| child));
@@ -221,8 +221,8 @@ impl Hub {
         for tidy in self.processes.take_tidying() {
             let _ = tidy.await;
         }
-        // The store closes as the hub is dropped at the end of this call.
-        self.committer.close();
+        // The store is closed before the hub is gone.
+        self.committer.close().await;
         for inbox in self.inboxes.iter_mut() {
             inbox.stream = None;
         }

@@ -27,7 +27,7 @@ use mesh_core::{
 };
 use tokio::sync::oneshot;
 
-use super::{load, Answer, Claim, Command, Hub, HubConfig, Reply};
+use super::{load_inline, Answer, Claim, Command, Hub, HubConfig, Reply};
 use crate::{
     error::HubError,
     store::{Change, Snapshot, SqliteStore, Store, StoreError, Sync},
@@ -149,7 +149,7 @@ impl Store for Inline {
 
 fn open(dir: &std::path::Path) -> Hub {
     let store = SqliteStore::open(dir, Sync::Normal).expect("the store opens");
-    load(config(), Box::new(Inline(store)))
+    load_inline(config(), Box::new(Inline(store)))
         .expect("the hub loads")
         .0
 }

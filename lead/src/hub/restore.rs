@@ -15,16 +15,40 @@ use super::{
     Terminations, Watchers, Workers,
 };
 use crate::{
+    committer::Committer,
     inboxes::Inboxes,
-    store::{Store, StoreError},
+    store::{Snapshot, Storage, StoreError},
 };
 
-/// Loads the hub's state from `store`.
-pub(crate) fn load(
+/// Loads the hub's state from `storage`, whose committer starts.
+pub(crate) async fn load(
     config: HubConfig,
-    mut store: Box<dyn Store>,
+    storage: Storage,
 ) -> Result<(Hub, mpsc::Receiver<Command>), StoreError> {
-    let mut snapshot = store.load()?;
+    let keeps_record = storage.keeps_record();
+    let (snapshot, committer) = Committer::start(storage).await?;
+    restore(config, snapshot, committer, keeps_record)
+}
+
+/// Loads the hub's state from a store that does not block, in the hub's
+/// task: for the hub's own tests.
+#[cfg(test)]
+pub(crate) fn load_inline(
+    config: HubConfig,
+    mut store: Box<dyn crate::store::Store>,
+) -> Result<(Hub, mpsc::Receiver<Command>), StoreError> {
+    let keeps_record = store.keeps_record();
+    let snapshot = store.load()?;
+    restore(config, snapshot, Committer::Inline(store), keeps_record)
+}
+
+/// The hub, from what a store kept.
+fn restore(
+    config: HubConfig,
+    mut snapshot: Snapshot,
+    committer: Committer,
+    keeps_record: bool,
+) -> Result<(Hub, mpsc::Receiver<Command>), StoreError> {
     let next_body_id = snapshot
         .bodies
         .iter()
@@ -91,7 +115,6 @@ pub(crate) fn load(
             }),
         })),
     });
-    let keeps_record = store.keeps_record();
     let audit = crate::audit::Trail::restore(
         keeps_record,
         audit_kept,
@@ -106,7 +129,7 @@ pub(crate) fn load(
         config,
         inboxes,
         team,
-        committer: crate::committer::Committer::new(store),
+        committer,
         changes: Vec::new(),
         forming: crate::committer::Forming::default(),
         watchers: Watchers::new(stream_max_bytes),

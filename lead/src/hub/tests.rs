@@ -15,7 +15,7 @@ use mesh_core::{
 use tokio::sync::watch;
 use tokio_stream::StreamExt as _;
 
-use super::{load, start, Claim, Command, HubConfig, HubHandle};
+use super::{load_inline, start, Claim, Command, HubConfig, HubHandle};
 use crate::store::MemoryStore;
 
 /// A hub on a memory store, with `grace` and `shutdown_deadline`.
@@ -28,7 +28,7 @@ fn hub(
         shutdown_deadline,
         ..HubConfig::default()
     };
-    let (hub, commands) = load(config, Box::new(MemoryStore)).expect("a memory store loads");
+    let (hub, commands) = load_inline(config, Box::new(MemoryStore)).expect("a memory store loads");
     let (stop, stop_rx) = watch::channel(None);
     let (handle, _task) = start(hub, commands, stop_rx);
     (handle, stop)

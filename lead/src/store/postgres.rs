@@ -7,16 +7,15 @@
 //! The client is tokio-postgres, without a pool: the store's one connection
 //! pipelines a batch (BEGIN, the fence, every change, COMMIT go out in one
 //! flight, one round trip plus the server's flush), and the lease keeper and
-//! the standby's LISTEN have connections of their own. The store owns a
-//! current-thread runtime that drives its connection while a commit waits,
-//! so a commit on the committer thread needs no hop to the lead's workers.
+//! the standby's LISTEN have connections of their own. Its API is async:
+//! the committer runs it as a task on the lead's runtime, which also drives
+//! its connection.
 
-use std::{fmt, future::Future};
+use std::fmt;
 
-use tokio::runtime::Runtime;
 use tokio_postgres::{types::ToSql, Client, Statement};
 
-use super::{Change, Snapshot, Store, StoreError, Sync as SyncMode};
+use super::{Change, Snapshot, StoreError, Sync as SyncMode};
 
 mod commit;
 mod copy;
@@ -64,8 +63,6 @@ fn pg(e: tokio_postgres::Error) -> StoreError {
 
 /// The store.
 pub struct PostgresStore {
-    /// Drives the connection while a call waits; `None` once dropped.
-    runtime: Option<Runtime>,
     client: Client,
     statements: commit::Statements,
     fence: Fence,
@@ -83,29 +80,23 @@ impl fmt::Debug for PostgresStore {
 }
 
 impl PostgresStore {
-    /// Connects, creates or checks the tables, and prepares the statements.
-    /// Every commit is fenced by `fence`.
-    pub fn open(target: &PgTarget, sync: SyncMode, fence: Fence) -> Result<Self, StoreError> {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+    /// Connects (the connection runs on the current runtime), creates or
+    /// checks the tables, and prepares the statements. Every commit is
+    /// fenced by `fence`.
+    pub async fn open(target: &PgTarget, sync: SyncMode, fence: Fence) -> Result<Self, StoreError> {
         let display = target.to_string();
-        let (client, statements) = block(&runtime, async {
-            let mut client = target.connect().await?;
-            schema::prepare(&mut client, &display).await?;
-            let level = match sync {
-                SyncMode::Full => "on",
-                SyncMode::Normal => "off",
-            };
-            client
-                .batch_execute(&format!("SET synchronous_commit = {level}"))
-                .await
-                .map_err(pg)?;
-            let statements = commit::Statements::prepare(&client).await?;
-            Ok::<_, StoreError>((client, statements))
-        })?;
+        let mut client = target.connect().await?;
+        schema::prepare(&mut client, &display).await?;
+        let level = match sync {
+            SyncMode::Full => "on",
+            SyncMode::Normal => "off",
+        };
+        client
+            .batch_execute(&format!("SET synchronous_commit = {level}"))
+            .await
+            .map_err(pg)?;
+        let statements = commit::Statements::prepare(&client).await?;
         Ok(Self {
-            runtime: Some(runtime),
             client,
             statements,
             fence,
@@ -118,49 +109,17 @@ impl PostgresStore {
         &self.display
     }
 
-    /// Runs `f` on the store's connection, from a plain thread or from the
-    /// lead's (multi-thread) runtime.
-    fn run<T>(&self, f: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
-        match &self.runtime {
-            Some(runtime) => block(runtime, f),
-            None => Err(StoreError::Stopped),
-        }
-    }
-}
-
-/// Blocks on `f` with `runtime`, leaving the lead's runtime first if this
-/// thread is one of its workers.
-fn block<F: Future>(runtime: &Runtime, f: F) -> F::Output {
-    match tokio::runtime::Handle::try_current() {
-        Ok(_) => tokio::task::block_in_place(|| runtime.block_on(f)),
-        Err(_) => runtime.block_on(f),
-    }
-}
-
-impl Drop for PostgresStore {
-    fn drop(&mut self) {
-        // Dropping a runtime inside another one panics; this does not.
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
-
-impl Store for PostgresStore {
-    fn load(&mut self) -> Result<Snapshot, StoreError> {
-        self.run(load::snapshot(&self.client))
+    /// Everything stored, once at start.
+    pub async fn load(&mut self) -> Result<Snapshot, StoreError> {
+        load::snapshot(&self.client).await
     }
 
-    fn commit(&mut self, changes: &[Change]) -> Result<(), StoreError> {
+    /// Applies `changes` in one transaction, fenced by the lease.
+    pub async fn commit(&mut self, changes: &[Change]) -> Result<(), StoreError> {
         if changes.is_empty() {
             return Ok(());
         }
-        self.run(commit::batch(
-            &self.client,
-            &self.statements,
-            &self.fence,
-            changes,
-        ))
+        commit::batch(&self.client, &self.statements, &self.fence, changes).await
     }
 }
 

@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use lead::store::{
-    Change, Fence, Lease, PgTarget, PostgresStore, SqliteStore, Store, StoreError, Sync, TeamChange,
+    Change, Fence, Lease, PgTarget, PostgresStore, Snapshot, SqliteStore, Store, StoreError, Sync,
+    TeamChange,
 };
 use mesh_core::protocol::Status;
 use mesh_tests::{pg::PgServer, store_conformance as conformance};
@@ -37,9 +38,31 @@ fn lease(url: &str, holder: &str, ttl: Duration) -> Fence {
     })
 }
 
-fn open(url: &str, fence: &Fence) -> PostgresStore {
+/// The PostgreSQL store (async) behind the blocking API the checks use:
+/// a runtime of the test's own drives it and its connection.
+#[derive(Debug)]
+struct Blocking {
+    runtime: tokio::runtime::Runtime,
+    store: PostgresStore,
+}
+
+impl Store for Blocking {
+    fn load(&mut self) -> Result<Snapshot, StoreError> {
+        self.runtime.block_on(self.store.load())
+    }
+
+    fn commit(&mut self, changes: &[Change]) -> Result<(), StoreError> {
+        self.runtime.block_on(self.store.commit(changes))
+    }
+}
+
+fn open(url: &str, fence: &Fence) -> Blocking {
     let target = PgTarget::parse("url", url).expect("url");
-    PostgresStore::open(&target, Sync::Full, fence.clone()).expect("open")
+    let runtime = runtime();
+    let store = runtime
+        .block_on(PostgresStore::open(&target, Sync::Full, fence.clone()))
+        .expect("open");
+    Blocking { runtime, store }
 }
 
 #[test]

@@ -7,7 +7,7 @@ use super::{seconds, ServeArgs};
 use crate::{
     leadership::{self, Answering, Leading, Role, Standing},
     state::StateDir,
-    store::{MemoryStore, PgTarget, SqliteStore, Store},
+    store::{MemoryStore, PgTarget, SqliteStore, Storage},
 };
 
 /// `--store`: where state is kept.
@@ -60,16 +60,24 @@ pub(super) async fn open(
     mut standing: Standing,
     announce: &mut super::Announce<'_>,
     stop: watch::Receiver<bool>,
-) -> anyhow::Result<(Box<dyn Store>, Option<Leading>, watch::Receiver<Standing>)> {
+) -> anyhow::Result<(Storage, Option<Leading>, watch::Receiver<Standing>)> {
     let target = match &args.store {
         StoreArg::Memory => {
             standing.store = "memory (nothing is kept)".into();
-            return Ok((Box::new(MemoryStore), None, watch::channel(standing).1));
+            return Ok((
+                Storage::Local(Box::new(MemoryStore)),
+                None,
+                watch::channel(standing).1,
+            ));
         }
         StoreArg::Sqlite => {
             standing.store = format!("sqlite {}", state.root.display());
             let store = SqliteStore::open(&state.root, args.sync.into())?;
-            return Ok((Box::new(store), None, watch::channel(standing).1));
+            return Ok((
+                Storage::Local(Box::new(store)),
+                None,
+                watch::channel(standing).1,
+            ));
         }
         StoreArg::Postgres(target) => target,
     };
@@ -115,7 +123,7 @@ pub(super) async fn lead_again(
     args: &ServeArgs,
     at: Answering<'_>,
     stop: watch::Receiver<bool>,
-) -> anyhow::Result<(Box<dyn Store>, Leading)> {
+) -> anyhow::Result<(Storage, Leading)> {
     match standby.acquire(at, stop.clone()).await {
         Some(leading) => fenced(leading, args, &stop).await,
         None => stopped_standing_by(),
@@ -129,15 +137,15 @@ async fn fenced(
     leading: Leading,
     args: &ServeArgs,
     stop: &watch::Receiver<bool>,
-) -> anyhow::Result<(Box<dyn Store>, Leading)> {
+) -> anyhow::Result<(Storage, Leading)> {
     if *stop.borrow() {
         leading.resign().await;
         println!("stopped before serving");
         exit_now();
     }
     leading.say();
-    let store = leading.store(args.sync.into())?;
-    Ok((Box::new(store), leading))
+    let store = leading.store(args.sync.into()).await?;
+    Ok((Storage::Postgres(store), leading))
 }
 
 /// A stop signal came while this lead stood by: it holds nothing.
