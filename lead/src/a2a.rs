@@ -20,7 +20,7 @@ use std::pin::Pin;
 use mesh_a2a::pb::{self as a2a, a2a_service_server::A2aService, send_message_response::Payload};
 use mesh_core::{
     access::{Call, Caller},
-    op::{Decide, Op, PageAsk},
+    op::{CreateTask, Decide, ListRequests, ListTasks, PageAsk, WithdrawTask},
     protocol::{Kind, Request as CoreRequest, Status as RequestStatus},
     tasks::Task,
     team::Listed,
@@ -156,7 +156,7 @@ impl A2a {
                 .apply(
                     operator(),
                     Call::Operator,
-                    Ok(Op::ListTasks {
+                    Ok(ListTasks {
                         status: None,
                         page: PageAsk {
                             after,
@@ -200,7 +200,7 @@ impl A2a {
                 .apply(
                     operator(),
                     Call::Operator,
-                    Ok(Op::ListRequests {
+                    Ok(ListRequests {
                         status,
                         kind,
                         page: PageAsk {
@@ -291,7 +291,7 @@ impl A2a {
             .apply(
                 operator(),
                 Call::Operator,
-                Ok(Op::CreateTask {
+                Ok(CreateTask {
                     task_id: uuid::Uuid::new_v4().to_string(),
                     task: new,
                 }),
@@ -327,7 +327,7 @@ impl A2a {
             )));
         };
         let (approve, feedback) = answers::decision(message)?;
-        let decide = Op::Decide(Decide {
+        let decide = Decide {
             request_id: request.id().clone(),
             approve,
             feedback,
@@ -335,7 +335,7 @@ impl A2a {
             allow_overlap: false,
             by: by.decider(),
             kind: Some(request.opening.kind),
-        });
+        };
         let _: CoreRequest = self
             .hub
             .apply(operator(), Call::Operator, Ok(decide))
@@ -479,7 +479,7 @@ impl A2aService for A2a {
         if tasks::terminal(state) {
             return Err(not_cancelable(&id, state.as_str_name()));
         }
-        let withdraw = Op::WithdrawTask {
+        let withdraw = WithdrawTask {
             task_id: id.clone(),
             reason: format!("cancelled by {} (A2A CancelTask)", by.origin()),
             by: by.decider(),
