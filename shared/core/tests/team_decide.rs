@@ -1,4 +1,4 @@
-//! `Op::Decide` on a [`Team`], in memory: the operator decides a request by
+//! `op::Decide` on a [`Team`], in memory: the operator decides a request by
 //! its id alone, and the request's kind says which review it is; what a
 //! kind does not take (a grant on a permission, a shutdown at all) is
 //! refused and changes nothing.
