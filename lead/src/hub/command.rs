@@ -46,9 +46,10 @@ pub(crate) enum Command {
         name: String,
         stream_id: u64,
     },
-    /// Who the caller `claim` names, if it may come in at `door`: for work
-    /// an edge does off the hub before the op (a result's git), so that an
-    /// unknown caller is refused before it.
+    /// The caller `claim` names, admitted if it may come in at `door`: for
+    /// work an edge does off the hub before the op (a result's git), so that
+    /// an unknown caller is refused before it; the op then carries what was
+    /// admitted ([`Claim::Admitted`]) and is not admitted again.
     Admit {
         claim: Claim,
         door: Call<'static>,

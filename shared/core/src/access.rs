@@ -3,8 +3,8 @@
 //! token it does not know, or none), and [`admit`] decides whether that
 //! caller may make the call, once: what it lets in is an [`Admitted`].
 //! Missing or unknown credentials are unauthenticated; a credential the
-//! lead knows, of the wrong kind, is denied. (Who may answer a request, once admitted, is the tracker's rule:
-//! [`crate::protocol::Party`].)
+//! lead knows, of the wrong kind, is denied. (Who may answer a request, once
+//! admitted, is the tracker's rule: [`crate::protocol::Party`].)
 //!
 //! ```text
 //!                 Join        a teammate's rpc     Operator     the lead's own
@@ -83,16 +83,13 @@ impl Admitted {
 
 /// `caller`, let in if it may make `call`.
 pub fn admit(caller: Caller, call: Call<'_>) -> Result<Admitted, Refused> {
-    match refusal(&caller, call) {
-        Some(refused) => Err(refused),
-        None => Ok(Admitted(caller)),
-    }
+    check(&caller, call).map(|()| Admitted(caller))
 }
 
-/// Why `caller` may not make `call`, if it may not.
-fn refusal(caller: &Caller, call: Call<'_>) -> Option<Refused> {
+/// Whether `caller` may make `call`.
+fn check(caller: &Caller, call: Call<'_>) -> Result<(), Refused> {
     use Refused::{PermissionDenied as Denied, Unauthenticated as Unauth};
-    let refused = match (call, caller) {
+    match (call, caller) {
         (_, Caller::Anonymous) => Err(Unauth(
             "authorization: expected \"Bearer <token>\" metadata".into(),
         )),
@@ -134,8 +131,7 @@ fn refusal(caller: &Caller, call: Call<'_>) -> Option<Refused> {
         (Call::Operator, Caller::Member(name)) => Err(Denied(format!(
             "authorization: {name:?} is a teammate; only the operator token calls Operator"
         ))),
-    };
-    refused.err()
+    }
 }
 
 #[cfg(test)]

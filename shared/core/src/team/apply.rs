@@ -1,6 +1,6 @@
-//! [`Team::apply`]: one op, for a caller, at a time the runtime passes in;
-//! what it answers, what the store must make durable and what the runtime
-//! must do then ([`Applied`]). And [`Team::tick`], what time alone does:
+//! [`Team::apply`]: one op, for a caller the runtime admitted, at a time
+//! the runtime passes in; what it answers (in the op's own type), what the
+//! store must make durable and what the runtime must do then ([`Applied`]). And [`Team::tick`], what time alone does:
 //! deadlines pass, grace periods lapse.
 //!
 //! The ops applied here: the plan and permission handshakes (with the
