@@ -16,7 +16,7 @@ use tokio::sync::watch;
 use tokio_stream::StreamExt as _;
 
 use super::{load, start, Claim, Command, HubConfig, HubHandle};
-use crate::store::MemoryStore;
+use crate::{error::HubError, store::MemoryStore};
 
 /// A hub on a memory store, with `grace` and `shutdown_deadline`.
 fn hub(
@@ -257,4 +257,60 @@ async fn a_hub_told_to_step_down_ends_every_stream_unavailable_and_answers_no_mo
         )
         .await
         .is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_caller_is_admitted_once_before_its_op_is_looked_at() {
+    let (hub, _stop) = hub(GRACE, DEADLINE);
+    let alice = join(&hub, "alice").await;
+    let _stream = open_inbox(&hub, &alice).await;
+    // A stranger learns nothing from validation: refused as a stranger.
+    let invalid: Result<ReportIdle, HubError> = Err(HubError::Invalid(
+        mesh_core::error::FieldError::new("reason", "too long"),
+    ));
+    let refused = hub
+        .apply(
+            Claim::Session("nobody's".into()),
+            Call::Teammate("ReportIdle"),
+            invalid,
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(HubError::Unauthenticated(_))),
+        "{refused:?}"
+    );
+    // The operator's token at a member's door is refused there.
+    let refused = hub
+        .apply(
+            Claim::Known(Caller::Operator),
+            Call::Teammate("ReportIdle"),
+            Ok(ReportIdle {
+                reason: String::new(),
+            }),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(HubError::PermissionDenied(_))),
+        "{refused:?}"
+    );
+    // What the hub admitted before the op (a result's git) is taken as it is.
+    let admitted = hub
+        .call(|reply| Command::Admit {
+            claim: Claim::Session(alice),
+            door: Call::Teammate("ReportIdle"),
+            reply,
+        })
+        .await
+        .expect("alice is let in");
+    let () = hub
+        .apply(
+            Claim::Admitted(admitted),
+            Call::Teammate("ReportIdle"),
+            Ok(ReportIdle {
+                reason: String::new(),
+            }),
+        )
+        .await
+        .expect("idle");
+    assert_eq!(status(&hub, "alice").await, Status::Idle);
 }
