@@ -19,8 +19,8 @@ use std::pin::Pin;
 
 use mesh_a2a::pb::{self as a2a, a2a_service_server::A2aService, send_message_response::Payload};
 use mesh_core::{
-    access::{Call, Caller},
-    op::{Decide, Op, PageAsk},
+    access::{Admitted, Call, Caller},
+    op::{CreateTask, Decide, ListRequests, ListTasks, PageAsk, WithdrawTask},
     protocol::{Kind, Request as CoreRequest, Status as RequestStatus},
     tasks::Task,
     team::Listed,
@@ -72,9 +72,9 @@ pub(crate) struct A2a {
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
 /// The caller, admitted: its operator name (`operator` for the unnamed
-/// token).
+/// token), and what the hub admitted, which its ops carry.
 #[derive(Debug)]
-struct Operator(String);
+struct Operator(String, Admitted);
 
 impl Operator {
     /// Who handed a task in.
@@ -90,9 +90,15 @@ impl Operator {
             format!("operator {}", self.0)
         }
     }
+
+    /// The claim the caller's ops carry: admitted already, not again.
+    fn claim(&self) -> Claim {
+        Claim::Admitted(self.1.clone())
+    }
 }
 
-/// The claim every read the lead makes for an admitted caller carries.
+/// The claim the lead's own reads carry: those it makes for a caller it
+/// admitted, and those of a push (for a config such a caller set).
 fn operator() -> Claim {
     Claim::Known(Caller::Operator)
 }
@@ -126,7 +132,8 @@ impl A2a {
         } else {
             claim_of(request, &self.tokens)
         };
-        self.hub
+        let admitted = self
+            .hub
             .call(|reply| Command::Admit {
                 claim,
                 door: Call::Operator,
@@ -142,6 +149,7 @@ impl A2a {
         });
         Ok(Operator(
             open.or(named).unwrap_or_else(|| "operator".into()),
+            admitted,
         ))
     }
 
@@ -156,7 +164,7 @@ impl A2a {
                 .apply(
                     operator(),
                     Call::Operator,
-                    Ok(Op::ListTasks {
+                    Ok(ListTasks {
                         status: None,
                         page: PageAsk {
                             after,
@@ -200,7 +208,7 @@ impl A2a {
                 .apply(
                     operator(),
                     Call::Operator,
-                    Ok(Op::ListRequests {
+                    Ok(ListRequests {
                         status,
                         kind,
                         page: PageAsk {
@@ -289,9 +297,9 @@ impl A2a {
         let task: Task = self
             .hub
             .apply(
-                operator(),
+                by.claim(),
                 Call::Operator,
-                Ok(Op::CreateTask {
+                Ok(CreateTask {
                     task_id: uuid::Uuid::new_v4().to_string(),
                     task: new,
                 }),
@@ -327,7 +335,7 @@ impl A2a {
             )));
         };
         let (approve, feedback) = answers::decision(message)?;
-        let decide = Op::Decide(Decide {
+        let decide = Decide {
             request_id: request.id().clone(),
             approve,
             feedback,
@@ -335,10 +343,10 @@ impl A2a {
             allow_overlap: false,
             by: by.decider(),
             kind: Some(request.opening.kind),
-        });
+        };
         let _: CoreRequest = self
             .hub
-            .apply(operator(), Call::Operator, Ok(decide))
+            .apply(by.claim(), Call::Operator, Ok(decide))
             .await?;
         Ok(())
     }
@@ -479,14 +487,14 @@ impl A2aService for A2a {
         if tasks::terminal(state) {
             return Err(not_cancelable(&id, state.as_str_name()));
         }
-        let withdraw = Op::WithdrawTask {
+        let withdraw = WithdrawTask {
             task_id: id.clone(),
             reason: format!("cancelled by {} (A2A CancelTask)", by.origin()),
             by: by.decider(),
         };
         let _: Task = self
             .hub
-            .apply(operator(), Call::Operator, Ok(withdraw))
+            .apply(by.claim(), Call::Operator, Ok(withdraw))
             .await
             .map_err(|e| match e {
                 // Ended meanwhile.

@@ -1,6 +1,7 @@
 //! The wire's requests as the core's ops: each function checks what the
 //! core cannot (sizes, shapes, ids, enum numbers), names the field at
-//! fault, and hands over an [`Op`] in the core's words. The gRPC services
+//! fault, and hands over the op in the core's words (each its own type, a
+//! [`mesh_core::op::Op`]). The gRPC services
 //! use them; so does the model reviewer, whose verdict arrives as a
 //! `PlanReview`.
 
@@ -9,7 +10,12 @@ use mesh_core::{
     grant::{Grant, Mode},
     limits,
     names::{Name, RequestId},
-    op::{Op, PlanVerdict},
+    op::{
+        Ack, ClaimTask, CompleteTask, CreateTask, Decide, GetRequest, Join, Leave, ListRequests,
+        ListTasks, ListTeam, PlanVerdict, ReportIdle, ReportToolCall, ReportUsage,
+        RequestAmendment, RequestPermission, RequestShutdown, RespondShutdown, ReviewAmendment,
+        ReviewPermission, ReviewPlan, ReviewResult, SetBudget, SubmitPlan, SubmitResult,
+    },
     protocol::{Kind, Status},
     tasks::{NewTask, TaskStatus},
     usage::Usage,
@@ -21,18 +27,19 @@ use shared::{
 
 use crate::{
     error::HubError,
+    hub::SendText,
     paging::{Page, MEMBERS, REQUESTS, TASKS},
 };
 
 /// `SubmitPlan`.
-pub(crate) fn submit_plan(request: pb::PlanApprovalRequest) -> Result<Op, HubError> {
+pub(crate) fn submit_plan(request: pb::PlanApprovalRequest) -> Result<SubmitPlan, HubError> {
     plan::validate("plan", request.plan.as_ref())?;
     let request_id = RequestId::for_new("request_id", &request.request_id)?;
     let supersedes = match request.supersedes.as_str() {
         "" => None,
         old => Some(RequestId::existing("supersedes", old)?),
     };
-    Ok(Op::SubmitPlan {
+    Ok(SubmitPlan {
         request_id,
         plan: Plan::from(&request.plan.unwrap_or_default()),
         supersedes,
@@ -83,13 +90,13 @@ pub(crate) fn check_result(request: &pb::ResultRequest) -> Result<(), HubError> 
 pub(crate) fn submit_result(
     request: pb::ResultRequest,
     prepared: crate::git::Prepared,
-) -> Result<Op, HubError> {
+) -> Result<SubmitResult, HubError> {
     let request_id = RequestId::for_new("request_id", &request.request_id)?;
     let supersedes = match request.supersedes.as_str() {
         "" => None,
         old => Some(RequestId::existing("supersedes", old)?),
     };
-    Ok(Op::SubmitResult {
+    Ok(SubmitResult {
         request_id,
         result: Box::new(mesh_core::result::WorkResult {
             task_id: request.task_id,
@@ -105,7 +112,9 @@ pub(crate) fn submit_result(
 }
 
 /// `RequestAmendment`.
-pub(crate) fn request_amendment(request: pb::AmendmentRequest) -> Result<Op, HubError> {
+pub(crate) fn request_amendment(
+    request: pb::AmendmentRequest,
+) -> Result<RequestAmendment, HubError> {
     let request_id = RequestId::for_new("request_id", &request.request_id)?;
     for (field, items) in [("files", &request.files), ("steps", &request.steps)] {
         if items.len() > limits::LIST_ITEMS {
@@ -131,7 +140,7 @@ pub(crate) fn request_amendment(request: pb::AmendmentRequest) -> Result<Op, Hub
         limits::check(&format!("files[{i}]"), file, limits::GLOB)?;
     }
     limits::check("why", &request.why, limits::REASON)?;
-    Ok(Op::RequestAmendment {
+    Ok(RequestAmendment {
         request_id,
         files: request.files,
         steps: request.steps,
@@ -140,9 +149,12 @@ pub(crate) fn request_amendment(request: pb::AmendmentRequest) -> Result<Op, Hub
 }
 
 /// `ReviewAmendment`, decided by `by`.
-pub(crate) fn review_amendment(review: pb::AmendmentReview, by: &str) -> Result<Op, HubError> {
+pub(crate) fn review_amendment(
+    review: pb::AmendmentReview,
+    by: &str,
+) -> Result<ReviewAmendment, HubError> {
     let request_id = RequestId::existing("request_id", &review.request_id)?;
-    Ok(Op::review_amendment(
+    Ok(ReviewAmendment::new(
         request_id,
         review.approve,
         review.feedback,
@@ -151,9 +163,9 @@ pub(crate) fn review_amendment(review: pb::AmendmentReview, by: &str) -> Result<
 }
 
 /// `ReviewResult`, decided by `by`.
-pub(crate) fn review_result(review: pb::ResultReview, by: &str) -> Result<Op, HubError> {
+pub(crate) fn review_result(review: pb::ResultReview, by: &str) -> Result<ReviewResult, HubError> {
     let request_id = RequestId::existing("request_id", &review.request_id)?;
-    Ok(Op::review_result(
+    Ok(ReviewResult::new(
         request_id,
         review.approve,
         review.feedback,
@@ -162,7 +174,9 @@ pub(crate) fn review_result(review: pb::ResultReview, by: &str) -> Result<Op, Hu
 }
 
 /// `RequestPermission`.
-pub(crate) fn request_permission(request: pb::PermissionRequest) -> Result<Op, HubError> {
+pub(crate) fn request_permission(
+    request: pb::PermissionRequest,
+) -> Result<RequestPermission, HubError> {
     if request.tool.is_empty() {
         return Err(FieldError::new("tool", "is required").into());
     }
@@ -176,7 +190,7 @@ pub(crate) fn request_permission(request: pb::PermissionRequest) -> Result<Op, H
     };
     let request_id = RequestId::for_new("request_id", &request.request_id)?;
     let path = args.get("path").and_then(|p| p.as_str()).map(str::to_owned);
-    Ok(Op::RequestPermission {
+    Ok(RequestPermission {
         request_id,
         tool: request.tool,
         args_json: request.args_json,
@@ -185,7 +199,7 @@ pub(crate) fn request_permission(request: pb::PermissionRequest) -> Result<Op, H
 }
 
 /// `ReviewPlan`, decided by `by`.
-pub(crate) fn review_plan(review: pb::PlanReview, by: &str) -> Result<Op, HubError> {
+pub(crate) fn review_plan(review: pb::PlanReview, by: &str) -> Result<ReviewPlan, HubError> {
     let request_id = RequestId::existing("request_id", &review.request_id)?;
     limits::check("feedback", &review.feedback, limits::REASON)?;
     let verdict = if review.approve {
@@ -201,7 +215,7 @@ pub(crate) fn review_plan(review: pb::PlanReview, by: &str) -> Result<Op, HubErr
     } else {
         PlanVerdict::reject(review.feedback)?
     };
-    Ok(Op::ReviewPlan {
+    Ok(ReviewPlan {
         request_id,
         verdict,
         by: by.to_owned(),
@@ -210,7 +224,7 @@ pub(crate) fn review_plan(review: pb::PlanReview, by: &str) -> Result<Op, HubErr
 
 /// `Decide`, by `by`: the core reviews the request as its kind says (and
 /// checks the feedback as that review does).
-pub(crate) fn decide(decide: pb::DecideRequest, by: &str) -> Result<Op, HubError> {
+pub(crate) fn decide(decide: pb::DecideRequest, by: &str) -> Result<Decide, HubError> {
     let request_id = RequestId::existing("request_id", &decide.request_id)?;
     let grant = decide.grant.as_ref().map(Grant::try_from).transpose()?;
     let kind = match decide.r#type {
@@ -221,7 +235,7 @@ pub(crate) fn decide(decide: pb::DecideRequest, by: &str) -> Result<Op, HubError
                 .map_err(|_| FieldError::new("type", format!("{n} is not a RequestType")))?,
         ),
     };
-    Ok(Op::Decide(mesh_core::op::Decide {
+    Ok(Decide {
         request_id,
         approve: decide.approve,
         feedback: decide.feedback,
@@ -229,23 +243,26 @@ pub(crate) fn decide(decide: pb::DecideRequest, by: &str) -> Result<Op, HubError
         allow_overlap: !decide.refuse_overlap,
         by: by.to_owned(),
         kind,
-    }))
+    })
 }
 
-/// `ReviewPermission`.
-pub(crate) fn review_permission(review: pb::PermissionReview) -> Result<Op, HubError> {
+/// `ReviewPermission`, by `by`.
+pub(crate) fn review_permission(
+    review: pb::PermissionReview,
+    by: &str,
+) -> Result<ReviewPermission, HubError> {
     let request_id = RequestId::existing("request_id", &review.request_id)?;
     limits::check("feedback", &review.feedback, limits::REASON)?;
-    Ok(Op::ReviewPermission {
+    Ok(ReviewPermission {
         request_id,
         approve: review.approve,
         feedback: review.feedback,
-        by: "operator".into(),
+        by: by.to_owned(),
     })
 }
 
 /// `ListRequests`: status and type UNSPECIFIED match any.
-pub(crate) fn list_requests(filter: pb::ListRequestsRequest) -> Result<Op, HubError> {
+pub(crate) fn list_requests(filter: pb::ListRequestsRequest) -> Result<ListRequests, HubError> {
     let status = match filter.status {
         0 => None,
         n => Some(
@@ -262,7 +279,7 @@ pub(crate) fn list_requests(filter: pb::ListRequestsRequest) -> Result<Op, HubEr
                 .map_err(|_| FieldError::new("type", format!("{n} is not a RequestType")))?,
         ),
     };
-    Ok(Op::ListRequests {
+    Ok(ListRequests {
         status,
         kind,
         page: Page::parse(filter.page_size, &filter.page_token, REQUESTS)?.ask(),
@@ -270,15 +287,15 @@ pub(crate) fn list_requests(filter: pb::ListRequestsRequest) -> Result<Op, HubEr
 }
 
 /// `GetRequest`.
-pub(crate) fn get_request(request: pb::GetRequestRequest) -> Result<Op, HubError> {
-    Ok(Op::GetRequest {
+pub(crate) fn get_request(request: pb::GetRequestRequest) -> Result<GetRequest, HubError> {
+    Ok(GetRequest {
         request_id: RequestId::existing("request_id", &request.request_id)?,
     })
 }
 
 /// `CreateTask`: the task board checks its fields (the core's one check).
-pub(crate) fn create_task(request: pb::CreateTaskRequest) -> Result<Op, HubError> {
-    Ok(Op::CreateTask {
+pub(crate) fn create_task(request: pb::CreateTaskRequest) -> Result<CreateTask, HubError> {
+    Ok(CreateTask {
         task_id: uuid::Uuid::new_v4().to_string(),
         task: NewTask {
             subject: request.subject,
@@ -292,8 +309,8 @@ pub(crate) fn create_task(request: pb::CreateTaskRequest) -> Result<Op, HubError
 }
 
 /// `ListTasks`, of either service.
-pub(crate) fn list_tasks(request: pb::ListTasksRequest) -> Result<Op, HubError> {
-    Ok(Op::ListTasks {
+pub(crate) fn list_tasks(request: pb::ListTasksRequest) -> Result<ListTasks, HubError> {
+    Ok(ListTasks {
         status: pb::TaskStatus::try_from(request.status)
             .and_then(TaskStatus::try_from)
             .ok(),
@@ -302,15 +319,15 @@ pub(crate) fn list_tasks(request: pb::ListTasksRequest) -> Result<Op, HubError> 
 }
 
 /// `ClaimTask`: no id claims the oldest claimable task.
-pub(crate) fn claim_task(request: pb::ClaimTaskRequest) -> Result<Op, HubError> {
+pub(crate) fn claim_task(request: pb::ClaimTaskRequest) -> Result<ClaimTask, HubError> {
     limits::check("task_id", &request.task_id, limits::ID)?;
-    Ok(Op::ClaimTask {
+    Ok(ClaimTask {
         task_id: (!request.task_id.is_empty()).then_some(request.task_id),
     })
 }
 
 /// `CompleteTask`.
-pub(crate) fn complete_task(request: pb::CompleteTaskRequest) -> Result<Op, HubError> {
+pub(crate) fn complete_task(request: pb::CompleteTaskRequest) -> Result<CompleteTask, HubError> {
     limits::check("task_id", &request.task_id, limits::ID)?;
     limits::check("summary", &request.summary, limits::TEXT)?;
     if request.task_id.is_empty() {
@@ -325,7 +342,7 @@ pub(crate) fn complete_task(request: pb::CompleteTaskRequest) -> Result<Op, HubE
                 .map_err(|e| FieldError::new(format!("outputs[{i}].content"), e.problem))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Op::CompleteTask {
+    Ok(CompleteTask {
         task_id: request.task_id,
         completion: mesh_core::tasks::Completion {
             summary: request.summary,
@@ -336,35 +353,35 @@ pub(crate) fn complete_task(request: pb::CompleteTaskRequest) -> Result<Op, HubE
 }
 
 /// `ReportUsage`.
-pub(crate) fn report_usage(report: pb::UsageReport) -> Result<Op, HubError> {
+pub(crate) fn report_usage(report: pb::UsageReport) -> Result<ReportUsage, HubError> {
     mesh_core::usage::check_epoch(&report.epoch)?;
     let totals = report
         .totals
         .as_ref()
         .map(Usage::from)
         .ok_or_else(|| FieldError::new("totals", "is required"))?;
-    Ok(Op::ReportUsage {
+    Ok(ReportUsage {
         epoch: report.epoch,
         totals,
     })
 }
 
 /// `SetBudget`.
-pub(crate) fn set_budget(request: pb::SetBudgetRequest) -> Result<Op, HubError> {
-    Ok(Op::SetBudget {
+pub(crate) fn set_budget(request: pb::SetBudgetRequest) -> Result<SetBudget, HubError> {
+    Ok(SetBudget {
         name: Name::parse("name", &request.name)?,
         token_budget: request.token_budget,
     })
 }
 
 /// `Join`.
-pub(crate) fn join(request: pb::JoinRequest) -> Result<Op, HubError> {
+pub(crate) fn join(request: pb::JoinRequest) -> Result<Join, HubError> {
     let name = Name::parse("name", &request.name)?;
     limits::check("role", &request.role, limits::ROLE)?;
     if request.role.trim().is_empty() {
         return Err(FieldError::new("role", "is required").into());
     }
-    Ok(Op::Join {
+    Ok(Join {
         name,
         role: request.role,
         token_budget: request.token_budget,
@@ -390,12 +407,12 @@ pub(crate) fn join(request: pb::JoinRequest) -> Result<Op, HubError> {
 }
 
 /// `Ack`.
-pub(crate) fn ack(request: pb::AckRequest) -> Result<Op, HubError> {
-    Ok(Op::Ack { seq: request.seq })
+pub(crate) fn ack(request: pb::AckRequest) -> Result<Ack, HubError> {
+    Ok(Ack { seq: request.seq })
 }
 
 /// `Send`.
-pub(crate) fn send(request: pb::SendRequest) -> Result<Op, HubError> {
+pub(crate) fn send(request: pb::SendRequest) -> Result<SendText, HubError> {
     let text = request
         .text
         .ok_or_else(|| FieldError::new("text", "is required"))?;
@@ -405,7 +422,7 @@ pub(crate) fn send(request: pb::SendRequest) -> Result<Op, HubError> {
     if request.to.is_empty() {
         return Err(FieldError::new("to", "is required").into());
     }
-    Ok(Op::Send {
+    Ok(SendText {
         to: request.to,
         message_id: (!request.message_id.is_empty()).then_some(request.message_id),
         content: text.content,
@@ -413,20 +430,20 @@ pub(crate) fn send(request: pb::SendRequest) -> Result<Op, HubError> {
 }
 
 /// `ReportIdle`.
-pub(crate) fn report_idle(idle: pb::IdleNotification) -> Result<Op, HubError> {
+pub(crate) fn report_idle(idle: pb::IdleNotification) -> Result<ReportIdle, HubError> {
     limits::check("reason", &idle.reason, limits::REASON)?;
-    Ok(Op::ReportIdle {
+    Ok(ReportIdle {
         reason: idle.reason,
     })
 }
 
 /// `ReportToolCall`: over-long fields are cut, not refused, so that every
 /// tool call stays on the record.
-pub(crate) fn report_tool_call(report: pb::ToolCallReport) -> Result<Op, HubError> {
+pub(crate) fn report_tool_call(report: pb::ToolCallReport) -> Result<ReportToolCall, HubError> {
     if report.tool.is_empty() {
         return Err(FieldError::new("tool", "is required").into());
     }
-    Ok(Op::ReportToolCall {
+    Ok(ReportToolCall {
         tool: limits::cut(&report.tool, limits::TOOL),
         args_json: limits::cut(&report.args_json, limits::REPORT_ARGS_JSON),
         allowed: report.allowed,
@@ -435,19 +452,19 @@ pub(crate) fn report_tool_call(report: pb::ToolCallReport) -> Result<Op, HubErro
 }
 
 /// `Leave`.
-pub(crate) fn leave(request: pb::LeaveRequest) -> Result<Op, HubError> {
+pub(crate) fn leave(request: pb::LeaveRequest) -> Result<Leave, HubError> {
     limits::check("reason", &request.reason, limits::REASON)?;
-    Ok(Op::Leave {
+    Ok(Leave {
         reason: request.reason,
     })
 }
 
 /// `RequestShutdown`: a deadline of 0 is the lead's default.
-pub(crate) fn request_shutdown(request: pb::ShutdownRequest) -> Result<Op, HubError> {
+pub(crate) fn request_shutdown(request: pb::ShutdownRequest) -> Result<RequestShutdown, HubError> {
     let target = Name::parse("target", &request.target)?;
     limits::check("reason", &request.reason, limits::REASON)?;
     let request_id = RequestId::for_new("request_id", &request.request_id)?;
-    Ok(Op::RequestShutdown {
+    Ok(RequestShutdown {
         request_id,
         target,
         reason: request.reason,
@@ -456,10 +473,12 @@ pub(crate) fn request_shutdown(request: pb::ShutdownRequest) -> Result<Op, HubEr
 }
 
 /// `RespondShutdown`.
-pub(crate) fn respond_shutdown(response: pb::ShutdownResponse) -> Result<Op, HubError> {
+pub(crate) fn respond_shutdown(
+    response: pb::ShutdownResponse,
+) -> Result<RespondShutdown, HubError> {
     let request_id = RequestId::existing("request_id", &response.request_id)?;
     limits::check("reason", &response.reason, limits::REASON)?;
-    Ok(Op::RespondShutdown {
+    Ok(RespondShutdown {
         request_id,
         approve: response.approve,
         reason: response.reason,
@@ -467,8 +486,8 @@ pub(crate) fn respond_shutdown(response: pb::ShutdownResponse) -> Result<Op, Hub
 }
 
 /// `ListTeam`.
-pub(crate) fn list_team(request: pb::ListTeamRequest) -> Result<Op, HubError> {
-    Ok(Op::ListTeam {
+pub(crate) fn list_team(request: pb::ListTeamRequest) -> Result<ListTeam, HubError> {
+    Ok(ListTeam {
         page: Page::parse(request.page_size, &request.page_token, MEMBERS)?.ask(),
     })
 }

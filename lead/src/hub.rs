@@ -26,7 +26,7 @@ mod landing;
 mod lifecycle;
 mod members;
 mod ops;
-pub(crate) use ops::{Answer, Answered, Claim};
+pub(crate) use ops::{Claim, HubOp, SendText};
 mod processes;
 mod record;
 #[cfg(test)]
@@ -227,15 +227,7 @@ impl Hub {
     /// Runs one command.
     fn handle(&mut self, command: Command) {
         match command {
-            Command::Apply {
-                claim,
-                door,
-                op,
-                reply,
-            } => {
-                let result = self.apply(claim, door, op);
-                self.reply(reply, result);
-            }
+            Command::Apply(applying) => applying.run(self),
             Command::Inbox {
                 claim,
                 after_seq,

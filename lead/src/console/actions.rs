@@ -10,7 +10,7 @@ use mesh_core::{
     grant::{Grant, Mode},
     limits,
     names::{Name, RequestId},
-    op::{Decide, Op},
+    op::{Decide, RequestShutdown},
     protocol::Kind,
 };
 use serde::Deserialize;
@@ -92,7 +92,7 @@ impl Decision {
     }
 }
 
-/// The one op every decision of the console is: `Op::Decide`, which the
+/// The one op every decision of the console is: [`Decide`], which the
 /// core reviews as the request's kind says (refused if it is not `kind`).
 async fn decide_as(
     console: &Console,
@@ -101,16 +101,14 @@ async fn decide_as(
     decision: Decision,
 ) -> Response {
     let op = RequestId::existing("request_id", request_id)
-        .map(|request_id| {
-            Op::Decide(Decide {
-                request_id,
-                approve: decision.approve,
-                feedback: decision.feedback,
-                grant: decision.grant,
-                allow_overlap: decision.allow_overlap,
-                by: "operator (console)".into(),
-                kind,
-            })
+        .map(|request_id| Decide {
+            request_id,
+            approve: decision.approve,
+            feedback: decision.feedback,
+            grant: decision.grant,
+            allow_overlap: decision.allow_overlap,
+            by: "operator (console)".into(),
+            kind,
         })
         .map_err(HubError::from);
     decided(
@@ -210,7 +208,7 @@ pub(super) async fn shutdown(
     let op = Name::parse("target", &form.name)
         .and_then(|target| {
             limits::check("reason", &form.reason, limits::REASON)?;
-            Ok(Op::RequestShutdown {
+            Ok(RequestShutdown {
                 request_id: RequestId::generate(),
                 target,
                 reason: form.reason,

@@ -11,7 +11,7 @@ use axum::{
 use mesh_core::{
     access::Call,
     names::RequestId,
-    op::{Op, PageAsk},
+    op::{GetRequest, ListRequests, ListTasks, ListTeam, PageAsk},
     protocol::Request as CoreRequest,
     team::{Listed, TeamPage},
     usage::Usage,
@@ -27,7 +27,7 @@ use super::{
 };
 use crate::{
     error::HubError,
-    hub::{Answered, Command, HubHandle},
+    hub::{Command, HubHandle, HubOp},
     paging::MAX_PAGE_SIZE,
     render,
 };
@@ -58,11 +58,7 @@ pub(super) async fn request(
     };
     let found: Result<CoreRequest, HubError> = console
         .hub
-        .apply(
-            operator(),
-            Call::Operator,
-            Ok(Op::GetRequest { request_id }),
-        )
+        .apply(operator(), Call::Operator, Ok(GetRequest { request_id }))
         .await;
     match found {
         Ok(request) => no_store(Json(json::request_json(&request)).into_response()),
@@ -99,10 +95,10 @@ fn page_after<T>(listed: &Listed<T>) -> Option<PageAsk> {
 }
 
 /// Every entry of a list, page after page: `op` asks for one page.
-async fn every<T>(hub: &HubHandle, op: impl Fn(PageAsk) -> Op) -> Result<Vec<T>, HubError>
-where
-    Listed<T>: Answered,
-{
+async fn every<T, O: HubOp<Reply = Listed<T>>>(
+    hub: &HubHandle,
+    op: impl Fn(PageAsk) -> O,
+) -> Result<Vec<T>, HubError> {
     let mut all = Vec::new();
     let mut page = Some(FIRST);
     while let Some(ask) = page {
@@ -115,7 +111,7 @@ where
 
 /// Every request the lead keeps.
 async fn all_requests(hub: &HubHandle) -> Result<Vec<CoreRequest>, HubError> {
-    every(hub, |page| Op::ListRequests {
+    every(hub, |page| ListRequests {
         status: None,
         kind: None,
         page,
@@ -151,7 +147,7 @@ async fn team(
     let mut page = Some(FIRST);
     while let Some(ask) = page {
         let listed: TeamPage = hub
-            .apply(operator(), Call::Operator, Ok(Op::ListTeam { page: ask }))
+            .apply(operator(), Call::Operator, Ok(ListTeam { page: ask }))
             .await?;
         page = page_after(&listed.members);
         members.extend(listed.members.entries.into_iter().map(|(_, m)| m));
@@ -173,7 +169,7 @@ async fn snapshot(hub: &HubHandle) -> Result<Value, HubError> {
         .iter()
         .map(brief::brief_json)
         .collect();
-    let tasks: Vec<Value> = every(hub, |page| Op::ListTasks { status: None, page })
+    let tasks: Vec<Value> = every(hub, |page| ListTasks { status: None, page })
         .await?
         .iter()
         .map(json::task_json)

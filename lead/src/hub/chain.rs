@@ -3,14 +3,19 @@
 //! [`mesh_core::team::Team::apply`]) and asks for a slow stage (a program, a
 //! model) with [`mesh_core::effect::Effect::RunStage`]; here it is handed to
 //! the stage runner ([`crate::chain::stages`]), whose verdict comes back as
-//! `Op::StageVerdict`, the lead's own.
+//! `StageVerdict`, the lead's own.
 
 use mesh_core::{
-    access::Caller, chain::Verdict, names::RequestId, op::Op, protocol::Status, team::StageKind,
+    access::{Call, Caller},
+    chain::Verdict,
+    names::RequestId,
+    op::StageVerdict,
+    protocol::Status,
+    team::StageKind,
 };
 use serde_json::json;
 
-use super::{Approval, Hub};
+use super::{Approval, Claim, Hub};
 use crate::chain::{
     stages::{StageJob, Work},
     Chain, Stage,
@@ -158,12 +163,12 @@ impl Hub {
     /// Stage `at` said `verdict` of plan `id`: the core records it and
     /// decides what follows.
     pub(super) fn stage_verdict(&mut self, request_id: RequestId, stage: usize, verdict: Verdict) {
-        let op = Op::StageVerdict {
+        let op = StageVerdict {
             request_id,
             stage,
             verdict,
         };
-        if let Err(e) = self.apply_in_core(&Caller::Lead, op) {
+        if let Err(e) = self.apply(Claim::Known(Caller::Lead), Call::Lead, Ok(op)) {
             tracing::warn!(error = %e, "a stage's verdict was not recorded");
         }
     }

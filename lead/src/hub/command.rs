@@ -2,10 +2,10 @@
 //! through ([`HubHandle`]): each command carries its reply channel, answered
 //! once the batch it belongs to is durable.
 
-use mesh_core::{access::Call, effect::Notice, op::Op};
+use mesh_core::{access::Call, effect::Notice};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Answer, Answered, Claim};
+use super::{Claim, Hub, HubOp};
 use crate::{children::Child, error::HubError, outbox};
 
 /// The reply channel of one command.
@@ -27,14 +27,9 @@ pub(crate) type Watched = std::sync::Arc<(i64, Notice)>;
 /// session token; the hub resolves it to a member.
 #[derive(Debug)]
 pub(crate) enum Command {
-    /// An op the edge translated (or why it could not, told only to a
-    /// caller who may come in at `door`), for the caller it `claim`s.
-    Apply {
-        claim: Claim,
-        door: Call<'static>,
-        op: Result<Op, HubError>,
-        reply: Reply<Answer>,
-    },
+    /// An op the edge translated, to be applied and answered in its own
+    /// type ([`HubHandle::apply`] makes it).
+    Apply(Applying),
     /// `Inbox`: opens the caller's stream.
     Inbox {
         claim: Claim,
@@ -51,13 +46,14 @@ pub(crate) enum Command {
         name: String,
         stream_id: u64,
     },
-    /// Who the caller `claim` names, if it may come in at `door`: for work
-    /// an edge does off the hub before the op (a result's git), so that an
-    /// unknown caller is refused before it.
+    /// The caller `claim` names, admitted if it may come in at `door`: for
+    /// work an edge does off the hub before the op (a result's git), so that
+    /// an unknown caller is refused before it; the op then carries what was
+    /// admitted ([`Claim::Admitted`]) and is not admitted again.
     Admit {
         claim: Claim,
         door: Call<'static>,
-        reply: Reply<mesh_core::access::Caller>,
+        reply: Reply<mesh_core::access::Admitted>,
     },
     /// Where the file a pending `write_file` permission request would
     /// write is on the lead's host: its sender's workspace (a teammate this
@@ -115,6 +111,23 @@ pub(crate) enum Command {
     ModelReview(crate::reviewer::Outcome),
 }
 
+/// An op and its reply channel, typed where [`HubHandle::apply`] made
+/// them: the hub runs it once, and the answer goes back as it came out.
+pub(crate) struct Applying(Box<dyn FnOnce(&mut Hub) + Send>);
+
+impl Applying {
+    /// Applies the op on `hub` and answers it.
+    pub(super) fn run(self, hub: &mut Hub) {
+        (self.0)(hub);
+    }
+}
+
+impl std::fmt::Debug for Applying {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Applying(..)")
+    }
+}
+
 /// A cheap handle RPC handlers use to reach the hub.
 #[derive(Debug, Clone)]
 pub(crate) struct HubHandle {
@@ -141,23 +154,17 @@ impl HubHandle {
         rx.await.map_err(|_| HubError::ShuttingDown)?
     }
 
-    /// Applies `op` for the caller `claim` names, come in at `door`, and
-    /// waits for its answer.
-    pub(crate) async fn apply<T: Answered>(
+    /// Applies `op` (or why the edge could not translate it, told only to
+    /// a caller who may come in at `door`) for the caller `claim` names,
+    /// come in at `door`, and waits for its answer.
+    pub(crate) async fn apply<O: HubOp>(
         &self,
         claim: Claim,
         door: Call<'static>,
-        op: Result<Op, HubError>,
-    ) -> Result<T, HubError> {
-        let answer = self
-            .call(|reply| Command::Apply {
-                claim,
-                door,
-                op,
-                reply,
-            })
-            .await?;
-        T::from_answer(answer)
+        op: Result<O, HubError>,
+    ) -> Result<O::Reply, HubError> {
+        self.call(|reply| Command::Apply(applying(claim, door, op, reply)))
+            .await
     }
 
     /// Sends a command from a thread outside the runtime (a blocking
@@ -175,4 +182,18 @@ impl HubHandle {
             });
         }
     }
+}
+
+/// [`Command::Apply`]'s op: `op` applied for `claim` at `door`, its answer
+/// sent to `reply`.
+pub(super) fn applying<O: HubOp>(
+    claim: Claim,
+    door: Call<'static>,
+    op: Result<O, HubError>,
+    reply: Reply<O::Reply>,
+) -> Applying {
+    Applying(Box::new(move |hub: &mut Hub| {
+        let result = hub.apply(claim, door, op);
+        hub.reply(reply, result);
+    }))
 }

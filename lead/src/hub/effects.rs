@@ -4,34 +4,29 @@
 //! once it is durable.
 
 use mesh_core::{
-    access::Caller,
+    access::Admitted,
     display::Escaped,
     effect::{Effect, Ended, Notice},
     op::Op,
-    team::Reply,
 };
 
-use super::{Answer, Hub};
+use super::Hub;
 use crate::{error::HubError, store::Change};
 
 impl Hub {
-    /// Applies `op`, which the core owns, for `caller`.
-    pub(super) fn apply_in_core(&mut self, caller: &Caller, op: Op) -> Result<Answer, HubError> {
+    /// Hands `op`, which the core owns, to [`mesh_core::team::Team::apply`]
+    /// for `caller`, admitted already: its changes join the forming batch
+    /// and its effects are carried out.
+    pub(super) fn in_core<O: Op>(
+        &mut self,
+        caller: &Admitted,
+        op: O,
+    ) -> Result<O::Reply, HubError> {
         let applied = self.team.apply(self.now(), caller, op)?;
         self.changes
             .extend(applied.changes.into_iter().map(Change::Team));
         self.carry_out(applied.effects);
-        Ok(match applied.reply {
-            Reply::Joined(joined) => Answer::Joined(joined),
-            Reply::Task(task) => Answer::Task(task),
-            Reply::Standing(standing) => Answer::Usage(standing),
-            Reply::Opened(id) => Answer::Opened(id),
-            Reply::Request(request) => Answer::Request(*request),
-            Reply::Tasks(tasks) => Answer::Tasks(tasks),
-            Reply::Requests(requests) => Answer::Requests(requests),
-            Reply::Team(team) => Answer::Team(*team),
-            Reply::Done => Answer::Done(()),
-        })
+        Ok(applied.reply)
     }
 
     /// Carries out `effects`, in order: each envelope, event and notice

@@ -1,7 +1,7 @@
 //! Landing approved results (`lead serve --repo`): the core asks with
 //! [`mesh_core::effect::Effect::Land`]; here the job goes to the lander, one
 //! task off the hub that runs git ([`crate::git::Repo::land`]) one landing
-//! at a time, and its outcome comes back as `Op::Landed`, the lead's own.
+//! at a time, and its outcome comes back as `Landed`, the lead's own.
 //! When the hub starts, the lander first settles what a lead that stopped
 //! left: a pending result the team branch already has is answered as
 //! landed; an approved one that had not landed is landed now.
@@ -9,15 +9,15 @@
 use std::sync::Arc;
 
 use mesh_core::{
-    access::Caller,
+    access::{Call, Caller},
     names::RequestId,
-    op::Op,
+    op::Landed,
     protocol::{Kind, Status},
     result::Landing,
 };
 use tokio::sync::mpsc;
 
-use super::{Command, Hub, HubHandle};
+use super::{Claim, Command, Hub, HubHandle};
 use crate::git::{LandAsk, Repo};
 
 /// What the lander is asked.
@@ -107,11 +107,11 @@ impl Hub {
 
     /// The lander's outcome for result `id`: the core answers it.
     pub(super) fn landed(&mut self, request_id: RequestId, landing: Landing) {
-        let op = Op::Landed {
+        let op = Landed {
             request_id,
             landing,
         };
-        if let Err(e) = self.apply_in_core(&Caller::Lead, op) {
+        if let Err(e) = self.apply(Claim::Known(Caller::Lead), Call::Lead, Ok(op)) {
             tracing::warn!(error = %e, "a landing's outcome was not recorded");
         }
     }

@@ -2,13 +2,13 @@
 //! disconnected, and stopping the lead with its children.
 
 use mesh_core::{
-    access::Caller,
+    access::{Call, Caller},
     lifecycle::Event,
     names::{Name, RequestId},
-    op::Op,
+    op::RequestShutdown,
 };
 
-use super::Hub;
+use super::{Claim, Hub};
 use crate::store::Change;
 
 /// How often the hub looks for stuck streams and for what retention lets go.
@@ -158,14 +158,15 @@ impl Hub {
                 let Ok(target) = Name::parse("target", &name) else {
                     continue;
                 };
-                let asked = self.apply_in_core(
-                    &Caller::Operator,
-                    Op::RequestShutdown {
+                let asked = self.apply(
+                    Claim::Known(Caller::Operator),
+                    Call::Operator,
+                    Ok(RequestShutdown {
                         request_id: RequestId::generate(),
                         target,
                         reason: "the lead is stopping".into(),
                         deadline_unix_ms: Some(self.now() + wait.max(1)),
-                    },
+                    }),
                 );
                 if let Err(e) = asked {
                     tracing::warn!(member = %name, error = %e, "could not ask to shut down");

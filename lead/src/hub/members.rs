@@ -3,18 +3,18 @@
 //! spawning teammates.
 
 use mesh_core::{
-    access::Caller,
+    access::Admitted,
     effect::{Message, Notice},
     error::FieldError,
     lifecycle::Event,
     limits,
     names::{Name, EVERYONE, LEAD},
-    op::{Op, Sent},
+    op::{Join, Joined, Sent},
 };
 use sha2::Digest as _;
 use shared::wire::message_bytes;
 
-use super::{Answer, Command, Hub, Reply};
+use super::{Command, Hub, Reply};
 use crate::{
     error::HubError,
     inboxes::{envelope_bytes, Inbox, SeenId},
@@ -28,7 +28,7 @@ impl Hub {
     /// token cannot be tried faster than the rate either), the core admits
     /// the member; a child the lead is starting under its name, or started,
     /// is marked as joined.
-    pub(super) fn join(&mut self, caller: &Caller, op: Op) -> Result<Answer, HubError> {
+    pub(super) fn join(&mut self, caller: &Admitted, op: Join) -> Result<Joined, HubError> {
         let now = self.now();
         if !self.joins.take(now) {
             return Err(HubError::ResourceExhausted(format!(
@@ -36,14 +36,11 @@ impl Hub {
                 self.config.join_rate, self.config.join_burst
             )));
         }
-        let Op::Join { name, .. } = &op else {
-            return Err(HubError::Internal("a join that is not one".into()));
-        };
-        let name = name.to_string();
-        let answer = self.apply_in_core(caller, op)?;
+        let name = op.name.to_string();
+        let joined = self.in_core(caller, op)?;
         self.processes.joined(&name);
         tracing::info!(member = %name, "joined");
-        Ok(answer)
+        Ok(joined)
     }
 
     /// `Inbox`: opens the caller's stream; returns its name, the stream's id

@@ -1,143 +1,197 @@
-//! The hub's ops: who calls ([`Claim`], placed and admitted at the op's
-//! door in one place, [`Hub::admit`]), where each op is applied
-//! ([`Hub::apply`]: by the core, but a join, which passes the join rate
-//! first, and `Send`, which is the hub's), and what it answers
-//! ([`Answer`]).
+//! The hub's ops: who calls ([`Claim`], admitted once, [`Hub::admit`]),
+//! what each op answers and where it may come in ([`HubOp`], one type per
+//! op, so no answer is checked when it comes back), and where it is
+//! applied ([`Hub::apply`]: by the core, but a join, which passes the join
+//! rate first, and [`SendText`], which is the hub's).
 
 use mesh_core::{
-    access::{Call, Caller},
+    access::{self, Admitted, Call, Caller},
     names::RequestId,
-    op::{Joined, Op, Sent},
-    protocol::Request,
-    tasks::Task,
-    team::{Listed, TeamPage},
-    usage::Standing,
+    op::{
+        Ack, ClaimTask, CompleteTask, CreateTask, Decide, Doors, GetRequest, Join, Joined, Landed,
+        Leave, ListRequests, ListTasks, ListTeam, Op, ReportIdle, ReportToolCall, ReportUsage,
+        RequestAmendment, RequestPermission, RequestShutdown, RespondShutdown, ReviewAmendment,
+        ReviewPermission, ReviewPlan, ReviewResult, Sent, SetBudget, StageVerdict, SubmitPlan,
+        SubmitResult, WithdrawTask,
+    },
 };
 
 use super::Hub;
 use crate::{error::HubError, store::token_hash};
 
-/// Who the edge says calls: a caller the lead's own tokens name, or a
-/// session token only the team's members can place.
+/// Who the edge says calls: a caller the lead's own tokens name, a session
+/// token only the team's members can place, or a caller the hub admitted
+/// already.
 #[derive(Debug)]
 pub(crate) enum Claim {
     /// The operator, the join token, no token.
     Known(Caller),
     /// Some other token.
     Session(String),
+    /// A caller the hub admitted for work an edge does before the op (a
+    /// result's git): it is not admitted again.
+    Admitted(Admitted),
 }
 
-/// An answer of one type, taken out of an [`Answer`].
-pub(crate) trait Answered: Sized {
-    /// `answer` as `Self`; an internal error where the hub answered
-    /// something else.
-    fn from_answer(answer: Answer) -> Result<Self, HubError>;
+/// An op the hub applies for an admitted caller: what it answers, where it
+/// may come in, and how the hub applies it.
+pub(crate) trait HubOp: Sized + Send + 'static {
+    /// What it answers.
+    type Reply: Send + 'static;
+    /// Where it may come in.
+    const DOORS: Doors;
+
+    /// The shutdown request this op answers, which a member that agreed to
+    /// it and is gone may answer again (see [`Hub::retired_answerer`]).
+    fn answers_shutdown(&self) -> Option<&RequestId> {
+        None
+    }
+
+    /// Applies it for `caller`.
+    fn apply(self, hub: &mut Hub, caller: &Admitted) -> Result<Self::Reply, HubError>;
 }
 
-/// [`Answer`], one variant per type an op answers with, each [`Answered`].
-macro_rules! answers {
-    ($($variant:ident($ty:ty)),* $(,)?) => {
-        /// An op's answer, in the core's types.
-        #[derive(Debug)]
-        pub(crate) enum Answer {
-            $($variant($ty)),*
-        }
+/// [`HubOp`] for ops the core applies as they are.
+macro_rules! in_core {
+    ($($op:ty),* $(,)?) => {
+        $(impl HubOp for $op {
+            type Reply = <$op as Op>::Reply;
+            const DOORS: Doors = <$op as Op>::DOORS;
 
-        $(impl Answered for $ty {
-            fn from_answer(answer: Answer) -> Result<Self, HubError> {
-                match answer {
-                    Answer::$variant(value) => Ok(value),
-                    #[allow(unreachable_patterns)]
-                    other => Err(HubError::Internal(format!(
-                        "the hub answered {other:?} where {} was due",
-                        stringify!($variant)
-                    ))),
-                }
+            fn apply(self, hub: &mut Hub, caller: &Admitted) -> Result<Self::Reply, HubError> {
+                hub.in_core(caller, self)
             }
         })*
     };
 }
 
-answers!(
-    Task(Task),
-    Usage(Standing),
-    Opened(RequestId),
-    Request(Request),
-    Joined(Joined),
-    Sent(Sent),
-    Done(()),
-    Tasks(Listed<Task>),
-    Requests(Listed<Request>),
-    Team(TeamPage),
+in_core!(
+    Ack,
+    ClaimTask,
+    CompleteTask,
+    CreateTask,
+    Decide,
+    GetRequest,
+    Landed,
+    Leave,
+    ListRequests,
+    ListTasks,
+    ListTeam,
+    ReportIdle,
+    ReportToolCall,
+    ReportUsage,
+    RequestAmendment,
+    RequestPermission,
+    RequestShutdown,
+    ReviewAmendment,
+    ReviewPermission,
+    ReviewPlan,
+    ReviewResult,
+    SetBudget,
+    StageVerdict,
+    SubmitPlan,
+    SubmitResult,
+    WithdrawTask,
 );
 
+impl HubOp for Join {
+    type Reply = Joined;
+    const DOORS: Doors = <Join as Op>::DOORS;
+
+    fn apply(self, hub: &mut Hub, caller: &Admitted) -> Result<Joined, HubError> {
+        hub.join(caller, self)
+    }
+}
+
+impl HubOp for RespondShutdown {
+    type Reply = ();
+    const DOORS: Doors = <RespondShutdown as Op>::DOORS;
+
+    fn answers_shutdown(&self) -> Option<&RequestId> {
+        Some(&self.request_id)
+    }
+
+    fn apply(self, hub: &mut Hub, caller: &Admitted) -> Result<(), HubError> {
+        hub.in_core(caller, self)
+    }
+}
+
+/// A member sends a text to one member, to `lead`, or to everyone (`*`):
+/// the hub's own op (what an inbox holds, its byte budgets and the message
+/// ids it remembers are the runtime's, not the core's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct SendText {
+    /// The recipient.
+    pub(crate) to: String,
+    /// The id the sender chose, which makes a retry harmless.
+    pub(crate) message_id: Option<String>,
+    /// The text.
+    pub(crate) content: String,
+}
+
+impl HubOp for SendText {
+    type Reply = Sent;
+    const DOORS: Doors = Doors::Member("Send");
+
+    fn apply(self, hub: &mut Hub, caller: &Admitted) -> Result<Sent, HubError> {
+        let Some(from) = caller.member() else {
+            return Err(HubError::Internal("a member's op with no member".into()));
+        };
+        hub.send_text(from, &self.to, self.message_id, self.content)
+    }
+}
+
 impl Hub {
-    /// Applies `op` for the caller `claim` names, if it may come in at
-    /// `door`: the caller first, so that a stranger learns nothing from
-    /// validation.
-    pub(super) fn apply(
+    /// Applies `op` for the caller `claim` names, come in at `door`: the
+    /// caller first (admitted once, here), so that a stranger learns
+    /// nothing from validation.
+    pub(super) fn apply<O: HubOp>(
         &mut self,
         claim: Claim,
         door: Call<'static>,
-        op: Result<Op, HubError>,
-    ) -> Result<Answer, HubError> {
-        let caller = self.admit(claim, door, op.as_ref().ok())?;
-        let op = op?;
-        if !op.doors().open(door) {
+        op: Result<O, HubError>,
+    ) -> Result<O::Reply, HubError> {
+        if !O::DOORS.open(door) {
             return Err(HubError::Internal(format!(
                 "an op came in at {door:?}, not one of its doors"
             )));
         }
-        match op {
-            op @ Op::Join { .. } => self.join(&caller, op),
-            Op::Send {
-                to,
-                message_id,
-                content,
-            } => {
-                let Caller::Member(from) = &caller else {
-                    return Err(HubError::Internal("a member's op with no member".into()));
-                };
-                Ok(Answer::Sent(
-                    self.send_text(from, &to, message_id, content)?,
-                ))
-            }
-            op => self.apply_in_core(&caller, op),
-        }
+        let shutdown = op.as_ref().ok().and_then(HubOp::answers_shutdown);
+        let caller = self.admit(claim, door, shutdown)?;
+        op?.apply(self, &caller)
     }
 
-    /// Who `claim` names, if that caller may come in at `door`. A session
-    /// token is placed by the team's members; one no member holds is a stranger's,
-    /// unless `op` answers a settled shutdown request its retired holder
+    /// Who `claim` names, admitted if that caller may come in at `door`:
+    /// the one admission a call passes. A session token is placed by the
+    /// team's members; one no member holds is a stranger's, unless it
+    /// answers `shutdown`, a settled shutdown request its retired holder
     /// answered (see [`Hub::retired_answerer`]).
     pub(super) fn admit(
         &self,
         claim: Claim,
         door: Call<'static>,
-        op: Option<&Op>,
-    ) -> Result<Caller, HubError> {
+        shutdown: Option<&RequestId>,
+    ) -> Result<Admitted, HubError> {
         let caller = match claim {
+            Claim::Admitted(admitted) => return Ok(admitted),
             Claim::Known(caller) => caller,
             Claim::Session(token) => match self.team.members.by_token_hash(&token_hash(&token)) {
                 Some(name) => Caller::Member(name.to_owned()),
-                None => match op {
-                    Some(Op::RespondShutdown { request_id, .. }) => self
-                        .retired_answerer(&token, request_id)
-                        .map_or(Caller::Stranger, Caller::Member),
-                    _ => Caller::Stranger,
-                },
+                None => shutdown
+                    .and_then(|id| self.retired_answerer(&token, id))
+                    .map_or(Caller::Stranger, Caller::Member),
             },
         };
-        mesh_core::access::admit(&caller, door)?;
-        Ok(caller)
+        Ok(access::admit(caller, door)?)
     }
 
     /// The member `claim` names, if it may call `Lead.<rpc>`.
     pub(super) fn admit_member(&self, claim: Claim, rpc: &'static str) -> Result<String, HubError> {
-        match self.admit(claim, Call::Teammate(rpc), None)? {
-            Caller::Member(name) => Ok(name),
-            _ => Err(HubError::Internal("a member's call with no member".into())),
-        }
+        let admitted = self.admit(claim, Call::Teammate(rpc), None)?;
+        admitted
+            .member()
+            .map(str::to_owned)
+            .ok_or_else(|| HubError::Internal("a member's call with no member".into()))
     }
 
     /// Who answers shutdown request `id` with session `token` no active

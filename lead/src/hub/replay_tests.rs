@@ -22,12 +22,19 @@ use mesh_core::{
     access::{Call, Caller},
     grant::{Grant, Mode},
     names::{Name, RequestId},
-    op::{Op, PlanVerdict},
+    op::{
+        Ack, ClaimTask, CompleteTask, CreateTask, Join, Joined, Leave, PlanVerdict, ReportIdle,
+        ReportUsage, RequestPermission, RequestShutdown, RespondShutdown, ReviewPermission,
+        ReviewPlan, SetBudget, SubmitPlan,
+    },
     protocol::{Kind, Request, Status},
+    tasks::Task,
 };
 use tokio::sync::oneshot;
 
-use super::{load_inline, Answer, Claim, Command, Hub, HubConfig, Reply};
+use super::{
+    command::applying, load_inline, Claim, Command, Hub, HubConfig, HubOp, Reply, SendText,
+};
 use crate::{
     error::HubError,
     store::{Change, Snapshot, SqliteStore, Store, StoreError, Sync},
@@ -51,13 +58,12 @@ fn session(token: String, rpc: &'static str) -> (Claim, Call<'static>) {
 }
 
 /// The command that applies `op` for `who`.
-fn apply((claim, door): (Claim, Call<'static>), op: Op, reply: Reply<Answer>) -> Command {
-    Command::Apply {
-        claim,
-        door,
-        op: Ok(op),
-        reply,
-    }
+fn apply<O: HubOp>(
+    (claim, door): (Claim, Call<'static>),
+    op: O,
+    reply: Reply<O::Reply>,
+) -> Command {
+    Command::Apply(applying(claim, door, Ok(op), reply))
 }
 
 /// A small xorshift generator: the same seed, the same run.
@@ -91,23 +97,23 @@ struct Known {
     /// Session tokens by member name.
     tokens: BTreeMap<String, String>,
     /// Joins whose reply has not come yet.
-    joining: Vec<(String, Pending<Answer>)>,
+    joining: Vec<(String, Pending<Joined>)>,
     /// Task ids.
     tasks: Vec<String>,
     /// Tasks created whose reply has not come yet.
-    creating: Vec<Pending<Answer>>,
+    creating: Vec<Pending<Task>>,
 }
 
 impl Known {
     /// Takes in the replies of the last batch.
     fn collect(&mut self) {
         for (name, mut rx) in std::mem::take(&mut self.joining) {
-            if let Ok(Ok(Answer::Joined(joined))) = rx.try_recv() {
+            if let Ok(Ok(joined)) = rx.try_recv() {
                 self.tokens.insert(name, joined.session_token);
             }
         }
         for mut rx in std::mem::take(&mut self.creating) {
-            if let Ok(Ok(Answer::Task(task))) = rx.try_recv() {
+            if let Ok(Ok(task)) = rx.try_recv() {
                 self.tasks.push(task.task_id);
             }
         }
@@ -174,7 +180,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let (reply, rx) = oneshot::channel();
             hub.handle(apply(
                 (Claim::Known(Caller::Joiner), Call::Join),
-                Op::Join {
+                Join {
                     name: Name::parse("name", &name).expect("a valid name"),
                     role: "coder".into(),
                     token_budget: [0, 5_000][rng.below(2)],
@@ -198,7 +204,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let (reply, _rx) = oneshot::channel();
             hub.handle(apply(
                 session(token, "Send"),
-                Op::Send {
+                SendText {
                     to,
                     message_id: None,
                     content: format!("note {}", rng.next() % 100),
@@ -214,7 +220,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let (reply, _rx) = oneshot::channel();
             hub.handle(apply(
                 session(token, "SubmitPlan"),
-                Op::SubmitPlan {
+                SubmitPlan {
                     request_id: RequestId::generate(),
                     plan: mesh_core::plan::Plan {
                         summary: format!("plan {}", rng.next() % 100),
@@ -246,7 +252,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             };
             hub.handle(apply(
                 operator(),
-                Op::ReviewPlan {
+                ReviewPlan {
                     request_id: id,
                     verdict,
                     by: "operator".into(),
@@ -259,7 +265,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let blocked_by = rng.pick(&known.tasks).cloned().into_iter().collect();
             hub.handle(apply(
                 operator(),
-                Op::CreateTask {
+                CreateTask {
                     task_id: format!("t{}", rng.next()),
                     task: mesh_core::tasks::NewTask {
                         subject: format!("task {}", rng.next() % 100),
@@ -286,7 +292,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             match claimed {
                 Some(task_id) if rng.below(2) == 0 => hub.handle(apply(
                     session(token, "CompleteTask"),
-                    Op::CompleteTask {
+                    CompleteTask {
                         task_id,
                         completion: mesh_core::tasks::Completion::summary("done"),
                     },
@@ -294,7 +300,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 )),
                 _ => hub.handle(apply(
                     session(token, "ClaimTask"),
-                    Op::ClaimTask { task_id: None },
+                    ClaimTask { task_id: None },
                     reply,
                 )),
             }
@@ -304,7 +310,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let (reply, _rx) = oneshot::channel();
             hub.handle(apply(
                 operator(),
-                Op::RequestShutdown {
+                RequestShutdown {
                     request_id: RequestId::generate(),
                     target: Name::parse("target", &target).expect("a valid name"),
                     reason: "done".into(),
@@ -325,7 +331,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let (reply, _rx) = oneshot::channel();
             hub.handle(apply(
                 session(token, "RespondShutdown"),
-                Op::RespondShutdown {
+                RespondShutdown {
                     request_id: id,
                     approve: rng.below(2) == 0,
                     reason: "busy".into(),
@@ -340,7 +346,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let last = hub.team.members.get(&name).map_or(0, |m| m.last_seq);
             let seq = rng.next() % (last + 1);
             let (reply, _rx) = oneshot::channel();
-            hub.handle(apply(session(token, "Ack"), Op::Ack { seq }, reply));
+            hub.handle(apply(session(token, "Ack"), Ack { seq }, reply));
         }
         11 => {
             let Some((_, token)) = known.token(rng) else {
@@ -350,7 +356,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let path = FILES[rng.below(2)];
             hub.handle(apply(
                 session(token, "RequestPermission"),
-                Op::RequestPermission {
+                RequestPermission {
                     request_id: RequestId::generate(),
                     tool: "write_file".into(),
                     args_json: format!(r#"{{"path":"{path}"}}"#),
@@ -366,7 +372,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let (reply, _rx) = oneshot::channel();
             hub.handle(apply(
                 operator(),
-                Op::ReviewPermission {
+                ReviewPermission {
                     request_id: id,
                     approve: rng.below(2) == 0,
                     feedback: "ok".into(),
@@ -382,7 +388,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let (reply, _rx) = oneshot::channel();
             hub.handle(apply(
                 session(token, "ReportIdle"),
-                Op::ReportIdle {
+                ReportIdle {
                     reason: "waiting".into(),
                 },
                 reply,
@@ -396,7 +402,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let (reply, _rx) = oneshot::channel();
             hub.handle(apply(
                 session(token, "ReportUsage"),
-                Op::ReportUsage {
+                ReportUsage {
                     epoch: format!("e{}", rng.below(3)),
                     totals: mesh_core::usage::Usage {
                         prompt_tokens: tokens,
@@ -413,7 +419,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
             let (reply, _rx) = oneshot::channel();
             hub.handle(apply(
                 operator(),
-                Op::SetBudget {
+                SetBudget {
                     name: Name::parse("name", name).expect("a valid name"),
                     token_budget: [0, 20_000][rng.below(2)],
                 },
@@ -429,7 +435,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                 let (reply, _rx) = oneshot::channel();
                 hub.handle(apply(
                     session(token, "Leave"),
-                    Op::Leave {
+                    Leave {
                         reason: "bye".into(),
                     },
                     reply,

@@ -3,16 +3,16 @@
 //! handshakes: see [`mesh_core::team::Team::apply`]).
 
 use mesh_core::{
-    access::Caller,
+    access::{Call, Caller},
     effect::Notice,
     limits,
     names::RequestId,
-    op::Op,
+    op::ReviewPlan,
     protocol::{Kind, Status},
 };
 use shared::plan::Plan;
 
-use super::{Approval, Hub};
+use super::{Approval, Claim, Hub};
 use crate::error::HubError;
 
 impl Hub {
@@ -109,12 +109,12 @@ impl Hub {
                     .and_then(|id| Ok((id, verdict?)))
                     .map_err(HubError::from)
                     .and_then(|(request_id, verdict)| {
-                        let review = Op::ReviewPlan {
+                        let review = ReviewPlan {
                             request_id,
                             verdict,
                             by: by.clone(),
                         };
-                        self.apply_in_core(&Caller::Operator, review)
+                        self.apply(Claim::Known(Caller::Operator), Call::Operator, Ok(review))
                     });
                 let text = match decided {
                     Ok(_) => said,

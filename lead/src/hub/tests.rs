@@ -9,14 +9,14 @@ use mesh_core::{
     effect::Message,
     lifecycle::Status,
     names::{Name, RequestId},
-    op::{Op, PageAsk},
+    op::{GetRequest, Join, ListTeam, PageAsk, ReportIdle, RequestShutdown},
     protocol::Status as RequestStatus,
 };
 use tokio::sync::watch;
 use tokio_stream::StreamExt as _;
 
 use super::{load_inline, start, Claim, Command, HubConfig, HubHandle};
-use crate::store::MemoryStore;
+use crate::{error::HubError, store::MemoryStore};
 
 /// A hub on a memory store, with `grace` and `shutdown_deadline`.
 fn hub(
@@ -36,7 +36,7 @@ fn hub(
 
 /// Joins `name`; its session token.
 async fn join(hub: &HubHandle, name: &str) -> String {
-    let op = Op::Join {
+    let op = Join {
         name: Name::parse("name", name).expect("valid name"),
         role: "coder".into(),
         token_budget: 0,
@@ -78,7 +78,7 @@ async fn open_inbox(hub: &HubHandle, token: &str) -> Stream {
 
 /// `name`'s status.
 async fn status(hub: &HubHandle, name: &str) -> Status {
-    let op = Op::ListTeam {
+    let op = ListTeam {
         page: PageAsk {
             after: None,
             size: 100,
@@ -98,7 +98,7 @@ async fn status(hub: &HubHandle, name: &str) -> Status {
 
 /// Asks `name` to shut down (by the hub's default deadline); the request id.
 async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
-    let op = Op::RequestShutdown {
+    let op = RequestShutdown {
         request_id: RequestId::generate(),
         target: Name::parse("target", name).expect("a valid name"),
         reason: "done".into(),
@@ -113,7 +113,7 @@ async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
 
 /// The request's status.
 async fn request_status(hub: &HubHandle, id: &str) -> RequestStatus {
-    let op = Op::GetRequest {
+    let op = GetRequest {
         request_id: RequestId::existing("request_id", id).expect("a request id"),
     };
     let state: mesh_core::protocol::Request = hub
@@ -153,7 +153,7 @@ async fn coming_back_within_the_grace_period_keeps_the_member_and_its_idleness()
     let (hub, _stop) = hub(GRACE, DEADLINE);
     let alice = join(&hub, "alice").await;
     let stream = open_inbox(&hub, &alice).await;
-    let op = Op::ReportIdle {
+    let op = ReportIdle {
         reason: String::new(),
     };
     let () = hub
@@ -242,10 +242,10 @@ async fn a_hub_told_to_step_down_ends_every_stream_unavailable_and_answers_no_mo
     assert!(inbox.envelopes.next().await.is_none(), "and then nothing");
     // The hub is gone: a call is refused, not answered.
     assert!(hub
-        .apply::<mesh_core::op::Joined>(
+        .apply(
             Claim::Known(Caller::Joiner),
             Call::Join,
-            Ok(Op::Join {
+            Ok(Join {
                 name: Name::parse("name", "bob").expect("valid name"),
                 role: "coder".into(),
                 token_budget: 0,
@@ -257,4 +257,60 @@ async fn a_hub_told_to_step_down_ends_every_stream_unavailable_and_answers_no_mo
         )
         .await
         .is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_caller_is_admitted_once_before_its_op_is_looked_at() {
+    let (hub, _stop) = hub(GRACE, DEADLINE);
+    let alice = join(&hub, "alice").await;
+    let _stream = open_inbox(&hub, &alice).await;
+    // A stranger learns nothing from validation: refused as a stranger.
+    let invalid: Result<ReportIdle, HubError> = Err(HubError::Invalid(
+        mesh_core::error::FieldError::new("reason", "too long"),
+    ));
+    let refused = hub
+        .apply(
+            Claim::Session("nobody's".into()),
+            Call::Teammate("ReportIdle"),
+            invalid,
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(HubError::Unauthenticated(_))),
+        "{refused:?}"
+    );
+    // The operator's token at a member's door is refused there.
+    let refused = hub
+        .apply(
+            Claim::Known(Caller::Operator),
+            Call::Teammate("ReportIdle"),
+            Ok(ReportIdle {
+                reason: String::new(),
+            }),
+        )
+        .await;
+    assert!(
+        matches!(refused, Err(HubError::PermissionDenied(_))),
+        "{refused:?}"
+    );
+    // What the hub admitted before the op (a result's git) is taken as it is.
+    let admitted = hub
+        .call(|reply| Command::Admit {
+            claim: Claim::Session(alice),
+            door: Call::Teammate("ReportIdle"),
+            reply,
+        })
+        .await
+        .expect("alice is let in");
+    let () = hub
+        .apply(
+            Claim::Admitted(admitted),
+            Call::Teammate("ReportIdle"),
+            Ok(ReportIdle {
+                reason: String::new(),
+            }),
+        )
+        .await
+        .expect("idle");
+    assert_eq!(status(&hub, "alice").await, Status::Idle);
 }

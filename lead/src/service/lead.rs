@@ -5,7 +5,7 @@
 use mesh_core::{
     access::Call,
     names::RequestId,
-    op::{Joined, Op, Sent},
+    op::{Joined, Sent},
     tasks::Task,
     usage::Standing,
 };
@@ -22,7 +22,7 @@ use super::{
 use crate::{
     error::HubError,
     from_wire,
-    hub::{Answered, Command},
+    hub::{Claim, Command, HubOp},
 };
 
 impl LeadService {
@@ -31,8 +31,8 @@ impl LeadService {
         &self,
         request: Request<pb::ResultRequest>,
     ) -> Result<Response<pb::SubmitResultResponse>, Status> {
-        // The caller is placed first: nobody unknown makes git work.
-        self.admitted(&request, "SubmitResult").await?;
+        // The caller is admitted first, once: nobody unknown makes git work.
+        let claim = self.admitted(&request, "SubmitResult").await?;
         let Some(repo) = self.repo.clone() else {
             return Err(HubError::FailedPrecondition(
                 "SubmitResult: the lead has no team repository (lead serve --repo); complete the \
@@ -52,9 +52,10 @@ impl LeadService {
                 }
                 crate::git::PrepareError::Git(e) => HubError::Internal(e.to_string()),
             })?;
-        self.apply(
+        self.apply_as(
+            claim,
             request,
-            "SubmitResult",
+            Call::Teammate("SubmitResult"),
             |r| from_wire::submit_result(r, prepared),
             |id: RequestId| pb::SubmitResultResponse {
                 request_id: id.to_string(),
@@ -65,51 +66,65 @@ impl LeadService {
 
     /// Applies the op `translate` makes of the request, for the caller its
     /// token names, as `Lead.<rpc>`.
-    async fn apply<T, A: Answered, R>(
+    async fn apply<T, O: HubOp, R>(
         &self,
         request: Request<T>,
         rpc: &'static str,
-        translate: impl FnOnce(T) -> Result<Op, HubError>,
-        render: impl FnOnce(A) -> R,
+        translate: impl FnOnce(T) -> Result<O, HubError>,
+        render: impl FnOnce(O::Reply) -> R,
     ) -> Result<Response<R>, Status> {
         self.apply_at(request, Call::Teammate(rpc), translate, render)
             .await
     }
 
-    /// Whether the caller may call `Lead.<rpc>` (asked of the hub, which
-    /// places a session), for work done before the op.
-    async fn admitted<T>(&self, request: &Request<T>, rpc: &'static str) -> Result<(), Status> {
+    /// The caller, admitted to call `Lead.<rpc>` (by the hub, which places
+    /// a session), for work done before the op: the op then takes it as it
+    /// is ([`Claim::Admitted`]).
+    async fn admitted<T>(&self, request: &Request<T>, rpc: &'static str) -> Result<Claim, Status> {
         let claim = claim_of(request, &self.tokens);
-        self.hub
+        let admitted = self
+            .hub
             .call(|reply| Command::Admit {
                 claim,
                 door: Call::Teammate(rpc),
                 reply,
             })
             .await?;
-        Ok(())
+        Ok(Claim::Admitted(admitted))
     }
 
     /// [`Self::apply`] for an op that answers nothing but success.
-    async fn done<T, R: Default>(
+    async fn done<T, O: HubOp<Reply = ()>, R: Default>(
         &self,
         request: Request<T>,
         rpc: &'static str,
-        translate: impl FnOnce(T) -> Result<Op, HubError>,
+        translate: impl FnOnce(T) -> Result<O, HubError>,
     ) -> Result<Response<R>, Status> {
         self.apply(request, rpc, translate, |()| R::default()).await
     }
 
     /// Applies the op `translate` makes of the request, for the caller its
     /// token names, come in at `door`.
-    async fn apply_at<T, A: Answered, R>(
+    async fn apply_at<T, O: HubOp, R>(
         &self,
         request: Request<T>,
         door: Call<'static>,
-        translate: impl FnOnce(T) -> Result<Op, HubError>,
-        render: impl FnOnce(A) -> R,
+        translate: impl FnOnce(T) -> Result<O, HubError>,
+        render: impl FnOnce(O::Reply) -> R,
     ) -> Result<Response<R>, Status> {
         let claim = claim_of(&request, &self.tokens);
+        self.apply_as(claim, request, door, translate, render).await
+    }
+
+    /// [`Self::apply_at`] for the caller `claim` names.
+    async fn apply_as<T, O: HubOp, R>(
+        &self,
+        claim: Claim,
+        request: Request<T>,
+        door: Call<'static>,
+        translate: impl FnOnce(T) -> Result<O, HubError>,
+        render: impl FnOnce(O::Reply) -> R,
+    ) -> Result<Response<R>, Status> {
         let op = translate(request.into_inner());
         Ok(Response::new(render(
             self.hub.apply(claim, door, op).await?,

@@ -2,7 +2,7 @@
 //! named operator's token), the lists, the audit trail, shutdown, the
 //! events, tasks, spawning and budgets.
 
-use mesh_core::{access::Call, names::RequestId, op::Op, tasks::Task, usage::Standing};
+use mesh_core::{access::Call, names::RequestId, tasks::Task, usage::Standing};
 use shared::{
     auth::same_token,
     pb,
@@ -21,85 +21,37 @@ use super::{
 use crate::{
     error::HubError,
     from_wire,
-    hub::{Answered, Command},
+    hub::{Command, HubOp},
 };
 
 impl OperatorService {
     /// Applies the op `translate` makes of the request, for the caller its
     /// token names, as an `Operator` call.
-    async fn apply<T, A: Answered, R>(
+    async fn apply<T, O: HubOp, R>(
         &self,
         request: Request<T>,
-        translate: impl FnOnce(T) -> Result<Op, HubError>,
-        render: impl FnOnce(A) -> R,
+        translate: impl FnOnce(T) -> Result<O, HubError>,
+        render: impl FnOnce(O::Reply) -> R,
     ) -> Result<Response<R>, Status> {
         let claim = claim_of(&request, &self.tokens);
-        let name = token_of(&request).and_then(|token| {
-            self.tokens
-                .named
-                .iter()
-                .find(|(_, t)| same_token(&token, t))
-                .map(|(name, _)| name.clone())
-        });
-        let op = translate(request.into_inner()).map(|op| match name {
-            Some(name) => signed(op, &name),
-            None => op,
-        });
+        let op = translate(request.into_inner());
         Ok(Response::new(render(
             self.hub.apply(claim, Call::Operator, op).await?,
         )))
     }
 }
 
-/// `op`, decided by the operator `name` (a named operator token): the
-/// request's history, and so the audit trail, says who.
-fn signed(op: Op, name: &str) -> Op {
-    let by = format!("operator {name}");
-    match op {
-        Op::ReviewPlan {
-            request_id,
-            verdict,
-            ..
-        } => Op::ReviewPlan {
-            request_id,
-            verdict,
-            by,
-        },
-        Op::ReviewPermission {
-            request_id,
-            approve,
-            feedback,
-            ..
-        } => Op::ReviewPermission {
-            request_id,
-            approve,
-            feedback,
-            by,
-        },
-        Op::ReviewResult {
-            request_id,
-            approve,
-            feedback,
-            ..
-        } => Op::ReviewResult {
-            request_id,
-            approve,
-            feedback,
-            by,
-        },
-        Op::ReviewAmendment {
-            request_id,
-            approve,
-            feedback,
-            ..
-        } => Op::ReviewAmendment {
-            request_id,
-            approve,
-            feedback,
-            by,
-        },
-        other => other,
-    }
+/// Who decides, for a review's history (and so the audit trail): `operator
+/// NAME` for a named operator token, else `operator`.
+fn signer<T>(request: &Request<T>, tokens: &super::Tokens) -> String {
+    let name = token_of(request).and_then(|token| {
+        tokens
+            .named
+            .iter()
+            .find(|(_, t)| same_token(&token, t))
+            .map(|(name, _)| name.clone())
+    });
+    name.map_or_else(|| "operator".to_owned(), |name| format!("operator {name}"))
 }
 
 #[tonic::async_trait]
@@ -110,10 +62,11 @@ impl pb::operator_server::Operator for OperatorService {
     ) -> Result<Response<pb::PlanApprovalResponse>, Status> {
         let about = About::Answers(&request.get_ref().request_id);
         let begun = begin("mesh.v1.Operator/ReviewPlan", request.metadata(), about);
+        let by = signer(&request, &self.tokens);
         traced(begun, async {
             self.apply(
                 request,
-                |review| from_wire::review_plan(review, "operator"),
+                |review| from_wire::review_plan(review, &by),
                 |r: mesh_core::protocol::Request| plan_response(&r),
             )
             .await
@@ -127,10 +80,11 @@ impl pb::operator_server::Operator for OperatorService {
     ) -> Result<Response<pb::ProtocolState>, Status> {
         let about = About::Answers(&request.get_ref().request_id);
         let begun = begin("mesh.v1.Operator/ReviewResult", request.metadata(), about);
+        let by = signer(&request, &self.tokens);
         traced(begun, async {
             self.apply(
                 request,
-                |review| from_wire::review_result(review, "operator"),
+                |review| from_wire::review_result(review, &by),
                 |r: mesh_core::protocol::Request| r.to_pb(),
             )
             .await
@@ -176,10 +130,11 @@ impl pb::operator_server::Operator for OperatorService {
             request.metadata(),
             about,
         );
+        let by = signer(&request, &self.tokens);
         traced(begun, async {
             self.apply(
                 request,
-                |review| from_wire::review_amendment(review, "operator"),
+                |review| from_wire::review_amendment(review, &by),
                 |r: mesh_core::protocol::Request| r.to_pb(),
             )
             .await
@@ -259,10 +214,11 @@ impl pb::operator_server::Operator for OperatorService {
             request.metadata(),
             about,
         );
+        let by = signer(&request, &self.tokens);
         traced(begun, async {
             self.apply(
                 request,
-                from_wire::review_permission,
+                |review| from_wire::review_permission(review, &by),
                 |r: mesh_core::protocol::Request| permission_response(&r),
             )
             .await

@@ -1,10 +1,10 @@
 //! Who may call what: the edge resolves the credential a call presents to a
 //! [`Caller`] (the operator token, the join token, a member's session, a
 //! token it does not know, or none), and [`admit`] decides whether that
-//! caller may make the call. Missing or unknown credentials are
-//! unauthenticated; a credential the lead knows, of the wrong kind, is
-//! denied. (Who may answer a request, once admitted, is the tracker's rule:
-//! [`crate::protocol::Party`].)
+//! caller may make the call, once: what it lets in is an [`Admitted`].
+//! Missing or unknown credentials are unauthenticated; a credential the
+//! lead knows, of the wrong kind, is denied. (Who may answer a request, once
+//! admitted, is the tracker's rule: [`crate::protocol::Party`].)
 //!
 //! ```text
 //!                 Join        a teammate's rpc     Operator     the lead's own
@@ -61,9 +61,33 @@ pub enum Refused {
     PermissionDenied(String),
 }
 
-/// Whether `caller` may make `call`; the member's name where a session is
-/// what admits it.
-pub fn admit(caller: &Caller, call: Call<'_>) -> Result<(), Refused> {
+/// A caller let in: only [`admit`] makes one, so whoever is handed one (the
+/// lead's hub, the team's ops) trusts it and does not ask again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Admitted(Caller);
+
+impl Admitted {
+    /// Who it is.
+    pub fn caller(&self) -> &Caller {
+        &self.0
+    }
+
+    /// The member's name, where a member's session let it in.
+    pub fn member(&self) -> Option<&str> {
+        match &self.0 {
+            Caller::Member(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+/// `caller`, let in if it may make `call`.
+pub fn admit(caller: Caller, call: Call<'_>) -> Result<Admitted, Refused> {
+    check(&caller, call).map(|()| Admitted(caller))
+}
+
+/// Whether `caller` may make `call`.
+fn check(caller: &Caller, call: Call<'_>) -> Result<(), Refused> {
     use Refused::{PermissionDenied as Denied, Unauthenticated as Unauth};
     match (call, caller) {
         (_, Caller::Anonymous) => Err(Unauth(
@@ -148,8 +172,11 @@ mod tests {
         ];
         for (caller, row) in callers.iter().zip(table) {
             for (call, expected) in calls.iter().zip(row) {
-                let got = match admit(caller, *call) {
-                    Ok(()) => O,
+                let got = match admit(caller.clone(), *call) {
+                    Ok(admitted) => {
+                        assert_eq!(admitted.caller(), caller);
+                        O
+                    }
                     Err(Refused::Unauthenticated(m)) => {
                         assert!(m.starts_with("authorization: "), "{m}");
                         U
@@ -168,19 +195,19 @@ mod tests {
     fn refusals_name_the_call_and_the_member() {
         let alice = Caller::Member("alice".into());
         assert!(matches!(
-            admit(&Caller::Operator, Call::Teammate("SubmitPlan")),
+            admit(Caller::Operator, Call::Teammate("SubmitPlan")),
             Err(Refused::PermissionDenied(m)) if m.contains("Lead.SubmitPlan")
         ));
         assert!(matches!(
-            admit(&Caller::Joiner, Call::Teammate("Ack")),
+            admit(Caller::Joiner, Call::Teammate("Ack")),
             Err(Refused::PermissionDenied(m)) if m.contains("Lead.Ack")
         ));
         assert!(matches!(
-            admit(&alice, Call::Operator),
+            admit(alice.clone(), Call::Operator),
             Err(Refused::PermissionDenied(m)) if m.contains("\"alice\" is a teammate")
         ));
         assert!(matches!(
-            admit(&alice, Call::Join),
+            admit(alice.clone(), Call::Join),
             Err(Refused::PermissionDenied(m)) if m.contains("\"alice\" already joined")
         ));
     }

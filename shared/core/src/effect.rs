@@ -317,7 +317,7 @@ pub enum Effect {
     /// verdict comes back as the operator's `ReviewPlan`.
     ReviewPlan(RequestId),
     /// Stage `stage` of the reviewer chain, a worker's, runs on this plan;
-    /// its verdict comes back as `Op::StageVerdict`.
+    /// its verdict comes back as `op::StageVerdict`.
     RunStage {
         /// The plan.
         request_id: RequestId,
@@ -325,7 +325,7 @@ pub enum Effect {
         stage: usize,
     },
     /// Merge approved result `request_id` into the team branch, off the
-    /// team (git), and report how it came out as `Op::Landed`.
+    /// team (git), and report how it came out as `op::Landed`.
     Land(RequestId),
 }
 

@@ -1,18 +1,22 @@
 //! What a caller can do to the team, in the core's words. An edge (the
 //! lead's gRPC services, its console) checks a call's fields, translates it
-//! into an [`Op`], and says at which door it came in ([`Call`]); the lead's
-//! hub resolves who called ([`crate::access::Caller`]) and applies it. No
-//! protobuf, no tokens: one variant per thing a caller can do, not per RPC
-//! (`Lead.ListTasks` and `Operator.ListTasks` are one [`Op::ListTasks`]).
+//! into an op (one type per thing a caller can do, each an [`Op`] that
+//! names its answer's type), and says at which door it came in ([`Call`]);
+//! the lead's hub admits who called ([`Admitted`]) and applies it. No
+//! protobuf, no tokens: one op per thing a caller can do, not per RPC
+//! (`Lead.ListTasks` and `Operator.ListTasks` are one [`ListTasks`]).
 
 use crate::{
-    access::Call,
+    access::{Admitted, Call},
+    effect::Effect,
     error::FieldError,
     grant::Grant,
     names::{Name, RequestId},
     plan::Plan,
     protocol::{Kind, Status},
+    refusal::CoreError,
     tasks::{NewTask, TaskStatus},
+    team::Team,
     usage::{Standing, Usage},
 };
 
@@ -66,258 +70,296 @@ pub enum PlanVerdict {
     },
 }
 
-/// What a caller does.
+/// Someone with the join token joins the team, in plan mode.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
-    /// Someone with the join token joins the team, in plan mode.
-    Join {
-        /// Its name, unique among active members.
-        name: Name,
-        /// What it does, in a word or a line.
-        role: String,
-        /// The budget it asks for; 0: none of its own.
-        token_budget: u64,
-        /// Its id, which the edge made (a UUID, new for every join).
-        member_id: String,
-        /// The session token its calls will carry, which the edge made.
-        session_token: String,
-        /// How it confines its commands, if it said.
-        sandbox: Option<crate::sandbox::Sandbox>,
-        /// How its model's replies are held to one call, if it said.
-        decoding: Option<crate::decoding::Decoding>,
-    },
-    /// A member has processed its inbox up to `seq`.
-    Ack {
-        /// The newest envelope processed.
-        seq: u64,
-    },
-    /// A member sends a text to one member, to `lead`, or to everyone (`*`).
-    Send {
-        /// The recipient.
-        to: String,
-        /// The id the sender chose, which makes a retry harmless.
-        message_id: Option<String>,
-        /// The text.
-        content: String,
-    },
-    /// A member says it has nothing to do.
-    ReportIdle {
-        /// Why, in its words.
-        reason: String,
-    },
-    /// A member reports a tool call it made or was refused, for the record.
-    ReportToolCall {
-        /// The tool.
-        tool: String,
-        /// Its arguments, as JSON.
-        args_json: String,
-        /// Whether the gate let it run.
-        allowed: bool,
-        /// What came of it.
-        outcome: String,
-    },
-    /// A member leaves the team for good, now.
-    Leave {
-        /// Why.
-        reason: String,
-    },
-    /// The operator asks a member to shut down.
-    RequestShutdown {
-        /// The request's id.
-        request_id: RequestId,
-        /// The member.
-        target: Name,
-        /// Why.
-        reason: String,
-        /// When the request expires unanswered; `None`: the lead's default.
-        deadline_unix_ms: Option<i64>,
-    },
-    /// A member answers a shutdown request: agrees (and is gone) or refuses.
-    RespondShutdown {
-        /// The request.
-        request_id: RequestId,
-        /// Agrees.
-        approve: bool,
-        /// Why.
-        reason: String,
-    },
-    /// One page of the members, in join order.
-    ListTeam {
-        /// Which page.
-        page: PageAsk,
-    },
-    /// A member submits a plan for approval; `supersedes` names its own
-    /// earlier plan that this one revises.
-    SubmitPlan {
-        /// The request's id (the edge made one where the member gave none).
-        request_id: RequestId,
-        /// The plan.
-        plan: Plan,
-        /// The plan it revises.
-        supersedes: Option<RequestId>,
-    },
-    /// A member asks to make one gated tool call.
-    RequestPermission {
-        /// The request's id.
-        request_id: RequestId,
-        /// The tool.
-        tool: String,
-        /// Its arguments, as JSON (checked to be JSON).
-        args_json: String,
-        /// The `path` argument, where the call names one.
-        path: Option<String>,
-    },
-    /// The operator (or a reviewer for it) decides a plan.
-    ReviewPlan {
-        /// The plan request.
-        request_id: RequestId,
-        /// The decision.
-        verdict: PlanVerdict,
-        /// Who decides, for the request's history (`operator`, `operator
-        /// (console)`, `model NAME`).
-        by: String,
-    },
-    /// The operator answers a permission request.
-    ReviewPermission {
-        /// The request.
-        request_id: RequestId,
-        /// Yes or no.
-        approve: bool,
-        /// Why.
-        feedback: String,
-        /// Who decides, for the request's history.
-        by: String,
-    },
-    /// One page of the requests, of one status and kind or all, oldest first.
-    ListRequests {
-        /// Only requests of this status.
-        status: Option<Status>,
-        /// Only requests of this kind.
-        kind: Option<Kind>,
-        /// Which page.
-        page: PageAsk,
-    },
-    /// One request, as it stands.
-    GetRequest {
-        /// The request.
-        request_id: RequestId,
-    },
-    /// A stage of the reviewer chain, run off the hub, said `verdict` of
-    /// plan `request_id`.
-    StageVerdict {
-        /// The plan.
-        request_id: RequestId,
-        /// Which stage, counted from 0.
-        stage: usize,
-        /// What it said.
-        verdict: crate::chain::Verdict,
-    },
-    /// A member submits its finished work on its claimed task (`--repo`).
-    SubmitResult {
-        /// The request's id.
-        request_id: RequestId,
-        /// The work, made a commit by the edge.
-        result: Box<crate::result::WorkResult>,
-        /// The rejected result it revises.
-        supersedes: Option<RequestId>,
-    },
-    /// The operator approves (to land it) or rejects a result.
-    ReviewResult {
-        /// The result request.
-        request_id: RequestId,
-        /// Yes or no.
-        approve: bool,
-        /// Why (required to reject).
-        feedback: String,
-        /// Who decides, for the request's history.
-        by: String,
-    },
-    /// A member with an approved plan asks to add to it.
-    RequestAmendment {
-        /// The request's id.
-        request_id: RequestId,
-        /// The files to add.
-        files: Vec<String>,
-        /// The steps to add.
-        steps: Vec<String>,
-        /// Why.
-        why: String,
-    },
-    /// The operator approves or rejects an amendment.
-    ReviewAmendment {
-        /// The amendment.
-        request_id: RequestId,
-        /// Yes or no.
-        approve: bool,
-        /// Why (required to reject).
-        feedback: String,
-        /// Who decides.
-        by: String,
-    },
-    /// The runtime landed (or could not land) approved result `request_id`.
-    Landed {
-        /// The result request.
-        request_id: RequestId,
-        /// How it came out.
-        landing: crate::result::Landing,
-    },
-    /// The operator adds a task to the shared list.
-    CreateTask {
-        /// Its id, which the edge made (a UUID).
-        task_id: String,
-        /// What it says.
-        task: NewTask,
-    },
-    /// One page of the task list, of one status or all, oldest first.
-    ListTasks {
-        /// Only tasks of this status; `None`: every task.
-        status: Option<TaskStatus>,
-        /// Which page.
-        page: PageAsk,
-    },
-    /// A member claims a task, or (`None`) the oldest claimable one.
-    ClaimTask {
-        /// The task.
-        task_id: Option<String>,
-    },
-    /// The operator withdraws a task still open: it ends; its owner (if
-    /// any) is told, its requests of it expire and its grant for it ends.
-    WithdrawTask {
-        /// The task.
-        task_id: String,
-        /// Why, as the owner and the task's summary say.
-        reason: String,
-        /// Who withdrew it (`operator NAME`).
-        by: String,
-    },
-    /// A member completes the task it claimed.
-    CompleteTask {
-        /// The task.
-        task_id: String,
-        /// What it did and produced.
-        completion: crate::tasks::Completion,
-    },
-    /// A member says what its process (`epoch`) used so far, in all.
-    ReportUsage {
-        /// Names the process.
-        epoch: String,
-        /// Its cumulative totals.
-        totals: Usage,
-    },
-    /// The operator sets a member's token budget.
-    SetBudget {
-        /// The member.
-        name: Name,
-        /// Tokens; 0: none.
-        token_budget: u64,
-    },
-    /// The operator decides a request by its id: the request's kind says
-    /// which review it is (a plan's, a permission's, a result's or an
-    /// amendment's).
-    Decide(Decide),
+pub struct Join {
+    /// Its name, unique among active members.
+    pub name: Name,
+    /// What it does, in a word or a line.
+    pub role: String,
+    /// The budget it asks for; 0: none of its own.
+    pub token_budget: u64,
+    /// Its id, which the edge made (a UUID, new for every join).
+    pub member_id: String,
+    /// The session token its calls will carry, which the edge made.
+    pub session_token: String,
+    /// How it confines its commands, if it said.
+    pub sandbox: Option<crate::sandbox::Sandbox>,
+    /// How its model's replies are held to one call, if it said.
+    pub decoding: Option<crate::decoding::Decoding>,
 }
 
-/// What the operator decided of one request ([`Op::Decide`]).
+/// A member has processed its inbox up to `seq`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ack {
+    /// The newest envelope processed.
+    pub seq: u64,
+}
+
+/// A member says it has nothing to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportIdle {
+    /// Why, in its words.
+    pub reason: String,
+}
+
+/// A member reports a tool call it made or was refused, for the record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportToolCall {
+    /// The tool.
+    pub tool: String,
+    /// Its arguments, as JSON.
+    pub args_json: String,
+    /// Whether the gate let it run.
+    pub allowed: bool,
+    /// What came of it.
+    pub outcome: String,
+}
+
+/// A member leaves the team for good, now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leave {
+    /// Why.
+    pub reason: String,
+}
+
+/// The operator asks a member to shut down.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestShutdown {
+    /// The request's id.
+    pub request_id: RequestId,
+    /// The member.
+    pub target: Name,
+    /// Why.
+    pub reason: String,
+    /// When the request expires unanswered; `None`: the lead's default.
+    pub deadline_unix_ms: Option<i64>,
+}
+
+/// A member answers a shutdown request: agrees (and is gone) or refuses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RespondShutdown {
+    /// The request.
+    pub request_id: RequestId,
+    /// Agrees.
+    pub approve: bool,
+    /// Why.
+    pub reason: String,
+}
+
+/// One page of the members, in join order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListTeam {
+    /// Which page.
+    pub page: PageAsk,
+}
+
+/// A member submits a plan for approval; `supersedes` names its own
+/// earlier plan that this one revises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubmitPlan {
+    /// The request's id (the edge made one where the member gave none).
+    pub request_id: RequestId,
+    /// The plan.
+    pub plan: Plan,
+    /// The plan it revises.
+    pub supersedes: Option<RequestId>,
+}
+
+/// A member asks to make one gated tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestPermission {
+    /// The request's id.
+    pub request_id: RequestId,
+    /// The tool.
+    pub tool: String,
+    /// Its arguments, as JSON (checked to be JSON).
+    pub args_json: String,
+    /// The `path` argument, where the call names one.
+    pub path: Option<String>,
+}
+
+/// The operator (or a reviewer for it) decides a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewPlan {
+    /// The plan request.
+    pub request_id: RequestId,
+    /// The decision.
+    pub verdict: PlanVerdict,
+    /// Who decides, for the request's history (`operator`, `operator
+    /// (console)`, `model NAME`).
+    pub by: String,
+}
+
+/// The operator answers a permission request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewPermission {
+    /// The request.
+    pub request_id: RequestId,
+    /// Yes or no.
+    pub approve: bool,
+    /// Why.
+    pub feedback: String,
+    /// Who decides, for the request's history.
+    pub by: String,
+}
+
+/// One page of the requests, of one status and kind or all, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListRequests {
+    /// Only requests of this status.
+    pub status: Option<Status>,
+    /// Only requests of this kind.
+    pub kind: Option<Kind>,
+    /// Which page.
+    pub page: PageAsk,
+}
+
+/// One request, as it stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetRequest {
+    /// The request.
+    pub request_id: RequestId,
+}
+
+/// A stage of the reviewer chain, run off the hub, said `verdict` of
+/// plan `request_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageVerdict {
+    /// The plan.
+    pub request_id: RequestId,
+    /// Which stage, counted from 0.
+    pub stage: usize,
+    /// What it said.
+    pub verdict: crate::chain::Verdict,
+}
+
+/// A member submits its finished work on its claimed task (`--repo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubmitResult {
+    /// The request's id.
+    pub request_id: RequestId,
+    /// The work, made a commit by the edge.
+    pub result: Box<crate::result::WorkResult>,
+    /// The rejected result it revises.
+    pub supersedes: Option<RequestId>,
+}
+
+/// The operator approves (to land it) or rejects a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewResult {
+    /// The result request.
+    pub request_id: RequestId,
+    /// Yes or no.
+    pub approve: bool,
+    /// Why (required to reject).
+    pub feedback: String,
+    /// Who decides, for the request's history.
+    pub by: String,
+}
+
+/// A member with an approved plan asks to add to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestAmendment {
+    /// The request's id.
+    pub request_id: RequestId,
+    /// The files to add.
+    pub files: Vec<String>,
+    /// The steps to add.
+    pub steps: Vec<String>,
+    /// Why.
+    pub why: String,
+}
+
+/// The operator approves or rejects an amendment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewAmendment {
+    /// The amendment.
+    pub request_id: RequestId,
+    /// Yes or no.
+    pub approve: bool,
+    /// Why (required to reject).
+    pub feedback: String,
+    /// Who decides.
+    pub by: String,
+}
+
+/// The runtime landed (or could not land) approved result `request_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Landed {
+    /// The result request.
+    pub request_id: RequestId,
+    /// How it came out.
+    pub landing: crate::result::Landing,
+}
+
+/// The operator adds a task to the shared list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreateTask {
+    /// Its id, which the edge made (a UUID).
+    pub task_id: String,
+    /// What it says.
+    pub task: NewTask,
+}
+
+/// One page of the task list, of one status or all, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListTasks {
+    /// Only tasks of this status; `None`: every task.
+    pub status: Option<TaskStatus>,
+    /// Which page.
+    pub page: PageAsk,
+}
+
+/// A member claims a task, or (`None`) the oldest claimable one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimTask {
+    /// The task.
+    pub task_id: Option<String>,
+}
+
+/// The operator withdraws a task still open: it ends; its owner (if
+/// any) is told, its requests of it expire and its grant for it ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WithdrawTask {
+    /// The task.
+    pub task_id: String,
+    /// Why, as the owner and the task's summary say.
+    pub reason: String,
+    /// Who withdrew it (`operator NAME`).
+    pub by: String,
+}
+
+/// A member completes the task it claimed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompleteTask {
+    /// The task.
+    pub task_id: String,
+    /// What it did and produced.
+    pub completion: crate::tasks::Completion,
+}
+
+/// A member says what its process (`epoch`) used so far, in all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportUsage {
+    /// Names the process.
+    pub epoch: String,
+    /// Its cumulative totals.
+    pub totals: Usage,
+}
+
+/// The operator sets a member's token budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetBudget {
+    /// The member.
+    pub name: Name,
+    /// Tokens; 0: none.
+    pub token_budget: u64,
+}
+
+/// The operator decides a request by its id: the request's kind says
+/// which review it is (a plan's, a permission's, a result's or an
+/// amendment's).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decide {
     /// The request.
@@ -340,43 +382,25 @@ pub struct Decide {
     pub kind: Option<crate::protocol::Kind>,
 }
 
-impl Op {
-    /// The doors this op may come in by.
-    pub fn doors(&self) -> Doors {
-        match self {
-            Op::Join { .. } => Doors::Join,
-            Op::CreateTask { .. }
-            | Op::WithdrawTask { .. }
-            | Op::SetBudget { .. }
-            | Op::ReviewPlan { .. }
-            | Op::ReviewPermission { .. }
-            | Op::ReviewResult { .. }
-            | Op::ReviewAmendment { .. }
-            | Op::Decide(_)
-            | Op::ListRequests { .. }
-            | Op::GetRequest { .. }
-            | Op::RequestShutdown { .. }
-            | Op::ListTeam { .. } => Doors::Operator,
-            Op::ListTasks { .. } => Doors::Both("ListTasks"),
-            Op::Ack { .. } => Doors::Member("Ack"),
-            Op::Send { .. } => Doors::Member("Send"),
-            Op::ReportIdle { .. } => Doors::Member("ReportIdle"),
-            Op::ReportToolCall { .. } => Doors::Member("ReportToolCall"),
-            Op::Leave { .. } => Doors::Member("Leave"),
-            Op::RespondShutdown { .. } => Doors::Member("RespondShutdown"),
-            Op::SubmitPlan { .. } => Doors::Member("SubmitPlan"),
-            Op::RequestPermission { .. } => Doors::Member("RequestPermission"),
-            Op::ClaimTask { .. } => Doors::Member("ClaimTask"),
-            Op::CompleteTask { .. } => Doors::Member("CompleteTask"),
-            Op::ReportUsage { .. } => Doors::Member("ReportUsage"),
-            Op::SubmitResult { .. } => Doors::Member("SubmitResult"),
-            Op::RequestAmendment { .. } => Doors::Member("RequestAmendment"),
-            Op::StageVerdict { .. } | Op::Landed { .. } => Doors::Lead,
-        }
-    }
+/// An op: what it answers, where it may come in, and how the team
+/// applies it. Each op's answer is its own type, known where it is asked.
+pub trait Op {
+    /// What it answers.
+    type Reply;
+    /// Where it may come in.
+    const DOORS: Doors;
+    /// Applies it for `caller`, admitted already, at `now` (unix ms): what it
+    /// answers; what the runtime must do then goes into `effects`.
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Self::Reply, CoreError>;
 }
 
-/// Where an op may come in (see [`Op::doors`]).
+/// Where an op may come in (see [`Op::DOORS`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Doors {
     /// `Lead.Join` alone.
@@ -406,34 +430,36 @@ impl Doors {
 
 /// The operator's decisions as every adapter makes them (gRPC, the console,
 /// later A2A): the same checks, one place.
-impl Op {
+impl ReviewResult {
     /// `ReviewResult` by `by`: feedback within its bound, and required to
     /// reject.
-    pub fn review_result(
+    pub fn new(
         request_id: RequestId,
         approve: bool,
         feedback: String,
         by: &str,
-    ) -> Result<Op, FieldError> {
+    ) -> Result<ReviewResult, FieldError> {
         review_feedback(approve, &feedback, "say what to change")?;
-        Ok(Op::ReviewResult {
+        Ok(ReviewResult {
             request_id,
             approve,
             feedback,
             by: by.to_owned(),
         })
     }
+}
 
+impl ReviewAmendment {
     /// `ReviewAmendment` by `by`: feedback within its bound, and required
     /// to reject.
-    pub fn review_amendment(
+    pub fn new(
         request_id: RequestId,
         approve: bool,
         feedback: String,
         by: &str,
-    ) -> Result<Op, FieldError> {
+    ) -> Result<ReviewAmendment, FieldError> {
         review_feedback(approve, &feedback, "say why")?;
-        Ok(Op::ReviewAmendment {
+        Ok(ReviewAmendment {
             request_id,
             approve,
             feedback,
@@ -475,19 +501,13 @@ mod tests {
 
     #[test]
     fn list_tasks_is_one_op_behind_two_doors() {
-        let op = Op::ListTasks {
-            status: None,
-            page: PageAsk {
-                after: None,
-                size: 10,
-            },
-        };
-        assert!(op.doors().open(Call::Teammate("ListTasks")));
-        assert!(op.doors().open(Call::Operator));
-        assert!(!op.doors().open(Call::Teammate("ClaimTask")));
-        assert!(!op.doors().open(Call::Join));
-        let claim = Op::ClaimTask { task_id: None };
-        assert!(claim.doors().open(Call::Teammate("ClaimTask")));
-        assert!(!claim.doors().open(Call::Operator));
+        let doors = <ListTasks as Op>::DOORS;
+        assert!(doors.open(Call::Teammate("ListTasks")));
+        assert!(doors.open(Call::Operator));
+        assert!(!doors.open(Call::Teammate("ClaimTask")));
+        assert!(!doors.open(Call::Join));
+        let claim = <ClaimTask as Op>::DOORS;
+        assert!(claim.open(Call::Teammate("ClaimTask")));
+        assert!(!claim.open(Call::Operator));
     }
 }

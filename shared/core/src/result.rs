@@ -11,7 +11,7 @@
 //!
 //! An approval is a review step (`approve`) on a request that stays pending
 //! until the runtime has merged it ([`crate::effect::Effect::Land`], then
-//! `Op::Landed`): the request is APPROVED only once the team branch has the
+//! `op::Landed`): the request is APPROVED only once the team branch has the
 //! commit, so the two never disagree. A lead that restarts finds the
 //! landings it had started in the requests themselves
 //! ([`crate::team::Team::landings`]) and finishes them.

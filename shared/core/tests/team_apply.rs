@@ -4,18 +4,30 @@
 #![allow(clippy::unwrap_used)]
 
 use mesh_core::{
-    access::{Caller, Refused},
+    access::{self, Admitted, Call, Caller, Refused},
     effect::{Effect, Message, Notice},
     grant::{Grant, Mode},
     lifecycle::{Event, Status},
     names::{Name, RequestId},
-    op::Op,
+    op::*,
     protocol::{Decision, Kind, Opening, Status as RequestStatus},
     refusal::CoreError,
     tasks::{NewTask, TaskStatus},
-    team::{Reply, Rules, Team},
+    team::{Rules, Team},
     usage::Usage,
 };
+
+/// `caller`, let in at the door its kind calls (the lead's hub admits
+/// callers; the team trusts what it admitted).
+fn admitted(caller: Caller) -> Admitted {
+    let call = match caller {
+        Caller::Operator => Call::Operator,
+        Caller::Lead => Call::Lead,
+        Caller::Joiner => Call::Join,
+        _ => Call::Teammate(""),
+    };
+    access::admit(caller, call).unwrap()
+}
 
 const GRACE: i64 = 30_000;
 const DEADLINE: i64 = 10_000;
@@ -60,8 +72,8 @@ fn ask_shutdown(team: &mut Team, who: &str, n: u8, now: i64) -> Vec<Effect> {
     let applied = team
         .apply(
             now,
-            &Caller::Operator,
-            Op::RequestShutdown {
+            &admitted(Caller::Operator),
+            RequestShutdown {
                 request_id: id(n),
                 target: name(who),
                 reason: "done".into(),
@@ -69,7 +81,7 @@ fn ask_shutdown(team: &mut Team, who: &str, n: u8, now: i64) -> Vec<Effect> {
             },
         )
         .unwrap();
-    assert_eq!(applied.reply, Reply::Opened(id(n)));
+    assert_eq!(applied.reply, id(n));
     applied.effects
 }
 
@@ -77,8 +89,8 @@ fn answer_shutdown(team: &mut Team, who: &str, n: u8, approve: bool, now: i64) -
     let applied = team
         .apply(
             now,
-            &member(who),
-            Op::RespondShutdown {
+            &admitted(member(who)),
+            RespondShutdown {
                 request_id: id(n),
                 approve,
                 reason: if approve {
@@ -89,7 +101,7 @@ fn answer_shutdown(team: &mut Team, who: &str, n: u8, approve: bool, now: i64) -
             },
         )
         .unwrap();
-    assert_eq!(applied.reply, Reply::Done);
+    assert_eq!(applied.reply, ());
     applied.effects
 }
 
@@ -189,8 +201,8 @@ fn a_teammate_that_refuses_is_working_again_and_a_second_answer_is_refused() {
     assert_eq!(status(&team, "alice"), Status::Working);
     let flipped = team.apply(
         3,
-        &member("alice"),
-        Op::RespondShutdown {
+        &admitted(member("alice")),
+        RespondShutdown {
             request_id: id(1),
             approve: true,
             reason: String::new(),
@@ -210,8 +222,8 @@ fn a_shutdown_is_asked_of_an_active_member_by_a_deadline_still_ahead() {
     let ask = |team: &mut Team, target: &str, deadline| {
         team.apply(
             100,
-            &Caller::Operator,
-            Op::RequestShutdown {
+            &admitted(Caller::Operator),
+            RequestShutdown {
                 request_id: RequestId::generate(),
                 target: name(target),
                 reason: String::new(),
@@ -227,8 +239,8 @@ fn a_shutdown_is_asked_of_an_active_member_by_a_deadline_still_ahead() {
     );
     team.apply(
         101,
-        &member("alice"),
-        Op::Leave {
+        &admitted(member("alice")),
+        Leave {
             reason: "bye".into(),
         },
     )
@@ -295,8 +307,8 @@ fn a_member_that_comes_back_within_its_grace_is_not_terminated() {
 fn create(team: &mut Team, task_id: &str, blocked_by: &[&str], now: i64) -> Vec<Effect> {
     team.apply(
         now,
-        &Caller::Operator,
-        Op::CreateTask {
+        &admitted(Caller::Operator),
+        CreateTask {
             task_id: task_id.into(),
             task: NewTask {
                 subject: task_id.into(),
@@ -333,14 +345,14 @@ fn idle_members_without_a_task_hear_of_claimable_work_once_each() {
     assert!(claimable_to(&t1).is_empty(), "nobody is idle");
     // bob claims t1; alice and bob report idle.
     let claimed = team
-        .apply(2, &member("bob"), Op::ClaimTask { task_id: None })
+        .apply(2, &admitted(member("bob")), ClaimTask { task_id: None })
         .unwrap();
-    assert!(matches!(claimed.reply, Reply::Task(ref t) if t.task_id == "t1" && t.owner == "bob"));
+    assert!(claimed.reply.task_id == "t1" && claimed.reply.owner == "bob");
     let idle = team
         .apply(
             3,
-            &member("alice"),
-            Op::ReportIdle {
+            &admitted(member("alice")),
+            ReportIdle {
                 reason: "nothing to do".into(),
             },
         )
@@ -353,8 +365,8 @@ fn idle_members_without_a_task_hear_of_claimable_work_once_each() {
     assert!(claimable_to(&idle.effects).is_empty(), "no task to claim");
     team.apply(
         4,
-        &member("bob"),
-        Op::ReportIdle {
+        &admitted(member("bob")),
+        ReportIdle {
             reason: String::new(),
         },
     )
@@ -369,7 +381,7 @@ fn idle_members_without_a_task_hear_of_claimable_work_once_each() {
     // alice claims t2 (working again), completes it: t3 is claimable, and
     // no one but bob (who owns t1)... so no one idle hears it but alice.
     let claimed = team
-        .apply(7, &member("alice"), Op::ClaimTask { task_id: None })
+        .apply(7, &admitted(member("alice")), ClaimTask { task_id: None })
         .unwrap();
     assert_eq!(
         member_notices(&claimed.effects),
@@ -377,8 +389,8 @@ fn idle_members_without_a_task_hear_of_claimable_work_once_each() {
     );
     team.apply(
         8,
-        &member("alice"),
-        Op::ReportIdle {
+        &admitted(member("alice")),
+        ReportIdle {
             reason: String::new(),
         },
     )
@@ -386,8 +398,8 @@ fn idle_members_without_a_task_hear_of_claimable_work_once_each() {
     let done = team
         .apply(
             9,
-            &member("alice"),
-            Op::CompleteTask {
+            &admitted(member("alice")),
+            CompleteTask {
                 task_id: "t2".into(),
                 completion: mesh_core::tasks::Completion::summary("done"),
             },
@@ -401,8 +413,8 @@ fn idle_members_without_a_task_hear_of_claimable_work_once_each() {
     let left = team
         .apply(
             10,
-            &member("bob"),
-            Op::Leave {
+            &admitted(member("bob")),
+            Leave {
                 reason: String::new(),
             },
         )
@@ -422,7 +434,7 @@ fn completing_the_task_a_plan_was_approved_for_ends_its_hold_and_its_grant() {
     let mut team = team();
     join(&mut team, "alice", 0);
     create(&mut team, "t1", &[], 1);
-    team.apply(2, &member("alice"), Op::ClaimTask { task_id: None })
+    team.apply(2, &admitted(member("alice")), ClaimTask { task_id: None })
         .unwrap();
     team.requests
         .open(
@@ -452,8 +464,8 @@ fn completing_the_task_a_plan_was_approved_for_ends_its_hold_and_its_grant() {
     let done = team
         .apply(
             5,
-            &member("alice"),
-            Op::CompleteTask {
+            &admitted(member("alice")),
+            CompleteTask {
                 task_id: "t1".into(),
                 completion: mesh_core::tasks::Completion::summary("done"),
             },
@@ -474,8 +486,8 @@ fn completing_the_task_a_plan_was_approved_for_ends_its_hold_and_its_grant() {
     let again = team
         .apply(
             6,
-            &member("alice"),
-            Op::CompleteTask {
+            &admitted(member("alice")),
+            CompleteTask {
                 task_id: "t1".into(),
                 completion: mesh_core::tasks::Completion::summary("done"),
             },
@@ -494,16 +506,16 @@ fn withdrawing_a_task_expires_its_plans_ends_its_grant_and_tells_its_owner() {
     create(&mut team, "t2", &[], 1);
     team.apply(
         2,
-        &member("alice"),
-        Op::ClaimTask {
+        &admitted(member("alice")),
+        ClaimTask {
             task_id: Some("t1".into()),
         },
     )
     .unwrap();
     team.apply(
         2,
-        &member("bob"),
-        Op::ClaimTask {
+        &admitted(member("bob")),
+        ClaimTask {
             task_id: Some("t2".into()),
         },
     )
@@ -537,8 +549,8 @@ fn withdrawing_a_task_expires_its_plans_ends_its_grant_and_tells_its_owner() {
     let withdraw = |team: &mut Team, task: &str, now| {
         team.apply(
             now,
-            &Caller::Operator,
-            Op::WithdrawTask {
+            &admitted(Caller::Operator),
+            WithdrawTask {
                 task_id: task.into(),
                 reason: "not needed".into(),
                 by: "operator carol".into(),
@@ -571,25 +583,16 @@ fn withdrawing_a_task_expires_its_plans_ends_its_grant_and_tells_its_owner() {
     assert!(withdraw(&mut team, "t1", 7).is_err());
     let complete = team.apply(
         8,
-        &member("alice"),
-        Op::CompleteTask {
+        &admitted(member("alice")),
+        CompleteTask {
             task_id: "t1".into(),
             completion: mesh_core::tasks::Completion::summary("done"),
         },
     );
     assert!(complete.is_err());
-    // Only the operator withdraws.
-    assert!(team
-        .apply(
-            9,
-            &member("bob"),
-            Op::WithdrawTask {
-                task_id: "t2".into(),
-                reason: "mine".into(),
-                by: "bob".into(),
-            },
-        )
-        .is_err());
+    // Only the operator withdraws: a member is not let in at its door.
+    assert_eq!(<WithdrawTask as Op>::DOORS, Doors::Operator);
+    assert!(access::admit(member("bob"), Call::Operator).is_err());
 }
 
 #[test]
@@ -599,8 +602,8 @@ fn a_budget_is_set_for_a_member_that_joined_and_it_hears_of_it() {
     let set = |team: &mut Team, who: &str| {
         team.apply(
             1,
-            &Caller::Operator,
-            Op::SetBudget {
+            &admitted(Caller::Operator),
+            SetBudget {
                 name: name(who),
                 token_budget: 500,
             },
@@ -617,8 +620,8 @@ fn a_budget_is_set_for_a_member_that_joined_and_it_hears_of_it() {
     let report = team
         .apply(
             2,
-            &member("alice"),
-            Op::ReportUsage {
+            &admitted(member("alice")),
+            ReportUsage {
                 epoch: "e1".into(),
                 totals: Usage {
                     prompt_tokens: 10,
@@ -627,14 +630,12 @@ fn a_budget_is_set_for_a_member_that_joined_and_it_hears_of_it() {
             },
         )
         .unwrap();
-    assert!(
-        matches!(report.reply, Reply::Standing(s) if s.total.prompt_tokens == 10 && s.token_budget == 500)
-    );
+    assert!(report.reply.total.prompt_tokens == 10 && report.reply.token_budget == 500);
     let retried = team
         .apply(
             3,
-            &member("alice"),
-            Op::ReportUsage {
+            &admitted(member("alice")),
+            ReportUsage {
                 epoch: "e1".into(),
                 totals: Usage {
                     prompt_tokens: 10,
@@ -647,49 +648,54 @@ fn a_budget_is_set_for_a_member_that_joined_and_it_hears_of_it() {
 }
 
 #[test]
-fn each_op_is_applied_only_for_the_callers_its_door_admits() {
+fn each_op_is_let_in_only_for_the_callers_its_door_admits() {
     let mut team = team();
     join(&mut team, "alice", 0);
     create(&mut team, "t1", &[], 1);
-    let claim = || Op::ClaimTask { task_id: None };
-    let new_task = || Op::CreateTask {
-        task_id: "t9".into(),
-        task: NewTask {
-            subject: "s".into(),
-            ..NewTask::default()
-        },
-    };
-    let refused = |result: Result<_, CoreError>| match result {
-        Err(CoreError::Caller(refused)) => refused,
-        other => panic!("admitted: {other:?}"),
-    };
+    // Where each op comes in, and who the one admission lets in there.
+    let claim = <ClaimTask as Op>::DOORS;
+    let new_task = <CreateTask as Op>::DOORS;
+    assert!(claim.open(Call::Teammate("ClaimTask")) && !claim.open(Call::Operator));
+    assert!(new_task.open(Call::Operator) && !new_task.open(Call::Teammate("CreateTask")));
     for caller in [Caller::Anonymous, Caller::Stranger] {
         assert!(matches!(
-            refused(team.apply(2, &caller, claim())),
-            Refused::Unauthenticated(_)
+            access::admit(caller.clone(), Call::Teammate("ClaimTask")),
+            Err(Refused::Unauthenticated(_))
         ));
         assert!(matches!(
-            refused(team.apply(2, &caller, new_task())),
-            Refused::Unauthenticated(_)
+            access::admit(caller, Call::Operator),
+            Err(Refused::Unauthenticated(_))
         ));
     }
     for caller in [Caller::Operator, Caller::Joiner] {
         assert!(matches!(
-            refused(team.apply(2, &caller, claim())),
-            Refused::PermissionDenied(_)
+            access::admit(caller, Call::Teammate("ClaimTask")),
+            Err(Refused::PermissionDenied(_))
         ));
     }
     for caller in [member("alice"), Caller::Joiner] {
         assert!(matches!(
-            refused(team.apply(2, &caller, new_task())),
-            Refused::PermissionDenied(_)
+            access::admit(caller, Call::Operator),
+            Err(Refused::PermissionDenied(_))
         ));
     }
-    assert!(team.tasks.get("t9").is_none(), "nothing was applied");
+    let alice = access::admit(member("alice"), Call::Teammate("ClaimTask")).unwrap();
+    team.apply(2, &alice, ClaimTask { task_id: None }).unwrap();
+    let operator = access::admit(Caller::Operator, Call::Operator).unwrap();
+    team.apply(
+        2,
+        &operator,
+        CreateTask {
+            task_id: "t9".into(),
+            task: NewTask {
+                subject: "s".into(),
+                ..NewTask::default()
+            },
+        },
+    )
+    .unwrap();
     assert_eq!(
         team.tasks.get("t1").map(|t| t.status),
-        Some(TaskStatus::Pending)
+        Some(TaskStatus::Claimed)
     );
-    team.apply(2, &member("alice"), claim()).unwrap();
-    team.apply(2, &Caller::Operator, new_task()).unwrap();
 }

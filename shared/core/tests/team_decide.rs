@@ -1,22 +1,34 @@
-//! `Op::Decide` on a [`Team`], in memory: the operator decides a request by
+//! `op::Decide` on a [`Team`], in memory: the operator decides a request by
 //! its id alone, and the request's kind says which review it is; what a
 //! kind does not take (a grant on a permission, a shutdown at all) is
 //! refused and changes nothing.
 #![allow(clippy::unwrap_used)]
 
 use mesh_core::{
-    access::Caller,
+    access::{self, Admitted, Call, Caller},
     grant::{Grant, Mode},
     lifecycle::Event,
     names::{Name, RequestId},
-    op::{Decide, Op},
+    op::*,
     plan::Plan,
     protocol::{Kind, Request, Status},
     refusal::CoreError,
     result::WorkResult,
     tasks::NewTask,
-    team::{Approval, Reply, Rules, Team},
+    team::{Approval, Rules, Team},
 };
+
+/// `caller`, let in at the door its kind calls (the lead's hub admits
+/// callers; the team trusts what it admitted).
+fn admitted(caller: Caller) -> Admitted {
+    let call = match caller {
+        Caller::Operator => Call::Operator,
+        Caller::Lead => Call::Lead,
+        Caller::Joiner => Call::Join,
+        _ => Call::Teammate(""),
+    };
+    access::admit(caller, call).unwrap()
+}
 
 fn id(n: u8) -> RequestId {
     RequestId::existing("request_id", &format!("00000000-0000-4000-8000-{n:012}")).unwrap()
@@ -63,8 +75,8 @@ fn request(team: &Team, n: u8) -> Request {
 fn submit_plan(team: &mut Team, n: u8) {
     team.apply(
         1,
-        &bob(),
-        Op::SubmitPlan {
+        &admitted(bob()),
+        SubmitPlan {
             request_id: id(n),
             plan: Plan {
                 summary: "add a test".into(),
@@ -89,16 +101,14 @@ fn a_plan_is_approved_with_the_grant_given_or_its_own_files_and_rejected_with_fe
     let applied = team
         .apply(
             2,
-            &Caller::Operator,
-            Op::Decide(Decide {
+            &admitted(Caller::Operator),
+            Decide {
                 grant: Some(grant.clone()),
                 ..decide(id(1), true, "")
-            }),
+            },
         )
         .unwrap();
-    let Reply::Request(decided) = applied.reply else {
-        panic!("a decision answers with the request");
-    };
+    let decided = applied.reply;
     assert_eq!(decided.status, Status::Approved);
     assert_eq!(decided.decision.and_then(|d| d.grant), Some(grant));
     let steps = &request(&team, 1).reviews;
@@ -108,13 +118,13 @@ fn a_plan_is_approved_with_the_grant_given_or_its_own_files_and_rejected_with_fe
     );
 
     submit_plan(&mut team, 2);
-    let refused = team.apply(3, &Caller::Operator, Op::Decide(decide(id(2), false, " ")));
+    let refused = team.apply(3, &admitted(Caller::Operator), decide(id(2), false, " "));
     assert!(matches!(refused, Err(CoreError::Invalid(ref e)) if e.field == "feedback"));
     assert_eq!(request(&team, 2).status, Status::Pending);
     team.apply(
         3,
-        &Caller::Operator,
-        Op::Decide(decide(id(2), false, "smaller")),
+        &admitted(Caller::Operator),
+        decide(id(2), false, "smaller"),
     )
     .unwrap();
     let rejected = request(&team, 2);
@@ -134,13 +144,12 @@ fn a_permission_is_allowed_or_denied_and_takes_no_grant() {
         grant: Some(Grant::of_plan(Mode::Default)),
         ..decide(id(3), true, "")
     };
-    team.apply(1, &Caller::Operator, Op::Decide(default))
-        .unwrap();
+    team.apply(1, &admitted(Caller::Operator), default).unwrap();
     for n in [1, 2] {
         team.apply(
             1,
-            &bob(),
-            Op::RequestPermission {
+            &admitted(bob()),
+            RequestPermission {
                 request_id: id(n),
                 tool: "run_command".into(),
                 args_json: r#"{"command":"ls"}"#.into(),
@@ -153,12 +162,12 @@ fn a_permission_is_allowed_or_denied_and_takes_no_grant() {
         grant: Some(Grant::of_plan(Mode::AcceptEdits)),
         ..decide(id(1), true, "")
     };
-    let refused = team.apply(2, &Caller::Operator, Op::Decide(with_grant));
+    let refused = team.apply(2, &admitted(Caller::Operator), with_grant);
     assert!(matches!(refused, Err(CoreError::Invalid(ref e)) if e.field == "grant"));
     assert_eq!(request(&team, 1).status, Status::Pending);
-    team.apply(2, &Caller::Operator, Op::Decide(decide(id(1), true, "")))
+    team.apply(2, &admitted(Caller::Operator), decide(id(1), true, ""))
         .unwrap();
-    team.apply(2, &Caller::Operator, Op::Decide(decide(id(2), false, "")))
+    team.apply(2, &admitted(Caller::Operator), decide(id(2), false, ""))
         .unwrap();
     assert_eq!(request(&team, 1).status, Status::Approved);
     assert_eq!(request(&team, 2).status, Status::Rejected);
@@ -170,8 +179,8 @@ fn a_result_is_reviewed_as_its_kind_says() {
     let mut team = team();
     team.apply(
         1,
-        &Caller::Operator,
-        Op::CreateTask {
+        &admitted(Caller::Operator),
+        CreateTask {
             task_id: "t".into(),
             task: NewTask {
                 subject: "t".into(),
@@ -183,16 +192,16 @@ fn a_result_is_reviewed_as_its_kind_says() {
     .unwrap();
     team.apply(
         2,
-        &bob(),
-        Op::ClaimTask {
+        &admitted(bob()),
+        ClaimTask {
             task_id: Some("t".into()),
         },
     )
     .unwrap();
     team.apply(
         3,
-        &bob(),
-        Op::SubmitResult {
+        &admitted(bob()),
+        SubmitResult {
             request_id: id(1),
             result: Box::new(WorkResult {
                 task_id: "t".into(),
@@ -205,12 +214,12 @@ fn a_result_is_reviewed_as_its_kind_says() {
         },
     )
     .unwrap();
-    let refused = team.apply(4, &Caller::Operator, Op::Decide(decide(id(1), false, "")));
+    let refused = team.apply(4, &admitted(Caller::Operator), decide(id(1), false, ""));
     assert!(matches!(refused, Err(CoreError::Invalid(ref e)) if e.field == "feedback"));
     team.apply(
         4,
-        &Caller::Operator,
-        Op::Decide(decide(id(1), false, "no tests")),
+        &admitted(Caller::Operator),
+        decide(id(1), false, "no tests"),
     )
     .unwrap();
     let rejected = request(&team, 1);
@@ -223,8 +232,8 @@ fn a_shutdown_an_unknown_id_and_a_member_are_refused() {
     let mut team = team();
     team.apply(
         1,
-        &Caller::Operator,
-        Op::RequestShutdown {
+        &admitted(Caller::Operator),
+        RequestShutdown {
             request_id: id(1),
             target: Name::parse("target", "bob").unwrap(),
             reason: "done".into(),
@@ -232,26 +241,26 @@ fn a_shutdown_an_unknown_id_and_a_member_are_refused() {
         },
     )
     .unwrap();
-    let shutdown = team.apply(2, &Caller::Operator, Op::Decide(decide(id(1), true, "")));
+    let shutdown = team.apply(2, &admitted(Caller::Operator), decide(id(1), true, ""));
     assert!(matches!(shutdown, Err(CoreError::Conflict(ref m)) if m.contains("RespondShutdown")));
     assert_eq!(request(&team, 1).status, Status::Pending);
-    let unknown = team.apply(2, &Caller::Operator, Op::Decide(decide(id(9), true, "")));
+    let unknown = team.apply(2, &admitted(Caller::Operator), decide(id(9), true, ""));
     assert!(matches!(unknown, Err(CoreError::NotFound(_))));
-    let member = team.apply(2, &bob(), Op::Decide(decide(id(1), true, "")));
-    assert!(matches!(member, Err(CoreError::Caller(_))));
+    // A member is not let in where a decision comes in.
+    assert_eq!(<Decide as Op>::DOORS, Doors::Operator);
+    assert!(access::admit(bob(), Call::Operator).is_err());
     submit_plan(&mut team, 2);
     let as_result = Decide {
         kind: Some(Kind::Result),
         ..decide(id(2), true, "")
     };
-    let refused = team.apply(3, &Caller::Operator, Op::Decide(as_result));
+    let refused = team.apply(3, &admitted(Caller::Operator), as_result);
     assert!(matches!(refused, Err(CoreError::Conflict(ref m)) if m.contains("not a result")));
     assert_eq!(request(&team, 2).status, Status::Pending);
     let as_plan = Decide {
         kind: Some(Kind::PlanApproval),
         ..decide(id(2), true, "")
     };
-    team.apply(3, &Caller::Operator, Op::Decide(as_plan))
-        .unwrap();
+    team.apply(3, &admitted(Caller::Operator), as_plan).unwrap();
     assert_eq!(request(&team, 2).status, Status::Approved);
 }

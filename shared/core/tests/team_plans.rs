@@ -5,19 +5,31 @@
 #![allow(clippy::unwrap_used)]
 
 use mesh_core::{
-    access::Caller,
+    access::{self, Admitted, Call, Caller},
     chain::{OnPass, Rule, Verdict},
     effect::{Effect, Message, Notice},
     grant::Mode,
     lifecycle::Event,
     names::{Name, RequestId},
-    op::{Op, PlanVerdict},
+    op::*,
     plan::Plan,
     policy::Policy,
     protocol::Status,
     refusal::CoreError,
-    team::{Approval, Reply, ReviewChain, StageKind, Team},
+    team::{Approval, ReviewChain, StageKind, Team},
 };
+
+/// `caller`, let in at the door its kind calls (the lead's hub admits
+/// callers; the team trusts what it admitted).
+fn admitted(caller: Caller) -> Admitted {
+    let call = match caller {
+        Caller::Operator => Call::Operator,
+        Caller::Lead => Call::Lead,
+        Caller::Joiner => Call::Join,
+        _ => Call::Teammate(""),
+    };
+    access::admit(caller, call).unwrap()
+}
 
 fn team(approval: Approval) -> Team {
     let mut team = Team::new(100).with_approval(approval);
@@ -49,15 +61,15 @@ fn submit(team: &mut Team, n: u8, plan: Plan, supersedes: Option<u8>) -> Vec<Eff
     let applied = team
         .apply(
             10,
-            &Caller::Member("alice".into()),
-            Op::SubmitPlan {
+            &admitted(Caller::Member("alice".into())),
+            SubmitPlan {
                 request_id: id(n),
                 plan,
                 supersedes: supersedes.map(id),
             },
         )
         .unwrap();
-    assert_eq!(applied.reply, Reply::Opened(id(n)));
+    assert_eq!(applied.reply, id(n));
     applied.effects
 }
 
@@ -115,8 +127,8 @@ fn a_plan_waits_for_the_operator_and_a_revision_supersedes_it() {
     let reviewed = team
         .apply(
             11,
-            &Caller::Operator,
-            Op::ReviewPlan {
+            &admitted(Caller::Operator),
+            ReviewPlan {
                 request_id: id(2),
                 verdict: PlanVerdict::Reject {
                     feedback: "smaller".into(),
@@ -137,8 +149,8 @@ fn a_plan_waits_for_the_operator_and_a_revision_supersedes_it() {
     submit(&mut team, 3, plan(&["src/a.rs"], &["t"]), Some(2));
     team.apply(
         12,
-        &Caller::Operator,
-        Op::ReviewPlan {
+        &admitted(Caller::Operator),
+        ReviewPlan {
             request_id: id(3),
             verdict: PlanVerdict::Approve {
                 grant: mesh_core::grant::Grant::of_plan(Mode::AcceptEdits),
@@ -152,8 +164,8 @@ fn a_plan_waits_for_the_operator_and_a_revision_supersedes_it() {
     assert_eq!(team.members.get("alice").unwrap().mode, Mode::AcceptEdits);
     let refused = team.apply(
         13,
-        &Caller::Member("alice".into()),
-        Op::SubmitPlan {
+        &admitted(Caller::Member("alice".into())),
+        SubmitPlan {
             request_id: id(4),
             plan: plan(&["src/a.rs"], &[]),
             supersedes: Some(id(3)),
@@ -178,8 +190,8 @@ fn auto_approves_every_plan_and_permission_at_once() {
     let asked = team
         .apply(
             11,
-            &Caller::Member("alice".into()),
-            Op::RequestPermission {
+            &admitted(Caller::Member("alice".into())),
+            RequestPermission {
                 request_id: id(2),
                 tool: "run_command".into(),
                 args_json: "{}".into(),
@@ -216,8 +228,8 @@ fn a_policy_decides_plans_and_the_writes_it_denies() {
     let ask = |team: &mut Team, n: u8, path: &str| {
         team.apply(
             12,
-            &Caller::Member("alice".into()),
-            Op::RequestPermission {
+            &admitted(Caller::Member("alice".into())),
+            RequestPermission {
                 request_id: id(n),
                 tool: "write_file".into(),
                 args_json: "{}".into(),
@@ -241,8 +253,8 @@ fn a_model_is_asked_and_answers_as_the_operator() {
     let asked = team
         .apply(
             11,
-            &Caller::Member("alice".into()),
-            Op::RequestPermission {
+            &admitted(Caller::Member("alice".into())),
+            RequestPermission {
                 request_id: id(2),
                 tool: "run_command".into(),
                 args_json: "{}".into(),
@@ -276,8 +288,8 @@ fn chain(stages: Vec<StageKind>, names: &[&str], escalate: &[&str]) -> Approval 
 fn verdict(team: &mut Team, n: u8, stage: usize, verdict: Verdict) -> Vec<Effect> {
     team.apply(
         20,
-        &Caller::Lead,
-        Op::StageVerdict {
+        &admitted(Caller::Lead),
+        StageVerdict {
             request_id: id(n),
             stage,
             verdict,
@@ -396,18 +408,8 @@ fn a_chain_leaves_to_a_person_what_its_stages_pass_or_the_escalation_names() {
         history(&team, 3).last(),
         Some(&("chain".to_owned(), "waits".to_owned()))
     );
-    // Only the lead itself reports a stage's verdict.
-    let forged = team.apply(
-        21,
-        &Caller::Operator,
-        Op::StageVerdict {
-            request_id: id(2),
-            stage: 0,
-            verdict: Verdict::Approve {
-                grant: None,
-                words: String::new(),
-            },
-        },
-    );
-    assert!(matches!(forged, Err(CoreError::Caller(_))));
+    // Only the lead itself reports a stage's verdict: no token lets a
+    // caller in at its door.
+    assert_eq!(<StageVerdict as Op>::DOORS, Doors::Lead);
+    assert!(access::admit(Caller::Operator, Call::Lead).is_err());
 }

@@ -6,18 +6,30 @@
 #![allow(clippy::unwrap_used)]
 
 use mesh_core::{
-    access::Caller,
+    access::{self, Admitted, Call, Caller},
     effect::{Effect, Message},
     lifecycle::Event,
     names::{Name, RequestId},
-    op::Op,
+    op::*,
     policy::Policy,
     protocol::Status,
     refusal::CoreError,
     result::{FileChange, Landing, WorkResult},
     tasks::{NewTask, TaskStatus},
-    team::{Approval, Reply, Rules, Team},
+    team::{Approval, Rules, Team},
 };
+
+/// `caller`, let in at the door its kind calls (the lead's hub admits
+/// callers; the team trusts what it admitted).
+fn admitted(caller: Caller) -> Admitted {
+    let call = match caller {
+        Caller::Operator => Call::Operator,
+        Caller::Lead => Call::Lead,
+        Caller::Joiner => Call::Join,
+        _ => Call::Teammate(""),
+    };
+    access::admit(caller, call).unwrap()
+}
 
 fn team(approval: Approval) -> Team {
     Team::new(100)
@@ -45,8 +57,8 @@ fn claimed(team: &mut Team, who: &str, task: &str) {
     team.members.on_life(who, Event::StreamOpened);
     team.apply(
         1,
-        &Caller::Operator,
-        Op::CreateTask {
+        &admitted(Caller::Operator),
+        CreateTask {
             task_id: task.into(),
             task: NewTask {
                 subject: task.into(),
@@ -57,8 +69,8 @@ fn claimed(team: &mut Team, who: &str, task: &str) {
     .unwrap();
     team.apply(
         2,
-        &Caller::Member(who.into()),
-        Op::ClaimTask {
+        &admitted(Caller::Member(who.into())),
+        ClaimTask {
             task_id: Some(task.into()),
         },
     )
@@ -89,23 +101,23 @@ fn submit(team: &mut Team, who: &str, n: u8, task: &str, paths: &[&str]) -> Vec<
     let applied = team
         .apply(
             10,
-            &Caller::Member(who.into()),
-            Op::SubmitResult {
+            &admitted(Caller::Member(who.into())),
+            SubmitResult {
                 request_id: id(n),
                 result: result(task, paths),
                 supersedes: None,
             },
         )
         .unwrap();
-    assert_eq!(applied.reply, Reply::Opened(id(n)));
+    assert_eq!(applied.reply, id(n));
     applied.effects
 }
 
 fn landed(team: &mut Team, n: u8, landing: Landing) -> Vec<Effect> {
     team.apply(
         20,
-        &Caller::Lead,
-        Op::Landed {
+        &admitted(Caller::Lead),
+        Landed {
             request_id: id(n),
             landing,
         },
@@ -130,27 +142,31 @@ fn an_approved_result_is_pending_until_it_lands_then_its_task_is_completed() {
     assert!(!submit(&mut team, "alice", 1, "t1", &["src/a.rs"])
         .iter()
         .any(|e| matches!(e, Effect::Land(_))));
-    let approve = Op::ReviewResult {
+    let approve = ReviewResult {
         request_id: id(1),
         approve: true,
         feedback: String::new(),
         by: "operator".into(),
     };
-    let applied = team.apply(11, &Caller::Operator, approve.clone()).unwrap();
+    let applied = team
+        .apply(11, &admitted(Caller::Operator), approve.clone())
+        .unwrap();
     assert!(applied.effects.contains(&Effect::Land(id(1))));
     assert_eq!(team.requests.get(&id(1)).unwrap().status, Status::Pending);
     assert_eq!(team.landings(), vec![id(1)]);
     // A retry lands nothing twice; a rejection now is refused.
-    let again = team.apply(12, &Caller::Operator, approve).unwrap();
+    let again = team
+        .apply(12, &admitted(Caller::Operator), approve)
+        .unwrap();
     assert!(!again.effects.contains(&Effect::Land(id(1))));
-    let reject = Op::ReviewResult {
+    let reject = ReviewResult {
         request_id: id(1),
         approve: false,
         feedback: "no".into(),
         by: "operator".into(),
     };
     assert!(matches!(
-        team.apply(13, &Caller::Operator, reject),
+        team.apply(13, &admitted(Caller::Operator), reject),
         Err(CoreError::Conflict(m)) if m.contains("being merged")
     ));
     // Alice leaves while it lands: the landing still answers it.
@@ -211,8 +227,8 @@ fn a_conflict_rejects_with_the_paths_and_the_new_head() {
     let applied = team
         .apply(
             30,
-            &Caller::Member("bob".into()),
-            Op::SubmitResult {
+            &admitted(Caller::Member("bob".into())),
+            SubmitResult {
                 request_id: id(2),
                 result: result("t1", &["README.md"]),
                 supersedes: Some(id(1)),
@@ -271,8 +287,8 @@ fn the_policy_rejects_a_result_outside_the_grant_and_without_a_repo_there_are_no
     claimed(&mut plain, "bob", "t2");
     let refused = plain.apply(
         10,
-        &Caller::Member("bob".into()),
-        Op::SubmitResult {
+        &admitted(Caller::Member("bob".into())),
+        SubmitResult {
             request_id: id(3),
             result: result("t2", &["a"]),
             supersedes: None,
@@ -281,8 +297,8 @@ fn the_policy_rejects_a_result_outside_the_grant_and_without_a_repo_there_are_no
     assert!(matches!(refused, Err(CoreError::Conflict(m)) if m.contains("--repo")));
     let refused = team.apply(
         11,
-        &Caller::Member("alice".into()),
-        Op::CompleteTask {
+        &admitted(Caller::Member("alice".into())),
+        CompleteTask {
             task_id: "t1".into(),
             completion: mesh_core::tasks::Completion::summary("done"),
         },

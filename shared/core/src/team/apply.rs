@@ -1,6 +1,6 @@
-//! [`Team::apply`]: one op, for a caller, at a time the runtime passes in;
-//! what it answers, what the store must make durable and what the runtime
-//! must do then ([`Applied`]). And [`Team::tick`], what time alone does:
+//! [`Team::apply`]: one op, for a caller the runtime admitted, at a time
+//! the runtime passes in; what it answers (in the op's own type), what the
+//! store must make durable and what the runtime must do then ([`Applied`]). And [`Team::tick`], what time alone does:
 //! deadlines pass, grace periods lapse.
 //!
 //! The ops applied here: the plan and permission handshakes (with the
@@ -8,53 +8,31 @@
 //! handshake (`shutdown.rs`), joining, acknowledging, tool-call reports, tasks (create,
 //! claim, complete), usage and budgets, idleness and leaving, and the lists
 //! (a page of core entries; the edge may end it sooner, by its size on the
-//! wire). The lead's hub still applies `Send` itself (what an inbox holds,
-//! its byte budgets and the message ids it remembers are the runtime's);
-//! [`Team::apply`] refuses it.
+//! wire). Each op is its own type ([`Op`], in `route.rs`), which names its
+//! answer. The lead's hub applies `Send` itself (what an inbox holds, its
+//! byte budgets and the message ids it remembers are the runtime's): no op
+//! of the core's is one.
 
-use super::{Change, Listed, PendingBudget, Team, TeamPage};
+use super::{Change, PendingBudget, Team};
 use crate::{
-    access::{self, Call, Caller},
+    access::Admitted,
     effect::{Effect, MemberView, Message, Notice},
     grant::Mode,
     lifecycle::Event,
     members::token_hash,
-    names::{Name, RequestId, LEAD},
-    op::{Doors, Joined, Op},
-    protocol::{Kind, Request},
+    names::{Name, LEAD},
+    op::{Joined, Op},
+    protocol::Kind,
     refusal::CoreError,
     tasks::{NewTask, Task, TaskStatus},
     usage::{Standing, Usage},
 };
 
-/// What an op answers, in the core's words.
+/// What applying an op did, answering `R`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reply {
-    /// A member joined.
-    Joined(Joined),
-    /// A task as it stands now.
-    Task(Task),
-    /// A model user's usage and budget.
-    Standing(Standing),
-    /// The id of a request opened (or already open, for a retry).
-    Opened(RequestId),
-    /// A request as it stands now.
-    Request(Box<Request>),
-    /// A page of tasks.
-    Tasks(Listed<Task>),
-    /// A page of requests.
-    Requests(Listed<Request>),
-    /// A page of the team.
-    Team(Box<TeamPage>),
-    /// Nothing to say.
-    Done,
-}
-
-/// What applying an op did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Applied {
+pub struct Applied<R> {
     /// The answer.
-    pub reply: Reply,
+    pub reply: R,
     /// What the store must make durable before anything below happens.
     pub changes: Vec<Change>,
     /// What the runtime must do then, in order.
@@ -111,50 +89,16 @@ impl Default for Rules {
 }
 
 impl Team {
-    /// Applies `op` for `caller` at `now` (unix ms): synchronous and
-    /// deterministic. The caller is admitted first (where `op` may come in,
-    /// [`Op::doors`], and who may come in there, [`access::admit`]).
-    pub fn apply(&mut self, now: i64, caller: &Caller, op: Op) -> Result<Applied, CoreError> {
-        admit(caller, op.doors())?;
+    /// Applies `op` for `caller`, admitted already, at `now` (unix ms):
+    /// synchronous and deterministic. The op's own [`Op::apply`] does it.
+    pub fn apply<O: Op>(
+        &mut self,
+        now: i64,
+        caller: &Admitted,
+        op: O,
+    ) -> Result<Applied<O::Reply>, CoreError> {
         let mut effects = Vec::new();
-        let op = match op {
-            Op::Decide(decision) => self.review_of(decision)?,
-            op => op,
-        };
-        let reply = match op {
-            Op::CreateTask { .. }
-            | Op::ClaimTask { .. }
-            | Op::CompleteTask { .. }
-            | Op::WithdrawTask { .. }
-            | Op::ListTasks { .. } => self.tasks_op(now, caller, op, &mut effects)?,
-            Op::ReportUsage { .. }
-            | Op::SetBudget { .. }
-            | Op::ReportIdle { .. }
-            | Op::Leave { .. }
-            | Op::Join { .. }
-            | Op::Ack { .. }
-            | Op::ReportToolCall { .. }
-            | Op::ListTeam { .. }
-            | Op::RequestShutdown { .. }
-            | Op::RespondShutdown { .. } => self.members_op(now, caller, op, &mut effects)?,
-            Op::SubmitPlan { .. }
-            | Op::ReviewPlan { .. }
-            | Op::StageVerdict { .. }
-            | Op::RequestPermission { .. }
-            | Op::ReviewPermission { .. }
-            | Op::ListRequests { .. }
-            | Op::GetRequest { .. } => self.plans_op(now, caller, op, &mut effects)?,
-            Op::SubmitResult { .. }
-            | Op::ReviewResult { .. }
-            | Op::RequestAmendment { .. }
-            | Op::ReviewAmendment { .. }
-            | Op::Landed { .. } => self.results_op(now, caller, op, &mut effects)?,
-            _ => {
-                return Err(CoreError::Conflict(
-                    "this op is applied by the lead's hub, not by Team::apply".into(),
-                ))
-            }
-        };
+        let reply = op.apply(self, now, caller, &mut effects)?;
         crate::effect::coalesce_requests(&mut effects);
         Ok(Applied {
             reply,
@@ -551,17 +495,4 @@ impl Team {
             }
         }
     }
-}
-
-/// Whether `caller` may apply an op that comes in at `doors`.
-fn admit(caller: &Caller, doors: Doors) -> Result<(), CoreError> {
-    let call = match (doors, caller) {
-        (Doors::Join, _) => Call::Join,
-        (Doors::Member(rpc), _) => Call::Teammate(rpc),
-        (Doors::Operator, _) => Call::Operator,
-        (Doors::Both(rpc), Caller::Member(_)) => Call::Teammate(rpc),
-        (Doors::Both(_), _) => Call::Operator,
-        (Doors::Lead, _) => Call::Lead,
-    };
-    access::admit(caller, call).map_err(CoreError::from)
 }

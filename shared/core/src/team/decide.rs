@@ -6,16 +6,48 @@
 
 use super::Team;
 use crate::{
+    access::Admitted,
+    effect::Effect,
     error::FieldError,
     grant::{Grant, Mode},
-    op::{Decide, Op, PlanVerdict},
-    protocol::Kind,
+    op::{Decide, Op, PlanVerdict, ReviewAmendment, ReviewPermission, ReviewPlan, ReviewResult},
+    protocol::{Kind, Request},
     refusal::CoreError,
 };
 
+/// The review a [`Decide`] is, by its request's kind.
+pub(super) enum Review {
+    /// A plan's.
+    Plan(ReviewPlan),
+    /// A permission's.
+    Permission(ReviewPermission),
+    /// A result's.
+    Result(ReviewResult),
+    /// An amendment's.
+    Amendment(ReviewAmendment),
+}
+
+impl Review {
+    /// Applies the review; each answers the request as it stands.
+    pub(super) fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        match self {
+            Review::Plan(review) => review.apply(team, now, caller, effects),
+            Review::Permission(review) => review.apply(team, now, caller, effects),
+            Review::Result(review) => review.apply(team, now, caller, effects),
+            Review::Amendment(review) => review.apply(team, now, caller, effects),
+        }
+    }
+}
+
 impl Team {
     /// The review that `decision` is, by the kind of its request.
-    pub(super) fn review_of(&self, decision: Decide) -> Result<Op, CoreError> {
+    pub(super) fn review_of(&self, decision: Decide) -> Result<Review, CoreError> {
         let Decide {
             request_id,
             approve,
@@ -59,23 +91,25 @@ impl Team {
                 } else {
                     PlanVerdict::reject(feedback)?
                 };
-                Op::ReviewPlan {
+                Review::Plan(ReviewPlan {
                     request_id,
                     verdict,
                     by,
-                }
+                })
             }
             Kind::Permission => {
                 crate::limits::check("feedback", &feedback, crate::limits::REASON)?;
-                Op::ReviewPermission {
+                Review::Permission(ReviewPermission {
                     request_id,
                     approve,
                     feedback,
                     by,
-                }
+                })
             }
-            Kind::Result => Op::review_result(request_id, approve, feedback, &by)?,
-            Kind::Amendment => Op::review_amendment(request_id, approve, feedback, &by)?,
+            Kind::Result => Review::Result(ReviewResult::new(request_id, approve, feedback, &by)?),
+            Kind::Amendment => {
+                Review::Amendment(ReviewAmendment::new(request_id, approve, feedback, &by)?)
+            }
             Kind::Shutdown => {
                 return Err(CoreError::Conflict(format!(
                     "request_id: {request_id} is a shutdown request, which its member answers \

@@ -66,7 +66,7 @@ pub enum StageKind {
     },
     /// Work the runtime runs off the team (a program, a model): it asks
     /// with [`Effect::RunStage`], and the verdict comes back as
-    /// `Op::StageVerdict`.
+    /// `op::StageVerdict`.
     Worker,
 }
 

@@ -1,346 +1,595 @@
-//! Each family of ops applied: [`Team::apply`](super::Team::apply) routes
-//! an op to the function of its family (the task list, the members, the
-//! plan and permission handshakes, results and amendments), which calls the
-//! op's own method.
+//! Each op applied ([`Op`]): what it answers, where it may come in, and
+//! the team's function that does it. [`Team::apply`](super::Team::apply)
+//! calls the op's own `apply`; nothing routes an op by matching on it.
 
-use super::{Reply, Team};
+use super::{Listed, Team, TeamPage};
 use crate::{
-    access::Caller,
+    access::Admitted,
     effect::{Effect, Notice},
-    op::Op,
-    protocol::Decision,
+    names::RequestId,
+    op::{
+        Ack, ClaimTask, CompleteTask, CreateTask, Decide, Doors, GetRequest, Join, Joined, Landed,
+        Leave, ListRequests, ListTasks, ListTeam, Op, ReportIdle, ReportToolCall, ReportUsage,
+        RequestAmendment, RequestPermission, RequestShutdown, RespondShutdown, ReviewAmendment,
+        ReviewPermission, ReviewPlan, ReviewResult, SetBudget, StageVerdict, SubmitPlan,
+        SubmitResult, WithdrawTask,
+    },
+    protocol::{Decision, Request},
     refusal::CoreError,
+    tasks::Task,
+    usage::Standing,
 };
 
-impl Team {
-    /// The task list's ops.
-    pub(super) fn tasks_op(
-        &mut self,
-        now: i64,
-        caller: &Caller,
-        op: Op,
-        effects: &mut Vec<Effect>,
-    ) -> Result<Reply, CoreError> {
-        Ok(match op {
-            Op::CreateTask { task_id, task } => {
-                Reply::Task(self.create_task_op(task_id, task, now, effects)?)
-            }
-            Op::ClaimTask { task_id } => Reply::Task(self.claim_task_op(
-                &member_of(caller)?,
-                task_id.as_deref(),
-                now,
-                effects,
-            )?),
-            Op::CompleteTask { .. } if self.rules.repo => {
-                return Err(CoreError::Conflict(
-                    "CompleteTask: with a team repository (lead serve --repo) a task is \
-                     completed when its result lands; call SubmitResult"
-                        .into(),
-                ))
-            }
-            Op::CompleteTask {
-                task_id,
-                completion,
-            } => Reply::Task(self.complete_task_op(
-                &member_of(caller)?,
-                &task_id,
-                completion,
-                now,
-                effects,
-            )?),
-            Op::WithdrawTask {
-                task_id,
-                reason,
-                by,
-            } => Reply::Task(self.withdraw_task_op(&task_id, &reason, &by, now, effects)?),
-            Op::ListTasks { status, page } => Reply::Tasks(self.list_tasks(status, page)),
-            _ => return Err(misrouted()),
-        })
-    }
+impl Op for CreateTask {
+    type Reply = Task;
+    const DOORS: Doors = Doors::Operator;
 
-    /// The members' ops: joining, leaving, usage, idling, acknowledging, shutting down, the team's list.
-    pub(super) fn members_op(
-        &mut self,
+    fn apply(
+        self,
+        team: &mut Team,
         now: i64,
-        caller: &Caller,
-        op: Op,
+        _: &Admitted,
         effects: &mut Vec<Effect>,
-    ) -> Result<Reply, CoreError> {
-        Ok(match op {
-            Op::ReportUsage { epoch, totals } => {
-                Reply::Standing(self.report_usage_op(&member_of(caller)?, &epoch, totals, effects))
-            }
-            Op::SetBudget { name, token_budget } => {
-                Reply::Standing(self.set_budget_op(&name, token_budget, effects)?)
-            }
-            Op::ReportIdle { reason } => {
-                self.report_idle_op(&member_of(caller)?, reason, effects);
-                Reply::Done
-            }
-            Op::Leave { reason } => {
-                let why = if reason.is_empty() {
-                    "left the team".to_owned()
-                } else {
-                    format!("left the team: {reason}")
-                };
-                effects.extend(self.end_member(&member_of(caller)?, &why, now));
-                Reply::Done
-            }
-            Op::Join {
-                name,
-                role,
-                token_budget,
-                member_id,
-                session_token,
-                sandbox,
-                decoding,
-            } => {
-                let named = name.to_string();
-                let joined = self.join_op(
-                    name,
-                    role,
-                    token_budget,
-                    member_id,
-                    session_token,
-                    now,
-                    effects,
-                )?;
-                self.members.set_sandbox(&named, sandbox);
-                self.members.set_decoding(&named, decoding);
-                Reply::Joined(joined)
-            }
-            Op::Ack { seq } => {
-                let name = member_of(caller)?;
-                let last_seq = self.members.get(&name).map_or(0, |m| m.last_seq);
-                if seq > last_seq {
-                    return Err(CoreError::OutOfRange(format!(
-                        "seq: {seq} is past the newest envelope ({last_seq}) of {name:?}"
-                    )));
-                }
-                effects.push(Effect::Ack { name, seq });
-                Reply::Done
-            }
-            Op::ReportToolCall {
-                tool,
-                args_json,
-                allowed,
-                outcome,
-            } => {
-                let name = member_of(caller)?;
-                effects.extend(self.show_work(&name));
-                effects.push(Effect::Notify(Notice::ToolCall {
-                    member: name,
-                    tool,
-                    args_json,
-                    allowed,
-                    outcome,
-                }));
-                Reply::Done
-            }
-            Op::ListTeam { page } => Reply::Team(Box::new(self.list_team(page))),
-            Op::RequestShutdown {
-                request_id,
-                target,
-                reason,
-                deadline_unix_ms,
-            } => Reply::Opened(self.request_shutdown_op(
-                request_id,
-                &target,
-                reason,
-                deadline_unix_ms,
-                now,
-                effects,
-            )?),
-            Op::RespondShutdown {
-                request_id,
-                approve,
-                reason,
-            } => {
-                self.respond_shutdown_op(
-                    &member_of(caller)?,
-                    &request_id,
-                    approve,
-                    reason,
-                    now,
-                    effects,
-                )?;
-                Reply::Done
-            }
-            _ => return Err(misrouted()),
-        })
-    }
-
-    /// The plan and permission handshakes, and the requests' lists.
-    pub(super) fn plans_op(
-        &mut self,
-        now: i64,
-        caller: &Caller,
-        op: Op,
-        effects: &mut Vec<Effect>,
-    ) -> Result<Reply, CoreError> {
-        Ok(match op {
-            Op::SubmitPlan {
-                request_id,
-                plan,
-                supersedes,
-            } => Reply::Opened(self.submit_plan_op(
-                &member_of(caller)?,
-                request_id,
-                plan,
-                supersedes,
-                now,
-                effects,
-            )?),
-            Op::ReviewPlan {
-                request_id,
-                verdict,
-                by,
-            } => Reply::Request(Box::new(
-                self.review_plan_op(request_id, verdict, &by, now, effects)?,
-            )),
-            Op::StageVerdict {
-                request_id,
-                stage,
-                verdict,
-            } => {
-                self.stage_verdict(&request_id, stage, verdict, now, effects);
-                Reply::Done
-            }
-            Op::RequestPermission {
-                request_id,
-                tool,
-                args_json,
-                path,
-            } => Reply::Opened(self.request_permission_op(
-                &member_of(caller)?,
-                request_id,
-                tool,
-                args_json,
-                path,
-                now,
-                effects,
-            )?),
-            Op::ReviewPermission {
-                request_id,
-                approve,
-                feedback,
-                by,
-            } => {
-                let was_pending = self
-                    .requests
-                    .get(&request_id)
-                    .is_some_and(|r| r.status == crate::protocol::Status::Pending);
-                let decision = Decision {
-                    approve,
-                    feedback: feedback.clone(),
-                    grant: None,
-                };
-                let decided = self.decide_permission(&request_id, decision, now, effects)?;
-                if was_pending {
-                    let verdict = if approve { "approve" } else { "reject" };
-                    self.record_review(&request_id, &by, verdict, feedback, now, effects);
-                }
-                Reply::Request(Box::new(
-                    self.requests.get(&request_id).cloned().unwrap_or(decided),
-                ))
-            }
-            Op::ListRequests { status, kind, page } => {
-                Reply::Requests(self.list_requests(status, kind, page))
-            }
-            Op::GetRequest { request_id } => Reply::Request(Box::new(
-                self.requests.get(&request_id).cloned().ok_or_else(|| {
-                    CoreError::NotFound(format!("request_id: no request {request_id}"))
-                })?,
-            )),
-            _ => return Err(misrouted()),
-        })
-    }
-
-    /// Results and amendments, and their landing.
-    pub(super) fn results_op(
-        &mut self,
-        now: i64,
-        caller: &Caller,
-        op: Op,
-        effects: &mut Vec<Effect>,
-    ) -> Result<Reply, CoreError> {
-        Ok(match op {
-            Op::SubmitResult {
-                request_id,
-                result,
-                supersedes,
-            } => Reply::Opened(self.submit_result_op(
-                &member_of(caller)?,
-                request_id,
-                *result,
-                supersedes,
-                now,
-                effects,
-            )?),
-            Op::ReviewResult {
-                request_id,
-                approve,
-                feedback,
-                by,
-            } => Reply::Request(Box::new(self.review_result_op(
-                &request_id,
-                approve,
-                feedback,
-                &by,
-                now,
-                effects,
-            )?)),
-            Op::RequestAmendment {
-                request_id,
-                files,
-                steps,
-                why,
-            } => Reply::Opened(self.request_amendment_op(
-                &member_of(caller)?,
-                request_id,
-                files,
-                steps,
-                why,
-                now,
-                effects,
-            )?),
-            Op::ReviewAmendment {
-                request_id,
-                approve,
-                feedback,
-                by,
-            } => Reply::Request(Box::new(self.decide_amendment(
-                &request_id,
-                approve,
-                feedback,
-                &by,
-                now,
-                effects,
-            )?)),
-            Op::Landed {
-                request_id,
-                landing,
-            } => {
-                self.landed_op(&request_id, landing, now, effects)?;
-                Reply::Done
-            }
-            _ => return Err(misrouted()),
-        })
+    ) -> Result<Task, CoreError> {
+        team.create_task_op(self.task_id, self.task, now, effects)
     }
 }
 
-/// The member an op of a member's came from.
-fn member_of(caller: &Caller) -> Result<String, CoreError> {
-    match caller {
-        Caller::Member(name) => Ok(name.clone()),
-        _ => Err(CoreError::Conflict(
-            "an op of a member's, with no member".into(),
-        )),
+impl Op for ClaimTask {
+    type Reply = Task;
+    const DOORS: Doors = Doors::Member("ClaimTask");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Task, CoreError> {
+        team.claim_task_op(member_of(caller)?, self.task_id.as_deref(), now, effects)
     }
 }
 
-/// An op routed to a family it is not in (`apply` routes each op to its
-/// own family): an error, never a silent success.
-fn misrouted() -> CoreError {
-    CoreError::Conflict("this op is not applied here (routed to the wrong family)".into())
+impl Op for CompleteTask {
+    type Reply = Task;
+    const DOORS: Doors = Doors::Member("CompleteTask");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Task, CoreError> {
+        if team.rules.repo {
+            return Err(CoreError::Conflict(
+                "CompleteTask: with a team repository (lead serve --repo) a task is \
+                 completed when its result lands; call SubmitResult"
+                    .into(),
+            ));
+        }
+        team.complete_task_op(
+            member_of(caller)?,
+            &self.task_id,
+            self.completion,
+            now,
+            effects,
+        )
+    }
+}
+
+impl Op for WithdrawTask {
+    type Reply = Task;
+    const DOORS: Doors = Doors::Operator;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        _: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Task, CoreError> {
+        team.withdraw_task_op(&self.task_id, &self.reason, &self.by, now, effects)
+    }
+}
+
+impl Op for ListTasks {
+    type Reply = Listed<Task>;
+    const DOORS: Doors = Doors::Both("ListTasks");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        _: i64,
+        _: &Admitted,
+        _: &mut Vec<Effect>,
+    ) -> Result<Listed<Task>, CoreError> {
+        Ok(team.list_tasks(self.status, self.page))
+    }
+}
+
+impl Op for ReportUsage {
+    type Reply = Standing;
+    const DOORS: Doors = Doors::Member("ReportUsage");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        _: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Standing, CoreError> {
+        Ok(team.report_usage_op(member_of(caller)?, &self.epoch, self.totals, effects))
+    }
+}
+
+impl Op for SetBudget {
+    type Reply = Standing;
+    const DOORS: Doors = Doors::Operator;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        _: i64,
+        _: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Standing, CoreError> {
+        team.set_budget_op(&self.name, self.token_budget, effects)
+    }
+}
+
+impl Op for ReportIdle {
+    type Reply = ();
+    const DOORS: Doors = Doors::Member("ReportIdle");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        _: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), CoreError> {
+        team.report_idle_op(member_of(caller)?, self.reason, effects);
+        Ok(())
+    }
+}
+
+impl Op for Leave {
+    type Reply = ();
+    const DOORS: Doors = Doors::Member("Leave");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), CoreError> {
+        let why = if self.reason.is_empty() {
+            "left the team".to_owned()
+        } else {
+            format!("left the team: {}", self.reason)
+        };
+        effects.extend(team.end_member(member_of(caller)?, &why, now));
+        Ok(())
+    }
+}
+
+impl Op for Join {
+    type Reply = Joined;
+    const DOORS: Doors = Doors::Join;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        _: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Joined, CoreError> {
+        let Join {
+            name,
+            role,
+            token_budget,
+            member_id,
+            session_token,
+            sandbox,
+            decoding,
+        } = self;
+        let named = name.to_string();
+        let joined = team.join_op(
+            name,
+            role,
+            token_budget,
+            member_id,
+            session_token,
+            now,
+            effects,
+        )?;
+        team.members.set_sandbox(&named, sandbox);
+        team.members.set_decoding(&named, decoding);
+        Ok(joined)
+    }
+}
+
+impl Op for Ack {
+    type Reply = ();
+    const DOORS: Doors = Doors::Member("Ack");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        _: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), CoreError> {
+        let name = member_of(caller)?;
+        let seq = self.seq;
+        let last_seq = team.members.get(name).map_or(0, |m| m.last_seq);
+        if seq > last_seq {
+            return Err(CoreError::OutOfRange(format!(
+                "seq: {seq} is past the newest envelope ({last_seq}) of {name:?}"
+            )));
+        }
+        effects.push(Effect::Ack {
+            name: name.to_owned(),
+            seq,
+        });
+        Ok(())
+    }
+}
+
+impl Op for ReportToolCall {
+    type Reply = ();
+    const DOORS: Doors = Doors::Member("ReportToolCall");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        _: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), CoreError> {
+        let name = member_of(caller)?;
+        effects.extend(team.show_work(name));
+        effects.push(Effect::Notify(Notice::ToolCall {
+            member: name.to_owned(),
+            tool: self.tool,
+            args_json: self.args_json,
+            allowed: self.allowed,
+            outcome: self.outcome,
+        }));
+        Ok(())
+    }
+}
+
+impl Op for ListTeam {
+    type Reply = TeamPage;
+    const DOORS: Doors = Doors::Operator;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        _: i64,
+        _: &Admitted,
+        _: &mut Vec<Effect>,
+    ) -> Result<TeamPage, CoreError> {
+        Ok(team.list_team(self.page))
+    }
+}
+
+impl Op for RequestShutdown {
+    type Reply = RequestId;
+    const DOORS: Doors = Doors::Operator;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        _: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<RequestId, CoreError> {
+        team.request_shutdown_op(
+            self.request_id,
+            &self.target,
+            self.reason,
+            self.deadline_unix_ms,
+            now,
+            effects,
+        )
+    }
+}
+
+impl Op for RespondShutdown {
+    type Reply = ();
+    const DOORS: Doors = Doors::Member("RespondShutdown");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), CoreError> {
+        team.respond_shutdown_op(
+            member_of(caller)?,
+            &self.request_id,
+            self.approve,
+            self.reason,
+            now,
+            effects,
+        )
+    }
+}
+
+impl Op for SubmitPlan {
+    type Reply = RequestId;
+    const DOORS: Doors = Doors::Member("SubmitPlan");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<RequestId, CoreError> {
+        team.submit_plan_op(
+            member_of(caller)?,
+            self.request_id,
+            self.plan,
+            self.supersedes,
+            now,
+            effects,
+        )
+    }
+}
+
+impl Op for ReviewPlan {
+    type Reply = Request;
+    const DOORS: Doors = Doors::Operator;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        _: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        team.review_plan_op(self.request_id, self.verdict, &self.by, now, effects)
+    }
+}
+
+impl Op for StageVerdict {
+    type Reply = ();
+    const DOORS: Doors = Doors::Lead;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        _: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), CoreError> {
+        team.stage_verdict(&self.request_id, self.stage, self.verdict, now, effects);
+        Ok(())
+    }
+}
+
+impl Op for RequestPermission {
+    type Reply = RequestId;
+    const DOORS: Doors = Doors::Member("RequestPermission");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<RequestId, CoreError> {
+        team.request_permission_op(
+            member_of(caller)?,
+            self.request_id,
+            self.tool,
+            self.args_json,
+            self.path,
+            now,
+            effects,
+        )
+    }
+}
+
+impl Op for ReviewPermission {
+    type Reply = Request;
+    const DOORS: Doors = Doors::Operator;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        _: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        let ReviewPermission {
+            request_id,
+            approve,
+            feedback,
+            by,
+        } = self;
+        let was_pending = team
+            .requests
+            .get(&request_id)
+            .is_some_and(|r| r.status == crate::protocol::Status::Pending);
+        let decision = Decision {
+            approve,
+            feedback: feedback.clone(),
+            grant: None,
+        };
+        let decided = team.decide_permission(&request_id, decision, now, effects)?;
+        if was_pending {
+            let verdict = if approve { "approve" } else { "reject" };
+            team.record_review(&request_id, &by, verdict, feedback, now, effects);
+        }
+        Ok(team.requests.get(&request_id).cloned().unwrap_or(decided))
+    }
+}
+
+impl Op for ListRequests {
+    type Reply = Listed<Request>;
+    const DOORS: Doors = Doors::Operator;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        _: i64,
+        _: &Admitted,
+        _: &mut Vec<Effect>,
+    ) -> Result<Listed<Request>, CoreError> {
+        Ok(team.list_requests(self.status, self.kind, self.page))
+    }
+}
+
+impl Op for GetRequest {
+    type Reply = Request;
+    const DOORS: Doors = Doors::Operator;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        _: i64,
+        _: &Admitted,
+        _: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        let request_id = self.request_id;
+        team.requests
+            .get(&request_id)
+            .cloned()
+            .ok_or_else(|| CoreError::NotFound(format!("request_id: no request {request_id}")))
+    }
+}
+
+impl Op for SubmitResult {
+    type Reply = RequestId;
+    const DOORS: Doors = Doors::Member("SubmitResult");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<RequestId, CoreError> {
+        team.submit_result_op(
+            member_of(caller)?,
+            self.request_id,
+            *self.result,
+            self.supersedes,
+            now,
+            effects,
+        )
+    }
+}
+
+impl Op for ReviewResult {
+    type Reply = Request;
+    const DOORS: Doors = Doors::Operator;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        _: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        team.review_result_op(
+            &self.request_id,
+            self.approve,
+            self.feedback,
+            &self.by,
+            now,
+            effects,
+        )
+    }
+}
+
+impl Op for RequestAmendment {
+    type Reply = RequestId;
+    const DOORS: Doors = Doors::Member("RequestAmendment");
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<RequestId, CoreError> {
+        team.request_amendment_op(
+            member_of(caller)?,
+            self.request_id,
+            self.files,
+            self.steps,
+            self.why,
+            now,
+            effects,
+        )
+    }
+}
+
+impl Op for ReviewAmendment {
+    type Reply = Request;
+    const DOORS: Doors = Doors::Operator;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        _: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        team.decide_amendment(
+            &self.request_id,
+            self.approve,
+            self.feedback,
+            &self.by,
+            now,
+            effects,
+        )
+    }
+}
+
+impl Op for Landed {
+    type Reply = ();
+    const DOORS: Doors = Doors::Lead;
+
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        _: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<(), CoreError> {
+        team.landed_op(&self.request_id, self.landing, now, effects)
+    }
+}
+
+impl Op for Decide {
+    type Reply = Request;
+    const DOORS: Doors = Doors::Operator;
+
+    /// The review the request's kind says this is, applied.
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Request, CoreError> {
+        team.review_of(self)?.apply(team, now, caller, effects)
+    }
+}
+
+/// The member an op of a member's came from: its door admits members alone,
+/// so this refuses only an op applied past its door.
+fn member_of(caller: &Admitted) -> Result<&str, CoreError> {
+    caller
+        .member()
+        .ok_or_else(|| CoreError::Conflict("an op of a member's, with no member".into()))
 }
