@@ -7,7 +7,7 @@
 //! its imports, and the runtime modules speak no wire.
 
 use std::{
-    collections::BTreeSet,
+    collections::{BTreeMap, BTreeSet},
     fs,
     path::{Path, PathBuf},
 };
@@ -301,44 +301,59 @@ fn join(paths: &[&String]) -> String {
         .join("\n  ")
 }
 
-/// The workspace crates a crate's `Cargo.toml` depends on (normal
-/// dependencies), by package name.
-fn workspace_deps(folder: &str) -> BTreeSet<String> {
-    let manifest = read(&root().join(folder).join("Cargo.toml"));
-    let mut deps = BTreeSet::new();
-    let mut in_deps = false;
-    for line in manifest.lines() {
-        let line = line.trim();
-        if line.starts_with('[') {
-            in_deps = line == "[dependencies]";
-            continue;
-        }
-        if !in_deps {
-            continue;
-        }
-        let name = line.split(['.', '=', ' ']).next().unwrap_or_default();
-        match name {
-            // The workspace's name for mesh-shared.
-            "shared" => {
-                deps.insert("mesh-shared".to_owned());
-            }
-            "teammate" => {
-                deps.insert("teammate".to_owned());
-            }
-            _ if name.starts_with("mesh-") => {
-                deps.insert(name.to_owned());
-            }
-            _ => {}
-        }
-    }
-    deps
+/// The workspace's crates as `cargo metadata` reads them: each crate's
+/// folder (from the repository's root) and the workspace crates it depends
+/// on (normal dependencies, as the table states them).
+fn workspace_crates() -> BTreeMap<String, (String, BTreeSet<String>)> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = std::process::Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .arg("--manifest-path")
+        .arg(root().join("Cargo.toml"))
+        .output()
+        .expect("run cargo metadata");
+    assert!(
+        out.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let packages = metadata["packages"].as_array().expect("packages");
+    let names: BTreeSet<&str> = packages
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    let root = root();
+    packages
+        .iter()
+        .map(|p| {
+            let name = p["name"].as_str().expect("a package's name").to_owned();
+            let manifest = Path::new(p["manifest_path"].as_str().expect("manifest_path"));
+            let folder = manifest
+                .parent()
+                .and_then(|d| d.strip_prefix(&root).ok())
+                .map(|d| d.display().to_string())
+                .expect("a crate inside the repository");
+            let deps = p["dependencies"]
+                .as_array()
+                .expect("dependencies")
+                .iter()
+                .filter(|d| d["kind"].is_null())
+                .filter_map(|d| d["name"].as_str())
+                .filter(|d| names.contains(d))
+                .map(str::to_owned)
+                .collect();
+            (name, (folder, deps))
+        })
+        .collect()
 }
 
 #[test]
-fn the_crates_table_matches_every_cargo_toml() {
+fn the_crates_table_matches_cargo_metadata() {
     let page = read(&root().join("docs/layout.md"));
-    let mut rows = 0;
-    let mut wrong = Vec::new();
+    let crates = workspace_crates();
+    let mut rows = BTreeMap::new();
     for line in page.lines() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         // | crate | folder | deps |, past the header and its rule.
@@ -348,34 +363,39 @@ fn the_crates_table_matches_every_cargo_toml() {
         if !root().join(cells[2]).join("Cargo.toml").is_file() {
             continue;
         }
-        rows += 1;
         let said: BTreeSet<String> = if cells[3] == "none" {
             BTreeSet::new()
         } else {
             cells[3].split(", ").map(str::to_owned).collect()
         };
-        let real = workspace_deps(cells[2]);
-        if said != real {
-            wrong.push(format!(
-                "{}: the page says {said:?}, {}/Cargo.toml {real:?}",
-                cells[1], cells[2]
-            ));
+        rows.insert(cells[1].to_owned(), (cells[2].to_owned(), said));
+    }
+    let mut wrong = Vec::new();
+    for (name, real) in &crates {
+        match rows.get(name) {
+            None => wrong.push(format!("{name} ({}) has no row", real.0)),
+            Some(said) if said != real => wrong.push(format!(
+                "{name}: the page says {said:?}, cargo metadata {real:?}"
+            )),
+            Some(_) => {}
         }
     }
-    let members = read(&root().join("Cargo.toml"));
-    let count = members
-        .lines()
-        .find(|l| l.trim_start().starts_with("members"))
-        .map(|l| l.matches('"').count() / 2)
-        .unwrap_or_default();
-    assert_eq!(
-        rows, count,
-        "the table has a row for each of the workspace's {count} crates"
-    );
+    for name in rows.keys().filter(|n| !crates.contains_key(*n)) {
+        wrong.push(format!("{name} has a row but is no crate of the workspace"));
+    }
     assert!(
         wrong.is_empty(),
         "docs/layout.md's crate table is wrong:\n{}",
         wrong.join("\n")
+    );
+    let count = crates.len();
+    let words = [
+        "", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten",
+    ];
+    let said = format!("{} crates in one workspace", words.get(count).unwrap_or(&""));
+    assert!(
+        page.contains(&said),
+        "docs/layout.md should say \"{said}\" (cargo metadata lists {count})"
     );
 }
 
