@@ -1,7 +1,8 @@
 //! `bench --against OLD_LEAD`: this build's lead beside an older one, on the
-//! figure a change to the commit path moves first: the sequential plan
+//! figures a change to the commit path moves first: the sequential plan
 //! handshake (auto approval, one teammate, each handshake waiting for the
-//! last). Each run starts a fresh lead of each build per store, both kept
+//! last), the handshake with 16 teammates at once, and routing with 16
+//! messages in flight. Each run starts a fresh lead of each build per store, both kept
 //! running, and takes turns between them in short rounds (which goes first
 //! alternates), so that both meet the machine in the same state: this
 //! machine's speed drifts by more than the difference sought within a few
@@ -15,12 +16,32 @@
 use std::{collections::HashMap, path::Path, time::Instant};
 
 use crate::{
+    mesh::{handshakes_concurrent, Lead},
+    shapes::routing,
     stats::{Report, Samples},
     Counts,
 };
 
 /// Rounds per run; each build does `handshakes / ROUNDS` in each.
 const ROUNDS: usize = 10;
+
+/// Teammates at once, and messages in flight.
+const IN_FLIGHT: usize = 16;
+
+/// The figures paired besides the sequential handshake, each measured on
+/// new members of its own in every round.
+const AT_ONCE: [&str; 2] = ["handshake 16 at once", "routing 16 in flight"];
+
+/// One round of a figure of [`AT_ONCE`] on `lead`: its rate.
+async fn at_once(lead: &Lead, which: usize, prefix: &str, per_round: usize) -> anyhow::Result<f64> {
+    Ok(match which {
+        0 => {
+            let each = (per_round / IN_FLIGHT).max(4);
+            handshakes_concurrent(lead, prefix, IN_FLIGHT, each).await?.1
+        }
+        _ => routing(lead, prefix, IN_FLIGHT, per_round * 4).await?.0,
+    })
+}
 
 /// Measures both builds `counts.runs` times on each of `stores`.
 pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> anyhow::Result<()> {
@@ -38,9 +59,12 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
         .iter()
         .map(|s| (s.clone(), Vec::new(), Vec::new()))
         .collect();
+    let mut at_once_ratios: Vec<[Vec<f64>; 2]> = stores.iter().map(|_| Default::default()).collect();
     for run in 1..=counts.runs {
         eprintln!("bench: run {run} of {}", counts.runs);
-        for (store, store_ratios, cpu_ratios) in &mut ratios {
+        for ((store, store_ratios, cpu_ratios), paired) in
+            ratios.iter_mut().zip(&mut at_once_ratios)
+        {
             let (new_server, new_lead) =
                 crate::start_lead_at(&new, store, &["--approval", "auto"]).await?;
             let (old_server, old_lead) =
@@ -88,6 +112,16 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
                 }
                 store_ratios.push(rates[0] / rates[1]);
                 cpu_ratios.push(cpu[0] / cpu[1]);
+                let leads = [&new_lead, &old_lead];
+                for (which, what) in AT_ONCE.iter().enumerate() {
+                    let mut rates = [0.0; 2];
+                    for i in order {
+                        let prefix = format!("a{which}r{run}n{round}x");
+                        rates[i] = at_once(leads[i], which, &prefix, per_round).await?;
+                        report.add(&format!("[{store}] {}: {what}", labels[i]), "/s", rates[i]);
+                    }
+                    paired[which].push(rates[0] / rates[1]);
+                }
             }
             for (i, samples) in samples.iter().enumerate() {
                 let [p50, p99, _] = samples.summary();
@@ -105,7 +139,20 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
         }
     }
     println!("\n{}", report.table());
-    for (store, store_ratios, cpu_ratios) in ratios {
+    print_pairs(&report, &labels, ratios, at_once_ratios, counts.runs * ROUNDS);
+    Ok(())
+}
+
+/// Prints each store's paired figures: the medians of the rounds' ratios,
+/// with their quartiles.
+fn print_pairs(
+    report: &Report,
+    labels: &[&str; 2],
+    ratios: Vec<(String, Vec<f64>, Vec<f64>)>,
+    at_once_ratios: Vec<[Vec<f64>; 2]>,
+    rounds: usize,
+) {
+    for ((store, store_ratios, cpu_ratios), paired) in ratios.into_iter().zip(at_once_ratios) {
         let figure = |label: &str, what: &str| report.median(&format!("[{store}] {label}: {what}"));
         let what = "handshake sequential";
         if let (Some(new), Some(old)) = (figure(labels[0], what), figure(labels[1], what)) {
@@ -113,8 +160,18 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
             println!(
                 "[{store}] sequential handshake: this build {new:.0} /s, --against {old:.0} /s: \
                  {median:+.1}% (median of {} paired rounds; quartiles {q1:+.1}% .. {q3:+.1}%)",
-                counts.runs * ROUNDS,
+                rounds,
             );
+        }
+        for (what, pairs) in AT_ONCE.iter().zip(paired) {
+            if let (Some(new), Some(old)) = (figure(labels[0], what), figure(labels[1], what)) {
+                let (median, q1, q3) = quartiles(pairs);
+                println!(
+                    "[{store}] {what}: this build {new:.0} /s, --against {old:.0} /s: \
+                     {median:+.1}% (median of {} paired rounds; quartiles {q1:+.1}% .. {q3:+.1}%)",
+                    rounds,
+                );
+            }
         }
         let what = "lead CPU a handshake";
         if let (Some(new), Some(old)) = (figure(labels[0], what), figure(labels[1], what)) {
@@ -122,11 +179,10 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
             println!(
                 "[{store}] lead CPU a handshake: this build {new:.1} us, --against {old:.1} us: \
                  {median:+.1}% (median of {} paired rounds; quartiles {q1:+.1}% .. {q3:+.1}%)",
-                counts.runs * ROUNDS,
+                rounds,
             );
         }
     }
-    Ok(())
 }
 
 /// The median and quartiles of `ratios`, as changes in percent.

@@ -31,7 +31,7 @@ use tonic::{Request, Response, Status};
 
 use crate::{
     hub::{Claim, Command, HubHandle},
-    service::{claim_of, token_of, Tokens},
+    callers::{claim_of, operator, token_of, Tokens},
 };
 
 mod answers;
@@ -99,10 +99,6 @@ impl Operator {
 
 /// The claim the lead's own reads carry: those it makes for a caller it
 /// admitted, and those of a push (for a config such a caller set).
-fn operator() -> Claim {
-    Claim::Known(Caller::Operator)
-}
-
 /// A `history_length`: none is every message; negative is an error.
 fn history_length(asked: Option<i32>, field: &str) -> Result<Option<usize>, Status> {
     asked

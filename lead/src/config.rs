@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{connections::ConnLimits, hub::HubConfig, service::Tokens, store::Storage};
+use crate::{connections::ConnLimits, hub::HubConfig, callers::Tokens, store::Storage};
 
 /// Everything the lead serves with but its listeners and when to stop.
 #[derive(Debug)]

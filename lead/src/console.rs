@@ -49,23 +49,15 @@ struct Console {
     tls: bool,
 }
 
-/// Serves the console on `listener` until `stop` completes.
-pub(crate) async fn serve(
-    listener: Accepted,
-    tls: bool,
-    hub: HubHandle,
-    operator_token: String,
-    card: Arc<crate::a2a::card::CardBase>,
-    a2a: crate::a2a::A2a,
-    stop: impl std::future::Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+/// The console's routes (its page, its assets and its API), for the server
+/// to compose with the other adapters' on the console's port.
+pub(crate) fn router(hub: HubHandle, operator_token: String, tls: bool) -> Router {
     let console = Console {
         hub,
         operator_token: Arc::new(operator_token),
         sessions: Arc::default(),
         tls,
     };
-    let served = Arc::new(crate::a2a::card::Served::default());
     let mut app = Router::new()
         .route("/", get(index))
         .route("/login", post(login))
@@ -81,34 +73,20 @@ pub(crate) async fn serve(
         .route("/api/reject", post(reject))
         .route("/api/permission", post(permission))
         .route("/api/decide", post(decide))
-        .route("/api/shutdown", post(shutdown))
-        // Public, as A2A clients fetch it before they authenticate.
-        .route(
-            "/.well-known/agent-card.json",
-            get(
-                move |axum::extract::State(console): axum::extract::State<Console>,
-                      headers: axum::http::HeaderMap| async move {
-                    let roles = state::roles(&console.hub).await.unwrap_or_default();
-                    // The JSON bindings are where the card was fetched from.
-                    let here = headers
-                        .get(axum::http::header::HOST)
-                        .and_then(|h| h.to_str().ok())
-                        .map(|host| {
-                            let scheme = if console.tls { "https" } else { "http" };
-                            format!("{scheme}://{host}")
-                        });
-                    let body = crate::a2a::card::card(&card, &roles, here.as_deref()).to_string();
-                    served.answer(body, &headers)
-                },
-            ),
-        );
+        .route("/api/shutdown", post(shutdown));
     for (path, body) in assets::MODULES {
         app = app.route(path, get(move |operator| assets::module(operator, body)));
     }
-    let app = app
-        .with_state(console)
-        .merge(crate::a2a::jsonrpc::router(a2a.clone()))
-        .merge(crate::a2a::rest::router(a2a));
+    app.with_state(console)
+}
+
+/// Serves `app` (the console's routes and the others the server composed
+/// with them) on `listener` until `stop` completes.
+pub(crate) async fn serve(
+    listener: Accepted,
+    app: Router,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     axum::serve(
         listener,
         app.into_make_service_with_connect_info::<ConnInfo>(),

@@ -60,7 +60,7 @@ use crate::{
     children::Spawner,
     hub::{Approval, HubConfig},
     render, server,
-    service::Tokens,
+    callers::Tokens,
     store::{SqliteStore, Sync},
 };
 

@@ -3,6 +3,7 @@
 
 mod a2a;
 pub mod audit;
+pub mod callers;
 pub mod chain;
 pub mod children;
 pub mod cli;

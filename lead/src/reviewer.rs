@@ -17,6 +17,7 @@ use mesh_core::{
     error::FieldError,
     grant::{Grant, Mode},
     limits,
+    names::RequestId,
     op::PlanVerdict,
 };
 use mesh_llm::{ChatClient, ChatConfig, Message, Tool, DEFAULT_API_KEY_ENV, OPENAI_BASE_URL};
@@ -71,7 +72,7 @@ pub struct Reviewer {
 /// One plan to review, as the hub hands it over.
 #[derive(Debug, Clone)]
 pub struct Job {
-    pub(crate) request_id: String,
+    pub(crate) request_id: RequestId,
     pub(crate) sender: String,
     pub(crate) role: String,
     pub(crate) plan: mesh_core::plan::Plan,
@@ -351,7 +352,7 @@ pub(crate) enum Outcome {
     /// No decision (the plan waits for an operator), and why.
     Note {
         /// The plan request.
-        request_id: String,
+        request_id: RequestId,
         /// Who (the reviewer's name).
         reviewer: String,
         /// Why.
@@ -361,7 +362,7 @@ pub(crate) enum Outcome {
     /// note then says `said` (or that the decision could not be recorded).
     Decided {
         /// The plan request.
-        request_id: String,
+        request_id: RequestId,
         /// The decision, as an operator's review (an error where the
         /// model's words do not make one: a write path that is no
         /// workspace-relative glob, say).
@@ -396,7 +397,7 @@ pub(crate) fn start(reviewer: Arc<Reviewer>, report: Report) -> mpsc::Sender<Job
             let reviewer = reviewer.clone();
             let report = report.clone();
             // The model's call is a span of the request's trace.
-            let cx = crate::telemetry::context(&job.request_id).unwrap_or_default();
+            let cx = crate::telemetry::context(job.request_id.as_str()).unwrap_or_default();
             let review_one = async move {
                 let started = tokio::time::Instant::now();
                 let mut tokens = None;
@@ -557,7 +558,7 @@ mod tests {
     #[test]
     fn the_model_sees_the_plan_and_the_others_files() {
         let text = describe(&Job {
-            request_id: "r1".into(),
+            request_id: RequestId::existing("request_id", "r1").expect("an id"),
             sender: "alice".into(),
             role: "coder".into(),
             plan: mesh_core::plan::Plan {

@@ -157,13 +157,14 @@ pub async fn run(
             tls.as_ref().map(|tls| tls.console.clone()),
             Speaks::Http1,
         );
+        // The adapters on the console's port, side by side.
+        let app = crate::console::router(hub.clone(), tokens.operator.clone(), tls.is_some())
+            .merge(crate::a2a::card::router(card, hub.clone(), tls.is_some()))
+            .merge(crate::a2a::jsonrpc::router(a2a.clone()))
+            .merge(crate::a2a::rest::router(a2a.clone()));
         let served = crate::console::serve(
             crate::console::Accepted::new(accepted, addr),
-            tls.is_some(),
-            hub.clone(),
-            tokens.operator.clone(),
-            card,
-            a2a.clone(),
+            app,
             stop,
         );
         tokio::spawn(async move {

@@ -1,43 +1,21 @@
-//! The gRPC services: thin. Each RPC checks the caller's token, validates
-//! what it can alone, sends a command to the hub and maps the reply.
+//! The gRPC services: thin. Each RPC says who the caller's token claims to
+//! be (`crate::callers`), validates what it can alone, sends an op to the
+//! hub and maps the reply.
 //! `mesh.v1.Lead` is `service/lead.rs`, `mesh.v1.Operator`
 //! `service/operator.rs`.
 
 use std::pin::Pin;
 
-use mesh_core::access::Caller;
-use shared::auth::{bearer, same_token};
 use tokio_stream::Stream;
 use tonic::{Request, Status};
 
-use crate::hub::{Claim, HubHandle};
+use crate::{callers::Tokens, hub::HubHandle};
 
 mod inbox;
 mod lead;
 mod operator;
 mod pages;
 mod trace;
-
-/// The tokens the lead accepts, fixed at start.
-#[derive(Clone)]
-pub struct Tokens {
-    /// For `Join`.
-    pub join: String,
-    /// For every `Operator` call.
-    pub operator: String,
-    /// Named operator tokens (`--operator-token NAME=TOKEN`): for every
-    /// `Operator` call too, and the trail says who decided.
-    pub named: Vec<(String, String)>,
-    /// `--a2a-open NAME`: an A2A caller without a token acts as operator
-    /// NAME (for a conformance kit, or a network that is trusted).
-    pub a2a_open: Option<String>,
-}
-
-impl std::fmt::Debug for Tokens {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Tokens(..)")
-    }
-}
 
 /// `mesh.v1.Lead`, for teammates.
 #[derive(Debug, Clone)]
@@ -59,37 +37,6 @@ pub(crate) struct OperatorService {
     pub(crate) tokens: Tokens,
     /// What this lead is (`GetLeadership`).
     pub(crate) standing: tokio::sync::watch::Receiver<crate::leadership::Standing>,
-}
-
-/// The token a request carries, if it carries one as `Bearer <token>`.
-pub(crate) fn token_of<T>(request: &Request<T>) -> Option<String> {
-    bearer(request)
-        .filter(|token| !token.is_empty())
-        .map(str::to_owned)
-}
-
-/// Who presents `token`, as far as the lead's own tokens tell: `None` for a
-/// token that only the roster can place (a member's session, or unknown).
-fn static_caller(token: Option<&str>, tokens: &Tokens) -> Option<Caller> {
-    match token {
-        None => Some(Caller::Anonymous),
-        Some(token) if same_token(token, &tokens.operator) => Some(Caller::Operator),
-        Some(token) if tokens.named.iter().any(|(_, t)| same_token(token, t)) => {
-            Some(Caller::Operator)
-        }
-        Some(token) if same_token(token, &tokens.join) => Some(Caller::Joiner),
-        Some(_) => None,
-    }
-}
-
-/// Who the request's token names as far as the lead's own tokens tell;
-/// any other token is a session, for the hub to place.
-pub(crate) fn claim_of<T>(request: &Request<T>, tokens: &Tokens) -> Claim {
-    let token = token_of(request);
-    match static_caller(token.as_deref(), tokens) {
-        Some(caller) => Claim::Known(caller),
-        None => Claim::Session(token.unwrap_or_default()),
-    }
 }
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;

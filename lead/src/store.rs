@@ -132,8 +132,7 @@ pub enum StoreError {
     Stopped,
 }
 
-/// A store the lead opened, as its committer owns it
-/// ([`crate::committer`]).
+/// A store the lead opened, as its committer (`committer.rs`) owns it.
 #[derive(Debug)]
 pub enum Storage {
     /// A store with a blocking API (SQLite, memory): committed to on a

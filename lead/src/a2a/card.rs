@@ -4,7 +4,16 @@
 //! each role its members have, unless `--a2a-card FILE` names the skills),
 //! and the bearer scheme its callers authenticate with (an operator token).
 
+use std::sync::Arc;
+
+use axum::{extract::State, http::HeaderMap, routing::get, Router};
+use mesh_core::{
+    access::Call,
+    op::{ListTeam, PageAsk},
+};
 use serde_json::{json, Map, Value};
+
+use crate::{callers::operator, error::HubError, hub::HubHandle, paging::MAX_PAGE_SIZE};
 
 /// What `--a2a-card FILE` may say of the team; the lead says the rest
 /// (its interface, capabilities and security), which it alone knows.
@@ -31,6 +40,77 @@ pub(crate) struct CardBase {
     pub(crate) own: Map<String, Value>,
     /// `--a2a-push-allow`: push notifications are offered.
     pub(crate) push: bool,
+}
+
+/// What the card's route holds.
+#[derive(Clone)]
+struct CardRoute {
+    base: Arc<CardBase>,
+    served: Arc<Served>,
+    hub: HubHandle,
+    /// The console's port is on TLS.
+    tls: bool,
+}
+
+/// The card's route, `/.well-known/agent-card.json`: public, as A2A
+/// clients fetch it before they authenticate; its skills are the roles of
+/// the team as it stands.
+pub(crate) fn router(base: Arc<CardBase>, hub: HubHandle, tls: bool) -> Router {
+    let route = CardRoute {
+        base,
+        served: Arc::default(),
+        hub,
+        tls,
+    };
+    Router::new()
+        .route("/.well-known/agent-card.json", get(answer_card))
+        .with_state(route)
+}
+
+async fn answer_card(State(route): State<CardRoute>, headers: HeaderMap) -> axum::response::Response {
+    let roles = roles(&route.hub).await.unwrap_or_default();
+    // The JSON bindings are where the card was fetched from.
+    let here = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .map(|host| {
+            let scheme = if route.tls { "https" } else { "http" };
+            format!("{scheme}://{host}")
+        });
+    let body = card(&route.base, &roles, here.as_deref()).to_string();
+    route.served.answer(body, &headers)
+}
+
+/// The roles of the members not terminated (the card's skills), page
+/// after page.
+async fn roles(hub: &HubHandle) -> Result<Vec<String>, HubError> {
+    let mut roles = Vec::new();
+    let mut page = Some(PageAsk {
+        after: None,
+        size: MAX_PAGE_SIZE,
+    });
+    while let Some(ask) = page {
+        let listed = hub
+            .apply(operator(), Call::Operator, Ok(ListTeam { page: ask }))
+            .await?
+            .members;
+        page = listed
+            .entries
+            .last()
+            .filter(|_| listed.more)
+            .map(|(last, _)| PageAsk {
+                after: Some(*last),
+                size: MAX_PAGE_SIZE,
+            });
+        roles.extend(
+            listed
+                .entries
+                .into_iter()
+                .filter(|(_, m)| !m.member.terminated())
+                .map(|(_, m)| m.member.role),
+        );
+    }
+    Ok(roles)
 }
 
 /// The card as served: its validators, so that a client that has it asks

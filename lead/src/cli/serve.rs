@@ -11,7 +11,7 @@ use crate::{
     hub::{Approval, HubConfig, PendingBudget},
     leadership::{self, Role, Standing},
     server,
-    service::Tokens,
+    callers::Tokens,
     state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
     store::Sync,
 };
@@ -406,7 +406,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         console: console.clone(),
         tls: tls.clone(),
     };
-    let Some(mut leading) = leading else {
+    let Some(leading) = leading else {
         let stop = async {
             shared::signal::stopped(stop).await;
             crate::hub::Stop::Stop
@@ -414,23 +414,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         crate::run(listeners, config(store, standing), stop).await?;
         return Ok(());
     };
-    // On PostgreSQL: lead until the lease is lost, stand by on the same
-    // sockets, and lead again when the lease is this lead's once more.
-    let mut store = store;
-    loop {
-        let config = config(store, leading.standing());
-        let served = leading
-            .serve(
-                |shutdown| crate::run(listeners.clone(), config, shutdown),
-                shared::signal::stopped(stop.clone()),
-            )
-            .await;
-        let standby = match served {
-            leadership::Served::Resigned => store::exit_now(),
-            leadership::Served::SteppedDown(standby) => standby,
-        };
-        (store, leading) = store::lead_again(standby, &args, at, stop.clone()).await?;
-    }
+    store::take_turns(store, leading, &args, at, stop, listeners, config).await
 }
 
 /// Where the console listens (`--http`), if it is on.

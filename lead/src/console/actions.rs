@@ -17,11 +17,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{
-    answers::{decided, decision_json, failed, operator},
+    answers::{decided, decision_json, failed},
     session::Operator,
     Console,
 };
-use crate::error::HubError;
+use crate::{callers::operator, error::HubError};
 
 #[derive(Deserialize)]
 pub(super) struct Approve {

@@ -1,18 +1,15 @@
 //! How the console's handlers answer: a hub error as its HTTP status, a
-//! decision as JSON, and the calls they make of the hub as the operator.
+//! decision as JSON.
 
 use axum::{
     http::{header, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
-use mesh_core::{
-    access::Caller,
-    protocol::{Request, Status},
-};
+use mesh_core::protocol::{Request, Status};
 use serde_json::{json, Value};
 
-use crate::{error::HubError, hub::Claim};
+use crate::error::HubError;
 
 /// A hub error as an HTTP answer that names the problem.
 pub(super) fn failed(error: impl std::fmt::Display, status: StatusCode) -> Response {
@@ -39,11 +36,6 @@ pub(super) fn decision_json(request: Request) -> Value {
         "request_id": request.id().to_string(),
         "approve": request.status == Status::Approved,
     })
-}
-
-/// Who the console calls the hub as: it let only the operator in.
-pub(super) fn operator() -> Claim {
-    Claim::Known(Caller::Operator)
 }
 
 /// A hub call's result as the answer.

@@ -20,12 +20,13 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::{
-    answers::{failed, hub_failed, no_store, operator},
+    answers::{failed, hub_failed, no_store},
     brief, json,
     session::Operator,
     Console,
 };
 use crate::{
+    callers::operator,
     error::HubError,
     hub::{Command, HubHandle, HubOp},
     paging::MAX_PAGE_SIZE,
@@ -117,16 +118,6 @@ async fn all_requests(hub: &HubHandle) -> Result<Vec<CoreRequest>, HubError> {
         page,
     })
     .await
-}
-
-/// The roles of the members not terminated (the agent card's skills).
-pub(super) async fn roles(hub: &HubHandle) -> Result<Vec<String>, HubError> {
-    let (members, ..) = team(hub).await?;
-    Ok(members
-        .into_iter()
-        .filter(|m| !m.member.terminated())
-        .map(|m| m.member.role)
-        .collect())
 }
 
 /// Every member, every page; the team's usage and the others' as the last

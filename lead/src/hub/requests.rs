@@ -82,7 +82,7 @@ impl Hub {
         crate::reviewer::Job {
             overlaps,
             result: None,
-            request_id: id.to_string(),
+            request_id: id.clone(),
             sender,
             role,
             plan: plan.clone(),
@@ -105,12 +105,11 @@ impl Hub {
                 by,
                 said,
             } => {
-                let decided = RequestId::existing("request_id", &request_id)
-                    .and_then(|id| Ok((id, verdict?)))
+                let decided = verdict
                     .map_err(HubError::from)
-                    .and_then(|(request_id, verdict)| {
+                    .and_then(|verdict| {
                         let review = ReviewPlan {
-                            request_id,
+                            request_id: request_id.clone(),
                             verdict,
                             by: by.clone(),
                         };
@@ -125,10 +124,6 @@ impl Hub {
             crate::reviewer::Outcome::Used { reviewer, used } => {
                 return self.reviewer_used(&reviewer, used);
             }
-        };
-        // The reviewer was handed the id as the lead wrote it.
-        let Ok(request_id) = RequestId::existing("request_id", &request_id) else {
-            return tracing::warn!(request_id, "a review note for no request");
         };
         self.emit(Notice::ReviewNote {
             request_id,

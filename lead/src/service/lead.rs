@@ -13,13 +13,13 @@ use shared::{pb, wire::ToPb};
 use tonic::{Request, Response, Status};
 
 use super::{
-    claim_of,
     inbox::InboxStream,
     pages::tasks_page,
     trace::{begin, traced, About},
     BoxStream, LeadService,
 };
 use crate::{
+    callers::claim_of,
     error::HubError,
     from_wire,
     hub::{Claim, Command, HubOp},

@@ -12,13 +12,12 @@ use tokio_stream::StreamExt as _;
 use tonic::{Request, Response, Status};
 
 use super::{
-    claim_of,
     pages::{requests_page, tasks_page, team_page},
-    token_of,
     trace::{begin, traced, About},
     BoxStream, OperatorService,
 };
 use crate::{
+    callers::{claim_of, token_of},
     error::HubError,
     from_wire,
     hub::{Command, HubOp},

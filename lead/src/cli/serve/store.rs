@@ -115,10 +115,39 @@ pub(super) async fn open(
     Ok((store, Some(leading), standing))
 }
 
+/// On PostgreSQL: leads with `store` until the lease is lost, stands by on
+/// the same sockets, and leads again when the lease is this lead's once
+/// more, each time with the config `config` makes; a stop signal ends the
+/// process with status 0 (an error here is one opening the store).
+pub(super) async fn take_turns(
+    mut store: Storage,
+    mut leading: Leading,
+    args: &ServeArgs,
+    at: Answering<'_>,
+    stop: watch::Receiver<bool>,
+    listeners: crate::Listeners,
+    config: impl Fn(Storage, watch::Receiver<Standing>) -> crate::Config,
+) -> anyhow::Result<()> {
+    loop {
+        let config = config(store, leading.standing());
+        let served = leading
+            .serve(
+                |shutdown| crate::run(listeners.clone(), config, shutdown),
+                shared::signal::stopped(stop.clone()),
+            )
+            .await;
+        let standby = match served {
+            leadership::Served::Resigned => exit_now(),
+            leadership::Served::SteppedDown(standby) => standby,
+        };
+        (store, leading) = lead_again(standby, args, at, stop.clone()).await?;
+    }
+}
+
 /// A lead that stepped down waits for the lease again, answering on `at`,
 /// and opens the store fenced by its new epoch. A stop signal while it
 /// waits ends the process with status 0.
-pub(super) async fn lead_again(
+async fn lead_again(
     standby: leadership::Standby,
     args: &ServeArgs,
     at: Answering<'_>,
@@ -157,7 +186,7 @@ fn stopped_standing_by() -> ! {
 /// Ends the process with status 0 at once: the teammates a lead spawned
 /// keep running for the next lead, which dropping the runtime (and their
 /// sessions with it) would not let them.
-pub(super) fn exit_now() -> ! {
+fn exit_now() -> ! {
     use std::io::Write as _;
     let _ = std::io::stdout().flush();
     std::process::exit(0)
