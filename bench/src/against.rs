@@ -37,7 +37,9 @@ async fn at_once(lead: &Lead, which: usize, prefix: &str, per_round: usize) -> a
     Ok(match which {
         0 => {
             let each = (per_round / IN_FLIGHT).max(4);
-            handshakes_concurrent(lead, prefix, IN_FLIGHT, each).await?.1
+            handshakes_concurrent(lead, prefix, IN_FLIGHT, each)
+                .await?
+                .1
         }
         _ => routing(lead, prefix, IN_FLIGHT, per_round * 4).await?.0,
     })
@@ -59,7 +61,8 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
         .iter()
         .map(|s| (s.clone(), Vec::new(), Vec::new()))
         .collect();
-    let mut at_once_ratios: Vec<[Vec<f64>; 2]> = stores.iter().map(|_| Default::default()).collect();
+    let mut at_once_ratios: Vec<[Vec<f64>; 2]> =
+        stores.iter().map(|_| Default::default()).collect();
     for run in 1..=counts.runs {
         eprintln!("bench: run {run} of {}", counts.runs);
         for ((store, store_ratios, cpu_ratios), paired) in
@@ -139,7 +142,13 @@ pub(crate) async fn measure(old: &Path, counts: &Counts, stores: &[String]) -> a
         }
     }
     println!("\n{}", report.table());
-    print_pairs(&report, &labels, ratios, at_once_ratios, counts.runs * ROUNDS);
+    print_pairs(
+        &report,
+        &labels,
+        ratios,
+        at_once_ratios,
+        counts.runs * ROUNDS,
+    );
     Ok(())
 }
 

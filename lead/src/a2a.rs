@@ -19,7 +19,7 @@ use std::pin::Pin;
 
 use mesh_a2a::pb::{self as a2a, a2a_service_server::A2aService, send_message_response::Payload};
 use mesh_core::{
-    access::{Admitted, Call, Caller},
+    access::{Admitted, Call},
     op::{CreateTask, Decide, ListRequests, ListTasks, PageAsk, WithdrawTask},
     protocol::{Kind, Request as CoreRequest, Status as RequestStatus},
     tasks::Task,
@@ -30,8 +30,8 @@ use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status};
 
 use crate::{
-    hub::{Claim, Command, HubHandle},
     callers::{claim_of, operator, token_of, Tokens},
+    hub::{Claim, Command, HubHandle},
 };
 
 mod answers;

@@ -197,7 +197,7 @@ fn on_thread(
 }
 
 /// The committer task of the PostgreSQL store, on the lead's runtime.
-async fn on_task(mut store: PostgresStore, mut owned: Owned) {
+async fn on_task(mut store: Box<PostgresStore>, mut owned: Owned) {
     while let Some(mut changes) = owned.batches.recv().await {
         let started = mesh_telemetry::enabled().then(std::time::Instant::now);
         let result = store.commit(&changes).await;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::{connections::ConnLimits, hub::HubConfig, callers::Tokens, store::Storage};
+use crate::{callers::Tokens, connections::ConnLimits, hub::HubConfig, store::Storage};
 
 /// Everything the lead serves with but its listeners and when to stop.
 #[derive(Debug)]

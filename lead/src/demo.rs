@@ -57,10 +57,10 @@ use repo::{check_branch, check_leftovers, team_repo};
 use story::Story;
 
 use crate::{
+    callers::Tokens,
     children::Spawner,
     hub::{Approval, HubConfig},
     render, server,
-    callers::Tokens,
     store::{SqliteStore, Sync},
 };
 

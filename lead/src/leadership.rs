@@ -281,7 +281,7 @@ impl Leading {
             s.leader_url.clear();
             s.leader_console.clear();
         });
-        Served::SteppedDown(Standby { plan, standing })
+        Served::SteppedDown(Box::new(Standby { plan, standing }))
     }
 }
 
@@ -295,7 +295,7 @@ pub enum Served {
     /// (its hub, its streams, its connections) goes on, and this lead
     /// stands by again. The teammates it spawned keep running and rejoin
     /// whoever leads.
-    SteppedDown(Standby),
+    SteppedDown(Box<Standby>),
 }
 
 /// A lead that stepped down: what it needs to wait for the lease again.

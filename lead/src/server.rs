@@ -162,11 +162,8 @@ pub async fn run(
             .merge(crate::a2a::card::router(card, hub.clone(), tls.is_some()))
             .merge(crate::a2a::jsonrpc::router(a2a.clone()))
             .merge(crate::a2a::rest::router(a2a.clone()));
-        let served = crate::console::serve(
-            crate::console::Accepted::new(accepted, addr),
-            app,
-            stop,
-        );
+        let served =
+            crate::console::serve(crate::console::Accepted::new(accepted, addr), app, stop);
         tokio::spawn(async move {
             if let Err(e) = served.await {
                 tracing::error!(error = %e, "the console stopped");

@@ -7,7 +7,7 @@
 use std::pin::Pin;
 
 use tokio_stream::Stream;
-use tonic::{Request, Status};
+use tonic::Status;
 
 use crate::{callers::Tokens, hub::HubHandle};
 

@@ -140,7 +140,7 @@ pub enum Storage {
     Local(Box<dyn Store>),
     /// PostgreSQL, whose client is async: committed to by a task on the
     /// lead's runtime.
-    Postgres(PostgresStore),
+    Postgres(Box<PostgresStore>),
 }
 
 impl Storage {

@@ -67,7 +67,10 @@ pub(crate) fn router(base: Arc<CardBase>, hub: HubHandle, tls: bool) -> Router {
         .with_state(route)
 }
 
-async fn answer_card(State(route): State<CardRoute>, headers: HeaderMap) -> axum::response::Response {
+async fn answer_card(
+    State(route): State<CardRoute>,
+    headers: HeaderMap,
+) -> axum::response::Response {
     let roles = roles(&route.hub).await.unwrap_or_default();
     // The JSON bindings are where the card was fetched from.
     let here = headers

@@ -8,10 +8,10 @@ use clap::{Args, ValueEnum};
 use shared::transport::ClientTls;
 
 use crate::{
+    callers::Tokens,
     hub::{Approval, HubConfig, PendingBudget},
     leadership::{self, Role, Standing},
     server,
-    callers::Tokens,
     state::{StateDir, JOIN_TOKEN_FILE, OPERATOR_TOKEN_FILE},
     store::Sync,
 };

@@ -13,13 +13,8 @@ use axum::{
 use serde_json::json;
 use tokio_stream::StreamExt;
 
-use super::{
-    answers::hub_failed,
-    session::Operator,
-    Console,
-};
-use crate::{
-    callers::operator,connections::ConnInfo, hub::Command, render};
+use super::{answers::hub_failed, session::Operator, Console};
+use crate::{callers::operator, connections::ConnInfo, hub::Command, render};
 
 /// The hub's events, live, as server-sent events (one JSON object each).
 pub(super) async fn events(

@@ -105,16 +105,14 @@ impl Hub {
                 by,
                 said,
             } => {
-                let decided = verdict
-                    .map_err(HubError::from)
-                    .and_then(|verdict| {
-                        let review = ReviewPlan {
-                            request_id: request_id.clone(),
-                            verdict,
-                            by: by.clone(),
-                        };
-                        self.apply(Claim::Known(Caller::Operator), Call::Operator, Ok(review))
-                    });
+                let decided = verdict.map_err(HubError::from).and_then(|verdict| {
+                    let review = ReviewPlan {
+                        request_id: request_id.clone(),
+                        verdict,
+                        by: by.clone(),
+                    };
+                    self.apply(Claim::Known(Caller::Operator), Call::Operator, Ok(review))
+                });
                 let text = match decided {
                     Ok(_) => said,
                     Err(e) => format!("decided ({said}) but could not record it: {e}"),

@@ -307,7 +307,13 @@ fn join(paths: &[&String]) -> String {
 fn workspace_crates() -> BTreeMap<String, (String, BTreeSet<String>)> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .arg("--manifest-path")
         .arg(root().join("Cargo.toml"))
         .output()
@@ -320,10 +326,7 @@ fn workspace_crates() -> BTreeMap<String, (String, BTreeSet<String>)> {
     let metadata: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
     let packages = metadata["packages"].as_array().expect("packages");
-    let names: BTreeSet<&str> = packages
-        .iter()
-        .filter_map(|p| p["name"].as_str())
-        .collect();
+    let names: BTreeSet<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
     let root = root();
     packages
         .iter()
@@ -392,7 +395,10 @@ fn the_crates_table_matches_cargo_metadata() {
     let words = [
         "", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten",
     ];
-    let said = format!("{} crates in one workspace", words.get(count).unwrap_or(&""));
+    let said = format!(
+        "{} crates in one workspace",
+        words.get(count).unwrap_or(&"")
+    );
     assert!(
         page.contains(&said),
         "docs/layout.md should say \"{said}\" (cargo metadata lists {count})"

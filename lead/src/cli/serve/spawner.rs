@@ -6,7 +6,7 @@ use std::time::Duration;
 use shared::{leads::Leads, transport::ClientTls};
 
 use super::ServeArgs;
-use crate::{children::Spawner, callers::Tokens, state::StateDir};
+use crate::{callers::Tokens, children::Spawner, state::StateDir};
 
 /// The spawner: the teammates it starts dial this lead at `lead_url` (and
 /// its `--peer`s), trusting its certificate when it serves TLS.

@@ -140,7 +140,7 @@ pub(super) async fn take_turns(
             leadership::Served::Resigned => exit_now(),
             leadership::Served::SteppedDown(standby) => standby,
         };
-        (store, leading) = lead_again(standby, args, at, stop.clone()).await?;
+        (store, leading) = lead_again(*standby, args, at, stop.clone()).await?;
     }
 }
 
@@ -174,7 +174,7 @@ async fn fenced(
     }
     leading.say();
     let store = leading.store(args.sync.into()).await?;
-    Ok((Storage::Postgres(store), leading))
+    Ok((Storage::Postgres(Box::new(store)), leading))
 }
 
 /// A stop signal came while this lead stood by: it holds nothing.
