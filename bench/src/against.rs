@@ -36,12 +36,12 @@ const AT_ONCE: [&str; 2] = ["handshake 16 at once", "routing 16 in flight"];
 async fn at_once(lead: &Lead, which: usize, prefix: &str, per_round: usize) -> anyhow::Result<f64> {
     Ok(match which {
         0 => {
-            let each = (per_round / IN_FLIGHT).max(4);
+            let each = (per_round / 4).max(4);
             handshakes_concurrent(lead, prefix, IN_FLIGHT, each)
                 .await?
                 .1
         }
-        _ => routing(lead, prefix, IN_FLIGHT, per_round * 4).await?.0,
+        _ => routing(lead, prefix, IN_FLIGHT, per_round * 10).await?.0,
     })
 }
 
