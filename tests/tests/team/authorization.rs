@@ -1,7 +1,7 @@
 //! Who may call what: every `Lead` and `Operator` rpc and every console
 //! endpoint, called by every kind of caller, against a real `lead` process.
 //! The expected answers are the tables below, written from the contract
-//! (PROTOCOL.md, mesh.proto): missing, malformed or unknown credentials are
+//! (docs/protocol.md, mesh.proto): missing, malformed or unknown credentials are
 //! UNAUTHENTICATED; a credential the lead knows, of the wrong kind (a teammate
 //! calling `Operator`, the operator or join token calling a teammate's rpc,
 //! another teammate answering alice's shutdown) is PERMISSION_DENIED; the
