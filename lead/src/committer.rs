@@ -90,6 +90,19 @@ struct Owned {
     ended: oneshot::Sender<()>,
 }
 
+impl Owned {
+    /// Tells the hub how the batch `changes` went, with its buffer back:
+    /// whether to go on (not after a failure, nor once the hub is gone).
+    fn answer(&self, result: Result<(), StoreError>, mut changes: Vec<Change>) -> bool {
+        let failed = result.is_err();
+        let result = result.map(|()| {
+            changes.clear();
+            changes
+        });
+        self.results.send(result).is_ok() && !failed
+    }
+}
+
 impl Committer {
     /// Loads what `storage` holds and starts its committer: inline for a
     /// store that does not block, else the owner its kind needs.
@@ -182,13 +195,9 @@ fn on_thread(
     if loaded.send(store.load()).is_err() {
         return;
     }
-    while let Some(mut changes) = owned.batches.blocking_recv() {
-        let result = measured(|| store.commit(&changes)).map(|()| {
-            changes.clear();
-            changes
-        });
-        let failed = result.is_err();
-        if owned.results.send(result).is_err() || failed {
+    while let Some(changes) = owned.batches.blocking_recv() {
+        let result = measured(|| store.commit(&changes));
+        if !owned.answer(result, changes) {
             break;
         }
     }
@@ -198,18 +207,13 @@ fn on_thread(
 
 /// The committer task of the PostgreSQL store, on the lead's runtime.
 async fn on_task(mut store: Box<PostgresStore>, mut owned: Owned) {
-    while let Some(mut changes) = owned.batches.recv().await {
+    while let Some(changes) = owned.batches.recv().await {
         let started = mesh_telemetry::enabled().then(std::time::Instant::now);
         let result = store.commit(&changes).await;
         if let Some(started) = started {
             crate::telemetry::committed(started.elapsed().as_secs_f64());
         }
-        let result = result.map(|()| {
-            changes.clear();
-            changes
-        });
-        let failed = result.is_err();
-        if owned.results.send(result).is_err() || failed {
+        if !owned.answer(result, changes) {
             break;
         }
     }
