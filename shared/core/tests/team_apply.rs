@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mesh_core::{
-    access::{self, Admitted, Call, Caller, Refused},
+    access::{self, Call, Caller, Refused},
     effect::{Effect, Message, Notice},
     grant::{Grant, Mode},
     lifecycle::{Event, Status},
@@ -17,17 +17,8 @@ use mesh_core::{
     usage::Usage,
 };
 
-/// `caller`, let in at the door its kind calls (the lead's hub admits
-/// callers; the team trusts what it admitted).
-fn admitted(caller: Caller) -> Admitted {
-    let call = match caller {
-        Caller::Operator => Call::Operator,
-        Caller::Lead => Call::Lead,
-        Caller::Joiner => Call::Join,
-        _ => Call::Teammate(""),
-    };
-    access::admit(caller, call).unwrap()
-}
+mod common;
+use common::admitted;
 
 const GRACE: i64 = 30_000;
 const DEADLINE: i64 = 10_000;

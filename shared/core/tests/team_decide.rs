@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mesh_core::{
-    access::{self, Admitted, Call, Caller},
+    access::{self, Call, Caller},
     grant::{Grant, Mode},
     lifecycle::Event,
     names::{Name, RequestId},
@@ -18,17 +18,8 @@ use mesh_core::{
     team::{Approval, Rules, Team},
 };
 
-/// `caller`, let in at the door its kind calls (the lead's hub admits
-/// callers; the team trusts what it admitted).
-fn admitted(caller: Caller) -> Admitted {
-    let call = match caller {
-        Caller::Operator => Call::Operator,
-        Caller::Lead => Call::Lead,
-        Caller::Joiner => Call::Join,
-        _ => Call::Teammate(""),
-    };
-    access::admit(caller, call).unwrap()
-}
+mod common;
+use common::admitted;
 
 fn id(n: u8) -> RequestId {
     RequestId::existing("request_id", &format!("00000000-0000-4000-8000-{n:012}")).unwrap()

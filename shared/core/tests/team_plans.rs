@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mesh_core::{
-    access::{self, Admitted, Call, Caller},
+    access::{self, Call, Caller},
     chain::{OnPass, Rule, Verdict},
     effect::{Effect, Message, Notice},
     grant::Mode,
@@ -19,17 +19,8 @@ use mesh_core::{
     team::{Approval, ReviewChain, StageKind, Team},
 };
 
-/// `caller`, let in at the door its kind calls (the lead's hub admits
-/// callers; the team trusts what it admitted).
-fn admitted(caller: Caller) -> Admitted {
-    let call = match caller {
-        Caller::Operator => Call::Operator,
-        Caller::Lead => Call::Lead,
-        Caller::Joiner => Call::Join,
-        _ => Call::Teammate(""),
-    };
-    access::admit(caller, call).unwrap()
-}
+mod common;
+use common::admitted;
 
 fn team(approval: Approval) -> Team {
     let mut team = Team::new(100).with_approval(approval);

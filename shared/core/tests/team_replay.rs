@@ -13,8 +13,11 @@
 
 use std::collections::BTreeMap;
 
+mod common;
+use common::admitted;
+
 use mesh_core::{
-    access::{self, Admitted, Call, Caller},
+    access::{Admitted, Caller},
     grant::{Grant, Mode},
     holds::Hold,
     lifecycle::{Event, Status},
@@ -28,17 +31,6 @@ use mesh_core::{
     usage::{Account, Usage},
 };
 
-/// `caller`, let in at the door its kind calls (the lead's hub admits
-/// callers; the team trusts what it admitted).
-fn admitted(caller: Caller) -> Admitted {
-    let call = match caller {
-        Caller::Operator => Call::Operator,
-        Caller::Lead => Call::Lead,
-        Caller::Joiner => Call::Join,
-        _ => Call::Teammate(""),
-    };
-    access::admit(caller, call).unwrap()
-}
 use proptest::prelude::*;
 
 const MEMBERS: [&str; 3] = ["alice", "bob", "carol"];

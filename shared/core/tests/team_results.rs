@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mesh_core::{
-    access::{self, Admitted, Call, Caller},
+    access::Caller,
     effect::{Effect, Message},
     lifecycle::Event,
     names::{Name, RequestId},
@@ -19,17 +19,8 @@ use mesh_core::{
     team::{Approval, Rules, Team},
 };
 
-/// `caller`, let in at the door its kind calls (the lead's hub admits
-/// callers; the team trusts what it admitted).
-fn admitted(caller: Caller) -> Admitted {
-    let call = match caller {
-        Caller::Operator => Call::Operator,
-        Caller::Lead => Call::Lead,
-        Caller::Joiner => Call::Join,
-        _ => Call::Teammate(""),
-    };
-    access::admit(caller, call).unwrap()
-}
+mod common;
+use common::admitted;
 
 fn team(approval: Approval) -> Team {
     Team::new(100)
