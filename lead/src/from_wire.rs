@@ -1,7 +1,7 @@
 //! The wire's requests as the core's ops: each function checks what the
 //! core cannot (sizes, shapes, ids, enum numbers), names the field at
 //! fault, and hands over the op in the core's words (each its own type, a
-//! [`mesh_core::op::Op`]). The gRPC services
+//! [`mesh_core::team::Op`]). The gRPC services
 //! use them; so does the model reviewer, whose verdict arrives as a
 //! `PlanReview`.
 

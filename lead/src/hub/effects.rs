@@ -7,7 +7,7 @@ use mesh_core::{
     access::Admitted,
     display::Escaped,
     effect::{Effect, Ended, Notice},
-    op::Op,
+    team::Op,
 };
 
 use super::Hub;

@@ -9,11 +9,12 @@ use mesh_core::{
     names::RequestId,
     op::{
         Ack, ClaimTask, CompleteTask, CreateTask, Decide, Doors, GetRequest, Join, Joined, Landed,
-        Leave, ListRequests, ListTasks, ListTeam, Op, ReportIdle, ReportToolCall, ReportUsage,
+        Leave, ListRequests, ListTasks, ListTeam, ReportIdle, ReportToolCall, ReportUsage,
         RequestAmendment, RequestPermission, RequestShutdown, RespondShutdown, ReviewAmendment,
         ReviewPermission, ReviewPlan, ReviewResult, Sent, SetBudget, StageVerdict, SubmitPlan,
         SubmitResult, WithdrawTask,
     },
+    team::Op,
 };
 
 use super::Hub;

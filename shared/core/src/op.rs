@@ -1,22 +1,19 @@
 //! What a caller can do to the team, in the core's words. An edge (the
 //! lead's gRPC services, its console) checks a call's fields, translates it
-//! into an op (one type per thing a caller can do, each an [`Op`] that
+//! into an op (one type per thing a caller can do, each a `team::Op` that
 //! names its answer's type), and says at which door it came in ([`Call`]);
-//! the lead's hub admits who called ([`Admitted`]) and applies it. No
+//! the lead's hub admits who called (`access::Admitted`) and applies it. No
 //! protobuf, no tokens: one op per thing a caller can do, not per RPC
 //! (`Lead.ListTasks` and `Operator.ListTasks` are one [`ListTasks`]).
 
 use crate::{
-    access::{Admitted, Call},
-    effect::Effect,
+    access::Call,
     error::FieldError,
     grant::Grant,
     names::{Name, RequestId},
     plan::Plan,
     protocol::{Kind, Status},
-    refusal::CoreError,
     tasks::{NewTask, TaskStatus},
-    team::Team,
     usage::{Standing, Usage},
 };
 
@@ -382,25 +379,7 @@ pub struct Decide {
     pub kind: Option<crate::protocol::Kind>,
 }
 
-/// An op: what it answers, where it may come in, and how the team
-/// applies it. Each op's answer is its own type, known where it is asked.
-pub trait Op {
-    /// What it answers.
-    type Reply;
-    /// Where it may come in.
-    const DOORS: Doors;
-    /// Applies it for `caller`, admitted already, at `now` (unix ms): what it
-    /// answers; what the runtime must do then goes into `effects`.
-    fn apply(
-        self,
-        team: &mut Team,
-        now: i64,
-        caller: &Admitted,
-        effects: &mut Vec<Effect>,
-    ) -> Result<Self::Reply, CoreError>;
-}
-
-/// Where an op may come in (see [`Op::DOORS`]).
+/// Where an op may come in (each op's `DOORS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Doors {
     /// `Lead.Join` alone.
@@ -501,12 +480,12 @@ mod tests {
 
     #[test]
     fn list_tasks_is_one_op_behind_two_doors() {
-        let doors = <ListTasks as Op>::DOORS;
+        let doors = <ListTasks as crate::team::Op>::DOORS;
         assert!(doors.open(Call::Teammate("ListTasks")));
         assert!(doors.open(Call::Operator));
         assert!(!doors.open(Call::Teammate("ClaimTask")));
         assert!(!doors.open(Call::Join));
-        let claim = <ClaimTask as Op>::DOORS;
+        let claim = <ClaimTask as crate::team::Op>::DOORS;
         assert!(claim.open(Call::Teammate("ClaimTask")));
         assert!(!claim.open(Call::Operator));
     }

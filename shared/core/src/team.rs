@@ -29,7 +29,7 @@ mod route;
 mod shutdown;
 
 pub use amendments::AmendmentPayload;
-pub use apply::{Applied, Rules};
+pub use apply::{Applied, Op, Rules};
 pub use lists::{Listed, TeamPage};
 pub use plans::{Approval, ReviewChain, StageKind};
 

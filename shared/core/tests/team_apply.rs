@@ -13,7 +13,7 @@ use mesh_core::{
     protocol::{Decision, Kind, Opening, Status as RequestStatus},
     refusal::CoreError,
     tasks::{NewTask, TaskStatus},
-    team::{Rules, Team},
+    team::{Op, Rules, Team},
     usage::Usage,
 };
 

@@ -15,7 +15,7 @@ use mesh_core::{
     refusal::CoreError,
     result::WorkResult,
     tasks::NewTask,
-    team::{Approval, Rules, Team},
+    team::{Approval, Op, Rules, Team},
 };
 
 mod common;

@@ -16,7 +16,7 @@ use mesh_core::{
     policy::Policy,
     protocol::Status,
     refusal::CoreError,
-    team::{Approval, ReviewChain, StageKind, Team},
+    team::{Approval, Op, ReviewChain, StageKind, Team},
 };
 
 mod common;

@@ -27,7 +27,7 @@ use mesh_core::{
     plan::Plan,
     protocol::Request,
     tasks::{NewTask, Task, TaskBoard},
-    team::{Approval, Change, Rules, Team},
+    team::{Approval, Change, Op, Rules, Team},
     usage::{Account, Usage},
 };
 

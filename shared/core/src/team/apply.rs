@@ -21,12 +21,30 @@ use crate::{
     lifecycle::Event,
     members::token_hash,
     names::{Name, LEAD},
-    op::{Joined, Op},
+    op::{Doors, Joined},
     protocol::Kind,
     refusal::CoreError,
     tasks::{NewTask, Task, TaskStatus},
     usage::{Standing, Usage},
 };
+
+/// An op: what it answers, where it may come in, and how the team
+/// applies it. Each op's answer is its own type, known where it is asked.
+pub trait Op {
+    /// What it answers.
+    type Reply;
+    /// Where it may come in.
+    const DOORS: Doors;
+    /// Applies it for `caller`, admitted already, at `now` (unix ms): what it
+    /// answers; what the runtime must do then goes into `effects`.
+    fn apply(
+        self,
+        team: &mut Team,
+        now: i64,
+        caller: &Admitted,
+        effects: &mut Vec<Effect>,
+    ) -> Result<Self::Reply, CoreError>;
+}
 
 /// What applying an op did, answering `R`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,13 +4,13 @@
 //! console, later A2A) makes this one op instead of asking for the kind
 //! first and picking the review itself.
 
-use super::Team;
+use super::{Op, Team};
 use crate::{
     access::Admitted,
     effect::Effect,
     error::FieldError,
     grant::{Grant, Mode},
-    op::{Decide, Op, PlanVerdict, ReviewAmendment, ReviewPermission, ReviewPlan, ReviewResult},
+    op::{Decide, PlanVerdict, ReviewAmendment, ReviewPermission, ReviewPlan, ReviewResult},
     protocol::{Kind, Request},
     refusal::CoreError,
 };

@@ -2,14 +2,14 @@
 //! the team's function that does it. [`Team::apply`](super::Team::apply)
 //! calls the op's own `apply`; nothing routes an op by matching on it.
 
-use super::{Listed, Team, TeamPage};
+use super::{Listed, Op, Team, TeamPage};
 use crate::{
     access::Admitted,
     effect::{Effect, Notice},
     names::RequestId,
     op::{
         Ack, ClaimTask, CompleteTask, CreateTask, Decide, Doors, GetRequest, Join, Joined, Landed,
-        Leave, ListRequests, ListTasks, ListTeam, Op, ReportIdle, ReportToolCall, ReportUsage,
+        Leave, ListRequests, ListTasks, ListTeam, ReportIdle, ReportToolCall, ReportUsage,
         RequestAmendment, RequestPermission, RequestShutdown, RespondShutdown, ReviewAmendment,
         ReviewPermission, ReviewPlan, ReviewResult, SetBudget, StageVerdict, SubmitPlan,
         SubmitResult, WithdrawTask,
