@@ -19,13 +19,12 @@ use std::pin::Pin;
 
 use mesh_a2a::pb::{self as a2a, a2a_service_server::A2aService, send_message_response::Payload};
 use mesh_core::{
-    access::{Admitted, Call},
+    access::{Admitted, Call, Caller, Person, Role},
     op::{CreateTask, Decide, ListRequests, ListTasks, PageAsk, WithdrawTask},
     protocol::{Kind, Request as CoreRequest, Status as RequestStatus},
     tasks::Task,
     team::Listed,
 };
-use shared::auth::same_token;
 use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status};
 
@@ -115,38 +114,30 @@ impl A2a {
         }
     }
 
-    /// Admits the caller of `request` as an operator (after checking the
-    /// version it speaks): its name.
-    async fn admit<T>(&self, request: &Request<T>) -> Result<Operator, Status> {
+    /// Admits the caller of `request` as an operator of at least `role`
+    /// (after checking the version it speaks): who they are. A caller
+    /// without a token, where `--a2a-open NAME` lets one in, is reviewer
+    /// NAME.
+    async fn admit<T>(&self, request: &Request<T>, role: Role) -> Result<Operator, Status> {
         errors::check_version(request.metadata())?;
-        let open = match (&self.tokens.a2a_open, token_of(request)) {
-            (Some(name), None) => Some(name.clone()),
-            _ => None,
-        };
-        let claim = if open.is_some() {
-            operator()
-        } else {
-            claim_of(request, &self.tokens)
+        let claim = match (&self.tokens.a2a_open, token_of(request)) {
+            (Some(name), None) => {
+                Claim::Known(Caller::Operator(Person::token(name, Role::Reviewer)))
+            }
+            _ => claim_of(request, &self.tokens).await,
         };
         let admitted = self
             .hub
             .call(|reply| Command::Admit {
                 claim,
-                door: Call::Operator,
+                door: Call::Operator(role),
                 reply,
             })
             .await?;
-        let named = token_of(request).and_then(|token| {
-            self.tokens
-                .named
-                .iter()
-                .find(|(_, t)| same_token(&token, t))
-                .map(|(name, _)| name.clone())
-        });
-        Ok(Operator(
-            open.or(named).unwrap_or_else(|| "operator".into()),
-            admitted,
-        ))
+        let name = admitted
+            .person()
+            .map_or_else(|| "operator".to_owned(), |p| p.name.clone());
+        Ok(Operator(name, admitted))
     }
 
     /// Every task, oldest first, each with what of it waits and its
@@ -157,9 +148,8 @@ impl A2a {
         loop {
             let page: Listed<Task> = self
                 .hub
-                .apply(
+                .operate(
                     operator(),
-                    Call::Operator,
                     Ok(ListTasks {
                         status: None,
                         page: PageAsk {
@@ -201,9 +191,8 @@ impl A2a {
         loop {
             let page: Listed<CoreRequest> = self
                 .hub
-                .apply(
+                .operate(
                     operator(),
-                    Call::Operator,
                     Ok(ListRequests {
                         status,
                         kind,
@@ -292,9 +281,8 @@ impl A2a {
         let new = tasks::new_task(&message, &by.origin(), context)?;
         let task: Task = self
             .hub
-            .apply(
+            .operate(
                 by.claim(),
-                Call::Operator,
                 Ok(CreateTask {
                     task_id: uuid::Uuid::new_v4().to_string(),
                     task: new,
@@ -340,10 +328,7 @@ impl A2a {
             by: by.decider(),
             kind: Some(request.opening.kind),
         };
-        let _: CoreRequest = self
-            .hub
-            .apply(by.claim(), Call::Operator, Ok(decide))
-            .await?;
+        let _: CoreRequest = self.hub.operate(by.claim(), Ok(decide)).await?;
         Ok(())
     }
 }
@@ -354,7 +339,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::SendMessageRequest>,
     ) -> Result<Response<a2a::SendMessageResponse>, Status> {
-        let by = self.admit(&request).await?;
+        let by = self.admit(&request, Role::Reviewer).await?;
         let (id, config) = self.take(&by, request.into_inner()).await?;
         let history = history_length(config.history_length, "configuration.history_length")?;
         if !config.return_immediately {
@@ -378,7 +363,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::SendMessageRequest>,
     ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
-        let by = self.admit(&request).await?;
+        let by = self.admit(&request, Role::Reviewer).await?;
         let (id, _) = self.take(&by, request.into_inner()).await?;
         Ok(Response::new(updates::updates(self, id, true).await?))
     }
@@ -387,7 +372,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::GetTaskRequest>,
     ) -> Result<Response<a2a::Task>, Status> {
-        self.admit(&request).await?;
+        self.admit(&request, Role::Viewer).await?;
         let ask = request.into_inner();
         if ask.id.is_empty() {
             return Err(invalid("id", "is required"));
@@ -402,7 +387,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::ListTasksRequest>,
     ) -> Result<Response<a2a::ListTasksResponse>, Status> {
-        self.admit(&request).await?;
+        self.admit(&request, Role::Viewer).await?;
         let ask = request.into_inner();
         let size = match ask.page_size {
             None => DEFAULT_PAGE,
@@ -473,7 +458,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::CancelTaskRequest>,
     ) -> Result<Response<a2a::Task>, Status> {
-        let by = self.admit(&request).await?;
+        let by = self.admit(&request, Role::Reviewer).await?;
         let id = request.into_inner().id;
         if id.is_empty() {
             return Err(invalid("id", "is required"));
@@ -490,7 +475,7 @@ impl A2aService for A2a {
         };
         let _: Task = self
             .hub
-            .apply(by.claim(), Call::Operator, Ok(withdraw))
+            .operate(by.claim(), Ok(withdraw))
             .await
             .map_err(|e| match e {
                 // Ended meanwhile.
@@ -506,7 +491,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::SubscribeToTaskRequest>,
     ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
-        self.admit(&request).await?;
+        self.admit(&request, Role::Viewer).await?;
         let id = request.into_inner().id;
         if id.is_empty() {
             return Err(invalid("id", "is required"));
@@ -526,7 +511,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::TaskPushNotificationConfig>,
     ) -> Result<Response<a2a::TaskPushNotificationConfig>, Status> {
-        self.admit(&request).await?;
+        self.admit(&request, Role::Reviewer).await?;
         Ok(Response::new(
             push::create(self, request.into_inner()).await?,
         ))
@@ -536,7 +521,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<a2a::TaskPushNotificationConfig>, Status> {
-        self.admit(&request).await?;
+        self.admit(&request, Role::Viewer).await?;
         Ok(Response::new(push::get(self, request.into_inner()).await?))
     }
 
@@ -544,7 +529,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<a2a::ListTaskPushNotificationConfigsResponse>, Status> {
-        self.admit(&request).await?;
+        self.admit(&request, Role::Viewer).await?;
         Ok(Response::new(push::list(self, request.into_inner()).await?))
     }
 
@@ -552,7 +537,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::GetExtendedAgentCardRequest>,
     ) -> Result<Response<a2a::AgentCard>, Status> {
-        self.admit(&request).await?;
+        self.admit(&request, Role::Viewer).await?;
         Err(unsupported(
             "there is no extended agent card (the card says extendedAgentCard: false)",
         ))
@@ -562,7 +547,7 @@ impl A2aService for A2a {
         &self,
         request: Request<a2a::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
-        self.admit(&request).await?;
+        self.admit(&request, Role::Reviewer).await?;
         push::delete(self, request.into_inner()).await?;
         Ok(Response::new(()))
     }

@@ -12,6 +12,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use mesh_core::{
+    access::{Person, Role},
     protocol::{Kind, Request, Status},
     team::Change as TeamChange,
 };
@@ -40,6 +41,15 @@ pub struct Entry {
     /// `operator (console)`, `policy`, `auto`, `program NAME`, `model NAME`,
     /// `merge`, `member NAME` (a shutdown's answer), `lead` (an expiry).
     pub by: String,
+    /// The operator who decided, where one did: who vouched for them (the
+    /// identity provider, or none for a token of the lead's), their
+    /// subject there, their name and the role that let them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<Decider>,
+    /// The owners rule (`--owners`) each owner's approval counted for, as
+    /// `PATTERN: NAME`, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<String>,
     /// The words that came with it.
     pub feedback: String,
     /// SHA-256 of what was decided (the request's payload), hex.
@@ -48,6 +58,33 @@ pub struct Entry {
     pub prev: String,
     /// SHA-256 over this entry with `hash` empty, hex.
     pub hash: String,
+}
+
+/// Who decided, as the trail names them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decider {
+    /// The identity provider that vouched for them (none: a token of the
+    /// lead's own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer: Option<String>,
+    /// Their subject (`sub`) at that provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    /// Their name.
+    pub name: String,
+    /// Their role: viewer, reviewer or admin.
+    pub role: Role,
+}
+
+impl From<&Person> for Decider {
+    fn from(person: &Person) -> Self {
+        Decider {
+            issuer: person.issuer.clone(),
+            subject: person.subject.clone(),
+            name: person.name.clone(),
+            role: person.role,
+        }
+    }
 }
 
 impl Entry {
@@ -181,6 +218,8 @@ impl Trail {
                             subject: name,
                             decision: format!("budget {budget}"),
                             by: "operator".into(),
+                            person: None,
+                            owners: Vec::new(),
                             feedback: String::new(),
                             content_sha256: String::new(),
                             prev: String::new(),
@@ -217,6 +256,12 @@ impl Trail {
             subject,
             decision: decision.into(),
             by,
+            person: deciding_person(request).map(Decider::from),
+            owners: request
+                .reviews
+                .iter()
+                .filter_map(|s| Some(format!("{}: {}", s.owner_rule.as_ref()?, s.reviewer)))
+                .collect(),
             feedback: mesh_core::limits::cut(&request.feedback, 2_000),
             content_sha256: hex(request.opening.payload_json.as_bytes()),
             prev: String::new(),
@@ -319,6 +364,25 @@ pub(crate) fn decided_by(r: &Request) -> (&'static str, String) {
     (what, by)
 }
 
+/// The operator whose word decided `r`: the newest review step an operator
+/// signed, unless a machine or an expiry decided it.
+fn deciding_person(r: &Request) -> Option<&Person> {
+    if r.status == Status::Expired || r.opening.kind == Kind::Shutdown {
+        return None;
+    }
+    let last = r
+        .reviews
+        .iter()
+        .rev()
+        .find(|s| matches!(s.verdict.as_str(), "approve" | "reject" | "error"))?;
+    match &last.person {
+        Some(person) => Some(person),
+        // A result is decided by its merge, after the operator's approval.
+        None if last.reviewer == "merge" => r.reviews.iter().rev().find_map(|s| s.person.as_ref()),
+        None => None,
+    }
+}
+
 /// Checks a trail written as JSON lines: each entry's hash over what it
 /// says, and each link to the one before (the first line is taken as it
 /// is: an export may start anywhere). The number of entries, or the line
@@ -377,6 +441,8 @@ mod tests {
             subject: subject.into(),
             decision: "approved".into(),
             by: "operator alice".into(),
+            person: None,
+            owners: Vec::new(),
             feedback: String::new(),
             content_sha256: String::new(),
             prev: String::new(),

@@ -15,7 +15,7 @@ use axum::{
     Router,
 };
 
-use crate::{connections::ConnInfo, hub::HubHandle};
+use crate::{callers::Tokens, connections::ConnInfo, hub::HubHandle};
 
 mod actions;
 mod answers;
@@ -43,7 +43,8 @@ const MAX_SESSIONS: usize = 1_000;
 #[derive(Clone)]
 struct Console {
     hub: HubHandle,
-    operator_token: Arc<String>,
+    /// The credentials the lead takes, which name its operators.
+    tokens: Tokens,
     sessions: Arc<Mutex<Sessions>>,
     /// Served over TLS: the session cookie is `Secure`.
     tls: bool,
@@ -51,10 +52,10 @@ struct Console {
 
 /// The console's routes (its page, its assets and its API), for the server
 /// to compose with the other adapters' on the console's port.
-pub(crate) fn router(hub: HubHandle, operator_token: String, tls: bool) -> Router {
+pub(crate) fn router(hub: HubHandle, tokens: Tokens, tls: bool) -> Router {
     let console = Console {
         hub,
-        operator_token: Arc::new(operator_token),
+        tokens,
         sessions: Arc::default(),
         tls,
     };

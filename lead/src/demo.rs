@@ -114,6 +114,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
         join: shared::auth::new_token(),
         operator: shared::auth::new_token(),
         named: Vec::new(),
+        oidc: None,
         a2a_open: None,
     };
     let listener = server::bind("127.0.0.1:0".parse()?)?;

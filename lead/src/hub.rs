@@ -7,7 +7,10 @@
 use std::time::Duration;
 
 pub use mesh_core::team::PendingBudget;
-use mesh_core::{access::Call, team::Team};
+use mesh_core::{
+    access::{Call, Role},
+    team::Team,
+};
 use tokio::sync::{mpsc, watch};
 
 use crate::{
@@ -249,7 +252,7 @@ impl Hub {
             Command::ModelReview(outcome) => self.model_review(outcome),
             Command::Watch { claim, reply } => {
                 let result = self
-                    .admit(claim, Call::Operator, None)
+                    .admit(claim, Call::Operator(Role::Viewer), None)
                     .map(|_| self.watchers.add());
                 self.reply(reply, result);
             }
@@ -257,8 +260,8 @@ impl Hub {
                 claim,
                 request,
                 reply,
-            } => match self.admit(claim, Call::Operator, None) {
-                Ok(_) => self.spawn(request, reply),
+            } => match self.admit(claim, Call::Operator(Role::Admin), None) {
+                Ok(_) => self.spawn(*request, reply),
                 Err(e) => self.reply(reply, Err(e)),
             },
             Command::Launched {
@@ -295,7 +298,7 @@ impl Hub {
                 reply,
             } => {
                 let result = self
-                    .admit(claim, Call::Operator, None)
+                    .admit(claim, Call::Operator(Role::Viewer), None)
                     .map(|_| self.record.audit_page(since, after_seq, limit));
                 self.reply(reply, result);
             }

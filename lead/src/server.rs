@@ -158,7 +158,7 @@ pub async fn run(
             Speaks::Http1,
         );
         // The adapters on the console's port, side by side.
-        let app = crate::console::router(hub.clone(), tokens.operator.clone(), tls.is_some())
+        let app = crate::console::router(hub.clone(), tokens.clone(), tls.is_some())
             .merge(crate::a2a::card::router(card, hub.clone(), tls.is_some()))
             .merge(crate::a2a::jsonrpc::router(a2a.clone()))
             .merge(crate::a2a::rest::router(a2a.clone()));

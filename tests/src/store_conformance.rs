@@ -53,6 +53,14 @@ pub fn request(id: &str, status: Status) -> Request {
             verdict: "pass".into(),
             words: "no opinion".into(),
             at_unix_ms: 1,
+            person: Some(mesh_core::access::Person {
+                name: "dora@example.com".into(),
+                role: mesh_core::access::Role::Reviewer,
+                issuer: Some("http://127.0.0.1:1".into()),
+                subject: Some("dora".into()),
+                groups: vec!["dba".into()],
+            }),
+            owner_rule: Some("db/**".into()),
         }],
     }
 }

@@ -7,10 +7,7 @@
 use std::sync::Arc;
 
 use axum::{extract::State, http::HeaderMap, routing::get, Router};
-use mesh_core::{
-    access::Call,
-    op::{ListTeam, PageAsk},
-};
+use mesh_core::op::{ListTeam, PageAsk};
 use serde_json::{json, Map, Value};
 
 use crate::{callers::operator, error::HubError, hub::HubHandle, paging::MAX_PAGE_SIZE};
@@ -94,7 +91,7 @@ async fn roles(hub: &HubHandle) -> Result<Vec<String>, HubError> {
     });
     while let Some(ask) = page {
         let listed = hub
-            .apply(operator(), Call::Operator, Ok(ListTeam { page: ask }))
+            .operate(operator(), Ok(ListTeam { page: ask }))
             .await?
             .members;
         page = listed

@@ -18,6 +18,7 @@ use crate::{
 
 mod a2a;
 mod approval;
+mod operators;
 mod spawner;
 mod store;
 
@@ -35,11 +36,9 @@ pub struct ServeArgs {
     /// The token `Join` needs (default: generated into <state-dir>/join.token).
     #[arg(long, env = "MESH_JOIN_TOKEN", hide_env_values = true)]
     join_token: Option<String>,
-    /// The token operators use (default: generated into
-    /// <state-dir>/operator.token). Repeatable as NAME=TOKEN: a named
-    /// operator's token, whose decisions the audit trail signs with its name.
-    #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true, action = clap::ArgAction::Append)]
-    operator_token: Vec<String>,
+    /// Who operates: tokens and the identity provider.
+    #[command(flatten)]
+    operators: operators::OperatorArgs,
     /// A2A callers that send no token act as operator NAME: they hand in
     /// tasks and approve plans unauthenticated. For a conformance kit
     /// (which sends no token) or a trusted network; loopback only unless
@@ -318,8 +317,9 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
     let a2a = a2a::checked(&args)?;
     let tokens = Tokens {
         join: state.token(args.join_token.clone(), JOIN_TOKEN_FILE)?,
-        operator: state.token(unnamed_operator(&args.operator_token)?, OPERATOR_TOKEN_FILE)?,
-        named: named_operators(&args.operator_token)?,
+        operator: state.token(args.operators.unnamed()?, OPERATOR_TOKEN_FILE)?,
+        named: args.operators.named()?,
+        oidc: args.operators.oidc().await?,
         a2a_open: a2a.open,
     };
     let tls = server_tls(&args)?;
@@ -454,45 +454,6 @@ fn connect_addr(addr: SocketAddr) -> anyhow::Result<SocketAddr> {
         addr.ip().to_string()
     };
     Ok(SocketAddr::new(ip.parse()?, addr.port()))
-}
-
-/// A `--operator-token` value: `NAME=TOKEN` names its operator (a name as a
-/// member's); anything else is the token alone.
-fn operator_value(value: &str) -> Option<(&str, &str)> {
-    let (name, token) = value.split_once('=')?;
-    mesh_core::names::Name::parse("--operator-token", name).ok()?;
-    Some((name, token))
-}
-
-/// The unnamed `--operator-token`, if one is given (at most one).
-fn unnamed_operator(values: &[String]) -> anyhow::Result<Option<String>> {
-    let unnamed: Vec<&String> = values
-        .iter()
-        .filter(|v| operator_value(v).is_none())
-        .collect();
-    if unnamed.len() > 1 {
-        anyhow::bail!(
-            "--operator-token: give one unnamed token at most; name the others (NAME=TOKEN)"
-        );
-    }
-    Ok(unnamed.first().map(|t| (*t).clone()))
-}
-
-/// The named `--operator-token NAME=TOKEN`s: names unique, tokens not empty.
-fn named_operators(values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
-    let mut named: Vec<(String, String)> = Vec::new();
-    for (name, token) in values.iter().filter_map(|v| operator_value(v)) {
-        if token.len() < 16 {
-            anyhow::bail!(
-                "--operator-token {name}=...: the token is too short (16 characters at least)"
-            );
-        }
-        if named.iter().any(|(n, _)| n == name) {
-            anyhow::bail!("--operator-token: {name} is named twice");
-        }
-        named.push((name.to_owned(), token.to_owned()));
-    }
-    Ok(named)
 }
 
 /// How the hub behaves, from the flags.

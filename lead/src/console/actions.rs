@@ -5,7 +5,6 @@
 
 use axum::{extract::State, http::StatusCode, response::Response, Json};
 use mesh_core::{
-    access::Call,
     error::FieldError,
     grant::{Grant, Mode},
     limits,
@@ -21,7 +20,7 @@ use super::{
     session::Operator,
     Console,
 };
-use crate::{callers::operator, error::HubError};
+use crate::error::HubError;
 
 #[derive(Deserialize)]
 pub(super) struct Approve {
@@ -38,7 +37,7 @@ pub(super) struct Approve {
 
 pub(super) async fn approve(
     State(console): State<Console>,
-    _: Operator,
+    operator: Operator,
     Json(form): Json<Approve>,
 ) -> Response {
     let mode = match form.mode.as_str() {
@@ -64,6 +63,7 @@ pub(super) async fn approve(
     };
     decide_as(
         &console,
+        &operator,
         &form.request_id,
         Some(Kind::PlanApproval),
         decision,
@@ -96,6 +96,7 @@ impl Decision {
 /// core reviews as the request's kind says (refused if it is not `kind`).
 async fn decide_as(
     console: &Console,
+    operator: &Operator,
     request_id: &str,
     kind: Option<Kind>,
     decision: Decision,
@@ -107,14 +108,14 @@ async fn decide_as(
             feedback: decision.feedback,
             grant: decision.grant,
             allow_overlap: decision.allow_overlap,
-            by: "operator (console)".into(),
+            by: operator.signer(),
             kind,
         })
         .map_err(HubError::from);
     decided(
         console
             .hub
-            .apply(operator(), Call::Operator, op)
+            .operate(operator.claim(), op)
             .await
             .map(decision_json),
     )
@@ -128,12 +129,13 @@ pub(super) struct Reject {
 
 pub(super) async fn reject(
     State(console): State<Console>,
-    _: Operator,
+    operator: Operator,
     Json(form): Json<Reject>,
 ) -> Response {
     let decision = Decision::plain(false, form.feedback);
     decide_as(
         &console,
+        &operator,
         &form.request_id,
         Some(Kind::PlanApproval),
         decision,
@@ -151,11 +153,18 @@ pub(super) struct Permission {
 
 pub(super) async fn permission(
     State(console): State<Console>,
-    _: Operator,
+    operator: Operator,
     Json(form): Json<Permission>,
 ) -> Response {
     let decision = Decision::plain(form.approve, form.feedback);
-    decide_as(&console, &form.request_id, Some(Kind::Permission), decision).await
+    decide_as(
+        &console,
+        &operator,
+        &form.request_id,
+        Some(Kind::Permission),
+        decision,
+    )
+    .await
 }
 
 /// A decision on a request of any kind; `kind` (`result`, `amendment`,
@@ -172,7 +181,7 @@ pub(super) struct DecideForm {
 
 pub(super) async fn decide(
     State(console): State<Console>,
-    _: Operator,
+    operator: Operator,
     Json(form): Json<DecideForm>,
 ) -> Response {
     let kind = match form.kind.as_str() {
@@ -190,7 +199,7 @@ pub(super) async fn decide(
         }
     };
     let decision = Decision::plain(form.approve, form.feedback);
-    decide_as(&console, &form.request_id, kind, decision).await
+    decide_as(&console, &operator, &form.request_id, kind, decision).await
 }
 
 #[derive(Deserialize)]
@@ -202,7 +211,7 @@ pub(super) struct Shutdown {
 
 pub(super) async fn shutdown(
     State(console): State<Console>,
-    _: Operator,
+    operator: Operator,
     Json(form): Json<Shutdown>,
 ) -> Response {
     let op = Name::parse("target", &form.name)
@@ -219,7 +228,7 @@ pub(super) async fn shutdown(
     decided(
         console
             .hub
-            .apply(operator(), Call::Operator, op)
+            .operate(operator.claim(), op)
             .await
             .map(|id: RequestId| json!({"request_id": id.to_string()})),
     )

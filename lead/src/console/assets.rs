@@ -57,7 +57,7 @@ pub(super) async fn style(State(_console): State<Console>) -> Response {
 
 /// `/`: the page for the operator, the login form for anyone else.
 pub(super) async fn index(State(console): State<Console>, headers: HeaderMap) -> Response {
-    if console.authorized(&headers) {
+    if console.authorized(&headers).await.is_some() {
         no_store(Html(PAGE).into_response())
     } else {
         no_store(Html(LOGIN.replace("{{error}}", "")).into_response())
@@ -70,14 +70,14 @@ pub(super) struct LoginForm {
 }
 
 pub(super) async fn login(State(console): State<Console>, Form(form): Form<LoginForm>) -> Response {
-    if !console.is_operator_token(form.token.trim()) {
+    let Some(person) = console.operator_of(form.token.trim()).await else {
         let page = LOGIN.replace(
             "{{error}}",
-            "<p class=\"error\" role=\"alert\">That is not the operator token.</p>",
+            "<p class=\"error\" role=\"alert\">That is not an operator's token.</p>",
         );
         return no_store((StatusCode::UNAUTHORIZED, Html(page)).into_response());
-    }
-    let session = console.open_session();
+    };
+    let session = console.open_session(person);
     let mut response = Redirect::to("/").into_response();
     response.headers_mut().insert(
         header::SET_COOKIE,

@@ -236,6 +236,8 @@ mod tests {
             verdict: verdict.into(),
             words: words.into(),
             at_unix_ms: at,
+            person: None,
+            owner_rule: None,
         }
     }
 

@@ -1,8 +1,11 @@
-//! Who may use the console: the operator, known by a live session (the
-//! login form sets its cookie) or the operator token; the extractor that
-//! answers 401 to anyone else.
+//! Who may use the console: an operator, known by a live session (the
+//! login form sets its cookie) or a token the lead takes for an operator
+//! (its own, a named one, or a person's from the identity provider); the
+//! extractor that answers 401 to anyone else.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+
+use mesh_core::access::{Caller, Person};
 
 use axum::{
     http::{header, HeaderMap, StatusCode},
@@ -13,16 +16,34 @@ use serde_json::json;
 
 use super::{Console, COOKIE, MAX_SESSIONS};
 
-/// Session ids, oldest first.
+/// Session ids, with whom each signed in, oldest first.
 #[derive(Default)]
 pub(super) struct Sessions {
-    ids: HashSet<String>,
+    ids: HashMap<String, Person>,
     order: std::collections::VecDeque<String>,
 }
 
-/// The operator, known by a live session or the operator token: a handler
-/// that takes it answers 401 to anyone else, before reading anything.
-pub(super) struct Operator;
+/// An operator, known by a live session or a token: a handler that takes
+/// it answers 401 to anyone else, before reading anything.
+pub(super) struct Operator(pub(super) Person);
+
+impl Operator {
+    /// The claim the operator's ops carry, for the hub to check their role.
+    pub(super) fn claim(&self) -> crate::hub::Claim {
+        crate::hub::Claim::Known(Caller::Operator(self.0.clone()))
+    }
+
+    /// Who decides, as the request's history shows it: `operator
+    /// (console)` for the unnamed token's holder, `operator NAME
+    /// (console)` for anyone else.
+    pub(super) fn signer(&self) -> String {
+        if self.0 == Person::operator() {
+            "operator (console)".into()
+        } else {
+            format!("operator {} (console)", self.0.name)
+        }
+    }
+}
 
 impl axum::extract::FromRequestParts<Console> for Operator {
     type Rejection = Response;
@@ -31,39 +52,40 @@ impl axum::extract::FromRequestParts<Console> for Operator {
         parts: &mut axum::http::request::Parts,
         console: &Console,
     ) -> Result<Self, Self::Rejection> {
-        if console.authorized(&parts.headers) {
-            Ok(Operator)
-        } else {
-            Err(unauthorized())
+        match console.authorized(&parts.headers).await {
+            Some(person) => Ok(Operator(person)),
+            None => Err(unauthorized()),
         }
     }
 }
 
 impl Console {
-    /// Whether the request carries a live session or the operator token.
-    pub(super) fn authorized(&self, headers: &HeaderMap) -> bool {
+    /// The operator the request's live session or `Bearer` token names.
+    pub(super) async fn authorized(&self, headers: &HeaderMap) -> Option<Person> {
         if let Some(token) = headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
         {
-            return self.is_operator_token(token);
+            return self.operator_of(token).await;
         }
-        let Some(session) = cookie(headers, COOKIE) else {
-            return false;
-        };
+        let session = cookie(headers, COOKIE)?;
         self.sessions
             .lock()
-            .map(|s| s.ids.contains(session))
-            .unwrap_or(false)
+            .ok()
+            .and_then(|s| s.ids.get(session).cloned())
     }
 
-    pub(super) fn is_operator_token(&self, token: &str) -> bool {
-        shared::auth::same_token(token, &self.operator_token)
+    /// The operator `token` names, if it names one.
+    pub(super) async fn operator_of(&self, token: &str) -> Option<Person> {
+        match crate::callers::claim_of_token(Some(token), &self.tokens).await {
+            crate::hub::Claim::Known(Caller::Operator(person)) => Some(person),
+            _ => None,
+        }
     }
 
-    /// A new session id.
-    pub(super) fn open_session(&self) -> String {
+    /// A new session id, for `person`.
+    pub(super) fn open_session(&self, person: Person) -> String {
         let id = shared::auth::new_token();
         if let Ok(mut sessions) = self.sessions.lock() {
             if sessions.order.len() >= MAX_SESSIONS {
@@ -71,7 +93,7 @@ impl Console {
                     sessions.ids.remove(&old);
                 }
             }
-            sessions.ids.insert(id.clone());
+            sessions.ids.insert(id.clone(), person);
             sessions.order.push_back(id.clone());
         }
         id

@@ -9,7 +9,6 @@ use axum::{
     Json,
 };
 use mesh_core::{
-    access::Call,
     names::RequestId,
     op::{GetRequest, ListRequests, ListTasks, ListTeam, PageAsk},
     protocol::Request as CoreRequest,
@@ -59,7 +58,7 @@ pub(super) async fn request(
     };
     let found: Result<CoreRequest, HubError> = console
         .hub
-        .apply(operator(), Call::Operator, Ok(GetRequest { request_id }))
+        .operate(operator(), Ok(GetRequest { request_id }))
         .await;
     match found {
         Ok(request) => no_store(Json(json::request_json(&request)).into_response()),
@@ -103,7 +102,7 @@ async fn every<T, O: HubOp<Reply = Listed<T>>>(
     let mut all = Vec::new();
     let mut page = Some(FIRST);
     while let Some(ask) = page {
-        let listed: Listed<T> = hub.apply(operator(), Call::Operator, Ok(op(ask))).await?;
+        let listed: Listed<T> = hub.operate(operator(), Ok(op(ask))).await?;
         page = page_after(&listed);
         all.extend(listed.entries.into_iter().map(|(_, entry)| entry));
     }
@@ -137,9 +136,7 @@ async fn team(
     let mut others: Vec<(String, Usage)> = Vec::new();
     let mut page = Some(FIRST);
     while let Some(ask) = page {
-        let listed: TeamPage = hub
-            .apply(operator(), Call::Operator, Ok(ListTeam { page: ask }))
-            .await?;
+        let listed: TeamPage = hub.operate(operator(), Ok(ListTeam { page: ask })).await?;
         page = page_after(&listed.members);
         members.extend(listed.members.entries.into_iter().map(|(_, m)| m));
         (team_usage, others) = (listed.team_usage, listed.others);

@@ -90,7 +90,7 @@ pub(crate) enum Command {
     /// `SpawnTeammate`: answered once the process started (or could not).
     Spawn {
         claim: Claim,
-        request: crate::launch::SpawnAsk,
+        request: Box<crate::launch::SpawnAsk>,
         reply: Reply<crate::launch::Spawned>,
     },
     /// A spawn's outcome, from the task that started the process: `armed`
@@ -165,6 +165,16 @@ impl HubHandle {
     ) -> Result<O::Reply, HubError> {
         self.call(|reply| Command::Apply(applying(claim, door, op, reply)))
             .await
+    }
+
+    /// Applies `op` for the operator `claim` names, at the Operator door
+    /// with the role the op needs, and waits for its answer.
+    pub(crate) async fn operate<O: HubOp>(
+        &self,
+        claim: Claim,
+        op: Result<O, HubError>,
+    ) -> Result<O::Reply, HubError> {
+        self.apply(claim, O::DOORS.operator(), op).await
     }
 
     /// Sends a command from a thread outside the runtime (a blocking

@@ -2,13 +2,12 @@
 //! disconnected, and stopping the lead with its children.
 
 use mesh_core::{
-    access::{Call, Caller},
     lifecycle::Event,
     names::{Name, RequestId},
     op::RequestShutdown,
 };
 
-use super::{Claim, Hub};
+use super::Hub;
 use crate::store::Change;
 
 /// How often the hub looks for stuck streams and for what retention lets go.
@@ -158,9 +157,8 @@ impl Hub {
                 let Ok(target) = Name::parse("target", &name) else {
                     continue;
                 };
-                let asked = self.apply(
-                    Claim::Known(Caller::Operator),
-                    Call::Operator,
+                let asked = self.operate(
+                    crate::callers::operator(),
                     Ok(RequestShutdown {
                         request_id: RequestId::generate(),
                         target,

@@ -25,10 +25,13 @@ use crate::{error::HubError, store::token_hash};
 /// already.
 #[derive(Debug)]
 pub(crate) enum Claim {
-    /// The operator, the join token, no token.
+    /// An operator, the join token, no token.
     Known(Caller),
     /// Some other token.
     Session(String),
+    /// A token the edge turned away already (a person's token that has
+    /// expired, say): why.
+    Refused(access::Refused),
     /// A caller the hub admitted for work an edge does before the op (a
     /// result's git): it is not admitted again.
     Admitted(Admitted),
@@ -162,6 +165,16 @@ impl Hub {
         op?.apply(self, &caller)
     }
 
+    /// Applies `op` for the operator `claim` names, at the Operator door
+    /// with the role the op needs.
+    pub(super) fn operate<O: HubOp>(
+        &mut self,
+        claim: Claim,
+        op: Result<O, HubError>,
+    ) -> Result<O::Reply, HubError> {
+        self.apply(claim, O::DOORS.operator(), op)
+    }
+
     /// Who `claim` names, admitted if that caller may come in at `door`:
     /// the one admission a call passes. A session token is placed by the
     /// team's members; one no member holds is a stranger's, unless it
@@ -175,6 +188,7 @@ impl Hub {
     ) -> Result<Admitted, HubError> {
         let caller = match claim {
             Claim::Admitted(admitted) => return Ok(admitted),
+            Claim::Refused(why) => return Err(why.into()),
             Claim::Known(caller) => caller,
             Claim::Session(token) => match self.team.members.by_token_hash(&token_hash(&token)) {
                 Some(name) => Caller::Member(name.to_owned()),

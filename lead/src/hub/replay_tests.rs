@@ -19,7 +19,7 @@
 use std::{collections::BTreeMap, time::Duration};
 
 use mesh_core::{
-    access::{Call, Caller},
+    access::{Call, Caller, Role},
     grant::{Grant, Mode},
     names::{Name, RequestId},
     op::{
@@ -49,7 +49,7 @@ const FILES: [&str; 3] = ["src/a.rs", "src/b.rs", "docs/*.md"];
 
 /// The operator, at its door.
 fn operator() -> (Claim, Call<'static>) {
-    (Claim::Known(Caller::Operator), Call::Operator)
+    (crate::callers::operator(), Call::Operator(Role::Admin))
 }
 
 /// A member's session `token`, calling `Lead.<rpc>`.
@@ -57,12 +57,17 @@ fn session(token: String, rpc: &'static str) -> (Claim, Call<'static>) {
     (Claim::Session(token), Call::Teammate(rpc))
 }
 
-/// The command that applies `op` for `who`.
+/// The command that applies `op` for `who` (an operator at the role the
+/// op needs).
 fn apply<O: HubOp>(
     (claim, door): (Claim, Call<'static>),
     op: O,
     reply: Reply<O::Reply>,
 ) -> Command {
+    let door = match door {
+        Call::Operator(_) => O::DOORS.operator(),
+        door => door,
+    };
     Command::Apply(applying(claim, door, Ok(op), reply))
 }
 

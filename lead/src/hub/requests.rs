@@ -3,7 +3,6 @@
 //! handshakes: see [`mesh_core::team::Team::apply`]).
 
 use mesh_core::{
-    access::{Call, Caller},
     effect::Notice,
     limits,
     names::RequestId,
@@ -12,7 +11,7 @@ use mesh_core::{
 };
 use shared::plan::Plan;
 
-use super::{Approval, Claim, Hub};
+use super::{Approval, Hub};
 use crate::error::HubError;
 
 impl Hub {
@@ -111,7 +110,7 @@ impl Hub {
                         verdict,
                         by: by.clone(),
                     };
-                    self.apply(Claim::Known(Caller::Operator), Call::Operator, Ok(review))
+                    self.operate(crate::callers::operator(), Ok(review))
                 });
                 let text = match decided {
                     Ok(_) => said,

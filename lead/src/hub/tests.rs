@@ -85,7 +85,7 @@ async fn status(hub: &HubHandle, name: &str) -> Status {
         },
     };
     let team: mesh_core::team::TeamPage = hub
-        .apply(Claim::Known(Caller::Operator), Call::Operator, Ok(op))
+        .operate(crate::callers::operator(), Ok(op))
         .await
         .expect("lists");
     team.members
@@ -105,7 +105,7 @@ async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
         deadline_unix_ms: None,
     };
     let ticket: RequestId = hub
-        .apply(Claim::Known(Caller::Operator), Call::Operator, Ok(op))
+        .operate(crate::callers::operator(), Ok(op))
         .await
         .expect("asks");
     ticket.to_string()
@@ -117,7 +117,7 @@ async fn request_status(hub: &HubHandle, id: &str) -> RequestStatus {
         request_id: RequestId::existing("request_id", id).expect("a request id"),
     };
     let state: mesh_core::protocol::Request = hub
-        .apply(Claim::Known(Caller::Operator), Call::Operator, Ok(op))
+        .operate(crate::callers::operator(), Ok(op))
         .await
         .expect("exists");
     state.status
@@ -282,7 +282,7 @@ async fn a_caller_is_admitted_once_before_its_op_is_looked_at() {
     // The operator's token at a member's door is refused there.
     let refused = hub
         .apply(
-            Claim::Known(Caller::Operator),
+            crate::callers::operator(),
             Call::Teammate("ReportIdle"),
             Ok(ReportIdle {
                 reason: String::new(),

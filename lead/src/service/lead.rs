@@ -81,7 +81,7 @@ impl LeadService {
     /// a session), for work done before the op: the op then takes it as it
     /// is ([`Claim::Admitted`]).
     async fn admitted<T>(&self, request: &Request<T>, rpc: &'static str) -> Result<Claim, Status> {
-        let claim = claim_of(request, &self.tokens);
+        let claim = claim_of(request, &self.tokens).await;
         let admitted = self
             .hub
             .call(|reply| Command::Admit {
@@ -112,7 +112,7 @@ impl LeadService {
         translate: impl FnOnce(T) -> Result<O, HubError>,
         render: impl FnOnce(O::Reply) -> R,
     ) -> Result<Response<R>, Status> {
-        let claim = claim_of(&request, &self.tokens);
+        let claim = claim_of(&request, &self.tokens).await;
         self.apply_as(claim, request, door, translate, render).await
     }
 
@@ -148,7 +148,7 @@ impl pb::lead_server::Lead for LeadService {
         &self,
         request: Request<pb::InboxRequest>,
     ) -> Result<Response<Self::InboxStream>, Status> {
-        let claim = claim_of(&request, &self.tokens);
+        let claim = claim_of(&request, &self.tokens).await;
         let after_seq = request.into_inner().after_seq;
         let (name, stream_id, envelopes) = self
             .hub

@@ -2,9 +2,13 @@
 //! named operator's token), the lists, the audit trail, shutdown, the
 //! events, tasks, spawning and budgets.
 
-use mesh_core::{access::Call, names::RequestId, tasks::Task, usage::Standing};
+use mesh_core::{
+    access::{Call, Role},
+    names::RequestId,
+    tasks::Task,
+    usage::Standing,
+};
 use shared::{
-    auth::same_token,
     pb,
     wire::{permission_response, plan_response, ToPb},
 };
@@ -17,7 +21,7 @@ use super::{
     BoxStream, OperatorService,
 };
 use crate::{
-    callers::{claim_of, token_of},
+    callers::{claim_of, signer},
     error::HubError,
     from_wire,
     hub::{Command, HubOp},
@@ -32,25 +36,21 @@ impl OperatorService {
         translate: impl FnOnce(T) -> Result<O, HubError>,
         render: impl FnOnce(O::Reply) -> R,
     ) -> Result<Response<R>, Status> {
-        let claim = claim_of(&request, &self.tokens);
-        let op = translate(request.into_inner());
-        Ok(Response::new(render(
-            self.hub.apply(claim, Call::Operator, op).await?,
-        )))
+        self.signed(request, |ask, _| translate(ask), render).await
     }
-}
 
-/// Who decides, for a review's history (and so the audit trail): `operator
-/// NAME` for a named operator token, else `operator`.
-fn signer<T>(request: &Request<T>, tokens: &super::Tokens) -> String {
-    let name = token_of(request).and_then(|token| {
-        tokens
-            .named
-            .iter()
-            .find(|(_, t)| same_token(&token, t))
-            .map(|(name, _)| name.clone())
-    });
-    name.map_or_else(|| "operator".to_owned(), |name| format!("operator {name}"))
+    /// [`Self::apply`] for a decision, which `translate` signs with the
+    /// caller's name as the history shows it ([`signer`]).
+    async fn signed<T, O: HubOp, R>(
+        &self,
+        request: Request<T>,
+        translate: impl FnOnce(T, &str) -> Result<O, HubError>,
+        render: impl FnOnce(O::Reply) -> R,
+    ) -> Result<Response<R>, Status> {
+        let claim = claim_of(&request, &self.tokens).await;
+        let op = translate(request.into_inner(), &signer(&claim));
+        Ok(Response::new(render(self.hub.operate(claim, op).await?)))
+    }
 }
 
 #[tonic::async_trait]
@@ -61,11 +61,10 @@ impl pb::operator_server::Operator for OperatorService {
     ) -> Result<Response<pb::PlanApprovalResponse>, Status> {
         let about = About::Answers(&request.get_ref().request_id);
         let begun = begin("mesh.v1.Operator/ReviewPlan", request.metadata(), about);
-        let by = signer(&request, &self.tokens);
         traced(begun, async {
-            self.apply(
+            self.signed(
                 request,
-                |review| from_wire::review_plan(review, &by),
+                from_wire::review_plan,
                 |r: mesh_core::protocol::Request| plan_response(&r),
             )
             .await
@@ -79,11 +78,10 @@ impl pb::operator_server::Operator for OperatorService {
     ) -> Result<Response<pb::ProtocolState>, Status> {
         let about = About::Answers(&request.get_ref().request_id);
         let begun = begin("mesh.v1.Operator/ReviewResult", request.metadata(), about);
-        let by = signer(&request, &self.tokens);
         traced(begun, async {
-            self.apply(
+            self.signed(
                 request,
-                |review| from_wire::review_result(review, &by),
+                from_wire::review_result,
                 |r: mesh_core::protocol::Request| r.to_pb(),
             )
             .await
@@ -95,7 +93,7 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::ListAuditRequest>,
     ) -> Result<Response<pb::ListAuditResponse>, Status> {
-        let claim = claim_of(&request, &self.tokens);
+        let claim = claim_of(&request, &self.tokens).await;
         let ask = request.into_inner();
         let limit = match ask.page_size {
             0 => 1_000,
@@ -129,11 +127,10 @@ impl pb::operator_server::Operator for OperatorService {
             request.metadata(),
             about,
         );
-        let by = signer(&request, &self.tokens);
         traced(begun, async {
-            self.apply(
+            self.signed(
                 request,
-                |review| from_wire::review_amendment(review, &by),
+                from_wire::review_amendment,
                 |r: mesh_core::protocol::Request| r.to_pb(),
             )
             .await
@@ -145,11 +142,11 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::GetLeadershipRequest>,
     ) -> Result<Response<pb::Leadership>, Status> {
-        let claim = claim_of(&request, &self.tokens);
+        let claim = claim_of(&request, &self.tokens).await;
         self.hub
             .call(|reply| Command::Admit {
                 claim,
-                door: Call::Operator,
+                door: Call::Operator(Role::Viewer),
                 reply,
             })
             .await?;
@@ -163,9 +160,9 @@ impl pb::operator_server::Operator for OperatorService {
         let about = About::Answers(&request.get_ref().request_id);
         let begun = begin("mesh.v1.Operator/Decide", request.metadata(), about);
         traced(begun, async {
-            self.apply(
+            self.signed(
                 request,
-                |decide| from_wire::decide(decide, "operator"),
+                from_wire::decide,
                 |r: mesh_core::protocol::Request| r.to_pb(),
             )
             .await
@@ -213,11 +210,10 @@ impl pb::operator_server::Operator for OperatorService {
             request.metadata(),
             about,
         );
-        let by = signer(&request, &self.tokens);
         traced(begun, async {
-            self.apply(
+            self.signed(
                 request,
-                |review| from_wire::review_permission(review, &by),
+                from_wire::review_permission,
                 |r: mesh_core::protocol::Request| permission_response(&r),
             )
             .await
@@ -258,7 +254,7 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::WatchRequest>,
     ) -> Result<Response<Self::WatchStream>, Status> {
-        let claim = claim_of(&request, &self.tokens);
+        let claim = claim_of(&request, &self.tokens).await;
         let events = self
             .hub
             .call(|reply| Command::Watch { claim, reply })
@@ -290,13 +286,13 @@ impl pb::operator_server::Operator for OperatorService {
         &self,
         request: Request<pb::SpawnTeammateRequest>,
     ) -> Result<Response<pb::SpawnTeammateResponse>, Status> {
-        let claim = claim_of(&request, &self.tokens);
+        let claim = claim_of(&request, &self.tokens).await;
         let request = from_wire::spawn(request.into_inner());
         let spawned = self
             .hub
             .call(|reply| Command::Spawn {
                 claim,
-                request,
+                request: Box::new(request),
                 reply,
             })
             .await?;

@@ -7,7 +7,7 @@
 //! (`Lead.ListTasks` and `Operator.ListTasks` are one [`ListTasks`]).
 
 use crate::{
-    access::Call,
+    access::{Call, Role},
     error::FieldError,
     grant::Grant,
     names::{Name, RequestId},
@@ -386,10 +386,11 @@ pub enum Doors {
     Join,
     /// A member's `Lead.<rpc>` alone.
     Member(&'static str),
-    /// The `Operator` service alone.
-    Operator,
-    /// A member's `Lead.<rpc>`, and the `Operator` service.
-    Both(&'static str),
+    /// The `Operator` service alone, for an operator of this role.
+    Operator(Role),
+    /// A member's `Lead.<rpc>`, and the `Operator` service for an operator
+    /// of this role.
+    Both(&'static str, Role),
     /// The lead itself, no service's.
     Lead,
 }
@@ -398,11 +399,22 @@ impl Doors {
     /// Whether an op with these doors may come in at `door`.
     pub fn open(&self, door: Call<'_>) -> bool {
         match (self, door) {
-            (Doors::Join, Call::Join)
-            | (Doors::Operator | Doors::Both(_), Call::Operator)
-            | (Doors::Lead, Call::Lead) => true,
-            (Doors::Member(rpc) | Doors::Both(rpc), Call::Teammate(called)) => *rpc == called,
+            (Doors::Join, Call::Join) | (Doors::Lead, Call::Lead) => true,
+            (Doors::Operator(role) | Doors::Both(_, role), Call::Operator(needed)) => {
+                *role == needed
+            }
+            (Doors::Member(rpc) | Doors::Both(rpc, _), Call::Teammate(called)) => *rpc == called,
             _ => false,
+        }
+    }
+
+    /// The door an operator comes in at for an op with these doors: the
+    /// Operator service, needing the op's role (admin for an op no
+    /// operator may call, which its doors then refuse).
+    pub const fn operator(&self) -> Call<'static> {
+        match self {
+            Doors::Operator(role) | Doors::Both(_, role) => Call::Operator(*role),
+            _ => Call::Operator(Role::Admin),
         }
     }
 }
@@ -482,11 +494,13 @@ mod tests {
     fn list_tasks_is_one_op_behind_two_doors() {
         let doors = <ListTasks as crate::team::Op>::DOORS;
         assert!(doors.open(Call::Teammate("ListTasks")));
-        assert!(doors.open(Call::Operator));
+        assert!(doors.open(Call::Operator(Role::Viewer)));
+        assert!(!doors.open(Call::Operator(Role::Admin)));
+        assert_eq!(doors.operator(), Call::Operator(Role::Viewer));
         assert!(!doors.open(Call::Teammate("ClaimTask")));
         assert!(!doors.open(Call::Join));
         let claim = <ClaimTask as crate::team::Op>::DOORS;
         assert!(claim.open(Call::Teammate("ClaimTask")));
-        assert!(!claim.open(Call::Operator));
+        assert!(!claim.open(Call::Operator(Role::Viewer)));
     }
 }

@@ -33,6 +33,10 @@ pub use apply::{Applied, Op, Rules};
 pub use lists::{Listed, TeamPage};
 pub use plans::{Approval, ReviewChain, StageKind};
 
+/// Who says a reviewer's word: the name the history shows (`operator
+/// alice`, `policy`, ...) and the operator behind it, where one is.
+pub(crate) type Signer<'a> = (&'a str, Option<&'a crate::access::Person>);
+
 /// What the store must make durable, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used)]
 
 use mesh_core::{
-    access::{self, Call, Caller, Refused},
+    access::{self, Call, Caller, Person, Refused, Role},
     effect::{Effect, Message, Notice},
     grant::{Grant, Mode},
     lifecycle::{Event, Status},
@@ -63,7 +63,7 @@ fn ask_shutdown(team: &mut Team, who: &str, n: u8, now: i64) -> Vec<Effect> {
     let applied = team
         .apply(
             now,
-            &admitted(Caller::Operator),
+            &admitted(Caller::Operator(Person::operator())),
             RequestShutdown {
                 request_id: id(n),
                 target: name(who),
@@ -213,7 +213,7 @@ fn a_shutdown_is_asked_of_an_active_member_by_a_deadline_still_ahead() {
     let ask = |team: &mut Team, target: &str, deadline| {
         team.apply(
             100,
-            &admitted(Caller::Operator),
+            &admitted(Caller::Operator(Person::operator())),
             RequestShutdown {
                 request_id: RequestId::generate(),
                 target: name(target),
@@ -298,7 +298,7 @@ fn a_member_that_comes_back_within_its_grace_is_not_terminated() {
 fn create(team: &mut Team, task_id: &str, blocked_by: &[&str], now: i64) -> Vec<Effect> {
     team.apply(
         now,
-        &admitted(Caller::Operator),
+        &admitted(Caller::Operator(Person::operator())),
         CreateTask {
             task_id: task_id.into(),
             task: NewTask {
@@ -540,7 +540,7 @@ fn withdrawing_a_task_expires_its_plans_ends_its_grant_and_tells_its_owner() {
     let withdraw = |team: &mut Team, task: &str, now| {
         team.apply(
             now,
-            &admitted(Caller::Operator),
+            &admitted(Caller::Operator(Person::operator())),
             WithdrawTask {
                 task_id: task.into(),
                 reason: "not needed".into(),
@@ -582,8 +582,8 @@ fn withdrawing_a_task_expires_its_plans_ends_its_grant_and_tells_its_owner() {
     );
     assert!(complete.is_err());
     // Only the operator withdraws: a member is not let in at its door.
-    assert_eq!(<WithdrawTask as Op>::DOORS, Doors::Operator);
-    assert!(access::admit(member("bob"), Call::Operator).is_err());
+    assert_eq!(<WithdrawTask as Op>::DOORS, Doors::Operator(Role::Reviewer));
+    assert!(access::admit(member("bob"), Call::Operator(Role::Viewer)).is_err());
 }
 
 #[test]
@@ -593,7 +593,7 @@ fn a_budget_is_set_for_a_member_that_joined_and_it_hears_of_it() {
     let set = |team: &mut Team, who: &str| {
         team.apply(
             1,
-            &admitted(Caller::Operator),
+            &admitted(Caller::Operator(Person::operator())),
             SetBudget {
                 name: name(who),
                 token_budget: 500,
@@ -646,19 +646,22 @@ fn each_op_is_let_in_only_for_the_callers_its_door_admits() {
     // Where each op comes in, and who the one admission lets in there.
     let claim = <ClaimTask as Op>::DOORS;
     let new_task = <CreateTask as Op>::DOORS;
-    assert!(claim.open(Call::Teammate("ClaimTask")) && !claim.open(Call::Operator));
-    assert!(new_task.open(Call::Operator) && !new_task.open(Call::Teammate("CreateTask")));
+    assert!(claim.open(Call::Teammate("ClaimTask")) && !claim.open(Call::Operator(Role::Viewer)));
+    assert!(
+        new_task.open(Call::Operator(Role::Reviewer))
+            && !new_task.open(Call::Teammate("CreateTask"))
+    );
     for caller in [Caller::Anonymous, Caller::Stranger] {
         assert!(matches!(
             access::admit(caller.clone(), Call::Teammate("ClaimTask")),
             Err(Refused::Unauthenticated(_))
         ));
         assert!(matches!(
-            access::admit(caller, Call::Operator),
+            access::admit(caller, Call::Operator(Role::Viewer)),
             Err(Refused::Unauthenticated(_))
         ));
     }
-    for caller in [Caller::Operator, Caller::Joiner] {
+    for caller in [Caller::Operator(Person::operator()), Caller::Joiner] {
         assert!(matches!(
             access::admit(caller, Call::Teammate("ClaimTask")),
             Err(Refused::PermissionDenied(_))
@@ -666,13 +669,17 @@ fn each_op_is_let_in_only_for_the_callers_its_door_admits() {
     }
     for caller in [member("alice"), Caller::Joiner] {
         assert!(matches!(
-            access::admit(caller, Call::Operator),
+            access::admit(caller, Call::Operator(Role::Viewer)),
             Err(Refused::PermissionDenied(_))
         ));
     }
     let alice = access::admit(member("alice"), Call::Teammate("ClaimTask")).unwrap();
     team.apply(2, &alice, ClaimTask { task_id: None }).unwrap();
-    let operator = access::admit(Caller::Operator, Call::Operator).unwrap();
+    let operator = access::admit(
+        Caller::Operator(Person::operator()),
+        Call::Operator(Role::Admin),
+    )
+    .unwrap();
     team.apply(
         2,
         &operator,

@@ -92,7 +92,7 @@ fn a_plan_is_approved_with_the_grant_given_or_its_own_files_and_rejected_with_fe
     let applied = team
         .apply(
             2,
-            &admitted(Caller::Operator),
+            &admitted(Caller::Operator(mesh_core::access::Person::operator())),
             Decide {
                 grant: Some(grant.clone()),
                 ..decide(id(1), true, "")
@@ -109,12 +109,16 @@ fn a_plan_is_approved_with_the_grant_given_or_its_own_files_and_rejected_with_fe
     );
 
     submit_plan(&mut team, 2);
-    let refused = team.apply(3, &admitted(Caller::Operator), decide(id(2), false, " "));
+    let refused = team.apply(
+        3,
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+        decide(id(2), false, " "),
+    );
     assert!(matches!(refused, Err(CoreError::Invalid(ref e)) if e.field == "feedback"));
     assert_eq!(request(&team, 2).status, Status::Pending);
     team.apply(
         3,
-        &admitted(Caller::Operator),
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
         decide(id(2), false, "smaller"),
     )
     .unwrap();
@@ -135,7 +139,12 @@ fn a_permission_is_allowed_or_denied_and_takes_no_grant() {
         grant: Some(Grant::of_plan(Mode::Default)),
         ..decide(id(3), true, "")
     };
-    team.apply(1, &admitted(Caller::Operator), default).unwrap();
+    team.apply(
+        1,
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+        default,
+    )
+    .unwrap();
     for n in [1, 2] {
         team.apply(
             1,
@@ -153,13 +162,25 @@ fn a_permission_is_allowed_or_denied_and_takes_no_grant() {
         grant: Some(Grant::of_plan(Mode::AcceptEdits)),
         ..decide(id(1), true, "")
     };
-    let refused = team.apply(2, &admitted(Caller::Operator), with_grant);
+    let refused = team.apply(
+        2,
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+        with_grant,
+    );
     assert!(matches!(refused, Err(CoreError::Invalid(ref e)) if e.field == "grant"));
     assert_eq!(request(&team, 1).status, Status::Pending);
-    team.apply(2, &admitted(Caller::Operator), decide(id(1), true, ""))
-        .unwrap();
-    team.apply(2, &admitted(Caller::Operator), decide(id(2), false, ""))
-        .unwrap();
+    team.apply(
+        2,
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+        decide(id(1), true, ""),
+    )
+    .unwrap();
+    team.apply(
+        2,
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+        decide(id(2), false, ""),
+    )
+    .unwrap();
     assert_eq!(request(&team, 1).status, Status::Approved);
     assert_eq!(request(&team, 2).status, Status::Rejected);
     assert_eq!(request(&team, 2).opening.kind, Kind::Permission);
@@ -170,7 +191,7 @@ fn a_result_is_reviewed_as_its_kind_says() {
     let mut team = team();
     team.apply(
         1,
-        &admitted(Caller::Operator),
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
         CreateTask {
             task_id: "t".into(),
             task: NewTask {
@@ -205,11 +226,15 @@ fn a_result_is_reviewed_as_its_kind_says() {
         },
     )
     .unwrap();
-    let refused = team.apply(4, &admitted(Caller::Operator), decide(id(1), false, ""));
+    let refused = team.apply(
+        4,
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+        decide(id(1), false, ""),
+    );
     assert!(matches!(refused, Err(CoreError::Invalid(ref e)) if e.field == "feedback"));
     team.apply(
         4,
-        &admitted(Caller::Operator),
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
         decide(id(1), false, "no tests"),
     )
     .unwrap();
@@ -223,7 +248,7 @@ fn a_shutdown_an_unknown_id_and_a_member_are_refused() {
     let mut team = team();
     team.apply(
         1,
-        &admitted(Caller::Operator),
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
         RequestShutdown {
             request_id: id(1),
             target: Name::parse("target", "bob").unwrap(),
@@ -232,26 +257,43 @@ fn a_shutdown_an_unknown_id_and_a_member_are_refused() {
         },
     )
     .unwrap();
-    let shutdown = team.apply(2, &admitted(Caller::Operator), decide(id(1), true, ""));
+    let shutdown = team.apply(
+        2,
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+        decide(id(1), true, ""),
+    );
     assert!(matches!(shutdown, Err(CoreError::Conflict(ref m)) if m.contains("RespondShutdown")));
     assert_eq!(request(&team, 1).status, Status::Pending);
-    let unknown = team.apply(2, &admitted(Caller::Operator), decide(id(9), true, ""));
+    let unknown = team.apply(
+        2,
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+        decide(id(9), true, ""),
+    );
     assert!(matches!(unknown, Err(CoreError::NotFound(_))));
     // A member is not let in where a decision comes in.
-    assert_eq!(<Decide as Op>::DOORS, Doors::Operator);
-    assert!(access::admit(bob(), Call::Operator).is_err());
+    assert_eq!(<Decide as Op>::DOORS, Doors::Operator(mesh_core::access::Role::Reviewer));
+    assert!(access::admit(bob(), Call::Operator(mesh_core::access::Role::Viewer)).is_err());
     submit_plan(&mut team, 2);
     let as_result = Decide {
         kind: Some(Kind::Result),
         ..decide(id(2), true, "")
     };
-    let refused = team.apply(3, &admitted(Caller::Operator), as_result);
+    let refused = team.apply(
+        3,
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+        as_result,
+    );
     assert!(matches!(refused, Err(CoreError::Conflict(ref m)) if m.contains("not a result")));
     assert_eq!(request(&team, 2).status, Status::Pending);
     let as_plan = Decide {
         kind: Some(Kind::PlanApproval),
         ..decide(id(2), true, "")
     };
-    team.apply(3, &admitted(Caller::Operator), as_plan).unwrap();
+    team.apply(
+        3,
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+        as_plan,
+    )
+    .unwrap();
     assert_eq!(request(&team, 2).status, Status::Approved);
 }

@@ -118,7 +118,7 @@ fn a_plan_waits_for_the_operator_and_a_revision_supersedes_it() {
     let reviewed = team
         .apply(
             11,
-            &admitted(Caller::Operator),
+            &admitted(Caller::Operator(mesh_core::access::Person::operator())),
             ReviewPlan {
                 request_id: id(2),
                 verdict: PlanVerdict::Reject {
@@ -140,7 +140,7 @@ fn a_plan_waits_for_the_operator_and_a_revision_supersedes_it() {
     submit(&mut team, 3, plan(&["src/a.rs"], &["t"]), Some(2));
     team.apply(
         12,
-        &admitted(Caller::Operator),
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
         ReviewPlan {
             request_id: id(3),
             verdict: PlanVerdict::Approve {
@@ -402,5 +402,9 @@ fn a_chain_leaves_to_a_person_what_its_stages_pass_or_the_escalation_names() {
     // Only the lead itself reports a stage's verdict: no token lets a
     // caller in at its door.
     assert_eq!(<StageVerdict as Op>::DOORS, Doors::Lead);
-    assert!(access::admit(Caller::Operator, Call::Lead).is_err());
+    assert!(access::admit(
+        Caller::Operator(mesh_core::access::Person::operator()),
+        Call::Lead
+    )
+    .is_err());
 }

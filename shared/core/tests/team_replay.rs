@@ -322,7 +322,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
                 }
             };
             (
-                Caller::Operator,
+                Caller::Operator(mesh_core::access::Person::operator()),
                 run(ReviewPlan {
                     request_id: request_id(id),
                     verdict,
@@ -340,7 +340,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
             }),
         ),
         Step::Allow { id, approve } => (
-            Caller::Operator,
+            Caller::Operator(mesh_core::access::Person::operator()),
             run(ReviewPermission {
                 request_id: request_id(id),
                 approve,
@@ -356,7 +356,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
                 .into_iter()
                 .collect();
             (
-                Caller::Operator,
+                Caller::Operator(mesh_core::access::Person::operator()),
                 run(CreateTask {
                     task_id: task_id.clone(),
                     task: NewTask {
@@ -400,7 +400,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
             id,
             soon,
         } => (
-            Caller::Operator,
+            Caller::Operator(mesh_core::access::Person::operator()),
             run(RequestShutdown {
                 request_id: request_id(id),
                 target: name(m),
@@ -437,7 +437,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
             }),
         ),
         Step::SetBudget { member: m, budget } => (
-            Caller::Operator,
+            Caller::Operator(mesh_core::access::Person::operator()),
             run(SetBudget {
                 name: name(m),
                 token_budget: budget,
@@ -533,7 +533,7 @@ fn a_list_is_paged_by_its_keys() {
     for i in 0..5 {
         team.apply(
             i,
-            &admitted(Caller::Operator),
+            &admitted(Caller::Operator(mesh_core::access::Person::operator())),
             CreateTask {
                 task_id: format!("t{i}"),
                 task: NewTask {

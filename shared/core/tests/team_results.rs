@@ -48,7 +48,7 @@ fn claimed(team: &mut Team, who: &str, task: &str) {
     team.members.on_life(who, Event::StreamOpened);
     team.apply(
         1,
-        &admitted(Caller::Operator),
+        &admitted(Caller::Operator(mesh_core::access::Person::operator())),
         CreateTask {
             task_id: task.into(),
             task: NewTask {
@@ -140,14 +140,22 @@ fn an_approved_result_is_pending_until_it_lands_then_its_task_is_completed() {
         by: "operator".into(),
     };
     let applied = team
-        .apply(11, &admitted(Caller::Operator), approve.clone())
+        .apply(
+            11,
+            &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+            approve.clone(),
+        )
         .unwrap();
     assert!(applied.effects.contains(&Effect::Land(id(1))));
     assert_eq!(team.requests.get(&id(1)).unwrap().status, Status::Pending);
     assert_eq!(team.landings(), vec![id(1)]);
     // A retry lands nothing twice; a rejection now is refused.
     let again = team
-        .apply(12, &admitted(Caller::Operator), approve)
+        .apply(
+            12,
+            &admitted(Caller::Operator(mesh_core::access::Person::operator())),
+            approve,
+        )
         .unwrap();
     assert!(!again.effects.contains(&Effect::Land(id(1))));
     let reject = ReviewResult {
@@ -157,7 +165,7 @@ fn an_approved_result_is_pending_until_it_lands_then_its_task_is_completed() {
         by: "operator".into(),
     };
     assert!(matches!(
-        team.apply(13, &admitted(Caller::Operator), reject),
+        team.apply(13, &admitted(Caller::Operator(mesh_core::access::Person::operator())), reject),
         Err(CoreError::Conflict(m)) if m.contains("being merged")
     ));
     // Alice leaves while it lands: the landing still answers it.

@@ -154,9 +154,15 @@ pub struct ReviewStep {
     pub words: String,
     /// When (unix ms).
     pub at_unix_ms: i64,
+    /// The operator who said it, where one did: who they are and what
+    /// role let them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person: Option<crate::access::Person>,
+    /// The owners rule (`--owners`) this approval counted for, as its
+    /// pattern: where it counted for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_rule: Option<String>,
 }
-
-impl ReviewStep {}
 
 impl Request {
     /// `opening`, just opened at `now`: pending, unanswered.

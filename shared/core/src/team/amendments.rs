@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Team;
+use super::{Signer, Team};
 use crate::{
     effect::{Effect, Message, Notice},
     error::FieldError,
@@ -143,7 +143,7 @@ impl Team {
                     } else {
                         "policy"
                     };
-                    self.decide_amendment(&id, true, words, by, now, effects)?;
+                    self.decide_amendment(&id, true, words, (by, None), now, effects)?;
                 }
                 Some(Err(why)) => self.record_review(
                     &id,
@@ -166,7 +166,7 @@ impl Team {
         id: &RequestId,
         approve: bool,
         feedback: String,
-        by: &str,
+        by: Signer<'_>,
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
@@ -223,7 +223,7 @@ impl Team {
         }
         if was_pending {
             let verdict = if approve { "approve" } else { "reject" };
-            self.record_review(id, by, verdict, feedback, now, effects);
+            self.record_signed(id, by, verdict, feedback, now, effects);
         }
         self.requests
             .get(id)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::Team;
+use super::{Signer, Team};
 use crate::{
     chain::{self, OnPass, Rule, Verdict},
     effect::{Effect, Message, Notice},
@@ -226,7 +226,7 @@ impl Team {
         &mut self,
         id: RequestId,
         verdict: PlanVerdict,
-        by: &str,
+        by: Signer<'_>,
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
@@ -261,7 +261,7 @@ impl Team {
         let words = decision.feedback.clone();
         let decided = self.decide_plan(&id, decision, now, effects)?;
         if was_pending {
-            self.record_review(&id, by, verdict, words, now, effects);
+            self.record_signed(&id, by, verdict, words, now, effects);
         }
         Ok(decided)
     }
@@ -276,11 +276,27 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) {
+        self.record_signed(id, (by, None), verdict, words, now, effects);
+    }
+
+    /// Adds a reviewer's word to request `id`'s history and shows it,
+    /// signed by the operator who said it, if one did.
+    pub(super) fn record_signed(
+        &mut self,
+        id: &RequestId,
+        (by, person): Signer<'_>,
+        verdict: &str,
+        words: String,
+        now: i64,
+        effects: &mut Vec<Effect>,
+    ) {
         let step = ReviewStep {
             reviewer: by.to_owned(),
             verdict: verdict.to_owned(),
             words: crate::limits::cut(&words, crate::limits::REASON),
             at_unix_ms: now,
+            person: person.cloned(),
+            owner_rule: None,
         };
         if let Some(request) = self.requests.review(id, step) {
             effects.push(Effect::Notify(Notice::Request(Box::new(request))));

@@ -4,7 +4,7 @@
 //! (the task completed with it); a rejection, or a merge that conflicts,
 //! goes back to the teammate with the reason. See [`crate::result`].
 
-use super::Team;
+use super::{Signer, Team};
 use crate::{
     effect::{Effect, Message, Notice},
     names::{RequestId, LEAD},
@@ -199,14 +199,14 @@ impl Team {
                 Ok(()) => self
                     .approve_result(
                         id,
-                        "plan",
+                        ("plan", None),
                         "the task is reviewed by its plan, which was approved; the result stays inside its grant",
                         now,
                         effects,
                     )
                     .map(|_| ()),
                 Err(why) => self
-                    .reject_result(id, "plan", format!("rejected: {why}"), now, effects)
+                    .reject_result(id, ("plan", None), format!("rejected: {why}"), now, effects)
                     .map(|_| ()),
             };
         }
@@ -219,7 +219,7 @@ impl Team {
             Approval::Auto => self
                 .approve_result(
                     id,
-                    "auto",
+                    ("auto", None),
                     "approved automatically (--approval auto)",
                     now,
                     effects,
@@ -230,7 +230,7 @@ impl Team {
                 if unmet.is_empty() {
                     self.approve_result(
                         id,
-                        "policy",
+                        ("policy", None),
                         "approved by policy: every criterion holds",
                         now,
                         effects,
@@ -238,7 +238,7 @@ impl Team {
                     .map(|_| ())
                 } else {
                     let feedback = format!("rejected by policy: {}", unmet.join("; "));
-                    self.reject_result(id, "policy", feedback, now, effects)
+                    self.reject_result(id, ("policy", None), feedback, now, effects)
                         .map(|_| ())
                 }
             }
@@ -252,7 +252,7 @@ impl Team {
         id: &RequestId,
         approve: bool,
         feedback: String,
-        by: &str,
+        by: Signer<'_>,
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
@@ -296,7 +296,7 @@ impl Team {
     fn approve_result(
         &mut self,
         id: &RequestId,
-        by: &str,
+        by: Signer<'_>,
         words: &str,
         now: i64,
         effects: &mut Vec<Effect>,
@@ -305,7 +305,7 @@ impl Team {
         match request.status {
             Status::Pending if is_landing(request) => Ok(request.clone()),
             Status::Pending => {
-                self.record_review(id, by, LANDING, words.to_owned(), now, effects);
+                self.record_signed(id, by, LANDING, words.to_owned(), now, effects);
                 effects.push(Effect::Land(id.clone()));
                 self.result_request(id).cloned()
             }
@@ -322,7 +322,7 @@ impl Team {
     fn reject_result(
         &mut self,
         id: &RequestId,
-        by: &str,
+        by: Signer<'_>,
         feedback: String,
         now: i64,
         effects: &mut Vec<Effect>,
@@ -335,7 +335,7 @@ impl Team {
         };
         let request = self.decide_result(id, decision, Landed::default(), now, effects)?;
         if was_pending {
-            self.record_review(id, by, "reject", feedback, now, effects);
+            self.record_signed(id, by, "reject", feedback, now, effects);
         }
         Ok(request)
     }
@@ -536,10 +536,12 @@ impl Team {
             // The deciding stage's word is the decision's step.
             let words = decided.words().to_owned();
             let _ = match decided {
-                Verdict::Approve { .. } => self.approve_result(id, &name, &words, now, effects),
+                Verdict::Approve { .. } => {
+                    self.approve_result(id, (&name, None), &words, now, effects)
+                }
                 _ => self.reject_result(
                     id,
-                    &name,
+                    (&name, None),
                     format!("rejected by {name}: {words}"),
                     now,
                     effects,

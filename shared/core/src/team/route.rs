@@ -4,7 +4,7 @@
 
 use super::{Listed, Op, Team, TeamPage};
 use crate::{
-    access::Admitted,
+    access::{Admitted, Role},
     effect::{Effect, Notice},
     names::RequestId,
     op::{
@@ -22,7 +22,7 @@ use crate::{
 
 impl Op for CreateTask {
     type Reply = Task;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Reviewer);
 
     fn apply(
         self,
@@ -80,7 +80,7 @@ impl Op for CompleteTask {
 
 impl Op for WithdrawTask {
     type Reply = Task;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Reviewer);
 
     fn apply(
         self,
@@ -95,7 +95,7 @@ impl Op for WithdrawTask {
 
 impl Op for ListTasks {
     type Reply = Listed<Task>;
-    const DOORS: Doors = Doors::Both("ListTasks");
+    const DOORS: Doors = Doors::Both("ListTasks", Role::Viewer);
 
     fn apply(
         self,
@@ -125,7 +125,7 @@ impl Op for ReportUsage {
 
 impl Op for SetBudget {
     type Reply = Standing;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Admin);
 
     fn apply(
         self,
@@ -264,7 +264,7 @@ impl Op for ReportToolCall {
 
 impl Op for ListTeam {
     type Reply = TeamPage;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Viewer);
 
     fn apply(
         self,
@@ -279,7 +279,7 @@ impl Op for ListTeam {
 
 impl Op for RequestShutdown {
     type Reply = RequestId;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Admin);
 
     fn apply(
         self,
@@ -345,16 +345,17 @@ impl Op for SubmitPlan {
 
 impl Op for ReviewPlan {
     type Reply = Request;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Reviewer);
 
     fn apply(
         self,
         team: &mut Team,
         now: i64,
-        _: &Admitted,
+        caller: &Admitted,
         effects: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
-        team.review_plan_op(self.request_id, self.verdict, &self.by, now, effects)
+        let by = (self.by.as_str(), caller.person());
+        team.review_plan_op(self.request_id, self.verdict, by, now, effects)
     }
 }
 
@@ -399,13 +400,13 @@ impl Op for RequestPermission {
 
 impl Op for ReviewPermission {
     type Reply = Request;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Reviewer);
 
     fn apply(
         self,
         team: &mut Team,
         now: i64,
-        _: &Admitted,
+        caller: &Admitted,
         effects: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
         let ReviewPermission {
@@ -426,7 +427,8 @@ impl Op for ReviewPermission {
         let decided = team.decide_permission(&request_id, decision, now, effects)?;
         if was_pending {
             let verdict = if approve { "approve" } else { "reject" };
-            team.record_review(&request_id, &by, verdict, feedback, now, effects);
+            let by = (by.as_str(), caller.person());
+            team.record_signed(&request_id, by, verdict, feedback, now, effects);
         }
         Ok(team.requests.get(&request_id).cloned().unwrap_or(decided))
     }
@@ -434,7 +436,7 @@ impl Op for ReviewPermission {
 
 impl Op for ListRequests {
     type Reply = Listed<Request>;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Viewer);
 
     fn apply(
         self,
@@ -449,7 +451,7 @@ impl Op for ListRequests {
 
 impl Op for GetRequest {
     type Reply = Request;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Viewer);
 
     fn apply(
         self,
@@ -490,20 +492,20 @@ impl Op for SubmitResult {
 
 impl Op for ReviewResult {
     type Reply = Request;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Reviewer);
 
     fn apply(
         self,
         team: &mut Team,
         now: i64,
-        _: &Admitted,
+        caller: &Admitted,
         effects: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
         team.review_result_op(
             &self.request_id,
             self.approve,
             self.feedback,
-            &self.by,
+            (&self.by, caller.person()),
             now,
             effects,
         )
@@ -535,20 +537,20 @@ impl Op for RequestAmendment {
 
 impl Op for ReviewAmendment {
     type Reply = Request;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Reviewer);
 
     fn apply(
         self,
         team: &mut Team,
         now: i64,
-        _: &Admitted,
+        caller: &Admitted,
         effects: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
         team.decide_amendment(
             &self.request_id,
             self.approve,
             self.feedback,
-            &self.by,
+            (&self.by, caller.person()),
             now,
             effects,
         )
@@ -572,7 +574,7 @@ impl Op for Landed {
 
 impl Op for Decide {
     type Reply = Request;
-    const DOORS: Doors = Doors::Operator;
+    const DOORS: Doors = Doors::Operator(Role::Reviewer);
 
     /// The review the request's kind says this is, applied.
     fn apply(

@@ -7,7 +7,7 @@ use mesh_core::access::{self, Admitted, Call, Caller};
 /// callers; the team trusts what it admitted).
 pub(crate) fn admitted(caller: Caller) -> Admitted {
     let call = match caller {
-        Caller::Operator => Call::Operator,
+        Caller::Operator(_) => Call::Operator(mesh_core::access::Role::Admin),
         Caller::Lead => Call::Lead,
         Caller::Joiner => Call::Join,
         _ => Call::Teammate(""),

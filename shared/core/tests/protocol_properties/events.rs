@@ -251,6 +251,8 @@ pub(crate) fn resolve(op: &Op, tracker: &Tracker) -> Call {
                 verdict: VERDICTS[verdict].into(),
                 words: format!("step at {now}"),
                 at_unix_ms: now,
+                person: None,
+                owner_rule: None,
             },
         ),
         &Op::Prune { before } => Call::Prune(before),

@@ -76,6 +76,8 @@ fn wild_call() -> impl Strategy<Value = Call> {
             verdict: "pass".into(),
             words,
             at_unix_ms,
+            person: None,
+            owner_rule: None,
         };
         Call::Review(id, step)
     });

@@ -1,0 +1,134 @@
+//! Who operates the lead, from `lead serve`'s flags: the unnamed operator
+//! token, named tokens with their roles (`--operator-token
+//! NAME=TOKEN[:ROLE]`), and the identity provider whose tokens name people
+//! (`--oidc-issuer`, `--oidc-audience`, `--oidc-name-claim`, `--oidc-role`).
+
+use std::sync::Arc;
+
+use clap::Args;
+use mesh_core::access::Role;
+
+use crate::callers::{oidc::Verifier, NamedToken, OidcConfig};
+
+#[derive(Debug, Clone, Args)]
+pub(super) struct OperatorArgs {
+    /// The token operators use (default: generated into
+    /// <state-dir>/operator.token; its holder is admin). Repeatable as
+    /// NAME=TOKEN[:ROLE]: a named operator's token (role viewer, reviewer
+    /// or admin; admin when none is given), whose decisions the audit
+    /// trail signs with its name.
+    #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true, action = clap::ArgAction::Append)]
+    operator_token: Vec<String>,
+    /// An OpenID provider whose ID or access tokens name operators (as
+    /// `authorization: Bearer JWT`): its issuer URL, as its tokens' `iss`.
+    #[arg(long, value_name = "URL", requires = "oidc_audience")]
+    oidc_issuer: Option<String>,
+    /// What a provider's token must be for (its `aud`): the client id the
+    /// provider issues the lead's tokens to.
+    #[arg(long, value_name = "AUD", requires = "oidc_issuer")]
+    oidc_audience: Option<String>,
+    /// The claim that names a person (default: `email`, else
+    /// `preferred_username`, else `sub`).
+    #[arg(long, value_name = "CLAIM", requires = "oidc_issuer")]
+    oidc_name_claim: Option<String>,
+    /// GROUP=ROLE: a person whose `groups` (or `roles`) claim holds GROUP
+    /// has ROLE (viewer, reviewer, admin); the highest counts; a person in
+    /// no such group may do nothing. Repeatable.
+    #[arg(long, value_name = "GROUP=ROLE", requires = "oidc_issuer", action = clap::ArgAction::Append)]
+    oidc_role: Vec<String>,
+}
+
+impl OperatorArgs {
+    /// The unnamed `--operator-token`, if one is given (at most one).
+    pub(super) fn unnamed(&self) -> anyhow::Result<Option<String>> {
+        let unnamed: Vec<&String> = self
+            .operator_token
+            .iter()
+            .filter(|v| named_value(v).is_none())
+            .collect();
+        if unnamed.len() > 1 {
+            anyhow::bail!(
+                "--operator-token: give one unnamed token at most; name the others (NAME=TOKEN)"
+            );
+        }
+        Ok(unnamed.first().map(|t| (*t).clone()))
+    }
+
+    /// The named `--operator-token NAME=TOKEN[:ROLE]`s: names unique,
+    /// tokens long enough, roles known.
+    pub(super) fn named(&self) -> anyhow::Result<Vec<NamedToken>> {
+        let mut named: Vec<NamedToken> = Vec::new();
+        for (name, token) in self.operator_token.iter().filter_map(|v| named_value(v)) {
+            let (token, role) = match token.rsplit_once(':') {
+                Some((token, role)) => (
+                    token,
+                    Role::parse(role).ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "--operator-token {name}=...:{role}: the role is viewer, reviewer or admin"
+                        )
+                    })?,
+                ),
+                None => (token, Role::Admin),
+            };
+            if token.len() < 16 {
+                anyhow::bail!(
+                    "--operator-token {name}=...: the token is too short (16 characters at least)"
+                );
+            }
+            if named.iter().any(|n| n.name == name) {
+                anyhow::bail!("--operator-token: {name} is named twice");
+            }
+            named.push(NamedToken {
+                name: name.to_owned(),
+                token: token.to_owned(),
+                role,
+            });
+        }
+        Ok(named)
+    }
+
+    /// The identity provider, if `--oidc-issuer` names one: its keys are
+    /// fetched now, and a provider that does not answer is said, not fatal
+    /// (the lead tries again at the first token).
+    pub(super) async fn oidc(&self) -> anyhow::Result<Option<Arc<Verifier>>> {
+        let (Some(issuer), Some(audience)) = (&self.oidc_issuer, &self.oidc_audience) else {
+            return Ok(None);
+        };
+        let mut roles = Vec::new();
+        for value in &self.oidc_role {
+            let (group, role) = value
+                .split_once('=')
+                .filter(|(group, _)| !group.is_empty())
+                .ok_or_else(|| anyhow::anyhow!("--oidc-role {value}: expected GROUP=ROLE"))?;
+            let role = Role::parse(role).ok_or_else(|| {
+                anyhow::anyhow!("--oidc-role {value}: the role is viewer, reviewer or admin")
+            })?;
+            roles.push((group.to_owned(), role));
+        }
+        if roles.is_empty() {
+            tracing::warn!(
+                "--oidc-issuer without --oidc-role: no person has a role, so none may do anything"
+            );
+        }
+        let verifier = Verifier::new(OidcConfig {
+            issuer: issuer.clone(),
+            audience: audience.clone(),
+            name_claim: self.oidc_name_claim.clone(),
+            roles,
+        })
+        .map_err(anyhow::Error::msg)?;
+        match verifier.warm().await {
+            Ok(keys) => tracing::info!(issuer = %issuer, keys, "the identity provider's keys"),
+            Err(why) => tracing::warn!(issuer = %issuer, "the identity provider's keys {why}"),
+        }
+        Ok(Some(Arc::new(verifier)))
+    }
+}
+
+/// A `--operator-token` value: `NAME=TOKEN` names its operator (a name as a
+/// member's); anything else is the token alone.
+fn named_value(value: &str) -> Option<(&str, &str)> {
+    let (name, token) = value.split_once('=')?;
+    mesh_core::names::Name::parse("--operator-token", name).ok()?;
+    Some((name, token))
+}
