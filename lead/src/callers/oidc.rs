@@ -121,6 +121,17 @@ impl Verifier {
                 header.alg
             )));
         }
+        // Whose token it claims to be, before looking for its key: a
+        // token of another provider's is named as that, not as a key
+        // this one does not publish.
+        let issuer = unverified_issuer(token);
+        if issuer.as_deref() != Some(self.config.issuer.as_str()) {
+            return Err(bad(&format!(
+                "is from another issuer ({}, not {:?})",
+                issuer.map_or_else(|| "none".to_owned(), |i| format!("{i:?}")),
+                self.config.issuer
+            )));
+        }
         let kid = header
             .kid
             .ok_or_else(|| bad("names no key (kid); the provider's tokens do"))?;
@@ -301,6 +312,18 @@ impl Verifier {
         }
         response.json().await.map_err(|e| unreachable(&e))
     }
+}
+
+/// The `iss` a JWT's payload says, unverified: only to name whose token a
+/// refused one claims to be.
+fn unverified_issuer(token: &str) -> Option<String> {
+    use base64::Engine as _;
+    let payload = token.split('.').nth(1)?;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload.trim_end_matches('='))
+        .ok()?;
+    let claims: Value = serde_json::from_slice(&bytes).ok()?;
+    claims.get("iss")?.as_str().map(str::to_owned)
 }
 
 /// Whether `token` is shaped as a JWT (three dot-separated parts); the

@@ -271,7 +271,10 @@ fn a_shutdown_an_unknown_id_and_a_member_are_refused() {
     );
     assert!(matches!(unknown, Err(CoreError::NotFound(_))));
     // A member is not let in where a decision comes in.
-    assert_eq!(<Decide as Op>::DOORS, Doors::Operator(mesh_core::access::Role::Reviewer));
+    assert_eq!(
+        <Decide as Op>::DOORS,
+        Doors::Operator(mesh_core::access::Role::Reviewer)
+    );
     assert!(access::admit(bob(), Call::Operator(mesh_core::access::Role::Viewer)).is_err());
     submit_plan(&mut team, 2);
     let as_result = Decide {
