@@ -86,6 +86,57 @@ impl Doc<'_> {
         }
     }
 
+    /// TOML's own error, with the table (`sink 2`, `route 1`, `[people]`)
+    /// and the key it is about where they are known.
+    fn toml_error(&self, e: &toml::de::Error) -> ConfigError {
+        let line = e.span().map(|span| self.line(&span));
+        // Without the input, TOML's text ends with the key's path.
+        let mut bare = e.clone();
+        bare.set_input(None);
+        let shown = bare.to_string();
+        let path = shown
+            .lines()
+            .find_map(|l| l.strip_prefix("in `")?.strip_suffix('`'))
+            .unwrap_or("");
+        let table = line.and_then(|l| self.table_at(l));
+        let key = path.split_once('.').map_or("", |(_, key)| key);
+        let mut message = String::new();
+        if let Some(table) = table {
+            message.push_str(&table);
+            message.push_str(": ");
+        }
+        if !key.is_empty() {
+            message.push_str(&format!("`{key}`: "));
+        }
+        message.push_str(e.message().trim_end());
+        ConfigError {
+            file: None,
+            line,
+            message,
+        }
+    }
+
+    /// The table `line` is in: "sink 2", "route 1" or "[people]".
+    fn table_at(&self, line: usize) -> Option<String> {
+        let (mut sinks, mut routes, mut table) = (0, 0, None);
+        for text in self.text.lines().take(line) {
+            let header = text.split('#').next().unwrap_or("").trim();
+            match header {
+                "[[sink]]" => {
+                    sinks += 1;
+                    table = Some(format!("sink {sinks}"));
+                }
+                "[[route]]" => {
+                    routes += 1;
+                    table = Some(format!("route {routes}"));
+                }
+                "[people]" => table = Some("[people]".to_owned()),
+                _ => {}
+            }
+        }
+        table
+    }
+
     /// The environment variable `name`, when it is set and not empty.
     pub(crate) fn env(&self, name: &str) -> Option<String> {
         (self.env)(name).filter(|v| !v.is_empty())
@@ -108,11 +159,7 @@ impl Config {
             text: toml_text,
             env,
         };
-        let raw: RawFile = toml::from_str(toml_text).map_err(|e| ConfigError {
-            file: None,
-            line: e.span().map(|span| doc.line(&span)),
-            message: e.message().trim_end().to_owned(),
-        })?;
+        let raw: RawFile = toml::from_str(toml_text).map_err(|e| doc.toml_error(&e))?;
         let sinks = sinks(&doc, raw.sink)?;
         let people = People::parse(&doc, raw.people)?;
         let names: BTreeMap<&str, usize> = sinks

@@ -11,10 +11,10 @@ use crate::{
     http,
     notice::Notice,
     people::People,
+    sink::{SinkConfig, SinkKind},
     slack::Slack,
     smtp::Smtp,
     stats::{bump, worth_a_warning, Counters, SinkCounters},
-    sink::{SinkConfig, SinkKind},
     webhook::Webhook,
 };
 
@@ -97,7 +97,7 @@ impl Outlets {
 enum Sink {
     Webhook(Webhook),
     Slack(Slack),
-    Smtp(Smtp),
+    Smtp(Box<Smtp>),
     /// One that could not be made: every delivery fails, saying why.
     Broken(String),
 }
@@ -121,9 +121,11 @@ impl Sink {
                 }),
                 Err(e) => Sink::Broken(e),
             },
-            SinkKind::Smtp(smtp) => {
-                Sink::Smtp(Smtp::new(smtp.clone(), people.clone(), config.timeout))
-            }
+            SinkKind::Smtp(smtp) => Sink::Smtp(Box::new(Smtp::new(
+                smtp.clone(),
+                people.clone(),
+                config.timeout,
+            ))),
         }
     }
 

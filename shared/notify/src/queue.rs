@@ -159,7 +159,10 @@ fn route(escalations: &Escalations, notice: &Arc<Notice>) {
 
 /// The routes' sinks, for a test that hands deliveries to queues of its own.
 #[cfg(test)]
-pub(crate) fn test_outlets(config: &Config, size: usize) -> (Outlets, Vec<mpsc::Receiver<crate::outlet::Item>>) {
+pub(crate) fn test_outlets(
+    config: &Config,
+    size: usize,
+) -> (Outlets, Vec<mpsc::Receiver<crate::outlet::Item>>) {
     let counters = Arc::new(Counters::new(config.sinks.iter().map(|s| s.name.clone())));
     let (queues, receivers) = config.sinks.iter().map(|_| mpsc::channel(size)).unzip();
     (Outlets { queues, counters }, receivers)

@@ -78,8 +78,14 @@ mod tests {
             waits,
             [500, 1000, 2000, 4000].map(Duration::from_millis).to_vec()
         );
-        assert_eq!(wait(1, Some(Duration::from_secs(3))), Duration::from_secs(3));
-        assert_eq!(wait(3, Some(Duration::from_secs(1))), Duration::from_secs(2));
+        assert_eq!(
+            wait(1, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            wait(3, Some(Duration::from_secs(1))),
+            Duration::from_secs(2)
+        );
         assert_eq!(wait(1, Some(Duration::from_secs(3600))), MOST_WAIT);
     }
 

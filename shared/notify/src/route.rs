@@ -60,7 +60,11 @@ impl Route {
         let raw = raw.into_inner();
         let at = |what: String| format!("route {number}: {what}");
         if let Some(kinds) = &raw.kinds {
-            if let Some(bad) = kinds.get_ref().iter().find(|k| !KINDS.contains(&k.as_str())) {
+            if let Some(bad) = kinds
+                .get_ref()
+                .iter()
+                .find(|k| !KINDS.contains(&k.as_str()))
+            {
                 return Err(doc.error(
                     &kinds.span(),
                     at(format!("kind {bad:?} is not one of {KINDS:?}")),
@@ -69,7 +73,9 @@ impl Route {
         }
         let paths = match &raw.paths {
             None => None,
-            Some(globs) => Some(glob_set(globs.get_ref()).map_err(|e| doc.error(&globs.span(), at(e)))?),
+            Some(globs) => {
+                Some(glob_set(globs.get_ref()).map_err(|e| doc.error(&globs.span(), at(e)))?)
+            }
         };
         let mut indexes = Vec::new();
         for name in raw.sinks.get_ref() {

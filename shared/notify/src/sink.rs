@@ -80,13 +80,13 @@ pub(crate) enum SinkKind {
 
 /// How a mail server is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Tls {
-    /// Plain, then STARTTLS (required).
+pub(crate) enum Encryption {
+    /// Plain, then STARTTLS (required): `tls = "starttls"`.
     StartTls,
-    /// TLS from the first byte (SMTPS).
-    Tls,
-    /// No TLS at all: loopback only.
-    None,
+    /// TLS from the first byte (SMTPS): `tls = "tls"`.
+    Implicit,
+    /// No TLS at all, loopback only: `tls = "none"`.
+    Plain,
 }
 
 /// A mail sink.
@@ -94,7 +94,7 @@ pub(crate) enum Tls {
 pub(crate) struct SmtpConfig {
     pub(crate) host: String,
     pub(crate) port: u16,
-    pub(crate) tls: Tls,
+    pub(crate) tls: Encryption,
     pub(crate) from: Mailbox,
     /// Addresses every mail goes to, besides the owners'.
     pub(crate) to: Vec<Mailbox>,
@@ -123,10 +123,7 @@ impl SinkConfig {
         };
         for (key, span) in raw.present() {
             if !allowed.contains(&key) {
-                return Err(doc.error(
-                    &span,
-                    at(&format!("a {kind_name} sink has no key `{key}`")),
-                ));
+                return Err(doc.error(&span, at(&format!("a {kind_name} sink has no key `{key}`"))));
             }
         }
         let timeout = match &raw.timeout {
@@ -183,8 +180,12 @@ pub(crate) fn duration(
     least: Duration,
     most: Duration,
 ) -> Result<Duration, String> {
-    let value = humantime::parse_duration(text.get_ref().trim())
-        .map_err(|e| format!("{:?} is not a duration (\"30m\", \"1h 30m\"): {e}", text.get_ref()))?;
+    let value = humantime::parse_duration(text.get_ref().trim()).map_err(|e| {
+        format!(
+            "{:?} is not a duration (\"30m\", \"1h 30m\"): {e}",
+            text.get_ref()
+        )
+    })?;
     if value < least || value > most {
         return Err(format!(
             "{:?} is outside {} to {}",
@@ -279,9 +280,9 @@ fn smtp(
     let server = required("server", &raw.server)?;
     let from = required("from", &raw.from)?;
     let tls = match raw.tls.as_ref().map(|t| (t.get_ref().as_str(), t.span())) {
-        None | Some(("starttls", _)) => Tls::StartTls,
-        Some(("tls", _)) => Tls::Tls,
-        Some(("none", _)) => Tls::None,
+        None | Some(("starttls", _)) => Encryption::StartTls,
+        Some(("tls", _)) => Encryption::Implicit,
+        Some(("none", _)) => Encryption::Plain,
         Some((other, span)) => {
             return Err(doc.error(
                 &span,
@@ -293,7 +294,7 @@ fn smtp(
     };
     let (host, port) = host_port(server.get_ref().trim(), tls)
         .map_err(|e| doc.error(&server.span(), at(&format!("server {e}"))))?;
-    if tls == Tls::None && !is_loopback(&host) {
+    if tls == Encryption::Plain && !is_loopback(&host) {
         return Err(doc.error(
             &server.span(),
             at(&format!(
@@ -301,8 +302,8 @@ fn smtp(
             )),
         ));
     }
-    let from = mailbox(from.get_ref())
-        .map_err(|e| doc.error(&from.span(), at(&format!("from {e}"))))?;
+    let from =
+        mailbox(from.get_ref()).map_err(|e| doc.error(&from.span(), at(&format!("from {e}"))))?;
     let mut to = Vec::new();
     if let Some(list) = &raw.to {
         for address in list.get_ref() {
@@ -344,11 +345,11 @@ fn credentials(
 }
 
 /// "host", "host:port", "[::1]:port"; the port defaults by `tls`.
-fn host_port(server: &str, tls: Tls) -> Result<(String, u16), String> {
+fn host_port(server: &str, tls: Encryption) -> Result<(String, u16), String> {
     let default = match tls {
-        Tls::StartTls => 587,
-        Tls::Tls => 465,
-        Tls::None => 25,
+        Encryption::StartTls => 587,
+        Encryption::Implicit => 465,
+        Encryption::Plain => 25,
     };
     let (host, port) = if let Some(rest) = server.strip_prefix('[') {
         let (host, after) = rest
@@ -389,17 +390,20 @@ mod tests {
     #[test]
     fn servers_with_and_without_ports() {
         assert_eq!(
-            host_port("smtp.example.com", Tls::StartTls),
+            host_port("smtp.example.com", Encryption::StartTls),
             Ok(("smtp.example.com".into(), 587))
         );
         assert_eq!(
-            host_port("smtp.example.com:2525", Tls::Tls),
+            host_port("smtp.example.com:2525", Encryption::Implicit),
             Ok(("smtp.example.com".into(), 2525))
         );
-        assert_eq!(host_port("[::1]:25", Tls::None), Ok(("::1".into(), 25)));
-        assert_eq!(host_port("::1", Tls::None), Ok(("::1".into(), 25)));
-        assert!(host_port("host:x", Tls::None).is_err());
-        assert!(host_port(":25", Tls::None).is_err());
+        assert_eq!(
+            host_port("[::1]:25", Encryption::Plain),
+            Ok(("::1".into(), 25))
+        );
+        assert_eq!(host_port("::1", Encryption::Plain), Ok(("::1".into(), 25)));
+        assert!(host_port("host:x", Encryption::Plain).is_err());
+        assert!(host_port(":25", Encryption::Plain).is_err());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::{
     notice::{Event, Notice},
     people::People,
     retry::{with_retries, Outcome},
-    sink::{SmtpConfig, Tls},
+    sink::{Encryption, SmtpConfig},
     stats::{bump, SinkCounters},
 };
 
@@ -47,7 +47,11 @@ impl Smtp {
         };
         let (mut to, unknown) = self.people.of(&notice.owners);
         if !unknown.is_empty() {
-            tracing::debug!(delivery = what, ?unknown, "owners without an address in [people]");
+            tracing::debug!(
+                delivery = what,
+                ?unknown,
+                "owners without an address in [people]"
+            );
         }
         for fixed in &self.config.to {
             if !to.iter().any(|m| m.email == fixed.email) {
@@ -55,7 +59,10 @@ impl Smtp {
             }
         }
         if to.is_empty() {
-            let why = format!("no address for any of {:?} in [people], and no `to`", notice.owners);
+            let why = format!(
+                "no address for any of {:?} in [people], and no `to`",
+                notice.owners
+            );
             return give_up(&what, counters, &why);
         }
         let message = match mail(&self.config.from, &to, notice) {
@@ -91,9 +98,9 @@ fn transport(
 ) -> Result<AsyncSmtpTransport<Tokio1Executor>, lettre::transport::smtp::Error> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let builder = match config.tls {
-        Tls::StartTls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&config.host)?,
-        Tls::Tls => AsyncSmtpTransport::<Tokio1Executor>::relay(&config.host)?,
-        Tls::None => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&config.host),
+        Encryption::StartTls => AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&config.host)?,
+        Encryption::Implicit => AsyncSmtpTransport::<Tokio1Executor>::relay(&config.host)?,
+        Encryption::Plain => AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&config.host),
     };
     let mut builder = builder.port(config.port).timeout(Some(timeout));
     if let Some((user, password)) = &config.credentials {

@@ -161,9 +161,12 @@ async fn a_full_sink_queue_drops_and_counts_without_holding_up_the_others() {
     assert_eq!(stats.sinks["now"].dropped, 6);
     assert_eq!(stats.sinks["later"].dropped, 6);
     for _ in 0..4 {
-        assert_eq!(next(&mut queues[1]).await.1, Event::Escalated {
-            after: Duration::from_secs(30 * 60)
-        });
+        assert_eq!(
+            next(&mut queues[1]).await.1,
+            Event::Escalated {
+                after: Duration::from_secs(30 * 60)
+            }
+        );
     }
     assert_eq!(notifier.stats().escalated, 10);
 }
