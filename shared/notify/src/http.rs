@@ -40,9 +40,12 @@ pub(crate) async fn post(
         .await;
     match sent {
         Ok(answer) => judge(answer.status(), answer.headers()),
-        Err(e) if e.is_builder() => Outcome::Permanent(format!("cannot make the request: {e}")),
+        Err(e) if e.is_builder() => {
+            Outcome::Permanent(format!("cannot make the request: {}", e.without_url()))
+        }
+        // Without the URL: a Slack webhook's path is its secret.
         Err(e) => Outcome::Transient {
-            why: format!("{e}"),
+            why: format!("{}", e.without_url()),
             retry_after: None,
         },
     }

@@ -97,7 +97,9 @@
 //!   (a UUID, the same on every attempt of one delivery) and, with a
 //!   secret, `X-Mesh-Signature-256: sha256=<hex>` as GitHub signs its
 //!   hooks ([`signature_256`]).
-//! - **slack**: an incoming-webhook message in Block Kit ([`slack_payload`]).
+//! - **slack**: an incoming-webhook message in Block Kit: a header with
+//!   the title, the member, the kind and whom it waits for, and a button
+//!   "Review in the console" to the request's page.
 //! - **smtp**: a plain-text mail to the addresses of the notice's owners
 //!   (`[people]`; a group to all of its addresses) and the sink's `to`,
 //!   subject `[mesh] alice's plan waits for @dba`, with the console link.
@@ -135,12 +137,6 @@ pub use self::{
     retry::{FIRST_WAIT, MOST_WAIT, TRIES},
     route::{LEAST_AFTER, MOST_AFTER},
     sink::DEFAULT_TIMEOUT,
-    slack::payload as slack_payload,
     stats::{SinkStats, Stats},
     webhook::{signature_256, DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER},
 };
-
-/// The mail a notice makes, as text: for a test or a preview.
-pub fn mail_body(notice: &Notice) -> String {
-    smtp::body(notice)
-}

@@ -117,7 +117,7 @@ impl Sink {
             SinkKind::Slack { url } => match client() {
                 Ok(client) => Sink::Slack(Slack {
                     client,
-                    url: url.clone(),
+                    url: url.0.clone(),
                 }),
                 Err(e) => Sink::Broken(e),
             },

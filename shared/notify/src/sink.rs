@@ -56,6 +56,21 @@ impl std::fmt::Debug for Secret {
     }
 }
 
+/// A URL that is a secret (a Slack webhook's): its host alone is printed.
+#[derive(Clone)]
+pub(crate) struct Hidden(pub(crate) Url);
+
+impl std::fmt::Debug for Hidden {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}://{}/..",
+            self.0.scheme(),
+            self.0.host_str().unwrap_or("")
+        )
+    }
+}
+
 /// One sink, checked.
 #[derive(Debug, Clone)]
 pub(crate) struct SinkConfig {
@@ -72,8 +87,9 @@ pub(crate) struct SinkConfig {
 pub(crate) enum SinkKind {
     /// POST the notice as JSON, signed when there is a secret.
     Webhook { url: Url, secret: Option<Secret> },
-    /// POST a Block Kit message to a Slack incoming webhook.
-    Slack { url: Url },
+    /// POST a Block Kit message to a Slack incoming webhook, whose URL is
+    /// its secret.
+    Slack { url: Hidden },
     /// Mail to the owners' addresses.
     Smtp(SmtpConfig),
 }
@@ -133,11 +149,11 @@ impl SinkConfig {
         };
         let kind = match kind_name {
             "webhook" => SinkKind::Webhook {
-                url: http_url(doc, &raw.url, &at)?,
+                url: http_url(doc, &raw.url, &at, line)?,
                 secret: webhook_secret(doc, &raw, &at)?,
             },
             "slack" => SinkKind::Slack {
-                url: http_url(doc, &raw.url, &at)?,
+                url: Hidden(http_url(doc, &raw.url, &at, line)?),
             },
             _ => SinkKind::Smtp(smtp(doc, &raw, &at, line)?),
         };
@@ -210,11 +226,12 @@ fn http_url(
     doc: &Doc<'_>,
     url: &Option<Spanned<String>>,
     at: &dyn Fn(&str) -> String,
+    line: usize,
 ) -> Result<Url, ConfigError> {
     let Some(url) = url else {
         return Err(ConfigError {
             file: None,
-            line: None,
+            line: Some(line),
             message: at("`url` is required"),
         });
     };

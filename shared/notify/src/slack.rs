@@ -42,7 +42,7 @@ impl Slack {
 }
 
 /// The message for `notice`.
-pub fn payload(notice: &Notice) -> Value {
+pub(crate) fn payload(notice: &Notice) -> Value {
     let header = match notice.event {
         Event::Waiting => notice.title.clone(),
         Event::Escalated { after } => format!(
@@ -131,4 +131,40 @@ fn cut(text: &str, most: usize) -> String {
     let mut out: String = text.chars().take(most.saturating_sub(1)).collect();
     out.push('…');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped_cut_and_the_paths_counted() {
+        let notice = Notice {
+            event: Event::Escalated {
+                after: std::time::Duration::from_secs(1800),
+            },
+            request_id: "r1".into(),
+            kind: "plan".into(),
+            member: "a<b>&c".into(),
+            title: format!("{}\nsecond line", "x".repeat(200)),
+            paths: (0..12).map(|i| format!("src/{i}.rs")).collect(),
+            waits_for: vec![],
+            owners: vec![],
+            url: "https://lead.example.com/console/requests/r1".into(),
+            at_unix_ms: 0,
+        };
+        let body = payload(&notice);
+        let header = body["blocks"][0]["text"]["text"].as_str().unwrap_or("");
+        assert_eq!(header.chars().count(), HEADER_MOST);
+        assert!(header.starts_with("Still waiting after 30m: xxx") && header.ends_with('…'));
+        let fields = &body["blocks"][1]["fields"];
+        assert_eq!(fields[0]["text"], "*Member*\na&lt;b&gt;&amp;c");
+        assert_eq!(fields[2]["text"], "*Waits for*\na review");
+        let paths = fields[3]["text"].as_str().unwrap_or("");
+        assert!(paths.ends_with("src/9.rs\nand 2 more"), "{paths}");
+        assert_eq!(
+            body["text"],
+            "still waiting after 30m: a<b>&c's plan waits for a review"
+        );
+    }
 }

@@ -110,7 +110,7 @@ fn transport(
 }
 
 /// The mail: "[mesh] alice's plan waits for @dba", in plain text.
-pub(crate) fn mail(from: &Mailbox, to: &[Mailbox], notice: &Notice) -> Result<Message, String> {
+fn mail(from: &Mailbox, to: &[Mailbox], notice: &Notice) -> Result<Message, String> {
     let subject = format!("[mesh] {}", one_line(&notice.summary()));
     let mut builder = Message::builder()
         .from(from.clone())
@@ -125,7 +125,7 @@ pub(crate) fn mail(from: &Mailbox, to: &[Mailbox], notice: &Notice) -> Result<Me
 }
 
 /// The mail's text.
-pub(crate) fn body(notice: &Notice) -> String {
+fn body(notice: &Notice) -> String {
     let opening = match notice.event {
         Event::Waiting => format!("{}.", notice.summary()),
         Event::Escalated { after } => format!(
