@@ -695,7 +695,8 @@ impl Member {
 /// need from PyPI (grpcio and grpcio-tools for the example teammate, the
 /// official `mcp` SDK for `teammate mcp`, `a2a-sdk` for the A2A tests,
 /// `opentelemetry-proto` for the
-/// OTLP receiver), installed on first use.
+/// OTLP receiver, `aiosmtpd` for the notify tests' mail server), installed
+/// on first use.
 pub fn python() -> PathBuf {
     static READY: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one_at_a_time = READY.lock().unwrap_or_else(|p| p.into_inner());
@@ -704,7 +705,8 @@ pub fn python() -> PathBuf {
     let ready = std::process::Command::new(&python)
         .args([
             "-c",
-            "import grpc, grpc_tools, mcp, opentelemetry.proto.collector.trace.v1, a2a.client",
+            "import grpc, grpc_tools, mcp, opentelemetry.proto.collector.trace.v1, a2a.client, \
+             aiosmtpd",
         ])
         .stderr(Stdio::null())
         .status()
@@ -718,8 +720,17 @@ pub fn python() -> PathBuf {
             .expect("python3 -m venv");
         assert!(made.success(), "python3 -m venv failed");
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let installed = std::process::Command::new(venv.join("bin/pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check", "-r"])
+        // `python -m pip`, not `bin/pip`: a venv copied from elsewhere keeps
+        // its scripts' old `#!` line, and its Python still runs.
+        let installed = std::process::Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "-r",
+            ])
             .arg(root.join("../examples/python/requirements.txt"))
             .arg("-r")
             .arg(root.join("mcp/requirements.txt"))
@@ -727,11 +738,13 @@ pub fn python() -> PathBuf {
             .arg(root.join("otlp/requirements.txt"))
             .arg("-r")
             .arg(root.join("a2a/requirements.txt"))
+            .arg("-r")
+            .arg(root.join("notify/requirements.txt"))
             .status()
             .expect("pip install");
         assert!(
             installed.success(),
-            "pip install (grpcio, grpcio-tools, mcp, opentelemetry-proto, a2a-sdk) failed"
+            "pip install (grpcio, grpcio-tools, mcp, opentelemetry-proto, a2a-sdk, aiosmtpd) failed"
         );
     }
     python

@@ -27,6 +27,7 @@ const TREES: &[&str] = &[
     "shared/core/src",
     "shared/llm/src",
     "shared/telemetry/src",
+    "shared/notify/src",
     "bench/src",
 ];
 
