@@ -260,7 +260,10 @@ impl Trail {
             owners: request
                 .reviews
                 .iter()
-                .filter_map(|s| Some(format!("{}: {}", s.owner_rule.as_ref()?, s.reviewer)))
+                .flat_map(|s| {
+                    let name = s.person.as_ref().map_or(s.reviewer.as_str(), |p| p.name.as_str());
+                    s.owner_rules.iter().map(move |rule| format!("{rule}: {name}"))
+                })
                 .collect(),
             feedback: mesh_core::limits::cut(&request.feedback, 2_000),
             content_sha256: hex(request.opening.payload_json.as_bytes()),

@@ -317,6 +317,9 @@ pub async fn requests(
         if let Some(line) = render::reviews_line(r) {
             detail = format!("{detail} {line}");
         }
+        if !r.waits_for.is_empty() {
+            detail = format!("{detail} (waits for {})", r.waits_for.join(", "));
+        }
         if let Some((task, by)) =
             task_of(&r.payload_json).and_then(|task| handed_in.get(&task).map(|by| (task, by)))
         {

@@ -473,6 +473,7 @@ fn hub_config(
     }
     Ok(HubConfig {
         approval,
+        owners: args.operators.owners()?,
         shutdown_deadline: Duration::from_secs(args.shutdown_deadline),
         spawner: Some(spawner::spawner(args, state, tokens, lead_url, tls)?),
         grace: seconds("--grace", args.grace)?,

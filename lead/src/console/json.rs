@@ -237,7 +237,7 @@ mod tests {
             words: words.into(),
             at_unix_ms: at,
             person: None,
-            owner_rule: None,
+            owner_rules: Vec::new(),
         }
     }
 

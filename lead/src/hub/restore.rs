@@ -114,7 +114,8 @@ fn restore(
                 })
             }),
         })),
-    });
+    })
+    .with_owners(config.owners.clone());
     let audit = crate::audit::Trail::restore(
         keeps_record,
         audit_kept,

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use clap::Args;
-use mesh_core::access::Role;
+use mesh_core::{access::Role, owners::Owners};
 
 use crate::callers::{oidc::Verifier, NamedToken, OidcConfig};
 
@@ -36,6 +36,11 @@ pub(super) struct OperatorArgs {
     /// no such group may do nothing. Repeatable.
     #[arg(long, value_name = "GROUP=ROLE", requires = "oidc_issuer", action = clap::ArgAction::Append)]
     oidc_role: Vec<String>,
+    /// Owners by path, in CODEOWNERS syntax (`db/** @dba 2`): a request
+    /// whose files match waits for approvals from the owners of every rule
+    /// it falls under (see docs/people.md).
+    #[arg(long, value_name = "FILE")]
+    owners: Option<std::path::PathBuf>,
 }
 
 impl OperatorArgs {
@@ -122,6 +127,20 @@ impl OperatorArgs {
             Err(why) => tracing::warn!(issuer = %issuer, "the identity provider's keys {why}"),
         }
         Ok(Some(Arc::new(verifier)))
+    }
+}
+
+impl OperatorArgs {
+    /// The owners file's rules (none without `--owners`).
+    pub(super) fn owners(&self) -> anyhow::Result<Arc<Owners>> {
+        let Some(path) = &self.owners else {
+            return Ok(Arc::default());
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("--owners {}: {e}", path.display()))?;
+        let owners = Owners::parse(&text)
+            .map_err(|e| anyhow::anyhow!("--owners {}:{e}", path.display()))?;
+        Ok(Arc::new(owners))
     }
 }
 
