@@ -261,8 +261,13 @@ impl Trail {
                 .reviews
                 .iter()
                 .flat_map(|s| {
-                    let name = s.person.as_ref().map_or(s.reviewer.as_str(), |p| p.name.as_str());
-                    s.owner_rules.iter().map(move |rule| format!("{rule}: {name}"))
+                    let name = s
+                        .person
+                        .as_ref()
+                        .map_or(s.reviewer.as_str(), |p| p.name.as_str());
+                    s.owner_rules
+                        .iter()
+                        .map(move |rule| format!("{rule}: {name}"))
                 })
                 .collect(),
             feedback: mesh_core::limits::cut(&request.feedback, 2_000),

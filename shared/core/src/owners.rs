@@ -167,7 +167,10 @@ fn rule(content: &str, line: usize) -> Result<Rule, OwnersError> {
             None => Ok(Owner::Person((*w).to_owned())),
         })
         .collect::<Result<_, _>>()?;
-    let people_named = owners.iter().filter(|o| matches!(o, Owner::Person(_))).count();
+    let people_named = owners
+        .iter()
+        .filter(|o| matches!(o, Owner::Person(_)))
+        .count();
     if !owners.iter().any(|o| matches!(o, Owner::Group(_))) && people_named < count {
         return Err(fail(format!(
             "{pattern}: {count} approvers asked of {people_named} named owner(s)"
@@ -185,7 +188,9 @@ fn rule(content: &str, line: usize) -> Result<Rule, OwnersError> {
 /// What `pattern` matches, as globs over a path from the root.
 fn matchers(pattern: &str) -> Result<Vec<GlobMatcher>, String> {
     if pattern.contains("..") || pattern.starts_with('!') {
-        return Err(format!("{pattern}: a pattern may not climb (..) or negate (!)"));
+        return Err(format!(
+            "{pattern}: a pattern may not climb (..) or negate (!)"
+        ));
     }
     let dir_only = pattern.ends_with('/');
     let bare = pattern.trim_end_matches('/');
@@ -223,7 +228,10 @@ pub struct Tally<'a> {
 impl<'a> Tally<'a> {
     /// The tally of `rules` after the approvals `counted` (each a rule's
     /// pattern and who counted for it, oldest first).
-    pub fn new<'c>(rules: Vec<&'a Rule>, counted: impl Iterator<Item = (&'c str, &'c str)>) -> Self {
+    pub fn new<'c>(
+        rules: Vec<&'a Rule>,
+        counted: impl Iterator<Item = (&'c str, &'c str)>,
+    ) -> Self {
         let mut rules: Vec<(&'a Rule, Vec<String>)> =
             rules.into_iter().map(|r| (r, Vec::new())).collect();
         for (pattern, who) in counted {
@@ -250,7 +258,9 @@ impl<'a> Tally<'a> {
 
     /// Whether every rule has its approvers.
     pub fn done(&self) -> bool {
-        self.rules.iter().all(|(rule, names)| names.len() >= rule.count)
+        self.rules
+            .iter()
+            .all(|(rule, names)| names.len() >= rule.count)
     }
 
     /// Who it still waits for, a rule each: `@dba: 1 of 2`.
@@ -258,7 +268,9 @@ impl<'a> Tally<'a> {
         self.rules
             .iter()
             .filter(|(rule, names)| names.len() < rule.count)
-            .map(|(rule, names)| format!("{}: {} of {}", rule.owners_text(), names.len(), rule.count))
+            .map(|(rule, names)| {
+                format!("{}: {} of {}", rule.owners_text(), names.len(), rule.count)
+            })
             .collect()
     }
 }

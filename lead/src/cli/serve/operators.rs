@@ -138,8 +138,8 @@ impl OperatorArgs {
         };
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("--owners {}: {e}", path.display()))?;
-        let owners = Owners::parse(&text)
-            .map_err(|e| anyhow::anyhow!("--owners {}:{e}", path.display()))?;
+        let owners =
+            Owners::parse(&text).map_err(|e| anyhow::anyhow!("--owners {}:{e}", path.display()))?;
         Ok(Arc::new(owners))
     }
 }

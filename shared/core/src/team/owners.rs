@@ -78,7 +78,11 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> bool {
-        let Some(request) = self.requests.get(id).filter(|r| r.status == Status::Pending) else {
+        let Some(request) = self
+            .requests
+            .get(id)
+            .filter(|r| r.status == Status::Pending)
+        else {
             return false;
         };
         let Some(tally) = self.owners_of(request) else {
@@ -133,11 +137,11 @@ pub fn paths_of(request: &Request) -> Vec<String> {
     match request.opening.kind {
         Kind::PlanApproval => request.plan().files,
         Kind::Amendment => request.amendment().files,
-        Kind::Result => serde_json::from_str::<crate::result::ResultPayload>(
-            &request.opening.payload_json,
-        )
-        .map(|p| p.result.paths())
-        .unwrap_or_default(),
+        Kind::Result => {
+            serde_json::from_str::<crate::result::ResultPayload>(&request.opening.payload_json)
+                .map(|p| p.result.paths())
+                .unwrap_or_default()
+        }
         Kind::Permission => serde_json::from_str::<serde_json::Value>(&request.permission_args())
             .ok()
             .and_then(|args| args.get("path")?.as_str().map(str::to_owned))

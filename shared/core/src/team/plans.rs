@@ -230,7 +230,8 @@ impl Team {
                 },
             },
         };
-        if decision.approve && self.held_for_owners(id, (self.approval.name(), None), now, effects) {
+        if decision.approve && self.held_for_owners(id, (self.approval.name(), None), now, effects)
+        {
             return Ok(());
         }
         self.decide_plan(id, decision, now, effects).map(|_| ())

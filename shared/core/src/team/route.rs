@@ -468,11 +468,10 @@ impl Op for GetRequest {
         _: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
         let request_id = self.request_id;
-        let mut request = team
-            .requests
-            .get(&request_id)
-            .cloned()
-            .ok_or_else(|| CoreError::NotFound(format!("request_id: no request {request_id}")))?;
+        let mut request =
+            team.requests.get(&request_id).cloned().ok_or_else(|| {
+                CoreError::NotFound(format!("request_id: no request {request_id}"))
+            })?;
         team.show_owed(&mut request);
         Ok(request)
     }
