@@ -32,7 +32,7 @@ mod shutdown;
 pub use amendments::AmendmentPayload;
 pub use apply::{Applied, Op, Rules};
 pub use lists::{Listed, TeamPage};
-pub use owners::paths_of;
+pub use owners::{paths_of, tally_of};
 pub use plans::{Approval, ReviewChain, StageKind};
 
 /// Who says a reviewer's word: the name the history shows (`operator

@@ -4,5 +4,6 @@
 //!
 //! One test binary (`cargo test -p mesh-tests --test people`), each module linked once.
 
+mod notify;
 mod owners;
 mod roles;

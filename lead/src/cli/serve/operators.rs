@@ -41,6 +41,12 @@ pub(super) struct OperatorArgs {
     /// it falls under (see docs/people.md).
     #[arg(long, value_name = "FILE")]
     owners: Option<std::path::PathBuf>,
+    /// Who is told that a review waits (TOML: webhooks signed as GitHub
+    /// signs its hooks, Slack, mail by SMTP; routes by kind, path and owner;
+    /// escalation after a time; see docs/people.md). Needs the console
+    /// (its pages are what a notice links to).
+    #[arg(long, value_name = "FILE")]
+    notify: Option<std::path::PathBuf>,
 }
 
 impl OperatorArgs {
@@ -131,6 +137,26 @@ impl OperatorArgs {
 }
 
 impl OperatorArgs {
+    /// The notifier `--notify` configures, started on this runtime, with
+    /// the console's address its notices link to.
+    pub(super) fn notify(
+        &self,
+        console: Option<&str>,
+    ) -> anyhow::Result<Option<(mesh_notify::Notifier, String)>> {
+        let Some(path) = &self.notify else {
+            return Ok(None);
+        };
+        let Some(console) = console else {
+            anyhow::bail!("--notify: a notice links to the console's page, and --http is off");
+        };
+        let config =
+            mesh_notify::Config::load(path).map_err(|e| anyhow::anyhow!("--notify {e}"))?;
+        Ok(Some((
+            mesh_notify::Notifier::start(config),
+            console.to_owned(),
+        )))
+    }
+
     /// The owners file's rules (none without `--owners`).
     pub(super) fn owners(&self) -> anyhow::Result<Arc<Owners>> {
         let Some(path) = &self.owners else {

@@ -11,28 +11,34 @@ use crate::{
     access::Person,
     effect::Effect,
     names::RequestId,
-    owners::Tally,
+    owners::{Owners, Tally},
     protocol::{Kind, Request, Status},
 };
+
+/// The owners' tally of `request` under `owners`: none where no rule
+/// covers its paths.
+pub fn tally_of<'a>(owners: &'a Owners, request: &Request) -> Option<Tally<'a>> {
+    if owners.is_empty() {
+        return None;
+    }
+    let rules = owners.rules_for(&paths_of(request));
+    if rules.is_empty() {
+        return None;
+    }
+    let counted = request.reviews.iter().flat_map(|step| {
+        let who = step.person.as_ref().map(|p| p.name.as_str());
+        step.owner_rules
+            .iter()
+            .filter_map(move |rule| Some((rule.as_str(), who?)))
+    });
+    Some(Tally::new(rules, counted))
+}
 
 impl Team {
     /// The owners' tally of `request`: none where no owners rule covers
     /// its paths.
     pub fn owners_of<'a>(&'a self, request: &Request) -> Option<Tally<'a>> {
-        if self.owners.is_empty() {
-            return None;
-        }
-        let rules = self.owners.rules_for(&paths_of(request));
-        if rules.is_empty() {
-            return None;
-        }
-        let counted = request.reviews.iter().flat_map(|step| {
-            let who = step.person.as_ref().map(|p| p.name.as_str());
-            step.owner_rules
-                .iter()
-                .filter_map(move |rule| Some((rule.as_str(), who?)))
-        });
-        Some(Tally::new(rules, counted))
+        tally_of(&self.owners, request)
     }
 
     /// Sets what `request` still waits for from its owners, if it is
