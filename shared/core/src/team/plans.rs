@@ -284,7 +284,7 @@ impl Team {
         if was_pending {
             self.record_signed(&id, by, verdict, words, now, effects);
         }
-        Ok(decided)
+        Ok(self.requests.get(&id).cloned().unwrap_or(decided))
     }
 
     /// Adds a reviewer's word to request `id`'s history and shows it.
