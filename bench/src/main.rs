@@ -9,6 +9,7 @@ use clap::Parser;
 mod against;
 mod commands;
 mod floor;
+mod jwt;
 mod mesh;
 mod model;
 mod postgres;
@@ -95,6 +96,10 @@ struct Args {
     /// unconfined and in each sandbox that works here.
     #[arg(long)]
     commands_only: bool,
+    /// Only the manual handshake with the operator on a static token and on
+    /// JWTs from an OpenID issuer (what verifying a person's token costs).
+    #[arg(long)]
+    people_only: bool,
     /// Run the floor's echo server (used by the benchmark itself).
     #[arg(long, hide = true)]
     floor_server: bool,
@@ -193,6 +198,16 @@ async fn main() -> anyhow::Result<()> {
     let _stop_postgres = postgres::Stopper;
     let counts = Counts::new(&args);
     eprintln!("bench: {counts:?}");
+    if args.people_only {
+        let mut report = Report::default();
+        for run in 1..=counts.runs {
+            eprintln!("bench: run {run} of {}", counts.runs);
+            jwt::measure(&counts, &mut report).await?;
+        }
+        println!("\n{}", report.table());
+        jwt::print(&report);
+        return Ok(());
+    }
     if let Some(old) = &args.against {
         return against::measure(old, &counts, &args.stores).await;
     }
@@ -238,6 +253,7 @@ async fn main() -> anyhow::Result<()> {
              routing 16 in flight {tls_rate:.0} against {plain_rate:.0} msg/s"
         );
     }
+    jwt::print(&report);
     if let Some(path) = &args.json {
         std::fs::write(path, serde_json::to_string_pretty(&report.json())?)?;
         eprintln!("bench: wrote {}", path.display());
@@ -263,7 +279,10 @@ async fn measure_floor(addr: &str, counts: &Counts, report: &mut Report) -> anyh
 }
 
 /// A fresh `lead serve` on `store` with `extra` flags, and how to reach it.
-async fn start_lead(store: &str, extra: &[&str]) -> anyhow::Result<(Server, mesh::Lead)> {
+pub(crate) async fn start_lead(
+    store: &str,
+    extra: &[&str],
+) -> anyhow::Result<(Server, mesh::Lead)> {
     start_lead_at(&procs::beside("lead")?, store, extra).await
 }
 
@@ -355,6 +374,7 @@ async fn measure_mesh(
     drop(_server);
     if store == "sqlite" {
         measure_tls(counts, report).await?;
+        jwt::measure(counts, report).await?;
     }
 
     let (_server, lead) = start_lead(store, &["--approval", "manual"]).await?;

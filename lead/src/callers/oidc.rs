@@ -51,10 +51,11 @@ pub(crate) enum Rejected {
     NoRole(String),
 }
 
-/// The provider's keys by `kid`, and when they were fetched.
+/// The provider's keys by `kid` (read once, when fetched), and when they
+/// were fetched.
 #[derive(Default)]
 struct Keys {
-    by_kid: HashMap<String, Jwk>,
+    by_kid: HashMap<String, DecodingKey>,
     fetched: Option<Instant>,
 }
 
@@ -65,7 +66,14 @@ pub struct Verifier {
     /// The discovery document's `jwks_uri`, once known.
     jwks_uri: Mutex<Option<String>>,
     keys: RwLock<Keys>,
+    /// Tokens verified already, with their person and expiry (unix s): a
+    /// client calls with the same token until it expires, and a signature
+    /// is checked once. At most [`VERIFIED_KEPT`]; emptied when full.
+    verified: std::sync::Mutex<HashMap<String, (Person, u64)>>,
 }
+
+/// The most verified tokens remembered.
+const VERIFIED_KEPT: usize = 10_000;
 
 impl std::fmt::Debug for Verifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,6 +106,7 @@ impl Verifier {
             http,
             jwks_uri: Mutex::new(None),
             keys: RwLock::new(Keys::default()),
+            verified: std::sync::Mutex::default(),
         })
     }
 
@@ -112,6 +121,29 @@ impl Verifier {
     /// The person `token` names, if the provider signed it for this lead's
     /// audience and it is valid now.
     pub(crate) async fn verify(&self, token: &str) -> Result<Person, Rejected> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        if let Ok(verified) = self.verified.lock() {
+            if let Some((person, exp)) = verified.get(token) {
+                if now <= exp.saturating_add(LEEWAY_SECS) {
+                    return Ok(person.clone());
+                }
+            }
+        }
+        let (person, exp) = self.check(token).await?;
+        if let Ok(mut verified) = self.verified.lock() {
+            if verified.len() >= VERIFIED_KEPT {
+                verified.clear();
+            }
+            verified.insert(token.to_owned(), (person.clone(), exp));
+        }
+        Ok(person)
+    }
+
+    /// [`Self::verify`] without remembering: the person and the token's
+    /// expiry (unix s).
+    async fn check(&self, token: &str) -> Result<(Person, u64), Rejected> {
         let bad = |why: &str| Rejected::Token(format!("authorization: the identity token {why}"));
         let header =
             jsonwebtoken::decode_header(token).map_err(|e| bad(&format!("is malformed: {e}")))?;
@@ -159,7 +191,13 @@ impl Verifier {
                 _ => bad(&format!("is not valid: {e}")),
             }
         })?;
-        self.person(data.claims)
+        let exp = data
+            .claims
+            .rest
+            .get("exp")
+            .and_then(Value::as_u64)
+            .unwrap_or_default();
+        Ok((self.person(data.claims)?, exp))
     }
 
     /// The person `claims` name, with their role.
@@ -223,14 +261,12 @@ impl Verifier {
     /// The key `kid` names, fetching the provider's keys again if it is not
     /// known yet (at most once every [`REFETCH_EVERY`]).
     async fn key(&self, kid: &str) -> Result<DecodingKey, String> {
-        if let Some(jwk) = self.keys.read().await.by_kid.get(kid) {
-            return DecodingKey::from_jwk(jwk)
-                .map_err(|e| format!("names a key the lead cannot use: {e}"));
+        if let Some(key) = self.keys.read().await.by_kid.get(kid) {
+            return Ok(key.clone());
         }
         self.refetch(false).await?;
         match self.keys.read().await.by_kid.get(kid) {
-            Some(jwk) => DecodingKey::from_jwk(jwk)
-                .map_err(|e| format!("names a key the lead cannot use: {e}")),
+            Some(key) => Ok(key.clone()),
             None => Err(format!(
                 "is signed by a key the provider does not publish (kid {kid:?})"
             )),
@@ -284,7 +320,7 @@ impl Verifier {
 
     /// The signing keys at `jwks_uri` that name a `kid`, by it; a key of a
     /// kind the lead does not read is left out.
-    async fn fetch_keys(&self, jwks_uri: &str) -> Result<HashMap<String, Jwk>, String> {
+    async fn fetch_keys(&self, jwks_uri: &str) -> Result<HashMap<String, DecodingKey>, String> {
         let set: Value = self.get_json(jwks_uri).await?;
         let keys = set
             .get("keys")
@@ -293,7 +329,10 @@ impl Verifier {
         Ok(keys
             .iter()
             .filter_map(|key| serde_json::from_value::<Jwk>(key.clone()).ok())
-            .filter_map(|jwk| Some((jwk.common.key_id.clone()?, jwk)))
+            .filter_map(|jwk| {
+                let key = DecodingKey::from_jwk(&jwk).ok()?;
+                Some((jwk.common.key_id.clone()?, key))
+            })
             .collect())
     }
 
