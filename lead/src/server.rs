@@ -84,6 +84,9 @@ pub enum ServeError {
     /// The console's listener failed.
     #[error("console: {0}")]
     Console(std::io::Error),
+    /// The console's sign-in at the identity provider could not be set up.
+    #[error("console: the sign-in at the identity provider: {0}")]
+    SignIn(String),
     /// The state could not be loaded.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -125,6 +128,7 @@ pub async fn run(
         standing,
         a2a_card,
         a2a_push_allow,
+        console_sign_in,
     } = config;
     let repo = hub_config.repo.clone();
     let card = std::sync::Arc::new(crate::a2a::card::CardBase {
@@ -158,10 +162,12 @@ pub async fn run(
             Speaks::Http1,
         );
         // The adapters on the console's port, side by side.
-        let app = crate::console::router(hub.clone(), tokens.clone(), tls.is_some())
-            .merge(crate::a2a::card::router(card, hub.clone(), tls.is_some()))
-            .merge(crate::a2a::jsonrpc::router(a2a.clone()))
-            .merge(crate::a2a::rest::router(a2a.clone()));
+        let app =
+            crate::console::router(hub.clone(), tokens.clone(), tls.is_some(), console_sign_in)
+                .map_err(ServeError::SignIn)?
+                .merge(crate::a2a::card::router(card, hub.clone(), tls.is_some()))
+                .merge(crate::a2a::jsonrpc::router(a2a.clone()))
+                .merge(crate::a2a::rest::router(a2a.clone()));
         let served =
             crate::console::serve(crate::console::Accepted::new(accepted, addr), app, stop);
         tokio::spawn(async move {
