@@ -338,6 +338,7 @@ const LANDING: &str = r#"<!doctype html>
 <meta http-equiv="refresh" content="0; url=/">
 <title>mesh console: signed in</title>
 <link rel="stylesheet" href="/app.css">
+<link rel="icon" href="data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 16 16'%3E%3Ccircle cx='8' cy='8' r='7' fill='%23336'/%3E%3Ccircle cx='8' cy='8' r='3' fill='%23fff'/%3E%3C/svg%3E">
 </head>
 <body>
 <main class="login">

@@ -4,4 +4,5 @@
 //!
 //! One test binary (`cargo test -p mesh-tests --test people`), each module linked once.
 
+mod console_signin;
 mod roles;
