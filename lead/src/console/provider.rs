@@ -2,7 +2,7 @@
 //! discovery document names, PKCE's S256 challenge, and the token
 //! endpoint's answers. The console's sign-in (the authorization-code flow,
 //! [`super::oidc`]) and `lead login --oidc` (the device authorization
-//! grant, [`crate::cli::login`]) both use it; the ID token they get is
+//! grant, `lead/src/cli/login.rs`) both use it; the ID token they get is
 //! checked by [`crate::callers::oidc::Verifier`] (or, for the CLI's own
 //! display, only read).
 //!
