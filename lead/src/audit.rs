@@ -39,7 +39,8 @@ pub struct Entry {
     pub decision: String,
     /// Who decided: `operator`, `operator NAME` (a named operator token),
     /// `operator (console)`, `policy`, `auto`, `program NAME`, `model NAME`,
-    /// `merge`, `member NAME` (a shutdown's answer), `lead` (an expiry).
+    /// `merge`, `member NAME` (a shutdown's answer), `deadline` (expired
+    /// by its deadline), `lead` (another expiry).
     pub by: String,
     /// The operator who decided, where one did: who vouched for them (the
     /// identity provider, or none for a token of the lead's), their
@@ -260,7 +261,15 @@ impl Trail {
             owners: request
                 .reviews
                 .iter()
-                .filter_map(|s| Some(format!("{}: {}", s.owner_rule.as_ref()?, s.reviewer)))
+                .flat_map(|s| {
+                    let name = s
+                        .person
+                        .as_ref()
+                        .map_or(s.reviewer.as_str(), |p| p.name.as_str());
+                    s.owner_rules
+                        .iter()
+                        .map(move |rule| format!("{rule}: {name}"))
+                })
                 .collect(),
             feedback: mesh_core::limits::cut(&request.feedback, 2_000),
             content_sha256: hex(request.opening.payload_json.as_bytes()),
@@ -352,6 +361,9 @@ fn hex(bytes: &[u8]) -> String {
 pub(crate) fn decided_by(r: &Request) -> (&'static str, String) {
     let what = crate::stats::kind_name(r.opening.kind);
     let by = match (r.status, r.opening.kind) {
+        // Its deadline passed, or the lead expired it (its asker left,
+        // a newer one superseded it).
+        (Status::Expired, _) if r.feedback.starts_with("deadline passed") => "deadline".to_owned(),
         (Status::Expired, _) => "lead".to_owned(),
         (_, Kind::Shutdown) => format!("member {}", r.opening.target),
         _ => r

@@ -95,11 +95,8 @@ fn token_and_urls(target: &Target) -> Result<(String, Vec<String>), CliError> {
     } else {
         target.lead.clone()
     };
-    let token = match &target.operator_token {
-        Some(token) => token.clone(),
-        None => token_of(target, &state)?,
-    };
-    Ok((token, urls))
+    let token = target.operator_token.clone();
+    Ok((token.map_or_else(|| token_of(target, &state), Ok)?, urls))
 }
 
 /// The token when no --operator-token is given: the one `lead login
@@ -349,6 +346,9 @@ pub async fn requests(
         };
         if let Some(line) = render::reviews_line(r) {
             detail = format!("{detail} {line}");
+        }
+        if !r.waits_for.is_empty() {
+            detail = format!("{detail} (waits for {})", r.waits_for.join(", "));
         }
         if let Some((task, by)) =
             task_of(&r.payload_json).and_then(|task| handed_in.get(&task).map(|by| (task, by)))

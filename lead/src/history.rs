@@ -163,6 +163,7 @@ fn without_payload(request: &Request) -> Request {
         created_at_unix_ms: request.created_at_unix_ms,
         resolved_at_unix_ms: request.resolved_at_unix_ms,
         reviews: request.reviews.clone(),
+        waits_for: request.waits_for.clone(),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod hub;
 mod inboxes;
 mod launch;
 pub mod leadership;
+pub(crate) mod notices;
 mod outbox;
 mod paging;
 pub mod render;

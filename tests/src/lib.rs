@@ -25,6 +25,7 @@ use tonic::{service::interceptor::InterceptedService, transport::Channel};
 
 pub mod fake_model;
 pub mod git;
+pub mod notify;
 pub mod oidc;
 pub mod otlp;
 pub mod pg;

@@ -60,8 +60,9 @@ pub fn request(id: &str, status: Status) -> Request {
                 subject: Some("dora".into()),
                 groups: vec!["dba".into()],
             }),
-            owner_rule: Some("db/**".into()),
+            owner_rules: vec!["db/**".into()],
         }],
+        waits_for: Vec::new(),
     }
 }
 

@@ -249,8 +249,12 @@ fn status_words(task: &Task, waiting: Option<&Request>) -> String {
             Kind::Result => "a result",
             _ => "an amendment",
         };
+        let owners = match request.waits_for.as_slice() {
+            [] => String::new(),
+            owed => format!(" from its owners ({})", owed.join(", ")),
+        };
         return format!(
-            "{what} of {} waits for a decision (request {}):\n{}\n\n\
+            "{what} of {} waits for a decision{owners} (request {}):\n{}\n\n\
              Answer with a message on this task: a data part \
              {{\"decision\": \"approve\"|\"reject\", \"feedback\": \"...\"}}, \
              or text: beginning \"approve\" approves (the rest is the feedback), \

@@ -382,6 +382,9 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         None => mesh_core::tasks::Review::Plan,
     };
     hub.repo = repo;
+    hub.notify = args
+        .operators
+        .notify(console.as_ref().map(|_| console_url.as_str()))?;
     let keepalive = server::Keepalive {
         interval: seconds("--keepalive", args.keepalive)?,
         timeout: seconds("--keepalive", args.keepalive)? + Duration::from_secs(1),
@@ -478,6 +481,8 @@ fn hub_config(
     }
     Ok(HubConfig {
         approval,
+        owners: args.operators.owners()?,
+        notify: None,
         shutdown_deadline: Duration::from_secs(args.shutdown_deadline),
         spawner: Some(spawner::spawner(args, state, tokens, lead_url, tls)?),
         grace: seconds("--grace", args.grace)?,

@@ -88,6 +88,7 @@ mod tests {
             created_at_unix_ms: 0,
             resolved_at_unix_ms: None,
             reviews: Vec::new(),
+            waits_for: Vec::new(),
         }
     }
 

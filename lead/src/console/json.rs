@@ -237,7 +237,7 @@ mod tests {
             words: words.into(),
             at_unix_ms: at,
             person: None,
-            owner_rule: None,
+            owner_rules: Vec::new(),
         }
     }
 
@@ -303,6 +303,7 @@ mod tests {
                     created_at_unix_ms: 10,
                     resolved_at_unix_ms: status.is_terminal().then_some(30),
                     reviews,
+                    waits_for: Vec::new(),
                 });
             }
         }

@@ -30,6 +30,11 @@ pub enum Approval {
 pub struct HubConfig {
     /// Who decides plan approvals.
     pub approval: Approval,
+    /// Who owns which paths (`--owners`).
+    pub owners: std::sync::Arc<mesh_core::owners::Owners>,
+    /// Who is told that a review waits (`--notify`), with the console's
+    /// address their notices link to.
+    pub notify: Option<(mesh_notify::Notifier, String)>,
     /// The deadline of a shutdown request that names none.
     pub shutdown_deadline: Duration,
     /// The most unacknowledged envelopes one inbox holds before `Send` to it fails.
@@ -90,6 +95,8 @@ impl Default for HubConfig {
         let rules = Rules::default();
         Self {
             approval: Approval::Manual,
+            owners: Default::default(),
+            notify: None,
             shutdown_deadline: Duration::from_millis(rules.shutdown_deadline_ms.unsigned_abs()),
             max_inbox: 10_000,
             max_inbox_bytes: 16 * 1024 * 1024,

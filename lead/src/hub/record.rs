@@ -8,6 +8,7 @@ use mesh_core::effect::Notice;
 use crate::{
     audit::Trail,
     history::{History, Page, Query},
+    notices::Notices,
     store::Change,
     telemetry::Tracer,
 };
@@ -26,6 +27,8 @@ pub(crate) struct Record {
     audit: Trail,
     /// What traces and metrics say of the team's changes (when exporting).
     tracer: Tracer,
+    /// Who is told that a review waits (`--notify`).
+    notices: Option<Notices>,
 }
 
 impl Record {
@@ -37,7 +40,14 @@ impl Record {
             unsaved: stored.then(room_for_a_second),
             audit,
             tracer: Tracer::default(),
+            notices: None,
         }
+    }
+
+    /// The record, telling people through `notices` too.
+    pub(crate) fn telling(mut self, notices: Option<Notices>) -> Self {
+        self.notices = notices;
+        self
     }
 
     /// Notes `notice`, which happened `at`, in the history; the history's
@@ -86,6 +96,9 @@ impl Record {
                 .map(|e| e.subject.as_str())
                 .collect();
             self.tracer.observe(team(), &first);
+        }
+        if let Some(notices) = &mut self.notices {
+            notices.observe(team(), now);
         }
         changes.extend(decided.into_iter().map(Change::Audit));
     }

@@ -17,6 +17,7 @@ use super::{
 use crate::{
     committer::Committer,
     inboxes::Inboxes,
+    notices::Notices,
     store::{Snapshot, Storage, StoreError},
 };
 
@@ -114,7 +115,8 @@ fn restore(
                 })
             }),
         })),
-    });
+    })
+    .with_owners(config.owners.clone());
     let audit = crate::audit::Trail::restore(
         keeps_record,
         audit_kept,
@@ -124,6 +126,10 @@ fn restore(
     let (tx, rx) = mpsc::channel(4096);
     let stream_max_bytes = config.stream_max_bytes;
     let joins = mesh_core::rate::TokenBucket::new(config.join_rate, config.join_burst, now);
+    let notices = config.notify.clone().map(|(notifier, console)| {
+        let manual = matches!(config.approval, Approval::Manual);
+        Notices::new(notifier, config.owners.clone(), console, manual)
+    });
     let hub = Hub {
         clock,
         config,
@@ -142,7 +148,7 @@ fn restore(
         handle: HubHandle::new(tx),
         joins,
         workers: Workers::default(),
-        record: Record::restore(keeps_record, history, audit),
+        record: Record::restore(keeps_record, history, audit).telling(notices),
     };
     if hub.team.members.iter().next().is_some() {
         tracing::info!(

@@ -294,6 +294,7 @@ impl RequestRow {
             created_at_unix_ms: self.created,
             resolved_at_unix_ms: self.resolved,
             reviews: serde_json::from_str(&self.reviews).map_err(|e| bad("request reviews", e))?,
+            waits_for: Vec::new(),
         })
     }
 }

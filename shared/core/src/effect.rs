@@ -395,6 +395,7 @@ mod tests {
             created_at_unix_ms: 1,
             resolved_at_unix_ms: None,
             reviews: Vec::new(),
+            waits_for: Vec::new(),
         };
         Effect::Notify(Notice::Request(Box::new(request)))
     }

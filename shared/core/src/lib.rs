@@ -37,6 +37,7 @@ pub mod limits;
 pub mod members;
 pub mod names;
 pub mod op;
+pub mod owners;
 pub mod plan;
 pub mod policy;
 pub mod protocol;

@@ -23,6 +23,7 @@ mod amendments;
 mod apply;
 mod decide;
 mod lists;
+mod owners;
 mod plans;
 mod results;
 mod route;
@@ -31,6 +32,7 @@ mod shutdown;
 pub use amendments::AmendmentPayload;
 pub use apply::{Applied, Op, Rules};
 pub use lists::{Listed, TeamPage};
+pub use owners::{paths_of, tally_of};
 pub use plans::{Approval, ReviewChain, StageKind};
 
 /// Who says a reviewer's word: the name the history shows (`operator
@@ -86,6 +88,8 @@ pub struct Team {
     pub rules: Rules,
     /// Who answers plans and permissions without a person.
     pub approval: Approval,
+    /// Who owns which paths (`--owners`): their requests wait for them.
+    pub owners: std::sync::Arc<crate::owners::Owners>,
     /// Every protocol request.
     pub requests: Tracker,
     /// The shared task list.
@@ -129,6 +133,7 @@ impl Team {
             members: Members::default(),
             rules: Rules::default(),
             approval: Approval::default(),
+            owners: Default::default(),
             requests,
             tasks,
             holds,
@@ -164,6 +169,12 @@ impl Team {
     /// The team whose plans and permissions `approval` may answer.
     pub fn with_approval(mut self, approval: Approval) -> Self {
         self.approval = approval;
+        self
+    }
+
+    /// The team with its owners by path.
+    pub fn with_owners(mut self, owners: std::sync::Arc<crate::owners::Owners>) -> Self {
+        self.owners = owners;
         self
     }
 

@@ -103,6 +103,7 @@ pub fn request_without_payload(request: &Request) -> pb::ProtocolState {
         created_at_unix_ms: request.created_at_unix_ms,
         resolved_at_unix_ms: request.resolved_at_unix_ms.unwrap_or(0),
         reviews: request.reviews.iter().map(ReviewStep::to_pb).collect(),
+        waits_for: request.waits_for.clone(),
         grant: request
             .decision
             .as_ref()

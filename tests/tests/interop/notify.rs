@@ -9,136 +9,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::{
-    collections::VecDeque,
-    path::PathBuf,
-    process::Stdio,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
-use axum::{
-    body::Bytes,
-    extract::State,
-    http::{HeaderMap, StatusCode},
-    response::{IntoResponse, Response},
-    routing::post,
-    Router,
-};
 use mesh_notify::{Config, Event, Notice, Notifier};
-use mesh_tests::within;
-use serde_json::Value;
-use sha2::{Digest, Sha256};
-use tokio::{
-    io::{AsyncBufReadExt, BufReader, Lines},
-    process::{Child, ChildStdout, Command},
-    sync::mpsc,
+use mesh_tests::{
+    notify::{hmac_sha256_hex, Hit, MailServer, Receiver, SECRET},
+    within,
 };
-
-const SECRET: &str = "It's a Secret to Everybody";
-
-/// HMAC-SHA256 (RFC 2104) on SHA-256 alone, in lowercase hex: the
-/// receiver's own check, sharing no code with the sender's.
-fn hmac_sha256_hex(key: &[u8], message: &[u8]) -> String {
-    let mut block = [0u8; 64];
-    if key.len() > 64 {
-        block[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        block[..key.len()].copy_from_slice(key);
-    }
-    let pad = |byte: u8| block.iter().map(|b| b ^ byte).collect::<Vec<u8>>();
-    let inner = Sha256::new()
-        .chain_update(pad(0x36))
-        .chain_update(message)
-        .finalize();
-    let outer = Sha256::new()
-        .chain_update(pad(0x5c))
-        .chain_update(inner)
-        .finalize();
-    outer.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// One request the receiver got, and what it answered.
-#[derive(Debug)]
-struct Hit {
-    headers: HeaderMap,
-    body: Bytes,
-    answered: u16,
-    at: Instant,
-}
-
-impl Hit {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).expect("a JSON body")
-    }
-
-    fn header(&self, name: &str) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_else(|| panic!("no header {name}: {:?}", self.headers))
-    }
-
-    /// Whether `X-Mesh-Signature-256` is the HMAC of the raw body under
-    /// the secret.
-    fn signed(&self) -> bool {
-        self.header("x-mesh-signature-256")
-            == format!("sha256={}", hmac_sha256_hex(SECRET.as_bytes(), &self.body))
-    }
-}
-
-/// What the receiver answers, in turn: a status and a `Retry-After`;
-/// 200 once the list is done.
-type Script = Arc<Mutex<VecDeque<(u16, Option<&'static str>)>>>;
-
-/// A real HTTP server on loopback recording what it gets.
-struct Receiver {
-    url: String,
-    hits: mpsc::UnboundedReceiver<Hit>,
-}
-
-impl Receiver {
-    async fn start(script: &[(u16, Option<&'static str>)]) -> Receiver {
-        let script: Script = Arc::new(Mutex::new(script.iter().copied().collect()));
-        let (tx, hits) = mpsc::unbounded_channel();
-        let app = Router::new()
-            .route("/hook", post(answer))
-            .with_state((script, tx));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/hook", listener.local_addr().unwrap());
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Receiver { url, hits }
-    }
-
-    async fn next(&mut self) -> Hit {
-        within("a request to the receiver", self.hits.recv())
-            .await
-            .expect("the receiver is up")
-    }
-
-    fn none_left(&mut self) -> bool {
-        self.hits.try_recv().is_err()
-    }
-}
-
-async fn answer(
-    State((script, hits)): State<(Script, mpsc::UnboundedSender<Hit>)>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let (status, retry_after) = script.lock().unwrap().pop_front().unwrap_or((200, None));
-    let _ = hits.send(Hit {
-        headers,
-        body,
-        answered: status,
-        at: Instant::now(),
-    });
-    let status = StatusCode::from_u16(status).unwrap();
-    match retry_after {
-        Some(after) => (status, [("retry-after", after)]).into_response(),
-        None => status.into_response(),
-    }
-}
 
 fn notice(id: &str, kind: &str, paths: &[&str], owners: &[&str]) -> Notice {
     Notice {
@@ -316,48 +193,6 @@ async fn slack_gets_block_kit_with_a_link_to_the_console() {
     assert_eq!(button["url"], "http://127.0.0.1:8080/console/requests/r1");
     let context = of_type("context")["elements"][0]["text"].as_str().unwrap();
     assert!(context.contains("sign in to decide"), "{context}");
-}
-
-/// The SMTP server process and its lines.
-struct MailServer {
-    _child: Child,
-    lines: Lines<BufReader<ChildStdout>>,
-    port: u16,
-}
-
-impl MailServer {
-    async fn start(defer: u32) -> MailServer {
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("notify/smtp_server.py");
-        let mut child = Command::new(mesh_tests::python())
-            .arg(script)
-            .args(["--defer", &defer.to_string()])
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("start the SMTP server");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = within("the SMTP server to listen", lines.next_line())
-            .await
-            .unwrap()
-            .expect("the SMTP server printed nothing");
-        let port = first
-            .strip_prefix("listening on ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("not a port: {first}"));
-        MailServer {
-            _child: child,
-            lines,
-            port,
-        }
-    }
-
-    async fn next(&mut self) -> Value {
-        let line = within("a message at the SMTP server", self.lines.next_line())
-            .await
-            .unwrap()
-            .expect("the SMTP server stopped");
-        serde_json::from_str(&line).unwrap()
-    }
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@
 use std::{path::PathBuf, sync::Arc};
 
 use clap::Args;
-use mesh_core::access::Role;
+use mesh_core::{access::Role, owners::Owners};
 
 use crate::{
     callers::{oidc::Verifier, NamedToken, OidcConfig},
@@ -59,6 +59,17 @@ pub(super) struct OperatorArgs {
         requires = "oidc_issuer"
     )]
     oidc_scopes: String,
+    /// Owners by path, in CODEOWNERS syntax (`db/** @dba 2`): a request
+    /// whose files match waits for approvals from the owners of every rule
+    /// it falls under (see docs/people.md).
+    #[arg(long, value_name = "FILE")]
+    owners: Option<std::path::PathBuf>,
+    /// Who is told that a review waits (TOML: webhooks signed as GitHub
+    /// signs its hooks, Slack, mail by SMTP; routes by kind, path and owner;
+    /// escalation after a time; see docs/people.md). Needs the console
+    /// (its pages are what a notice links to).
+    #[arg(long, value_name = "FILE")]
+    notify: Option<std::path::PathBuf>,
 }
 
 impl OperatorArgs {
@@ -190,6 +201,38 @@ impl OperatorArgs {
             redirect_uri: format!("{}/oidc/callback", console_url.trim_end_matches('/')),
             scopes: self.oidc_scopes.clone(),
         }))
+    }
+
+    /// The notifier `--notify` configures, started on this runtime, with
+    /// the console's address its notices link to.
+    pub(super) fn notify(
+        &self,
+        console: Option<&str>,
+    ) -> anyhow::Result<Option<(mesh_notify::Notifier, String)>> {
+        let Some(path) = &self.notify else {
+            return Ok(None);
+        };
+        let Some(console) = console else {
+            anyhow::bail!("--notify: a notice links to the console's page, and --http is off");
+        };
+        let config =
+            mesh_notify::Config::load(path).map_err(|e| anyhow::anyhow!("--notify {e}"))?;
+        Ok(Some((
+            mesh_notify::Notifier::start(config),
+            console.to_owned(),
+        )))
+    }
+
+    /// The owners file's rules (none without `--owners`).
+    pub(super) fn owners(&self) -> anyhow::Result<Arc<Owners>> {
+        let Some(path) = &self.owners else {
+            return Ok(Arc::default());
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("--owners {}: {e}", path.display()))?;
+        let owners =
+            Owners::parse(&text).map_err(|e| anyhow::anyhow!("--owners {}:{e}", path.display()))?;
+        Ok(Arc::new(owners))
     }
 }
 

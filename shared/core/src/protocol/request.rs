@@ -140,6 +140,10 @@ pub struct Request {
     pub resolved_at_unix_ms: Option<i64>,
     /// What each reviewer said of it, oldest first.
     pub reviews: Vec<ReviewStep>,
+    /// Who it still waits for, where owners rules cover its paths: a rule
+    /// each (`@dba: 1 of 2`). Worked out from the owners file and its
+    /// reviews when it is read; never stored.
+    pub waits_for: Vec<String>,
 }
 
 /// One reviewer's word on a request: a stage of a review chain, or the
@@ -158,10 +162,10 @@ pub struct ReviewStep {
     /// role let them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub person: Option<crate::access::Person>,
-    /// The owners rule (`--owners`) this approval counted for, as its
-    /// pattern: where it counted for one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner_rule: Option<String>,
+    /// The owners rules (`--owners`) this approval counted for, by their
+    /// patterns.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owner_rules: Vec<String>,
 }
 
 impl Request {
@@ -175,6 +179,7 @@ impl Request {
             created_at_unix_ms: now,
             resolved_at_unix_ms: None,
             reviews: Vec::new(),
+            waits_for: Vec::new(),
         }
     }
 

@@ -170,6 +170,9 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
+        if approve && self.held_for_owners(id, by, now, effects) {
+            return self.held_reply(id);
+        }
         let was_pending = self
             .requests
             .get(id)

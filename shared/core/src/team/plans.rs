@@ -39,6 +39,20 @@ pub enum Approval {
     Chain(Arc<ReviewChain>),
 }
 
+impl Approval {
+    /// How the history names its decisions: `auto`, `policy`, `model`,
+    /// `chain`, `operator`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Approval::Manual => "operator",
+            Approval::Auto => "auto",
+            Approval::Policy(_) => "policy",
+            Approval::Model => "model",
+            Approval::Chain(_) => "chain",
+        }
+    }
+}
+
 /// A chain of reviewer stages, as the team runs it (shared: each step of a
 /// plan's review reads it while the team changes).
 #[derive(Debug)]
@@ -216,6 +230,10 @@ impl Team {
                 },
             },
         };
+        if decision.approve && self.held_for_owners(id, (self.approval.name(), None), now, effects)
+        {
+            return Ok(());
+        }
         self.decide_plan(id, decision, now, effects).map(|_| ())
     }
 
@@ -241,6 +259,9 @@ impl Team {
                 allow_overlap,
             } => {
                 self.check_overlap(&id, allow_overlap)?;
+                if self.held_for_owners(&id, by, now, effects) {
+                    return self.held_reply(&id);
+                }
                 Decision {
                     approve: true,
                     feedback,
@@ -263,7 +284,7 @@ impl Team {
         if was_pending {
             self.record_signed(&id, by, verdict, words, now, effects);
         }
-        Ok(decided)
+        Ok(self.requests.get(&id).cloned().unwrap_or(decided))
     }
 
     /// Adds a reviewer's word to request `id`'s history and shows it.
@@ -290,13 +311,18 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) {
+        // An owner's approval says which owners rules it counts for.
+        let owner_rules = match (verdict, person) {
+            ("approve", Some(person)) => self.owners_counted(id, person),
+            _ => Vec::new(),
+        };
         let step = ReviewStep {
             reviewer: by.to_owned(),
             verdict: verdict.to_owned(),
             words: crate::limits::cut(&words, crate::limits::REASON),
             at_unix_ms: now,
             person: person.cloned(),
-            owner_rule: None,
+            owner_rules,
         };
         if let Some(request) = self.requests.review(id, step) {
             effects.push(Effect::Notify(Notice::Request(Box::new(request))));
@@ -425,7 +451,10 @@ impl Team {
                     feedback: feedback.into(),
                     grant: None,
                 };
-                self.decide_permission(&id, decision, now, effects)?;
+                let mode = self.approval.name();
+                if !(approve && self.held_for_owners(&id, (mode, None), now, effects)) {
+                    self.decide_permission(&id, decision, now, effects)?;
+                }
             }
         }
         Ok(id)
@@ -537,6 +566,9 @@ impl Team {
             }
             chain::Next::Decide(verdict) => rule.decision(at, verdict),
         };
+        if decision.approve && self.held_for_owners(id, ("chain", None), now, effects) {
+            return;
+        }
         // A pending plan takes a decision; nothing else can refuse it.
         let _ = self.decide_plan(id, decision, now, effects);
     }

@@ -301,6 +301,9 @@ impl Team {
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
+        if !is_landing(self.result_request(id)?) && self.held_for_owners(id, by, now, effects) {
+            return self.held_reply(id);
+        }
         let request = self.result_request(id)?;
         match request.status {
             Status::Pending if is_landing(request) => Ok(request.clone()),

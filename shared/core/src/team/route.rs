@@ -419,6 +419,9 @@ impl Op for ReviewPermission {
             .requests
             .get(&request_id)
             .is_some_and(|r| r.status == crate::protocol::Status::Pending);
+        if approve && team.held_for_owners(&request_id, (&by, caller.person()), now, effects) {
+            return team.held_reply(&request_id);
+        }
         let decision = Decision {
             approve,
             feedback: feedback.clone(),
@@ -445,7 +448,11 @@ impl Op for ListRequests {
         _: &Admitted,
         _: &mut Vec<Effect>,
     ) -> Result<Listed<Request>, CoreError> {
-        Ok(team.list_requests(self.status, self.kind, self.page))
+        let mut listed = team.list_requests(self.status, self.kind, self.page);
+        for (_, request) in &mut listed.entries {
+            team.show_owed(request);
+        }
+        Ok(listed)
     }
 }
 
@@ -461,10 +468,12 @@ impl Op for GetRequest {
         _: &mut Vec<Effect>,
     ) -> Result<Request, CoreError> {
         let request_id = self.request_id;
-        team.requests
-            .get(&request_id)
-            .cloned()
-            .ok_or_else(|| CoreError::NotFound(format!("request_id: no request {request_id}")))
+        let mut request =
+            team.requests.get(&request_id).cloned().ok_or_else(|| {
+                CoreError::NotFound(format!("request_id: no request {request_id}"))
+            })?;
+        team.show_owed(&mut request);
+        Ok(request)
     }
 }
 

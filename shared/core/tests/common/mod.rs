@@ -6,8 +6,8 @@ use mesh_core::access::{self, Admitted, Call, Caller};
 /// `caller`, let in at the door its kind calls (the lead's hub admits
 /// callers; the team trusts what it admitted).
 pub(crate) fn admitted(caller: Caller) -> Admitted {
-    let call = match caller {
-        Caller::Operator(_) => Call::Operator(mesh_core::access::Role::Admin),
+    let call = match &caller {
+        Caller::Operator(person) => Call::Operator(person.role),
         Caller::Lead => Call::Lead,
         Caller::Joiner => Call::Join,
         _ => Call::Teammate(""),

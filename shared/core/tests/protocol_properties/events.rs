@@ -252,7 +252,7 @@ pub(crate) fn resolve(op: &Op, tracker: &Tracker) -> Call {
                 words: format!("step at {now}"),
                 at_unix_ms: now,
                 person: None,
-                owner_rule: None,
+                owner_rules: Vec::new(),
             },
         ),
         &Op::Prune { before } => Call::Prune(before),

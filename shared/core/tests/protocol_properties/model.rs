@@ -66,6 +66,7 @@ impl Machine for Model {
             created_at_unix_ms: now,
             resolved_at_unix_ms: None,
             reviews: Vec::new(),
+            waits_for: Vec::new(),
         };
         self.touched.push(request.id().clone());
         self.requests.push((self.next_ord, request.clone()));

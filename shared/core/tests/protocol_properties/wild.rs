@@ -77,7 +77,7 @@ fn wild_call() -> impl Strategy<Value = Call> {
             words,
             at_unix_ms,
             person: None,
-            owner_rule: None,
+            owner_rules: Vec::new(),
         };
         Call::Review(id, step)
     });
