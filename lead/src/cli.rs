@@ -1,6 +1,8 @@
 //! Operator commands: `lead team`, `requests`, `tasks`, `stats`, `audit`,
 //! `diff`, `shutdown`, `budget`, `watch`, `spawn` (the decisions are
-//! `decide.rs`). Each talks to a running lead over gRPC.
+//! `decide.rs`; signing in at the identity provider, `lead login --oidc`,
+//! is `login.rs`). Each talks to a running lead over gRPC, with the token
+//! [`Target`] finds.
 
 use std::{io::Write, path::PathBuf};
 
@@ -21,6 +23,7 @@ use crate::{
 pub mod audit;
 pub mod decide;
 pub mod gc;
+pub mod login;
 pub mod serve;
 mod spawn;
 pub mod status;
@@ -69,6 +72,11 @@ pub struct Target {
     /// The operator token (instead of <state-dir>/operator.token).
     #[arg(long, env = "MESH_OPERATOR_TOKEN", hide_env_values = true)]
     pub operator_token: Option<String>,
+    /// The file `lead login --oidc` keeps its token in (default:
+    /// $XDG_CONFIG_HOME/mesh/token, used when neither --operator-token nor
+    /// <state-dir>/operator.token gives one).
+    #[arg(long, env = "MESH_TOKEN_FILE", value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     // For an `https://` lead: what to trust and which certificate to show.
     #[command(flatten)]
     pub tls: ClientTls,
@@ -87,15 +95,37 @@ fn token_and_urls(target: &Target) -> Result<(String, Vec<String>), CliError> {
     } else {
         target.lead.clone()
     };
-    let token = match &target.operator_token {
-        Some(token) => token.clone(),
-        None => state.read_token(OPERATOR_TOKEN_FILE).map_err(|e| {
+    let token = target.operator_token.clone();
+    Ok((token.map_or_else(|| token_of(target, &state), Ok)?, urls))
+}
+
+/// The token when no --operator-token is given: the one `lead login
+/// --oidc` kept in --token-file, else the state dir's operator token, else
+/// the one `lead login --oidc` kept where it keeps it by default.
+fn token_of(target: &Target, state: &StateDir) -> Result<String, CliError> {
+    if let Some(path) = &target.token_file {
+        return login::stored_token(path)?.ok_or_else(|| {
             CliError::Connect(format!(
-                "no operator token ({e}); pass --operator-token or MESH_OPERATOR_TOKEN"
+                "no token in {} (--token-file); sign in with `lead login --oidc`",
+                path.display()
             ))
-        })?,
+        });
+    }
+    let own = match state.read_token(OPERATOR_TOKEN_FILE) {
+        Ok(token) => return Ok(token),
+        Err(e) => e,
     };
-    Ok((token, urls))
+    let stored = login::token_file(None)
+        .ok()
+        .map(|path| login::stored_token(&path))
+        .transpose()?
+        .flatten();
+    stored.ok_or_else(|| {
+        CliError::Connect(format!(
+            "no operator token ({own}); pass --operator-token or MESH_OPERATOR_TOKEN, or sign \
+             in with `lead login --oidc`"
+        ))
+    })
 }
 
 /// Connects to the lead named by `target`: the active one, when it names

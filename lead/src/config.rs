@@ -27,6 +27,9 @@ pub struct Config {
     /// `--a2a-push-allow HOST`: the hosts A2A push notifications may be
     /// posted to; none: push notifications are not offered.
     pub a2a_push_allow: Vec<String>,
+    /// How the console signs people in at the identity provider
+    /// (`--oidc-issuer` with the console on); none: tokens only.
+    pub console_sign_in: Option<crate::SignIn>,
 }
 
 /// How often the server pings an idle connection, and how long it waits for

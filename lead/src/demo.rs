@@ -162,6 +162,7 @@ pub async fn run(dir: Option<PathBuf>, teammate_bin: PathBuf) -> anyhow::Result<
         .1,
         a2a_card: serde_json::Map::new(),
         a2a_push_allow: Vec::new(),
+        console_sign_in: None,
     };
     let server = tokio::spawn(crate::run(
         server::Listeners {

@@ -36,4 +36,5 @@ pub mod telemetry;
 pub mod tls;
 
 pub use config::Config;
+pub use console::SignIn;
 pub use server::{run, Listeners};

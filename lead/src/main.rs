@@ -244,6 +244,11 @@ enum Command {
         #[command(flatten)]
         target: Target,
     },
+    /// Sign in at the OpenID provider (--oidc: the device authorization
+    /// grant): prints where to enter a code, waits for the sign-in, and
+    /// keeps the ID token for the other commands (in a file only you can
+    /// read); says who signed in and when the token expires.
+    Login(cli::login::LoginArgs),
     /// Run the whole mission once: a lead and two teammates, with a transcript.
     Demo {
         /// Where the demo keeps its state and workspaces (default: a temporary directory).
@@ -366,6 +371,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tokens,
             target,
         } => cli::budget(&mut connect(&target).await?, name, tokens).await,
+        Command::Login(args) => cli::login::login(args).await,
         Command::Spawn { spawn, target } => {
             let ca = target.tls.ca.clone();
             cli::spawn(&mut connect(&target).await?, spawn, ca.as_deref()).await

@@ -84,6 +84,9 @@ pub enum ServeError {
     /// The console's listener failed.
     #[error("console: {0}")]
     Console(std::io::Error),
+    /// The console's sign-in at the identity provider could not be set up.
+    #[error("console: the sign-in at the identity provider: {0}")]
+    SignIn(String),
     /// The state could not be loaded.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -125,6 +128,7 @@ pub async fn run(
         standing,
         a2a_card,
         a2a_push_allow,
+        console_sign_in,
     } = config;
     let repo = hub_config.repo.clone();
     let card = std::sync::Arc::new(crate::a2a::card::CardBase {
@@ -138,7 +142,7 @@ pub async fn run(
         .transpose()?;
     let (hub, commands) = hub::load(hub_config, store).await?;
     let (stop_tx, stop_rx) = watch::channel(None);
-    let mut console_stop = stop_rx.clone();
+    let console_stop = stop_rx.clone();
     let (hub, hub_task) = hub::start(hub, commands, stop_rx);
     let Listeners {
         grpc: listener,
@@ -147,28 +151,14 @@ pub async fn run(
     } = listeners;
     let a2a = crate::a2a::A2a::new(hub.clone(), tokens.clone(), push);
     if let Some(listener) = console {
-        let stop = async move {
-            let _ = console_stop.wait_for(Option::is_some).await;
-        };
-        let addr = listener.local_addr().map_err(ServeError::Console)?;
-        let accepted = connections::incoming(
-            listener,
-            connections,
-            tls.as_ref().map(|tls| tls.console.clone()),
-            Speaks::Http1,
-        );
         // The adapters on the console's port, side by side.
-        let app = crate::console::router(hub.clone(), tokens.clone(), tls.is_some())
-            .merge(crate::a2a::card::router(card, hub.clone(), tls.is_some()))
-            .merge(crate::a2a::jsonrpc::router(a2a.clone()))
-            .merge(crate::a2a::rest::router(a2a.clone()));
-        let served =
-            crate::console::serve(crate::console::Accepted::new(accepted, addr), app, stop);
-        tokio::spawn(async move {
-            if let Err(e) = served.await {
-                tracing::error!(error = %e, "the console stopped");
-            }
-        });
+        let app =
+            crate::console::router(hub.clone(), tokens.clone(), tls.is_some(), console_sign_in)
+                .map_err(ServeError::SignIn)?
+                .merge(crate::a2a::card::router(card, hub.clone(), tls.is_some()))
+                .merge(crate::a2a::jsonrpc::router(a2a.clone()))
+                .merge(crate::a2a::rest::router(a2a.clone()));
+        serve_console(listener, app, connections, tls.as_ref(), console_stop)?;
     }
     let (ended_tx, ended_rx) = oneshot::channel::<Result<(), HubFailure>>();
     tokio::spawn(async move {
@@ -227,6 +217,34 @@ pub async fn run(
     let calls = tower_layer::Layer::layer(&CallsLayer, routes);
     serve_grpc(incoming, calls, keepalive, signal).await;
     hub_result?;
+    Ok(())
+}
+
+/// Serves `app` (the console and the adapters beside it) on `listener`, in
+/// a task of its own, until `stop` says the lead stops.
+fn serve_console(
+    listener: Arc<TcpListener>,
+    app: axum::Router,
+    connections: ConnLimits,
+    tls: Option<&ServerTls>,
+    mut stop: watch::Receiver<Option<hub::Stop>>,
+) -> Result<(), ServeError> {
+    let stop = async move {
+        let _ = stop.wait_for(Option::is_some).await;
+    };
+    let addr = listener.local_addr().map_err(ServeError::Console)?;
+    let accepted = connections::incoming(
+        listener,
+        connections,
+        tls.map(|tls| tls.console.clone()),
+        Speaks::Http1,
+    );
+    let served = crate::console::serve(crate::console::Accepted::new(accepted, addr), app, stop);
+    tokio::spawn(async move {
+        if let Err(e) = served.await {
+            tracing::error!(error = %e, "the console stopped");
+        }
+    });
     Ok(())
 }
 

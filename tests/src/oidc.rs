@@ -16,7 +16,10 @@
 //! sub, e.g. `alice`), [`PASSWORD_INPUT`] (any password) and
 //! [`SUBMIT_BUTTON`] ("Sign-in"); submitting it redirects through
 //! `/auth/<uid>` to the client's `redirect_uri` with `code` and `state`.
-//! No consent page: every client is first-party. The device flow's page
+//! Every client is first-party, granted what it asks, but a native one
+//! (as every client here is) is asked to confirm first: a page "Authorize"
+//! whose [`SUBMIT_BUTTON`] is "Continue" (oidc-provider's
+//! `native_client_prompt`). The device flow's page
 //! (`verification_uri_complete`, `/device?user_code=...`) asks to confirm
 //! the code ([`SUBMIT_BUTTON`], "Continue"), then the same sign-in form,
 //! then says "Sign-in Success"; [`OidcProvider::approve_device`] walks it.

@@ -335,6 +335,15 @@ impl Browser {
         }
     }
 
+    /// The value of the page's cookie `name`, HttpOnly ones too (WebDriver's
+    /// Get Named Cookie), if the browser holds it.
+    pub async fn cookie(&self, name: &str) -> Option<String> {
+        let cookie = self
+            .call(reqwest::Method::GET, &format!("/cookie/{name}"), None)
+            .await;
+        cookie["value"].as_str().map(str::to_owned)
+    }
+
     /// Ends the session: Chromium exits, then chromedriver goes with this.
     pub async fn quit(self) {
         self.call(reqwest::Method::DELETE, "", None).await;

@@ -341,6 +341,10 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         Some(listener) => console_url(scheme, listener.local_addr()?, args.advertise.as_deref())?,
         None => String::new(),
     };
+    let console_sign_in = match &console {
+        Some(_) => args.operators.sign_in(&console_url)?,
+        None => None,
+    };
     let standing = Standing {
         role: Role::Sole,
         url: args.advertise.clone().unwrap_or_else(|| lead_url.clone()),
@@ -401,6 +405,7 @@ async fn serve_with(args: ServeArgs) -> anyhow::Result<()> {
         standing,
         a2a_card: a2a.card.clone(),
         a2a_push_allow: a2a.push_allow.clone(),
+        console_sign_in: console_sign_in.clone(),
     };
     // A lead on PostgreSQL said so before it waited for the lease.
     announce.now()?;

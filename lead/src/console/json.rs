@@ -58,6 +58,7 @@ pub(super) fn request_json(r: &Request) -> Value {
         "payload": serde_json::from_str::<Value>(&r.opening.payload_json).unwrap_or(Value::Null),
         "feedback": r.feedback, "created_at_unix_ms": r.created_at_unix_ms,
         "resolved_at_unix_ms": r.resolved_at_unix_ms.unwrap_or(0),
+        "waits_for": r.waits_for,
         "reviews": r.reviews.iter().map(|s| json!({
             "reviewer": s.reviewer, "verdict": s.verdict, "words": s.words,
             "at_unix_ms": s.at_unix_ms,
@@ -303,6 +304,7 @@ mod tests {
                     created_at_unix_ms: 10,
                     resolved_at_unix_ms: status.is_terminal().then_some(30),
                     reviews,
+                    waits_for: Vec::new(),
                 });
             }
         }

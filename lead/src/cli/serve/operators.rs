@@ -1,14 +1,19 @@
 //! Who operates the lead, from `lead serve`'s flags: the unnamed operator
 //! token, named tokens with their roles (`--operator-token
 //! NAME=TOKEN[:ROLE]`), and the identity provider whose tokens name people
-//! (`--oidc-issuer`, `--oidc-audience`, `--oidc-name-claim`, `--oidc-role`).
+//! (`--oidc-issuer`, `--oidc-audience`, `--oidc-name-claim`, `--oidc-role`),
+//! who also sign in to the console there (`--oidc-client-id`,
+//! `--oidc-client-secret-file`, `--oidc-scopes`).
 
-use std::sync::Arc;
+use std::{path::PathBuf, sync::Arc};
 
 use clap::Args;
 use mesh_core::{access::Role, owners::Owners};
 
-use crate::callers::{oidc::Verifier, NamedToken, OidcConfig};
+use crate::{
+    callers::{oidc::Verifier, NamedToken, OidcConfig},
+    SignIn,
+};
 
 #[derive(Debug, Clone, Args)]
 pub(super) struct OperatorArgs {
@@ -36,6 +41,24 @@ pub(super) struct OperatorArgs {
     /// no such group may do nothing. Repeatable.
     #[arg(long, value_name = "GROUP=ROLE", requires = "oidc_issuer", action = clap::ArgAction::Append)]
     oidc_role: Vec<String>,
+    /// The client the console signs people in as, at the provider (the
+    /// authorization-code flow with PKCE; its redirect URI is <console
+    /// URL>/oidc/callback). Default: the audience.
+    #[arg(long, value_name = "ID", requires = "oidc_issuer")]
+    oidc_client_id: Option<String>,
+    /// A file holding the client's secret, for a confidential client
+    /// (client_secret_basic); without it the client is public (PKCE alone).
+    #[arg(long, value_name = "FILE", requires = "oidc_issuer")]
+    oidc_client_secret_file: Option<PathBuf>,
+    /// The scopes the console's sign-in asks for: what puts the name and
+    /// groups claims in the ID token.
+    #[arg(
+        long,
+        value_name = "SCOPES",
+        default_value = "openid email profile groups",
+        requires = "oidc_issuer"
+    )]
+    oidc_scopes: String,
     /// Owners by path, in CODEOWNERS syntax (`db/** @dba 2`): a request
     /// whose files match waits for approvals from the owners of every rule
     /// it falls under (see docs/people.md).
@@ -137,6 +160,49 @@ impl OperatorArgs {
 }
 
 impl OperatorArgs {
+    /// How the console signs people in at the provider, if `--oidc-issuer`
+    /// names one: as `--oidc-client-id` (the audience), back at
+    /// `console_url`'s `oidc/callback`.
+    pub(super) fn sign_in(&self, console_url: &str) -> anyhow::Result<Option<SignIn>> {
+        let (Some(issuer), Some(audience)) = (&self.oidc_issuer, &self.oidc_audience) else {
+            return Ok(None);
+        };
+        let client_id = self
+            .oidc_client_id
+            .clone()
+            .unwrap_or_else(|| audience.clone());
+        if client_id != *audience {
+            tracing::warn!(
+                "--oidc-client-id {client_id} is not --oidc-audience {audience}: the ID tokens the \
+                 console's sign-in gets are for {client_id}, and are taken only if they name \
+                 {audience} too"
+            );
+        }
+        let client_secret = match &self.oidc_client_secret_file {
+            Some(path) => {
+                let secret = std::fs::read_to_string(path).map_err(|e| {
+                    anyhow::anyhow!("--oidc-client-secret-file {}: {e}", path.display())
+                })?;
+                let secret = secret.trim().to_owned();
+                if secret.is_empty() {
+                    anyhow::bail!(
+                        "--oidc-client-secret-file {}: the file is empty",
+                        path.display()
+                    );
+                }
+                Some(secret)
+            }
+            None => None,
+        };
+        Ok(Some(SignIn {
+            issuer: issuer.clone(),
+            client_id,
+            client_secret,
+            redirect_uri: format!("{}/oidc/callback", console_url.trim_end_matches('/')),
+            scopes: self.oidc_scopes.clone(),
+        }))
+    }
+
     /// The notifier `--notify` configures, started on this runtime, with
     /// the console's address its notices link to.
     pub(super) fn notify(

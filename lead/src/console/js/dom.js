@@ -35,10 +35,17 @@ export function refreshTimes() {
   }
 }
 
+// The session's CSRF token, which every POST carries (the lead refuses a
+// session's change without it).
+function csrfToken() {
+  const meta = document.querySelector('meta[name="csrf-token"]');
+  return meta ? meta.content : "";
+}
+
 export async function post(path, body) {
   const response = await fetch(path, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { "content-type": "application/json", "x-csrf-token": csrfToken() },
     body: JSON.stringify(body),
   });
   const answer = await response.json().catch(() => ({}));

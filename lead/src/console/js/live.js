@@ -5,6 +5,7 @@
 import { asked } from "./content.js";
 import { refreshTimes, whenText } from "./dom.js";
 import { loadEvents, logLive, toldMembers, toldRequests } from "./events.js";
+import { showMe } from "./me.js";
 import { notify } from "./notify.js";
 import { afterRedraw } from "./router.js";
 import { members, newer, requests, schedule, setUsageBase, tasks, tokensOf, usage, usageSum } from "./state.js";
@@ -82,6 +83,7 @@ function offline(gone) {
 }
 
 export function start() {
+  showMe().catch(() => {});
   const live = document.getElementById("live");
   // The state is read once the event stream is open (the lead watches for
   // this page from then on), so nothing between the two is lost; events that
