@@ -29,7 +29,7 @@ use tokio_stream::{Stream, StreamExt as _};
 use tonic::{Request, Response, Status};
 
 use crate::{
-    callers::{claim_of, operator, token_of, Tokens},
+    callers::{claim_of, token_of, Tokens},
     hub::{Claim, Command, HubHandle},
 };
 
@@ -149,7 +149,7 @@ impl A2a {
             let page: Listed<Task> = self
                 .hub
                 .operate(
-                    operator(),
+                    Claim::operator(),
                     Ok(ListTasks {
                         status: None,
                         page: PageAsk {
@@ -192,7 +192,7 @@ impl A2a {
             let page: Listed<CoreRequest> = self
                 .hub
                 .operate(
-                    operator(),
+                    Claim::operator(),
                     Ok(ListRequests {
                         status,
                         kind,
@@ -227,7 +227,7 @@ impl A2a {
         let mut events = self
             .hub
             .call(|reply| Command::Watch {
-                claim: operator(),
+                claim: Claim::operator(),
                 reply,
             })
             .await?;

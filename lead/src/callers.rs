@@ -124,9 +124,3 @@ pub(crate) fn signer(claim: &Claim) -> String {
         _ => "operator".to_owned(),
     }
 }
-
-/// The lead's own operator (the unnamed token's holder), for reads the
-/// lead makes on behalf of a caller it admitted already.
-pub(crate) fn operator() -> Claim {
-    Claim::Known(Caller::Operator(Person::operator()))
-}

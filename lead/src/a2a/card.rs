@@ -10,7 +10,11 @@ use axum::{extract::State, http::HeaderMap, routing::get, Router};
 use mesh_core::op::{ListTeam, PageAsk};
 use serde_json::{json, Map, Value};
 
-use crate::{callers::operator, error::HubError, hub::HubHandle, paging::MAX_PAGE_SIZE};
+use crate::{
+    error::HubError,
+    hub::{Claim, HubHandle},
+    paging::MAX_PAGE_SIZE,
+};
 
 /// What `--a2a-card FILE` may say of the team; the lead says the rest
 /// (its interface, capabilities and security), which it alone knows.
@@ -91,7 +95,7 @@ async fn roles(hub: &HubHandle) -> Result<Vec<String>, HubError> {
     });
     while let Some(ask) = page {
         let listed = hub
-            .operate(operator(), Ok(ListTeam { page: ask }))
+            .operate(Claim::operator(), Ok(ListTeam { page: ask }))
             .await?
             .members;
         page = listed

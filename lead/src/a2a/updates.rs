@@ -6,8 +6,8 @@ use mesh_a2a::pb as a2a;
 use tokio_stream::StreamExt as _;
 use tonic::Status;
 
-use super::{operator, tasks, A2a, BoxStream, UPDATES_HELD};
-use crate::hub::Command;
+use super::{tasks, A2a, BoxStream, UPDATES_HELD};
+use crate::hub::{Claim, Command};
 
 /// Task `id`'s updates, in order: the task as it stands first, then
 /// each change of its state or status (a status update; a completed
@@ -24,7 +24,7 @@ pub(super) async fn updates(
     let mut events = a2a
         .hub
         .call(|reply| Command::Watch {
-            claim: operator(),
+            claim: Claim::operator(),
             reply,
         })
         .await?;

@@ -14,7 +14,11 @@ use serde_json::json;
 use tokio_stream::StreamExt;
 
 use super::{answers::hub_failed, session::Operator, Console};
-use crate::{callers::operator, connections::ConnInfo, hub::Command, render};
+use crate::{
+    connections::ConnInfo,
+    hub::{Claim, Command},
+    render,
+};
 
 /// The hub's events, live, as server-sent events (one JSON object each).
 pub(super) async fn events(
@@ -23,7 +27,7 @@ pub(super) async fn events(
     _: Operator,
 ) -> Response {
     let watch = |reply| Command::Watch {
-        claim: operator(),
+        claim: Claim::operator(),
         reply,
     };
     let events = match console.hub.call(watch).await {

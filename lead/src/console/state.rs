@@ -25,9 +25,8 @@ use super::{
     Console,
 };
 use crate::{
-    callers::operator,
     error::HubError,
-    hub::{Command, HubHandle, HubOp},
+    hub::{Claim, Command, HubHandle, HubOp},
     paging::MAX_PAGE_SIZE,
     render,
 };
@@ -58,7 +57,7 @@ pub(super) async fn request(
     };
     let found: Result<CoreRequest, HubError> = console
         .hub
-        .operate(operator(), Ok(GetRequest { request_id }))
+        .operate(Claim::operator(), Ok(GetRequest { request_id }))
         .await;
     match found {
         Ok(request) => no_store(Json(json::request_json(&request)).into_response()),
@@ -102,7 +101,7 @@ async fn every<T, O: HubOp<Reply = Listed<T>>>(
     let mut all = Vec::new();
     let mut page = Some(FIRST);
     while let Some(ask) = page {
-        let listed: Listed<T> = hub.operate(operator(), Ok(op(ask))).await?;
+        let listed: Listed<T> = hub.operate(Claim::operator(), Ok(op(ask))).await?;
         page = page_after(&listed);
         all.extend(listed.entries.into_iter().map(|(_, entry)| entry));
     }
@@ -136,7 +135,9 @@ async fn team(
     let mut others: Vec<(String, Usage)> = Vec::new();
     let mut page = Some(FIRST);
     while let Some(ask) = page {
-        let listed: TeamPage = hub.operate(operator(), Ok(ListTeam { page: ask })).await?;
+        let listed: TeamPage = hub
+            .operate(Claim::operator(), Ok(ListTeam { page: ask }))
+            .await?;
         page = page_after(&listed.members);
         members.extend(listed.members.entries.into_iter().map(|(_, m)| m));
         (team_usage, others) = (listed.team_usage, listed.others);

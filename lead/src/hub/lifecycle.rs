@@ -7,7 +7,7 @@ use mesh_core::{
     op::RequestShutdown,
 };
 
-use super::Hub;
+use super::{Claim, Hub};
 use crate::store::Change;
 
 /// How often the hub looks for stuck streams and for what retention lets go.
@@ -158,7 +158,7 @@ impl Hub {
                     continue;
                 };
                 let asked = self.operate(
-                    crate::callers::operator(),
+                    Claim::operator(),
                     Ok(RequestShutdown {
                         request_id: RequestId::generate(),
                         target,

@@ -37,6 +37,15 @@ pub(crate) enum Claim {
     Admitted(Admitted),
 }
 
+impl Claim {
+    /// The lead's own operator (the unnamed token's holder, an admin), for
+    /// what the lead does on its own (asking members to stop as it stops)
+    /// and the reads it makes for a caller it admitted already.
+    pub(crate) fn operator() -> Claim {
+        Claim::Known(Caller::Operator(access::Person::operator()))
+    }
+}
+
 /// An op the hub applies for an admitted caller: what it answers, where it
 /// may come in, and how the hub applies it.
 pub(crate) trait HubOp: Sized + Send + 'static {

@@ -49,7 +49,7 @@ const FILES: [&str; 3] = ["src/a.rs", "src/b.rs", "docs/*.md"];
 
 /// The operator, at its door.
 fn operator() -> (Claim, Call<'static>) {
-    (crate::callers::operator(), Call::Operator(Role::Admin))
+    (Claim::operator(), Call::Operator(Role::Admin))
 }
 
 /// A member's session `token`, calling `Lead.<rpc>`.

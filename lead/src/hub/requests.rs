@@ -11,7 +11,7 @@ use mesh_core::{
 };
 use shared::plan::Plan;
 
-use super::{Approval, Hub};
+use super::{Approval, Claim, Hub};
 use crate::error::HubError;
 
 impl Hub {
@@ -110,7 +110,7 @@ impl Hub {
                         verdict,
                         by: by.clone(),
                     };
-                    self.operate(crate::callers::operator(), Ok(review))
+                    self.operate(Claim::operator(), Ok(review))
                 });
                 let text = match decided {
                     Ok(_) => said,

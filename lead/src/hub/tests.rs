@@ -84,10 +84,8 @@ async fn status(hub: &HubHandle, name: &str) -> Status {
             size: 100,
         },
     };
-    let team: mesh_core::team::TeamPage = hub
-        .operate(crate::callers::operator(), Ok(op))
-        .await
-        .expect("lists");
+    let team: mesh_core::team::TeamPage =
+        hub.operate(Claim::operator(), Ok(op)).await.expect("lists");
     team.members
         .entries
         .into_iter()
@@ -104,10 +102,7 @@ async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
         reason: "done".into(),
         deadline_unix_ms: None,
     };
-    let ticket: RequestId = hub
-        .operate(crate::callers::operator(), Ok(op))
-        .await
-        .expect("asks");
+    let ticket: RequestId = hub.operate(Claim::operator(), Ok(op)).await.expect("asks");
     ticket.to_string()
 }
 
@@ -117,7 +112,7 @@ async fn request_status(hub: &HubHandle, id: &str) -> RequestStatus {
         request_id: RequestId::existing("request_id", id).expect("a request id"),
     };
     let state: mesh_core::protocol::Request = hub
-        .operate(crate::callers::operator(), Ok(op))
+        .operate(Claim::operator(), Ok(op))
         .await
         .expect("exists");
     state.status
@@ -282,7 +277,7 @@ async fn a_caller_is_admitted_once_before_its_op_is_looked_at() {
     // The operator's token at a member's door is refused there.
     let refused = hub
         .apply(
-            crate::callers::operator(),
+            Claim::operator(),
             Call::Teammate("ReportIdle"),
             Ok(ReportIdle {
                 reason: String::new(),

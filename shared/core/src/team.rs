@@ -22,8 +22,10 @@ use crate::{
 mod amendments;
 mod apply;
 mod decide;
+mod landing;
 mod lists;
 mod owners;
+mod permissions;
 mod plans;
 mod results;
 mod route;

@@ -4,14 +4,14 @@
 //! (the task completed with it); a rejection, or a merge that conflicts,
 //! goes back to the teammate with the reason. See [`crate::result`].
 
-use super::{Signer, Team};
+use super::{landing::Landed, Signer, Team};
 use crate::{
     effect::{Effect, Message, Notice},
     names::{RequestId, LEAD},
     policy,
     protocol::{Decision, Kind, Opening, Party, Request, Status, TransitionError},
     refusal::CoreError,
-    result::{Landing, ResultPayload, WorkResult},
+    result::{ResultPayload, WorkResult},
     tasks::TaskStatus,
 };
 
@@ -344,7 +344,7 @@ impl Team {
     }
 
     /// Records a result decision and, the first time, tells the teammate.
-    fn decide_result(
+    pub(super) fn decide_result(
         &mut self,
         id: &RequestId,
         decision: Decision,
@@ -372,93 +372,6 @@ impl Team {
             effects.push(Effect::Notify(Notice::Request(Box::new(request.clone()))));
         }
         Ok(outcome.request)
-    }
-
-    /// `Landed`: the runtime merged approved result `id` (it is APPROVED,
-    /// and its task completed with its summary), or could not (REJECTED,
-    /// with the conflicting paths). Anything else (not landing) is ignored.
-    pub(super) fn landed_op(
-        &mut self,
-        id: &RequestId,
-        landing: Landing,
-        now: i64,
-        effects: &mut Vec<Effect>,
-    ) -> Result<(), CoreError> {
-        // A merge the branch has answers any pending result (a lead that
-        // stopped before the approval was durable finds it there); a failed
-        // one, only a result being landed.
-        let merged = matches!(landing, Landing::Merged { .. });
-        let Some(request) = self.requests.get(id).filter(|r| {
-            r.opening.kind == Kind::Result
-                && r.status == Status::Pending
-                && (merged || is_landing(r))
-        }) else {
-            return Ok(());
-        };
-        let sender = request.opening.sender.clone();
-        let result = request.result_payload().result;
-        match landing {
-            Landing::Merged { commit } => {
-                let decision = Decision {
-                    approve: true,
-                    feedback: format!("landed on the team branch as {commit}"),
-                    grant: None,
-                };
-                let landed = Landed {
-                    commit: commit.clone(),
-                    head: commit.clone(),
-                    conflicts: Vec::new(),
-                };
-                self.decide_result(id, decision, landed, now, effects)?;
-                self.record_review(
-                    id,
-                    "merge",
-                    "approve",
-                    format!("merged as {commit}"),
-                    now,
-                    effects,
-                );
-                // The work landed; the task is done with it, if its owner
-                // still holds it (a task given back meanwhile stays open).
-                let _ = self.complete_task_op(
-                    &sender,
-                    &result.task_id,
-                    crate::tasks::Completion::summary(result.summary),
-                    now,
-                    effects,
-                );
-            }
-            Landing::Conflict { paths, head } => {
-                let feedback = format!(
-                    "conflicts with the team branch (now {head}) in: {}; rebase onto {head} \
-                     and submit again (supersedes {id})",
-                    paths.join(", ")
-                );
-                let decision = Decision {
-                    approve: false,
-                    feedback: feedback.clone(),
-                    grant: None,
-                };
-                let landed = Landed {
-                    commit: String::new(),
-                    head,
-                    conflicts: paths,
-                };
-                self.decide_result(id, decision, landed, now, effects)?;
-                self.record_review(id, "merge", "reject", feedback, now, effects);
-            }
-            Landing::Failed(why) => {
-                let feedback = format!("could not be merged: {why}");
-                let decision = Decision {
-                    approve: false,
-                    feedback: feedback.clone(),
-                    grant: None,
-                };
-                self.decide_result(id, decision, Landed::default(), now, effects)?;
-                self.record_review(id, "merge", "error", feedback, now, effects);
-            }
-        }
-        Ok(())
     }
 
     /// With a chain for results, it and the result `id`, if the result
@@ -573,24 +486,6 @@ impl Team {
             chain::Next::Decide(_) => {}
         }
     }
-
-    /// The approved results still to land, oldest first: what a lead that
-    /// restarted must finish.
-    pub fn landings(&self) -> Vec<RequestId> {
-        self.requests
-            .iter()
-            .filter(|r| r.status == Status::Pending && is_landing(r))
-            .map(|r| r.id().clone())
-            .collect()
-    }
-}
-
-/// What a result's answer says of its landing.
-#[derive(Debug, Default)]
-struct Landed {
-    commit: String,
-    head: String,
-    conflicts: Vec<String>,
 }
 
 /// Whether result `request` is approved and being landed: pending, and its
