@@ -14,7 +14,14 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use rsa::{pkcs1::EncodeRsaPrivateKey, traits::PublicKeyParts};
 use serde_json::json;
 
-use crate::{mesh, stats::Report, Counts};
+use crate::{
+    mesh,
+    stats::{Report, Samples},
+    Counts,
+};
+
+/// How many turns each token has in a run.
+const ROUNDS: usize = 4;
 
 /// The bench's issuer: its URL and its signing keys.
 struct Issuer {
@@ -104,20 +111,34 @@ pub(crate) async fn measure(counts: &Counts, report: &mut Report) -> anyhow::Res
         "admins=admin",
     ];
     let (_server, lead) = crate::start_lead("sqlite", &flags).await?;
-    let n = counts.handshakes / 2;
     let tokens = [
         ("static token", lead.operator.clone()),
         ("JWT ES256", issuer.token(Algorithm::ES256)?),
         ("JWT RS256", issuer.token(Algorithm::RS256)?),
     ];
-    for (i, (what, token)) in tokens.into_iter().enumerate() {
-        let as_operator = mesh::Lead {
-            operator: token,
-            ..lead.clone()
-        };
-        let operator = mesh::run_operator(as_operator).await?;
-        let (samples, _) = mesh::handshakes_sequential(&lead, &format!("jwt{i}"), n).await?;
-        operator.abort();
+    // Rounds, each token's turn in a rotating order, so that what drifts
+    // over a run (the store growing, the machine's other work) falls on
+    // each alike; each token's figure is over all its rounds.
+    let n = counts.handshakes / 2 / ROUNDS;
+    let mut samples: Vec<Samples> = tokens
+        .iter()
+        .map(|_| Samples::with_capacity(n * ROUNDS))
+        .collect();
+    for round in 0..ROUNDS {
+        for turn in 0..tokens.len() {
+            let i = (round + turn) % tokens.len();
+            let as_operator = mesh::Lead {
+                operator: tokens[i].1.clone(),
+                ..lead.clone()
+            };
+            let operator = mesh::run_operator(as_operator).await?;
+            let name = format!("jwt{round}x{i}");
+            let (taken, _) = mesh::handshakes_sequential(&lead, &name, n).await?;
+            operator.abort();
+            samples[i].extend(taken);
+        }
+    }
+    for ((what, _), samples) in tokens.iter().zip(samples) {
         report.add(
             &format!("[sqlite] handshake manual, operator on {what} p50"),
             "us",
