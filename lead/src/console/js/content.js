@@ -74,9 +74,13 @@ function permissionChange(r) {
 }
 
 function historyOf(request) {
-  if (!request.reviews || !request.reviews.length) return null;
-  return el("div", { class: "meta", "data-testid": "reviews" }, el("span", { text: "Reviews: " }),
+  const owed = request.waits_for && request.waits_for.length
+    ? el("div", { class: "meta", "data-testid": "waits-for", text: "Waits for its owners: " + request.waits_for.join(", ") })
+    : null;
+  if (!request.reviews || !request.reviews.length) return owed;
+  const reviews = el("div", { class: "meta", "data-testid": "reviews" }, el("span", { text: "Reviews: " }),
     list(request.reviews.map((s) => `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""}`)));
+  return owed ? el("div", {}, owed, reviews) : reviews;
 }
 
 // What a request belongs to and what follows from it: its task, the plan a
