@@ -28,14 +28,16 @@ fn brief_of(mut value: Value, payload_bytes: usize) -> Value {
     ] {
         cut |= drop_field(payload, path);
     }
-    // A permission: its tool and the path its call names, not its arguments
-    // (a file's whole content for write_file).
+    // A permission: its tool, the path its call names and the command it
+    // runs (cut), not its other arguments (a file's whole content for
+    // write_file): what the queue's card says it does to what.
     if let Some(args) = payload.get("args_json").and_then(Value::as_str) {
-        let path = serde_json::from_str::<Value>(args)
-            .ok()
-            .and_then(|a| a.get("path").and_then(Value::as_str).map(str::to_owned));
-        if let Some(path) = path {
-            payload["path"] = Value::String(path);
+        let args = serde_json::from_str::<Value>(args).unwrap_or(Value::Null);
+        if let Some(path) = args.get("path").and_then(Value::as_str) {
+            payload["path"] = Value::String(path.to_owned());
+        }
+        if let Some(command) = args.get("command").and_then(Value::as_str) {
+            payload["command"] = Value::String(mesh_core::limits::cut(command, 300));
         }
         cut |= drop_field(payload, &["args_json"]);
     }
@@ -114,6 +116,10 @@ mod tests {
         let brief = brief_json(&request(Kind::Permission, payload));
         assert_eq!(brief["payload"]["tool"], "write_file");
         assert_eq!(brief["payload"]["path"], "src/a.rs");
+        let args = serde_json::json!({"command": "make check"});
+        let payload = serde_json::json!({"tool": "run_command", "args_json": args.to_string()});
+        let brief = brief_of(serde_json::json!({ "payload": payload }), 100);
+        assert_eq!(brief["payload"]["command"], "make check");
         assert!(brief["payload"].get("args_json").is_none());
         assert_eq!(brief["brief"], true);
     }

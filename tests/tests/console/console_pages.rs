@@ -462,7 +462,7 @@ content = "the new line\nkept\n"
     assert!(ok, "{err}");
     let browser = lead.console_browser().await;
     browser
-        .wait_for("[data-testid=permission] h3", "ann asks to run write_file")
+        .wait_for("[data-testid=permission] h3", "ann asks to write notes.txt")
         .await;
     browser
         .wait_for("[data-testid=write-diff] .removed", "- the old line")

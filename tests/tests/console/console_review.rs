@@ -334,7 +334,7 @@ async fn a_request_page_says_each_thing_once_a_permission_as_a_diff_and_links_pl
             .open(&format!("{base}#/requests/{permission}"))
             .await;
         browser
-            .wait_for("#page h2", "bob asks to run edit_file on src/lib.rs")
+            .wait_for("#page h2", "bob asks to edit src/lib.rs")
             .await;
         let removed = until(
             &browser,

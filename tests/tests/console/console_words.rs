@@ -41,6 +41,27 @@ async fn a_member_waiting_for_a_decision_is_shown_waiting_not_working() {
         .await
         .unwrap();
     browser.wait_for(status, "waiting for a permission").await;
+    // A command is shown before it runs: the card and the page name it,
+    // the page in a code block with where it runs and under what.
+    browser
+        .wait_for("[data-testid=permission] h3", "ann asks to run `make`")
+        .await;
+    browser
+        .execute(
+            "document.querySelector('[data-testid=permission] h3 a').click()",
+            vec![],
+        )
+        .await;
+    browser.wait_for("#page h2", "ann asks to run `make`").await;
+    browser
+        .wait_for("#page [data-testid=command]", "make")
+        .await;
+    browser
+        .wait_for("#page [data-testid=command-where]", "in ann's workspace")
+        .await;
+    browser
+        .wait_for("#page [data-testid=command-sandbox]", "It runs under")
+        .await;
     browser.quit().await;
 }
 

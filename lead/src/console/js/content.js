@@ -73,14 +73,28 @@ function permissionChange(r) {
   return null;
 }
 
+// Whom a request under owners rules still waits for, and its reviews: two
+// parts (either may be null; the request page leaves out the reviews, which
+// its timeline has).
 function historyOf(request) {
   const owed = request.waits_for && request.waits_for.length
     ? el("div", { class: "meta", "data-testid": "waits-for", text: "Waits for its owners: " + request.waits_for.join(", ") })
     : null;
-  if (!request.reviews || !request.reviews.length) return owed;
-  const reviews = el("div", { class: "meta", "data-testid": "reviews" }, el("span", { text: "Reviews: " }),
-    list(request.reviews.map((s) => `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""}`)));
-  return owed ? el("div", {}, owed, reviews) : reviews;
+  if (!request.reviews || !request.reviews.length) return [owed, null];
+  return [owed, el("div", { class: "meta", "data-testid": "reviews" }, el("span", { text: "Reviews: " }),
+    list(request.reviews.map((s) => `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""}`)))];
+}
+
+// One word per outcome, the same on every page: approved or rejected for
+// plans, results and amendments (a result approved is landed), allowed or
+// refused for permissions, agreed or refused for shutdowns; expired and
+// pending as they are.
+export function outcomeOf(r) {
+  if (r.status === "approved") {
+    return r.type === "permission" ? "allowed" : r.type === "shutdown" ? "agreed" : r.type === "result" ? "landed" : "approved";
+  }
+  if (r.status === "rejected") return ["permission", "shutdown"].includes(r.type) ? "refused" : "rejected";
+  return r.status;
 }
 
 // What a request belongs to and what follows from it: its task, the plan a
@@ -103,7 +117,7 @@ export function linksOf(r) {
       .sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms);
     if (after.length) {
       out.push(el("span", { "data-testid": "followed-by" }, "followed by ", ...after.flatMap((o, i) => [i ? ", " : "",
-        requestLink(o.request_id, `${(KIND_NAMES[o.type] || o.type).toLowerCase()}: ${titleOf(o)} (${o.status})`)])));
+        requestLink(o.request_id, `${(KIND_NAMES[o.type] || o.type).toLowerCase()}: ${titleOf(o)} (${outcomeOf(o)})`)])));
     }
   }
   if (!out.length) return null;
@@ -133,14 +147,14 @@ function planContent(r) {
   const out = [overlapsBox(r)];
   if (changed) out.push(changed, el("details", { "data-testid": "whole-plan" }, el("summary", { text: "the whole plan" }), ...whole));
   else out.push(...whole);
-  out.push(grantOf(r), historyOf(r));
+  out.push(grantOf(r), ...historyOf(r));
   return out;
 }
 
 // A permission request's tool and path, as its call names them.
 function permissionArgs(r) {
   const p = r.payload || {};
-  if (r.brief) return { path: p.path || "" };
+  if (r.brief) return { path: p.path || "", command: p.command || "" };
   try { return JSON.parse(p.args_json || "{}") || {}; } catch (_) { return {}; }
 }
 
@@ -150,7 +164,13 @@ function permissionContent(r) {
   const p = r.payload || {};
   const out = [permissionChange(r)];
   if (p.tool === "run_command") {
-    out.unshift(el("p", { "data-testid": "command-sandbox", text: `It runs under: ${sandboxWords(members.get(r.sender))}` }));
+    const m = members.get(r.sender);
+    const command = permissionArgs(r).command;
+    out.unshift(
+      el("pre", { class: "command", "data-testid": "command", text: command || "(no command given)" }),
+      el("p", { class: "meta", "data-testid": "command-where",
+        text: `in ${r.sender}'s workspace, as ${r.sender} works now: ${m ? m.mode + " mode" : "mode not known"}` }),
+      el("p", { "data-testid": "command-sandbox", text: `It runs under: ${sandboxWords(m)}` }));
   }
   if (!r.brief) {
     let pretty = p.args_json || JSON.stringify(p);
@@ -170,7 +190,7 @@ function resultContent(r) {
   out.push(el("div", { text: "Files:" }), list((result.files || []).map((f) => f.binary ? `${f.path} (binary)` : `${f.path} +${f.added} -${f.removed}`)));
   out.push(r.brief ? loading("the diff") : diffFiles(result.diff || ""));
   if (result.test_output) out.push(el("div", { text: "Its test output:" }), el("pre", { text: result.test_output }));
-  out.push(historyOf(r));
+  out.push(...historyOf(r));
   return out;
 }
 
@@ -179,7 +199,7 @@ function amendmentContent(r) {
   return [el("p", { text: p.why || "" }), overlapsBox(r),
     el("div", { text: "The grant now:" }), list(p.holds || []),
     el("div", { text: "Added:" }), list((p.files || []).map((f) => "+ " + f).concat((p.steps || []).map((s) => "+ step: " + s))),
-    historyOf(r)];
+    ...historyOf(r)];
 }
 
 // A request's content and its decision form, by kind.
@@ -189,12 +209,20 @@ export function contentOf(r) {
     : [el("p", { text: (r.payload || {}).reason || "" })];
 }
 
+// What a permission's call does to what: "run `make`", "write src/a.rs".
+function actionOf(r) {
+  const p = r.payload || {};
+  const args = permissionArgs(r);
+  if (p.tool === "run_command") return args.command ? `run \`${args.command}\`` : "run a command";
+  if ((p.tool === "write_file" || p.tool === "edit_file") && args.path) {
+    return `${p.tool === "write_file" ? "write" : "edit"} ${args.path}`;
+  }
+  return `run ${p.tool || "a tool"}${args.path ? " on " + args.path : ""}`;
+}
+
 export function cardTitle(r) {
   const p = r.payload || {};
-  if (r.type === "permission") {
-    const path = permissionArgs(r).path;
-    return `${r.sender} asks to run ${p.tool || "a tool"}${path ? " on " + path : ""}`;
-  }
+  if (r.type === "permission") return `${r.sender} asks to ${actionOf(r)}`;
   if (r.type === "amendment") return `${r.sender} asks to add ${(p.files || []).join(", ")}`;
   return titleOf(r);
 }
@@ -214,7 +242,7 @@ export function titleOf(r) {
   if (r.type === "plan_approval") return (p.plan || {}).summary || "(no summary)";
   if (r.type === "result") return (p.result || {}).summary || "(no summary)";
   if (r.type === "amendment") return `add ${(p.files || []).join(", ")}`;
-  if (r.type === "permission") return `run ${p.tool || "a tool"}`;
+  if (r.type === "permission") return actionOf(r);
   if (r.type === "shutdown") return `shut down ${r.target}`;
   return r.type;
 }

@@ -1,7 +1,7 @@
 // A request's page (#/requests/ID): its timeline, its content and, while
 // it waits, its decision form.
 
-import { cardTitle, contentOf, linksOf, whole } from "./content.js";
+import { cardTitle, contentOf, linksOf, outcomeOf, whole } from "./content.js";
 import { at, el, loading, memberLink, requestLink } from "./dom.js";
 import { formOf } from "./forms.js";
 import { KIND_NAMES, requests } from "./state.js";
@@ -11,7 +11,7 @@ export function requestPage(id) {
   if (!r) return [el("h2", { text: "No such request" }), el("p", { text: `The lead knows no request ${id} (it may have been forgotten after --retention).` })];
   const p = r.payload || {};
   const out = [el("h2", { text: `${KIND_NAMES[r.type] || r.type}: ${cardTitle(r)}` }),
-    el("p", { class: "meta", "data-testid": "request-status" }, `${r.status}, from `, memberLink(r.sender), " to ", memberLink(r.target))];
+    el("p", { class: "meta", "data-testid": "request-status" }, `${outcomeOf(r)}, from `, memberLink(r.sender), " to ", memberLink(r.target))];
   const timeline = el("ol", { class: "timeline", "data-testid": "timeline" });
   timeline.append(el("li", {}, "submitted ", at(r.created_at_unix_ms)));
   const revises = p.supersedes;
@@ -26,7 +26,7 @@ export function requestPage(id) {
   }
   if (r.status !== "pending") {
     const feedback = r.feedback || (decidedBy && decidedBy.words) || "";
-    timeline.append(el("li", { "data-testid": "decision" }, `${r.status}${decidedBy ? " by " + decidedBy.reviewer : ""}${feedback ? ": " + feedback : ""}, `,
+    timeline.append(el("li", { "data-testid": "decision" }, `${outcomeOf(r)}${decidedBy ? " by " + decidedBy.reviewer : ""}${feedback ? ": " + feedback : ""}, `,
       at(r.resolved_at_unix_ms || (decidedBy && decidedBy.at_unix_ms) || r.created_at_unix_ms)));
   }
   out.push(el("h3", { text: "Timeline" }), timeline);
