@@ -11,6 +11,7 @@
 //! cookie is sent only because the callback lands on a page of the
 //! console's own first.
 
+use crate::common::{audit_of, lead_of};
 use std::{os::unix::fs::PermissionsExt, process::Stdio};
 
 use mesh_tests::{
@@ -19,52 +20,12 @@ use mesh_tests::{
     webdriver::{http_client, shots, Browser},
     within, Events, Lead,
 };
-use serde_json::{json, Value};
+use serde_json::json;
 use shared::pb;
 use tokio::{
     io::{AsyncBufReadExt, BufReader},
     process::Command,
 };
-
-/// A lead that takes the provider's tokens (`reviewers` and `dba` as
-/// reviewers, `viewers` as viewers, `admins` as admins), `extra` after.
-async fn lead_of(provider: &OidcProvider, extra: &[&str]) -> Lead {
-    let mut args = vec![
-        "--oidc-issuer",
-        provider.issuer(),
-        "--oidc-audience",
-        "mesh",
-        "--oidc-role",
-        "reviewers=reviewer",
-        "--oidc-role",
-        "dba=reviewer",
-        "--oidc-role",
-        "viewers=viewer",
-        "--oidc-role",
-        "admins=admin",
-    ];
-    args.extend_from_slice(extra);
-    Lead::start(&args).await
-}
-
-/// The audit entry of the decision on `request_id`, read with the
-/// operator token.
-async fn audit_of(lead: &Lead, request_id: &str) -> Value {
-    let mut operator = lead.operator().await;
-    let audit = within(
-        "ListAudit",
-        operator.list_audit(pb::ListAuditRequest::default()),
-    )
-    .await
-    .expect("ListAudit")
-    .into_inner();
-    audit
-        .entries
-        .iter()
-        .map(|e| serde_json::from_str::<Value>(e).expect("JSON"))
-        .find(|e| e["subject"] == request_id)
-        .unwrap_or_else(|| panic!("no audit entry for {request_id}: {:?}", audit.entries))
-}
 
 /// The status of request `request_id`.
 async fn status_of(lead: &Lead, request_id: &str) -> i32 {

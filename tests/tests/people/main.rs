@@ -4,6 +4,7 @@
 //!
 //! One test binary (`cargo test -p mesh-tests --test people`), each module linked once.
 
+mod common;
 mod console_signin;
 mod notify;
 mod owners;

@@ -4,49 +4,27 @@
 //! whom each approval counted for. A rejection by any reviewer ends such a
 //! plan. `lead requests`, GetRequest and a machine's approval all hold to it.
 
+use crate::common;
 use mesh_tests::{oidc::OidcProvider, within, Lead, Operator};
-use serde_json::Value;
-use shared::{
-    auth::BearerToken,
-    pb::{self, operator_client::OperatorClient},
-};
+use shared::pb;
 
 const OWNERS: &str = "# who owns what\ndb/**   @dba 2\ndocs/   alice@example.com\n";
 
-/// A lead taking the provider's tokens (dba and reviewers as reviewers,
-/// admins as admins), with the owners file above.
+/// A lead taking the provider's tokens, with the owners file above.
 async fn lead_of(provider: &OidcProvider, extra: &[&str]) -> Lead {
     let dir = tempfile::tempdir().expect("a tempdir");
     let owners = dir.path().join("OWNERS");
     std::fs::write(&owners, OWNERS).expect("the owners file");
     let owners = owners.display().to_string();
-    let mut args = vec![
-        "--oidc-issuer",
-        provider.issuer(),
-        "--oidc-audience",
-        "mesh",
-        "--oidc-role",
-        "reviewers=reviewer",
-        "--oidc-role",
-        "dba=reviewer",
-        "--oidc-role",
-        "admins=admin",
-        "--owners",
-        &owners,
-    ];
+    let mut args = vec!["--owners", &owners];
     args.extend_from_slice(extra);
-    let lead = Lead::start(&args).await;
-    // The lead read the file at start; the directory may go.
-    drop(dir);
-    lead
+    // The lead reads the file at start; the directory may go after.
+    common::lead_of(provider, &args).await
 }
 
 async fn as_person(lead: &Lead, provider: &OidcProvider, account: &str) -> Operator {
     let token = provider.login(account, "mesh").await.id_token;
-    OperatorClient::with_interceptor(
-        lead.channel().await,
-        BearerToken::new(&token).expect("a token"),
-    )
+    common::operator_with(lead, &token).await
 }
 
 async fn review(operator: &mut Operator, id: &str, approve: bool) {
@@ -133,19 +111,7 @@ async fn a_plan_under_db_waits_for_two_dbas_and_not_for_anyone_else() {
         "{decided:?}"
     );
     assert!(decided.waits_for.is_empty());
-    let audit = within(
-        "ListAudit",
-        operator.list_audit(pb::ListAuditRequest::default()),
-    )
-    .await
-    .expect("ListAudit")
-    .into_inner();
-    let entry: Value = audit
-        .entries
-        .iter()
-        .map(|e| serde_json::from_str::<Value>(e).expect("JSON"))
-        .find(|e| e["subject"] == id)
-        .expect("the decision");
+    let entry = common::audit_of(&lead, id).await;
     assert_eq!(entry["person"]["name"], "dan@example.com", "{entry}");
     assert_eq!(
         entry["owners"],

@@ -5,45 +5,14 @@
 //! are signed by a key the provider does not publish are unauthenticated;
 //! a key the provider rotated is taken without restarting the lead.
 
+use crate::common::{lead_of, operator_with};
 use mesh_tests::{
     oidc::{Forge, OidcProvider},
-    within, Lead, Operator,
+    within,
 };
 use serde_json::Value;
-use shared::{
-    auth::BearerToken,
-    pb::{self, operator_client::OperatorClient},
-};
+use shared::pb;
 use tonic::Code;
-
-/// A lead that takes the provider's tokens, `reviewers` and `dba` as
-/// reviewers, `viewers` as viewers, `admins` as admins.
-async fn lead_of(provider: &OidcProvider, extra: &[&str]) -> Lead {
-    let mut args = vec![
-        "--oidc-issuer",
-        provider.issuer(),
-        "--oidc-audience",
-        "mesh",
-        "--oidc-role",
-        "reviewers=reviewer",
-        "--oidc-role",
-        "dba=reviewer",
-        "--oidc-role",
-        "viewers=viewer",
-        "--oidc-role",
-        "admins=admin",
-    ];
-    args.extend_from_slice(extra);
-    Lead::start(&args).await
-}
-
-/// An operator client carrying `token`.
-async fn operator_with(lead: &Lead, token: &str) -> Operator {
-    OperatorClient::with_interceptor(
-        lead.channel().await,
-        BearerToken::new(token).expect("a token"),
-    )
-}
 
 fn approve(request_id: &str) -> pb::PlanReview {
     pb::PlanReview {
