@@ -74,7 +74,7 @@ async fn a_request_has_its_own_page_with_its_timeline_by_link_directly_and_after
     browser.click(&link).await;
     browser.wait_for("#page h2", "Plan: the second plan").await;
     browser
-        .wait_for("[data-testid=timeline]", &format!("revises {first}"))
+        .wait_for("[data-testid=timeline]", "revises the first plan")
         .await;
     browser.wait_for("#page", "tests/a.rs").await;
     // What the revision changed, in order: the summary reworded in place.
@@ -97,7 +97,19 @@ async fn a_request_has_its_own_page_with_its_timeline_by_link_directly_and_after
     browser.resize(1280, 800).await;
 
     // The revision links to the plan it revises, whose page says how it ended.
-    let revises = browser.wait_for("[data-testid=timeline] a", &first).await;
+    let revises = browser
+        .wait_for("[data-testid=timeline] a", "the first plan")
+        .await;
+    assert_eq!(
+        browser
+            .execute(
+                "return document.querySelector('[data-testid=timeline] a').title",
+                vec![]
+            )
+            .await,
+        serde_json::json!(first),
+        "the whole id on hover"
+    );
     browser.click(&revises).await;
     browser.wait_for("#page h2", "Plan: the first plan").await;
     // The operator's rejection is its decision, said once, with who took it.

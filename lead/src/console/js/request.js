@@ -1,7 +1,7 @@
 // A request's page (#/requests/ID): its timeline, its content and, while
 // it waits, its decision form.
 
-import { cardTitle, contentOf, linksOf, outcomeOf, whole } from "./content.js";
+import { cardTitle, contentOf, linksOf, outcomeOf, titleOf, whole } from "./content.js";
 import { at, el, loading, memberLink, requestLink } from "./dom.js";
 import { formOf } from "./forms.js";
 import { KIND_NAMES, requests } from "./state.js";
@@ -15,19 +15,26 @@ export function requestPage(id) {
   const timeline = el("ol", { class: "timeline", "data-testid": "timeline" });
   timeline.append(el("li", {}, "submitted ", at(r.created_at_unix_ms)));
   const revises = p.supersedes;
-  if (revises) timeline.append(el("li", {}, "revises ", requestLink(revises)));
+  if (revises) {
+    // Named by what it was, its whole id on hover.
+    const old = requests.get(revises);
+    const link = requestLink(revises, old ? titleOf(old) : revises.slice(0, 8));
+    link.title = revises;
+    timeline.append(el("li", {}, "revises ", link));
+  }
   // The step that decided a request is its decision: said once, with who
   // took it.
   const steps = [...(r.reviews || [])];
   const last = r.status !== "pending" ? steps[steps.length - 1] : null;
   const decidedBy = last && ({ approve: "approved", approved: "approved", reject: "rejected", rejected: "rejected" })[String(last.verdict).toLowerCase()] === r.status ? steps.pop() : null;
   for (const s of steps) {
-    timeline.append(el("li", { "data-testid": "step" }, `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""}, `, at(s.at_unix_ms)));
+    timeline.append(el("li", { "data-testid": "step" }, `${s.reviewer}: ${s.verdict}${s.words ? " — " + s.words : ""} `,
+      el("span", { class: "meta" }, "· ", at(s.at_unix_ms))));
   }
   if (r.status !== "pending") {
     const feedback = r.feedback || (decidedBy && decidedBy.words) || "";
-    timeline.append(el("li", { "data-testid": "decision" }, `${outcomeOf(r)}${decidedBy ? " by " + decidedBy.reviewer : ""}${feedback ? ": " + feedback : ""}, `,
-      at(r.resolved_at_unix_ms || (decidedBy && decidedBy.at_unix_ms) || r.created_at_unix_ms)));
+    timeline.append(el("li", { "data-testid": "decision" }, `${outcomeOf(r)}${decidedBy ? " by " + decidedBy.reviewer : ""}${feedback ? ": " + feedback : ""} `,
+      el("span", { class: "meta" }, "· ", at(r.resolved_at_unix_ms || (decidedBy && decidedBy.at_unix_ms) || r.created_at_unix_ms))));
   }
   out.push(el("h3", { text: "Timeline" }), timeline);
   const links = linksOf(r);
