@@ -808,6 +808,29 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
         )
         .await;
     clean_shot(&browser, "task", 1280).await;
+    // The commit id short in the words, whole on hover; at 390 px nothing
+    // scrolls sideways.
+    let said = browser
+        .execute(
+            "const a = document.querySelector('[data-testid=task-landed] a'); return [a.textContent, a.title];",
+            vec![],
+        )
+        .await;
+    let whole_id = |s: &str| {
+        s.split(|c: char| !c.is_ascii_hexdigit())
+            .any(|w| w.len() == 40)
+    };
+    let (text, title) = (
+        said[0].as_str().unwrap_or(""),
+        said[1].as_str().unwrap_or(""),
+    );
+    assert!(!whole_id(text) && whole_id(title), "{said}");
+    browser.resize(390, 844).await;
+    assert!(
+        browser.sideways().await <= 0,
+        "the completed task's page scrolls sideways at 390 px"
+    );
+    browser.resize(1280, 800).await;
 
     // The event log links a task's events to the task.
     browser.open(&format!("{base}#/events")).await;

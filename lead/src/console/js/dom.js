@@ -63,6 +63,12 @@ export function loading(what) {
   return el("p", { class: "meta", "data-testid": "loading", text: `loading ${what}…` });
 }
 
+// Text with each whole commit id (40 hex digits) cut to its first 12: the
+// whole one goes on hover (a link's title).
+export function shortCommits(text) {
+  return String(text).replace(/\b([0-9a-f]{12})[0-9a-f]{28}\b/g, "$1");
+}
+
 // A link to a request's page.
 export function requestLink(id, text) {
   return el("a", { href: "#/requests/" + encodeURIComponent(id), text: text || id });

@@ -1,8 +1,17 @@
 // The task list (#/tasks/STATUS) and a task's page (#/task/ID).
 
 import { titleOf } from "./content.js";
-import { el, list, requestLink, whenText } from "./dom.js";
+import { el, list, requestLink, shortCommits, whenText } from "./dom.js";
 import { KIND_NAMES, requests, tasks } from "./state.js";
+
+// The landed result's link: its words with the commit id short, whole on
+// hover.
+function landedLink(landed) {
+  const said = landed.feedback || titleOf(landed);
+  const link = requestLink(landed.request_id, shortCommits(said));
+  link.title = said;
+  return link;
+}
 
 export const TASK_TABS = ["all", "pending", "blocked", "claimed", "completed"];
 
@@ -78,7 +87,7 @@ export function taskPage(id) {
   return [el("h2", { text: "Task: " + t.subject }),
     el("p", { "data-testid": "task-status", text: `${taskStatus(t)}${t.owner ? " by " + t.owner : ""}; review: ${t.review || "plan"}; waits for ${taskWaits(t)}` }),
     t.from ? el("p", { "data-testid": "task-from", text: `handed in by ${t.from}${t.context_id ? " (context " + t.context_id + ")" : ""}` }) : null,
-    landed ? el("p", { "data-testid": "task-landed" }, "Landed: ", requestLink(landed.request_id, landed.feedback || titleOf(landed))) : null,
+    landed ? el("p", { "data-testid": "task-landed" }, "Landed: ", landedLink(landed)) : null,
     t.description ? el("p", { text: t.description }) : null,
     el("div", { text: "Files:" }), list(t.files || []),
     el("div", { text: "Waits for:" }), blockers.length ? el("p", {}, ...blockers.flatMap((b, i) => i ? [", ", b] : [b])) : el("p", { class: "meta", text: "nothing" }),
