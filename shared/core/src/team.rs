@@ -208,7 +208,7 @@ impl Team {
             .requests
             .pending_involving(name)
             .into_iter()
-            .filter(|id| !self.requests.get(id).is_some_and(results::is_landing))
+            .filter(|id| !self.requests.get(id).is_some_and(landing::is_landing))
             .collect();
         ids.into_iter()
             .filter_map(|id| self.requests.expire(&id, reason, now))

@@ -111,6 +111,7 @@
 //! (4xx) or connection error, not after a permanent (5xx) one.
 
 mod config;
+mod doc;
 mod escalation;
 mod http;
 mod notice;

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
-    config::{ConfigError, Doc},
+    doc::{ConfigError, Doc},
     sink::mailbox,
 };
 

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::{
-    config::{ConfigError, Doc},
+    doc::{ConfigError, Doc},
     notice::{Notice, KINDS},
     sink::duration,
 };

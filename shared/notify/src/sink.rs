@@ -10,7 +10,7 @@ use reqwest::Url;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::config::{ConfigError, Doc};
+use crate::doc::{ConfigError, Doc};
 
 /// How long one attempt may take, unless the sink says `timeout`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);

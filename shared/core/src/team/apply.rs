@@ -406,7 +406,7 @@ impl Team {
             .filter(|id| {
                 self.requests.get(id).is_some_and(|r| {
                     r.opening.sender == owner
-                        && !super::results::is_landing(r)
+                        && !super::landing::is_landing(r)
                         && match r.opening.kind {
                             Kind::PlanApproval | Kind::Result => r.names_task(task_id),
                             Kind::Amendment => true,

@@ -2,11 +2,11 @@
 //! branch, or could not (`Landed`); and the results a restarted lead must
 //! still land.
 
-use super::{results::is_landing, Team};
+use super::Team;
 use crate::{
     effect::Effect,
     names::RequestId,
-    protocol::{Decision, Kind, Status},
+    protocol::{Decision, Kind, Request, Status},
     refusal::CoreError,
     result::Landing,
 };
@@ -116,4 +116,18 @@ pub(super) struct Landed {
     pub(super) commit: String,
     pub(super) head: String,
     pub(super) conflicts: Vec<String>,
+}
+
+/// The verdict a reviewer's approval of a result leaves in its history
+/// while the runtime lands it.
+pub(super) const LANDING: &str = "approve";
+
+/// Whether result `request` is approved and being landed: pending, and its
+/// reviewer's last word an approval.
+pub(crate) fn is_landing(request: &Request) -> bool {
+    debug_assert_eq!(
+        LANDING, "approve",
+        "Request::is_landing reads the same word"
+    );
+    request.is_landing()
 }

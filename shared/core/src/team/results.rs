@@ -4,7 +4,10 @@
 //! (the task completed with it); a rejection, or a merge that conflicts,
 //! goes back to the teammate with the reason. See [`crate::result`].
 
-use super::{landing::Landed, Signer, Team};
+use super::{
+    landing::{is_landing, Landed, LANDING},
+    Signer, Team,
+};
 use crate::{
     effect::{Effect, Message, Notice},
     names::{RequestId, LEAD},
@@ -19,10 +22,6 @@ use std::sync::Arc;
 
 use super::plans::{Approval, ReviewChain, StageKind};
 use crate::chain::{self, OnPass, Verdict};
-
-/// The verdict a reviewer's approval of a result leaves in its history
-/// while the runtime lands it.
-const LANDING: &str = "approve";
 
 impl Team {
     /// `SubmitResult`: opens a result request for `sender`'s claimed task
@@ -486,14 +485,4 @@ impl Team {
             chain::Next::Decide(_) => {}
         }
     }
-}
-
-/// Whether result `request` is approved and being landed: pending, and its
-/// reviewer's last word an approval.
-pub(crate) fn is_landing(request: &Request) -> bool {
-    debug_assert_eq!(
-        LANDING, "approve",
-        "Request::is_landing reads the same word"
-    );
-    request.is_landing()
 }
