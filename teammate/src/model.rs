@@ -22,6 +22,7 @@
 
 mod calls;
 mod compact;
+mod content;
 mod in_view;
 mod observe;
 mod offer;

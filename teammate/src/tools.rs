@@ -21,6 +21,8 @@ pub const READ_TOOLS: [&str; 3] = ["read_file", "list_dir", "search"];
 pub const GATED_TOOLS: [&str; 3] = ["write_file", "edit_file", RUN_COMMAND];
 /// The gated tool that runs a shell command (not offered where no sandbox works).
 pub const RUN_COMMAND: &str = "run_command";
+/// The tool that writes a whole file.
+pub const WRITE_FILE: &str = "write_file";
 
 /// The largest file `read_file` returns, and `search` looks into.
 const MAX_READ_BYTES: u64 = 1024 * 1024;

@@ -181,9 +181,14 @@ impl ModelDriver {
         match parsed {
             Ok(Request::Submit(plan)) if !self.plan_put_back => {
                 let tree = self.known.tree.as_ref()?;
-                let note = task_check::plan_against_task(&self.task, &plan.files, &tree.files)?;
+                let put_back = task_check::plan_against_task(&self.task, &plan.files, &tree.files)?;
                 self.plan_put_back = true;
-                Some(note)
+                // Where the server holds replies to a schema, the plan that
+                // comes next names these files ([`offer`]).
+                if self.chat.constraint() == chat::Constrain::Schema {
+                    self.known.plan_files = put_back.files;
+                }
+                Some(put_back.note)
             }
             Ok(Request::Tool(crate::tools::ToolCall::WriteFile { path, content }))
                 if !self.known.rewrite_put_back.contains(path) =>

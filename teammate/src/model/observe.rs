@@ -174,6 +174,7 @@ impl ModelDriver {
         self.known.written.clear();
         self.approved = true;
         self.plan_put_back = false;
+        self.known.plan_files.clear();
         self.unwritten = Some(write_paths);
         self.pinned.feedback = None;
         self.unheard.push(told);

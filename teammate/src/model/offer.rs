@@ -78,6 +78,13 @@ pub(super) struct Known {
     /// Files whose whole-file write was put back to the model
     /// ([`super::task_check`]): `write_file` is not offered for them again.
     pub(super) rewrite_put_back: BTreeSet<String>,
+    /// Files whose content the model was asked for as text
+    /// ([`super::content`]), each once.
+    pub(super) asked_whole: BTreeSet<String>,
+    /// The files a plan put back to the model would answer the task with
+    /// ([`super::task_check::plan_against_task`]): the next plan names
+    /// exactly these.
+    pub(super) plan_files: Vec<String>,
     /// The lines of the granted files that exist, each one that occurs
     /// once (where replies are held to a schema): `edit_file`'s `old` is one
     /// of them, so that a small model's edit always finds its text.
@@ -144,7 +151,7 @@ impl Tree {
 }
 
 /// Whether a grant's path names one file (no glob).
-fn literal(path: &str) -> bool {
+pub(super) fn literal(path: &str) -> bool {
     !path.contains(['*', '?', '[', '{'])
 }
 
@@ -249,6 +256,20 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
             properties["files"]["items"] =
                 json!({"type": "string", "pattern": PATH_PATTERN, "maxLength": 200});
             properties["files"]["maxItems"] = json!(MAX_PLAN_FILES);
+            if !known.plan_files.is_empty() {
+                // Put back once for missing the task's files or changing
+                // others: the next plan names the task's (a small model
+                // otherwise submits the same plan again). A list of
+                // `items` is a tuple, as llama.cpp's grammar reads it.
+                let tuple: Vec<Value> = known
+                    .plan_files
+                    .iter()
+                    .map(|p| json!({ "const": p }))
+                    .collect();
+                properties["files"]["minItems"] = json!(tuple.len());
+                properties["files"]["maxItems"] = json!(tuple.len());
+                properties["files"]["items"] = Value::Array(tuple);
+            }
             properties["steps"]["minItems"] = json!(1);
             // Optional prose that a small model runs away with, and tests
             // it fills with shell lines that it then writes as the file.

@@ -74,6 +74,23 @@ pub(super) fn read_only(task: &str, named: &[String]) -> Vec<String> {
     only_read
 }
 
+/// Whether `task` asks to take something away (then a file's lines that
+/// a whole-file answer left out are not put back).
+pub(super) fn removes(task: &str) -> bool {
+    has_word(task, &["remove", "delete", "move", "drop", "strip", "cut"])
+}
+
+/// Whether `task` asks to add something to a file.
+pub(super) fn adds(task: &str) -> bool {
+    has_word(task, &["add", "append", "insert", "include"])
+}
+
+/// Whether one of `task`'s words (lowercase, letters only) is one of `these`.
+fn has_word(task: &str, these: &[&str]) -> bool {
+    task.split(|c: char| !c.is_ascii_alphabetic())
+        .any(|w| these.contains(&w.to_lowercase().as_str()))
+}
+
 /// Whether `task` mentions `path`: by path, or by its file name.
 fn mentions(task: &str, path: &str) -> bool {
     let task = task.to_lowercase();
@@ -91,7 +108,7 @@ pub(super) fn plan_against_task(
     task: &str,
     files: &[String],
     existing: &BTreeSet<String>,
-) -> Option<String> {
+) -> Option<PlanPutBack> {
     let files: Vec<&str> = files.iter().map(|f| f.trim_start_matches("./")).collect();
     let all_named = named_paths(task, existing);
     let only_read = read_only(task, &all_named);
@@ -152,7 +169,7 @@ pub(super) fn plan_against_task(
     if keep.is_empty() {
         keep = old;
     }
-    Some(format!(
+    let note = format!(
         "Not submitted: {}. Your task is: {task}\nCall submit_plan again with the files your \
          task asks you to write{}. If your plan was right, submit it again as it was.",
         facts.join("; "),
@@ -161,7 +178,19 @@ pub(super) fn plan_against_task(
         } else {
             format!(", e.g. files: {:?}", keep)
         }
-    ))
+    );
+    Some(PlanPutBack {
+        note,
+        files: keep.into_iter().map(str::to_owned).collect(),
+    })
+}
+
+/// A plan put back to the model: what to tell it, and the files that
+/// would answer the task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PlanPutBack {
+    pub(super) note: String,
+    pub(super) files: Vec<String>,
 }
 
 /// Whether writing `new` over a file that holds `old` would throw away
@@ -307,7 +336,10 @@ mod tests {
     fn a_plan_that_leaves_out_the_file_the_task_names_is_put_back_with_the_fact() {
         let existing = files(&["NOTES.md", "src/main.rs"]);
         let task = "Create hello.txt containing hello world.";
-        let note = plan_against_task(task, &list(&["src/main.rs"]), &existing).expect("put back");
+        let put_back =
+            plan_against_task(task, &list(&["src/main.rs"]), &existing).expect("put back");
+        assert_eq!(put_back.files, list(&["hello.txt"]));
+        let note = put_back.note;
         assert!(
             note.contains("names hello.txt, which your plan leaves out"),
             "{note}"
@@ -325,7 +357,9 @@ mod tests {
     fn a_plan_that_changes_none_of_the_named_files_is_put_back() {
         let existing = files(&["config.toml", "NOTES.md"]);
         let task = "In config.toml, change the database pool from 5 to 10.";
-        let note = plan_against_task(task, &list(&["NOTES.md"]), &existing).expect("put back");
+        let put_back = plan_against_task(task, &list(&["NOTES.md"]), &existing).expect("put back");
+        assert_eq!(put_back.files, list(&["config.toml"]));
+        let note = put_back.note;
         assert!(note.contains("changes none of the files your task names (config.toml)"));
         assert!(note.contains(r#"files: ["config.toml"]"#), "{note}");
         assert_eq!(
@@ -390,6 +424,15 @@ mod tests {
             list(&["a = 1", "b = 2"]),
             "pointing at none keeps all"
         );
+    }
+
+    #[test]
+    fn a_task_that_adds_or_removes_is_told_by_its_words() {
+        assert!(adds("Add a function reverse(s) to strings.py."));
+        assert!(adds("append a line"));
+        assert!(!adds("Change the address in README.md"));
+        assert!(removes("Move the Usage section out of README.md"));
+        assert!(!removes("Change the page title"));
     }
 
     #[test]

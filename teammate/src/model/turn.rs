@@ -39,6 +39,14 @@ impl ModelDriver {
             if let Some(idle) = self.out_of_turns() {
                 return Ok(idle);
             }
+            while let Some(path) = self.next_to_write(tools) {
+                if let Some(step) = self.write_whole(path, tools).await? {
+                    return Ok(step);
+                }
+                if let Some(idle) = self.out_of_turns() {
+                    return Ok(idle);
+                }
+            }
             let Some((reply, max_tokens)) = self.reply(&schemas, tools).await? else {
                 continue;
             };
@@ -125,7 +133,7 @@ impl ModelDriver {
     /// What the model's `reply` (bounded by `max_tokens`) comes to: its
     /// first call's step, or idle at its end; `None` to ask again (a cut
     /// reply, a reminder of what is owed).
-    fn take_reply(
+    pub(super) fn take_reply(
         &mut self,
         mut reply: chat::Reply,
         max_tokens: u32,
