@@ -313,6 +313,18 @@ impl ModelDriver {
     fn callable(&mut self, offered: &[Tool], tools: &[&'static str]) -> Vec<Tool> {
         self.known.tree = self.workspace.as_deref().and_then(Tree::of);
         self.known.claimed = self.claimed.clone();
+        self.known.worth_reading = match (&self.known.tree, self.chat.constraint()) {
+            (Some(tree), chat::Constrain::Schema) if self.claimed.is_none() => {
+                let named = task_check::named_paths(&self.task, &tree.files);
+                (!named.is_empty()).then(|| {
+                    named
+                        .into_iter()
+                        .filter(|p| tree.files.contains(p))
+                        .collect()
+                })
+            }
+            _ => None,
+        };
         self.known.owes = self.owed(tools).is_some();
         self.known.lines = match (&self.workspace, self.chat.constraint()) {
             (Some(root), chat::Constrain::Schema) => {

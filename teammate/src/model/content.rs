@@ -24,6 +24,13 @@ use crate::driver::{DriverError, Step};
 /// model's edits.
 pub(super) const WHOLE_FILE: usize = 4 * 1024;
 
+/// The longest answer for a new file, in tokens.
+const NEW_FILE_TOKENS: u32 = 512;
+
+/// The most tokens a whole file's answer may add to it, and the longest
+/// answer that is only what a task adds.
+const ADDED_TOKENS: u32 = 256;
+
 /// The most bytes of the task's other files shown beside it.
 const CONTEXT: usize = 4 * 1024;
 
@@ -116,7 +123,12 @@ impl ModelDriver {
             ),
             None => format!("{shown}\n{task}\nReply with the whole {path} in one ``` block."),
         };
-        let mut content = match self.ask_aside(ask, max_tokens).await? {
+        // A whole file is about a token for every three bytes: room for it
+        // and what the task adds, no more (a small model may run on).
+        let bound = now.as_ref().map_or(NEW_FILE_TOKENS, |t| {
+            u32::try_from(t.len() / 2).unwrap_or(u32::MAX).saturating_add(ADDED_TOKENS)
+        });
+        let mut content = match self.ask_aside(ask, bound.min(max_tokens)).await? {
             Aside::Text(text) => content_of(&text, &path),
             Aside::Call(reply) => return Ok(self.take_reply(reply, max_tokens, tools)),
             Aside::Nothing => None,
@@ -137,18 +149,26 @@ impl ModelDriver {
             // asked for, and appended.
             content = None;
             if adds {
-                let ask = format!(
-                    "{}\n{task}\nReply with only the new text to add to {path}, in one ``` \
-                     block.",
-                    fenced(&path, old)
-                );
-                content = match self.ask_aside(ask, max_tokens).await? {
-                    Aside::Text(text) => content_of(&text, &path)
-                        .filter(|added| !old.contains(added.trim()))
-                        .map(|added| format!("{}\n\n{added}", old.trim_end())),
-                    Aside::Call(reply) => return Ok(self.take_reply(reply, max_tokens, tools)),
-                    Aside::Nothing => None,
-                };
+                // With the file in view, then (a small model copies a file
+                // it is shown) without it.
+                for shown in [fenced(&path, old), String::new()] {
+                    let ask = format!(
+                        "{shown}\n{task}\nReply with only the new text to add to {path}, in \
+                         one ``` block."
+                    );
+                    content = match self.ask_aside(ask, ADDED_TOKENS.min(max_tokens)).await? {
+                        Aside::Text(text) => content_of(&text, &path)
+                            .filter(|added| !copied(old, added))
+                            .map(|added| format!("{}\n\n{added}", old.trim_end())),
+                        Aside::Call(reply) => {
+                            return Ok(self.take_reply(reply, max_tokens, tools))
+                        }
+                        Aside::Nothing => None,
+                    };
+                    if content.is_some() {
+                        break;
+                    }
+                }
             }
         }
         tracing::info!(
@@ -218,6 +238,17 @@ const ASIDE_SYSTEM: &str = "You are a helpful coding assistant.";
 /// A file shown to the model: its path, then its text fenced.
 fn fenced(path: &str, text: &str) -> String {
     format!("{path}:\n```\n{}\n```\n", text.trim_end())
+}
+
+/// Whether `added` is mostly `old`'s own lines (a copy, not an addition).
+fn copied(old: &str, added: &str) -> bool {
+    let old: std::collections::HashSet<&str> = old.lines().map(str::trim).collect();
+    let lines: Vec<&str> = added
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.iter().filter(|l| old.contains(*l)).count() * 2 >= lines.len()
 }
 
 /// Whether `new` holds every non-blank line of `old`.

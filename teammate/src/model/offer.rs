@@ -85,6 +85,10 @@ pub(super) struct Known {
     /// ([`super::task_check::plan_against_task`]): the next plan names
     /// exactly these.
     pub(super) plan_files: Vec<String>,
+    /// Where the task names files of the workspace, those of them that
+    /// exist: the only files worth reading (a small model otherwise reads
+    /// every file before it plans, and takes up what the last one says).
+    pub(super) worth_reading: Option<BTreeSet<String>>,
     /// The lines of the granted files that exist, each one that occurs
     /// once (where replies are held to a schema): `edit_file`'s `old` is one
     /// of them, so that a small model's edit always finds its text.
@@ -240,9 +244,14 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
     match tool.name {
         "read_file" => {
             if let Some(tree) = &known.tree {
-                properties["path"] = one_of(tree.files.difference(&known.read))?;
+                let unread = tree.files.difference(&known.read);
+                properties["path"] = match &known.worth_reading {
+                    Some(worth) => one_of(unread.filter(|p| worth.contains(*p)))?,
+                    None => one_of(unread)?,
+                };
             }
         }
+        "list_dir" | "search" if known.worth_reading.is_some() => return None,
         "list_dir" => {
             if let Some(tree) = &known.tree {
                 properties["path"] = one_of(tree.dirs.difference(&known.listed))?;

@@ -156,10 +156,11 @@ pub(super) fn plan_against_task(
     if facts.is_empty() {
         return None;
     }
+    // The plan's files the task mentions (not one the model made up).
     let mut keep: Vec<&str> = files
         .iter()
         .copied()
-        .filter(|f| !unasked.contains(f))
+        .filter(|f| !unasked.contains(f) && mentions(task, f))
         .collect();
     for path in &new {
         if !keep.contains(path) {
