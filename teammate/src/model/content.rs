@@ -126,7 +126,9 @@ impl ModelDriver {
         // A whole file is about a token for every three bytes: room for it
         // and what the task adds, no more (a small model may run on).
         let bound = now.as_ref().map_or(NEW_FILE_TOKENS, |t| {
-            u32::try_from(t.len() / 2).unwrap_or(u32::MAX).saturating_add(ADDED_TOKENS)
+            u32::try_from(t.len() / 2)
+                .unwrap_or(u32::MAX)
+                .saturating_add(ADDED_TOKENS)
         });
         let mut content = match self.ask_aside(ask, bound.min(max_tokens)).await? {
             Aside::Text(text) => content_of(&text, &path),
@@ -160,9 +162,7 @@ impl ModelDriver {
                         Aside::Text(text) => content_of(&text, &path)
                             .filter(|added| !copied(old, added))
                             .map(|added| format!("{}\n\n{added}", old.trim_end())),
-                        Aside::Call(reply) => {
-                            return Ok(self.take_reply(reply, max_tokens, tools))
-                        }
+                        Aside::Call(reply) => return Ok(self.take_reply(reply, max_tokens, tools)),
                         Aside::Nothing => None,
                     };
                     if content.is_some() {

@@ -203,6 +203,8 @@ async fn recorded_replies_of_a_real_model_have_each_call_answered() {
         // tokens: a write_file, a submit_plan, then the same again, the
         // last cut in half. Each runs once; the plan is submitted.
         Answer::replay("runaway-reply"),
+        // Once approved, hello.txt asked for as text, aside.
+        Answer::text("```\nhello\n```"),
     ])
     .await;
     let _ed = lead.model_teammate("ed", &model.base_url, "Create hello.txt.", &[]);
@@ -232,12 +234,19 @@ async fn recorded_replies_of_a_real_model_have_each_call_answered() {
         })
         .await
         .unwrap();
-    let fourth = &model.wait_for(4).await[3];
+    // The fourth request asks for hello.txt aside; the fifth goes on with
+    // the conversation.
+    let fourth = &model.wait_for(5).await[4];
     let runaway = fourth
         .messages()
         .into_iter()
         .rev()
-        .find(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
+        .find(|m| {
+            m["role"] == "assistant"
+                && m["tool_calls"]
+                    .as_array()
+                    .is_some_and(|c| c.iter().any(|c| c["function"]["name"] == "submit_plan"))
+        })
         .unwrap();
     let names: Vec<_> = runaway["tool_calls"]
         .as_array()
@@ -250,7 +259,10 @@ async fn recorded_replies_of_a_real_model_have_each_call_answered() {
         ["write_file", "submit_plan"],
         "each call once, no half one"
     );
-    let told = user_texts(fourth).last().cloned().unwrap();
+    let told = user_texts(fourth)
+        .into_iter()
+        .rfind(|t| t.contains("approved"))
+        .unwrap_or_default();
     assert!(
         told.contains("was cut at the limit") && told.contains("approved"),
         "{told}"

@@ -88,36 +88,40 @@ async fn each_reply_is_held_to_the_modes_tools_narrowed_by_the_state_and_done_en
         Answer::call("write_file", json!({"path": "a.txt", "content": "early"})),
         Answer::call("submit_plan", plan("first")),
         Answer::call("submit_plan", plan("second")),
-        Answer::call("write_file", json!({"path": "a.txt", "content": "hello"})),
+        // The file, asked for as text in a conversation of its own.
+        Answer::text("Here it is:\n```\nhello\n```"),
         Answer::call("done", json!({"summary": "a.txt says hello"})),
     ])
     .await;
     std::fs::create_dir_all(lead.workspace("alice")).unwrap();
     std::fs::write(lead.workspace("alice").join("notes.txt"), "n").unwrap();
-    let alice = lead.model_teammate("alice", &model.base_url, "Write a.txt.", &[]);
+    std::fs::write(lead.workspace("alice").join("other.txt"), "o").unwrap();
+    let task = "Write a.txt from notes.txt.";
+    let alice = lead.model_teammate("alice", &model.base_url, task, &[]);
 
-    // Plan mode: what can be read (the workspace is shown with the task,
-    // so there is nothing to list), search, and submit_plan; no write tool,
-    // no message (nobody wrote), no task list (none was heard of), and no
-    // end while a plan is owed. The request carries no tools: they are told
-    // in the conversation, and the schema holds the reply to them.
+    // Plan mode: what can be read (the files the task names that exist:
+    // the workspace is shown with the task, so there is nothing to list or
+    // search), and submit_plan; no write tool, no message (nobody wrote),
+    // no task list (none was heard of), and no end while a plan is owed.
+    // The request carries no tools: they are told in the conversation, and
+    // the schema holds the reply to them.
     let first = &model.wait_for(1).await[0];
     let offer = choices(first);
-    assert_eq!(names(&offer), ["read_file", "search", "submit_plan"]);
+    assert_eq!(names(&offer), ["read_file", "submit_plan"]);
     assert_eq!(
         arguments(&offer, "read_file")["properties"]["path"]["enum"],
         json!(["notes.txt"]),
-        "only the files that exist"
+        "only the files the task names that exist"
     );
     assert_eq!(
         arguments(&offer, "submit_plan")["properties"]["files"]["minItems"],
         1
     );
     assert!(first.body.get("tools").is_none(), "{}", first.body);
-    assert_eq!(told(first), ["read_file", "search", "submit_plan"]);
+    assert_eq!(told(first), ["read_file", "submit_plan"]);
     assert!(first
         .all_text()
-        .contains("Files in your workspace: notes.txt."));
+        .contains("Files in your workspace: notes.txt, other.txt."));
 
     // The crafted write meets the gate: refused, nothing written.
     let refused = events
@@ -143,39 +147,64 @@ async fn each_reply_is_held_to_the_modes_tools_narrowed_by_the_state_and_done_en
         .cli(&["approve", &second_plan.request_id, "--mode", "accept-edits"])
         .await;
     assert!(ok, "{out}{err}");
+    // The file is asked for aside: the model as a plain assistant, with
+    // the task and the file it names, held to no schema.
     let fourth = &model.wait_for(4).await[3];
-    let offer = choices(fourth);
-    assert_eq!(names(&offer), ["read_file", "write_file", "run_command"]);
-    assert_eq!(
-        arguments(&offer, "write_file")["properties"]["path"]["enum"],
-        json!(["a.txt"])
-    );
-    // The conversation's prefix is the third request's, whole: what is new
-    // (the approval, the tools that came with it) is at its end.
-    let before = third.messages();
-    assert_eq!(fourth.messages()[..before.len()], before[..]);
-    let approval = fourth.last_message()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(approval.contains("approved"), "{approval}");
     assert!(
-        approval.contains("- write_file(path: string, content: string)")
-            && approval.contains("- run_command(command: string)")
-            && !approval.contains("- submit_plan("),
-        "{approval}"
+        fourth.body.get("response_format").is_none(),
+        "{}",
+        fourth.body
+    );
+    assert!(fourth.body.get("tools").is_none(), "{}", fourth.body);
+    let aside = fourth.messages();
+    assert_eq!(aside.len(), 2, "{aside:?}");
+    assert_eq!(aside[0]["content"], "You are a helpful coding assistant.");
+    let ask = aside[1]["content"].as_str().unwrap();
+    assert!(
+        ask.contains("notes.txt:\n```\nn\n```") && ask.contains(task),
+        "{ask}"
+    );
+    assert!(
+        ask.ends_with("Reply with the whole a.txt in one ``` block."),
+        "{ask}"
     );
 
-    // Written: a check, or the end (a fix comes after a failed check).
+    // Written: a check, or the end (a fix comes after a failed check). The
+    // conversation's prefix is the third request's, whole: what is new
+    // (the approval, the tools that came with it, the write) is at its end.
     let fifth = &model.wait_for(5).await[4];
     let offer = choices(fifth);
     assert_eq!(names(&offer), ["run_command", "done"]);
+    let before = third.messages();
+    assert_eq!(fifth.messages()[..before.len()], before[..]);
+    // Told once approved: the approval, and the tools that may be called
+    // now (the write was asked for aside; a check or the end are left).
+    let told: String = fifth.messages()[before.len()..]
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        told.contains("Your plan was approved with mode accept-edits. You may write: a.txt.")
+            && told.contains("- run_command(command: string)")
+            && !told.contains("- submit_plan("),
+        "{told}"
+    );
+    let written = fifth.messages()[before.len()..]
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .find(|c| c["function"]["name"] == "write_file")
+        .expect("the write told as the model's call");
+    assert_eq!(
+        written["function"]["arguments"],
+        json!({"path": "a.txt", "content": "hello\n"}).to_string()
+    );
     assert!(fifth
         .all_text()
         .contains("Every file of your plan is written now"));
     assert_eq!(
         std::fs::read_to_string(alice.workspace.join("a.txt")).unwrap(),
-        "hello"
+        "hello\n"
     );
 
     // done: idle with its summary, as the lead and `lead watch` tell it.
@@ -419,9 +448,9 @@ const GREETER: &[(&str, &str)] = &[
 #[tokio::test]
 async fn a_task_whose_workspace_notes_say_otherwise_is_done_as_the_task_says() {
     // The real 0.5B model's replies on this task, recorded through
-    // `tests/fixtures/real-model/record.py`: it plans the files it read and
-    // the notes point at, is told its task names hello.txt, plans that, and
-    // writes it.
+    // `tests/fixtures/real-model/record.py`: it plans the files the notes
+    // point at, is told its task names hello.txt, plans that, and writes
+    // its text when asked for it aside.
     let dir = format!(
         "{}/fixtures/real-model/notes-say-otherwise",
         env!("CARGO_MANIFEST_DIR")
