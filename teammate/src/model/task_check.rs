@@ -156,11 +156,12 @@ pub(super) fn plan_against_task(
     if facts.is_empty() {
         return None;
     }
-    // The plan's files the task mentions (not one the model made up).
+    // The plan's files the task names (not one the model made up, nor a
+    // word of the task it took for a file).
     let mut keep: Vec<&str> = files
         .iter()
         .copied()
-        .filter(|f| !unasked.contains(f) && mentions(task, f))
+        .filter(|f| named.iter().any(|n| n == f))
         .collect();
     for path in &new {
         if !keep.contains(path) {
