@@ -18,7 +18,7 @@ use serde_json::json;
 /// The tools that never change anything.
 pub const READ_TOOLS: [&str; 3] = ["read_file", "list_dir", "search"];
 /// The tools a grant unlocks.
-pub const GATED_TOOLS: [&str; 3] = ["write_file", "edit_file", RUN_COMMAND];
+pub const GATED_TOOLS: [&str; 3] = [WRITE_FILE, "edit_file", RUN_COMMAND];
 /// The gated tool that runs a shell command (not offered where no sandbox works).
 pub const RUN_COMMAND: &str = "run_command";
 /// The tool that writes a whole file.

@@ -105,7 +105,8 @@ impl ModelDriver {
             // A file the task only reads, or does not name, planned all the
             // same (the plan was put back once): left as it is.
             tracing::info!(path = %path, "left as it is: the task does not ask to change it");
-            return Ok(self.kept(path));
+            self.kept(path);
+            return Ok(None);
         }
         let mut shown = String::new();
         for other in named.iter().filter(|p| **p != path) {
@@ -195,12 +196,11 @@ impl ModelDriver {
     }
 
     /// `path` is left as it is: nothing of it is owed.
-    fn kept(&mut self, path: String) -> Option<Step> {
+    fn kept(&mut self, path: String) {
         self.known.written.insert(path);
         if self.known.all_written() {
             self.unwritten = None;
         }
-        None
     }
 
     /// One question asked aside from the conversation, in a conversation
