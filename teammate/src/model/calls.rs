@@ -102,6 +102,11 @@ impl ModelDriver {
 
     /// The step a call of a tool of the catalog asks for.
     fn step_of(&mut self, name: String, arguments: String, tools: &[&'static str]) -> Step {
+        let arguments = if name == "edit_file" {
+            self.edit_apart(arguments)
+        } else {
+            arguments
+        };
         let parsed = catalog::parse(&name, &arguments, tools);
         if let Some(note) = self.put_back(&parsed) {
             // The same call again goes through.
@@ -169,6 +174,42 @@ impl ModelDriver {
 }
 
 impl ModelDriver {
+    /// `edit_file`'s arguments without the next line of the file where the
+    /// model pulled it onto the edited line ([`task_check::next_line_pulled`]).
+    fn edit_apart(&self, arguments: String) -> String {
+        let Ok(mut args) = serde_json::from_str::<serde_json::Value>(&arguments) else {
+            return arguments;
+        };
+        let (Some(path), Some(old), Some(new)) = (
+            args["path"].as_str(),
+            args["old"].as_str(),
+            args["new"].as_str(),
+        ) else {
+            return arguments;
+        };
+        let listed = self
+            .known
+            .tree
+            .as_ref()
+            .is_some_and(|tree| tree.files.contains(path));
+        let Some(root) = self.workspace.as_deref().filter(|_| listed) else {
+            return arguments;
+        };
+        let real = root.join(path);
+        if !std::fs::symlink_metadata(&real).is_ok_and(|m| m.is_file()) {
+            return arguments;
+        }
+        let Ok(file) = std::fs::read_to_string(real) else {
+            return arguments;
+        };
+        let Some(kept) = task_check::next_line_pulled(&file, old, new) else {
+            return arguments;
+        };
+        tracing::info!(path, new, kept = %kept, "an edit pulled the next line onto its own: dropped");
+        args["new"] = serde_json::Value::String(kept);
+        args.to_string()
+    }
+
     /// What to put back to the model of a call, held against the task it
     /// was given (not a claimed one, [`task_check`]): a plan once until one
     /// is approved, a `write_file` once a path. The workspace's files are

@@ -145,11 +145,11 @@ impl ModelDriver {
         let unchanged = content.as_deref().map(str::trim_end) == now.as_deref().map(str::trim_end);
         if let Some(old) = now
             .as_deref()
-            .filter(|old| unchanged || (adds && !keeps_every_line(old, content.as_deref())))
+            .filter(|old| unchanged || (adds && !keeps_most_lines(old, content.as_deref())))
         {
             // The whole file came back as it was, or, where the task adds
-            // something, without some of its lines: only what it adds is
-            // asked for, and appended.
+            // something, without much of it: only what it adds is asked
+            // for, and appended.
             content = None;
             if adds {
                 // With the file in view, then (a small model copies a file
@@ -240,24 +240,27 @@ fn fenced(path: &str, text: &str) -> String {
     format!("{path}:\n```\n{}\n```\n", text.trim_end())
 }
 
-/// Whether `added` is mostly `old`'s own lines (a copy, not an addition).
+/// Whether `added` is only `old`'s own lines (a copy, not an addition):
+/// an addition may well repeat a line such as `}` or `return x;`.
 fn copied(old: &str, added: &str) -> bool {
     let old: std::collections::HashSet<&str> = old.lines().map(str::trim).collect();
-    let lines: Vec<&str> = added
+    added
         .lines()
         .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    lines.iter().filter(|l| old.contains(*l)).count() * 2 >= lines.len()
+        .all(|l| l.is_empty() || old.contains(l))
 }
 
-/// Whether `new` holds every non-blank line of `old`.
-fn keeps_every_line(old: &str, new: Option<&str>) -> bool {
+/// Whether `new` holds at least four in five of `old`'s non-blank lines
+/// (a task that adds may still change a line, such as an export list).
+fn keeps_most_lines(old: &str, new: Option<&str>) -> bool {
     let Some(new) = new else { return false };
     let new: std::collections::HashSet<&str> = new.lines().map(str::trim_end).collect();
-    old.lines()
+    let lines: Vec<&str> = old
+        .lines()
         .map(str::trim_end)
-        .all(|l| l.is_empty() || new.contains(l))
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.iter().filter(|l| new.contains(*l)).count() * 5 >= lines.len() * 4
 }
 
 /// A small model's whole file often begins partway into the file: the
@@ -348,7 +351,23 @@ fn whole(text: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{content_of, with_head_kept};
+    use super::{content_of, copied, keeps_most_lines, with_head_kept};
+
+    #[test]
+    fn an_addition_may_repeat_a_line_but_not_be_only_old_lines() {
+        let old = "function inc() {\n  count++;\n  return count;\n}\n";
+        let added = "function dec() {\n  count--;\n  return count;\n}\n";
+        assert!(!copied(old, added));
+        assert!(copied(old, "  return count;\n}\n"));
+    }
+
+    #[test]
+    fn a_whole_file_keeps_most_lines_at_four_in_five() {
+        let old = "a\nb\n\nc\nd\ne\n";
+        assert!(keeps_most_lines(old, Some("a\nb\nc\nd\nE\nf\n")));
+        assert!(!keeps_most_lines(old, Some("a\nb\nc\nf\n")));
+        assert!(!keeps_most_lines(old, None));
+    }
 
     #[test]
     fn the_first_fenced_block_is_the_content() {

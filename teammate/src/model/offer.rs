@@ -47,6 +47,13 @@ const MAX_PLAN_FILES: usize = 16;
 /// tests): a model that loops in a list stops there.
 const MAX_ITEMS: usize = 16;
 
+/// The most steps a plan names in the grammar, and the longest: the 0.5B
+/// model filled sixteen steps of 200 characters with `read_file(1),
+/// read_file(2), ...` (34 s of a 54 s task); a plan's steps are for the
+/// reviewer to read, and eight short ones say what a small task does.
+const MAX_PLAN_STEPS: usize = 8;
+const MAX_STEP_TEXT: usize = 120;
+
 /// What the driver knows that narrows a call.
 #[derive(Debug, Default, Clone)]
 pub(super) struct Known {
@@ -282,6 +289,8 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
                 properties["files"]["items"] = Value::Array(tuple);
             }
             properties["steps"]["minItems"] = json!(1);
+            properties["steps"]["maxItems"] = json!(MAX_PLAN_STEPS);
+            properties["steps"]["items"]["maxLength"] = json!(MAX_STEP_TEXT);
             // Optional prose that a small model runs away with, and tests
             // it fills with shell lines that it then writes as the file.
             if let Some(p) = properties.as_object_mut() {
@@ -529,8 +538,8 @@ mod tests {
         );
         let plan = &narrowed[0].parameters["properties"];
         assert_eq!(plan["summary"]["maxLength"], MAX_TEXT);
-        assert_eq!(plan["steps"]["maxItems"], MAX_ITEMS);
-        assert_eq!(plan["steps"]["items"]["maxLength"], MAX_ITEM_TEXT);
+        assert_eq!(plan["steps"]["maxItems"], MAX_PLAN_STEPS);
+        assert_eq!(plan["steps"]["items"]["maxLength"], MAX_STEP_TEXT);
         assert!(plan.get("tests").is_none(), "left out: {plan}");
         assert_eq!(plan["files"]["minItems"], 1);
         assert_eq!(plan["files"]["items"]["pattern"], PATH_PATTERN);

@@ -41,6 +41,24 @@ pub(super) fn named_paths(task: &str, existing: &BTreeSet<String>) -> Vec<String
     paths
 }
 
+/// A one-line edit that pulled the line after it onto itself (`def f(a):`
+/// made `def g(a): return a`, with `return a` still the next line of
+/// `file`): the file would say that line twice. `new` without it; `None`
+/// where the edit is not one such.
+pub(super) fn next_line_pulled(file: &str, old: &str, new: &str) -> Option<String> {
+    if old.contains('\n') || new.contains('\n') || old.trim().is_empty() {
+        return None;
+    }
+    let lines: Vec<&str> = file.lines().collect();
+    let at = lines.iter().position(|l| *l == old)?;
+    let next = lines[at + 1..]
+        .iter()
+        .map(|l| l.trim())
+        .find(|l| !l.is_empty())?;
+    let kept = new.trim_end().strip_suffix(next)?.trim_end();
+    (!kept.trim().is_empty() && kept != old).then(|| kept.to_owned())
+}
+
 /// Words that make the path after them one the task only reads.
 const READS: &[&str] = &["read", "run", "copy", "from", "imports", "import", "see"];
 
@@ -306,6 +324,39 @@ pub(super) fn keep_lines_for_task(task: &str, lines: &mut Vec<String>) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_one_line_edit_that_pulled_the_next_line_on_drops_it() {
+        let file = "def multiply(a, b):\n    return a * b\n";
+        assert_eq!(
+            super::next_line_pulled(file, "def multiply(a, b):", "def times(a, b): return a * b")
+                .as_deref(),
+            Some("def times(a, b):")
+        );
+        // A plain rename, a line not in the file, a several-line edit: as
+        // they are.
+        assert_eq!(
+            super::next_line_pulled(file, "def multiply(a, b):", "def times(a, b):"),
+            None
+        );
+        assert_eq!(
+            super::next_line_pulled(file, "def f():", "x return a * b"),
+            None
+        );
+        assert_eq!(
+            super::next_line_pulled(
+                file,
+                "def multiply(a, b):",
+                "def t(a, b):\n    return a * b"
+            ),
+            None
+        );
+        // Only the pulled line: nothing is left of the edit.
+        assert_eq!(
+            super::next_line_pulled(file, "def multiply(a, b):", "return a * b"),
+            None
+        );
+    }
+
     use super::*;
 
     fn files(names: &[&str]) -> BTreeSet<String> {
