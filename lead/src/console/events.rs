@@ -47,8 +47,15 @@ pub(super) async fn events(
         };
         Ok::<_, Infallible>(Event::default().data(data.to_string()))
     });
+    // The keep-alive is an event the page sees (a comment it would not):
+    // the time it last heard from the lead.
+    let heartbeat = Event::default().event("heartbeat").data("{}");
     let mut response = Sse::new(stream)
-        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .keep_alive(
+            KeepAlive::new()
+                .interval(Duration::from_secs(15))
+                .event(heartbeat),
+        )
         .into_response();
     // An event stream has its connection to itself: once it ends (the
     // reader fell too far behind, the lead stops), the connection closes

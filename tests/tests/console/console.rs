@@ -111,7 +111,13 @@ async fn an_operator_reviews_and_shuts_down_from_the_console() {
         .text(&browser.within(&revision, "[data-testid=diff]").await)
         .await;
     assert!(diff.contains("It answers: add a test for a"), "{diff}");
-    assert!(diff.contains("+ tests/a_test.rs"), "{diff}");
+    assert!(diff.contains("tests/a_test.rs"), "{diff}");
+    browser
+        .wait_for(
+            "[data-testid=plan] [data-testid=diff] .added .code",
+            "tests/a_test.rs",
+        )
+        .await;
     browser.screenshot(&shots().join("revision.png")).await;
     browser
         .click(&browser.within(&revision, "[data-testid=approve]").await)
@@ -134,6 +140,13 @@ async fn an_operator_reviews_and_shuts_down_from_the_console() {
 
     // Shut alice down from the page and see it end.
     let row = browser.wait_for("tr[data-member=alice]", "alice").await;
+    browser
+        .click(
+            &browser
+                .within(&row, "[data-testid=shut-menu] summary")
+                .await,
+        )
+        .await;
     browser
         .type_into(&browser.within(&row, "input").await, "done for today")
         .await;

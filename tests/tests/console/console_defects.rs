@@ -86,6 +86,13 @@ async fn a_shutdown_reason_keeps_its_text_and_focus_through_redraws() {
     let browser = lead.console_browser().await;
     let _carl = lead.join("carl").await;
     let row = browser.wait_for("tr[data-member=carl]", "carl").await;
+    browser
+        .click(
+            &browser
+                .within(&row, "[data-testid=shut-menu] summary")
+                .await,
+        )
+        .await;
     let reason = browser.within(&row, "input").await;
     browser.type_into(&reason, "going home").await;
     // The team table is redrawn: a member joins, another's usage changes.

@@ -42,7 +42,7 @@ for (const e of document.querySelectorAll("main, main *")) {
     found.push(`${e.tagName.toLowerCase()}#${e.id}.${e.className} ends at ${Math.round(right)}px, past ${width}px`);
   }
 }
-for (const b of document.querySelectorAll("[data-testid=shutdown]")) {
+for (const b of document.querySelectorAll("[data-testid=shut-menu] > summary")) {
   const r = b.getBoundingClientRect();
   if (r.right > width || r.width === 0) found.push(`a shut-down button is off screen at ${Math.round(r.right)}px`);
 }

@@ -79,10 +79,10 @@ async fn a_request_has_its_own_page_with_its_timeline_by_link_directly_and_after
     browser.wait_for("#page", "tests/a.rs").await;
     // What the revision changed, in order: the summary reworded in place.
     browser
-        .wait_for("#page [data-testid=diff] .removed", "- the first plan")
+        .wait_for("#page [data-testid=diff] .removed .code", "the first plan")
         .await;
     browser
-        .wait_for("#page [data-testid=diff] .added", "+ the second plan")
+        .wait_for("#page [data-testid=diff] .added .code", "the second plan")
         .await;
     browser
         .wait_for("[data-testid=modes]", "bypass: every tool runs")
@@ -477,10 +477,10 @@ content = "the new line\nkept\n"
         .wait_for("[data-testid=permission] h3", "ann asks to write notes.txt")
         .await;
     browser
-        .wait_for("[data-testid=write-diff] .removed", "- the old line")
+        .wait_for("[data-testid=write-diff] .removed .code", "the old line")
         .await;
     browser
-        .wait_for("[data-testid=write-diff] .added", "+ the new line")
+        .wait_for("[data-testid=write-diff] .added .code", "the new line")
         .await;
     browser
         .wait_for("[data-testid=write-diff] .same", "kept")
@@ -640,13 +640,22 @@ async fn the_first_load_holds_no_diff_and_a_result_fetches_its_own() {
     browser
         .wait_for(&format!("{card} [data-testid=diff]"), "f50.txt")
         .await;
+    // The first 400 lines drawn; the rest on a click.
+    browser.wait_for(&card, "line 00399 of f50.txt").await;
+    let more = browser
+        .wait_for(
+            &format!("{card} [data-testid=more-lines]"),
+            "show 7792 more lines",
+        )
+        .await;
+    browser.click(&more).await;
     browser.wait_for(&card, "line 08191 of f50.txt").await;
     browser
         .open(&format!("{console}#/requests/{}", landed[7]))
         .await;
     browser.wait_for("#page h2", "Result: Add file 7").await;
     browser
-        .wait_for("#page [data-testid=diff]", "line 08191 of f07.txt")
+        .wait_for("#page [data-testid=diff]", "line 00399 of f07.txt")
         .await;
     browser.quit().await;
 }
@@ -778,7 +787,7 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
             "team",
             "#/team".to_owned(),
             "[data-testid=team-table]",
-            "bo",
+            "ann",
         ),
         (
             "member-live",
@@ -819,6 +828,14 @@ async fn every_page_opens_without_a_script_error_at_both_widths() {
         .await;
     browser
         .wait_for(&status("cy"), "waiting for a permission")
+        .await;
+    // bo has ended: folded under "ended (1)".
+    browser
+        .click(
+            &browser
+                .wait_for("[data-testid=team-ended] summary", "ended (1)")
+                .await,
+        )
         .await;
     browser.wait_for(&status("bo"), "terminated").await;
     browser

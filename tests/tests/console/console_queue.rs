@@ -161,14 +161,41 @@ async fn a_lost_lead_disables_every_control_and_says_so() {
         serde_json::json!(false),
         "enabled while the lead is there"
     );
+    // The tab has been open an hour (its clock moved on an hour), and the
+    // lead was heard from since: bob joined.
+    let opened = browser
+        .execute(
+            "const real = Date.now.bind(Date); Date.now = () => real() + 3600000; return real();",
+            vec![],
+        )
+        .await
+        .as_f64()
+        .unwrap();
+    let _bob = lead.join("bob").await;
+    browser.wait_for("tr[data-member=bob]", "bob").await;
     lead.terminate().await;
-    browser
-        .wait_for("#live", "connection to the lead lost")
-        .await;
+    browser.wait_for("#live", "offline").await;
     // Said at the top of the page too, and in the tab's title.
     browser
         .wait_for("[data-testid=lead-gone]", "The lead cannot be reached")
         .await;
+    // Last heard from when bob joined, not when the tab connected; said
+    // once; what the page shows greyed.
+    let gone = browser
+        .execute(
+            "const b = document.querySelector('[data-testid=lead-gone]');\
+             return [Number(b.dataset.at), document.body.innerText.split('cannot be reached').length - 1,\
+                     getComputedStyle(document.querySelector('main')).opacity];",
+            vec![],
+        )
+        .await;
+    let at = gone[0].as_f64().unwrap();
+    assert!(
+        at >= opened + 3_600_000.0 - 60_000.0,
+        "since {at}, the tab opened at {opened}: {gone}"
+    );
+    assert_eq!(gone[1], serde_json::json!(1), "said once: {gone}");
+    assert_eq!(gone[2], serde_json::json!("0.55"), "{gone}");
     let title = browser.execute("return document.title", vec![]).await;
     assert!(
         title.as_str().unwrap().starts_with("(lead gone) (1)"),

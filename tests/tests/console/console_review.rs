@@ -339,23 +339,29 @@ async fn a_request_page_says_each_thing_once_a_permission_as_a_diff_and_links_pl
         let removed = until(
             &browser,
             "the removed line",
-            "const s = document.querySelector('#page pre.lines .removed');\
-             return s && [s.textContent, getComputedStyle(s).textDecorationLine];",
+            "const s = document.querySelector('#page .code-diff .removed');\
+             return s && [s.querySelector('.mark').textContent, s.querySelector('.code').textContent,\
+                          getComputedStyle(s.querySelector('.code')).textDecorationLine];",
             vec![],
         )
         .await;
-        assert_eq!(removed, json!(["-     a + b\n", "none"]));
+        // The mark in a column of its own; the changed words marked.
+        assert_eq!(removed, json!(["-", "    a + b", "none"]));
         let added = browser
             .execute(
-                "return document.querySelector('#page pre.lines .added').textContent;",
+                "const s = document.querySelector('#page .code-diff .added');\
+                 return [s.querySelector('.code').textContent, s.querySelector('mark.new').textContent];",
                 vec![],
             )
             .await;
-        assert_eq!(added, json!("+     a.saturating_add(b)\n"));
+        assert_eq!(
+            added,
+            json!(["    a.saturating_add(b)", ".saturating_add(b)"])
+        );
         let once = browser
             .execute(
                 "const d = document.querySelector('#page [data-testid=arguments]');\
-                 return [document.querySelectorAll('#page pre.lines').length,\
+                 return [document.querySelectorAll('#page .code-diff').length,\
                          document.querySelectorAll('#page [data-testid=allow]').length,\
                          d.open, d.querySelector('summary').textContent];",
                 vec![],
@@ -460,7 +466,7 @@ async fn a_request_page_says_each_thing_once_a_permission_as_a_diff_and_links_pl
         browser.resize(width, height).await;
         browser.open(&format!("{base}#/requests/{revision}")).await;
         browser
-            .wait_for("#page [data-testid=diff] .added", "+ tests/print.rs")
+            .wait_for("#page [data-testid=diff] .added .code", "tests/print.rs")
             .await;
         let folded = until(
             &browser,
@@ -850,6 +856,13 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
         clean_shot(&browser, "team", width).await;
     }
     let row = browser.wait_for("[data-member=ann]", "ann").await;
+    browser
+        .click(
+            &browser
+                .within(&row, "[data-testid=team-shut-menu] summary")
+                .await,
+        )
+        .await;
     let reason = browser.within(&row, "[data-testid=team-reason]").await;
     browser.type_into(&reason, "the day is over").await;
     browser

@@ -7,6 +7,8 @@ mod console;
 mod console_defects;
 mod console_layout;
 mod console_pages;
+mod console_pr;
 mod console_queue;
 mod console_review;
+mod console_tour;
 mod console_words;

@@ -62,10 +62,10 @@ function permissionChange(r) {
     fetch("/api/file?request_id=" + encodeURIComponent(r.request_id)).then((res) => res.ok ? res.json() : null).then((file) => {
       const now = args.content.split("\n");
       if (file && file.exists) {
-        box.replaceChildren(diffLines(`change to ${args.path} (against the file now)`, file.content.split("\n"), now) || el("p", { text: "no change to the file" }));
+        box.replaceChildren(diffLines(`change to ${args.path} (against the file now)`, file.content.split("\n"), now, true) || el("p", { text: "no change to the file" }));
       } else {
         const unread = !file || file.readable === false;
-        box.replaceChildren(diffLines(`${args.path} (${unread ? "the file now cannot be read here" : "a new file"})`, [], now));
+        box.replaceChildren(diffLines(`${args.path} (${unread ? "the file now cannot be read here" : "a new file"})`, [], now, true));
       }
     }).catch(() => {});
     return box;
@@ -180,15 +180,35 @@ function permissionContent(r) {
   return out;
 }
 
+// Whether a result stays inside its sender's grant: "inside alice's
+// grant: 3 of 3 files", or the files outside it named.
+function grantLine(r) {
+  const p = r.payload || {};
+  const files = ((p.result || {}).files || []).length;
+  const outside = p.outside_grant || [];
+  const of = `${files} file${files === 1 ? "" : "s"}`;
+  if (!p.scope) {
+    return el("p", { class: "meta", "data-testid": "grant-line", text: `no grant to hold it to: ${r.sender} had no approved plan for this task` });
+  }
+  if (!outside.length) {
+    return el("p", { class: "inside", "data-testid": "grant-line", text: `inside ${r.sender}'s grant: ${files} of ${of}` });
+  }
+  return el("p", { class: "overlap", "data-testid": "grant-line",
+    text: `outside ${r.sender}'s grant: ${outside.length} of ${of} (${outside.join(", ")})` });
+}
+
 function resultContent(r) {
   const p = r.payload || {};
   const result = p.result || {};
-  const out = [el("p", { class: "meta", text: `against ${(result.base || "").slice(0, 12) || "?"}` })];
-  if ((p.outside_grant || []).length) {
-    out.push(el("p", { class: "overlap", text: `outside the grant: ${p.outside_grant.join(", ")}` }));
+  const base = result.base || "";
+  const against = el("code", { text: base.slice(0, 12) || "?" });
+  if (base) against.title = base;
+  const out = [el("p", { class: "meta" }, "against ", against), grantLine(r)];
+  if (r.brief) {
+    out.push(list((result.files || []).map((f) => f.binary ? `${f.path} (binary)` : `${f.path} +${f.added} −${f.removed}`)), loading("the diff"));
+  } else {
+    out.push(diffFiles(result.diff || ""));
   }
-  out.push(el("div", { text: "Files:" }), list((result.files || []).map((f) => f.binary ? `${f.path} (binary)` : `${f.path} +${f.added} -${f.removed}`)));
-  out.push(r.brief ? loading("the diff") : diffFiles(result.diff || ""));
   if (result.test_output) out.push(el("div", { text: "Its test output:" }), el("pre", { text: result.test_output }));
   out.push(...historyOf(r));
   return out;

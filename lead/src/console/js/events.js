@@ -27,11 +27,13 @@ function memberSentence(m, toldMembers) {
     return m.mode === "plan" ? `${m.name} is back in plan mode` : `${m.name} may now work in ${m.mode} mode`;
   }
   if (status === "disconnected" && (m.status === "working" || m.status === "idle")) return `${m.name} is connected`;
-  return {
+  const words = {
     working: `${m.name} is working`, idle: `${m.name} is idle`,
     disconnected: `${m.name} lost its connection; it may come back`,
-    shutting_down: `${m.name} was asked to shut down`, terminated: `${m.name} has left the team`,
-  }[m.status] || `${m.name} is ${m.status}`;
+    // The shutdown request's own line says it was asked.
+    shutting_down: null, terminated: `${m.name} has left the team`,
+  };
+  return m.status in words ? words[m.status] : `${m.name} is ${m.status}`;
 }
 
 export function requestSentence(r, toldRequests) {
@@ -49,7 +51,7 @@ export function requestSentence(r, toldRequests) {
     plan_approval: { pending: `${who} sent a plan for review`, approved: `${who}'s plan was approved`,
       rejected: `${who}'s plan was rejected: ${r.feedback || ""}`, expired: `${who}'s plan expired` },
     permission: { pending: `${who} asks for permission`, approved: `${who}'s permission was allowed`,
-      rejected: `${who}'s permission was denied: ${r.feedback || ""}`, expired: `${who}'s permission request expired` },
+      rejected: `${who}'s permission was refused: ${r.feedback || ""}`, expired: `${who}'s permission request expired` },
     result: { pending: `${who} sent a result for review`, approved: `${who}'s result landed: ${r.feedback || ""}`,
       rejected: `${who}'s result was rejected: ${r.feedback || ""}`, expired: `${who}'s result expired` },
     amendment: { pending: `${who} asks to add to its plan`, approved: `${who}'s amendment was approved`,
@@ -89,24 +91,49 @@ function aboutLinks(about) {
   return links.length ? el("span", { class: "about meta" }, " · ", ...links.flatMap((l, i) => (i ? [" ", l] : [l]))) : null;
 }
 
+// Protocol calls a teammate also reports as tool calls: their own events
+// (the task's, the request's) say them.
+const SAID_ELSEWHERE = new Set(["claim_task", "complete_task", "submit_plan", "submit_result", "request_amendment", "respond_shutdown"]);
+
+// A tool call's outcome as the log shows it: its first line, cut, on the
+// line; the rest (cut too) folded under it.
+const OUTCOME_ON_LINE = 80;
+const OUTCOME_FOLDED = 2000;
+function outcomeParts(outcome) {
+  const text = String(outcome || "").trim();
+  const first = text.split("\n")[0];
+  const line = first.length > OUTCOME_ON_LINE ? first.slice(0, OUTCOME_ON_LINE) + "…" : first;
+  if (line === text) return [line, null];
+  return [line, text.length > OUTCOME_FOLDED ? text.slice(0, OUTCOME_FOLDED) + "…" : text];
+}
+
+// What an event says: its sentence (null: nothing new), who it is about,
+// and what is folded under it.
 function describe(e, told) {
   const ev = e.event || {};
-  if (ev.envelope) return [ev.envelope.from + " → " + ev.envelope.to + ": " + ev.envelope.body, ev.envelope.from, ev.envelope.to];
-  if (ev.request) return [requestSentence(ev.request, told.requests), ev.request.sender, ev.request.target];
-  if (ev.member) return [memberSentence(ev.member, told.members), ev.member.name];
-  if (ev.tool_call) return [`${ev.tool_call.member} ${ev.tool_call.allowed ? "ran" : "was refused"} ${ev.tool_call.tool}: ${ev.tool_call.outcome}`, ev.tool_call.member];
-  if (ev.review_note) return [`${ev.review_note.reviewer}: ${ev.review_note.note}`];
-  if (ev.task) return [`task ${ev.task.subject}: ${ev.task.status}${ev.task.owner ? " (" + ev.task.owner + ")" : ""}`, ev.task.owner];
+  const said = (text, who, detail) => ({ text, who: who.filter(Boolean), detail: detail || null });
+  if (ev.envelope) return said(ev.envelope.from + " → " + ev.envelope.to + ": " + ev.envelope.body, [ev.envelope.from, ev.envelope.to]);
+  if (ev.request) return said(requestSentence(ev.request, told.requests), [ev.request.sender, ev.request.target]);
+  if (ev.member) return said(memberSentence(ev.member, told.members), [ev.member.name]);
+  if (ev.tool_call) {
+    const t = ev.tool_call;
+    if (SAID_ELSEWHERE.has(t.tool)) return said(null, []);
+    const [line, folded] = outcomeParts(t.outcome);
+    return said(`${t.member} ${t.allowed ? "ran" : "was refused"} ${t.tool}${line ? ": " + line : ""}`, [t.member], folded);
+  }
+  if (ev.review_note) return said(`${ev.review_note.reviewer}: ${ev.review_note.note}`, []);
+  if (ev.task) return said(`task ${ev.task.subject}: ${ev.task.status}${ev.task.owner ? " (" + ev.task.owner + ")" : ""}`, [ev.task.owner]);
   if (ev.usage) {
     // A process that used nothing is not news.
-    if (!tokensOf(ev.usage) && !ev.usage.calls) return [null];
-    return [`${ev.usage.name} used ${count(tokensOf(ev.usage))} tokens in ${count(ev.usage.calls || 0)} calls` + (ev.usage.token_budget ? ` (budget ${count(ev.usage.token_budget)})` : ""), ev.usage.name];
+    if (!tokensOf(ev.usage) && !ev.usage.calls) return said(null, []);
+    return said(`${ev.usage.name} used ${count(tokensOf(ev.usage))} tokens in ${count(ev.usage.calls || 0)} calls` + (ev.usage.token_budget ? ` (budget ${count(ev.usage.token_budget)})` : ""), [ev.usage.name]);
   }
   if (ev.child_exited) {
     const c = ev.child_exited;
-    return [`${c.name} (pid ${c.pid}) ${c.how}${c.joined ? "" : " before joining" + (c.log_tail ? "; its log ends: " + c.log_tail : "")}`, c.name];
+    const [line, folded] = outcomeParts(c.log_tail);
+    return said(`${c.name} (pid ${c.pid}) ${c.how}${c.joined ? "" : " before joining" + (line ? "; its log ends: " + line : "")}`, [c.name], c.joined ? null : folded);
   }
-  return [JSON.stringify(ev)];
+  return said(JSON.stringify(ev), []);
 }
 
 // The event log is the lead's history (kept in its store: it survives a
@@ -139,8 +166,8 @@ function sentences(entries) {
   const out = [];
   for (const entry of [...entries].reverse()) {
     // entry.event is { at_unix_ms, event }, as the live stream sends it.
-    const text = describe(entry.event, told)[0];
-    if (text !== null) out.push({ id: entry.id, at: entry.event.at_unix_ms, text, ev: entry.event.event || {} });
+    const { text, detail } = describe(entry.event, told);
+    if (text !== null) out.push({ id: entry.id, at: entry.event.at_unix_ms, text, detail, ev: entry.event.event || {} });
   }
   return out.reverse();
 }
@@ -201,10 +228,18 @@ function shownLive(e, text, who) {
   return !logged.some((l) => l.at === e.at_unix_ms && l.text === text);
 }
 
+// A mark per kind of event, as a history of events shows it.
+const KIND_MARKS = { request: "request", member: "member", task: "task", tool: "tool", child: "process", usage: "usage", review: "review", envelope: "message" };
+
 export function renderEvents() {
-  document.getElementById("events").replaceChildren(...logged.map((e) =>
-    el("li", { class: lookedAt && e.at > lookedAt ? "fresh" : "" }, el("time", { datetime: new Date(e.at).toISOString(), text: whenText(e.at) }), " ",
-      el("span", { "data-testid": "said", text: e.text }), aboutLinks(aboutOf(e.ev || {})))));
+  document.getElementById("events").replaceChildren(...logged.map((e) => {
+    const kind = kindOf(e.ev || {});
+    return el("li", { class: lookedAt && e.at > lookedAt ? "fresh" : "", "data-kind": kind },
+      el("span", { class: "kind", "data-testid": "event-kind", text: KIND_MARKS[kind] || kind }), " ",
+      el("time", { datetime: new Date(e.at).toISOString(), text: whenText(e.at) }), " ",
+      el("span", { "data-testid": "said", text: e.text }), aboutLinks(aboutOf(e.ev || {})),
+      e.detail ? el("details", { class: "outcome", "data-testid": "event-detail" }, el("summary", { text: "its whole output" }), el("pre", { text: e.detail })) : null);
+  }));
   olderButton.hidden = !nextBefore;
 }
 
@@ -218,10 +253,10 @@ olderButton.addEventListener("click", () => loadEvents(true));
 
 // A live event in the log, said once, where the filters show it.
 export function logLive(e) {
-  const [text, ...who] = describe(e, liveTold);
+  const { text, who, detail } = describe(e, liveTold);
   if (text === null) return;
-  if (shownLive(e, text, who.filter(Boolean))) {
-    logged.unshift({ id: null, at: e.at_unix_ms, text, ev: e.event || {} });
+  if (shownLive(e, text, who)) {
+    logged.unshift({ id: null, at: e.at_unix_ms, text, detail, ev: e.event || {} });
     if (logged.length > MAX_EVENTS) logged.pop();
   }
 }

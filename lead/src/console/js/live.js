@@ -64,16 +64,23 @@ function apply(e) {
 }
 
 // While the lead cannot be reached, every control is disabled: a click
-// would only fail.
+// would only fail. The lead was last reached when its last event or
+// heartbeat (every 15 s) came, not when the page connected (a tab opened
+// in the morning).
 let lastReached = Date.now();
+function reached() {
+  lastReached = Date.now();
+}
 function offline(gone) {
-  if (!gone) lastReached = Date.now();
-  // Said where no one can miss it: what the page shows is as of the last
-  // time the lead was reached, and nothing can be decided.
+  if (!gone) reached();
+  // Said once, where no one can miss it: what the page shows is as of the
+  // last time the lead was reached (and greyed), and nothing can be
+  // decided.
   const banner = document.getElementById("gone");
   banner.hidden = !gone;
+  banner.dataset.at = gone ? String(lastReached) : "";
   banner.textContent = gone
-    ? `The lead cannot be reached (since ${whenText(lastReached)}). What this page shows is as it was then; nothing can be decided until the lead is back.`
+    ? `The lead cannot be reached (last heard from at ${whenText(lastReached)}). What this page shows is as it was then; nothing can be decided until the lead is back.`
     : "";
   document.title = (gone ? "(lead gone) " : "") + document.title.replace(/^\(lead gone\) /, "");
   document.body.classList.toggle("offline", gone);
@@ -91,7 +98,9 @@ export function start() {
   const source = new EventSource("/api/events");
   let early = [];
   let loaded = false;
+  source.addEventListener("heartbeat", reached);
   source.onmessage = (message) => {
+    reached();
     const e = JSON.parse(message.data);
     if (loaded) { apply(e); schedule(); } else early.push(e);
   };
@@ -123,7 +132,8 @@ export function start() {
     schedule();
   };
   source.onerror = () => {
-    live.textContent = "connection to the lead lost; reconnecting… (nothing can be decided until it is back)";
+    // The banner says what it means; the header only that it is offline.
+    live.textContent = "offline; reconnecting…";
     offline(true);
   };
   setInterval(refreshTimes, 1000); // "waiting 3m" stays true

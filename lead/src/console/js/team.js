@@ -29,20 +29,36 @@ function renderUsage() {
     `Team total: ${count(total)} tokens` + (others.length ? "; " + others.join("; ") : "");
 }
 
+// Asking `name` to shut down: a menu of its own on each row (a reason
+// and the button, folded until opened), so that a row is one line wide.
+function shutdownMenu(name, testids, outcome) {
+  const reason = el("input", { type: "text", "aria-label": `reason to shut ${name} down`, placeholder: "reason (optional)", "data-testid": testids.reason });
+  return el("details", { class: "menu", "data-testid": testids.menu },
+    el("summary", { text: "Shut down…", "aria-label": `shut ${name} down` }),
+    el("div", { class: "menu-body" }, reason,
+      el("button", { "data-testid": testids.button, text: `Shut ${name} down`, onclick: () =>
+        post("/api/shutdown", { name, reason: reason.value }).catch((e) => { outcome.textContent = e.message; }) })));
+}
+
 // A member's row: made once, then its cells' text updated in place, so that
 // a reason being typed keeps its text and its focus through every redraw.
 function memberRow(m) {
-  const reason = el("input", { type: "text", "aria-label": `reason to shut ${m.name} down`, placeholder: "reason", "data-testid": "reason" });
   const status = el("span", { class: "meta", "data-testid": "shutdown-outcome" });
-  const shut = el("td", { "data-testid": "shut", "data-label": "Shut down" }, el("div", {}, reason,
-    el("button", { "data-testid": "shutdown", text: "Shut down", onclick: () =>
-      post("/api/shutdown", { name: m.name, reason: reason.value }).catch((e) => { status.textContent = e.message; }) }),
-    status));
+  const shut = el("td", { "data-testid": "shut", "data-label": "Shut down" },
+    shutdownMenu(m.name, { reason: "reason", button: "shutdown", menu: "shut-menu" }, status), status);
   // Each cell says what it is: where the team is narrow, a row is a card.
   const cell = (testid, label) => el("td", { "data-testid": testid, "data-label": label });
+  const name = el("td", { "data-label": "Name" }, el("a", { href: "#/members/" + encodeURIComponent(m.name), text: m.name }));
   return el("tr", { "data-member": m.name },
-    el("td", { text: m.name, "data-label": "Name" }), cell("role", "Role"), cell("status", "Status"),
+    name, cell("role", "Role"), cell("status", "Status"),
     cell("mode", "Mode"), cell("tokens", "Tokens"), cell("budget", "Budget"), cell("holds", "Holds"), shut);
+}
+
+// Whether any member is driven by a model (it said how it decodes, or it
+// used tokens): only then are tokens and budget shown.
+function modelsUsed() {
+  return [...members.values()].some((m) => m.decoding) || usageBase > 0
+    || [...usage.values()].some((u) => u.tokens || u.calls || u.budget);
 }
 
 function setText(row, testid, text) {
@@ -101,15 +117,16 @@ export function renderTeam() {
     setText(row, "holds", (m.holds || []).join(", "));
     setText(row, "shutdown-outcome", shutdownOutcome(m.name));
     // A terminated member cannot be asked: only how it ended stays.
-    for (const control of row.querySelectorAll("[data-testid=shut] input, [data-testid=shut] button")) {
-      control.hidden = m.status === "terminated";
-    }
+    const menu = row.querySelector("[data-testid=shut-menu]");
+    if (menu) menu.hidden = m.status === "terminated";
+    row.classList.toggle("ended", m.status === "terminated");
     if (previous ? previous.nextSibling !== row : body.firstChild !== row) {
       if (previous) previous.after(row); else body.prepend(row);
     }
     previous = row;
   }
   for (const gone of rows.values()) gone.remove();
+  document.getElementById("team").classList.toggle("no-model", !modelsUsed());
   renderUsage();
   const names = [...members.keys()];
   const current = filter.value;
@@ -125,6 +142,7 @@ export function memberPage(name) {
   const own = [...tasks.values()].filter((t) => t.owner === name)
     .map((t) => ({ ...t, status: String(t.status || "").toLowerCase() }));
   return [el("h2", { text: name }),
+    el("p", {}, el("a", { href: "#/events/" + encodeURIComponent(name), "data-testid": "member-events", text: `${name}'s events` })),
     el("p", { "data-testid": "member-status", text: `${statusWords(m, waitingBySender())}, mode ${m.mode}, role ${m.role}` }),
     el("p", { "data-testid": "member-sandbox", text: `Commands run under: ${sandboxWords(m)}` + (m.sandbox && m.sandbox.detail ? ` (${m.sandbox.detail})` : "") }),
     el("p", { "data-testid": "member-model", text: `Model: ${decodingWords(m)}` }),
@@ -138,22 +156,35 @@ export function memberPage(name) {
 function shutdownControl(m) {
   const outcome = el("span", { class: "meta", "data-testid": "team-shutdown-outcome", text: shutdownOutcome(m.name) });
   if (m.status === "terminated") return outcome;
-  const reason = el("input", { type: "text", "aria-label": `reason to shut ${m.name} down`, placeholder: "reason", "data-testid": "team-reason" });
-  return el("div", {}, reason,
-    el("button", { "data-testid": "team-shutdown", text: "Shut down", onclick: () =>
-      post("/api/shutdown", { name: m.name, reason: reason.value }).catch((e) => { outcome.textContent = e.message; }) }),
-    " ", outcome);
+  return el("div", {}, shutdownMenu(m.name, { reason: "team-reason", button: "team-shutdown", menu: "team-shut-menu" }, outcome), outcome);
+}
+
+// What a member's row links to: its claimed task, and the request of its
+// that waits for a decision.
+function taskCell(m) {
+  const task = [...tasks.values()].find((t) => t.owner === m.name && String(t.status || "").toLowerCase() === "claimed");
+  const waits = [...requests.values()].filter((r) => r.sender === m.name && r.status === "pending")
+    .sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms)[0];
+  const parts = [];
+  if (task) parts.push(el("a", { href: "#/task/" + encodeURIComponent(task.task_id), "data-testid": "team-task", text: task.subject }));
+  if (waits) {
+    parts.push(el("a", { href: "#/requests/" + encodeURIComponent(waits.request_id), "data-testid": "team-request",
+      text: `${(KIND_NAMES[waits.type] || waits.type).toLowerCase()} waiting` }));
+  }
+  if (!parts.length) return el("td", { "data-label": "task", text: "-" });
+  return el("td", { "data-label": "task" }, ...parts.flatMap((p, i) => (i ? [el("br", {}), p] : [p])));
 }
 
 // The team at a glance: each member's status in words, mode, what it holds,
-// its task, and what its model used against its budget.
+// its task and what waits, and (where a model is used) its tokens against
+// its budget; each row's shutdown a menu; ended members folded below.
 export function teamPage() {
   const waiting = waitingBySender();
-  const head = el("tr", {}, ...["member", "role", "status", "mode", "sandbox", "holds", "task", "tokens", "budget", "shut down"]
-    .map((h) => el("th", { text: h })));
-  const rows = [...members.values()].map((m) => {
+  const models = modelsUsed();
+  const columns = ["member", "role", "status", "mode", "sandbox", "holds", "task", ...(models ? ["tokens", "budget"] : []), ""];
+  const head = el("tr", {}, ...columns.map((h) => el("th", { text: h })));
+  const row = (m) => {
     const used = usage.get(m.name) || { tokens: 0 };
-    const task = [...tasks.values()].find((t) => t.owner === m.name && String(t.status || "").toLowerCase() === "claimed");
     // Each cell names its column, for a phone, where a row is a card.
     return el("tr", { "data-testid": "team-member", "data-member": m.name },
       el("td", { "data-label": "member" }, el("a", { href: "#/members/" + encodeURIComponent(m.name), text: m.name })),
@@ -162,11 +193,17 @@ export function teamPage() {
       el("td", { "data-label": "mode", text: m.mode }),
       el("td", { "data-label": "sandbox", "data-testid": "team-sandbox", text: m.sandbox ? m.sandbox.kind : "-" }),
       el("td", { "data-label": "holds" }, list(m.holds || [])),
-      el("td", { "data-label": "task", text: task ? task.subject : "-" }),
-      el("td", { "data-label": "tokens", text: count(used.tokens) }),
-      el("td", { "data-label": "budget", text: used.budget ? count(used.budget) : "-" }),
+      taskCell(m),
+      models ? el("td", { "data-label": "tokens", text: count(used.tokens) }) : null,
+      models ? el("td", { "data-label": "budget", text: used.budget ? count(used.budget) : "-" }) : null,
       el("td", { "data-label": "shut down" }, shutdownControl(m)));
-  });
-  return [el("h2", { text: "Team" }),
-    el("div", { class: "wide" }, el("table", { class: "team", "data-testid": "team-table" }, el("thead", {}, head), el("tbody", {}, ...rows)))];
+  };
+  const all = [...members.values()];
+  const live = all.filter((m) => m.status !== "terminated"), ended = all.filter((m) => m.status === "terminated");
+  const table = (ms, testid) => el("div", { class: "wide" }, el("table", { class: "team", "data-testid": testid }, el("thead", {}, head.cloneNode(true)), el("tbody", {}, ...ms.map(row))));
+  const out = [el("h2", { text: "Team" }), table(live, "team-table")];
+  if (ended.length) {
+    out.push(el("details", { "data-testid": "team-ended" }, el("summary", { text: `ended (${ended.length})` }), table(ended, "team-ended-table")));
+  }
+  return out;
 }
