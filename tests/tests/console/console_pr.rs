@@ -187,6 +187,7 @@ async fn a_result_reads_like_a_pull_request() {
         browser.resize(width, height).await;
         // From the queue: the page is drawn anew, its folds closed.
         browser.open(&format!("{base}#/")).await;
+        browser.wait_for("#queue-title", "Waiting for you").await;
         browser.open(&format!("{base}#/requests/{alice}")).await;
         browser
             .wait_for(

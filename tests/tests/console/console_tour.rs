@@ -328,6 +328,87 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
                 .await;
             assert!(found.is_empty(), "{name} at {width} px: {found:#?}");
         }
+        // A command is shown before it runs: in the title and a code
+        // block, where and under what it runs, what it serves.
+        browser
+            .open(&format!("{base}#/requests/{permission}"))
+            .await;
+        browser
+            .wait_for("#page h2", "bob asks to run `cargo test -p core")
+            .await;
+        browser
+            .wait_for(
+                "#page [data-testid=command]",
+                "cargo test -p core --all-features",
+            )
+            .await;
+        browser
+            .wait_for("#page [data-testid=command-where]", "default mode")
+            .await;
+        browser
+            .wait_for("#page [data-testid=command-sandbox]", "It runs under")
+            .await;
+        browser
+            .wait_for(
+                "#page [data-testid=serves]",
+                "for the task the bob part of a longer piece of work, said in full, under the plan tidy the library",
+            )
+            .await;
+        // A task's page says what it waits for once.
+        browser.open(&format!("{base}#/task/{}", tasks[2])).await;
+        let said = browser
+            .wait_for(
+                "#page [data-testid=task-status]",
+                "waits for review of its result",
+            )
+            .await;
+        assert!(!browser.text(&said).await.contains("nothing"));
+        let page = browser
+            .text(&browser.wait_for("#page", "Requests").await)
+            .await;
+        assert!(!page.contains("Waits for:"), "{page}");
+        // The events: a mark per kind, a change said once (fay's shutdown
+        // by its request's line, not again as her status); a member's own
+        // events from her page.
+        browser.open(&format!("{base}#/members/fay")).await;
+        let link = browser
+            .wait_for("#page [data-testid=member-events]", "fay's events")
+            .await;
+        browser.click(&link).await;
+        browser
+            .wait_for("#events li", "fay agreed to shut down")
+            .await;
+        let log = browser
+            .execute(
+                "return [[...document.querySelectorAll('#events li')].map((li) => li.textContent),\
+                         document.querySelector('#event-filter').value];",
+                vec![],
+            )
+            .await;
+        let lines: Vec<&str> = log[0]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l.as_str().unwrap())
+            .collect();
+        assert_eq!(log[1], json!("fay"), "{log}");
+        assert!(lines.iter().all(|l| l.contains("fay")), "{lines:?}");
+        assert!(
+            !lines.iter().any(|l| l.contains("was asked to shut down")),
+            "{lines:?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with("request")),
+            "a mark per kind: {lines:?}"
+        );
+        // One word per outcome: the shutdown agreed, headed by its reason.
+        browser.open(&format!("{base}#/requests/{shutdown}")).await;
+        browser
+            .wait_for("#page [data-testid=decision]", "agreed")
+            .await;
+        browser
+            .wait_for("#page [data-testid=content-heading]", "Its reason")
+            .await;
         // The team page: five members in its table, fay folded under
         // "ended", each live row's shutdown a menu, closed.
         browser.open(&format!("{base}#/team")).await;

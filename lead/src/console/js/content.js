@@ -158,11 +158,24 @@ function permissionArgs(r) {
   try { return JSON.parse(p.args_json || "{}") || {}; } catch (_) { return {}; }
 }
 
+// What a permission's call serves: its sender's claimed task and the
+// approved plan it works under (a permission names neither itself).
+function servesOf(r) {
+  const task = [...tasks.values()].find((t) => t.owner === r.sender && String(t.status || "").toLowerCase() === "claimed");
+  const plan = [...requests.values()]
+    .filter((o) => o.type === "plan_approval" && o.sender === r.sender && o.status === "approved" && o.created_at_unix_ms <= r.created_at_unix_ms)
+    .sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms).pop();
+  const parts = [];
+  if (task) parts.push("for the task ", el("a", { href: "#/task/" + encodeURIComponent(task.task_id), text: task.subject }));
+  if (plan) parts.push(parts.length ? ", " : "", "under the plan ", requestLink(plan.request_id, titleOf(plan)));
+  return el("p", { class: "meta", "data-testid": "serves" }, `${r.sender} asks it `, ...(parts.length ? parts : ["with no claimed task or approved plan"]));
+}
+
 // A permission's content: the change as a diff, the call's full arguments
 // behind a disclosure.
 function permissionContent(r) {
   const p = r.payload || {};
-  const out = [permissionChange(r)];
+  const out = [servesOf(r), permissionChange(r)];
   if (p.tool === "run_command") {
     const m = members.get(r.sender);
     const command = permissionArgs(r).command;

@@ -51,6 +51,8 @@ function planForm(r) {
     el("p", { class: "meta", "data-testid": "modes", text: "accept-edits: edits inside the write globs run, commands ask; "
       + "default: every write and command asks; bypass: every tool runs, unasked." }),
     el("label", { for: "globs-" + id, text: "Write globs (one a line)" }), globs,
+    files.length ? null : el("p", { class: "meta", "data-testid": "grants-nothing",
+      text: "The plan names no files: approving it as it is grants no writes. Add globs to grant some." }),
     el("div", {}, overlapOk, el("label", { for: "ov-" + id, text: " allow the overlap, should another teammate's hold cover these files" })),
     el("label", { for: "fb-" + id, text: "Feedback (required to reject)" }), feedback,
     el("button", { class: "approve", "data-testid": "approve", text: "Approve", onclick: () => act("/api/approve", {

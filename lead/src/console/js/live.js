@@ -91,6 +91,8 @@ function offline(gone) {
 
 export function start() {
   showMe().catch(() => {});
+  // On a phone the review times start folded: the team comes next.
+  if (window.matchMedia("(max-width: 600px)").matches) document.getElementById("waits-section").open = false;
   const live = document.getElementById("live");
   // The state is read once the event stream is open (the lead watches for
   // this page from then on), so nothing between the two is lost; events that

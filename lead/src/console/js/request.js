@@ -2,7 +2,7 @@
 // it waits, its decision form.
 
 import { cardTitle, contentOf, linksOf, outcomeOf, titleOf, whole } from "./content.js";
-import { at, el, loading, memberLink, requestLink } from "./dom.js";
+import { at, el, loading, memberLink, requestLink, shortCommits } from "./dom.js";
 import { formOf } from "./forms.js";
 import { KIND_NAMES, requests } from "./state.js";
 
@@ -32,14 +32,22 @@ export function requestPage(id) {
       el("span", { class: "meta" }, "· ", at(s.at_unix_ms))));
   }
   if (r.status !== "pending") {
-    const feedback = r.feedback || (decidedBy && decidedBy.words) || "";
-    timeline.append(el("li", { "data-testid": "decision" }, `${outcomeOf(r)}${decidedBy ? " by " + decidedBy.reviewer : ""}${feedback ? ": " + feedback : ""} `,
+    const feedback = shortCommits(r.feedback || (decidedBy && decidedBy.words) || "");
+    // "landed on the team branch as d81e4ade": the word is said once.
+    const outcome = outcomeOf(r);
+    const said = feedback.toLowerCase().startsWith(outcome) ? feedback
+      : `${outcome}${decidedBy ? " by " + decidedBy.reviewer : ""}${feedback ? ": " + feedback : ""}`;
+    timeline.append(el("li", { "data-testid": "decision" }, said + " ",
       el("span", { class: "meta" }, "· ", at(r.resolved_at_unix_ms || (decidedBy && decidedBy.at_unix_ms) || r.created_at_unix_ms))));
   }
   out.push(el("h3", { text: "Timeline" }), timeline);
   const links = linksOf(r);
   if (links) out.push(links);
-  out.push(el("h3", { text: "What it asks" }));
+  // Headed by what it is: what waits asks; what was decided asked; a
+  // result that landed is what landed; a shutdown gives its reason.
+  out.push(el("h3", { "data-testid": "content-heading", text: r.type === "shutdown" ? "Its reason"
+    : r.status === "pending" ? "What it asks"
+    : r.type === "result" && r.status === "approved" ? "What landed" : "What it asked" }));
   if (r.brief && r.type !== "plan_approval") out.push(loading("its content"));
   else out.push(...contentOf(r)
     // The timeline above has the reviews.

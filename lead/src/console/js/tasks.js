@@ -1,6 +1,6 @@
 // The task list (#/tasks/STATUS) and a task's page (#/task/ID).
 
-import { titleOf } from "./content.js";
+import { outcomeOf, titleOf } from "./content.js";
 import { el, list, requestLink, shortCommits, whenText } from "./dom.js";
 import { KIND_NAMES, requests, tasks } from "./state.js";
 
@@ -47,6 +47,19 @@ function taskWaits(t) {
   return owner ? `${owner}, working on it` : "its claimant";
 }
 
+// What a task's page says it waits for, once: "waits for review of its
+// result", "blocked by" its open blockers (linked), or that it is done.
+function waitsLine(t) {
+  const status = taskStatus(t);
+  if (status === "completed") return ["done"];
+  if (status === "withdrawn") return ["withdrawn"];
+  if (status === "blocked") {
+    const open = (t.blocked_by || []).filter((b) => String((tasks.get(b) || {}).status || "").toLowerCase() !== "completed");
+    return ["blocked by ", ...open.flatMap((b, i) => [i ? ", " : "", el("a", { href: "#/task/" + encodeURIComponent(b), text: (tasks.get(b) || {}).subject || b })])];
+  }
+  return ["waits for " + taskWaits(t)];
+}
+
 export function tasksPage(tab) {
   const all = [...tasks.values()].sort((a, b) => a.created_at_unix_ms - b.created_at_unix_ms);
   const count = (s) => all.filter((t) => s === "all" || taskStatus(t) === s).length;
@@ -81,19 +94,22 @@ function requestsOfTask(id) {
 export function taskPage(id) {
   const t = tasks.get(id);
   if (!t) return [el("h2", { text: "No such task" })];
-  const blockers = (t.blocked_by || []).map((b) => el("a", { href: "#/task/" + encodeURIComponent(b), text: (tasks.get(b) || {}).subject || b }));
+  const status = taskStatus(t);
+  // The tasks it waited for, once they are done (while one is not, the
+  // status line says "blocked by" it).
+  const blockers = status === "blocked" ? [] : (t.blocked_by || []).map((b) => el("a", { href: "#/task/" + encodeURIComponent(b), text: (tasks.get(b) || {}).subject || b }));
   const under = requestsOfTask(id);
   const landed = under.filter((r) => r.type === "result" && r.status === "approved").pop();
   return [el("h2", { text: "Task: " + t.subject }),
-    el("p", { "data-testid": "task-status", text: `${taskStatus(t)}${t.owner ? " by " + t.owner : ""}; review: ${t.review || "plan"}; waits for ${taskWaits(t)}` }),
+    el("p", { "data-testid": "task-status" }, `${status}${t.owner ? " by " + t.owner : ""}; review: ${t.review || "plan"}; `, ...waitsLine(t)),
     t.from ? el("p", { "data-testid": "task-from", text: `handed in by ${t.from}${t.context_id ? " (context " + t.context_id + ")" : ""}` }) : null,
     landed ? el("p", { "data-testid": "task-landed" }, "Landed: ", landedLink(landed)) : null,
     t.description ? el("p", { text: t.description }) : null,
     el("div", { text: "Files:" }), list(t.files || []),
-    el("div", { text: "Waits for:" }), blockers.length ? el("p", {}, ...blockers.flatMap((b, i) => i ? [", ", b] : [b])) : el("p", { class: "meta", text: "nothing" }),
+    blockers.length ? el("p", { "data-testid": "task-after" }, "After: ", ...blockers.flatMap((b, i) => i ? [", ", b] : [b])) : null,
     el("p", { class: "meta", text: `created ${whenText(t.created_at_unix_ms)}; last changed ${whenText(t.updated_at_unix_ms || t.created_at_unix_ms)}` }),
     t.summary ? el("p", { text: "Summary: " + t.summary }) : null,
     el("div", { text: "Requests:" }),
-    under.length ? el("ul", { "data-testid": "task-requests" }, ...under.map((r) => el("li", {}, el("a", { href: "#/requests/" + r.request_id, text: `${KIND_NAMES[r.type] || r.type}: ${titleOf(r)}` }), ` — ${r.sender}, ${r.status}`)))
+    under.length ? el("ul", { "data-testid": "task-requests" }, ...under.map((r) => el("li", {}, el("a", { href: "#/requests/" + r.request_id, text: `${KIND_NAMES[r.type] || r.type}: ${titleOf(r)}` }), ` — ${r.sender}, ${outcomeOf(r)}`)))
       : el("p", { class: "meta", text: "none" })].filter(Boolean);
 }
