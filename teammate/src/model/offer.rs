@@ -227,6 +227,44 @@ fn bound_value(property: &mut Value, limit: usize) {
     }
 }
 
+/// `submit_plan` as a small model can fill it: paths for files (the task's
+/// own after a put-back), a few short steps, no optional prose.
+fn narrow_plan(tool: &mut Tool, known: &Known) {
+    let properties = &mut tool.parameters["properties"];
+    properties["files"]["minItems"] = json!(1);
+    // A path, not prose: no spaces (a path with one can still be
+    // planned by another way; the gate does not care).
+    properties["files"]["items"] =
+        json!({"type": "string", "pattern": PATH_PATTERN, "maxLength": 200});
+    properties["files"]["maxItems"] = json!(MAX_PLAN_FILES);
+    if !known.plan_files.is_empty() {
+        // Put back once for missing the task's files or changing
+        // others: the next plan names the task's (a small model
+        // otherwise submits the same plan again). A list of
+        // `items` is a tuple, as llama.cpp's grammar reads it.
+        let tuple: Vec<Value> = known
+            .plan_files
+            .iter()
+            .map(|p| json!({ "const": p }))
+            .collect();
+        properties["files"]["minItems"] = json!(tuple.len());
+        properties["files"]["maxItems"] = json!(tuple.len());
+        properties["files"]["items"] = Value::Array(tuple);
+    }
+    properties["steps"]["minItems"] = json!(1);
+    properties["steps"]["maxItems"] = json!(MAX_PLAN_STEPS);
+    properties["steps"]["items"]["maxLength"] = json!(MAX_STEP_TEXT);
+    // Optional prose that a small model runs away with, and tests
+    // it fills with shell lines that it then writes as the file.
+    if let Some(p) = properties.as_object_mut() {
+        p.remove("body");
+        p.remove("tests");
+    }
+    if let Some(required) = tool.parameters["required"].as_array_mut() {
+        required.retain(|r| r != "tests");
+    }
+}
+
 fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
     if known.spurned.contains(tool.name) {
         return None;
@@ -267,40 +305,7 @@ fn narrow_one(tool: &Tool, known: &Known) -> Option<Tool> {
             }
         }
         "search" if known.tree.as_ref().is_some_and(|t| t.files.is_empty()) => return None,
-        catalog::SUBMIT_PLAN => {
-            properties["files"]["minItems"] = json!(1);
-            // A path, not prose: no spaces (a path with one can still be
-            // planned by another way; the gate does not care).
-            properties["files"]["items"] =
-                json!({"type": "string", "pattern": PATH_PATTERN, "maxLength": 200});
-            properties["files"]["maxItems"] = json!(MAX_PLAN_FILES);
-            if !known.plan_files.is_empty() {
-                // Put back once for missing the task's files or changing
-                // others: the next plan names the task's (a small model
-                // otherwise submits the same plan again). A list of
-                // `items` is a tuple, as llama.cpp's grammar reads it.
-                let tuple: Vec<Value> = known
-                    .plan_files
-                    .iter()
-                    .map(|p| json!({ "const": p }))
-                    .collect();
-                properties["files"]["minItems"] = json!(tuple.len());
-                properties["files"]["maxItems"] = json!(tuple.len());
-                properties["files"]["items"] = Value::Array(tuple);
-            }
-            properties["steps"]["minItems"] = json!(1);
-            properties["steps"]["maxItems"] = json!(MAX_PLAN_STEPS);
-            properties["steps"]["items"]["maxLength"] = json!(MAX_STEP_TEXT);
-            // Optional prose that a small model runs away with, and tests
-            // it fills with shell lines that it then writes as the file.
-            if let Some(p) = properties.as_object_mut() {
-                p.remove("body");
-                p.remove("tests");
-            }
-            if let Some(required) = tool.parameters["required"].as_array_mut() {
-                required.retain(|r| r != "tests");
-            }
-        }
+        catalog::SUBMIT_PLAN => narrow_plan(&mut tool, known),
         "write_file" => {
             if literal_grant {
                 let granted: BTreeSet<String> = known.granted.iter().cloned().collect();

@@ -165,8 +165,8 @@ return {
   text: diff.textContent,
   removed: rows('tr.removed'),
   added: rows('tr.added'),
-  gone: [...diff.querySelectorAll('mark.gone')].map((m) => m.textContent),
-  fresh: [...diff.querySelectorAll('mark.new')].map((m) => m.textContent),
+  gone: [...diff.querySelectorAll('mark.word-gone')].map((m) => m.textContent),
+  fresh: [...diff.querySelectorAll('mark.word-new')].map((m) => m.textContent),
   folds: [...diff.querySelectorAll('[data-testid=unfold]')].map((b) => b.textContent),
   same: diff.querySelectorAll('tr.same').length,
 };

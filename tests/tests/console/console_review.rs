@@ -350,7 +350,7 @@ async fn a_request_page_says_each_thing_once_a_permission_as_a_diff_and_links_pl
         let added = browser
             .execute(
                 "const s = document.querySelector('#page .code-diff .added');\
-                 return [s.querySelector('.code').textContent, s.querySelector('mark.new').textContent];",
+                 return [s.querySelector('.code').textContent, s.querySelector('mark.word-new').textContent];",
                 vec![],
             )
             .await;

@@ -4,7 +4,7 @@
 //! element overflows sideways (`scrollWidth <= clientWidth`) but a code
 //! block meant to scroll. The team page folds the ended member and asks
 //! for a shutdown through a menu per row. Screenshots go to
-//! `target/console-shots/tour-*.png`.
+//! `target/console-shots/six-*.png`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -324,7 +324,7 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
             assert!(errors.is_empty(), "{name} at {width} px: {errors:?}");
             let found = overflow(&browser).await;
             browser
-                .screenshot(&shots().join(format!("tour-{name}-{width}.png")))
+                .screenshot(&shots().join(format!("six-{name}-{width}.png")))
                 .await;
             assert!(found.is_empty(), "{name} at {width} px: {found:#?}");
         }

@@ -65,7 +65,7 @@ function wordPair(was, now) {
   while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
   // Lines with nothing in common are two lines, not a change of words.
   if (head === 0 && tail === 0) return [null, null];
-  return [marked(a, head, a.length - tail, "gone"), marked(b, head, b.length - tail, "new")];
+  return [marked(a, head, a.length - tail, "word-gone"), marked(b, head, b.length - tail, "word-new")];
 }
 
 // Rows as they are numbered: [mark, text, old number, new number].
@@ -138,8 +138,15 @@ function rowsOf(rows, numbered) {
   return out;
 }
 
+// The columns' widths (a fixed layout takes them from here, not from a
+// hunk's header row that spans them all).
+function columns(numbered) {
+  const cols = numbered ? ["num", "num", "mark", "code"] : ["mark", "code"];
+  return el("colgroup", {}, ...cols.map((c) => el("col", { class: c })));
+}
+
 function table(rows, numbered) {
-  return el("div", { class: "code-scroll" }, el("table", { class: "code-diff" + (numbered ? " numbered" : "") }, el("tbody", {}, ...rowsOf(rows, numbered))));
+  return el("div", { class: "code-scroll" }, el("table", { class: "code-diff" + (numbered ? " numbered" : "") }, columns(numbered), el("tbody", {}, ...rowsOf(rows, numbered))));
 }
 
 // A line diff as code is read: indentation kept, each line marked + or -
@@ -232,7 +239,7 @@ function fileBody(file) {
     drawn += cut;
     if (cut < rows.length) rest.push({ header: null, rows: rows.slice(cut) });
   }
-  const out = [el("div", { class: "code-scroll" }, el("table", { class: "code-diff numbered" }, tbody))];
+  const out = [el("div", { class: "code-scroll" }, el("table", { class: "code-diff numbered" }, columns(true), tbody))];
   if (rest.length) {
     const left = rest.reduce((sum, h) => sum + h.rows.length, 0);
     const more = el("button", { type: "button", "data-testid": "more-lines", text: `show ${left} more line${left === 1 ? "" : "s"}` });
