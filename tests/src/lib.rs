@@ -690,6 +690,81 @@ impl Member {
             .await
             .map(|r| r.into_inner().request_id)
     }
+
+    /// Claims a new task of `subject`, reviewed as `review`, and submits a
+    /// plan for it (`summary`, one step, `files`); the task's and the
+    /// plan's ids.
+    pub async fn claim_and_plan(
+        &mut self,
+        operator: &mut Operator,
+        subject: &str,
+        review: pb::TaskReview,
+        summary: &str,
+        files: &[&str],
+    ) -> (String, String) {
+        let task = operator
+            .create_task(pb::CreateTaskRequest {
+                subject: subject.into(),
+                review: review as i32,
+                ..Default::default()
+            })
+            .await
+            .expect("CreateTask")
+            .into_inner()
+            .task_id;
+        self.api
+            .claim_task(pb::ClaimTaskRequest {
+                task_id: task.clone(),
+            })
+            .await
+            .expect("ClaimTask");
+        let plan = self
+            .api
+            .submit_plan(pb::PlanApprovalRequest {
+                plan: Some(pb::Plan {
+                    task_id: task.clone(),
+                    summary: summary.into(),
+                    steps: vec!["change it".into()],
+                    files: files.iter().map(|f| f.to_string()).collect(),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })
+            .await
+            .expect("SubmitPlan")
+            .into_inner()
+            .request_id;
+        (task, plan)
+    }
+
+    /// Submits `diff` for `task_id` against the team branch's head, as
+    /// `summary`; the result's id.
+    pub async fn submit_result_at_head(
+        &mut self,
+        task_id: &str,
+        diff: &str,
+        summary: &str,
+    ) -> String {
+        let head = self
+            .api
+            .get_repo(pb::GetRepoRequest::default())
+            .await
+            .expect("GetRepo")
+            .into_inner()
+            .head;
+        self.api
+            .submit_result(pb::ResultRequest {
+                task_id: task_id.into(),
+                base: head,
+                diff: diff.into(),
+                summary: summary.into(),
+                ..Default::default()
+            })
+            .await
+            .expect("SubmitResult")
+            .into_inner()
+            .request_id
+    }
 }
 
 /// The Python of a virtual environment under target/ with what the tests

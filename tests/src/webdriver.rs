@@ -320,6 +320,20 @@ impl Browser {
         );
     }
 
+    /// Fails on any script error the page logged, and on a page wider
+    /// than the window; then the screenshot `NAME-WIDTH.png` under
+    /// [`shots`].
+    pub async fn clean_shot(&self, name: &str, width: u32) {
+        let errors = self.script_errors().await;
+        assert!(errors.is_empty(), "{name} at {width} px: {errors:?}");
+        assert!(
+            self.sideways().await <= 0,
+            "{name} scrolls sideways at {width} px"
+        );
+        self.screenshot(&shots().join(format!("{name}-{width}.png")))
+            .await;
+    }
+
     /// How far the page is wider than its window (0: it does not scroll
     /// sideways).
     pub async fn sideways(&self) -> i64 {

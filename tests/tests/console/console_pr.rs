@@ -9,11 +9,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use mesh_tests::{
-    git::git,
-    webdriver::{shots, Browser},
-    Lead,
-};
+use mesh_tests::{git::git, webdriver::Browser, Lead};
 use serde_json::json;
 use shared::pb;
 
@@ -76,39 +72,17 @@ async fn granted_result(
     files: &[&str],
     diff: &str,
 ) -> String {
-    let task = operator
-        .create_task(pb::CreateTaskRequest {
-            subject: format!("{name}'s change"),
-            review: pb::TaskReview::Result as i32,
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner();
     let mut member = lead.join(name).await;
-    member
-        .api
-        .claim_task(pb::ClaimTaskRequest {
-            task_id: task.task_id.clone(),
-        })
-        .await
-        .unwrap();
-    let plan = member
-        .api
-        .submit_plan(pb::PlanApprovalRequest {
-            plan: Some(pb::Plan {
-                task_id: task.task_id.clone(),
-                summary: format!("{name}'s plan"),
-                steps: vec!["change it".into()],
-                files: files.iter().map(|f| f.to_string()).collect(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .request_id;
+    let review = pb::TaskReview::Result;
+    let (task, plan) = member
+        .claim_and_plan(
+            operator,
+            &format!("{name}'s change"),
+            review,
+            &format!("{name}'s plan"),
+            files,
+        )
+        .await;
     operator
         .review_plan(pb::PlanReview {
             request_id: plan,
@@ -117,40 +91,9 @@ async fn granted_result(
         })
         .await
         .unwrap();
-    let head = member
-        .api
-        .get_repo(pb::GetRepoRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .head;
     member
-        .api
-        .submit_result(pb::ResultRequest {
-            task_id: task.task_id,
-            base: head,
-            diff: diff.into(),
-            summary: format!("{name}'s result"),
-            ..Default::default()
-        })
+        .submit_result_at_head(&task, diff, &format!("{name}'s result"))
         .await
-        .unwrap()
-        .into_inner()
-        .request_id
-}
-
-/// Fails on any script error the page logged, and on a page wider than the
-/// window; then the screenshot `pr-NAME-WIDTH.png`.
-async fn clean_shot(browser: &Browser, name: &str, width: u32) {
-    let errors = browser.script_errors().await;
-    assert!(errors.is_empty(), "{name} at {width} px: {errors:?}");
-    assert!(
-        browser.sideways().await <= 0,
-        "{name} scrolls sideways at {width} px"
-    );
-    browser
-        .screenshot(&shots().join(format!("pr-{name}-{width}.png")))
-        .await;
 }
 
 /// What the diff of the page shows, as the test reads it.
@@ -254,7 +197,7 @@ async fn a_result_reads_like_a_pull_request() {
         assert_eq!(read["same"].as_u64().unwrap(), folded + 8, "{read}");
         assert_eq!(read["folds"], json!(["⋯ 6 unchanged lines"]));
         assert!(read["text"].as_str().unwrap().contains("pub fn f17()"));
-        clean_shot(&browser, "result", width).await;
+        browser.clean_shot("pr-result", width).await;
 
         // A file of the list leads to the file.
         let link = browser
@@ -305,5 +248,5 @@ async fn a_result_reads_like_a_pull_request() {
     let read = browser.execute(READ, vec![]).await;
     assert_eq!(read["gone"], json!(["{"]), "{read}");
     assert_eq!(read["fresh"], json!(["-> u8 { 0 "]), "{read}");
-    clean_shot(&browser, "inside", 1280).await;
+    browser.clean_shot("pr-inside", 1280).await;
 }

@@ -12,10 +12,7 @@
 
 #![allow(clippy::unwrap_used)]
 
-use mesh_tests::{
-    webdriver::{shots, Browser},
-    Lead,
-};
+use mesh_tests::{webdriver::Browser, Lead};
 use serde_json::{json, Value};
 use shared::pb;
 
@@ -53,20 +50,6 @@ async fn open_bodies(browser: &Browser) -> Value {
         .await
 }
 
-/// Fails on any script error the page logged, and on a page wider than the
-/// window; then the screenshot `review-NAME-WIDTH.png`.
-async fn clean_shot(browser: &Browser, name: &str, width: u32) {
-    let errors = browser.script_errors().await;
-    assert!(errors.is_empty(), "{name} at {width} px: {errors:?}");
-    assert!(
-        browser.sideways().await <= 0,
-        "{name} scrolls sideways at {width} px"
-    );
-    browser
-        .screenshot(&shots().join(format!("review-{name}-{width}.png")))
-        .await;
-}
-
 async fn submit(member: &mut mesh_tests::Member, plan: pb::Plan) -> String {
     member
         .api
@@ -81,34 +64,6 @@ async fn submit(member: &mut mesh_tests::Member, plan: pb::Plan) -> String {
 }
 
 /// `member`'s result for `task_id`: `diff` against the team branch's head.
-async fn submit_result(
-    member: &mut mesh_tests::Member,
-    task_id: &str,
-    diff: &str,
-    summary: &str,
-) -> String {
-    let head = member
-        .api
-        .get_repo(pb::GetRepoRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .head;
-    member
-        .api
-        .submit_result(pb::ResultRequest {
-            task_id: task_id.into(),
-            base: head,
-            diff: diff.into(),
-            summary: summary.into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .request_id
-}
-
 #[tokio::test]
 async fn queue_cards_are_a_line_each_opened_one_at_a_time_with_live_overlaps_and_readable_grants() {
     let lead = Lead::start(&[]).await;
@@ -158,7 +113,7 @@ async fn queue_cards_are_a_line_each_opened_one_at_a_time_with_live_overlaps_and
         )
         .await;
     assert_eq!(globs, json!([12, true, 12]));
-    clean_shot(&browser, "queue", 1280).await;
+    browser.clean_shot("review-queue", 1280).await;
 
     // By click: the second opens, the first closes.
     let card = browser
@@ -213,10 +168,10 @@ async fn queue_cards_are_a_line_each_opened_one_at_a_time_with_live_overlaps_and
             "overlaps dee: src/shared.rs",
         )
         .await;
-    clean_shot(&browser, "queue-overlap", 1280).await;
+    browser.clean_shot("review-queue-overlap", 1280).await;
     browser.resize(390, 844).await;
     browser.wait_for(&line(&second), "overlaps dee").await;
-    clean_shot(&browser, "queue-overlap", 390).await;
+    browser.clean_shot("review-queue-overlap", 390).await;
     browser.resize(1280, 800).await;
     // And on the plan's own page.
     browser.open(&format!("{base}#/requests/{second}")).await;
@@ -251,10 +206,10 @@ async fn queue_cards_are_a_line_each_opened_one_at_a_time_with_live_overlaps_and
         for glob in &long_globs {
             assert!(shown.contains(glob.as_str()), "{glob} in {shown}");
         }
-        clean_shot(&browser, "grant", width).await;
+        browser.clean_shot("review-grant", width).await;
         browser.open(&format!("{base}#/")).await;
         browser.wait_for(&line(&first), "12 files").await;
-        clean_shot(&browser, "queue", width).await;
+        browser.clean_shot("review-queue", width).await;
     }
     browser.quit().await;
 }
@@ -368,7 +323,7 @@ async fn a_request_page_says_each_thing_once_a_permission_as_a_diff_and_links_pl
             )
             .await;
         assert_eq!(once, json!([1, 1, false, "edit_file's full arguments"]));
-        clean_shot(&browser, "permission", width).await;
+        browser.clean_shot("review-permission", width).await;
     }
     browser.resize(1280, 800).await;
     operator
@@ -382,14 +337,14 @@ async fn a_request_page_says_each_thing_once_a_permission_as_a_diff_and_links_pl
 
     // bob's result: under its plan, for its task; each page links the
     // others, and the result's page shows its diff once.
-    let result = submit_result(
-        &mut bob,
-        &task.task_id,
-        "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n\
+    let result = bob
+        .submit_result_at_head(
+            &task.task_id,
+            "diff --git a/src/lib.rs b/src/lib.rs\n--- a/src/lib.rs\n+++ b/src/lib.rs\n\
          @@ -1 +1,2 @@\n pub fn one() -> u32 { 1 }\n+// tidy\n",
-        "the library, tidied",
-    )
-    .await;
+            "the library, tidied",
+        )
+        .await;
     for (width, height) in [(1280, 800), (390, 844)] {
         browser.resize(width, height).await;
         browser.open(&format!("{base}#/requests/{result}")).await;
@@ -410,7 +365,7 @@ async fn a_request_page_says_each_thing_once_a_permission_as_a_diff_and_links_pl
             )
             .await;
         assert_eq!(once, json!([1, 1]));
-        clean_shot(&browser, "result", width).await;
+        browser.clean_shot("review-result", width).await;
     }
     browser.resize(1280, 800).await;
     // The plan's page: its grant, its result, its task; its steps once.
@@ -477,7 +432,7 @@ async fn a_request_page_says_each_thing_once_a_permission_as_a_diff_and_links_pl
         )
         .await;
         assert_eq!(folded, json!([false, 1]));
-        clean_shot(&browser, "revision", width).await;
+        browser.clean_shot("review-revision", width).await;
     }
     browser.quit().await;
 }
@@ -544,7 +499,7 @@ async fn decided_requests_and_events_are_pages_of_their_own_paged_searched_linke
             .await;
         let lead_links = browser.all("a[href='#/members/lead']").await;
         assert!(lead_links.is_empty(), "the lead is not a member");
-        clean_shot(&browser, "decided", width).await;
+        browser.clean_shot("review-decided", width).await;
         let older = browser
             .wait_for("[data-testid=decided-older]", "older")
             .await;
@@ -569,12 +524,12 @@ async fn decided_requests_and_events_are_pages_of_their_own_paged_searched_linke
         let request = browser
             .within(&refused, "[data-testid=event-request]")
             .await;
-        clean_shot(&browser, "events", width).await;
+        browser.clean_shot("review-events", width).await;
         browser.click(&request).await;
         browser
             .wait_for("#page h2", "Shutdown: shut down bob")
             .await;
-        clean_shot(&browser, "shutdown", width).await;
+        browser.clean_shot("review-shutdown", width).await;
     }
     browser.resize(1280, 800).await;
 
@@ -663,7 +618,7 @@ async fn decided_requests_and_events_are_pages_of_their_own_paged_searched_linke
             "new",
         )
         .await;
-    clean_shot(&browser, "queue-new", 390).await;
+    browser.clean_shot("review-queue-new", 390).await;
     browser.resize(1280, 800).await;
 
     // Notifications, opted in: one when a request comes to wait.
@@ -691,7 +646,7 @@ async fn decided_requests_and_events_are_pages_of_their_own_paged_searched_linke
         vec![],
     )
     .await;
-    clean_shot(&browser, "queue-new", 1280).await;
+    browser.clean_shot("review-queue-new", 1280).await;
     browser.quit().await;
 }
 
@@ -757,14 +712,14 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
         })
         .await
         .unwrap();
-    let result = submit_result(
-        &mut bob,
-        &lexer.task_id,
-        "diff --git a/src/lexer.rs b/src/lexer.rs\nnew file mode 100644\n--- /dev/null\n\
+    let result = bob
+        .submit_result_at_head(
+            &lexer.task_id,
+            "diff --git a/src/lexer.rs b/src/lexer.rs\nnew file mode 100644\n--- /dev/null\n\
          +++ b/src/lexer.rs\n@@ -0,0 +1 @@\n+pub fn lex() {}\n",
-        "the lexer",
-    )
-    .await;
+            "the lexer",
+        )
+        .await;
 
     let browser = lead.console_browser().await;
     let waits = |id: &str| format!("[data-task='{id}'] [data-testid=task-waits]");
@@ -788,7 +743,7 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
         browser
             .wait_for("[data-testid=tab-blocked]", "blocked (1)")
             .await;
-        clean_shot(&browser, "tasks", width).await;
+        browser.clean_shot("review-tasks", width).await;
     }
     browser.resize(1280, 800).await;
 
@@ -813,7 +768,7 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
             "Landed: landed on the team branch as ",
         )
         .await;
-    clean_shot(&browser, "task", 1280).await;
+    browser.clean_shot("review-task", 1280).await;
     // The commit id short in the words, whole on hover; at 390 px nothing
     // scrolls sideways.
     let said = browser
@@ -853,7 +808,7 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
                 "waiting for review of its plan",
             )
             .await;
-        clean_shot(&browser, "team", width).await;
+        browser.clean_shot("review-team", width).await;
     }
     let row = browser.wait_for("[data-member=ann]", "ann").await;
     browser

@@ -51,16 +51,6 @@ async fn overflow(browser: &Browser) -> Vec<String> {
     }
 }
 
-fn plan(task_id: &str, summary: &str, files: &[&str]) -> pb::Plan {
-    pb::Plan {
-        task_id: task_id.into(),
-        summary: summary.into(),
-        files: files.iter().map(|f| f.to_string()).collect(),
-        steps: vec!["write it".into(), "test it".into()],
-        ..Default::default()
-    }
-}
-
 #[tokio::test]
 async fn every_page_kind_fits_at_both_widths_with_six_members() {
     let repo = mesh_tests::git::team_repo();
@@ -79,65 +69,60 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
     for name in names {
         members.push(lead.join(name).await);
     }
-    let mut tasks = Vec::new();
-    for (i, name) in names.iter().enumerate().take(4) {
-        let task = operator
-            .create_task(pb::CreateTaskRequest {
-                subject: format!("the {name} part of a longer piece of work, said in full"),
-                review: pb::TaskReview::Result as i32,
-                ..Default::default()
-            })
-            .await
-            .unwrap()
-            .into_inner();
-        members[i]
-            .api
-            .claim_task(pb::ClaimTaskRequest {
-                task_id: task.task_id.clone(),
-            })
-            .await
-            .unwrap();
-        tasks.push(task.task_id);
-    }
-    let submit = |p: pb::Plan| pb::PlanApprovalRequest {
-        plan: Some(p),
-        ..Default::default()
-    };
-    // ann's plan waits.
-    let ann_plan = members[0]
-        .api
-        .submit_plan(submit(plan(
-            &tasks[0],
+    // ann's plan waits; bob's, carol's and dan's are approved (bob's in
+    // default mode, so that his command asks).
+    let plans = [
+        (
             "the parser, with a test for every rule of the grammar",
-            &[
+            vec![
                 "src/parser/rules/expressions_and_statements.rs",
                 "tests/parser_rules.rs",
             ],
-        )))
-        .await
-        .unwrap()
-        .into_inner()
-        .request_id;
-    // bob's plan is approved (default mode), and he asks to run a command.
-    let bob_plan = members[1]
-        .api
-        .submit_plan(submit(plan(&tasks[1], "tidy the library", &["src/lib.rs"])))
-        .await
-        .unwrap()
-        .into_inner()
-        .request_id;
-    operator
-        .review_plan(pb::PlanReview {
-            request_id: bob_plan.clone(),
-            approve: true,
-            grant: Some(pb::PermissionGrant {
-                mode: pb::PermissionMode::Default as i32,
-                ..Default::default()
-            }),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+        ),
+        ("tidy the library", vec!["src/lib.rs"]),
+        ("the readme", vec!["README.md"]),
+        ("the lexer", vec!["src/lexer.rs"]),
+    ];
+    let mut tasks = Vec::new();
+    let mut plan_ids = Vec::new();
+    for (i, (summary, files)) in plans.iter().enumerate() {
+        let subject = format!(
+            "the {} part of a longer piece of work, said in full",
+            names[i]
+        );
+        let (task, plan) = members[i]
+            .claim_and_plan(
+                &mut operator,
+                &subject,
+                pb::TaskReview::Result,
+                summary,
+                files,
+            )
+            .await;
+        if i > 0 {
+            let mode = if i == 1 {
+                pb::PermissionMode::Default
+            } else {
+                pb::PermissionMode::AcceptEdits
+            };
+            operator
+                .review_plan(pb::PlanReview {
+                    request_id: plan.clone(),
+                    approve: true,
+                    grant: Some(pb::PermissionGrant {
+                        mode: mode as i32,
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+        }
+        tasks.push(task);
+        plan_ids.push(plan);
+    }
+    // bob asks to run a command; carol's result waits; dan asks to add a
+    // file.
     let permission = members[1]
         .api
         .request_permission(pb::PermissionRequest {
@@ -149,62 +134,14 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
         .unwrap()
         .into_inner()
         .request_id;
-    // carol's plan is approved; her result waits.
-    let carol_plan = members[2]
-        .api
-        .submit_plan(submit(plan(&tasks[2], "the readme", &["README.md"])))
-        .await
-        .unwrap()
-        .into_inner()
-        .request_id;
-    operator
-        .review_plan(pb::PlanReview {
-            request_id: carol_plan,
-            approve: true,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
-    let head = members[2]
-        .api
-        .get_repo(pb::GetRepoRequest::default())
-        .await
-        .unwrap()
-        .into_inner()
-        .head;
     let long = "a line long enough to wrap on a phone and then some more words, ".repeat(4);
+    let diff = format!(
+        "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n\
+         @@ -1,3 +1,4 @@\n # team\n \n-line two\n+line 2\n+{long}\n"
+    );
     let result = members[2]
-        .api
-        .submit_result(pb::ResultRequest {
-            task_id: tasks[2].clone(),
-            base: head,
-            diff: format!(
-                "diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n\
-                 @@ -1,3 +1,4 @@\n # team\n \n-line two\n+line 2\n+{long}\n"
-            ),
-            summary: "the readme, tidied".into(),
-            ..Default::default()
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .request_id;
-    // dan's plan is approved and he asks to add a file.
-    let dan_plan = members[3]
-        .api
-        .submit_plan(submit(plan(&tasks[3], "the lexer", &["src/lexer.rs"])))
-        .await
-        .unwrap()
-        .into_inner()
-        .request_id;
-    operator
-        .review_plan(pb::PlanReview {
-            request_id: dan_plan,
-            approve: true,
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+        .submit_result_at_head(&tasks[2], &diff, "the readme, tidied")
+        .await;
     let amendment = members[3]
         .api
         .request_amendment(pb::AmendmentRequest {
@@ -216,6 +153,7 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
         .unwrap()
         .into_inner()
         .request_id;
+    let ann_plan = plan_ids[0].clone();
     // fay is asked to shut down and agrees: she has ended.
     let mut events = mesh_tests::Events::open(&mut operator).await;
     let shutdown = operator
