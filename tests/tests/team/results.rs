@@ -1111,14 +1111,14 @@ async fn the_console_shows_a_results_diff_and_an_amendments_delta_and_decides_th
         .await;
     browser
         .wait_for(
-            "[data-testid=result] .diff .add",
-            "+pub fn two() -> u32 { 2 }",
+            "[data-testid=result] .diff tr.added .code",
+            "pub fn two() -> u32 { 2 }",
         )
         .await;
     browser
         .wait_for(
-            "[data-testid=result] .diff .del",
-            "-pub fn one() -> u32 { 1 }",
+            "[data-testid=result] .diff tr.removed .code",
+            "pub fn one() -> u32 { 1 }",
         )
         .await;
     browser
