@@ -584,10 +584,38 @@ impl Lead {
     }
 }
 
-/// Sends `sig` to a child.
+/// Sends `sig` to a child. For SIGSTOP, returns once every thread of the
+/// child has stopped: `kill` only queues the signal, and a busy machine
+/// can leave a thread running for milliseconds after it (a call sent then
+/// was answered by a lead the test took for paused).
 pub fn signal(child: &Child, sig: nix::sys::signal::Signal) {
     let pid = child.id().expect("running child") as i32;
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), sig).expect("signal");
+    if sig == nix::sys::signal::Signal::SIGSTOP {
+        let started = std::time::Instant::now();
+        while !all_threads_stopped(pid) {
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(10),
+                "process {pid} did not stop"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+/// Whether every thread of `pid` is stopped (state `T` in its
+/// `/proc/PID/task/TID/stat`).
+fn all_threads_stopped(pid: i32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
+            // The state follows the command's closing parenthesis.
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('T') || rest.starts_with('t'))
+        })
+    })
 }
 
 /// A running `teammate` process.
