@@ -46,6 +46,19 @@ export function diff(request) {
   return box;
 }
 
+// The file a write_file permission would replace, as the lead reads it:
+// asked once per request (a page is built again on every event, and its
+// text is compared before it is drawn).
+const filesNow = new Map();
+function fileNow(id) {
+  if (!filesNow.has(id)) {
+    filesNow.set(id, fetch("/api/file?request_id=" + encodeURIComponent(id))
+      .then((res) => (res.ok ? res.json() : null))
+      .catch(() => null));
+  }
+  return filesNow.get(id);
+}
+
 // What a permission request's write would change: edit_file's old and new
 // text, line by line; write_file's content against the file as it is now,
 // where the lead can read it (a teammate it spawned), else the content.
@@ -59,7 +72,7 @@ function permissionChange(r) {
   }
   if (p.tool === "write_file" && typeof args.content === "string") {
     const box = el("div", { "data-testid": "write-diff" }, el("div", { class: "meta", text: `writes ${args.path || "?"}` }));
-    fetch("/api/file?request_id=" + encodeURIComponent(r.request_id)).then((res) => res.ok ? res.json() : null).then((file) => {
+    fileNow(r.request_id).then((file) => {
       const now = args.content.split("\n");
       if (file && file.exists) {
         box.replaceChildren(diffLines(`change to ${args.path} (against the file now)`, file.content.split("\n"), now, true) || el("p", { text: "no change to the file" }));
