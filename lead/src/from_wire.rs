@@ -459,8 +459,11 @@ pub(crate) fn leave(request: pb::LeaveRequest) -> Result<Leave, HubError> {
     })
 }
 
-/// `RequestShutdown`: a deadline of 0 is the lead's default.
-pub(crate) fn request_shutdown(request: pb::ShutdownRequest) -> Result<RequestShutdown, HubError> {
+/// `RequestShutdown`, asked by `by`: a deadline of 0 is the lead's default.
+pub(crate) fn request_shutdown(
+    request: pb::ShutdownRequest,
+    by: &str,
+) -> Result<RequestShutdown, HubError> {
     let target = Name::parse("target", &request.target)?;
     limits::check("reason", &request.reason, limits::REASON)?;
     let request_id = RequestId::for_new("request_id", &request.request_id)?;
@@ -469,6 +472,7 @@ pub(crate) fn request_shutdown(request: pb::ShutdownRequest) -> Result<RequestSh
         target,
         reason: request.reason,
         deadline_unix_ms: (request.deadline_unix_ms != 0).then_some(request.deadline_unix_ms),
+        asked_by: by.to_owned(),
     })
 }
 

@@ -19,7 +19,7 @@ use std::{collections::VecDeque, sync::Arc};
 
 use mesh_core::{
     effect::Notice,
-    protocol::{Opening, Request},
+    protocol::{Kind, Opening, Request},
 };
 
 /// The most entries kept, by default.
@@ -136,10 +136,12 @@ impl PartialEq for Entry {
 }
 
 /// What of `notice` the history keeps, if it keeps anything: a request
-/// without its payload (which may be a megabyte of diff).
+/// without its payload (which may be a megabyte of diff), but for a
+/// shutdown's (its target, reason and who asked: a few hundred bytes).
 pub(crate) fn kept(notice: &Notice) -> Option<Notice> {
     kind_of(notice)?;
     Some(match notice {
+        Notice::Request(request) if request.opening.kind == Kind::Shutdown => notice.clone(),
         Notice::Request(request) => Notice::Request(Box::new(without_payload(request))),
         notice => notice.clone(),
     })
@@ -244,7 +246,9 @@ impl History {
     ) -> Option<(Arc<Entry>, Option<u64>)> {
         kind_of(&notice)?;
         if let Notice::Request(request) = &mut notice {
-            request.opening.payload_json = String::new();
+            if request.opening.kind != Kind::Shutdown {
+                request.opening.payload_json = String::new();
+            }
         }
         let entry = Arc::new(Entry {
             id: self.next_id,

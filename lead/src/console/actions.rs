@@ -222,6 +222,7 @@ pub(super) async fn shutdown(
                 target,
                 reason: form.reason,
                 deadline_unix_ms: None,
+                asked_by: operator.signer(),
             })
         })
         .map_err(HubError::from);

@@ -164,6 +164,7 @@ impl Hub {
                         target,
                         reason: "the lead is stopping".into(),
                         deadline_unix_ms: Some(self.now() + wait.max(1)),
+                        asked_by: "lead".into(),
                     }),
                 );
                 if let Err(e) = asked {

@@ -320,6 +320,7 @@ fn step(hub: &mut Hub, rng: &mut Rng, known: &mut Known) {
                     target: Name::parse("target", &target).expect("a valid name"),
                     reason: "done".into(),
                     deadline_unix_ms: None,
+                    asked_by: "operator".into(),
                 },
                 reply,
             ));

@@ -101,6 +101,7 @@ async fn ask_to_shut_down(hub: &HubHandle, name: &str) -> String {
         target: Name::parse("target", name).expect("a valid name"),
         reason: "done".into(),
         deadline_unix_ms: None,
+        asked_by: "operator".into(),
     };
     let ticket: RequestId = hub.operate(Claim::operator(), Ok(op)).await.expect("asks");
     ticket.to_string()

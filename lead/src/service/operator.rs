@@ -190,7 +190,7 @@ impl pb::operator_server::Operator for OperatorService {
             about,
         );
         traced(begun, async {
-            self.apply(request, from_wire::request_shutdown, |id: RequestId| {
+            self.signed(request, from_wire::request_shutdown, |id: RequestId| {
                 pb::ShutdownTicket {
                     request_id: id.to_string(),
                 }

@@ -131,6 +131,9 @@ pub struct RequestShutdown {
     pub reason: String,
     /// When the request expires unanswered; `None`: the lead's default.
     pub deadline_unix_ms: Option<i64>,
+    /// Who asks, as the request's history names them (`operator (console)`,
+    /// `operator NAME`, `lead` when it stops); kept in its payload.
+    pub asked_by: String,
 }
 
 /// A member answers a shutdown request: agrees (and is gone) or refuses.

@@ -69,6 +69,7 @@ fn ask_shutdown(team: &mut Team, who: &str, n: u8, now: i64) -> Vec<Effect> {
                 target: name(who),
                 reason: "done".into(),
                 deadline_unix_ms: None,
+                asked_by: "operator".into(),
             },
         )
         .unwrap();
@@ -219,6 +220,7 @@ fn a_shutdown_is_asked_of_an_active_member_by_a_deadline_still_ahead() {
                 target: name(target),
                 reason: String::new(),
                 deadline_unix_ms: deadline,
+                asked_by: "operator".into(),
             },
         )
     };

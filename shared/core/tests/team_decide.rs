@@ -254,6 +254,7 @@ fn a_shutdown_an_unknown_id_and_a_member_are_refused() {
             target: Name::parse("target", "bob").unwrap(),
             reason: "done".into(),
             deadline_unix_ms: None,
+            asked_by: "operator".into(),
         },
     )
     .unwrap();

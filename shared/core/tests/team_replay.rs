@@ -406,6 +406,7 @@ fn op_of(step: &Step, team: &Team, task_ids: &mut Vec<String>, now: i64) -> Opti
                 target: name(m),
                 reason: String::new(),
                 deadline_unix_ms: soon.then_some(now + 2),
+                asked_by: "operator".into(),
             }),
         ),
         Step::AnswerShutdown {

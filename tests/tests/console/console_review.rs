@@ -765,7 +765,7 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
     browser
         .wait_for(
             "[data-testid=task-landed]",
-            "Landed: landed on the team branch as ",
+            "landed on the team branch as ",
         )
         .await;
     browser.clean_shot("review-task", 1280).await;
@@ -786,6 +786,13 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
         said[1].as_str().unwrap_or(""),
     );
     assert!(!whole_id(text) && whole_id(title), "{said}");
+    let landed = browser
+        .text(&browser.wait_for("[data-testid=task-landed]", "landed").await)
+        .await;
+    assert!(
+        landed.starts_with("landed on the team branch as"),
+        "the word said once: {landed}"
+    );
     browser.resize(390, 844).await;
     assert!(
         browser.sideways().await <= 0,
@@ -793,10 +800,20 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
     );
     browser.resize(1280, 800).await;
 
-    // The event log links a task's events to the task.
+    // The event log links a task's events to the task, and says the
+    // landing once, its commit short.
     browser.open(&format!("{base}#/events")).await;
     let line = browser.wait_for("#events li", "task land the lexer").await;
     browser.within(&line, "[data-testid=event-task]").await;
+    let landed = browser
+        .text(
+            &browser
+                .wait_for("#events li", "bob's result landed on the team branch as ")
+                .await,
+        )
+        .await;
+    assert!(!whole_id(&landed), "{landed}");
+    assert!(!landed.contains("landed: landed"), "{landed}");
 
     // The team page asks ann to shut down, with a reason.
     for (width, height) in [(390, 844), (1280, 800)] {
@@ -834,6 +851,26 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
         .wait_for(
             "[data-member=ann] [data-testid=team-shutdown-outcome]",
             "asked; waiting",
+        )
+        .await;
+    // The events and the request's page name who asked, as they are.
+    browser.open(&format!("{base}#/events")).await;
+    browser
+        .wait_for("#events li", "operator (console) asked ann to shut down")
+        .await;
+    let link = browser
+        .within(
+            &browser
+                .wait_for("#events li", "operator (console) asked ann")
+                .await,
+            "[data-testid=event-request]",
+        )
+        .await;
+    browser.click(&link).await;
+    browser
+        .wait_for(
+            "#page [data-testid=opened]",
+            "asked by operator (console)",
         )
         .await;
     browser.quit().await;

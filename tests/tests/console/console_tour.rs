@@ -154,6 +154,44 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
         .into_inner()
         .request_id;
     let ann_plan = plan_ids[0].clone();
+    // eve's plan is made from her task, as a teammate without a model
+    // makes it: named as the task, its description the step and the body,
+    // no files.
+    let described = "Read the parser and say what it lacks; write nothing.";
+    let eve_task = operator
+        .create_task(pb::CreateTaskRequest {
+            subject: "review the parser".into(),
+            description: described.into(),
+            review: pb::TaskReview::Plan as i32,
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .task_id;
+    members[4]
+        .api
+        .claim_task(pb::ClaimTaskRequest {
+            task_id: eve_task.clone(),
+        })
+        .await
+        .unwrap();
+    let eve_plan = members[4]
+        .api
+        .submit_plan(pb::PlanApprovalRequest {
+            plan: Some(pb::Plan {
+                task_id: eve_task,
+                summary: "review the parser".into(),
+                steps: vec![described.into()],
+                body: described.into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .request_id;
     // fay is asked to shut down and agrees: she has ended.
     let mut events = mesh_tests::Events::open(&mut operator).await;
     let shutdown = operator
@@ -191,6 +229,12 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
             format!("#/requests/{ann_plan}"),
             "#page h2".into(),
             "Plan: the parser".into(),
+        ),
+        (
+            "plan-from-task",
+            format!("#/requests/{eve_plan}"),
+            "#page [data-testid=task-link]".into(),
+            "its task".into(),
         ),
         (
             "permission",
@@ -266,6 +310,32 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
                 .await;
             assert!(found.is_empty(), "{name} at {width} px: {found:#?}");
         }
+        // The queue's team panel: six people in a compact table beside the
+        // queue (it took 1,300 px at 1280 px when each row carried an open
+        // reason box); on a phone below the queue, not pushed down by the
+        // keys' help or the open statistics (it sat below 3,400 px).
+        // Loaded anew at this width, as a phone opens it (another URL: the
+        // browser loads the page and waits for it).
+        browser.open(&format!("{base}?width={width}#/")).await;
+        browser
+            .wait_for("#team [data-member=ann]", "ann")
+            .await;
+        let panel = browser
+            .execute(
+                "const r = document.querySelector('#team-section').getBoundingClientRect();                 return [Math.round(r.height), Math.round(r.top + window.scrollY),                         getComputedStyle(document.querySelector('#shortcuts')).display,                         document.querySelector('#waits-section').open];",
+                vec![],
+            )
+            .await;
+        eprintln!("the queue's team panel at {width} px: {panel}");
+        browser
+            .wait_for("#team-ended-note", "1 ended (fay)")
+            .await;
+        if width == 1280 {
+            assert!(panel[0].as_i64().unwrap() <= 500, "{panel}");
+        } else {
+            assert!(panel[1].as_i64().unwrap() <= 2000, "{panel}");
+            assert_eq!((&panel[2], &panel[3]), (&json!("none"), &json!(false)));
+        }
         // A command is shown before it runs: in the title and a code
         // block, where and under what it runs, what it serves.
         browser
@@ -292,6 +362,19 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
                 "for the task the bob part of a longer piece of work, said in full, under the plan tidy the library",
             )
             .await;
+        // A plan made from its task says the task and its description
+        // once, and that approving it grants no writes.
+        browser.open(&format!("{base}#/requests/{eve_plan}")).await;
+        browser
+            .wait_for("#page [data-testid=task-link]", "its task")
+            .await;
+        let told = browser
+            .execute(
+                "const page = document.querySelector('#page');                 return [page.textContent.split(arguments[0]).length - 1,                         page.textContent.split('review the parser').length - 1,                         !!page.querySelector('[data-testid=plan-body]'),                         !!page.querySelector('[data-testid=grants-nothing]')];",
+                vec![json!(described)],
+            )
+            .await;
+        assert_eq!(told, json!([1, 1, false, true]), "at {width} px");
         // A task's page says what it waits for once.
         browser.open(&format!("{base}#/task/{}", tasks[2])).await;
         let said = browser
@@ -333,6 +416,13 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
         assert!(lines.iter().all(|l| l.contains("fay")), "{lines:?}");
         assert!(
             !lines.iter().any(|l| l.contains("was asked to shut down")),
+            "{lines:?}"
+        );
+        // Who asked is named as they are: the unnamed operator token.
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("operator asked fay to shut down")),
             "{lines:?}"
         );
         assert!(

@@ -118,7 +118,13 @@ export function linksOf(r) {
   const task = (p.plan && p.plan.task_id) || (p.result && p.result.task_id) || p.task_id;
   if (task) {
     const t = tasks.get(task);
-    out.push(el("span", {}, "For task ", el("a", { href: "#/task/" + encodeURIComponent(task), "data-testid": "task-link", text: t ? t.subject : task })));
+    const href = "#/task/" + encodeURIComponent(task);
+    // A plan named as its task (made from it) is not headed by the task again.
+    if (t && r.type === "plan_approval" && ((p.plan || {}).summary || "").trim() === t.subject.trim()) {
+      out.push(el("span", {}, "Made from ", el("a", { href, "data-testid": "task-link", text: "its task" })));
+    } else {
+      out.push(el("span", {}, "For task ", el("a", { href, "data-testid": "task-link", text: t ? t.subject : task })));
+    }
   }
   if (p.plan_id) {
     const plan = requests.get(p.plan_id);
@@ -154,7 +160,10 @@ function planContent(r) {
   const whole = [el("div", { text: "Steps:" }), list(plan.steps || []),
     el("div", { text: "Files:" }), fileList(plan.files || []),
     el("div", { text: "Tests:" }), list(plan.tests || [])];
-  if (plan.body) whole.push(el("pre", { text: plan.body }));
+  // A plan made from its task has the task's description as its step and
+  // as its body: said once.
+  const said = (plan.steps || []).map((step) => String(step).trim());
+  if (plan.body && !said.includes(plan.body.trim())) whole.push(el("pre", { "data-testid": "plan-body", text: plan.body }));
   if (r.brief) whole.push(loading("the plan's body"));
   const changed = diff(r);
   const out = [overlapsBox(r)];
@@ -264,6 +273,14 @@ function actionOf(r) {
     return `${p.tool === "write_file" ? "write" : "edit"} ${args.path}`;
   }
   return `run ${p.tool || "a tool"}${args.path ? " on " + args.path : ""}`;
+}
+
+// Who asked a shutdown, as the lead recorded them ("operator (console)",
+// "operator alice"; "the lead" when it stops, or for a request from a lead
+// that did not record it).
+export function askedBy(r) {
+  const by = (r.payload && r.payload.asked_by) || "lead";
+  return by === "lead" ? "the lead" : by;
 }
 
 export function cardTitle(r) {

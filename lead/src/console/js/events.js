@@ -1,9 +1,10 @@
 // The event log (#/events): what each event says in words, the lead's
 // history a page at a time, filtered and searched, and live events on top.
 
-import { count, el, whenText } from "./dom.js";
+import { askedBy } from "./content.js";
+import { count, el, shortCommits, whenText } from "./dom.js";
 import { lookedAt } from "./notify.js";
-import { members, requests, tokensOf } from "./state.js";
+import { members, requests, tasks, tokensOf } from "./state.js";
 
 const MAX_EVENTS = 1000;
 export const filter = document.getElementById("event-filter");
@@ -36,6 +37,17 @@ function memberSentence(m, toldMembers) {
   return m.status in words ? words[m.status] : `${m.name} is ${m.status}`;
 }
 
+// Words the lead wrote for the teammate, as the log says them: a task's id
+// by its subject, a request's by its first eight characters, a commit by
+// its first twelve.
+const UUID = /\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g;
+export function plainWords(text) {
+  return shortCommits(String(text || "")).replace(UUID, (id) => {
+    const task = tasks.get(id);
+    return task ? `"${task.subject}"` : id.slice(0, 8);
+  });
+}
+
 export function requestSentence(r, toldRequests) {
   const reviews = r.reviews || [];
   const before = toldRequests.get(r.request_id);
@@ -44,20 +56,21 @@ export function requestSentence(r, toldRequests) {
     if (reviews.length <= before.reviews) return null;
     const step = reviews[reviews.length - 1];
     const what = { result: "result", amendment: "amendment" }[r.type] || "plan";
-    return `${step.reviewer} (${step.verdict}) on ${r.sender}'s ${what}` + (step.words ? `: ${step.words}` : "");
+    return `${step.reviewer} (${step.verdict}) on ${r.sender}'s ${what}` + (step.words ? `: ${plainWords(step.words)}` : "");
   }
   const who = r.sender;
+  const why = plainWords(r.feedback);
   const sentences = {
     plan_approval: { pending: `${who} sent a plan for review`, approved: `${who}'s plan was approved`,
-      rejected: `${who}'s plan was rejected: ${r.feedback || ""}`, expired: `${who}'s plan expired` },
+      rejected: `${who}'s plan was rejected: ${why}`, expired: `${who}'s plan expired` },
     permission: { pending: `${who} asks for permission`, approved: `${who}'s permission was allowed`,
-      rejected: `${who}'s permission was refused: ${r.feedback || ""}`, expired: `${who}'s permission request expired` },
-    result: { pending: `${who} sent a result for review`, approved: `${who}'s result landed: ${r.feedback || ""}`,
-      rejected: `${who}'s result was rejected: ${r.feedback || ""}`, expired: `${who}'s result expired` },
+      rejected: `${who}'s permission was refused: ${why}`, expired: `${who}'s permission request expired` },
+    result: { pending: `${who} sent a result for review`, approved: `${who}'s result ${why.startsWith("landed") ? why : "landed" + (why ? ": " + why : "")}`,
+      rejected: `${who}'s result was rejected: ${why}`, expired: `${who}'s result expired` },
     amendment: { pending: `${who} asks to add to its plan`, approved: `${who}'s amendment was approved`,
-      rejected: `${who}'s amendment was rejected: ${r.feedback || ""}`, expired: `${who}'s amendment expired` },
-    shutdown: { pending: `the lead asked ${r.target} to shut down`, approved: `${r.target} agreed to shut down`,
-      rejected: `${r.target} refused to shut down: ${r.feedback || ""}`, expired: `the shutdown request for ${r.target} expired` },
+      rejected: `${who}'s amendment was rejected: ${why}`, expired: `${who}'s amendment expired` },
+    shutdown: { pending: `${askedBy(r)} asked ${r.target} to shut down`, approved: `${r.target} agreed to shut down`,
+      rejected: `${r.target} refused to shut down: ${why}`, expired: `the shutdown request for ${r.target} expired` },
   };
   return (sentences[r.type] || {})[r.status] || `${who}'s ${r.type} request is ${r.status}`;
 }
@@ -118,10 +131,10 @@ function describe(e, told) {
   if (ev.tool_call) {
     const t = ev.tool_call;
     if (SAID_ELSEWHERE.has(t.tool)) return said(null, []);
-    const [line, folded] = outcomeParts(t.outcome);
+    const [line, folded] = outcomeParts(plainWords(t.outcome));
     return said(`${t.member} ${t.allowed ? "ran" : "was refused"} ${t.tool}${line ? ": " + line : ""}`, [t.member], folded);
   }
-  if (ev.review_note) return said(`${ev.review_note.reviewer}: ${ev.review_note.note}`, []);
+  if (ev.review_note) return said(`${ev.review_note.reviewer}: ${plainWords(ev.review_note.note)}`, []);
   if (ev.task) return said(`task ${ev.task.subject}: ${ev.task.status}${ev.task.owner ? " (" + ev.task.owner + ")" : ""}`, [ev.task.owner]);
   if (ev.usage) {
     // A process that used nothing is not news.

@@ -1,7 +1,7 @@
 // A request's page (#/requests/ID): its timeline, its content and, while
 // it waits, its decision form.
 
-import { cardTitle, contentOf, linksOf, outcomeOf, titleOf, whole } from "./content.js";
+import { askedBy, cardTitle, contentOf, linksOf, outcomeOf, titleOf, whole } from "./content.js";
 import { at, el, loading, memberLink, requestLink, shortCommits } from "./dom.js";
 import { formOf } from "./forms.js";
 import { KIND_NAMES, requests } from "./state.js";
@@ -13,7 +13,7 @@ export function requestPage(id) {
   const out = [el("h2", { text: `${KIND_NAMES[r.type] || r.type}: ${cardTitle(r)}` }),
     el("p", { class: "meta", "data-testid": "request-status" }, `${outcomeOf(r)}, from `, memberLink(r.sender), " to ", memberLink(r.target))];
   const timeline = el("ol", { class: "timeline", "data-testid": "timeline" });
-  timeline.append(el("li", {}, "submitted ", at(r.created_at_unix_ms)));
+  timeline.append(el("li", { "data-testid": "opened" }, r.type === "shutdown" ? `asked by ${askedBy(r)} ` : "submitted ", at(r.created_at_unix_ms)));
   const revises = p.supersedes;
   if (revises) {
     // Named by what it was, its whole id on hover.

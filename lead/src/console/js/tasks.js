@@ -103,7 +103,8 @@ export function taskPage(id) {
   return [el("h2", { text: "Task: " + t.subject }),
     el("p", { "data-testid": "task-status" }, `${status}${t.owner ? " by " + t.owner : ""}; review: ${t.review || "plan"}; `, ...waitsLine(t)),
     t.from ? el("p", { "data-testid": "task-from", text: `handed in by ${t.from}${t.context_id ? " (context " + t.context_id + ")" : ""}` }) : null,
-    landed ? el("p", { "data-testid": "task-landed" }, "Landed: ", landedLink(landed)) : null,
+    // "landed on the team branch as …" says the word itself.
+    landed ? el("p", { "data-testid": "task-landed" }, /^landed\b/i.test(landed.feedback || "") ? "" : "Landed: ", landedLink(landed)) : null,
     t.description ? el("p", { text: t.description }) : null,
     el("div", { text: "Files:" }), list(t.files || []),
     blockers.length ? el("p", { "data-testid": "task-after" }, "After: ", ...blockers.flatMap((b, i) => i ? [", ", b] : [b])) : null,

@@ -25,8 +25,10 @@ function renderUsage() {
   const others = [...usage.entries()].filter(([name]) => !members.has(name))
     .map(([name, u]) => `${name}: ${count(u.tokens)} tokens in ${count(u.calls)} calls`);
   const total = usageBase + usageSum();
-  document.getElementById("team-usage").textContent =
-    `Team total: ${count(total)} tokens` + (others.length ? "; " + others.join("; ") : "");
+  const said = document.getElementById("team-usage");
+  said.textContent = `Team total: ${count(total)} tokens` + (others.length ? "; " + others.join("; ") : "");
+  // Where no model is used there are no tokens to count.
+  said.hidden = !modelsUsed();
 }
 
 // Asking `name` to shut down: a menu of its own on each row (a reason
@@ -126,6 +128,14 @@ export function renderTeam() {
     previous = row;
   }
   for (const gone of rows.values()) gone.remove();
+  // Where the panel is narrow its ended members are not listed (CSS): said
+  // in a line that links the team page, which folds them.
+  const ended = [...members.values()].filter((m) => m.status === "terminated").map((m) => m.name);
+  const note = document.getElementById("team-ended-note");
+  note.hidden = !ended.length;
+  if (ended.length) {
+    note.replaceChildren(`${ended.length} ended (${ended.join(", ")}): `, el("a", { href: "#/team", text: "on the team page" }));
+  }
   document.getElementById("team").classList.toggle("no-model", !modelsUsed());
   renderUsage();
   const names = [...members.keys()];

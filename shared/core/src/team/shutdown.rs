@@ -9,7 +9,8 @@ use crate::{
     effect::{Effect, Message, Notice},
     error::FieldError,
     lifecycle::Event,
-    names::{Name, RequestId, LEAD},
+    names::{RequestId, LEAD},
+    op::RequestShutdown,
     protocol::{Decision, Kind, Opening, Party},
     refusal::CoreError,
 };
@@ -19,13 +20,18 @@ impl Team {
     /// deadline (the rules' default if it names none).
     pub(super) fn request_shutdown_op(
         &mut self,
-        id: RequestId,
-        target: &Name,
-        reason: String,
-        deadline: Option<i64>,
+        op: RequestShutdown,
         now: i64,
         effects: &mut Vec<Effect>,
     ) -> Result<RequestId, CoreError> {
+        let RequestShutdown {
+            request_id: id,
+            target,
+            reason,
+            deadline_unix_ms: deadline,
+            asked_by,
+        } = op;
+        let target = &target;
         match self.members.get(target.as_str()) {
             None => return Err(FieldError::new("target", format!("no member {target:?}")).into()),
             Some(m) if m.terminated() => {
@@ -51,6 +57,7 @@ impl Team {
             "target": target.as_str(),
             "reason": reason,
             "deadline_unix_ms": asked,
+            "asked_by": asked_by,
         });
         let outcome = self.requests.open(
             Opening {

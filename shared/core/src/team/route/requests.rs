@@ -27,14 +27,7 @@ impl Op for RequestShutdown {
         _: &Admitted,
         effects: &mut Vec<Effect>,
     ) -> Result<RequestId, CoreError> {
-        team.request_shutdown_op(
-            self.request_id,
-            &self.target,
-            self.reason,
-            self.deadline_unix_ms,
-            now,
-            effects,
-        )
+        team.request_shutdown_op(self, now, effects)
     }
 }
 
