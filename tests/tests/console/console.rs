@@ -153,11 +153,24 @@ async fn an_operator_reviews_and_shuts_down_from_the_console() {
     browser
         .click(&browser.within(&row, "[data-testid=shutdown]").await)
         .await;
+    // Beside the queue she is a line that links the team page, where she
+    // is folded under "ended" with how her shutdown ended.
+    let note = browser
+        .wait_for("#team-ended-note", "1 ended (alice)")
+        .await;
+    browser.click(&browser.within(&note, "a").await).await;
     browser
-        .wait_for("tr[data-member=alice]", "terminated")
+        .click(
+            &browser
+                .wait_for("[data-testid=team-ended] summary", "ended (1)")
+                .await,
+        )
         .await;
     browser
-        .wait_for("tr[data-member=alice]", "agreed: a is written")
+        .wait_for(
+            "[data-testid=team-ended] [data-member=alice]",
+            "agreed: a is written",
+        )
         .await;
     assert!(alice.exit().await.success());
     let request = events

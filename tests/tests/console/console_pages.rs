@@ -113,9 +113,28 @@ async fn a_request_has_its_own_page_with_its_timeline_by_link_directly_and_after
     browser.click(&revises).await;
     browser.wait_for("#page h2", "Plan: the first plan").await;
     // The operator's rejection is its decision, said once, with who took it.
-    browser
+    let decision = browser
         .wait_for("[data-testid=decision]", "rejected by operator: add a test")
         .await;
+    // Its time today is a time, not a date that reads on from the words
+    // ("add a test, 11/29/2026"); the whole of it on hover.
+    let said = browser.text(&decision).await;
+    assert!(
+        !said.split_whitespace().any(|w| w.matches('/').count() == 2),
+        "a date where the time says it: {said}"
+    );
+    assert!(
+        !browser
+            .execute(
+                "return document.querySelector('[data-testid=decision] time').title",
+                vec![]
+            )
+            .await
+            .as_str()
+            .unwrap_or_default()
+            .is_empty(),
+        "the whole time on hover"
+    );
     assert!(
         browser.all("#page [data-testid=step]").await.is_empty(),
         "the deciding step is the decision, not a line of its own: {}",

@@ -763,10 +763,7 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
         .wait_for("[data-testid=task-status]", "completed by bob")
         .await;
     browser
-        .wait_for(
-            "[data-testid=task-landed]",
-            "landed on the team branch as ",
-        )
+        .wait_for("[data-testid=task-landed]", "landed on the team branch as ")
         .await;
     browser.clean_shot("review-task", 1280).await;
     // The commit id short in the words, whole on hover; at 390 px nothing
@@ -787,7 +784,11 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
     );
     assert!(!whole_id(text) && whole_id(title), "{said}");
     let landed = browser
-        .text(&browser.wait_for("[data-testid=task-landed]", "landed").await)
+        .text(
+            &browser
+                .wait_for("[data-testid=task-landed]", "landed")
+                .await,
+        )
         .await;
     assert!(
         landed.starts_with("landed on the team branch as"),
@@ -868,10 +869,7 @@ async fn tasks_say_what_they_wait_for_and_the_team_page_shuts_a_member_down() {
         .await;
     browser.click(&link).await;
     browser
-        .wait_for(
-            "#page [data-testid=opened]",
-            "asked by operator (console)",
-        )
+        .wait_for("#page [data-testid=opened]", "asked by operator (console)")
         .await;
     browser.quit().await;
 }

@@ -317,9 +317,7 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
         // Loaded anew at this width, as a phone opens it (another URL: the
         // browser loads the page and waits for it).
         browser.open(&format!("{base}?width={width}#/")).await;
-        browser
-            .wait_for("#team [data-member=ann]", "ann")
-            .await;
+        browser.wait_for("#team [data-member=ann]", "ann").await;
         let panel = browser
             .execute(
                 "const r = document.querySelector('#team-section').getBoundingClientRect();                 return [Math.round(r.height), Math.round(r.top + window.scrollY),                         getComputedStyle(document.querySelector('#shortcuts')).display,                         document.querySelector('#waits-section').open];",
@@ -327,9 +325,7 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
             )
             .await;
         eprintln!("the queue's team panel at {width} px: {panel}");
-        browser
-            .wait_for("#team-ended-note", "1 ended (fay)")
-            .await;
+        browser.wait_for("#team-ended-note", "1 ended (fay)").await;
         if width == 1280 {
             assert!(panel[0].as_i64().unwrap() <= 500, "{panel}");
         } else {

@@ -91,8 +91,11 @@ export function whenText(ms) {
 // The console's tests ask for it by name.
 window.whenText = whenText;
 
+// When, on a page's timeline: as the log says it (no "11/29/2026, " that
+// reads on from the words before it), the whole time on hover.
 export function at(ms) {
-  return el("span", {}, el("time", { text: new Date(ms).toLocaleString() }), " (", since(ms), " ago)");
+  const when = new Date(ms);
+  return el("span", {}, el("time", { datetime: when.toISOString(), title: when.toString(), text: whenText(ms) }), " (", since(ms), " ago)");
 }
 
 // Pages with their own address: #/requests/ID, #/tasks/STATUS, #/task/ID,
