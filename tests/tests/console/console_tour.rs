@@ -305,6 +305,20 @@ async fn every_page_kind_fits_at_both_widths_with_six_members() {
             let errors = browser.script_errors().await;
             assert!(errors.is_empty(), "{name} at {width} px: {errors:?}");
             let found = overflow(&browser).await;
+            // A page of its own is inset as the queue is, not flush
+            // against the window's left edge.
+            let inset = browser
+                .execute(
+                    "const p = document.querySelector('#page');\
+                     const shown = p.hidden ? document.querySelector('main:not([hidden]) section, .own-page:not([hidden])') : p.firstElementChild;\
+                     return Math.round(shown.getBoundingClientRect().left);",
+                    vec![],
+                )
+                .await;
+            assert!(
+                inset.as_i64().unwrap_or(0) >= 16,
+                "{name} at {width} px starts {inset} px from the left"
+            );
             browser
                 .screenshot(&shots().join(format!("six-{name}-{width}.png")))
                 .await;
