@@ -135,14 +135,21 @@ impl PartialEq for Entry {
     }
 }
 
+/// Whether the history keeps `request`'s payload: only a shutdown's (its
+/// target, reason and who asked: a few hundred bytes); any other may be a
+/// megabyte of diff.
+pub(crate) fn keeps_payload(request: &Request) -> bool {
+    request.opening.kind == Kind::Shutdown
+}
+
 /// What of `notice` the history keeps, if it keeps anything: a request
-/// without its payload (which may be a megabyte of diff), but for a
-/// shutdown's (its target, reason and who asked: a few hundred bytes).
+/// without its payload, unless [`keeps_payload`].
 pub(crate) fn kept(notice: &Notice) -> Option<Notice> {
     kind_of(notice)?;
     Some(match notice {
-        Notice::Request(request) if request.opening.kind == Kind::Shutdown => notice.clone(),
-        Notice::Request(request) => Notice::Request(Box::new(without_payload(request))),
+        Notice::Request(request) if !keeps_payload(request) => {
+            Notice::Request(Box::new(without_payload(request)))
+        }
         notice => notice.clone(),
     })
 }
@@ -246,7 +253,7 @@ impl History {
     ) -> Option<(Arc<Entry>, Option<u64>)> {
         kind_of(&notice)?;
         if let Notice::Request(request) = &mut notice {
-            if request.opening.kind != Kind::Shutdown {
+            if !keeps_payload(request) {
                 request.opening.payload_json = String::new();
             }
         }
@@ -453,5 +460,38 @@ mod tests {
             panic!("a request's event");
         };
         assert!(kept.opening.payload_json.is_empty() && kept.opening.id.as_str() == "r1");
+    }
+
+    #[test]
+    fn a_shutdown_keeps_its_payload_which_says_who_asked() {
+        let payload = r#"{"target":"bob","reason":"done","deadline_unix_ms":0,"asked_by":"operator (console)"}"#;
+        let request = Request::pending(
+            Opening {
+                id: mesh_core::names::RequestId::existing("id", "s1").expect("id"),
+                kind: Kind::Shutdown,
+                sender: "lead".into(),
+                target: "bob".into(),
+                payload_json: payload.into(),
+                deadline_unix_ms: None,
+            },
+            1,
+        );
+        let notice = Notice::Request(Box::new(request));
+        let Some(Notice::Request(passed)) = kept(&notice) else {
+            panic!("a request's notice");
+        };
+        assert_eq!(passed.opening.payload_json, payload);
+        let mut history = History::restore(Vec::new(), 5);
+        let (entry, _) = history.record(1, notice).expect("recorded");
+        let Event::Notice(Notice::Request(recorded)) = entry.event() else {
+            panic!("a request's event");
+        };
+        assert_eq!(recorded.opening.payload_json, payload);
+        let Some(shared::pb::event::Kind::Request(on_the_wire)) =
+            crate::store::history_event(&entry).expect("an event").kind
+        else {
+            panic!("a request's event on the wire");
+        };
+        assert_eq!(on_the_wire.payload_json, payload);
     }
 }
