@@ -164,11 +164,11 @@ pub fn history_event(entry: &Entry) -> Result<pb::Event, prost::DecodeError> {
 }
 
 /// `notice` at `at` as an event on the wire; a request without its
-/// payload (unless [`crate::history::keeps_payload`]), which is not copied
+/// payload (unless [`history::keeps_payload`]), which is not copied
 /// to be dropped.
 fn history_pb(at: i64, notice: &mesh_core::effect::Notice) -> pb::Event {
     let kind = match notice {
-        mesh_core::effect::Notice::Request(request) if !crate::history::keeps_payload(request) => {
+        mesh_core::effect::Notice::Request(request) if !history::keeps_payload(request) => {
             pb::event::Kind::Request(request_without_payload(request))
         }
         notice => notice.to_pb(),
