@@ -35,10 +35,15 @@ async fn join_silent(lead: &Lead, prefix: &str, n: usize) {
     // 16 joins in flight on one channel: the members join within a short
     // span, so that they end within one too, however busy the machine.
     let joiner = lead.lead_api(&lead.join_token).await;
-    let mut joining = tokio::task::JoinSet::new();
+    let mut joining: tokio::task::JoinSet<Result<(), tonic::Status>> = tokio::task::JoinSet::new();
     for i in 0..n {
         if joining.len() >= 16 {
-            joining.join_next().await.expect("a join").expect("join");
+            joining
+                .join_next()
+                .await
+                .expect("a join")
+                .expect("a join's task")
+                .expect("join");
         }
         let mut joiner = joiner.clone();
         let name = format!("{prefix}{i}");
@@ -54,7 +59,7 @@ async fn join_silent(lead: &Lead, prefix: &str, n: usize) {
         });
     }
     while let Some(joined) = joining.join_next().await {
-        joined.expect("a join").expect("join");
+        joined.expect("a join's task").expect("join");
     }
 }
 
