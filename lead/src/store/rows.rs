@@ -337,4 +337,30 @@ mod tests {
         );
         assert!(history_from(1, 1, "tool".into(), "", vec![0xff, 0xff]).is_err());
     }
+
+    #[test]
+    fn a_shutdown_tells_its_payload_on_the_wire() {
+        let payload = r#"{"target":"bob","reason":"done","deadline_unix_ms":0,"asked_by":"lead"}"#;
+        let request = Request::pending(
+            Opening {
+                id: RequestId::existing("id", "s1").expect("id"),
+                kind: Kind::Shutdown,
+                sender: "lead".into(),
+                target: "bob".into(),
+                payload_json: payload.into(),
+                deadline_unix_ms: None,
+            },
+            1,
+        );
+        let mut history = history::History::restore(Vec::new(), 5);
+        let (entry, _) = history
+            .record(1, Notice::Request(Box::new(request)))
+            .expect("recorded");
+        let Some(pb::event::Kind::Request(on_the_wire)) =
+            history_event(&entry).expect("event").kind
+        else {
+            panic!("a request's event on the wire");
+        };
+        assert_eq!(on_the_wire.payload_json, payload);
+    }
 }
