@@ -16,9 +16,11 @@ const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 /// How long a wait for the page lasts before the test fails.
 const WAIT: Duration = Duration::from_secs(20);
 
-/// A chromedriver process and one browser session in it.
+/// A chromedriver process and one browser session in it. Dropped, it
+/// kills chromedriver's process group, Chromium with it: a test that ends
+/// without [`Browser::quit`] (or fails) leaves no browser running.
 pub struct Browser {
-    _driver: Child,
+    driver: Child,
     http: reqwest::Client,
     session: String,
 }
@@ -39,6 +41,8 @@ impl Browser {
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            // Its own group, which Chromium's processes join.
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .expect("start chromedriver (Debian: apt-get install chromium chromium-driver)");
@@ -81,7 +85,7 @@ impl Browser {
             .unwrap_or_else(|| panic!("no session: {created}"))
             .to_owned();
         Browser {
-            _driver: driver,
+            driver,
             http,
             session: format!("{base}/session/{session}"),
         }
@@ -371,6 +375,17 @@ impl Browser {
             Some(json!({"width": width, "height": height})),
         )
         .await;
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        if let Some(pid) = self.driver.id().and_then(|p| i32::try_from(p).ok()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
     }
 }
 
