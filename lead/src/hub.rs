@@ -178,16 +178,13 @@ pub(crate) fn start(
                         leave = hub.config.shared_store.then(|| e.to_string());
                         break Err(HubFailure::from(e));
                     }
+                    // What came in during the commit goes in the next batch.
+                    hub.handle_waiting(&mut rx, MAX_BURST);
                 }
                 command = rx.recv() => {
                     let Some(command) = command else { break Ok(()) };
                     hub.handle(command);
-                    for _ in 1..MAX_BURST {
-                        match rx.try_recv() {
-                            Ok(command) => hub.handle(command),
-                            Err(_) => break,
-                        }
-                    }
+                    hub.handle_waiting(&mut rx, MAX_BURST - 1);
                 }
                 () = sleep => hub.on_timer(),
                 stopped = stop.wait_for(Option::is_some), if hub.stopping_until.is_none() && !abandoned => {
@@ -225,6 +222,16 @@ impl Hub {
     /// The time now, in unix milliseconds.
     fn now(&self) -> i64 {
         self.clock.now()
+    }
+
+    /// Runs the commands waiting in `rx`, at most `most`.
+    fn handle_waiting(&mut self, rx: &mut mpsc::Receiver<Command>, most: usize) {
+        for _ in 0..most {
+            match rx.try_recv() {
+                Ok(command) => self.handle(command),
+                Err(_) => break,
+            }
+        }
     }
 
     /// Runs one command.

@@ -85,8 +85,9 @@ impl Hub {
         Ok(())
     }
 
-    /// The batch in flight is durable (or failed): lets it out, then sends
-    /// the next.
+    /// The batch in flight is durable (or failed): lets it out. The next
+    /// goes with [`Hub::advance`], once the caller has taken the commands
+    /// waiting, so that they go in it.
     pub(super) fn committed(
         &mut self,
         result: Result<Vec<Change>, StoreError>,
@@ -101,7 +102,7 @@ impl Hub {
                 self.release(batch);
             }
         }
-        self.advance()
+        Ok(())
     }
 
     /// Waits for the batch in flight and commits what is left: for stopping.
@@ -110,6 +111,7 @@ impl Hub {
             if self.committer.busy() {
                 let result = self.committer.durable().await;
                 self.committed(result)?;
+                self.advance()?;
             } else {
                 self.advance()?;
                 if !self.committer.busy() {
